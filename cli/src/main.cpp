@@ -1,0 +1,48 @@
+// kfuse: profiling-guided kernel fusion advisor. Each verb lives in its own *_verbs.cpp.
+#include <cstdio>
+#include <string>
+
+#include "verbs.h"
+
+namespace kfuse::cli {
+
+int reportError(const Status& status, int code) {
+  std::fprintf(stderr, "kfuse: %s\n", status.message().c_str());
+  return code;
+}
+
+}  // namespace kfuse::cli
+
+int main(int argc, char** argv) {
+  using namespace kfuse::cli;
+  CLI::App app{
+      "kfuse " KFUSE_VERSION_STRING
+      " - profiling-guided kernel fusion advisor for CUDA applications.\n"
+      "Record an application, analyze the trace for kernels worth fusing, rewrite and validate fused kernels,\n"
+      "and inject them into the unmodified application.",
+      "kfuse"};
+  app.set_version_flag("--version", "kfuse " KFUSE_VERSION_STRING);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  VerbContext ctx;
+  app.add_flag("-q,--quiet", ctx.quiet, "Print only results and errors, no progress");
+  registerTraceVerbs(app, ctx);
+  registerGpuVerbs(app, ctx);
+#ifdef KFUSE_HAVE_PTX_VERBS
+  registerPtxVerbs(app, ctx);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors: CLI11 prints the message; kfuse's convention is exit code 2 for bad input.
+    app.exit(e);
+    return kExitBadInput;
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,109 @@
+// Verbs over stored traces: info, export (SQLite -> JSON), import (JSON -> SQLite).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "kfuse/core/trace_json.h"
+#include "kfuse/core/trace_store.h"
+#include "kfuse/core/trace_summary.h"
+#include "verbs.h"
+
+namespace kfuse::cli {
+namespace {
+
+struct InfoOptions {
+  std::string trace;
+  bool json = false;
+  size_t top = 10;
+};
+
+int runInfo(const InfoOptions& o) {
+  auto reader = core::TraceReader::open(o.trace);
+  if (!reader) return reportError(reader.status());
+  auto summary = core::summarizeTrace(**reader, o.top);
+  if (!summary) return reportError(summary.status());
+  if (o.json) {
+    std::cout << core::toJson(*summary).dump(2) << '\n';
+  } else {
+    std::cout << core::formatSummary(*summary);
+  }
+  return kExitOk;
+}
+
+struct ExportOptions {
+  std::string trace;
+  std::string output;
+};
+
+int runExport(const ExportOptions& o, const VerbContext& ctx) {
+  auto reader = core::TraceReader::open(o.trace);
+  if (!reader) return reportError(reader.status());
+  auto trace = (*reader)->readAll();
+  if (!trace) return reportError(trace.status());
+  if (o.output == "-") {
+    std::cout << core::traceToJson(*trace).dump(1) << '\n';
+    return kExitOk;
+  }
+  if (Status s = core::writeTraceJsonFile(*trace, o.output); !s.ok()) return reportError(s);
+  if (!ctx.quiet) {
+    std::fprintf(stderr, "kfuse: wrote %s (%zu launches, %zu kernels)\n", o.output.c_str(), trace->launches.size(),
+                 trace->functions.size());
+  }
+  return kExitOk;
+}
+
+struct ImportOptions {
+  std::string input;
+  std::string output;
+  bool force = false;
+};
+
+int runImport(const ImportOptions& o, const VerbContext& ctx) {
+  auto trace = core::readTraceJsonFile(o.input);
+  if (!trace) return reportError(trace.status());
+  std::error_code ec;
+  if (!o.force && std::filesystem::exists(o.output, ec)) {
+    return reportError(invalidArgument(o.output + ": already exists; pass --force to replace it"));
+  }
+  auto writer = core::TraceWriter::create(o.output, {.overwrite = o.force});
+  if (!writer) return reportError(writer.status());
+  Status s = (*writer)->write(*trace);
+  if (s.ok()) s = (*writer)->close();
+  if (!s.ok()) {
+    writer->reset();
+    std::filesystem::remove(o.output, ec);  // a half-written trace is worse than none
+    return reportError(s);
+  }
+  if (!ctx.quiet) {
+    std::fprintf(stderr, "kfuse: wrote %s (%zu launches, %zu kernels)\n", o.output.c_str(), trace->launches.size(),
+                 trace->functions.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerTraceVerbs(CLI::App& app, VerbContext& ctx) {
+  auto info = std::make_shared<InfoOptions>();
+  CLI::App* cmd = app.add_subcommand("info", "Summarize a kfuse trace: devices, counts, time span, top kernels");
+  cmd->add_option("trace", info->trace, "kfuse trace (.sqlite)")->required();
+  cmd->add_flag("--json", info->json, "Print machine-readable JSON (schemas/info.schema.json)");
+  cmd->add_option("--top", info->top, "Number of kernels to list by GPU time")->capture_default_str();
+  cmd->callback([info, &ctx] { ctx.exit_code = runInfo(*info); });
+
+  auto exp = std::make_shared<ExportOptions>();
+  cmd = app.add_subcommand("export", "Write a kfuse trace as JSON (schemas/trace.schema.json)");
+  cmd->add_option("trace", exp->trace, "kfuse trace (.sqlite)")->required();
+  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout")->required();
+  cmd->callback([exp, &ctx] { ctx.exit_code = runExport(*exp, ctx); });
+
+  auto imp = std::make_shared<ImportOptions>();
+  cmd = app.add_subcommand("import", "Build a kfuse trace from its JSON form");
+  cmd->add_option("json", imp->input, "Trace JSON (as written by `kfuse export`)")->required();
+  cmd->add_option("-o,--output", imp->output, "Output kfuse trace (.sqlite)")->required();
+  cmd->add_flag("-f,--force", imp->force, "Replace the output if it exists");
+  cmd->callback([imp, &ctx] { ctx.exit_code = runImport(*imp, ctx); });
+}
+
+}  // namespace kfuse::cli

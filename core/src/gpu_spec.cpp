@@ -1,0 +1,570 @@
+#include "kfuse/core/gpu_spec.h"
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "kfuse/core/status.h"
+
+namespace kfuse::core {
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kPeta = 1e15;
+constexpr double kGBps = 1e9;  // datasheets give bandwidth in decimal GB/s
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+constexpr uint64_t kGiB = 1024 * kMiB;
+
+// Per-SM limits depend only on the compute capability. Source for every row: CUDA C++ Programming Guide, table
+// "Technical Specifications per Compute Capability" (resident blocks/warps/threads per SM, 32-bit registers per SM,
+// registers per thread, threads per block, shared memory per SM and per block). The per-block figure is the opt-in
+// maximum: CUDA keeps 1 KB of the SM's shared memory per block, hence 163 of 164 KB on 8.0 and 227 of 228 KB on 9.0
+// and 10.0 (Blackwell Tuning Guide says the same for 10.0). Cross-checked against real traces in
+// ../shared/data: A100 167936/166912 B and H100 233472/232448 B (Kineto deviceProperties); RTX 3080 102400/101376 B,
+// 48 warps and 16 blocks per SM (Nsight Systems TARGET_INFO_GPU); RTX 4090 24 blocks, 1536 threads (nvbench output
+// in NVIDIA/nvbench#207).
+struct SmLimits {
+  int cc_major;
+  int cc_minor;
+  int max_threads_per_sm;
+  int max_warps_per_sm;
+  int max_blocks_per_sm;
+  int registers_per_sm;
+  int max_registers_per_thread;
+  int max_threads_per_block;
+  uint64_t max_shared_per_sm;
+  uint64_t max_shared_per_block_optin;
+};
+
+constexpr SmLimits kSmLimits[] = {
+    {7, 0, 2048, 64, 32, 65536, 255, 1024, 96 * kKiB, 96 * kKiB},     // Volta
+    {8, 0, 2048, 64, 32, 65536, 255, 1024, 164 * kKiB, 163 * kKiB},   // GA100
+    {8, 6, 1536, 48, 16, 65536, 255, 1024, 100 * kKiB, 99 * kKiB},    // GA10x
+    {8, 9, 1536, 48, 24, 65536, 255, 1024, 100 * kKiB, 99 * kKiB},    // Ada
+    {9, 0, 2048, 64, 32, 65536, 255, 1024, 228 * kKiB, 227 * kKiB},   // Hopper
+    {10, 0, 2048, 64, 32, 65536, 255, 1024, 228 * kKiB, 227 * kKiB},  // Blackwell data centre
+};
+
+void applySmLimits(GpuSpec& spec) {
+  for (const SmLimits& limits : kSmLimits) {
+    if (limits.cc_major != spec.cc_major || limits.cc_minor != spec.cc_minor) continue;
+    spec.max_threads_per_sm = limits.max_threads_per_sm;
+    spec.max_warps_per_sm = limits.max_warps_per_sm;
+    spec.max_blocks_per_sm = limits.max_blocks_per_sm;
+    spec.registers_per_sm = limits.registers_per_sm;
+    spec.max_registers_per_thread = limits.max_registers_per_thread;
+    spec.max_threads_per_block = limits.max_threads_per_block;
+    spec.max_shared_per_sm = limits.max_shared_per_sm;
+    spec.max_shared_per_block_optin = limits.max_shared_per_block_optin;
+    return;
+  }
+  KFUSE_CHECK(false && "GPU spec entry with a compute capability missing from kSmLimits");
+}
+
+// What the documents say about one product. The per-SM limits are not here: they follow from the compute
+// capability (kSmLimits). Every field is given in every entry, so nothing is left at a default by accident.
+struct Product {
+  std::string short_name;
+  std::string marketing_name;
+  std::vector<std::string> device_names;
+  int cc_major;
+  int cc_minor;
+  int sm_count;
+  int boost_clock_mhz;
+  uint64_t memory_bytes;
+  double dram_bandwidth_bytes_per_s;
+  uint64_t l2_bytes;
+  double fp64_flops;
+  double fp64_tensor_flops;
+  double fp32_flops;
+  double tf32_tensor_flops;
+  double fp16_flops;
+  double fp16_tensor_flops;
+  double bf16_flops;
+  double bf16_tensor_flops;
+  std::string source;
+};
+
+GpuSpec toSpec(const Product& product) {
+  GpuSpec spec;
+  spec.short_name = product.short_name;
+  spec.marketing_name = product.marketing_name;
+  spec.device_names = product.device_names;
+  spec.cc_major = product.cc_major;
+  spec.cc_minor = product.cc_minor;
+  spec.sm_count = product.sm_count;
+  spec.boost_clock_mhz = product.boost_clock_mhz;
+  spec.memory_bytes = product.memory_bytes;
+  spec.dram_bandwidth_bytes_per_s = product.dram_bandwidth_bytes_per_s;
+  spec.l2_bytes = product.l2_bytes;
+  spec.fp64_flops = product.fp64_flops;
+  spec.fp64_tensor_flops = product.fp64_tensor_flops;
+  spec.fp32_flops = product.fp32_flops;
+  spec.tf32_tensor_flops = product.tf32_tensor_flops;
+  spec.fp16_flops = product.fp16_flops;
+  spec.fp16_tensor_flops = product.fp16_tensor_flops;
+  spec.bf16_flops = product.bf16_flops;
+  spec.bf16_tensor_flops = product.bf16_tensor_flops;
+  spec.source = product.source;
+  applySmLimits(spec);
+  return spec;
+}
+
+// A product that differs from `base` only in memory (and so in name and, for A100, in bandwidth).
+Product memoryVariant(const Product& base, std::string short_name, std::string marketing_name,
+                      std::vector<std::string> device_names, uint64_t memory_bytes,
+                      double dram_bandwidth_bytes_per_s) {
+  Product spec = base;
+  spec.short_name = std::move(short_name);
+  spec.marketing_name = std::move(marketing_name);
+  spec.device_names = std::move(device_names);
+  spec.memory_bytes = memory_bytes;
+  spec.dram_bandwidth_bytes_per_s = dram_bandwidth_bytes_per_s;
+  return spec;
+}
+
+std::vector<GpuSpec> buildTable() {
+  std::vector<Product> products;
+
+  // ---- Volta (CC 7.0) -----------------------------------------------------------------------------------------
+  // NVIDIA Tesla V100 GPU Architecture whitepaper, Table 1 (V100 SXM2: 80 SMs, GPU boost 1530 MHz, 6144 KB L2,
+  // 7.8 TFLOPS FP64, 15.7 FP32, 125 tensor) and NVIDIA V100 Tensor Core GPU datasheet (SXM2 7.8/15.7/125 TFLOPS,
+  // PCIe 7/14/112 TFLOPS; HBM2 16 or 32 GB at 900 GB/s for both form factors). Volta tensor cores take FP16
+  // inputs with FP32 accumulate at the full 125 TFLOPS; there is no BF16, TF32 or FP64 tensor path.
+  // FP16 non-tensor is not in either document: derived from the CUDA C++ Programming Guide's arithmetic-throughput
+  // table (CC 7.x: 128 16-bit FMA results/clk/SM vs 64 for 32-bit) as 80 SMs x 128 x 2 FLOP x 1.53 GHz = 31.3 TFLOPS.
+  const Product v100_sxm2{
+      .short_name = "v100-sxm2-16gb",
+      .marketing_name = "NVIDIA Tesla V100 SXM2 16GB",
+      .device_names = {"Tesla V100-SXM2-16GB"},
+      .cc_major = 7,
+      .cc_minor = 0,
+      .sm_count = 80,
+      .boost_clock_mhz = 1530,
+      .memory_bytes = 16 * kGiB,
+      .dram_bandwidth_bytes_per_s = 900 * kGBps,
+      .l2_bytes = 6 * kMiB,
+      .fp64_flops = 7.8 * kTera,
+      .fp64_tensor_flops = 0,
+      .fp32_flops = 15.7 * kTera,
+      .tf32_tensor_flops = 0,
+      .fp16_flops = 31.3 * kTera,
+      .fp16_tensor_flops = 125 * kTera,
+      .bf16_flops = 0,
+      .bf16_tensor_flops = 0,
+      .source = "NVIDIA Tesla V100 GPU Architecture whitepaper, Table 1; NVIDIA V100 Tensor Core GPU datasheet; "
+                "CUDA C++ Programming Guide (FP16 throughput, per-SM limits)",
+  };
+  products.push_back(v100_sxm2);
+  products.push_back(memoryVariant(v100_sxm2, "v100-sxm2-32gb", "NVIDIA Tesla V100 SXM2 32GB",
+                                {"Tesla V100-SXM2-32GB"}, 32 * kGiB, 900 * kGBps));
+
+  // V100 PCIe: datasheet 7 / 14 / 112 TFLOPS, 900 GB/s. Boost clock: not in the datasheet; 1380 MHz is the max
+  // clock the driver reports for Tesla V100-PCIE (deviceQuery "GPU Max Clock rate"). The datasheet's rounded
+  // figures imply ~1370 MHz (14 TFLOPS / (80 SMs x 64 FMA x 2 FLOP)), within 1%.
+  // FP16 non-tensor derived as for SXM2: 80 x 128 x 2 x 1.38 GHz = 28.3 TFLOPS.
+  Product v100_pcie = v100_sxm2;
+  v100_pcie.short_name = "v100-pcie-16gb";
+  v100_pcie.marketing_name = "NVIDIA Tesla V100 PCIe 16GB";
+  v100_pcie.device_names = {"Tesla V100-PCIE-16GB"};
+  v100_pcie.boost_clock_mhz = 1380;
+  v100_pcie.fp64_flops = 7 * kTera;
+  v100_pcie.fp32_flops = 14 * kTera;
+  v100_pcie.fp16_flops = 28.3 * kTera;
+  v100_pcie.fp16_tensor_flops = 112 * kTera;
+  products.push_back(v100_pcie);
+  products.push_back(memoryVariant(v100_pcie, "v100-pcie-32gb", "NVIDIA Tesla V100 PCIe 32GB",
+                                {"Tesla V100-PCIE-32GB"}, 32 * kGiB, 900 * kGBps));
+
+  // ---- Ampere GA100 (CC 8.0) ----------------------------------------------------------------------------------
+  // NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 1 (108 SMs, boost 1410 MHz, 40 MB L2; FP64 9.7,
+  // FP64 tensor 19.5, FP32 19.5, TF32 tensor 156, FP16 non-tensor 78, BF16 non-tensor 39, FP16/BF16 tensor 312
+  // TFLOPS dense) and the NVIDIA A100 datasheet (same peaks for SXM and PCIe; bandwidth 40GB: 1,555 GB/s,
+  // 80GB PCIe: 1,935 GB/s, 80GB SXM: 2,039 GB/s). The 40 MiB L2, 1410 MHz and 1555.2 GB/s also appear in the
+  // Nsight Systems export ../shared/data/nsys/pipit_saxpy_a100.sqlite (TARGET_INFO_GPU, "NVIDIA A100-SXM4-40GB").
+  // "NVIDIA A100-PG509-200" is how some drivers name A100 SXM4 boards (PG509 is the SXM4 module). The traces in
+  // ../shared/data/kineto/hta_*.json.gz that carry it report 108 SMs, CC 8.0 and totalGlobalMem 42297524224 B,
+  // byte for byte the A100-SXM4-40GB's, so it is listed here and only here; other PG509 SKUs are not guessed.
+  const Product a100_sxm_40gb{
+      .short_name = "a100-sxm-40gb",
+      .marketing_name = "NVIDIA A100 SXM4 40GB",
+      .device_names = {"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PG509-200"},
+      .cc_major = 8,
+      .cc_minor = 0,
+      .sm_count = 108,
+      .boost_clock_mhz = 1410,
+      .memory_bytes = 40 * kGiB,
+      .dram_bandwidth_bytes_per_s = 1555 * kGBps,
+      .l2_bytes = 40 * kMiB,
+      .fp64_flops = 9.7 * kTera,
+      .fp64_tensor_flops = 19.5 * kTera,
+      .fp32_flops = 19.5 * kTera,
+      .tf32_tensor_flops = 156 * kTera,
+      .fp16_flops = 78 * kTera,
+      .fp16_tensor_flops = 312 * kTera,
+      .bf16_flops = 39 * kTera,
+      .bf16_tensor_flops = 312 * kTera,
+      .source = "NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 1; NVIDIA A100 Tensor Core GPU "
+                "datasheet; CUDA C++ Programming Guide (per-SM limits)",
+  };
+  products.push_back(a100_sxm_40gb);
+  products.push_back(memoryVariant(a100_sxm_40gb, "a100-sxm-80gb", "NVIDIA A100 SXM4 80GB",
+                                {"NVIDIA A100-SXM4-80GB"}, 80 * kGiB, 2039 * kGBps));
+  products.push_back(memoryVariant(a100_sxm_40gb, "a100-pcie-40gb", "NVIDIA A100 PCIe 40GB",
+                                {"NVIDIA A100-PCIE-40GB"}, 40 * kGiB, 1555 * kGBps));
+  products.push_back(memoryVariant(a100_sxm_40gb, "a100-pcie-80gb", "NVIDIA A100 PCIe 80GB",
+                                {"NVIDIA A100 80GB PCIe"}, 80 * kGiB, 1935 * kGBps));
+
+  // ---- Ampere GA10x (CC 8.6) ----------------------------------------------------------------------------------
+  // NVIDIA Ampere GA102 GPU Architecture whitepaper, GeForce RTX 3080 column: 68 SMs, boost 1710 MHz, 10 GB
+  // GDDR6X at 760 GB/s, 5120 KB L2; FP32 29.8, FP16 and BF16 non-tensor 29.8 (1:1 with FP32 on GA10x), TF32 tensor
+  // 29.8, FP16/BF16 tensor with FP32 accumulate 59.5 TFLOPS dense. All but the FLOP/s match the Nsight Systems
+  // export ../shared/data/nsys/nsysai_mock_rtx3080.sqlite (68 SMs, 1710 MHz, L2 5242880 B, 760.08 GB/s).
+  // FP64 is not in the whitepaper: derived from the CUDA C++ Programming Guide's throughput table (CC 8.6: 2 FP64
+  // FMA results/clk/SM) as 68 x 2 x 2 FLOP x 1.71 GHz = 0.465 TFLOPS. No FP64 tensor cores.
+  // The 12 GB RTX 3080 (70 SMs, 384-bit, 912 GB/s) is reported under the same device name; pass the trace's SM
+  // count to findGpuSpec() to keep it from matching this entry.
+  products.push_back(Product{
+      .short_name = "rtx-3080",
+      .marketing_name = "NVIDIA GeForce RTX 3080 10GB",
+      .device_names = {"NVIDIA GeForce RTX 3080"},
+      .cc_major = 8,
+      .cc_minor = 6,
+      .sm_count = 68,
+      .boost_clock_mhz = 1710,
+      .memory_bytes = 10 * kGiB,
+      .dram_bandwidth_bytes_per_s = 760 * kGBps,
+      .l2_bytes = 5 * kMiB,
+      .fp64_flops = 0.465 * kTera,
+      .fp64_tensor_flops = 0,
+      .fp32_flops = 29.8 * kTera,
+      .tf32_tensor_flops = 29.8 * kTera,
+      .fp16_flops = 29.8 * kTera,
+      .fp16_tensor_flops = 59.5 * kTera,
+      .bf16_flops = 29.8 * kTera,
+      .bf16_tensor_flops = 59.5 * kTera,
+      .source = "NVIDIA Ampere GA102 GPU Architecture whitepaper (GeForce RTX 3080); CUDA C++ Programming Guide "
+                "(FP64 throughput, per-SM limits)",
+  });
+
+  // ---- Ada Lovelace (CC 8.9) ----------------------------------------------------------------------------------
+  // Ada has no FP64 tensor cores and runs FP64 at 1/64 of FP32 (CUDA C++ Programming Guide throughput table, CC
+  // 8.9: 2 FP64 vs 128 FP32 results/clk/SM); no Ada document prints an FP64 figure, so it is derived below as
+  // SMs x 2 x 2 FLOP x boost clock. FP16 and BF16 non-tensor run at the FP32 rate (NVIDIA Ada GPU Architecture
+  // whitepaper, RTX 4090: FP32, FP16 and BF16 non-tensor all 82.6 TFLOPS); the L4 and L40S datasheets do not print
+  // them, so for those the FP32 figure is used.
+
+  // NVIDIA Ada GPU Architecture whitepaper, Appendix A (GeForce RTX 4090): 128 SMs, boost 2520 MHz, 24 GB GDDR6X
+  // at 1008 GB/s, 72 MB L2; FP32 82.6, TF32 tensor 82.6, FP16/BF16 tensor with FP32 accumulate 165.2 TFLOPS dense.
+  // (128 SMs, 2520 MHz, 1008 GB/s and L2 73728 KiB also in the nvbench device dump in NVIDIA/nvbench#207.)
+  // FP64 derived: 128 x 4 x 2.52 GHz = 1.29 TFLOPS.
+  products.push_back(Product{
+      .short_name = "rtx-4090",
+      .marketing_name = "NVIDIA GeForce RTX 4090",
+      .device_names = {"NVIDIA GeForce RTX 4090"},
+      .cc_major = 8,
+      .cc_minor = 9,
+      .sm_count = 128,
+      .boost_clock_mhz = 2520,
+      .memory_bytes = 24 * kGiB,
+      .dram_bandwidth_bytes_per_s = 1008 * kGBps,
+      .l2_bytes = 72 * kMiB,
+      .fp64_flops = 1.29 * kTera,
+      .fp64_tensor_flops = 0,
+      .fp32_flops = 82.6 * kTera,
+      .tf32_tensor_flops = 82.6 * kTera,
+      .fp16_flops = 82.6 * kTera,
+      .fp16_tensor_flops = 165.2 * kTera,
+      .bf16_flops = 82.6 * kTera,
+      .bf16_tensor_flops = 165.2 * kTera,
+      .source = "NVIDIA Ada GPU Architecture whitepaper, Appendix A (GeForce RTX 4090); CUDA C++ Programming Guide "
+                "(FP64 throughput, per-SM limits)",
+  });
+
+  // NVIDIA L4 Tensor Core GPU datasheet: FP32 30.3 TFLOPS; TF32 tensor 120, FP16 and BF16 tensor 242 TFLOPS
+  // *with sparsity*, so 60 and 121 dense; 24 GB GDDR6 at 300 GB/s. The datasheet prints neither SM count nor
+  // clock: 58 SMs (7,424 CUDA cores) at a 2040 MHz boost is the configuration listed for the L4 elsewhere, and it
+  // reproduces the datasheet's FP32 figure (58 x 128 x 2 FLOP x 2.04 GHz = 30.3 TFLOPS) and dense FP16 tensor
+  // figure (58 x 1024 FLOP/clk x 2.04 GHz = 121). L2: 48 MB, the AD104 L2 per the Ada whitepaper (not printed in
+  // the L4 datasheet). FP64 derived: 58 x 4 x 2.04 GHz = 0.473 TFLOPS.
+  products.push_back(Product{
+      .short_name = "l4",
+      .marketing_name = "NVIDIA L4",
+      .device_names = {"NVIDIA L4"},
+      .cc_major = 8,
+      .cc_minor = 9,
+      .sm_count = 58,
+      .boost_clock_mhz = 2040,
+      .memory_bytes = 24 * kGiB,
+      .dram_bandwidth_bytes_per_s = 300 * kGBps,
+      .l2_bytes = 48 * kMiB,
+      .fp64_flops = 0.473 * kTera,
+      .fp64_tensor_flops = 0,
+      .fp32_flops = 30.3 * kTera,
+      .tf32_tensor_flops = 60 * kTera,
+      .fp16_flops = 30.3 * kTera,
+      .fp16_tensor_flops = 121 * kTera,
+      .bf16_flops = 30.3 * kTera,
+      .bf16_tensor_flops = 121 * kTera,
+      .source = "NVIDIA L4 Tensor Core GPU datasheet (tensor figures halved: printed with sparsity; SM count and "
+                "clock not printed, checked against its FP32 figure); NVIDIA Ada GPU Architecture whitepaper (AD104 "
+                "L2, FP16:FP32 ratio); CUDA C++ Programming Guide (FP64 throughput, per-SM limits)",
+  });
+
+  // NVIDIA L40S datasheet: 18,176 CUDA cores and 568 tensor cores (= 142 SMs), FP32 91.6 TFLOPS, TF32 tensor
+  // 183 | 366*, FP16/BF16 tensor 362.05 | 733* TFLOPS (* = sparsity; the dense column is used), 48 GB GDDR6 at
+  // 864 GB/s. Boost 2520 MHz is not printed; it is the clock of the FP32 figure (142 x 128 x 2 x 2.52 GHz = 91.6).
+  // The datasheet's dense and sparse tensor columns are not exactly 1:2 (362.05 vs 733); the printed dense value
+  // is kept. L2: 96 MB (full AD102 per the Ada whitepaper; not printed in the L40S datasheet).
+  // FP64 derived: 142 x 4 x 2.52 GHz = 1.43 TFLOPS.
+  products.push_back(Product{
+      .short_name = "l40s",
+      .marketing_name = "NVIDIA L40S",
+      .device_names = {"NVIDIA L40S"},
+      .cc_major = 8,
+      .cc_minor = 9,
+      .sm_count = 142,
+      .boost_clock_mhz = 2520,
+      .memory_bytes = 48 * kGiB,
+      .dram_bandwidth_bytes_per_s = 864 * kGBps,
+      .l2_bytes = 96 * kMiB,
+      .fp64_flops = 1.43 * kTera,
+      .fp64_tensor_flops = 0,
+      .fp32_flops = 91.6 * kTera,
+      .tf32_tensor_flops = 183 * kTera,
+      .fp16_flops = 91.6 * kTera,
+      .fp16_tensor_flops = 362.05 * kTera,
+      .bf16_flops = 91.6 * kTera,
+      .bf16_tensor_flops = 362.05 * kTera,
+      .source = "NVIDIA L40S datasheet (dense column; clock not printed, derived from its FP32 figure); NVIDIA Ada "
+                "GPU Architecture whitepaper (AD102 L2, FP16:FP32 ratio); CUDA C++ Programming Guide (FP64 "
+                "throughput, per-SM limits)",
+  });
+
+  // ---- Hopper (CC 9.0) ----------------------------------------------------------------------------------------
+  // NVIDIA H100 Tensor Core GPU Architecture whitepaper, Table 3 (H100 SXM5): 132 SMs, 50 MB L2; FP64 33.5, FP64
+  // tensor 66.9, FP32 66.9, FP16 and BF16 non-tensor 133.8, TF32 tensor 494.7, FP16/BF16 tensor 989.4 TFLOPS
+  // dense. The NVIDIA H100 datasheet rounds these (34 / 67 / 67 / 989* / 1,979* with sparsity) and gives 80 GB HBM3
+  // at 3.35 TB/s. The FP32/FP64 figures are at the 1980 MHz max boost (132 x 128 x 2 x 1.98 GHz = 66.9); the
+  // tensor figures at 1830 MHz (132 x 4096 FLOP/clk x 1.83 GHz = 989.4), which is why they are not derived.
+  products.push_back(Product{
+      .short_name = "h100-sxm",
+      .marketing_name = "NVIDIA H100 SXM5 80GB",
+      .device_names = {"NVIDIA H100 80GB HBM3"},
+      .cc_major = 9,
+      .cc_minor = 0,
+      .sm_count = 132,
+      .boost_clock_mhz = 1980,
+      .memory_bytes = 80 * kGiB,
+      .dram_bandwidth_bytes_per_s = 3350 * kGBps,
+      .l2_bytes = 50 * kMiB,
+      .fp64_flops = 33.5 * kTera,
+      .fp64_tensor_flops = 66.9 * kTera,
+      .fp32_flops = 66.9 * kTera,
+      .tf32_tensor_flops = 494.7 * kTera,
+      .fp16_flops = 133.8 * kTera,
+      .fp16_tensor_flops = 989.4 * kTera,
+      .bf16_flops = 133.8 * kTera,
+      .bf16_tensor_flops = 989.4 * kTera,
+      .source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, Table 3 (H100 SXM5); NVIDIA H100 Tensor Core "
+                "GPU datasheet; CUDA C++ Programming Guide (per-SM limits)",
+  });
+
+  // Same whitepaper table, H100 PCIe: 114 SMs, 50 MB L2, 80 GB HBM2e at 2000 GB/s; FP64 25.6, FP64 tensor 51.2,
+  // FP32 51.2, FP16/BF16 non-tensor 102.4, TF32 tensor 378, FP16/BF16 tensor 756 TFLOPS dense (datasheet:
+  // 26 / 51 / 51 / 756* / 1,513* with sparsity, 2 TB/s). Boost 1755 MHz: the clock of the FP32 figure
+  // (51.2 TFLOPS / (114 x 128 x 2) = 1.754 GHz).
+  products.push_back(Product{
+      .short_name = "h100-pcie",
+      .marketing_name = "NVIDIA H100 PCIe 80GB",
+      .device_names = {"NVIDIA H100 PCIe"},
+      .cc_major = 9,
+      .cc_minor = 0,
+      .sm_count = 114,
+      .boost_clock_mhz = 1755,
+      .memory_bytes = 80 * kGiB,
+      .dram_bandwidth_bytes_per_s = 2000 * kGBps,
+      .l2_bytes = 50 * kMiB,
+      .fp64_flops = 25.6 * kTera,
+      .fp64_tensor_flops = 51.2 * kTera,
+      .fp32_flops = 51.2 * kTera,
+      .tf32_tensor_flops = 378 * kTera,
+      .fp16_flops = 102.4 * kTera,
+      .fp16_tensor_flops = 756 * kTera,
+      .bf16_flops = 102.4 * kTera,
+      .bf16_tensor_flops = 756 * kTera,
+      .source = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, Table 3 (H100 PCIe); NVIDIA H100 Tensor Core "
+                "GPU datasheet; CUDA C++ Programming Guide (per-SM limits)",
+  });
+
+  // NVIDIA H200 Tensor Core GPU datasheet (H200 SXM): FP64 34, FP64 tensor 67, FP32 67, TF32 tensor 989*,
+  // FP16/BF16 tensor 1,979* TFLOPS (* = sparsity; halved here), 141 GB HBM3e at 4.8 TB/s. The H200 is the GH100 die
+  // in the H100 SXM5 configuration with new memory, so what its datasheet does not print is the H100 SXM5's
+  // (whitepaper): 132 SMs, 50 MB L2, FP16/BF16 non-tensor 133.8 TFLOPS. Max clock 1980 MHz is what nvidia-smi
+  // reports on H200 (awslabs/amazon-eks-ami#1985) and gives the datasheet's FP32 (132 x 256 x 1.98 GHz = 66.9).
+  products.push_back(Product{
+      .short_name = "h200",
+      .marketing_name = "NVIDIA H200 SXM 141GB",
+      .device_names = {"NVIDIA H200"},
+      .cc_major = 9,
+      .cc_minor = 0,
+      .sm_count = 132,
+      .boost_clock_mhz = 1980,
+      .memory_bytes = 141 * kGiB,
+      .dram_bandwidth_bytes_per_s = 4800 * kGBps,
+      .l2_bytes = 50 * kMiB,
+      .fp64_flops = 34 * kTera,
+      .fp64_tensor_flops = 67 * kTera,
+      .fp32_flops = 67 * kTera,
+      .tf32_tensor_flops = 494.5 * kTera,
+      .fp16_flops = 133.8 * kTera,
+      .fp16_tensor_flops = 989.5 * kTera,
+      .bf16_flops = 133.8 * kTera,
+      .bf16_tensor_flops = 989.5 * kTera,
+      .source = "NVIDIA H200 Tensor Core GPU datasheet (tensor figures halved: printed with sparsity); NVIDIA H100 "
+                "Tensor Core GPU Architecture whitepaper (SM count, L2, FP16/BF16 non-tensor); CUDA C++ Programming "
+                "Guide (per-SM limits)",
+  });
+
+  // ---- Blackwell data centre (CC 10.0) ------------------------------------------------------------------------
+  // NVIDIA HGX B200 specifications ("individual Blackwell GPU" column): FP64 and FP64 tensor 37 TFLOPS, FP32 75
+  // TFLOPS, TF32 tensor 2.2 PFLOPS* and FP16/BF16 tensor 4.5 PFLOPS* (* = sparsity; halved here), 180 GB HBM3e at
+  // 7.7 TB/s. (Earlier revisions printed 40 / 80 TFLOPS, 192 GB and 8 TB/s.) NVIDIA publishes neither the SM count,
+  // the L2 size nor the clock for B200:
+  //  - 148 SMs and L2 126.5 MiB (132644864 B) are what cudaGetDeviceProperties reports on "NVIDIA B200"
+  //    (pytorch/ao#4002); the Blackwell Tuning Guide gives the L2 as 126 MB.
+  //  - 1980 MHz is the clock that yields the datasheet FP32: 75 TFLOPS / (148 x 128 x 2) = 1.979 GHz.
+  //  - FP16/BF16 non-tensor are not published: assumed 2x FP32 as on Hopper (150 TFLOPS). Unverified.
+  products.push_back(Product{
+      .short_name = "b200",
+      .marketing_name = "NVIDIA B200 SXM 180GB",
+      .device_names = {"NVIDIA B200"},
+      .cc_major = 10,
+      .cc_minor = 0,
+      .sm_count = 148,
+      .boost_clock_mhz = 1980,
+      .memory_bytes = 180 * kGiB,
+      .dram_bandwidth_bytes_per_s = 7700 * kGBps,
+      .l2_bytes = 132644864,
+      .fp64_flops = 37 * kTera,
+      .fp64_tensor_flops = 37 * kTera,
+      .fp32_flops = 75 * kTera,
+      .tf32_tensor_flops = 1.1 * kPeta,
+      .fp16_flops = 150 * kTera,
+      .fp16_tensor_flops = 2.25 * kPeta,
+      .bf16_flops = 150 * kTera,
+      .bf16_tensor_flops = 2.25 * kPeta,
+      .source = "NVIDIA HGX B200 specifications (tensor figures halved: printed with sparsity); NVIDIA Blackwell "
+                "Tuning Guide (L2, shared memory); SM count and L2 from cudaGetDeviceProperties (not published); "
+                "clock and FP16/BF16 non-tensor derived; CUDA C++ Programming Guide (per-SM limits)",
+  });
+
+  std::vector<GpuSpec> table;
+  table.reserve(products.size());
+  for (const Product& product : products) table.push_back(toSpec(product));
+  return table;
+}
+
+// Other spellings users type, each naming exactly one entry (by short name).
+constexpr std::pair<const char*, const char*> kExtraAliases[] = {
+    {"a100-sxm4-40gb", "a100-sxm-40gb"},  {"a100-sxm4-80gb", "a100-sxm-80gb"},
+    {"h100-sxm5", "h100-sxm"},            {"h100-sxm5-80gb", "h100-sxm"},
+    {"h100-sxm-80gb", "h100-sxm"},        {"h100-pcie-80gb", "h100-pcie"},
+    {"h200-sxm", "h200"},                 {"h200-sxm-141gb", "h200"},
+    {"b200-sxm", "b200"},                 {"rtx-3080-10gb", "rtx-3080"},
+    // Bare family names: the configuration each architecture whitepaper describes. A user who types "a100" most
+    // likely has the SXM part, and the 40GB is the original one; the choice is documented in gpu_spec.h.
+    {"a100", "a100-sxm-40gb"},            {"h100", "h100-sxm"},
+    {"v100", "v100-sxm2-16gb"},
+};
+
+class SpecIndex {
+ public:
+  SpecIndex() : specs_(buildTable()) {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      const GpuSpec& spec = specs_[i];
+      add(spec.short_name, i);
+      add(spec.marketing_name, i);
+      for (const std::string& name : spec.device_names) add(name, i);
+    }
+    for (const auto& [alias, short_name] : kExtraAliases) {
+      auto it = by_key_.find(gpuNameKey(short_name));
+      KFUSE_CHECK(it != by_key_.end());
+      add(alias, it->second);
+    }
+  }
+
+  const std::vector<GpuSpec>& specs() const { return specs_; }
+
+  const GpuSpec* find(std::string_view name) const {
+    const std::string key = gpuNameKey(name);
+    if (key.empty()) return nullptr;
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : &specs_[it->second];
+  }
+
+ private:
+  // A name may repeat within one entry (a short name often normalises like a device name) but never name two.
+  void add(std::string_view name, std::size_t index) {
+    const std::string key = gpuNameKey(name);
+    KFUSE_CHECK(!key.empty());
+    auto [it, inserted] = by_key_.emplace(key, index);
+    KFUSE_CHECK(inserted || it->second == index);
+  }
+
+  std::vector<GpuSpec> specs_;
+  std::unordered_map<std::string, std::size_t> by_key_;
+};
+
+const SpecIndex& specIndex() {
+  static const SpecIndex index;
+  return index;
+}
+
+bool isAsciiAlnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+char asciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool isVendorWord(std::string_view word) { return word == "nvidia" || word == "tesla" || word == "geforce"; }
+
+}  // namespace
+
+std::string gpuNameKey(std::string_view name) {
+  std::string key;
+  bool in_prefix = true;  // still among the leading vendor/brand words
+  std::size_t i = 0;
+  while (i < name.size()) {
+    if (!isAsciiAlnum(name[i])) {
+      ++i;
+      continue;
+    }
+    std::string word;
+    for (; i < name.size() && isAsciiAlnum(name[i]); ++i) word.push_back(asciiLower(name[i]));
+    if (in_prefix && isVendorWord(word)) continue;
+    in_prefix = false;
+    key += word;
+  }
+  return key;
+}
+
+const std::vector<GpuSpec>& gpuSpecs() { return specIndex().specs(); }
+
+std::optional<GpuSpec> findGpuSpec(std::string_view name) {
+  const GpuSpec* spec = specIndex().find(name);
+  if (spec == nullptr) return std::nullopt;
+  return *spec;
+}
+
+std::optional<GpuSpec> findGpuSpec(std::string_view name, const ObservedDevice& observed) {
+  const GpuSpec* spec = specIndex().find(name);
+  if (spec == nullptr) return std::nullopt;
+  if (observed.sm_count != 0 && observed.sm_count != spec->sm_count) return std::nullopt;
+  if (observed.cc_major != 0 && (observed.cc_major != spec->cc_major || observed.cc_minor != spec->cc_minor)) {
+    return std::nullopt;
+  }
+  return *spec;
+}
+
+}  // namespace kfuse::core

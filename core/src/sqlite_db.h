@@ -1,0 +1,150 @@
+// Thin RAII wrappers over the SQLite C API, private to core. Errors come back as Status naming the file.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kfuse/core/status.h"
+
+namespace kfuse::core::detail {
+
+class Stmt {
+ public:
+  Stmt() = default;
+  explicit Stmt(sqlite3_stmt* s) : stmt_(s) {}
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(Stmt&& o) noexcept : stmt_(std::exchange(o.stmt_, nullptr)) {}
+  Stmt& operator=(Stmt&& o) noexcept {
+    if (this != &o) {
+      sqlite3_finalize(stmt_);
+      stmt_ = std::exchange(o.stmt_, nullptr);
+    }
+    return *this;
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  sqlite3_stmt* get() const { return stmt_; }
+
+  // Binding by 1-based index. kNoTime/kNoId-style "absent" values are bound with the *OrNull forms.
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bindU64(int i, uint64_t v) { sqlite3_bind_int64(stmt_, i, static_cast<int64_t>(v)); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  void bindBlob(int i, const std::vector<uint8_t>& v) {
+    if (v.empty()) {
+      sqlite3_bind_zeroblob(stmt_, i, 0);
+    } else {
+      sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    }
+  }
+  void bindNullIf(int i, int64_t v, int64_t null_value) {
+    if (v == null_value) {
+      sqlite3_bind_null(stmt_, i);
+    } else {
+      sqlite3_bind_int64(stmt_, i, v);
+    }
+  }
+
+  // Reading by 0-based column.
+  int64_t i64(int c) const { return sqlite3_column_int64(stmt_, c); }
+  uint64_t u64(int c) const { return static_cast<uint64_t>(sqlite3_column_int64(stmt_, c)); }
+  double f64(int c) const { return sqlite3_column_double(stmt_, c); }
+  bool isNull(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
+  int64_t i64Or(int c, int64_t null_value) const { return isNull(c) ? null_value : i64(c); }
+  std::string text(int c) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, c);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, c)) : std::string();
+  }
+  std::vector<uint8_t> blob(int c) const {
+    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(stmt_, c));
+    const int n = sqlite3_column_bytes(stmt_, c);
+    return p && n > 0 ? std::vector<uint8_t>(p, p + n) : std::vector<uint8_t>();
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Db {
+ public:
+  Db() = default;
+  ~Db() { close(); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  Status open(const std::string& path, int flags) {
+    path_ = path;
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      close();
+      return ioError(path + ": cannot open: " + msg);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    return {};
+  }
+  void close() {
+    if (db_) sqlite3_close_v2(db_);
+    db_ = nullptr;
+  }
+  sqlite3* get() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  // A Status for the last failed call, phrased for a user: corruption is called out as such.
+  Status error(std::string_view what) const {
+    const int code = db_ ? sqlite3_errcode(db_) & 0xff : SQLITE_ERROR;
+    std::string msg = path_ + ": " + std::string(what) + ": " + (db_ ? sqlite3_errmsg(db_) : "no database");
+    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
+      return badFormat(msg + " (the file is corrupt or truncated)");
+    }
+    return ioError(msg);
+  }
+
+  Status exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      Status s = error("executing SQL");
+      sqlite3_free(err);
+      return s;
+    }
+    return {};
+  }
+
+  Expected<Stmt> prepare(const char* sql) const {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+      return error(std::string("preparing \"") + sql + "\"");
+    }
+    return Stmt(s);
+  }
+
+  // Steps a statement to completion (for INSERT/UPDATE) and resets it for reuse.
+  Status run(Stmt& stmt) const {
+    const int rc = sqlite3_step(stmt.get());
+    sqlite3_reset(stmt.get());
+    if (rc != SQLITE_DONE) return error("writing");
+    return {};
+  }
+
+  // One step of a SELECT: true with a row, false at the end; error Status otherwise.
+  Expected<bool> step(Stmt& stmt) const {
+    const int rc = sqlite3_step(stmt.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return error("reading");
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace kfuse::core::detail
