@@ -31,6 +31,15 @@ int main(int argc, char** argv) {
 #ifdef KFUSE_HAVE_PTX_VERBS
   registerPtxVerbs(app, ctx);
 #endif
+  // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    try {
+      (void)app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::fprintf(stderr, "kfuse: unknown verb '%s'; `kfuse --help` lists the verbs\n", argv[1]);
+      return kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -120,11 +120,11 @@ std::string formatDuration(int64_t ns) {
   char buf[64];
   if (ns == kNoTime) return "n/a";
   const double v = static_cast<double>(ns);
-  if (ns < 10'000) {
+  if (ns < 1'000 && ns > -1'000) {
     std::snprintf(buf, sizeof buf, "%" PRId64 " ns", ns);
-  } else if (ns < 10'000'000) {
+  } else if (ns < 1'000'000) {
     std::snprintf(buf, sizeof buf, "%.3f us", v / 1e3);
-  } else if (ns < 10'000'000'000) {
+  } else if (ns < 1'000'000'000) {
     std::snprintf(buf, sizeof buf, "%.3f ms", v / 1e6);
   } else {
     std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `kfuse` command: exit codes, error lines, and every JSON it writes validated
+against its schema in schemas/.
+
+Usage: cli_test.py --kfuse PATH --source DIR --shared DIR [unittest args, e.g. a TestCase name]
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import jsonschema
+
+ARGS = None
+
+
+def kfuse(*args, check=None):
+    """Runs kfuse; returns (exit code, stdout, stderr)."""
+    p = subprocess.run([ARGS.kfuse, *args], capture_output=True, text=True, timeout=120)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"kfuse {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def schema(name):
+    with open(os.path.join(ARGS.source, "schemas", name)) as f:
+        return json.load(f)
+
+
+def validate(doc, schema_name):
+    jsonschema.Draft202012Validator(schema(schema_name)).validate(doc)
+
+
+class TempDirCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kfuse_cli_")
+        self.demo_json = os.path.join(ARGS.source, "examples", "traces", "demo_chain.json")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def demo_trace(self):
+        out = self.path("demo.sqlite")
+        kfuse("import", self.demo_json, "-o", out, check=0)
+        return out
+
+
+class Version(unittest.TestCase):
+    def test_prints_version(self):
+        code, out, _ = kfuse("--version", check=0)
+        self.assertRegex(out.strip(), r"^kfuse \d+\.\d+\.\d+$")
+
+
+class Help(unittest.TestCase):
+    def test_every_verb_has_help(self):
+        code, out, _ = kfuse("--help", check=0)
+        for verb in ["info", "export", "import", "gpus"]:
+            self.assertIn(verb, out)
+            code, vout, _ = kfuse(verb, "--help", check=0)
+            self.assertIn("Usage", vout)
+
+    def test_no_verb_is_a_usage_error(self):
+        code, _, err = kfuse()
+        self.assertEqual(code, 2)
+        self.assertTrue(err.strip())
+
+    def test_unknown_verb_is_a_usage_error(self):
+        code, _, err = kfuse("frobnicate")
+        self.assertEqual(code, 2)
+        self.assertIn("frobnicate", err)
+
+
+class TraceVerbs(TempDirCase):
+    def test_info_summarizes_the_demo_trace(self):
+        trace = self.demo_trace()
+        _, out, _ = kfuse("info", trace, check=0)
+        self.assertIn("NVIDIA H100 80GB HBM3", out)
+        self.assertIn("200 of 4 kernels", out)
+        self.assertIn("add(float const*, float const*, float*, int)", out)
+
+    def test_info_json_validates_and_counts_exactly(self):
+        trace = self.demo_trace()
+        _, out, _ = kfuse("info", trace, "--json", check=0)
+        doc = json.loads(out)
+        validate(doc, "info.schema.json")
+        self.assertEqual(doc["counts"]["launches"], 200)
+        self.assertEqual(doc["counts"]["kernels"], 4)
+        self.assertEqual(doc["counts"]["memcpys"], 3)
+        self.assertEqual(doc["counts"]["memsets"], 1)
+        self.assertEqual(doc["counts"]["allocations"], 4)
+        self.assertEqual([k["launches"] for k in doc["top_kernels"]], [50, 50, 50, 50])
+        self.assertEqual(doc["top_kernels"][0]["name"], "add(float const*, float const*, float*, int)")
+        total = sum(k["total_gpu_ns"] for k in doc["top_kernels"])
+        self.assertEqual(total, doc["total_gpu_kernel_ns"])
+
+    def test_top_limits_the_kernel_list(self):
+        trace = self.demo_trace()
+        _, out, _ = kfuse("info", trace, "--json", "--top", "2", check=0)
+        self.assertEqual(len(json.loads(out)["top_kernels"]), 2)
+
+    def test_export_validates_and_round_trips(self):
+        trace = self.demo_trace()
+        exported = self.path("export.json")
+        kfuse("export", trace, "-o", exported, check=0)
+        with open(exported) as f:
+            doc = json.load(f)
+        validate(doc, "trace.schema.json")
+        with open(self.demo_json) as f:
+            original = json.load(f)
+        # Import then export gives back the document we started from, field for field.
+        self.assertEqual(doc["launches"], original["launches"])
+        self.assertEqual(doc["functions"], original["functions"])
+        self.assertEqual(doc["modules"], original["modules"])
+        self.assertEqual(doc["metadata"], original["metadata"])
+        # And a second import/export cycle is a fixed point.
+        again = self.path("again.sqlite")
+        kfuse("import", exported, "-o", again, check=0)
+        kfuse("export", again, "-o", self.path("again.json"), check=0)
+        with open(self.path("again.json")) as f:
+            self.assertEqual(json.load(f), doc)
+
+    def test_export_to_stdout(self):
+        trace = self.demo_trace()
+        _, out, _ = kfuse("export", trace, "-o", "-", check=0)
+        validate(json.loads(out), "trace.schema.json")
+
+    def test_trace_is_readable_with_plain_sqlite(self):
+        trace = self.demo_trace()
+        db = sqlite3.connect(trace)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 1)
+        self.assertEqual(db.execute("SELECT count(*) FROM launch").fetchone()[0], 200)
+        rows = db.execute("SELECT count(*), count(DISTINCT allocation_id) FROM launch_pointer_arg").fetchone()
+        self.assertEqual(rows, (50 * (2 + 3 + 2 + 3), 4))
+        db.close()
+
+    def test_import_refuses_to_overwrite_without_force(self):
+        trace = self.demo_trace()
+        before = os.path.getsize(trace)
+        code, _, err = kfuse("import", self.demo_json, "-o", trace)
+        self.assertEqual(code, 2)
+        self.assertIn("already exists", err)
+        self.assertEqual(os.path.getsize(trace), before)
+        kfuse("import", self.demo_json, "-o", trace, "--force", check=0)
+
+
+class BadInputs(TempDirCase):
+    def assertOneLineError(self, args, *fragments):
+        code, out, err = kfuse(*args)
+        self.assertEqual(code, 2, f"stdout={out!r} stderr={err!r}")
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith("kfuse: "), err)
+        for frag in fragments:
+            self.assertIn(frag, lines[0])
+        self.assertEqual(out, "")
+
+    def write(self, name, data):
+        p = self.path(name)
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def test_missing_file(self):
+        p = self.path("absent.sqlite")
+        self.assertOneLineError(["info", p], p, "no such file")
+
+    def test_not_sqlite(self):
+        p = self.write("x.sqlite", b'{"traceEvents": []}')
+        self.assertOneLineError(["info", p], p, "not a SQLite database")
+
+    def test_kineto_trace_given_to_info(self):
+        src = os.path.join(ARGS.shared, "kineto", "hta_simple_add.json.gz")
+        if not os.path.exists(src):
+            self.skipTest("shared data missing")
+        self.assertOneLineError(["info", src], src, "not a SQLite database")
+
+    def test_nsight_export_is_not_a_kfuse_trace(self):
+        src = os.path.join(ARGS.shared, "nsys", "nsysai_mock_rtx3080.sqlite")
+        if not os.path.exists(src):
+            self.skipTest("shared data missing")
+        self.assertOneLineError(["info", src], src, "not a kfuse trace")
+
+    def test_newer_schema_version(self):
+        trace = self.demo_trace()
+        db = sqlite3.connect(trace)
+        db.execute("PRAGMA user_version=99")
+        db.commit()
+        db.close()
+        self.assertOneLineError(["info", trace], trace, "newer", "upgrade kfuse")
+
+    def test_truncated_trace(self):
+        trace = self.demo_trace()
+        size = os.path.getsize(trace)
+        with open(trace, "r+b") as f:
+            f.truncate(size // 2)
+        self.assertOneLineError(["info", trace], trace, "truncated")
+        self.assertOneLineError(["export", trace, "-o", self.path("e.json")], trace, "truncated")
+        self.assertFalse(os.path.exists(self.path("e.json")))
+
+    def test_malformed_json_import(self):
+        p = self.write("bad.json", b'{"format": "kfuse-trace-json", "version": 1, "launches": [')
+        self.assertOneLineError(["import", p, "-o", self.path("o.sqlite")], p, "invalid JSON")
+        self.assertFalse(os.path.exists(self.path("o.sqlite")))
+
+    def test_wrong_field_type_names_the_path(self):
+        with open(self.demo_json) as f:
+            doc = json.load(f)
+        doc["launches"][7]["block"] = [256, 1]
+        p = self.write("wrong.json", json.dumps(doc).encode())
+        self.assertOneLineError(["import", p, "-o", self.path("o.sqlite")], p, "launches[7].block")
+        self.assertFalse(os.path.exists(self.path("o.sqlite")))
+
+    def test_hostile_sizes(self):
+        with open(self.demo_json) as f:
+            doc = json.load(f)
+        doc["launches"][0]["grid"] = [2 ** 40, 1, 1]
+        p = self.write("huge.json", json.dumps(doc).encode())
+        self.assertOneLineError(["import", p, "-o", self.path("o.sqlite")], p, "launches[0].grid")
+
+    def test_gzip_of_json_is_named(self):
+        p = self.write("t.json.gz", gzip.compress(b"{}"))
+        code, _, err = kfuse("import", p, "-o", self.path("o.sqlite"))
+        self.assertEqual(code, 2)
+        self.assertIn(p, err)
+
+    def test_unwritable_output(self):
+        out = os.path.join(self.dir, "no", "such", "dir", "o.sqlite")
+        self.assertOneLineError(["import", self.demo_json, "-o", out], out)
+
+
+class Gpus(unittest.TestCase):
+    def test_json_validates(self):
+        _, out, _ = kfuse("gpus", "--json", check=0)
+        doc = json.loads(out)
+        validate(doc, "gpus.schema.json")
+        self.assertGreaterEqual(len(doc), 10)
+
+    def test_lists_the_table(self):
+        _, out, _ = kfuse("gpus", check=0)
+        for short in ["v100-sxm2-16gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h100-pcie",
+                      "h200", "l4", "l40s", "rtx-4090", "b200"]:
+            self.assertRegex(out, r"(?m)^" + short + r"\s")
+
+    def test_looks_up_trace_names(self):
+        _, out, _ = kfuse("gpus", "NVIDIA A100-SXM4-80GB", "--json", check=0)
+        doc = json.loads(out)
+        self.assertEqual(len(doc), 1)
+        self.assertEqual(doc[0]["sm_count"], 108)
+
+    def test_unknown_gpu(self):
+        code, _, err = kfuse("gpus", "AMD Instinct MI250X")
+        self.assertEqual(code, 2)
+        self.assertIn("MI250X", err)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kfuse", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--shared", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
