@@ -1,0 +1,216 @@
+// Analyses over one PTX function: CFG + dominators, def-use (reaching definitions), per-parameter access mode,
+// affine (polynomial) address forms of global memory accesses with their guards, and a usage summary.
+//
+// Every analysis reads a Function it does not own; the Function must outlive the result and not change while it
+// is used. Results are plain values. `FunctionAnalyses` computes each analysis on first request and caches it
+// (the analysis cache a pass manager hands to passes). Not thread-safe; separate instances are independent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kfuse/ptx/ir.h"
+
+namespace kfuse::ptx {
+
+// ---------------------------------------------------------------------------------------------------------------
+// CFG and dominators
+
+struct BasicBlock {
+  size_t begin = 0;        // first statement index (inclusive)
+  size_t end = 0;          // one past the last statement
+  std::string label;       // label at the block start, if any
+  std::vector<int> succs;  // successor block ids
+  std::vector<int> preds;
+};
+
+class Cfg {
+ public:
+  static Cfg build(const Function& f);
+  const std::vector<BasicBlock>& blocks() const { return blocks_; }
+  // Block containing statement `stmt` (every statement belongs to exactly one block).
+  int blockOf(size_t stmt) const { return stmt < block_of_.size() ? block_of_[stmt] : -1; }
+  // True when an indirect branch (brx.idx) or unknown target made edges conservative.
+  bool hasIndirectBranch() const { return indirect_; }
+
+ private:
+  std::vector<BasicBlock> blocks_;
+  std::vector<int> block_of_;
+  bool indirect_ = false;
+};
+
+class Dominators {
+ public:
+  static Dominators compute(const Cfg& cfg);
+  // Immediate dominator of block `b`; -1 for the entry and unreachable blocks.
+  int idom(int b) const { return b >= 0 && static_cast<size_t>(b) < idom_.size() ? idom_[b] : -1; }
+  bool dominates(int a, int b) const;
+  bool reachable(int b) const { return b >= 0 && static_cast<size_t>(b) < reach_.size() && reach_[b]; }
+
+ private:
+  std::vector<int> idom_;
+  std::vector<char> reach_;
+  std::vector<int> pre_, post_;  // dominator-tree DFS numbering
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Def-use
+
+// Registers an instruction writes and reads (guard included in uses; address bases are uses).
+void instructionDefsUses(const Instruction& in, std::vector<std::string>* defs, std::vector<std::string>* uses);
+
+class DefUse {
+ public:
+  static DefUse compute(const Function& f, const Cfg& cfg);
+  const std::vector<std::string>& defs(size_t stmt) const { return defs_[stmt]; }
+  const std::vector<std::string>& uses(size_t stmt) const { return uses_[stmt]; }
+  // Statements whose definition of `reg` may reach the point just before `stmt`.
+  std::vector<size_t> reachingDefs(size_t stmt, const std::string& reg) const;
+  // Statements that use the value of `reg` defined at `def_stmt`.
+  std::vector<size_t> usersOf(size_t def_stmt, const std::string& reg) const;
+  // All statements defining `reg`.
+  const std::vector<size_t>& allDefs(const std::string& reg) const;
+  // True when the function was too large for exact reaching definitions (reachingDefs() = allDefs()).
+  bool approximate() const { return approximate_; }
+
+ private:
+  const Cfg* cfg_ = nullptr;
+  std::vector<std::vector<std::string>> defs_, uses_;
+  std::vector<char> guarded_;  // statement has a guard predicate
+  bool approximate_ = false;
+  std::map<std::string, std::vector<size_t>> defs_of_;     // reg -> defining statements
+  std::vector<std::vector<uint64_t>> block_in_;            // reaching-def bitsets at block entry
+  std::vector<std::pair<size_t, std::string>> def_ids_;    // def id -> (stmt, reg)
+  std::map<std::string, std::vector<size_t>> def_ids_of_;  // reg -> def ids
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Per-parameter access mode
+
+enum class AccessMode : uint8_t {
+  kNotAccessed,
+  kRead,
+  kWrite,
+  kReadWrite,
+  kUnknown,     // the pointer escapes (stored, passed to a call, address taken) or flows where we cannot follow
+  kNotPointer,  // a by-value aggregate or a parameter narrower than a pointer
+};
+const char* accessModeName(AccessMode m);  // "not-accessed", "read", "write", "read-write", "unknown", ...
+
+struct ParamAccess {
+  std::string name;
+  int index = 0;
+  AccessMode mode = AccessMode::kNotAccessed;
+  std::string reason;  // why the mode is kUnknown (first escape found), with its line
+  int reads = 0;       // memory instructions reading through the pointer
+  int writes = 0;
+};
+
+// `module` (optional) lets the analysis follow pointers passed to device functions defined in it; without it, or
+// for calls it cannot follow (declaration only, indirect, recursive, deeper than 8), the pointer is kUnknown.
+std::vector<ParamAccess> analyzeParamAccess(const Function& f, const Cfg& cfg, const DefUse& du,
+                                            const Module* module = nullptr);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Affine address forms
+
+// A polynomial over atoms ("tid.x", "ctaid.x", "ntid.x", "nctaid.x", "param2", ...) with integer coefficients.
+// Terms are keyed by the sorted list of atoms in the monomial; the empty key is the constant.
+struct AffineExpr {
+  std::map<std::vector<std::string>, int64_t> terms;
+
+  static AffineExpr constant(int64_t c);
+  static AffineExpr atom(const std::string& a);
+  AffineExpr operator+(const AffineExpr& o) const;
+  AffineExpr operator-(const AffineExpr& o) const;
+  AffineExpr operator*(const AffineExpr& o) const;
+  int64_t constantTerm() const;
+  int degree() const;
+  bool isConstant() const { return degree() == 0; }
+  // Canonical text: "param1 + 4*ctaid.x*ntid.x + 4*tid.x + 8" (params, ctaid, ntid, nctaid, tid order).
+  std::string toString() const;
+};
+
+struct MemoryAccess {
+  size_t stmt = 0;     // statement index of the ld/st/atom
+  uint32_t line = 0;   // source line of the instruction in the PTX
+  std::string opcode;  // "ld.global.f32"
+  bool is_read = false;
+  bool is_write = false;
+  uint32_t bytes = 0;                 // access width in bytes (0 if unknown)
+  std::optional<AffineExpr> address;  // nullopt: not affine
+  std::string not_affine_reason;
+  int base_param = -1;               // pointer parameter the address is based on, -1 if none/unknown
+  std::optional<AffineExpr> offset;  // address - base_param value (bytes)
+  std::vector<std::string> guard;    // conjuncts that must hold for the access to execute
+  std::string guardText() const;     // conjuncts joined by " && ", "true" when unguarded
+};
+
+// Global-memory (and generic, when it derives from a parameter) loads, stores and atomics of `f`.
+std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cfg, const Dominators& dom,
+                                                const DefUse& du);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Usage summary
+
+struct UsageSummary {
+  uint64_t static_shared_bytes = 0;
+  bool dynamic_shared = false;  // uses an `.extern .shared` array
+  uint64_t local_bytes = 0;     // .local declarations
+  int local_accesses = 0;       // ld/st.local
+  int barriers = 0;             // bar.sync / barrier.sync / bar.red / bar.arrive
+  int atomics = 0;              // atom / red
+  int shuffles = 0;             // shfl
+  int votes = 0;                // vote / match / redux / activemask
+  bool grid_sync = false;       // cooperative-groups grid barrier (reads %envreg1/2 grid workspace)
+  bool printf = false;          // calls vprintf
+  int textures = 0;             // tex / tld4 / txq / suld / sust / sured
+  int tensor_ops = 0;           // mma / wmma / wgmma
+  int async_copies = 0;         // cp.async*
+  int instructions = 0;
+  std::vector<std::string> callees;  // direct call targets, deduplicated
+  bool indirect_calls = false;
+};
+
+UsageSummary summarizeUsage(const Module* m, const Function& f);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cached analyses of one function.
+
+class FunctionAnalyses {
+ public:
+  static constexpr const char* kCfg = "cfg";
+  static constexpr const char* kDominators = "dominators";
+  static constexpr const char* kDefUse = "def-use";
+  static constexpr const char* kParamAccess = "param-access";
+  static constexpr const char* kMemoryAccess = "memory-access";
+  static constexpr const char* kUsage = "usage";
+
+  // `module` may be null; both must outlive this object.
+  FunctionAnalyses(const Module* module, const Function& f) : module_(module), f_(f) {}
+  const Function& function() const { return f_; }
+  const Cfg& cfg();
+  const Dominators& dominators();
+  const DefUse& defUse();
+  const std::vector<ParamAccess>& paramAccess();
+  const std::vector<MemoryAccess>& memoryAccesses();
+  const UsageSummary& usage();
+  // Drops every cached result (call after the function changed).
+  void invalidate();
+
+ private:
+  const Module* module_;
+  const Function& f_;
+  std::unique_ptr<Cfg> cfg_;
+  std::unique_ptr<Dominators> dom_;
+  std::unique_ptr<DefUse> du_;
+  std::unique_ptr<std::vector<ParamAccess>> access_;
+  std::unique_ptr<std::vector<MemoryAccess>> mem_;
+  std::unique_ptr<UsageSummary> usage_;
+};
+
+}  // namespace kfuse::ptx

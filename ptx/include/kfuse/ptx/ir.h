@@ -1,0 +1,175 @@
+// PTX intermediate representation: a module of directives, module-scope variables and functions whose bodies
+// are flat lists of statements (instructions, labels, declarations, verbatim directives, `{`/`}` scopes).
+//
+// The IR is a plain value type: it owns all of its strings, can be copied and edited freely, and holds no
+// pointers into the text it was parsed from. It keeps what the PTX means, not how it was spelled: comments and
+// whitespace are dropped; `.loc`, `.file`, `.pragma`, `.section .debug_*` blocks and call prototypes are kept as
+// verbatim text. Not thread-safe to mutate from several threads; const access from many threads is fine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kfuse/core/status.h"
+
+namespace kfuse::ptx {
+
+// 1-based line and column in the parsed text; 0 when the object was built by code.
+struct SourceLoc {
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+enum class OperandKind : uint8_t {
+  kRegister,   // %r1, %tid.x, %p1 (a name starting with '%')
+  kImmediate,  // 42, -4, 0x1F, 0f3F800000, 0d3FF0000000000000 (text kept verbatim)
+  kSymbol,     // a label, parameter, variable or function name (optionally `sym+offset`)
+  kAddress,    // [base], [base+off], [tex, {coords}]: elements[0] is the base
+  kVector,     // {a, b, c, d}
+  kList,       // (a, b) in `call` argument/return lists
+  kSink,       // `_`
+};
+
+struct Operand {
+  OperandKind kind = OperandKind::kImmediate;
+  std::string name;               // register/symbol name or immediate text
+  std::string pair;               // second register of a `%p|%q` destination pair, else empty
+  bool negated = false;           // `!%p`
+  int64_t offset = 0;             // kAddress / kSymbol: constant byte offset added to the base
+  std::vector<Operand> elements;  // kAddress (base first), kVector, kList
+
+  static Operand reg(std::string n) {
+    Operand o;
+    o.kind = OperandKind::kRegister;
+    o.name = std::move(n);
+    return o;
+  }
+  static Operand imm(std::string t) {
+    Operand o;
+    o.kind = OperandKind::kImmediate;
+    o.name = std::move(t);
+    return o;
+  }
+  static Operand sym(std::string n) {
+    Operand o;
+    o.kind = OperandKind::kSymbol;
+    o.name = std::move(n);
+    return o;
+  }
+
+  bool isRegister() const { return kind == OperandKind::kRegister; }
+  // The integer value of a decimal/hex/octal integer immediate, if it is one.
+  std::optional<int64_t> intValue() const;
+};
+
+struct Instruction {
+  std::string guard;  // predicate register of `@%p` / `@!%p`, empty if unguarded
+  bool guard_negated = false;
+  std::string opcode;                  // first dotted component: "ld", "mma", "cp"
+  std::vector<std::string> modifiers;  // the rest, each with its dot: ".global", ".f32", ".shared::cta"
+  std::vector<Operand> operands;
+  SourceLoc loc;
+
+  bool hasModifier(std::string_view m) const;
+  // opcode plus all modifiers, as written: "ld.global.nc.f32".
+  std::string fullOpcode() const;
+};
+
+// A variable, parameter or register declaration: `.reg .b32 %r<10>`, `.param .u64 .ptr .global .align 8 p`,
+// `.shared .align 4 .b8 buf[1024]`, `.global .align 1 .b8 $str[6] = {...}`.
+struct VariableDecl {
+  std::string linkage;                  // ".visible", ".extern", ".weak", ".common" or empty
+  std::string space;                    // ".reg", ".param", ".global", ".shared", ".const", ".local", ".tex"...
+  std::vector<std::string> attributes;  // verbatim qualifiers we do not model, e.g. ".attribute(.managed)"
+  uint32_t align = 0;                   // `.align N`, 0 if absent
+  std::string vector;                   // ".v2", ".v4" or empty
+  std::string type;                     // ".b32", ".f32", ".pred", ".u64"...
+  bool is_ptr = false;                  // kernel parameter with `.ptr`
+  std::string ptr_space;                // `.ptr .global` -> ".global"
+  uint32_t ptr_align = 0;               // `.ptr ... .align N`
+  std::string name;
+  int64_t range = -1;         // `%r<10>` -> 10 (declares %r0..%r9); -1 when not a range
+  std::vector<int64_t> dims;  // array dimensions; 0 = unspecified (`[]`)
+  std::string initializer;    // text after `=`, verbatim, empty if none
+  SourceLoc loc;
+
+  // Size in bytes of one element of `type` (1 for .pred/.b8), times the vector width; 0 if unknown.
+  uint32_t elementSize() const;
+  // Total byte size (element size times all dimensions); 0 if unknown or unsized.
+  uint64_t byteSize() const;
+};
+
+enum class StatementKind : uint8_t {
+  kInstruction,
+  kLabel,        // text = label name
+  kDeclaration,  // decl
+  kDirective,    // text = verbatim directive (.loc, .pragma "...";, a .callprototype line)
+  kBlockBegin,   // `{`
+  kBlockEnd,     // `}`
+};
+
+struct Statement {
+  StatementKind kind = StatementKind::kInstruction;
+  Instruction inst;   // kInstruction
+  VariableDecl decl;  // kDeclaration
+  std::string text;   // kLabel, kDirective
+  SourceLoc loc;
+};
+
+struct PerfDirective {
+  std::string name;             // ".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".noreturn"...
+  std::vector<int64_t> values;  // may be empty
+};
+
+struct Function {
+  std::string linkage;    // ".visible", ".extern", ".weak" or empty
+  bool is_entry = false;  // .entry (kernel) vs .func
+  std::string name;
+  std::vector<VariableDecl> returns;  // .func return parameters
+  std::vector<VariableDecl> params;
+  bool has_param_list = false;  // `name()` vs `name`
+  std::vector<PerfDirective> directives;
+  bool has_body = false;  // false: a declaration ending in `;`
+  std::vector<Statement> body;
+  SourceLoc loc;
+
+  // Index of the parameter called `n`, or -1.
+  int paramIndex(std::string_view n) const;
+};
+
+enum class TopLevelKind : uint8_t { kVariable, kFunction, kVerbatim };
+
+struct TopLevel {
+  TopLevelKind kind;
+  size_t index;  // into Module::variables / functions / verbatim
+};
+
+struct Module {
+  std::string version;  // "9.0"
+  std::string target;   // verbatim target list: "sm_90", "sm_80, debug"
+  uint32_t address_size = 64;
+  std::vector<VariableDecl> variables;
+  std::vector<Function> functions;
+  std::vector<std::string> verbatim;  // `.file` lines, `.section` blocks, unknown module directives
+  std::vector<TopLevel> order;        // the order in which the items above appear
+
+  const Function* findFunction(std::string_view name) const;
+  Function* findFunction(std::string_view name);
+  // The first target, e.g. "sm_90" from "sm_90, debug".
+  std::string primaryTarget() const;
+  uint32_t versionNumber() const;  // "9.0" -> 90, "8.7" -> 87; 0 if unparsable
+};
+
+// Checks the invariants a printer and the analyses rely on: every register operand is declared in an enclosing
+// scope (or is a special register), every branch target label exists in the function, scopes are balanced,
+// entries have bodies, names are unique. Returns the first problem found with its line:column.
+Status verify(const Module& module);
+Status verify(const Function& function);
+
+// True for special registers (%tid.x, %ctaid.y, %laneid, %clock64, %envreg3, ...).
+bool isSpecialRegister(std::string_view name);
+
+}  // namespace kfuse::ptx

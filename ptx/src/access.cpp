@@ -1,0 +1,795 @@
+// Per-parameter access modes (pointer taint), affine address forms and access guards.
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+#include "kfuse/ptx/analysis.h"
+
+namespace kfuse::ptx {
+namespace {
+
+// Memory instructions whose destination is loaded data, not a value computed from the operands.
+bool isMemoryOp(const std::string& op) {
+  return op == "ld" || op == "ldu" || op == "st" || op == "atom" || op == "red" || op == "tex" || op == "tld4" ||
+         op == "suld" || op == "sust" || op == "sured" || op == "cp" || op == "wmma" || op == "mma" || op == "wgmma" ||
+         op == "prefetch" || op == "prefetchu" || op == "mbarrier" || op == "ldmatrix" || op == "stmatrix" ||
+         op == "multimem";
+}
+
+bool hasSpace(const Instruction& in, const char* space) {
+  for (const auto& m : in.modifiers) {
+    if (m == space || m.rfind(std::string(space) + "::", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Non-global state spaces an address can name explicitly.
+bool isNonGlobalSpace(const Instruction& in) {
+  return hasSpace(in, ".shared") || hasSpace(in, ".local") || hasSpace(in, ".param") || hasSpace(in, ".const");
+}
+
+// Whether a memory instruction reads and/or writes through address operand number `idx`.
+void accessKind(const Instruction& in, size_t idx, bool* read, bool* write) {
+  const std::string& op = in.opcode;
+  *read = *write = false;
+  if (op == "ld" || op == "ldu" || op == "tex" || op == "tld4" || op == "suld" || op == "ldmatrix") {
+    *read = true;
+  } else if (op == "st" || op == "sust" || op == "stmatrix") {
+    *write = true;
+  } else if (op == "atom" || op == "red" || op == "sured" || op == "mbarrier" || op == "multimem") {
+    *read = *write = true;
+  } else if (op == "wmma") {
+    if (in.hasModifier(".load")) {
+      *read = true;
+    } else if (in.hasModifier(".store")) {
+      *write = true;
+    } else {
+      *read = *write = true;
+    }
+  } else if (op == "cp") {
+    // cp.async[.bulk] dst, src, ...: the first address is written, the second read
+    (idx == 0 ? *write : *read) = true;
+  } else if (op == "prefetch" || op == "prefetchu") {
+    // no data access
+  } else {
+    *read = *write = true;
+  }
+}
+
+uint32_t accessBytes(const Instruction& in) {
+  uint32_t width = 1, bits = 0;
+  for (const auto& m : in.modifiers) {
+    if (m == ".v2") width = 2;
+    if (m == ".v4") width = 4;
+    if (m == ".v8") width = 8;
+    if (m.size() >= 3 && (m[1] == 'b' || m[1] == 'u' || m[1] == 's' || m[1] == 'f') && m[2] >= '0' && m[2] <= '9') {
+      uint32_t v = 0;
+      for (size_t i = 2; i < m.size() && m[i] >= '0' && m[i] <= '9'; ++i)
+        v = v * 10 + static_cast<uint32_t>(m[i] - '0');
+      bits = v;
+    }
+  }
+  return bits ? bits / 8 * width : 0;
+}
+
+bool isPointerCandidate(const VariableDecl& p) {
+  return p.dims.empty() && p.vector.empty() && p.elementSize() == 8 && p.type != ".f64";
+}
+
+std::string lineOf(const Statement& st) {
+  return "line " + std::to_string(st.loc.line);
+}
+
+// Registers tainted by each parameter (flow-insensitive: any definition from a tainted source taints).
+struct Taint {
+  std::unordered_map<std::string, std::set<int>> by_reg;
+  const std::set<int>* of(const Operand& o) const {
+    if (o.kind != OperandKind::kRegister) return nullptr;
+    auto it = by_reg.find(o.name);
+    return it == by_reg.end() || it->second.empty() ? nullptr : &it->second;
+  }
+};
+
+Taint computeTaint(const Function& f, std::vector<ParamAccess>* out) {
+  Taint t;
+  std::vector<std::string> work;  // registers whose taint grew
+  auto add = [&](const std::string& reg, const std::set<int>& ps) {
+    auto& s = t.by_reg[reg];
+    const size_t before = s.size();
+    s.insert(ps.begin(), ps.end());
+    if (s.size() != before) work.push_back(reg);
+  };
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    if (f.params[i].space == ".reg" && isPointerCandidate(f.params[i])) add(f.params[i].name, {static_cast<int>(i)});
+  }
+  // Value-propagating instructions indexed by the registers they read (a worklist keeps this linear in the
+  // number of def-use edges times the number of parameters, whatever the statement order).
+  std::unordered_map<std::string, std::vector<size_t>> users;
+  std::vector<std::vector<std::string>> defs_of(f.body.size()), uses_of(f.body.size());
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const Statement& st = f.body[i];
+    if (st.kind != StatementKind::kInstruction) continue;
+    const Instruction& in = st.inst;
+    if (in.opcode == "ld" && hasSpace(in, ".param") && in.operands.size() >= 2 &&
+        in.operands[1].kind == OperandKind::kAddress && !in.operands[1].elements.empty()) {
+      const int p = f.paramIndex(in.operands[1].elements[0].name);
+      if (p >= 0 && isPointerCandidate(f.params[static_cast<size_t>(p)])) {
+        std::vector<std::string> defs;
+        instructionDefsUses(in, &defs, nullptr);
+        for (const auto& d : defs) add(d, {p});
+      }
+      continue;
+    }
+    if (isMemoryOp(in.opcode) || in.opcode == "call") continue;
+    for (const Operand& o : in.operands) {
+      if (o.kind != OperandKind::kSymbol || !out || in.opcode != "mov") continue;
+      const int p = f.paramIndex(o.name);
+      if (p < 0) continue;
+      auto& a = (*out)[static_cast<size_t>(p)];
+      if (a.mode != AccessMode::kNotPointer && a.mode != AccessMode::kUnknown) {
+        a.mode = AccessMode::kUnknown;
+        a.reason = "address of the parameter taken at " + lineOf(st);
+      }
+    }
+    instructionDefsUses(in, &defs_of[i], &uses_of[i]);
+    if (defs_of[i].empty()) continue;
+    for (const auto& u : uses_of[i]) users[u].push_back(i);
+  }
+  while (!work.empty()) {
+    const std::string reg = std::move(work.back());
+    work.pop_back();
+    auto it = users.find(reg);
+    if (it == users.end()) continue;
+    const std::set<int> ps = t.by_reg[reg];
+    for (size_t i : it->second) {
+      for (const auto& d : defs_of[i]) add(d, ps);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+const char* accessModeName(AccessMode m) {
+  switch (m) {
+    case AccessMode::kNotAccessed: return "not-accessed";
+    case AccessMode::kRead: return "read";
+    case AccessMode::kWrite: return "write";
+    case AccessMode::kReadWrite: return "read-write";
+    case AccessMode::kUnknown: return "unknown";
+    case AccessMode::kNotPointer: return "not-pointer";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr int kMaxCallDepth = 8;
+
+struct CalleeCache {
+  std::map<const Function*, std::vector<ParamAccess>> done;
+  std::set<const Function*> in_progress;
+};
+
+std::vector<ParamAccess> paramAccessImpl(const Function& f, const Module* module, CalleeCache& cache, int depth);
+
+// Access modes of `callee`'s parameters, or nullptr when it cannot be followed (no body, recursion, too deep).
+const std::vector<ParamAccess>* calleeAccess(const Module* module, const std::string& name, CalleeCache& cache,
+                                             int depth) {
+  if (!module || depth >= kMaxCallDepth) return nullptr;
+  const Function* g = nullptr;
+  for (const auto& fn : module->functions) {
+    if (fn.name == name && fn.has_body) g = &fn;
+  }
+  if (!g || cache.in_progress.count(g)) return nullptr;
+  auto it = cache.done.find(g);
+  if (it == cache.done.end()) {
+    cache.in_progress.insert(g);
+    auto modes = paramAccessImpl(*g, module, cache, depth + 1);
+    cache.in_progress.erase(g);
+    it = cache.done.emplace(g, std::move(modes)).first;
+  }
+  return &it->second;
+}
+
+std::vector<ParamAccess> paramAccessImpl(const Function& f, const Module* module, CalleeCache& cache, int depth) {
+  std::vector<ParamAccess> out(f.params.size());
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    out[i].name = f.params[i].name;
+    out[i].index = static_cast<int>(i);
+    out[i].mode = isPointerCandidate(f.params[i]) ? AccessMode::kNotAccessed : AccessMode::kNotPointer;
+  }
+  const Taint taint = computeTaint(f, &out);
+  auto escape = [&](const std::set<int>& ps, const std::string& why) {
+    for (int p : ps) {
+      auto& a = out[static_cast<size_t>(p)];
+      if (a.mode == AccessMode::kUnknown) continue;
+      a.mode = AccessMode::kUnknown;
+      a.reason = why;
+    }
+  };
+  auto isReturnParam = [&](const std::string& n) {
+    for (const auto& r : f.returns) {
+      if (r.name == n) return true;
+    }
+    return false;
+  };
+  // call arguments: .param symbol -> parameters whose pointer was stored into it (st.param before the call)
+  std::map<std::string, std::pair<std::set<int>, std::string>> pending;
+  for (const auto& st : f.body) {
+    if (st.kind != StatementKind::kInstruction) continue;
+    const Instruction& in = st.inst;
+    if (in.opcode == "st" && hasSpace(in, ".param") && in.operands.size() >= 2 &&
+        in.operands[0].kind == OperandKind::kAddress && !in.operands[0].elements.empty() &&
+        in.operands[0].elements[0].kind == OperandKind::kSymbol && !isReturnParam(in.operands[0].elements[0].name)) {
+      std::set<int> ps;
+      for (size_t k = 1; k < in.operands.size(); ++k) {
+        std::vector<const Operand*> vals{&in.operands[k]};
+        for (const auto& e : in.operands[k].elements) vals.push_back(&e);
+        for (const Operand* v : vals) {
+          if (const auto* t = taint.of(*v)) ps.insert(t->begin(), t->end());
+        }
+      }
+      if (!ps.empty()) {
+        auto& slot = pending[in.operands[0].elements[0].name];
+        slot.first.insert(ps.begin(), ps.end());
+        slot.second = lineOf(st);
+      }
+      continue;
+    }
+    if (in.opcode == "call") {
+      // call[.uni] [(rets),] target, [(args)] [, prototype]
+      const Operand* target = nullptr;
+      const Operand* args = nullptr;
+      for (const auto& o : in.operands) {
+        if (!target && o.kind != OperandKind::kList) {
+          target = &o;
+        } else if (target && !args && o.kind == OperandKind::kList) {
+          args = &o;
+        }
+        if (const auto* ps = taint.of(o)) escape(*ps, "used as an indirect call target at " + lineOf(st));
+      }
+      if (args) {
+        for (size_t k = 0; k < args->elements.size(); ++k) {
+          auto it = pending.find(args->elements[k].name);
+          if (it == pending.end()) continue;
+          const std::set<int>& ps = it->second.first;
+          const std::string callee = target && target->kind == OperandKind::kSymbol ? target->name : "an indirect call";
+          const auto* modes = target && target->kind == OperandKind::kSymbol
+                                  ? calleeAccess(module, target->name, cache, depth)
+                                  : nullptr;
+          if (!modes || k >= modes->size()) {
+            escape(ps, "passed to " + callee + " at " + lineOf(st) + ", which cannot be followed");
+            continue;
+          }
+          const ParamAccess& cm = (*modes)[k];
+          switch (cm.mode) {
+            case AccessMode::kRead:
+            case AccessMode::kWrite:
+            case AccessMode::kReadWrite:
+              for (int p : ps) {
+                out[static_cast<size_t>(p)].reads += cm.reads > 0 || cm.mode != AccessMode::kWrite;
+                out[static_cast<size_t>(p)].writes += cm.writes > 0 || cm.mode != AccessMode::kRead;
+              }
+              break;
+            case AccessMode::kNotAccessed: break;
+            default:
+              escape(ps, "passed to " + callee + " at " + lineOf(st) + " (" +
+                             (cm.reason.empty() ? accessModeName(cm.mode) : cm.reason) + ")");
+              break;
+          }
+          pending.erase(it);
+        }
+      }
+      continue;
+    }
+    if (!isMemoryOp(in.opcode)) continue;
+    size_t addr_idx = 0;
+    for (const auto& o : in.operands) {
+      if (o.kind == OperandKind::kAddress) {
+        if (!o.elements.empty()) {
+          if (const auto* ps = taint.of(o.elements[0])) {
+            bool r, w;
+            accessKind(in, addr_idx, &r, &w);
+            for (int p : *ps) {
+              out[static_cast<size_t>(p)].reads += r;
+              out[static_cast<size_t>(p)].writes += w;
+            }
+          }
+        }
+        ++addr_idx;
+        continue;
+      }
+      // a pointer value used as data by a memory instruction escapes (stored to memory, returned, ...)
+      std::vector<const Operand*> vals{&o};
+      if (o.kind == OperandKind::kVector)
+        for (const auto& e : o.elements) vals.push_back(&e);
+      for (const Operand* v : vals) {
+        const auto* ps = taint.of(*v);
+        if (!ps) continue;
+        if (&o == &in.operands[0] && !(in.opcode == "st" || in.opcode == "red" || in.opcode == "sust")) continue;
+        const std::string what = hasSpace(in, ".param") ? "returned or passed through .param" : "stored to memory";
+        escape(*ps, "pointer " + what + " at " + lineOf(st) + " (" + in.fullOpcode() + ")");
+      }
+    }
+  }
+  for (const auto& [sym, slot] : pending) escape(slot.first, "stored to .param " + sym + " at " + slot.second);
+  for (auto& a : out) {
+    if (a.mode != AccessMode::kNotAccessed) continue;
+    if (a.reads && a.writes) {
+      a.mode = AccessMode::kReadWrite;
+    } else if (a.reads) {
+      a.mode = AccessMode::kRead;
+    } else if (a.writes) {
+      a.mode = AccessMode::kWrite;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ParamAccess> analyzeParamAccess(const Function& f, const Cfg& /*cfg*/, const DefUse& /*du*/,
+                                            const Module* module) {
+  CalleeCache cache;
+  cache.in_progress.insert(&f);
+  return paramAccessImpl(f, module, cache, 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// AffineExpr
+
+namespace {
+
+int atomRank(const std::string& a) {
+  if (a.rfind("param", 0) == 0) return 0;
+  if (a.rfind("ctaid", 0) == 0) return 1;
+  if (a.rfind("ntid", 0) == 0) return 2;
+  if (a.rfind("nctaid", 0) == 0) return 3;
+  if (a.rfind("tid", 0) == 0) return 4;
+  return 5;
+}
+
+bool atomLess(const std::string& a, const std::string& b) {
+  const int ra = atomRank(a), rb = atomRank(b);
+  return ra != rb ? ra < rb : a < b;
+}
+
+bool monoLess(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.empty() != b.empty()) return b.empty();  // constant last
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), atomLess);
+}
+
+// Coefficients wrap modulo 2^64 like the 64-bit address arithmetic they model (and signed overflow stays
+// defined behaviour).
+int64_t wrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+}  // namespace
+
+AffineExpr AffineExpr::constant(int64_t c) {
+  AffineExpr e;
+  if (c != 0) e.terms[{}] = c;
+  return e;
+}
+
+AffineExpr AffineExpr::atom(const std::string& a) {
+  AffineExpr e;
+  e.terms[{a}] = 1;
+  return e;
+}
+
+AffineExpr AffineExpr::operator+(const AffineExpr& o) const {
+  AffineExpr r = *this;
+  for (const auto& [k, v] : o.terms) {
+    int64_t& c = r.terms[k];
+    c = wrapAdd(c, v);
+    if (c == 0) r.terms.erase(k);
+  }
+  return r;
+}
+
+AffineExpr AffineExpr::operator-(const AffineExpr& o) const {
+  AffineExpr neg;
+  for (const auto& [k, v] : o.terms) neg.terms[k] = wrapMul(v, -1);
+  return *this + neg;
+}
+
+AffineExpr AffineExpr::operator*(const AffineExpr& o) const {
+  AffineExpr r;
+  for (const auto& [ka, va] : terms) {
+    for (const auto& [kb, vb] : o.terms) {
+      std::vector<std::string> k = ka;
+      k.insert(k.end(), kb.begin(), kb.end());
+      std::sort(k.begin(), k.end(), atomLess);
+      int64_t& c = r.terms[k];
+      c = wrapAdd(c, wrapMul(va, vb));
+      if (c == 0) r.terms.erase(k);
+    }
+  }
+  return r;
+}
+
+int64_t AffineExpr::constantTerm() const {
+  auto it = terms.find({});
+  return it == terms.end() ? 0 : it->second;
+}
+
+int AffineExpr::degree() const {
+  size_t d = 0;
+  for (const auto& [k, v] : terms) d = std::max(d, k.size());
+  return static_cast<int>(d);
+}
+
+std::string AffineExpr::toString() const {
+  if (terms.empty()) return "0";
+  std::vector<std::pair<std::vector<std::string>, int64_t>> sorted(terms.begin(), terms.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return monoLess(a.first, b.first); });
+  std::string s;
+  bool first = true;
+  for (const auto& [k, v] : sorted) {
+    // magnitude as unsigned so that INT64_MIN prints correctly
+    const bool negative = v < 0;
+    const uint64_t c = negative ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+    if (first) {
+      if (negative) s += "-";
+    } else {
+      s += negative ? " - " : " + ";
+    }
+    first = false;
+    if (k.empty()) {
+      s += std::to_string(c);
+      continue;
+    }
+    if (c != 1) s += std::to_string(c) + "*";
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (i) s += "*";
+      s += k[i];
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Memory accesses
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+constexpr int kMaxDegree = 4;
+constexpr size_t kMaxTerms = 64;  // bounds the cost of multiplying polynomials built from hostile input
+
+bool isIntegerType(const Instruction& in) {
+  for (const auto& m : in.modifiers) {
+    if (m.size() >= 3 && (m[1] == 'f' || (m[1] == 'b' && m[2] == 'f'))) return false;  // .f32 .bf16
+  }
+  return true;
+}
+
+class Evaluator {
+ public:
+  Evaluator(const Function& f, const DefUse& du) : f_(f), du_(du) {}
+
+  // Value of operand `o` as read by statement `stmt`.
+  std::optional<AffineExpr> operand(const Operand& o, size_t stmt, int depth, std::string* why) {
+    if (o.kind == OperandKind::kImmediate) {
+      if (auto v = o.intValue()) return AffineExpr::constant(*v);
+      *why = "non-integer immediate " + o.name;
+      return std::nullopt;
+    }
+    if (o.kind == OperandKind::kSymbol) {
+      // the address of a module or function variable (`mov.u64 %rd1, table;`) is a symbolic atom
+      if (f_.paramIndex(o.name) >= 0) {
+        *why = "address of parameter " + o.name;
+        return std::nullopt;
+      }
+      return AffineExpr::atom(o.name) + AffineExpr::constant(o.offset);
+    }
+    if (o.kind != OperandKind::kRegister) {
+      *why = "operand " + o.name + " is not a register or symbol";
+      return std::nullopt;
+    }
+    return reg(o.name, stmt, depth, why);
+  }
+
+  std::optional<AffineExpr> reg(const std::string& r, size_t stmt, int depth, std::string* why) {
+    if (isSpecialRegister(r)) {
+      if (r.rfind("%tid.", 0) == 0 || r.rfind("%ntid.", 0) == 0 || r.rfind("%ctaid.", 0) == 0 ||
+          r.rfind("%nctaid.", 0) == 0)
+        return AffineExpr::atom(r.substr(1));
+      *why = "depends on " + r;
+      return std::nullopt;
+    }
+    if (depth > kMaxDepth) {
+      *why = "expression too deep";
+      return std::nullopt;
+    }
+    const auto defs = du_.reachingDefs(stmt, r);
+    if (defs.size() != 1) {
+      *why = defs.empty() ? r + " has no definition" : r + " has several reaching definitions (loop or branch)";
+      return std::nullopt;
+    }
+    const size_t d = defs[0];
+    if (!f_.body[d].inst.guard.empty()) {
+      *why = r + " is defined under a predicate";
+      return std::nullopt;
+    }
+    auto key = std::make_pair(d, r);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) {
+      if (!it->second) *why = memo_why_[key];
+      return it->second;
+    }
+    auto v = def(f_.body[d].inst, d, depth + 1, why);
+    if (v && (v->degree() > kMaxDegree || v->terms.size() > kMaxTerms)) {
+      *why = "polynomial degree too high or too many terms";
+      v.reset();
+    }
+    memo_[key] = v;
+    if (!v) memo_why_[key] = *why;
+    return v;
+  }
+
+ private:
+  std::optional<AffineExpr> def(const Instruction& in, size_t stmt, int depth, std::string* why) {
+    const std::string& op = in.opcode;
+    const auto& o = in.operands;
+    auto arg = [&](size_t i) -> std::optional<AffineExpr> {
+      if (i >= o.size()) {
+        *why = "missing operand";
+        return std::nullopt;
+      }
+      return operand(o[i], stmt, depth, why);
+    };
+    if (op == "ld" && hasSpace(in, ".param") && o.size() == 2 && o[1].kind == OperandKind::kAddress &&
+        !o[1].elements.empty()) {
+      const int p = f_.paramIndex(o[1].elements[0].name);
+      if (p < 0) {
+        *why = "loaded from .param " + o[1].elements[0].name;
+        return std::nullopt;
+      }
+      std::string name = "param" + std::to_string(p);
+      if (!f_.params[static_cast<size_t>(p)].dims.empty()) name += "[" + std::to_string(o[1].offset) + "]";
+      return AffineExpr::atom(name);
+    }
+    if (op == "mov" || op == "cvta") {
+      if (!isIntegerType(in)) {
+        *why = "floating-point move";
+        return std::nullopt;
+      }
+      return arg(1);
+    }
+    if (op == "cvt") {
+      if (!isIntegerType(in)) {
+        *why = "float conversion";
+        return std::nullopt;
+      }
+      return arg(1);
+    }
+    if (!isIntegerType(in)) {
+      *why = "floating-point arithmetic (" + in.fullOpcode() + ")";
+      return std::nullopt;
+    }
+    if (op == "add" || op == "sub") {
+      auto a = arg(1);
+      if (!a) return a;
+      auto b = arg(2);
+      if (!b) return b;
+      return op == "add" ? *a + *b : *a - *b;
+    }
+    if ((op == "mul" || op == "mad") && !in.hasModifier(".hi")) {
+      auto a = arg(1);
+      if (!a) return a;
+      auto b = arg(2);
+      if (!b) return b;
+      if (a->terms.size() > kMaxTerms || b->terms.size() > kMaxTerms) {
+        *why = "expression too large";
+        return std::nullopt;
+      }
+      AffineExpr p = *a * *b;
+      if (op == "mad") {
+        auto c = arg(3);
+        if (!c) return c;
+        p = p + *c;
+      }
+      return p;
+    }
+    if (op == "shl") {
+      auto a = arg(1);
+      if (!a) return a;
+      if (o.size() < 3 || !o[2].intValue() || *o[2].intValue() < 0 || *o[2].intValue() > 62) {
+        *why = "shift by a non-constant amount";
+        return std::nullopt;
+      }
+      return *a * AffineExpr::constant(int64_t{1} << *o[2].intValue());
+    }
+    if (op == "neg") {
+      auto a = arg(1);
+      if (!a) return a;
+      return AffineExpr::constant(0) - *a;
+    }
+    *why = "computed by " + in.fullOpcode();
+    return std::nullopt;
+  }
+
+  const Function& f_;
+  const DefUse& du_;
+  std::map<std::pair<size_t, std::string>, std::optional<AffineExpr>> memo_;
+  std::map<std::pair<size_t, std::string>, std::string> memo_why_;
+};
+
+const char* cmpSymbol(const std::string& cmp, bool negate, bool* exact) {
+  *exact = true;
+  struct Row {
+    const char* name;
+    const char* sym;
+    const char* neg;
+  };
+  static constexpr Row kRows[] = {{".eq", "==", "!="}, {".ne", "!=", "=="}, {".lt", "<", ">="}, {".le", "<=", ">"},
+                                  {".gt", ">", "<="},  {".ge", ">=", "<"},  {".lo", "<", ">="}, {".ls", "<=", ">"},
+                                  {".hi", ">", "<="},  {".hs", ">=", "<"}};
+  for (const auto& r : kRows) {
+    if (cmp == r.name) return negate ? r.neg : r.sym;
+  }
+  *exact = false;
+  return nullptr;
+}
+
+class GuardBuilder {
+ public:
+  GuardBuilder(const Function& f, const DefUse& du, Evaluator& ev) : f_(f), du_(du), ev_(ev) {}
+
+  std::string value(const Operand& o, size_t stmt) {
+    std::string why;
+    if (auto e = ev_.operand(o, stmt, 0, &why)) return e->toString();
+    return o.name;
+  }
+
+  // Text of predicate `p` (or its negation) as read at statement `stmt`.
+  std::string predicate(const std::string& p, size_t stmt, bool negate, int depth = 0) {
+    const std::string plain = (negate ? "!" : "") + p;
+    if (depth > 8) return plain;
+    const auto defs = du_.reachingDefs(stmt, p);
+    if (defs.size() != 1) return plain;
+    const size_t d = defs[0];
+    const Instruction& in = f_.body[d].inst;
+    if (!in.guard.empty()) return plain;
+    const auto& o = in.operands;
+    if (in.opcode == "setp" && o.size() >= 3 && !in.modifiers.empty()) {
+      bool is_pair_second = o[0].pair == p;
+      const bool neg = negate != is_pair_second;
+      bool exact;
+      const bool is_int = isIntegerType(in);
+      const char* sym = cmpSymbol(in.modifiers[0], is_int ? neg : false, &exact);
+      std::string core;
+      if (sym) {
+        core = value(o[1], d) + " " + sym + " " + value(o[2], d);
+      } else {
+        core = value(o[1], d) + " " + in.modifiers[0].substr(1) + " " + value(o[2], d);
+      }
+      if (!is_int && neg) core = "!(" + core + ")";
+      if (o.size() >= 4) {  // setp.CMP.BOOLOP with a third predicate operand
+        return plain;
+      }
+      return core;
+    }
+    if (in.opcode == "not" && o.size() == 2 && o[1].kind == OperandKind::kRegister)
+      return predicate(o[1].name, d, !negate, depth + 1);
+    if (in.opcode == "mov" && o.size() == 2 && o[1].kind == OperandKind::kRegister)
+      return predicate(o[1].name, d, negate, depth + 1);
+    if ((in.opcode == "and" || in.opcode == "or") && o.size() == 3 && o[1].kind == OperandKind::kRegister &&
+        o[2].kind == OperandKind::kRegister) {
+      const bool is_and = (in.opcode == "and") != negate;  // De Morgan
+      std::string a = predicate(o[1].name, d, negate, depth + 1);
+      std::string b = predicate(o[2].name, d, negate, depth + 1);
+      if (is_and) return a + " && " + b;
+      return "(" + a + " || " + b + ")";
+    }
+    return plain;
+  }
+
+ private:
+  const Function& f_;
+  const DefUse& du_;
+  Evaluator& ev_;
+};
+
+}  // namespace
+
+std::string MemoryAccess::guardText() const {
+  if (guard.empty()) return "true";
+  std::string s;
+  for (size_t i = 0; i < guard.size(); ++i) {
+    if (i) s += " && ";
+    s += guard[i];
+  }
+  return s;
+}
+
+std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cfg, const Dominators& dom,
+                                                const DefUse& du) {
+  std::vector<MemoryAccess> out;
+  Evaluator ev(f, du);
+  GuardBuilder gb(f, du, ev);
+  const auto& blocks = cfg.blocks();
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const Statement& st = f.body[i];
+    if (st.kind != StatementKind::kInstruction) continue;
+    const Instruction& in = st.inst;
+    const std::string& op = in.opcode;
+    if (!(op == "ld" || op == "ldu" || op == "st" || op == "atom" || op == "red")) continue;
+    if (isNonGlobalSpace(in)) continue;
+    const Operand* addr = nullptr;
+    for (const auto& o : in.operands) {
+      if (o.kind == OperandKind::kAddress) {
+        addr = &o;
+        break;
+      }
+    }
+    if (!addr || addr->elements.empty()) continue;
+    MemoryAccess a;
+    a.stmt = i;
+    a.line = st.loc.line;
+    a.opcode = in.fullOpcode();
+    accessKind(in, 0, &a.is_read, &a.is_write);
+    a.bytes = accessBytes(in);
+    std::string why;
+    const Operand& base = addr->elements[0];
+    std::optional<AffineExpr> e;
+    if (base.kind == OperandKind::kSymbol) {
+      e = AffineExpr::atom(base.name) + AffineExpr::constant(base.offset);  // NOLINT
+    } else {
+      e = ev.operand(base, i, 0, &why);
+    }
+    if (e) {
+      a.address = *e + AffineExpr::constant(addr->offset);
+      int found = -1, count = 0;
+      for (const auto& [k, v] : a.address->terms) {
+        if (k.size() == 1 && v == 1 && k[0].rfind("param", 0) == 0 && k[0].find('[') == std::string::npos) {
+          const int p = std::atoi(k[0].c_str() + 5);
+          if (p >= 0 && static_cast<size_t>(p) < f.params.size()) {
+            found = p;
+            ++count;
+          }
+        }
+      }
+      if (count == 1) {
+        a.base_param = found;
+        a.offset = *a.address - AffineExpr::atom("param" + std::to_string(found));
+      }
+    } else {
+      a.not_affine_reason = why;
+    }
+    // guards: the instruction's own predicate, then each dominating conditional branch whose taken or
+    // fall-through edge is the only way into a block that dominates this one
+    if (!in.guard.empty()) a.guard.push_back(gb.predicate(in.guard, i, in.guard_negated));
+    const int b = cfg.blockOf(i);
+    for (int cur = b; cur > 0;) {
+      const int d = dom.idom(cur);
+      if (d < 0) break;
+      const BasicBlock& db = blocks[static_cast<size_t>(d)];
+      const Statement& last = f.body[db.end - 1];
+      if (last.kind == StatementKind::kInstruction && last.inst.opcode == "bra" && !last.inst.guard.empty() &&
+          db.succs.size() == 2) {
+        const int fall = d + 1;
+        for (int s : db.succs) {
+          const BasicBlock& sb = blocks[static_cast<size_t>(s)];
+          if (sb.preds.size() != 1 || !dom.dominates(s, b)) continue;
+          const bool taken = s != fall;
+          const bool negate = taken ? last.inst.guard_negated : !last.inst.guard_negated;
+          a.guard.push_back(gb.predicate(last.inst.guard, db.end - 1, negate));
+        }
+      }
+      cur = d;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace kfuse::ptx

@@ -1,0 +1,281 @@
+#include "kfuse/ptx/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include "kfuse/ptx/parser.h"
+
+namespace kfuse::ptx {
+namespace {
+
+// nvcc 13.0 -arch=sm_90 output for
+//   __global__ void scale(const float* x, float* y, int n) {
+//     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }
+constexpr const char* kScale = R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry _Z5scalePKfPfi(
+	.param .u64 _Z5scalePKfPfi_param_0,
+	.param .u64 _Z5scalePKfPfi_param_1,
+	.param .u32 _Z5scalePKfPfi_param_2
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .f32 	%f<3>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [_Z5scalePKfPfi_param_0];
+	ld.param.u64 	%rd2, [_Z5scalePKfPfi_param_1];
+	ld.param.u32 	%r2, [_Z5scalePKfPfi_param_2];
+	mov.u32 	%r3, %ctaid.x;
+	mov.u32 	%r4, %ntid.x;
+	mov.u32 	%r5, %tid.x;
+	mad.lo.s32 	%r1, %r3, %r4, %r5;
+	setp.ge.s32 	%p1, %r1, %r2;
+	@%p1 bra 	$L__BB0_2;
+
+	cvta.to.global.u64 	%rd3, %rd1;
+	mul.wide.s32 	%rd4, %r1, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	ld.global.f32 	%f1, [%rd5];
+	add.f32 	%f2, %f1, %f1;
+	cvta.to.global.u64 	%rd6, %rd2;
+	add.s64 	%rd7, %rd6, %rd4;
+	st.global.f32 	[%rd7], %f2;
+
+$L__BB0_2:
+	ret;
+}
+)";
+
+// A loop with a back edge and a diamond, to check the CFG, dominators and reaching definitions.
+constexpr const char* kLoop = R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry loop(.param .u64 loop_param_0, .param .u32 loop_param_1)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [loop_param_0];
+	ld.param.u32 %r1, [loop_param_1];
+	mov.u32 %r2, 0;
+$L_head:
+	setp.ge.s32 %p1, %r2, %r1;
+	@%p1 bra $L_exit;
+	setp.eq.s32 %p2, %r2, 3;
+	@%p2 bra $L_else;
+	add.s32 %r3, %r2, 1;
+	bra.uni $L_join;
+$L_else:
+	add.s32 %r3, %r2, 2;
+$L_join:
+	mul.wide.s32 %rd2, %r3, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	atom.global.add.u32 %r4, [%rd3], 1;
+	add.s32 %r2, %r2, 1;
+	bra.uni $L_head;
+$L_exit:
+	ret;
+}
+)";
+
+Module parseOrDie(const char* text) {
+  auto m = parseModule(text, "test.ptx");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(m).value();
+}
+
+TEST(Analysis, ScaleParamsAreReadWriteAndNotPointer) {
+  Module m = parseOrDie(kScale);
+  FunctionAnalyses fa(&m, m.functions[0]);
+  const auto& acc = fa.paramAccess();
+  ASSERT_EQ(acc.size(), 3u);
+  EXPECT_EQ(acc[0].mode, AccessMode::kRead);
+  EXPECT_EQ(acc[1].mode, AccessMode::kWrite);
+  EXPECT_EQ(acc[2].mode, AccessMode::kNotPointer);
+}
+
+TEST(Analysis, ScaleAddressesAreAffineUnderGuardINotLessThanN) {
+  Module m = parseOrDie(kScale);
+  FunctionAnalyses fa(&m, m.functions[0]);
+  const auto& mem = fa.memoryAccesses();
+  ASSERT_EQ(mem.size(), 2u);
+  EXPECT_TRUE(mem[0].is_read);
+  ASSERT_TRUE(mem[0].address.has_value());
+  EXPECT_EQ(mem[0].address->toString(), "param0 + 4*ctaid.x*ntid.x + 4*tid.x");
+  EXPECT_EQ(mem[0].base_param, 0);
+  EXPECT_EQ(mem[0].bytes, 4u);
+  EXPECT_TRUE(mem[1].is_write);
+  ASSERT_TRUE(mem[1].address.has_value());
+  EXPECT_EQ(mem[1].address->toString(), "param1 + 4*ctaid.x*ntid.x + 4*tid.x");
+  EXPECT_EQ(mem[1].base_param, 1);
+  ASSERT_TRUE(mem[1].offset.has_value());
+  EXPECT_EQ(mem[1].offset->toString(), "4*ctaid.x*ntid.x + 4*tid.x");
+  EXPECT_EQ(mem[1].guardText(), "ctaid.x*ntid.x + tid.x < param2");
+  EXPECT_EQ(mem[0].guardText(), "ctaid.x*ntid.x + tid.x < param2");
+}
+
+TEST(Analysis, LoopCfgDominatorsAndReachingDefinitions) {
+  Module m = parseOrDie(kLoop);
+  const Function& f = m.functions[0];
+  FunctionAnalyses fa(&m, f);
+  const Cfg& cfg = fa.cfg();
+  // blocks: entry, head, cond2, then, else, join, exit
+  ASSERT_EQ(cfg.blocks().size(), 7u);
+  EXPECT_EQ(cfg.blocks()[1].label, "$L_head");
+  EXPECT_EQ(cfg.blocks()[1].preds.size(), 2u);  // entry and back edge
+  const Dominators& dom = fa.dominators();
+  EXPECT_EQ(dom.idom(1), 0);
+  EXPECT_EQ(dom.idom(5), 2);  // join is dominated by the second test, not by either arm
+  EXPECT_TRUE(dom.dominates(1, 6));
+  EXPECT_FALSE(dom.dominates(3, 5));
+  const DefUse& du = fa.defUse();
+  size_t mul = 0;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    if (f.body[i].kind == StatementKind::kInstruction && f.body[i].inst.opcode == "mul") mul = i;
+  }
+  EXPECT_EQ(du.reachingDefs(mul, "%r3").size(), 2u);  // one from each arm
+  EXPECT_EQ(du.reachingDefs(mul, "%rd1").size(), 1u);
+  // the loop counter has two reaching definitions at the head: the initial mov and the increment
+  EXPECT_EQ(du.reachingDefs(cfg.blocks()[1].begin + 1, "%r2").size(), 2u);
+  const auto& mem = fa.memoryAccesses();
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_FALSE(mem[0].address.has_value());
+  EXPECT_NE(mem[0].not_affine_reason.find("several reaching definitions"), std::string::npos)
+      << mem[0].not_affine_reason;
+  EXPECT_EQ(fa.paramAccess()[0].mode, AccessMode::kReadWrite);
+  EXPECT_EQ(fa.usage().atomics, 1);
+}
+
+TEST(Analysis, StoredOrPassedPointersAreUnknown) {
+  const char* text = R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.extern .func sink(.param .b64 sink_param_0);
+.visible .entry esc(.param .u64 esc_param_0, .param .u64 esc_param_1, .param .u64 esc_param_2)
+{
+	.reg .b64 %rd<6>;
+	ld.param.u64 %rd1, [esc_param_0];
+	ld.param.u64 %rd2, [esc_param_1];
+	ld.param.u64 %rd3, [esc_param_2];
+	st.global.u64 [%rd1], %rd2;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd3;
+	call.uni sink, (param0);
+	}
+	ret;
+}
+)";
+  Module m = parseOrDie(text);
+  FunctionAnalyses fa(&m, *m.findFunction("esc"));
+  const auto& acc = fa.paramAccess();
+  EXPECT_EQ(acc[0].mode, AccessMode::kWrite);
+  EXPECT_EQ(acc[1].mode, AccessMode::kUnknown);
+  EXPECT_NE(acc[1].reason.find("stored to memory"), std::string::npos) << acc[1].reason;
+  EXPECT_EQ(acc[2].mode, AccessMode::kUnknown);
+  EXPECT_NE(acc[2].reason.find("passed to sink"), std::string::npos) << acc[2].reason;
+  EXPECT_EQ(fa.usage().callees, std::vector<std::string>{"sink"});
+}
+
+TEST(Analysis, PointersPassedToDeviceFunctionsAreFollowed) {
+  const char* text = R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.func copy(.param .b64 copy_param_0, .param .b64 copy_param_1)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [copy_param_0];
+	ld.param.u64 %rd2, [copy_param_1];
+	ld.global.u32 %r1, [%rd1];
+	st.global.u32 [%rd2], %r1;
+	ret;
+}
+.func (.param .b64 func_retval0) ident(.param .b64 ident_param_0)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [ident_param_0];
+	st.param.b64 [func_retval0+0], %rd1;
+	ret;
+}
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1, .param .u64 k_param_2)
+{
+	.reg .b64 %rd<5>;
+	ld.param.u64 %rd1, [k_param_0];
+	ld.param.u64 %rd2, [k_param_1];
+	ld.param.u64 %rd3, [k_param_2];
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd1;
+	.param .b64 param1;
+	st.param.b64 [param1+0], %rd2;
+	call.uni copy, (param0, param1);
+	}
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd3;
+	.param .b64 retval0;
+	call.uni (retval0), ident, (param0);
+	ld.param.b64 %rd4, [retval0+0];
+	}
+	ret;
+}
+)";
+  Module m = parseOrDie(text);
+  FunctionAnalyses fa(&m, *m.findFunction("k"));
+  const auto& acc = fa.paramAccess();
+  EXPECT_EQ(acc[0].mode, AccessMode::kRead);
+  EXPECT_EQ(acc[1].mode, AccessMode::kWrite);
+  // ident returns its argument: whatever the caller does with the result is out of sight
+  EXPECT_EQ(acc[2].mode, AccessMode::kUnknown);
+  EXPECT_NE(acc[2].reason.find("passed to ident"), std::string::npos) << acc[2].reason;
+  // without the module, calls cannot be followed
+  const Function& k = *m.findFunction("k");
+  Cfg cfg = Cfg::build(k);
+  DefUse du = DefUse::compute(k, cfg);
+  EXPECT_EQ(analyzeParamAccess(k, cfg, du)[0].mode, AccessMode::kUnknown);
+}
+
+TEST(Analysis, LargeGeneratedFunctionIsAnalyzed) {
+  // 3000 guarded blocks, each loading through the pointer: exercises the data-flow sizes
+  std::string text =
+      ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry big(.param .u64 big_param_0)\n{\n"
+      "\t.reg .pred %p<2>;\n\t.reg .b32 %r<9000>;\n\t.reg .b64 %rd<9000>;\n"
+      "\tld.param.u64 %rd1, [big_param_0];\n\tmov.u32 %r1, %tid.x;\n\tsetp.gt.u32 %p1, %r1, 7;\n";
+  for (int i = 0; i < 3000; ++i) {
+    const std::string n = std::to_string(i + 2);
+    text += "\t@%p1 bra $L_" + n + ";\n\tmul.wide.u32 %rd" + n + ", %r1, " + n + ";\n";
+    text += "\tadd.s64 %rd" + std::to_string(i + 4000) + ", %rd1, %rd" + n + ";\n";
+    text += "\tld.global.u32 %r" + n + ", [%rd" + std::to_string(i + 4000) + "];\n$L_" + n + ":\n";
+  }
+  text += "\tret;\n}\n";
+  Module m = parseOrDie(text.c_str());
+  FunctionAnalyses fa(&m, m.functions[0]);
+  EXPECT_EQ(fa.paramAccess()[0].mode, AccessMode::kRead);
+  const auto& mem = fa.memoryAccesses();
+  ASSERT_EQ(mem.size(), 3000u);
+  EXPECT_EQ(mem[2999].address->toString(), "param0 + 3001*tid.x");
+  EXPECT_EQ(mem[2999].guardText(), "tid.x <= 7");
+  EXPECT_FALSE(fa.defUse().approximate());
+}
+
+TEST(Analysis, AffineExprArithmeticAndPrinting) {
+  AffineExpr i = AffineExpr::atom("ctaid.x") * AffineExpr::atom("ntid.x") + AffineExpr::atom("tid.x");
+  AffineExpr addr = AffineExpr::atom("param1") + AffineExpr::constant(4) * i - AffineExpr::constant(8);
+  EXPECT_EQ(addr.toString(), "param1 + 4*ctaid.x*ntid.x + 4*tid.x - 8");
+  EXPECT_EQ(addr.degree(), 2);
+  EXPECT_EQ((addr - addr).toString(), "0");
+  EXPECT_EQ((AffineExpr::constant(0) - AffineExpr::atom("tid.y")).toString(), "-tid.y");
+  // coefficients wrap like 64-bit addresses instead of overflowing
+  AffineExpr big = AffineExpr::constant(INT64_MAX) + AffineExpr::constant(1);
+  EXPECT_EQ(big.toString(), "-9223372036854775808");
+}
+
+}  // namespace
+}  // namespace kfuse::ptx

@@ -1,0 +1,334 @@
+// CFG, dominators (Cooper-Harvey-Kennedy) and reaching definitions.
+#include <algorithm>
+#include <unordered_map>
+
+#include "kfuse/ptx/analysis.h"
+
+namespace kfuse::ptx {
+namespace {
+
+bool isTerminator(const Instruction& in) {
+  return in.opcode == "bra" || in.opcode == "brx" || in.opcode == "ret" || in.opcode == "exit";
+}
+
+bool noDestination(const Instruction& in) {
+  const std::string& op = in.opcode;
+  if (op == "bar" || op == "barrier") return !in.hasModifier(".red");
+  return op == "st" || op == "red" || op == "bra" || op == "brx" || op == "ret" || op == "exit" || op == "trap" ||
+         op == "membar" || op == "fence" || op == "prefetch" || op == "prefetchu" || op == "sust" || op == "sured" ||
+         op == "cp" || op == "nanosleep" || op == "pmevent" || op == "call" || op == "stmatrix" || op == "brkpt" ||
+         op == "griddepcontrol" || op == "discard" || op == "applypriority" || op == "setmaxnreg" || op == "tensormap";
+}
+
+void collectRegs(const Operand& o, std::vector<std::string>* out) {
+  switch (o.kind) {
+    case OperandKind::kRegister:
+      out->push_back(o.name);
+      if (!o.pair.empty()) out->push_back(o.pair);
+      break;
+    case OperandKind::kAddress:
+    case OperandKind::kVector:
+    case OperandKind::kList:
+      for (const auto& e : o.elements) collectRegs(e, out);
+      break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void instructionDefsUses(const Instruction& in, std::vector<std::string>* defs, std::vector<std::string>* uses) {
+  if (!in.guard.empty() && uses) uses->push_back(in.guard);
+  size_t first_use = 0;
+  if (!in.operands.empty()) {
+    const Operand& d = in.operands[0];
+    const bool dest_shape =
+        d.kind == OperandKind::kRegister || d.kind == OperandKind::kVector || d.kind == OperandKind::kSink;
+    if (dest_shape && !noDestination(in)) {
+      if (defs) collectRegs(d, defs);
+      first_use = 1;
+    }
+  }
+  if (!uses) return;
+  for (size_t i = first_use; i < in.operands.size(); ++i) collectRegs(in.operands[i], uses);
+}
+
+Cfg Cfg::build(const Function& f) {
+  Cfg cfg;
+  const auto& body = f.body;
+  cfg.block_of_.assign(body.size(), -1);
+  if (body.empty()) {
+    cfg.blocks_.push_back({});
+    return cfg;
+  }
+  std::vector<char> leader(body.size(), 0);
+  if (!leader.empty()) leader.front() = 1;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i].kind == StatementKind::kLabel) leader[i] = 1;
+    if (body[i].kind == StatementKind::kInstruction && isTerminator(body[i].inst) && i + 1 < body.size())
+      leader[i + 1] = 1;
+  }
+  std::unordered_map<std::string, int> label_block;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (leader[i]) {
+      BasicBlock b;
+      b.begin = i;
+      if (body[i].kind == StatementKind::kLabel) b.label = body[i].text;
+      cfg.blocks_.push_back(std::move(b));
+    }
+    const int id = static_cast<int>(cfg.blocks_.size()) - 1;
+    cfg.blocks_.back().end = i + 1;
+    cfg.block_of_[i] = id;
+    if (body[i].kind == StatementKind::kLabel) label_block.emplace(body[i].text, id);
+  }
+  const int n = static_cast<int>(cfg.blocks_.size());
+  auto addEdge = [&](int a, int b) {
+    if (b < 0 || b >= n) return;
+    auto& s = cfg.blocks_[static_cast<size_t>(a)].succs;
+    if (std::find(s.begin(), s.end(), b) == s.end()) {
+      s.push_back(b);
+      cfg.blocks_[static_cast<size_t>(b)].preds.push_back(a);
+    }
+  };
+  for (int b = 0; b < n; ++b) {
+    const Statement& last = body[cfg.blocks_[static_cast<size_t>(b)].end - 1];
+    if (last.kind != StatementKind::kInstruction || !isTerminator(last.inst)) {
+      addEdge(b, b + 1);
+      continue;
+    }
+    const Instruction& in = last.inst;
+    const bool guarded = !in.guard.empty();
+    if (in.opcode == "bra") {
+      if (!in.operands.empty() && in.operands[0].kind == OperandKind::kSymbol) {
+        auto it = label_block.find(in.operands[0].name);
+        if (it != label_block.end()) {
+          addEdge(b, it->second);
+        } else {
+          cfg.indirect_ = true;
+        }
+      }
+      if (guarded) addEdge(b, b + 1);
+    } else if (in.opcode == "brx") {
+      // brx.idx through a .branchtargets list: any label may be a target.
+      cfg.indirect_ = true;
+      for (const auto& [name, id] : label_block) addEdge(b, id);
+      if (guarded) addEdge(b, b + 1);
+    } else if (guarded) {  // @p ret / @p exit
+      addEdge(b, b + 1);
+    }
+  }
+  return cfg;
+}
+
+Dominators Dominators::compute(const Cfg& cfg) {
+  Dominators d;
+  const auto& blocks = cfg.blocks();
+  const int n = static_cast<int>(blocks.size());
+  d.idom_.assign(static_cast<size_t>(n), -1);
+  d.reach_.assign(static_cast<size_t>(n), 0);
+  if (n == 0) return d;
+  // reverse post-order by iterative DFS
+  std::vector<int> order;
+  std::vector<int> rpo_index(static_cast<size_t>(n), -1);
+  {
+    std::vector<std::pair<int, size_t>> stack{{0, 0}};
+    d.reach_[0] = 1;
+    while (!stack.empty()) {
+      auto& [b, i] = stack.back();
+      const auto& s = blocks[static_cast<size_t>(b)].succs;
+      if (i < s.size()) {
+        const int next = s[i++];
+        if (!d.reach_[static_cast<size_t>(next)]) {
+          d.reach_[static_cast<size_t>(next)] = 1;
+          stack.push_back({next, 0});
+        }
+      } else {
+        order.push_back(b);
+        stack.pop_back();
+      }
+    }
+  }
+  std::reverse(order.begin(), order.end());
+  for (size_t i = 0; i < order.size(); ++i) rpo_index[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  std::vector<int> idom(static_cast<size_t>(n), -1);
+  idom[0] = 0;
+  auto intersect = [&](int a, int b) {
+    while (a != b) {
+      while (rpo_index[static_cast<size_t>(a)] > rpo_index[static_cast<size_t>(b)]) a = idom[static_cast<size_t>(a)];
+      while (rpo_index[static_cast<size_t>(b)] > rpo_index[static_cast<size_t>(a)]) b = idom[static_cast<size_t>(b)];
+    }
+    return a;
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t k = 1; k < order.size(); ++k) {
+      const int b = order[k];
+      int new_idom = -1;
+      for (int p : blocks[static_cast<size_t>(b)].preds) {
+        if (idom[static_cast<size_t>(p)] == -1) continue;
+        new_idom = new_idom == -1 ? p : intersect(p, new_idom);
+      }
+      if (new_idom != -1 && idom[static_cast<size_t>(b)] != new_idom) {
+        idom[static_cast<size_t>(b)] = new_idom;
+        changed = true;
+      }
+    }
+  }
+  for (int b = 1; b < n; ++b) d.idom_[static_cast<size_t>(b)] = idom[static_cast<size_t>(b)];
+  // pre/post numbering of the dominator tree makes dominates() O(1)
+  std::vector<std::vector<int>> children(static_cast<size_t>(n));
+  for (int b = 1; b < n; ++b) {
+    if (d.idom_[static_cast<size_t>(b)] >= 0)
+      children[static_cast<size_t>(d.idom_[static_cast<size_t>(b)])].push_back(b);
+  }
+  d.pre_.assign(static_cast<size_t>(n), -1);
+  d.post_.assign(static_cast<size_t>(n), -1);
+  int clock = 0;
+  std::vector<std::pair<int, size_t>> stack{{0, 0}};
+  d.pre_[0] = clock++;
+  while (!stack.empty()) {
+    auto& [b, i] = stack.back();
+    const auto& c = children[static_cast<size_t>(b)];
+    if (i < c.size()) {
+      const int next = c[i++];
+      d.pre_[static_cast<size_t>(next)] = clock++;
+      stack.push_back({next, 0});
+    } else {
+      d.post_[static_cast<size_t>(b)] = clock++;
+      stack.pop_back();
+    }
+  }
+  return d;
+}
+
+bool Dominators::dominates(int a, int b) const {
+  if (!reachable(a) || !reachable(b)) return false;
+  const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+  return pre_[ua] <= pre_[ub] && post_[ub] <= post_[ua];
+}
+
+DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
+  DefUse du;
+  du.cfg_ = &cfg;
+  const size_t n = f.body.size();
+  du.defs_.resize(n);
+  du.uses_.resize(n);
+  du.guarded_.assign(n, 0);
+  auto& guarded = du.guarded_;
+  for (size_t i = 0; i < n; ++i) {
+    const Statement& st = f.body[i];
+    if (st.kind != StatementKind::kInstruction) continue;
+    instructionDefsUses(st.inst, &du.defs_[i], &du.uses_[i]);
+    guarded[i] = !st.inst.guard.empty();
+    for (const auto& r : du.defs_[i]) {
+      du.defs_of_[r].push_back(i);
+      du.def_ids_of_[r].push_back(du.def_ids_.size());
+      du.def_ids_.emplace_back(i, r);
+    }
+  }
+  const size_t ndefs = du.def_ids_.size();
+  const size_t words = (ndefs + 63) / 64;
+  const auto& blocks = cfg.blocks();
+  const size_t nb = blocks.size();
+  // Bit-vector data flow needs 4 * blocks * defs bits. Beyond ~128 MiB fall back to "every definition of the
+  // register reaches" (conservative: analyses then see several definitions and give up on the value).
+  constexpr size_t kMaxWords = size_t{4} << 20;
+  if (nb != 0 && words > kMaxWords / nb) {
+    du.approximate_ = true;
+    return du;
+  }
+  std::vector<std::vector<uint64_t>> gen(nb, std::vector<uint64_t>(words)), kill(nb, std::vector<uint64_t>(words));
+  // def id lookup by statement
+  std::vector<size_t> first_def_of_stmt(n + 1, 0);
+  {
+    size_t id = 0;
+    for (size_t i = 0; i < n; ++i) {
+      first_def_of_stmt[i] = id;
+      id += du.defs_[i].size();
+    }
+    first_def_of_stmt[n] = id;
+  }
+  auto set = [](std::vector<uint64_t>& v, size_t bit) { v[bit / 64] |= uint64_t{1} << (bit % 64); };
+  auto clear = [](std::vector<uint64_t>& v, size_t bit) { v[bit / 64] &= ~(uint64_t{1} << (bit % 64)); };
+  for (size_t b = 0; b < nb; ++b) {
+    for (size_t i = blocks[b].begin; i < blocks[b].end; ++i) {
+      for (size_t k = 0; k < du.defs_[i].size(); ++k) {
+        const size_t id = first_def_of_stmt[i] + k;
+        const std::string& r = du.defs_[i][k];
+        if (!guarded[i]) {
+          for (size_t other : du.def_ids_of_[r]) {
+            clear(gen[b], other);
+            set(kill[b], other);
+          }
+        }
+        set(gen[b], id);
+        clear(kill[b], id);
+      }
+    }
+  }
+  du.block_in_.assign(nb, std::vector<uint64_t>(words));
+  std::vector<std::vector<uint64_t>> out(nb, std::vector<uint64_t>(words));
+  for (size_t b = 0; b < nb; ++b) out[b] = gen[b];
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t b = 0; b < nb; ++b) {
+      auto& in = du.block_in_[b];
+      for (int p : blocks[b].preds) {
+        const auto& po = out[static_cast<size_t>(p)];
+        for (size_t w = 0; w < words; ++w) in[w] |= po[w];
+      }
+      for (size_t w = 0; w < words; ++w) {
+        const uint64_t o = gen[b][w] | (in[w] & ~kill[b][w]);
+        if (o != out[b][w]) {
+          out[b][w] = o;
+          changed = true;
+        }
+      }
+    }
+  }
+  return du;
+}
+
+std::vector<size_t> DefUse::reachingDefs(size_t stmt, const std::string& reg) const {
+  std::vector<size_t> out;
+  const int b = cfg_->blockOf(stmt);
+  if (b < 0) return out;
+  if (approximate_) return allDefs(reg);
+  const BasicBlock& bb = cfg_->blocks()[static_cast<size_t>(b)];
+  for (size_t i = stmt; i > bb.begin;) {
+    --i;
+    if (std::find(defs_[i].begin(), defs_[i].end(), reg) == defs_[i].end()) continue;
+    out.push_back(i);
+    // a guarded definition may not execute, so earlier ones still reach; an unguarded one hides them
+    if (!guarded_[i]) return out;
+  }
+  auto it = def_ids_of_.find(reg);
+  if (it == def_ids_of_.end()) return out;
+  const auto& in = block_in_[static_cast<size_t>(b)];
+  for (size_t id : it->second) {
+    if (in[id / 64] >> (id % 64) & 1) out.push_back(def_ids_[id].first);
+  }
+  return out;
+}
+
+std::vector<size_t> DefUse::usersOf(size_t def_stmt, const std::string& reg) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < uses_.size(); ++i) {
+    bool uses_reg = false;
+    for (const auto& u : uses_[i]) uses_reg = uses_reg || u == reg;
+    if (!uses_reg) continue;
+    auto defs = reachingDefs(i, reg);
+    if (std::find(defs.begin(), defs.end(), def_stmt) != defs.end()) out.push_back(i);
+  }
+  return out;
+}
+
+const std::vector<size_t>& DefUse::allDefs(const std::string& reg) const {
+  static const std::vector<size_t> kNone;
+  auto it = defs_of_.find(reg);
+  return it == defs_of_.end() ? kNone : it->second;
+}
+
+}  // namespace kfuse::ptx
