@@ -191,3 +191,13 @@ CREATE TABLE stat (
   severity    TEXT NOT NULL,   -- info | warning | error
   description TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
+
+-- Analysis results (schema version 2): each `kfuse analyze` run on this trace stores its report here, as the
+-- JSON of schemas/report.schema.json, so the GUI can show it without re-running the analysis.
+CREATE TABLE analysis (
+  id            INTEGER PRIMARY KEY,
+  created_ns    INTEGER NOT NULL,   -- wall clock, Unix epoch ns
+  kfuse_version TEXT NOT NULL,
+  gpu           TEXT NOT NULL,      -- spec table short name the costs were computed for
+  report        TEXT NOT NULL       -- JSON
+);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds kfuse and runs its main job on the embedded default: until the end-to-end emulator demo exists, that is
-# importing the bundled demo trace (examples/traces/demo_chain.json) and summarizing it with `kfuse info`.
+# importing the bundled demo trace (examples/traces/demo_chain.json), summarizing it with `kfuse info` and
+# analyzing it for fusion candidates with `kfuse analyze` (report also written to build/demo/report.html).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup-deps.sh"
@@ -15,3 +16,7 @@ echo "kfuse: importing examples/traces/demo_chain.json -> $demo"
 echo "kfuse: kfuse info $demo"
 echo
 "$KFUSE_BUILD/bin/kfuse" info "$demo"
+echo
+echo "kfuse: kfuse analyze $demo --html $KFUSE_BUILD/demo/report.html"
+echo
+"$KFUSE_BUILD/bin/kfuse" analyze "$demo" --html "$KFUSE_BUILD/demo/report.html"

@@ -28,9 +28,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", ctx.quiet, "Print only results and errors, no progress");
   registerTraceVerbs(app, ctx);
   registerGpuVerbs(app, ctx);
-#ifdef KFUSE_HAVE_PTX_VERBS
+  registerAnalyzeVerbs(app, ctx);
   registerPtxVerbs(app, ctx);
-#endif
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     try {

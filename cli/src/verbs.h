@@ -29,5 +29,6 @@ int reportError(const Status& status, int code = kExitBadInput);
 void registerTraceVerbs(CLI::App& app, VerbContext& ctx);  // info, export, import
 void registerGpuVerbs(CLI::App& app, VerbContext& ctx);    // gpus
 void registerPtxVerbs(CLI::App& app, VerbContext& ctx);    // ptx list|extract|check|roundtrip
+void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);  // analyze
 
 }  // namespace kfuse::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -599,6 +600,46 @@ Expected<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path
   // Touch every table once so that a file truncated or damaged inside its schema fails here, at open.
   KFUSE_RETURN_IF_ERROR(impl->count("launch").status());
   return std::unique_ptr<TraceReader>(new TraceReader(path, std::move(impl), version));
+}
+
+Expected<std::optional<std::string>> TraceReader::latestAnalysisReport() {
+  bool has_table = false;
+  KFUSE_RETURN_IF_ERROR(impl_->query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'analysis'",
+                                     [&](Stmt&) { has_table = true; }));
+  std::optional<std::string> report;
+  if (!has_table) return report;
+  KFUSE_RETURN_IF_ERROR(impl_->query("SELECT report FROM analysis ORDER BY id DESC LIMIT 1",
+                                     [&](Stmt& s) { report = s.text(0); }));
+  return report;
+}
+
+Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::string& gpu_short_name,
+                                      const std::string& report_json) {
+  // Validate first, with the reader's clear errors, so nothing is written into a file that is not ours.
+  KFUSE_ASSIGN_OR_RETURN(auto reader, TraceReader::open(trace_path));
+  reader.reset();
+  Db db;
+  KFUSE_RETURN_IF_ERROR(db.open(trace_path, SQLITE_OPEN_READWRITE));
+  KFUSE_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout=5000; BEGIN IMMEDIATE"));
+  const char* kCreate =
+      "CREATE TABLE IF NOT EXISTS analysis (id INTEGER PRIMARY KEY, created_ns INTEGER NOT NULL, "
+      "kfuse_version TEXT NOT NULL, gpu TEXT NOT NULL, report TEXT NOT NULL)";
+  KFUSE_RETURN_IF_ERROR(db.exec(kCreate));
+  KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
+  KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO analysis(created_ns, kfuse_version, gpu, report) "
+                                             "VALUES (?1, ?2, ?3, ?4)"));
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  st.bind(1, static_cast<int64_t>(now));
+  st.bind(2, std::string_view(KFUSE_VERSION_STRING));
+  st.bind(3, gpu_short_name);
+  st.bind(4, report_json);
+  KFUSE_RETURN_IF_ERROR(db.run(st));
+  const int64_t id = sqlite3_last_insert_rowid(db.get());
+  st = Stmt();
+  KFUSE_RETURN_IF_ERROR(db.exec("COMMIT"));
+  return id;
 }
 
 Expected<TraceMetadata> TraceReader::metadata() {

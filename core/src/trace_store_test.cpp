@@ -222,6 +222,52 @@ TEST_F(TraceStoreTest, MalformedPointerArgsAreReportedWithTheLaunch) {
   }
 }
 
+TEST_F(TraceStoreTest, StoresAnalysisReportsAndReturnsTheLatest) {
+  writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
+  {
+    auto r = TraceReader::open(path("t.sqlite"));
+    ASSERT_TRUE(r.ok());
+    auto none = (*r)->latestAnalysisReport();
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+  }
+  ASSERT_TRUE(storeAnalysisReport(path("t.sqlite"), "h100-sxm", "{\"n\":1}").ok());
+  auto second = storeAnalysisReport(path("t.sqlite"), "a100-sxm-80gb", "{\"n\":2}");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  auto r = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(r.ok());
+  auto latest = (*r)->latestAnalysisReport();
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->value_or(""), "{\"n\":2}");
+  // The trace itself is untouched.
+  EXPECT_EQ((*r)->readAll().value(), testing::makeEveryKindTrace());
+}
+
+TEST_F(TraceStoreTest, StoringAReportUpgradesAVersionOneTrace) {
+  writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
+  execSql(path("t.sqlite"), "DROP TABLE analysis; PRAGMA user_version=1;");
+  {
+    auto r = TraceReader::open(path("t.sqlite"));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ((*r)->schemaVersion(), 1);
+    EXPECT_FALSE((*r)->latestAnalysisReport()->has_value());
+  }
+  ASSERT_TRUE(storeAnalysisReport(path("t.sqlite"), "h100-sxm", "{}").ok());
+  auto r = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->schemaVersion(), 2);
+  EXPECT_EQ((*r)->latestAnalysisReport()->value_or(""), "{}");
+}
+
+TEST_F(TraceStoreTest, StoringAReportIntoAForeignFileFailsWithoutTouchingIt) {
+  execSql(path("other.sqlite"), "CREATE TABLE t(x);");
+  const auto before = fs::file_size(path("other.sqlite"));
+  auto s = storeAnalysisReport(path("other.sqlite"), "h100-sxm", "{}");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("not a kfuse trace"), std::string::npos);
+  EXPECT_EQ(fs::file_size(path("other.sqlite")), before);
+}
+
 // ---- bad files: one clear line, the right error kind, never a crash ----
 
 TEST_F(TraceStoreTest, MissingFileIsNotFound) {

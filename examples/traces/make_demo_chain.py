@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes demo_chain.json: a hand-made kfuse trace (JSON interchange form) of an elementwise chain
 scale -> add -> relu -> mul over 1M floats, 50 iterations on one stream of an H100, as the collector would
-record it. It is the embedded default that `scripts/demo.sh` imports and summarizes until the end-to-end
+record it, with the real PTX of elementwise_chain.cu (compiled here with nvcc) as its module image. It is the
+embedded default that `scripts/demo.sh` imports and summarizes until the end-to-end
 emulator demo exists. Deterministic: running it again gives the same file."""
 import base64
 import json
@@ -42,9 +43,18 @@ def params(spec):
 functions = [{"id": k, "module_id": 1, "mangled_name": m, "demangled_name": d, "params": params(p)}
              for k, m, d, p, _ in kernels]
 
-ptx = (".version 9.0\n.target sm_90\n.address_size 64\n"
-       "// scale, add, relu, mul (bodies omitted in this hand-made demo trace)\n").encode()
 import hashlib
+import os
+import subprocess
+import tempfile
+
+# The module image is the real PTX of elementwise_chain.cu, so the analyzer can prove fusion legality from it.
+here = os.path.dirname(os.path.abspath(__file__))
+with tempfile.TemporaryDirectory() as tmp:
+    subprocess.run(["nvcc", "-ptx", "-arch=sm_90", os.path.join(here, "elementwise_chain.cu"),
+                    "-o", os.path.join(tmp, "chain.ptx")], check=True)
+    with open(os.path.join(tmp, "chain.ptx"), "rb") as f:
+        ptx = f.read()
 module = {"id": 1, "context_id": 1, "kind": "ptx", "hash": hashlib.sha256(ptx).hexdigest(),
           "image": base64.b64encode(ptx).decode(), "load_ns": 1_000_000}
 

@@ -5,6 +5,7 @@ against its schema in schemas/.
 Usage: cli_test.py --kfuse PATH --source DIR --shared DIR [unittest args, e.g. a TestCase name]
 """
 import argparse
+import glob
 import gzip
 import json
 import os
@@ -64,7 +65,7 @@ class Version(unittest.TestCase):
 class Help(unittest.TestCase):
     def test_every_verb_has_help(self):
         code, out, _ = kfuse("--help", check=0)
-        for verb in ["info", "export", "import", "gpus"]:
+        for verb in ["info", "export", "import", "gpus", "analyze"]:
             self.assertIn(verb, out)
             code, vout, _ = kfuse(verb, "--help", check=0)
             self.assertIn("Usage", vout)
@@ -137,7 +138,7 @@ class TraceVerbs(TempDirCase):
     def test_trace_is_readable_with_plain_sqlite(self):
         trace = self.demo_trace()
         db = sqlite3.connect(trace)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 1)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
         self.assertEqual(db.execute("SELECT count(*) FROM launch").fetchone()[0], 200)
         rows = db.execute("SELECT count(*), count(DISTINCT allocation_id) FROM launch_pointer_arg").fetchone()
         self.assertEqual(rows, (50 * (2 + 3 + 2 + 3), 4))
@@ -236,6 +237,94 @@ class BadInputs(TempDirCase):
     def test_unwritable_output(self):
         out = os.path.join(self.dir, "no", "such", "dir", "o.sqlite")
         self.assertOneLineError(["import", self.demo_json, "-o", out], out)
+
+
+class Analyze(TempDirCase):
+    def test_demo_chain_is_one_proven_vertical_candidate(self):
+        trace = self.demo_trace()
+        out_json, out_md, out_html = self.path("r.json"), self.path("r.md"), self.path("r.html")
+        _, out, err = kfuse("analyze", trace, "--json", out_json, "--md", out_md, "--html", out_html, check=0)
+        self.assertIn("proven", out)
+        with open(out_json) as f:
+            report = json.load(f)
+        validate(report, "report.schema.json")
+        self.assertEqual(report["summary"]["candidates"], 1)
+        c = report["candidates"][0]
+        self.assertEqual((c["kind"], c["legality"], c["confidence"], c["occurrences"]), ("vertical", "proven", "high", 50))
+        self.assertEqual([k["mangled_name"] for k in c["kernels"]],
+                         ["_Z5scalePKfPffi", "_Z3addPKfS0_Pfi", "_Z4reluPKfPfi", "_Z3mulPKfS0_Pfi"])
+        self.assertGreater(c["predicted_saving_ns_total"], 0)
+        self.assertLess(c["cost"]["bytes_after"], c["cost"]["bytes_before"])
+        with open(out_html) as f:
+            html = f.read()
+        self.assertIn("<svg", html)
+        self.assertIn("scale(float const*, float*, float, int)", html)
+        with open(out_md) as f:
+            self.assertIn("| 1 | vertical |", f.read())
+        # The report is kept in the trace for the GUI.
+        db = sqlite3.connect(trace)
+        rows = db.execute("SELECT gpu, report FROM analysis").fetchall()
+        db.close()
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0][0], "h100-sxm")
+        self.assertEqual(json.loads(rows[0][1])["candidates"][0]["occurrences"], 50)
+
+    def test_no_store_leaves_the_trace_alone(self):
+        trace = self.demo_trace()
+        kfuse("analyze", trace, "--no-store", check=0)
+        db = sqlite3.connect(trace)
+        self.assertEqual(db.execute("SELECT count(*) FROM analysis").fetchone()[0], 0)
+        db.close()
+
+    def test_every_shared_trace_gives_a_valid_report(self):
+        files = sorted(glob.glob(os.path.join(ARGS.shared, "kineto", "*.json.gz")) +
+                       glob.glob(os.path.join(ARGS.shared, "nsys", "*.sqlite")))
+        if not files:
+            self.skipTest("shared data missing")
+        for path in files:
+            with self.subTest(path=os.path.basename(path)):
+                before = os.path.getsize(path)
+                out_json = self.path("r.json")
+                if os.path.exists(out_json):
+                    os.remove(out_json)
+                code, out, err = kfuse("analyze", path, "--json", out_json)
+                self.assertEqual(os.path.getsize(path), before)  # never writes into the user's file
+                if "cpu_only" in path:
+                    self.assertEqual(code, 3, err)
+                    self.assertIn("no GPU kernels", err)
+                    continue
+                self.assertEqual(code, 0, err)
+                with open(out_json) as f:
+                    report = json.load(f)
+                validate(report, "report.schema.json")
+                self.assertGreater(report["summary"]["launches"], 0)
+                self.assertFalse(report["summary"]["has_pointer_data"])
+                for c in report["candidates"]:
+                    self.assertNotEqual(c["legality"], "proven")  # no PTX, no pointers: never proven
+                if report["summary"]["candidates"] == 0:
+                    self.assertTrue(report["summary"]["why_none"])
+
+    def test_unknown_gpu_is_a_usage_error(self):
+        trace = self.demo_trace()
+        code, _, err = kfuse("analyze", trace, "--gpu", "tpu-v5")
+        self.assertEqual(code, 2)
+        self.assertIn("tpu-v5", err)
+
+    def test_gpu_option_changes_the_costs(self):
+        trace = self.demo_trace()
+        kfuse("analyze", trace, "--no-store", "--json", self.path("h.json"), check=0)
+        kfuse("analyze", trace, "--no-store", "--gpu", "l4", "--json", self.path("l.json"), check=0)
+        with open(self.path("h.json")) as f:
+            h = json.load(f)
+        with open(self.path("l.json")) as f:
+            l4 = json.load(f)
+        self.assertEqual(l4["gpu"]["short_name"], "l4")
+        self.assertNotEqual(h["candidates"][0]["cost"]["fused_ns"], l4["candidates"][0]["cost"]["fused_ns"])
+
+    def test_missing_input(self):
+        code, _, err = kfuse("analyze", self.path("nope.json"))
+        self.assertEqual(code, 2)
+        self.assertIn("nope.json", err)
 
 
 class Gpus(unittest.TestCase):

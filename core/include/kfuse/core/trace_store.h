@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kfuse/core/status.h"
@@ -18,7 +19,9 @@
 namespace kfuse::core {
 
 // The schema version this build writes and the newest it reads (PRAGMA user_version).
-inline constexpr int kTraceSchemaVersion = 1;
+// 1: the first release. 2: adds the `analysis` table (version-1 traces are upgraded in place when a report is
+// stored in them; readers accept both).
+inline constexpr int kTraceSchemaVersion = 2;
 inline constexpr const char* kTraceFormatName = "kfuse-trace";
 
 struct TraceCounts {
@@ -72,6 +75,11 @@ class TraceWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+// Stores an analysis report (JSON text of schemas/report.schema.json) in an existing kfuse trace, so the GUI
+// can show it; upgrades a version-1 trace to version 2 on the way. Returns the new row's id.
+Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::string& gpu_short_name,
+                                      const std::string& report_json);
+
 class TraceReader {
  public:
   // Opens and validates `path`. Errors (kBadFormat / kUnsupportedVersion / kNotFound / kIoError) carry one
@@ -89,6 +97,8 @@ class TraceReader {
   Expected<Trace> readAll();  // the whole trace; use forEachLaunch for traces that do not fit in memory
   // Everything but launches and metrics (the small tables), for use together with forEachLaunch.
   Expected<Trace> readAllButLaunches();
+  // The most recently stored analysis report (JSON text), or nullopt when none was stored.
+  Expected<std::optional<std::string>> latestAnalysisReport();
   // Calls `fn` for every launch in id order with its pointer args; `fn` returns false to stop early.
   Status forEachLaunch(const std::function<bool(const Launch&)>& fn);
 

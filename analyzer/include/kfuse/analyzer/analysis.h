@@ -1,0 +1,217 @@
+// Fusion analysis: from an imported trace to ranked, justified fusion candidates.
+//
+//   ImportResult ──KernelCatalog──▶ per-kernel facts (parameter access modes, PTX memory accesses, usage)
+//                ──DependencyGraph──▶ GPU operations + edges (stream order, event/host sync, RAW/WAR/WAW), each
+//                                     edge with its reason
+//                ──findCandidates──▶ vertical chains and horizontal groups, grouped by pattern over the whole
+//                                     trace (one candidate, N occurrences), legality proven / likely / blocked
+//                ──CostModel──▶ predicted saving per occurrence and in total, ranked on the critical path
+//
+// All types are plain values; nothing here keeps pointers into the input after a call returns. Not thread-safe
+// per object; independent analyses may run concurrently. docs/analyzer.md explains the rules in full.
+#pragma once
+
+#include <cstdint>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "kfuse/analyzer/importer.h"
+#include "kfuse/core/gpu_spec.h"
+#include "kfuse/core/status.h"
+#include "kfuse/core/trace.h"
+
+namespace kfuse::analyzer {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Per-kernel facts
+
+// Where a parameter's access mode came from, best first.
+enum class AccessSource { kPtx, kTrace, kMangledName, kAssumed };
+const char* accessSourceName(AccessSource s);  // "ptx", "trace", "mangled-name", "assumed"
+
+// One global memory access of a kernel through a pointer parameter, as the PTX analysis sees it.
+struct ParamMemoryAccess {
+  bool is_read = false, is_write = false;
+  bool atomic = false;  // atom / red
+  uint32_t bytes = 0;
+  bool affine = false;
+  std::string offset;  // canonical affine form of (address - param), e.g. "4*ctaid.x*ntid.x + 4*tid.x"
+  std::string guard;   // "true" when unguarded
+  uint32_t line = 0;
+};
+
+struct ParamFacts {
+  int index = 0;
+  int offset = -1;  // byte offset in the argument buffer (-1 unknown); from the trace, else the PTX layout
+  int size = 0;
+  core::AccessMode mode = core::AccessMode::kUnknown;
+  AccessSource source = AccessSource::kAssumed;
+  std::string note;  // why unknown, or the escape the PTX analysis found
+  std::vector<ParamMemoryAccess> accesses;  // from PTX only
+};
+
+struct KernelFacts {
+  core::Id function_id = core::kNoId;
+  std::string name;          // demangled when possible
+  std::string mangled_name;
+  bool has_ptx = false;      // the kernel's PTX body was found in a module image of the trace
+  std::vector<ParamFacts> params;
+  // From the PTX usage summary (false/0 when there is no PTX).
+  int barriers = 0, atomics = 0, shuffles = 0;
+  int unattributed_accesses = 0;  // global accesses whose base pointer parameter the PTX analysis could not find
+  bool grid_sync = false, uses_shared = false, printf = false;
+  double flops_per_thread = 0;  // floating-point operations in the body, counted once (loops not unrolled)
+  std::string ptx_problem;      // why PTX could not be used, when it could not
+};
+
+// Facts for every function of a trace. PTX module images are parsed once each (PTX text, or the PTX entries
+// of a fatbin); cubin-only modules give no PTX facts.
+class KernelCatalog {
+ public:
+  static KernelCatalog build(const core::Trace& trace);
+  const KernelFacts* find(core::Id function_id) const;
+  const std::map<core::Id, KernelFacts>& all() const { return facts_; }
+  int kernelsWithPtx() const;
+
+ private:
+  std::map<core::Id, KernelFacts> facts_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dependency graph
+
+enum class OpKind { kKernel, kMemcpy, kMemset };
+enum class EdgeKind { kStreamOrder, kEventSync, kHostSync, kRaw, kWar, kWaw };
+const char* edgeKindName(EdgeKind k);  // "stream-order", "event-sync", "host-sync", "RAW", "WAR", "WAW"
+
+struct BufferUse {
+  core::Id allocation_id = core::kNoId;
+  uint64_t offset = 0;
+  int param_index = -1;  // -1 for memcpy/memset
+  core::AccessMode mode = core::AccessMode::kReadWrite;
+};
+
+struct GpuOp {
+  OpKind kind = OpKind::kKernel;
+  core::Id record_id = core::kNoId;  // Launch / Memcpy / Memset id
+  size_t record_index = 0;           // index into the trace's vector of that kind
+  core::Id stream_id = core::kNoId;
+  core::Id function_id = core::kNoId;  // kernels only
+  int64_t order_ns = core::kNoTime;    // issue order: API start, else GPU start
+  int64_t gpu_start_ns = core::kNoTime, gpu_end_ns = core::kNoTime;
+  int64_t host_sync_epoch = 0;  // host waits affecting this op's stream before it was issued
+  std::vector<BufferUse> uses;
+};
+
+// Compact: a trace of a million launches has millions of edges. DependencyGraph::describe() gives the sentence.
+struct Edge {
+  size_t from = 0, to = 0;  // indices into DependencyGraph::ops, from < to in issue order
+  EdgeKind kind = EdgeKind::kStreamOrder;
+  bool inferred = false;  // true when the trace had no data to prove it
+  core::Id allocation_id = core::kNoId;  // data edges
+  int from_param = -1, to_param = -1;    // data edges: the kernel parameters involved (-1: a copy or set)
+  size_t sync_index = SIZE_MAX;          // sync edges: index into Trace::syncs
+};
+
+struct DependencyGraph {
+  std::vector<GpuOp> ops;  // in issue order
+  std::vector<Edge> edges;
+  bool has_pointer_data = false;  // some launch had resolved pointer arguments
+  std::vector<std::vector<size_t>> out_edges;  // edge indices by source op
+  std::vector<std::vector<size_t>> in_edges;
+
+  static DependencyGraph build(const core::Trace& trace, const KernelCatalog& catalog);
+  // Why `e` exists, as a sentence naming the operations, the allocation and the parameters.
+  std::string describe(const Edge& e, const core::Trace& trace, const KernelCatalog& catalog) const;
+  // Edges from `a` to `b` (direct only).
+  std::vector<const Edge*> edgesBetween(size_t a, size_t b) const;
+  // True when `b` can be reached from `a` (a < b) following edges; bounded search.
+  bool reaches(size_t a, size_t b) const;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Candidates and cost
+
+enum class CandidateKind { kVertical, kHorizontal };
+enum class Legality { kProven, kLikely, kBlocked };
+enum class Confidence { kHigh, kMedium, kLow };
+const char* candidateKindName(CandidateKind k);  // "vertical", "horizontal"
+const char* legalityName(Legality l);            // "proven", "likely", "blocked"
+const char* confidenceName(Confidence c);        // "high", "medium", "low"
+
+struct CostEstimate {
+  double measured_ns = 0;        // sum of the kernels' GPU times, per occurrence (median over occurrences)
+  double fused_ns = 0;           // predicted GPU time of the fused kernel
+  double gap_ns = 0;             // idle GPU time between the kernels that fusion removes
+  double saving_ns = 0;          // measured + gaps - fused, per occurrence (>= 0)
+  double bytes_before = 0, bytes_after = 0, flops = 0;
+  std::string bytes_source;      // "measured", "emulated", "estimated"
+  std::string flops_source;
+  std::string note;
+};
+
+struct Candidate {
+  int rank = 0;
+  CandidateKind kind = CandidateKind::kVertical;
+  std::vector<core::Id> function_ids;
+  std::vector<std::string> names;
+  std::vector<std::string> mangled_names;
+  std::vector<std::vector<size_t>> occurrences;  // op indices of each occurrence, in order
+  Legality legality = Legality::kLikely;
+  Confidence confidence = Confidence::kLow;
+  std::vector<std::string> reasons;  // why legal / why blocked / which heuristics
+  std::vector<std::pair<EdgeKind, std::string>> edges;  // the edges inside the first occurrence, described
+  CostEstimate cost;
+  double total_saving_ns = 0;
+  double share_of_gpu_busy = 0;
+  bool on_critical_path = false;
+};
+
+struct RooflinePoint {
+  std::string name;
+  double intensity = 0;     // FLOP per DRAM byte
+  double flops_per_s = 0;   // achieved (kernels) or predicted (fused candidates)
+  bool predicted = false;
+};
+
+struct AnalysisOptions {
+  std::string gpu;            // spec table name; "" = the trace's device, else h100-sxm
+  size_t max_chain_length = 4;
+  size_t top = 10;
+};
+
+struct Report {
+  std::string input_path;
+  std::string input_format;
+  std::string producer;
+  core::GpuSpec gpu;
+  std::string gpu_source;     // "trace", "option", "default"
+  int64_t launches = 0;
+  int64_t kernels = 0;
+  int64_t gpu_busy_ns = 0;
+  int64_t critical_path_ns = 0;
+  int kernels_with_ptx = 0;
+  bool has_pointer_data = false;
+  size_t edges = 0;
+  std::map<std::string, size_t> edges_by_kind;
+  std::vector<Candidate> candidates;  // ranked, best first (blocked ones last)
+  std::vector<std::string> why_none;  // when no candidate qualifies: what was looked at and why
+  std::vector<RooflinePoint> roofline;
+  std::vector<core::Stat> stats;
+};
+
+// Runs the whole analysis on an imported trace.
+Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options);
+
+// Report writers. JSON follows schemas/report.schema.json.
+nlohmann::json reportToJson(const Report& report);
+std::string reportToText(const Report& report, size_t top);
+std::string reportToMarkdown(const Report& report);
+std::string reportToHtml(const Report& report);  // self-contained, with an SVG roofline chart
+
+}  // namespace kfuse::analyzer

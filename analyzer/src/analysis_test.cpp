@@ -1,0 +1,328 @@
+#include "kfuse/analyzer/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace kfuse::analyzer {
+namespace {
+
+using core::Id;
+
+std::vector<uint8_t> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string s = ss.str();
+  return {s.begin(), s.end()};
+}
+
+// Builds traces of the kernels in analyzer/testdata/fusion_cases.cu, as the collector would record them.
+class TraceBuilder {
+ public:
+  TraceBuilder() {
+    t_.devices.push_back(core::Device{1, 0, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85'520'809'984ull, 1'980'000, ""});
+    t_.streams.push_back(core::Stream{1, 0, 0, 7, 0, true});
+    t_.streams.push_back(core::Stream{2, 0, 0x1000, 8, 0, false});
+    core::Module m;
+    m.id = 1;
+    m.kind = core::ImageKind::kPtx;
+    m.image = readFile(KFUSE_ANALYZER_TEST_PTX);
+    m.hash = core::sha256Hex(m.image);
+    t_.modules.push_back(m);
+    const char* names[] = {"_Z7producePKfPfi",   "_Z7consumePKfPfi", "_Z4blurPKfPfi",
+                           "_Z6gatherPKfPKiPfi", "_Z9histogramPKiPji", "_Z9normalizePKjPfi"};
+    for (const char* n : names) t_.functions.push_back(core::KernelFunction{Id(t_.functions.size() + 1), 1, n, "", {}});
+    for (Id a = 1; a <= 6; ++a) {
+      t_.allocations.push_back(core::Allocation{a, 0, 0x7f0000000000ull + uint64_t(a) * 0x1000000, 4 << 20,
+                                                core::AllocationKind::kDevice, 0, core::kNoTime});
+    }
+  }
+
+  static constexpr Id kProduce = 1, kConsume = 2, kBlur = 3, kGather = 4, kHistogram = 5, kNormalize = 6;
+
+  // A launch of `fn` with pointer arguments into `allocs` (in parameter order) and a trailing int n.
+  TraceBuilder& launch(Id fn, std::vector<Id> allocs, int n, Id stream = 1, uint32_t grid = 4096,
+                       int64_t duration_ns = 10'000) {
+    core::Launch l;
+    l.id = Id(t_.launches.size() + 1);
+    l.stream_id = stream;
+    l.function_id = fn;
+    l.grid = {grid, 1, 1};
+    l.block = {256, 1, 1};
+    // Launches are issued ahead of the GPU, as asynchronous launches are; 1 us of launch latency between kernels.
+    l.api_start_ns = api_clock_;
+    l.api_end_ns = api_clock_ + 2'000;
+    api_clock_ += 3'000;
+    l.gpu_start_ns = std::max(gpu_clock_, l.api_start_ns + 5'000);
+    l.gpu_end_ns = l.gpu_start_ns + duration_ns;
+    gpu_clock_ = l.gpu_end_ns + 1'000;
+    for (size_t p = 0; p < allocs.size(); ++p) {
+      const uint64_t address = t_.allocations[size_t(allocs[p] - 1)].address;
+      l.arg_bytes.resize(8 * (p + 1));
+      std::memcpy(l.arg_bytes.data() + 8 * p, &address, 8);
+      l.pointer_args.push_back(core::PointerArg{int(p), address, allocs[p], 0});
+    }
+    l.arg_bytes.resize(l.arg_bytes.size() + 4);
+    std::memcpy(l.arg_bytes.data() + 8 * allocs.size(), &n, 4);
+    t_.launches.push_back(l);
+    return *this;
+  }
+
+  TraceBuilder& hostSync() {
+    // The host waits until the GPU is done.
+    const int64_t done = std::max(api_clock_, gpu_clock_);
+    t_.syncs.push_back(core::Sync{Id(t_.syncs.size() + 1), 0, 0, core::SyncKind::kContext, core::kNoId, core::kNoId,
+                                  api_clock_, done});
+    api_clock_ = gpu_clock_ = done + 1'000;
+    return *this;
+  }
+
+  ImportResult result() const {
+    ImportResult r;
+    r.trace = t_;
+    r.format = "kfuse";
+    return r;
+  }
+
+  core::Trace& trace() { return t_; }
+
+ private:
+  core::Trace t_;
+  int64_t api_clock_ = 1'000'000;
+  int64_t gpu_clock_ = 0;
+};
+
+Report run(const TraceBuilder& b, AnalysisOptions options = {}) {
+  auto r = analyze(b.result(), "test.sqlite", options);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : Report{};
+}
+
+bool anyReasonContains(const Candidate& c, const std::string& text) {
+  for (const std::string& r : c.reasons) {
+    if (r.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(KernelCatalog, ReadsAccessModesFromPtx) {
+  TraceBuilder b;
+  const KernelCatalog catalog = KernelCatalog::build(b.trace());
+  EXPECT_EQ(catalog.kernelsWithPtx(), 6);
+  const KernelFacts* produce = catalog.find(TraceBuilder::kProduce);
+  ASSERT_NE(produce, nullptr);
+  EXPECT_EQ(produce->name, "produce(float const*, float*, int)");
+  ASSERT_EQ(produce->params.size(), 3u);
+  EXPECT_EQ(produce->params[0].mode, core::AccessMode::kRead);
+  EXPECT_EQ(produce->params[0].source, AccessSource::kPtx);
+  EXPECT_EQ(produce->params[1].mode, core::AccessMode::kWrite);
+  EXPECT_EQ(produce->params[2].mode, core::AccessMode::kNone);
+  EXPECT_EQ(produce->params[2].offset, 16);
+  ASSERT_EQ(produce->params[1].accesses.size(), 1u);
+  EXPECT_EQ(produce->params[1].accesses[0].offset, "4*ctaid.x*ntid.x + 4*tid.x");
+  EXPECT_EQ(catalog.find(TraceBuilder::kHistogram)->atomics, 1);
+  EXPECT_GT(produce->flops_per_thread, 0);
+}
+
+TEST(KernelCatalog, FallsBackToMangledNamesWithoutPtx) {
+  TraceBuilder b;
+  b.trace().modules[0].image.clear();
+  const KernelCatalog catalog = KernelCatalog::build(b.trace());
+  EXPECT_EQ(catalog.kernelsWithPtx(), 0);
+  const KernelFacts* gather = catalog.find(TraceBuilder::kGather);
+  ASSERT_EQ(gather->params.size(), 4u);
+  EXPECT_EQ(gather->params[0].mode, core::AccessMode::kRead);  // const float*
+  EXPECT_EQ(gather->params[0].source, AccessSource::kMangledName);
+  EXPECT_EQ(gather->params[2].mode, core::AccessMode::kReadWrite);  // float*: assumed
+  EXPECT_EQ(gather->params[2].source, AccessSource::kAssumed);
+  EXPECT_FALSE(gather->ptx_problem.empty());
+}
+
+TEST(DependencyGraph, RecordsDataEdgesWithReasons) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000)
+      .launch(TraceBuilder::kProduce, {3, 2}, 1000);
+  const KernelCatalog catalog = KernelCatalog::build(b.trace());
+  const DependencyGraph g = DependencyGraph::build(b.trace(), catalog);
+  ASSERT_EQ(g.ops.size(), 3u);
+  EXPECT_TRUE(g.has_pointer_data);
+  std::map<std::string, int> kinds;
+  for (const Edge& e : g.edges) kinds[edgeKindName(e.kind)]++;
+  EXPECT_EQ(kinds["stream-order"], 2);
+  EXPECT_EQ(kinds["RAW"], 2);  // consume reads 2 from produce; the second produce reads 3 from consume
+  EXPECT_EQ(kinds["WAR"], 1);  // the second produce overwrites 2 after consume read it
+  const auto raw = g.edgesBetween(0, 1);
+  ASSERT_FALSE(raw.empty());
+  bool found = false;
+  for (const Edge* e : raw) {
+    if (e->kind == EdgeKind::kRaw) {
+      found = true;
+      EXPECT_EQ(e->allocation_id, 2);
+      const std::string reason = g.describe(*e, b.trace(), catalog);
+      EXPECT_EQ(reason, "launch 2 (consume(float const*, float*, int)) reads allocation 2 (param 0) that launch 1 "
+                        "(produce(float const*, float*, int)) wrote (param 1)");
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(g.reaches(0, 2));
+}
+
+TEST(Analysis, ProvesAnElementwiseChainAndGroupsItsOccurrences) {
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+    b.hostSync();
+  }
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.kind, CandidateKind::kVertical);
+  EXPECT_EQ(c.occurrences.size(), 3u);
+  EXPECT_EQ(c.legality, Legality::kProven);
+  EXPECT_EQ(c.confidence, Confidence::kHigh);
+  EXPECT_TRUE(anyReasonContains(c, "allocation 2 per thread only at 4*ctaid.x*ntid.x + 4*tid.x"));
+  EXPECT_TRUE(anyReasonContains(c, "< 1048576"));
+  EXPECT_EQ(c.names, (std::vector<std::string>{"produce(float const*, float*, int)", "consume(float const*, float*, int)"}));
+  // 2 x 10 us measured + 1 us of launch latency between them.
+  EXPECT_DOUBLE_EQ(c.cost.measured_ns, 20'000);
+  EXPECT_DOUBLE_EQ(c.cost.gap_ns, 1'000);
+  EXPECT_EQ(c.cost.bytes_source, "estimated");
+  EXPECT_DOUBLE_EQ(c.cost.bytes_before, 4.0 * 4 * (1 << 20));
+  EXPECT_LT(c.cost.bytes_after, c.cost.bytes_before);
+  EXPECT_GT(c.cost.saving_ns, 0);
+  EXPECT_NEAR(c.total_saving_ns, 3 * c.cost.saving_ns, 1e-6);
+  EXPECT_TRUE(r.why_none.empty());
+}
+
+TEST(Analysis, DifferentScalarArgumentsStillMatchTheirOwnGuards) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 999);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].legality, Legality::kLikely);
+  EXPECT_TRUE(anyReasonContains(r.candidates[0], "different guards"));
+}
+
+TEST(Analysis, BlocksAStencilConsumer) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kBlur, {2, 3}, 1000);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.legality, Legality::kBlocked);
+  EXPECT_TRUE(anyReasonContains(c, "stencil"));
+  EXPECT_DOUBLE_EQ(c.total_saving_ns, 0);
+  EXPECT_FALSE(r.why_none.empty());  // nothing qualified: the report says why
+}
+
+TEST(Analysis, DoesNotProveADataDependentGather) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kGather, {2, 4, 3}, 1000);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].legality, Legality::kLikely);
+  EXPECT_EQ(r.candidates[0].confidence, Confidence::kMedium);
+  EXPECT_TRUE(anyReasonContains(r.candidates[0], "not affine")) << r.candidates[0].reasons.back();
+}
+
+TEST(Analysis, BlocksConsumersOfAtomicResults) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kHistogram, {4, 5}, 1000).launch(TraceBuilder::kNormalize, {5, 3}, 256);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].legality, Legality::kBlocked);
+  EXPECT_TRUE(anyReasonContains(r.candidates[0], "atomics"));
+}
+
+TEST(Analysis, NeedsTheSameLaunchShapeAndNoHostSyncForVertical) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 4096).launch(TraceBuilder::kConsume, {2, 3}, 1000, 1, 2048);
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).hostSync().launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  const Report r = run(b);
+  for (const Candidate& c : r.candidates) EXPECT_NE(c.kind, CandidateKind::kVertical);
+  ASSERT_FALSE(r.why_none.empty());
+  std::string all;
+  for (const std::string& w : r.why_none) all += w + "\n";
+  EXPECT_NE(all.find("differ in grid or block shape"), std::string::npos) << all;
+  EXPECT_NE(all.find("host synchronization"), std::string::npos) << all;
+}
+
+TEST(Analysis, FindsSmallIndependentKernelsOnTwoStreamsForHorizontalFusion) {
+  TraceBuilder b;
+  for (int i = 0; i < 4; ++i) {
+    b.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
+        .launch(TraceBuilder::kConsume, {3, 4}, 1000, /*stream=*/2, /*grid=*/4);
+  }
+  const Report r = run(b);
+  const Candidate* h = nullptr;
+  for (const Candidate& c : r.candidates) {
+    if (c.kind == CandidateKind::kHorizontal) h = &c;
+  }
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->occurrences.size(), 4u);
+  EXPECT_EQ(h->legality, Legality::kProven);
+  EXPECT_GT(h->cost.saving_ns, 0);
+}
+
+TEST(Analysis, KernelsSharingAWrittenBufferAreNotHorizontal) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 4).launch(TraceBuilder::kConsume, {2, 3}, 1000, 2, 8);
+  const Report r = run(b);
+  for (const Candidate& c : r.candidates) EXPECT_NE(c.kind, CandidateKind::kHorizontal);
+}
+
+TEST(Analysis, WithoutPointerDataCandidatesAreOnlyLikely) {
+  TraceBuilder b;
+  for (int i = 0; i < 2; ++i) b.launch(TraceBuilder::kProduce, {}, 1000).launch(TraceBuilder::kConsume, {}, 1000);
+  const Report r = run(b);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_FALSE(r.has_pointer_data);
+  EXPECT_EQ(r.candidates[0].legality, Legality::kLikely);
+  EXPECT_EQ(r.candidates[0].confidence, Confidence::kLow);
+  EXPECT_TRUE(anyReasonContains(r.candidates[0], "no pointer arguments"));
+}
+
+TEST(Analysis, ChoosesTheGpuFromTheTraceOptionOrDefault) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000);
+  EXPECT_EQ(run(b).gpu.short_name, "h100-sxm");
+  EXPECT_EQ(run(b).gpu_source, "trace");
+  AnalysisOptions o;
+  o.gpu = "a100-sxm-80gb";
+  EXPECT_EQ(run(b, o).gpu_source, "option");
+  o.gpu = "no-such-gpu";
+  auto bad = analyze(b.result(), "x", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("kfuse gpus"), std::string::npos);
+  b.trace().devices[0].name = "AMD Instinct MI250X";
+  const Report d = run(b);
+  EXPECT_EQ(d.gpu_source, "default");
+  ASSERT_FALSE(d.stats.empty());
+  EXPECT_EQ(d.stats.back().name, "gpu_not_in_spec_table");
+}
+
+TEST(Reports, WritersAgreeWithTheReport) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  const Report r = run(b);
+  const nlohmann::json j = reportToJson(r);
+  EXPECT_EQ(j["format"], "kfuse-report");
+  EXPECT_EQ(j["candidates"].size(), 1u);
+  EXPECT_EQ(j["candidates"][0]["legality"], "proven");
+  EXPECT_EQ(j["summary"]["candidates"], 1);
+  const std::string text = reportToText(r, 10);
+  EXPECT_NE(text.find("vertical   proven"), std::string::npos) << text;
+  const std::string md = reportToMarkdown(r);
+  EXPECT_NE(md.find("| 1 | vertical |"), std::string::npos) << md;
+  const std::string html = reportToHtml(r);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("produce(float const*, float*, int) -&gt; consume"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfuse::analyzer

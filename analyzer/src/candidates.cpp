@@ -1,0 +1,887 @@
+// Candidate search, legality, cost model and ranking: the body of `kfuse analyze`.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "kfuse/analyzer/analysis.h"
+
+namespace kfuse::analyzer {
+
+const char* candidateKindName(CandidateKind k) { return k == CandidateKind::kVertical ? "vertical" : "horizontal"; }
+const char* legalityName(Legality l) {
+  switch (l) {
+    case Legality::kProven: return "proven";
+    case Legality::kLikely: return "likely";
+    case Legality::kBlocked: return "blocked";
+  }
+  return "likely";
+}
+const char* confidenceName(Confidence c) {
+  switch (c) {
+    case Confidence::kHigh: return "high";
+    case Confidence::kMedium: return "medium";
+    case Confidence::kLow: return "low";
+  }
+  return "low";
+}
+
+namespace {
+
+// Without API times, an idle gap between two chained kernels counts as launch latency up to this much.
+constexpr double kUnknownIssueGapCapNs = 5'000;
+
+bool readsMode(core::AccessMode m) { return m == core::AccessMode::kRead || m == core::AccessMode::kReadWrite; }
+bool writesMode(core::AccessMode m) { return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite; }
+
+std::string dimText(const core::Dim3& d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Counters of what the search looked at, for the "why nothing qualified" part of the report.
+struct SearchStats {
+  size_t adjacent_pairs = 0, pairs_config_differs = 0, pairs_sync_between = 0, pairs_no_data_flow = 0,
+         pairs_copy_between = 0, horizontal_pairs = 0, horizontal_not_small = 0, horizontal_dependent = 0;
+};
+
+class Analysis {
+ public:
+  Analysis(const ImportResult& input, const KernelCatalog& catalog, const DependencyGraph& graph,
+           const core::GpuSpec& gpu, const AnalysisOptions& options)
+      : in_(input), t_(input.trace), cat_(catalog), g_(graph), gpu_(gpu), opt_(options) {
+    for (const core::Allocation& a : t_.allocations) allocs_[a.id] = &a;
+    for (const core::Metric& m : t_.metrics) metrics_[m.launch_id].push_back(&m);
+    for (const CpuOp& op : in_.cpu_ops) {
+      if (op.external_id != 0) cpu_ops_[op.external_id] = &op;
+    }
+    for (const auto& [launch, ext] : in_.launch_external_ids) kernels_per_external_[ext]++;
+  }
+
+  std::vector<Candidate> run(SearchStats& stats) {
+    std::vector<Candidate> out;
+    findVertical(out, stats);
+    findHorizontal(out, stats);
+    return out;
+  }
+
+  // ---- costs ----
+
+  const core::Launch& launch(size_t op) const { return t_.launches[g_.ops[op].record_index]; }
+
+  double durationNs(size_t op) const {
+    const GpuOp& o = g_.ops[op];
+    return o.gpu_start_ns == core::kNoTime || o.gpu_end_ns == core::kNoTime
+               ? 0.0
+               : static_cast<double>(o.gpu_end_ns - o.gpu_start_ns);
+  }
+
+  // DRAM bytes a kernel moves: measured/emulated metrics, else an estimate; `source` says which.
+  double kernelBytes(size_t op, std::string& source) const {
+    const core::Launch& l = launch(op);
+    if (auto it = metrics_.find(l.id); it != metrics_.end()) {
+      double bytes = 0;
+      bool found = false;
+      for (const core::Metric* m : it->second) {
+        if (m->name.find("dram_bytes") != std::string::npos) {
+          bytes += m->value;
+          source = std::string(core::toString(m->source));
+          found = true;
+        }
+      }
+      if (found) return bytes;
+    }
+    double bytes = 0;
+    for (const BufferUse& u : g_.ops[op].uses) bytes += useBytes(op, u, /*reads=*/true) + useBytes(op, u, false);
+    if (bytes > 0) {
+      source = "estimated";
+      return bytes;
+    }
+    // Kineto: the enclosing CPU operator's tensor shapes, shared among the kernels it launched.
+    if (auto e = in_.launch_external_ids.find(l.id); e != in_.launch_external_ids.end()) {
+      if (auto c = cpu_ops_.find(e->second); c != cpu_ops_.end()) {
+        const double op_bytes = cpuOpBytes(*c->second);
+        if (op_bytes > 0) {
+          source = "estimated";
+          return op_bytes / std::max(1, kernels_per_external_.at(e->second));
+        }
+      }
+    }
+    source = "unknown";
+    return 0;
+  }
+
+  // Bytes one buffer use reads (or writes) in one launch: PTX access widths x threads, capped by the
+  // allocation's extent; without PTX, the extent itself.
+  double useBytes(size_t op, const BufferUse& u, bool reads) const {
+    if (reads ? !readsMode(u.mode) : !writesMode(u.mode)) return 0;
+    double extent = 0;
+    if (auto a = allocs_.find(u.allocation_id); a != allocs_.end() && a->second->size > u.offset) {
+      extent = static_cast<double>(a->second->size - u.offset);
+    }
+    const GpuOp& o = g_.ops[op];
+    if (o.kind != OpKind::kKernel) {
+      if (o.kind == OpKind::kMemcpy) return static_cast<double>(t_.memcpys[o.record_index].bytes);
+      return static_cast<double>(t_.memsets[o.record_index].bytes);
+    }
+    const KernelFacts* k = cat_.find(o.function_id);
+    if (k && k->has_ptx && u.param_index >= 0 && static_cast<size_t>(u.param_index) < k->params.size()) {
+      const core::Launch& l = launch(op);
+      const double threads = static_cast<double>(l.grid.count() * l.block.count());
+      double per_thread = 0;
+      for (const ParamMemoryAccess& a : k->params[static_cast<size_t>(u.param_index)].accesses) {
+        if (reads ? a.is_read : a.is_write) per_thread += a.bytes;
+      }
+      const double b = per_thread * threads;
+      return extent > 0 ? std::min(b, extent) : b;
+    }
+    return extent;
+  }
+
+  double cpuOpBytes(const CpuOp& op) const {
+    static const std::map<std::string, double> kSizes = {
+        {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2}, {"long int", 8}, {"int", 4},
+        {"bool", 1}, {"unsigned char", 1}, {"signed char", 1}, {"short int", 2}, {"c10::complex<float>", 8}};
+    double total = 0, largest = 0;
+    for (size_t i = 0; i < op.input_dims.size() && i < op.input_types.size(); ++i) {
+      auto s = kSizes.find(op.input_types[i]);
+      if (s == kSizes.end() || op.input_dims[i].empty()) continue;
+      double n = 1;
+      for (int64_t d : op.input_dims[i]) n *= static_cast<double>(std::max<int64_t>(d, 0));
+      total += n * s->second;
+      largest = std::max(largest, n * s->second);
+    }
+    return total + largest;  // inputs read, and an output the size of the largest input written
+  }
+
+  double kernelFlops(size_t op, std::string& source) const {
+    const core::Launch& l = launch(op);
+    if (auto it = metrics_.find(l.id); it != metrics_.end()) {
+      double flops = 0;
+      bool found = false;
+      for (const core::Metric* m : it->second) {
+        if (m->name.rfind("flops", 0) == 0) {
+          flops += m->value;
+          source = std::string(core::toString(m->source));
+          found = true;
+        }
+      }
+      if (found) return flops;
+    }
+    const KernelFacts* k = cat_.find(l.function_id);
+    if (k && k->has_ptx) {
+      source = "estimated";
+      return k->flops_per_thread * static_cast<double>(l.grid.count() * l.block.count());
+    }
+    source = "unknown";
+    return 0;
+  }
+
+  double rooflineNs(double bytes, double flops) const {
+    const double mem = gpu_.dram_bandwidth_bytes_per_s > 0 ? bytes / gpu_.dram_bandwidth_bytes_per_s : 0;
+    const double compute = gpu_.fp32_flops > 0 ? flops / gpu_.fp32_flops : 0;
+    return std::max(mem, compute) * 1e9;
+  }
+
+  // Blocks of this launch's shape that fit on the whole GPU at once.
+  double blockCapacity(const core::Launch& l) const {
+    const double threads = static_cast<double>(std::max<uint64_t>(1, l.block.count()));
+    double per_sm = gpu_.max_blocks_per_sm;
+    if (gpu_.max_threads_per_sm > 0) per_sm = std::min(per_sm, std::floor(gpu_.max_threads_per_sm / threads));
+    if (l.registers_per_thread > 0 && gpu_.registers_per_sm > 0) {
+      per_sm = std::min(per_sm, std::floor(gpu_.registers_per_sm / (threads * l.registers_per_thread)));
+    }
+    const double smem = static_cast<double>(l.static_shared_bytes) + l.dynamic_shared_bytes;
+    if (smem > 0 && gpu_.max_shared_per_sm > 0) {
+      per_sm = std::min(per_sm, std::floor(static_cast<double>(gpu_.max_shared_per_sm) / smem));
+    }
+    return std::max(1.0, per_sm) * std::max(1, gpu_.sm_count);
+  }
+
+  // Cost of one occurrence; `fused_ns` of 0 means it could not be predicted.
+  // Buffers (by position of first use in the pattern) read after some occurrence before being overwritten: the
+  // fused kernel, being one kernel for every occurrence, must write them back to memory.
+  std::set<int> liveBuffers(const Candidate& c) const {
+    std::set<int> live;
+    for (const auto& occ : c.occurrences) {
+      std::map<core::Id, int> local;
+      for (size_t op : occ) {
+        for (const BufferUse& u : g_.ops[op].uses) local.try_emplace(u.allocation_id, static_cast<int>(local.size()));
+      }
+      for (const auto& [alloc, pos] : local) {
+        if (liveAfter(alloc, occ.back())) live.insert(pos);
+      }
+    }
+    return live;
+  }
+
+  CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::set<int>& live) const {
+    CostEstimate c;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    double sum_meas = 0, sum_roof = 0;
+    std::string bytes_src = "measured", flops_src = "measured";
+    for (size_t op : occ) {
+      const GpuOp& o = g_.ops[op];
+      if (o.gpu_start_ns != core::kNoTime && o.gpu_end_ns != core::kNoTime) {
+        first = std::min(first, o.gpu_start_ns);
+        last = std::max(last, o.gpu_end_ns);
+      }
+      std::string bs, fs;
+      const double bytes = kernelBytes(op, bs);
+      const double flops = kernelFlops(op, fs);
+      c.bytes_before += bytes;
+      c.flops += flops;
+      const double meas = durationNs(op);
+      sum_meas += meas;
+      sum_roof += std::min(rooflineNs(bytes, flops), meas);
+      if (bs != "measured") bytes_src = bs == "unknown" || bytes_src == "unknown" ? "unknown" : bs;
+      if (fs != "measured") flops_src = fs == "unknown" || flops_src == "unknown" ? "unknown" : fs;
+    }
+    c.bytes_source = bytes_src;
+    c.flops_source = flops_src;
+    c.measured_ns = sum_meas;
+    // Idle time fusion removes: between consecutive kernels of a chain, the gap counts only when the second launch
+    // was already issued before the first kernel ended (launch latency). A GPU starved by its host stays starved.
+    if (kind == CandidateKind::kVertical) {
+      for (size_t i = 0; i + 1 < occ.size(); ++i) {
+        const GpuOp& a = g_.ops[occ[i]];
+        const GpuOp& b = g_.ops[occ[i + 1]];
+        if (a.gpu_end_ns == core::kNoTime || b.gpu_start_ns == core::kNoTime || b.gpu_start_ns <= a.gpu_end_ns) continue;
+        const int64_t issued = launch(occ[i + 1]).api_start_ns;
+        if (issued != core::kNoTime && issued <= a.gpu_end_ns) {
+          c.gap_ns += static_cast<double>(b.gpu_start_ns - a.gpu_end_ns);
+        } else if (issued == core::kNoTime) {
+          c.gap_ns += std::min<double>(static_cast<double>(b.gpu_start_ns - a.gpu_end_ns), kUnknownIssueGapCapNs);
+        }
+      }
+    }
+    // Horizontal: the time at least one of the kernels ran (they may already overlap on their streams).
+    double busy = sum_meas;
+    if (kind == CandidateKind::kHorizontal && first <= last) {
+      std::vector<std::pair<int64_t, int64_t>> spans;
+      for (size_t op : occ) {
+        if (g_.ops[op].gpu_start_ns != core::kNoTime && g_.ops[op].gpu_end_ns != core::kNoTime) {
+          spans.push_back({g_.ops[op].gpu_start_ns, g_.ops[op].gpu_end_ns});
+        }
+      }
+      std::sort(spans.begin(), spans.end());
+      busy = 0;
+      int64_t cur_start = spans[0].first, cur_end = spans[0].second;
+      for (size_t i = 1; i < spans.size(); ++i) {
+        if (spans[i].first > cur_end) {
+          busy += static_cast<double>(cur_end - cur_start);
+          cur_start = spans[i].first;
+        }
+        cur_end = std::max(cur_end, spans[i].second);
+      }
+      busy += static_cast<double>(cur_end - cur_start);
+    }
+    if (sum_meas <= 0) {
+      c.note = "no GPU times for these kernels";
+      return c;
+    }
+    // The fraction of the roofline the original kernels achieved carries over to the fused kernel.
+    const double achieved = std::clamp(sum_roof / sum_meas, 0.02, 1.0);
+    if (kind == CandidateKind::kVertical) {
+      if (bytes_src == "unknown" || !g_.has_pointer_data) {
+        c.bytes_after = c.bytes_before;
+        c.fused_ns = sum_meas;
+        c.note = "intermediate buffers unknown (no pointer arguments in the trace): only idle gaps counted";
+      } else {
+        c.bytes_after = fusedBytes(occ, live);
+        c.fused_ns = std::min(sum_meas, rooflineNs(c.bytes_after, c.flops) / achieved);
+      }
+    } else {
+      // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
+      double waves = 0, longest = 0;
+      for (size_t op : occ) {
+        waves += static_cast<double>(launch(op).grid.count()) / blockCapacity(launch(op));
+        longest = std::max(longest, durationNs(op));
+      }
+      c.bytes_after = c.bytes_before;
+      c.fused_ns = std::min(sum_meas, longest * std::max(1.0, std::ceil(waves)));
+    }
+    c.saving_ns = std::max(0.0, (kind == CandidateKind::kVertical ? sum_meas + c.gap_ns : busy) - c.fused_ns);
+    return c;
+  }
+
+  // DRAM bytes of a fused vertical chain: each buffer read once if it comes from outside the chain, written
+  // once if it is live after the chain.
+  double fusedBytes(const std::vector<size_t>& occ, const std::set<int>& live) const {
+    struct Buf {
+      double read = 0, write = 0;
+      bool first_is_read = false, seen = false;
+      int pos = 0;
+    };
+    std::map<core::Id, Buf> bufs;
+    for (size_t op : occ) {
+      for (const BufferUse& u : g_.ops[op].uses) {
+        Buf& b = bufs[u.allocation_id];
+        if (!b.seen) {
+          b.first_is_read = readsMode(u.mode);
+          b.seen = true;
+          b.pos = static_cast<int>(bufs.size()) - 1;
+        }
+        b.read = std::max(b.read, useBytes(op, u, true));
+        b.write = std::max(b.write, useBytes(op, u, false));
+      }
+    }
+    double bytes = 0;
+    for (const auto& [alloc, b] : bufs) {
+      if (b.first_is_read) bytes += b.read;
+      if (b.write > 0 && live.count(b.pos)) bytes += b.write;
+    }
+    return bytes;
+  }
+
+  // Whether `alloc` is read after op `after` before being overwritten (unknown: yes).
+  bool liveAfter(core::Id alloc, size_t after) const {
+    for (size_t i = after + 1; i < g_.ops.size() && i < after + 4096; ++i) {
+      for (const BufferUse& u : g_.ops[i].uses) {
+        if (u.allocation_id != alloc) continue;
+        if (readsMode(u.mode)) return true;
+        if (writesMode(u.mode)) return false;
+      }
+    }
+    return true;
+  }
+
+  // ---- legality ----
+
+  int64_t argValue(size_t op, int param) const {
+    const core::Launch& l = launch(op);
+    const KernelFacts* k = cat_.find(l.function_id);
+    if (!k || param < 0 || static_cast<size_t>(param) >= k->params.size()) return INT64_MIN;
+    const ParamFacts& p = k->params[static_cast<size_t>(param)];
+    if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset + p.size) > l.arg_bytes.size()) return INT64_MIN;
+    if (p.size == 4) {
+      int32_t v;
+      std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
+      return v;
+    }
+    if (p.size == 8) {
+      int64_t v;
+      std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
+      return v;
+    }
+    return INT64_MIN;
+  }
+
+  // A guard with each `paramN` replaced by this launch's argument value, so two kernels' guards compare.
+  std::string boundGuard(size_t op, const std::string& guard) const {
+    static const std::regex kParam("param([0-9]+)");
+    std::string out;
+    auto begin = std::sregex_iterator(guard.begin(), guard.end(), kParam);
+    size_t pos = 0;
+    for (auto it = begin; it != std::sregex_iterator(); ++it) {
+      out.append(guard, pos, static_cast<size_t>(it->position()) - pos);
+      const int64_t v = argValue(op, std::stoi((*it)[1].str()));
+      out += v == INT64_MIN ? "launch" + std::to_string(launch(op).id) + "." + it->str() : std::to_string(v);
+      pos = static_cast<size_t>(it->position() + it->length());
+    }
+    out.append(guard, pos, std::string::npos);
+    return out;
+  }
+
+  struct Verdict {
+    Legality legality = Legality::kProven;
+    std::vector<std::string> reasons;
+    std::map<core::Id, std::pair<std::string, std::string>> thread_local_buffers;  // allocation -> (offset, guard)
+    void weaken(Legality l, std::string why) {
+      if (l == Legality::kBlocked || (l == Legality::kLikely && legality == Legality::kProven)) legality = l;
+      reasons.push_back(std::move(why));
+    }
+  };
+
+  // Thread-locality of every buffer two kernels of a vertical chain share with a write: each thread of the
+  // consumer must touch only what the same thread of the producer touched.
+  void checkPair(size_t a, size_t b, Verdict& v) const {
+    const KernelFacts* ka = cat_.find(g_.ops[a].function_id);
+    const KernelFacts* kb = cat_.find(g_.ops[b].function_id);
+    for (const BufferUse& ua : g_.ops[a].uses) {
+      for (const BufferUse& ub : g_.ops[b].uses) {
+        if (ua.allocation_id != ub.allocation_id) continue;
+        if (!writesMode(ua.mode) && !writesMode(ub.mode)) continue;
+        const std::string buf = "allocation " + std::to_string(ua.allocation_id);
+        if (ua.offset != ub.offset) {
+          v.weaken(Legality::kLikely, buf + " is passed at different offsets: cannot prove the threads stay apart");
+          continue;
+        }
+        if (!ka || !kb || !ka->has_ptx || !kb->has_ptx) {
+          const KernelFacts* missing = (!ka || !ka->has_ptx) ? ka : kb;
+          v.weaken(Legality::kLikely, "no PTX for " + (missing ? missing->name : std::string("a kernel")) +
+                                          (missing && !missing->ptx_problem.empty() ? " (" + missing->ptx_problem + ")"
+                                                                                    : std::string()) +
+                                          ": thread locality on " + buf + " not proven");
+          continue;
+        }
+        if ((ka->atomics > 0 && writesMode(ua.mode)) || (kb->atomics > 0 && writesMode(ub.mode))) {
+          v.weaken(Legality::kBlocked, "atomics in " + (ka->atomics > 0 ? ka->name : kb->name) + " update " + buf +
+                                           ": every producer thread must finish before any consumer reads");
+          continue;
+        }
+        if (ka->unattributed_accesses > 0 || kb->unattributed_accesses > 0) {
+          const KernelFacts* k = ka->unattributed_accesses > 0 ? ka : kb;
+          v.weaken(Legality::kLikely, k->name + " has global accesses whose address is not affine in a parameter: "
+                                                "thread locality on " + buf + " not proven");
+          continue;
+        }
+        const auto& acc_a = ka->params[static_cast<size_t>(ua.param_index)].accesses;
+        const auto& acc_b = kb->params[static_cast<size_t>(ub.param_index)].accesses;
+        std::set<std::string> exprs_a, exprs_b, guards;
+        bool affine = true, atomic = false;
+        for (const auto* list : {&acc_a, &acc_b}) {
+          for (const ParamMemoryAccess& m : *list) {
+            affine = affine && m.affine;
+            atomic = atomic || m.atomic;
+          }
+        }
+        if (atomic) {
+          v.weaken(Legality::kBlocked, "atomics on " + buf + ": every producer thread must finish before any consumer reads");
+          continue;
+        }
+        if (!affine) {
+          v.weaken(Legality::kLikely, "an address into " + buf + " is not affine in thread/block indices: not proven");
+          continue;
+        }
+        for (const ParamMemoryAccess& m : acc_a) {
+          exprs_a.insert(m.offset);
+          guards.insert(boundGuard(a, m.guard));
+        }
+        for (const ParamMemoryAccess& m : acc_b) {
+          exprs_b.insert(m.offset);
+          guards.insert(boundGuard(b, m.guard));
+        }
+        std::set<std::string> all = exprs_a;
+        all.insert(exprs_b.begin(), exprs_b.end());
+        if (all.size() > 1) {
+          std::string list;
+          for (const std::string& e : exprs_b) list += (list.empty() ? "" : ", ") + e;
+          std::string wl;
+          for (const std::string& e : exprs_a) wl += (wl.empty() ? "" : ", ") + e;
+          v.weaken(Legality::kBlocked, kb->name + " accesses " + buf + " at {" + list + "} but " + ka->name +
+                                           " at {" + wl + "}: threads read neighbours' data (stencil-like)");
+          continue;
+        }
+        if (guards.size() > 1) {
+          v.weaken(Legality::kLikely, "accesses to " + buf + " run under different guards (" + *guards.begin() +
+                                          " vs " + *guards.rbegin() + ")");
+          continue;
+        }
+        v.thread_local_buffers[ua.allocation_id] = {*all.begin(), *guards.begin()};
+      }
+    }
+    for (const KernelFacts* k : {ka, kb}) {
+      if (k && k->grid_sync) v.weaken(Legality::kBlocked, k->name + " synchronizes the whole grid");
+    }
+  }
+
+  // ---- search ----
+
+  // Pattern identity of a group of ops: functions, launch shapes, and how buffers are shared among them.
+  std::string patternKey(CandidateKind kind, const std::vector<size_t>& occ) const {
+    std::string key = kind == CandidateKind::kVertical ? "V" : "H";
+    std::map<core::Id, int> local;  // allocation -> first-seen index within the occurrence
+    for (size_t op : occ) {
+      const core::Launch& l = launch(op);
+      key += "|" + std::to_string(l.function_id) + "@" + dimText(l.grid) + "/" + dimText(l.block);
+      for (const BufferUse& u : g_.ops[op].uses) {
+        auto [it, inserted] = local.try_emplace(u.allocation_id, static_cast<int>(local.size()));
+        key += ":" + std::to_string(u.param_index) + "=b" + std::to_string(it->second);
+      }
+    }
+    return key;
+  }
+
+  Candidate& group(std::map<std::string, size_t>& index, std::vector<Candidate>& out, CandidateKind kind,
+                   const std::vector<size_t>& occ) {
+    const std::string key = patternKey(kind, occ);
+    auto [it, inserted] = index.try_emplace(key, out.size());
+    if (inserted) {
+      Candidate c;
+      c.kind = kind;
+      for (size_t op : occ) {
+        const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+        c.function_ids.push_back(g_.ops[op].function_id);
+        c.names.push_back(k ? k->name : "function " + std::to_string(g_.ops[op].function_id));
+        c.mangled_names.push_back(k ? k->mangled_name : "");
+      }
+      out.push_back(std::move(c));
+    }
+    Candidate& c = out[it->second];
+    c.occurrences.push_back(occ);
+    return c;
+  }
+
+  void findVertical(std::vector<Candidate>& out, SearchStats& stats) {
+    std::map<std::string, size_t> index;
+    // Ops by stream, in issue order.
+    std::map<core::Id, std::vector<size_t>> by_stream;
+    for (size_t i = 0; i < g_.ops.size(); ++i) by_stream[g_.ops[i].stream_id].push_back(i);
+    for (const auto& [stream, ops] : by_stream) {
+      std::vector<size_t> run;
+      auto flush = [&] {
+        for (size_t s = 0; s + 1 < run.size(); s += opt_.max_chain_length) {
+          std::vector<size_t> chunk(run.begin() + static_cast<std::ptrdiff_t>(s),
+                                    run.begin() + static_cast<std::ptrdiff_t>(std::min(run.size(), s + opt_.max_chain_length)));
+          if (chunk.size() >= 2) group(index, out, CandidateKind::kVertical, chunk);
+        }
+        run.clear();
+      };
+      for (size_t n = 0; n + 1 < ops.size(); ++n) {
+        const size_t a = ops[n], b = ops[n + 1];
+        if (g_.ops[a].kind != OpKind::kKernel || g_.ops[b].kind != OpKind::kKernel) {
+          if (g_.ops[a].kind == OpKind::kKernel) ++stats.pairs_copy_between;
+          flush();
+          continue;
+        }
+        ++stats.adjacent_pairs;
+        const core::Launch& la = launch(a);
+        const core::Launch& lb = launch(b);
+        bool linked = true;
+        if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
+          ++stats.pairs_config_differs;
+          linked = false;
+        } else if (g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
+          ++stats.pairs_sync_between;
+          linked = false;
+        } else if (g_.has_pointer_data) {
+          bool raw = false;
+          for (const Edge* e : g_.edgesBetween(a, b)) raw = raw || e->kind == EdgeKind::kRaw;
+          if (!raw) {
+            ++stats.pairs_no_data_flow;
+            linked = false;
+          }
+        }
+        if (!linked) {
+          flush();
+          continue;
+        }
+        if (run.empty()) run.push_back(a);
+        run.push_back(b);
+      }
+      flush();
+    }
+  }
+
+  void findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
+    std::map<std::string, size_t> index;
+    std::vector<size_t> kernels;
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      if (g_.ops[i].kind == OpKind::kKernel) kernels.push_back(i);
+    }
+    std::vector<char> used(g_.ops.size(), 0);
+    for (size_t n = 0; n + 1 < kernels.size(); ++n) {
+      const size_t a = kernels[n], b = kernels[n + 1];
+      if (used[a]) continue;
+      ++stats.horizontal_pairs;
+      const core::Launch& la = launch(a);
+      const core::Launch& lb = launch(b);
+      const double waves = static_cast<double>(la.grid.count()) / blockCapacity(la) +
+                           static_cast<double>(lb.grid.count()) / blockCapacity(lb);
+      if (waves > 1.0) {
+        ++stats.horizontal_not_small;
+        continue;
+      }
+      const bool same_stream = g_.ops[a].stream_id == g_.ops[b].stream_id;
+      // Without pointer data, kernels on one stream may depend on each other in ways the trace cannot show.
+      if ((same_stream && !g_.has_pointer_data) || g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
+        ++stats.horizontal_dependent;
+        continue;
+      }
+      bool dependent = false;
+      for (const Edge* e : g_.edgesBetween(a, b)) {
+        dependent = dependent || e->kind != EdgeKind::kStreamOrder;
+      }
+      if (!same_stream) dependent = dependent || g_.reaches(a, b);
+      if (dependent) {
+        ++stats.horizontal_dependent;
+        continue;
+      }
+      group(index, out, CandidateKind::kHorizontal, {a, b});
+      used[a] = used[b] = 1;
+    }
+  }
+
+  void judge(Candidate& c) const {
+    const std::vector<size_t>& first = c.occurrences.front();
+    Verdict v;
+    if (c.kind == CandidateKind::kVertical) {
+      const core::Launch& l = launch(first.front());
+      v.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) + ")");
+      v.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
+                          " with no host synchronization between them");
+      if (!g_.has_pointer_data) {
+        v.weaken(Legality::kLikely, "no pointer arguments in this trace: data flow inferred from stream order, "
+                                    "thread locality not checked");
+      } else {
+        // Every pair sharing a buffer, on the first and the last occurrence (argument values may differ).
+        Verdict pv;
+        for (const auto* occ : {&c.occurrences.front(), &c.occurrences.back()}) {
+          for (size_t i = 0; i < occ->size(); ++i) {
+            for (size_t j = i + 1; j < occ->size(); ++j) checkPair((*occ)[i], (*occ)[j], pv);
+          }
+        }
+        std::set<std::string> seen;
+        for (std::string& r : pv.reasons) {
+          if (seen.insert(r).second) v.reasons.push_back(std::move(r));
+        }
+        if (pv.legality != Legality::kProven) v.weaken(pv.legality, "checked on the first and last occurrence");
+        for (const auto& [alloc, form] : pv.thread_local_buffers) {
+          v.reasons.push_back("every kernel touches allocation " + std::to_string(alloc) + " per thread only at " +
+                              form.first + " under the same guard (" + form.second +
+                              "): each thread reads only what the same thread wrote");
+        }
+      }
+      for (size_t i = 0; i + 1 < first.size(); ++i) {
+        for (const Edge* e : g_.edgesBetween(first[i], first[i + 1])) {
+          if (e->kind != EdgeKind::kStreamOrder) c.edges.push_back({e->kind, g_.describe(*e, t_, cat_)});
+        }
+      }
+    } else {
+      const bool same_stream = g_.ops[first[0]].stream_id == g_.ops[first[1]].stream_id;
+      v.reasons.push_back(same_stream ? "adjacent on one stream with no data dependence between them"
+                                      : "on different streams with no event or synchronization ordering them");
+      v.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
+      if (!g_.has_pointer_data) {
+        v.weaken(Legality::kLikely, "no pointer arguments in this trace: independence assumes the program has no "
+                                    "unsynchronized cross-stream data race");
+      }
+    }
+    c.legality = v.legality;
+    c.reasons = std::move(v.reasons);
+    const bool have_ptx = std::all_of(c.function_ids.begin(), c.function_ids.end(), [&](core::Id f) {
+      const KernelFacts* k = cat_.find(f);
+      return k && k->has_ptx;
+    });
+    if (c.legality == Legality::kProven) {
+      c.confidence = Confidence::kHigh;
+    } else if (g_.has_pointer_data && have_ptx) {
+      c.confidence = Confidence::kMedium;
+    } else {
+      c.confidence = Confidence::kLow;
+    }
+  }
+
+  void cost(Candidate& c) const {
+    std::vector<double> savings, measured, fused, gaps;
+    double total = 0;
+    CostEstimate first;
+    const std::set<int> live = liveBuffers(c);
+    for (size_t i = 0; i < c.occurrences.size(); ++i) {
+      CostEstimate e = occurrenceCost(c.kind, c.occurrences[i], live);
+      if (i == 0) first = e;
+      savings.push_back(e.saving_ns);
+      measured.push_back(e.measured_ns);
+      fused.push_back(e.fused_ns);
+      gaps.push_back(e.gap_ns);
+      total += e.saving_ns;
+    }
+    c.cost = first;
+    c.cost.saving_ns = median(savings);
+    c.cost.measured_ns = median(measured);
+    c.cost.fused_ns = median(fused);
+    c.cost.gap_ns = median(gaps);
+    c.total_saving_ns = c.legality == Legality::kBlocked ? 0 : total;
+  }
+
+  const ImportResult& in_;
+  const core::Trace& t_;
+  const KernelCatalog& cat_;
+  const DependencyGraph& g_;
+  const core::GpuSpec& gpu_;
+  const AnalysisOptions& opt_;
+  std::unordered_map<core::Id, const core::Allocation*> allocs_;
+  std::unordered_map<core::Id, std::vector<const core::Metric*>> metrics_;
+  std::unordered_map<int64_t, const CpuOp*> cpu_ops_;
+  std::unordered_map<int64_t, int> kernels_per_external_;
+};
+
+// Longest path through the graph weighted by GPU time: the ops whose time decides the end-to-end GPU time.
+std::vector<char> criticalPath(const DependencyGraph& g, int64_t& length_ns) {
+  const size_t n = g.ops.size();
+  std::vector<double> dist(n, 0);
+  std::vector<long> pred(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    const GpuOp& o = g.ops[i];
+    const double w = o.gpu_start_ns == core::kNoTime || o.gpu_end_ns == core::kNoTime
+                         ? 0.0
+                         : static_cast<double>(o.gpu_end_ns - o.gpu_start_ns);
+    double best = 0;
+    for (size_t e : g.in_edges[i]) {
+      if (dist[g.edges[e].from] > best) {
+        best = dist[g.edges[e].from];
+        pred[i] = static_cast<long>(g.edges[e].from);
+      }
+    }
+    dist[i] = best + w;
+  }
+  std::vector<char> on(n, 0);
+  length_ns = 0;
+  if (n == 0) return on;
+  long cur = static_cast<long>(std::max_element(dist.begin(), dist.end()) - dist.begin());
+  length_ns = static_cast<int64_t>(dist[static_cast<size_t>(cur)]);
+  while (cur >= 0) {
+    on[static_cast<size_t>(cur)] = 1;
+    cur = pred[static_cast<size_t>(cur)];
+  }
+  return on;
+}
+
+}  // namespace
+
+Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options) {
+  const core::Trace& t = input.trace;
+  Report r;
+  r.input_path = input_path;
+  r.input_format = input.format;
+  r.producer = t.metadata.producer;
+  r.stats = t.stats;
+
+  // The GPU: --gpu, else the trace's first device, else H100 SXM (said so).
+  if (!options.gpu.empty()) {
+    auto spec = core::findGpuSpec(options.gpu);
+    if (!spec) return invalidArgument("unknown GPU '" + options.gpu + "'; `kfuse gpus` lists the known ones");
+    r.gpu = *spec;
+    r.gpu_source = "option";
+  } else {
+    std::optional<core::GpuSpec> spec;
+    if (!t.devices.empty()) {
+      const core::Device& d = t.devices.front();
+      spec = core::findGpuSpec(d.name, core::ObservedDevice{d.sm_count, d.cc_major, d.cc_minor});
+    }
+    if (spec) {
+      r.gpu = *spec;
+      r.gpu_source = "trace";
+    } else {
+      r.gpu = *core::findGpuSpec("h100-sxm");
+      r.gpu_source = "default";
+      r.stats.push_back(core::Stat{"gpu_not_in_spec_table", 1, core::StatSeverity::kWarning,
+                                   (t.devices.empty() ? std::string("the trace names no device")
+                                                      : "device '" + t.devices.front().name + "' is not in the spec table") +
+                                       "; costs use h100-sxm (pass --gpu NAME)"});
+    }
+  }
+
+  const KernelCatalog catalog = KernelCatalog::build(t);
+  const DependencyGraph graph = DependencyGraph::build(t, catalog);
+  r.launches = static_cast<int64_t>(t.launches.size());
+  r.kernels = static_cast<int64_t>(t.functions.size());
+  r.kernels_with_ptx = catalog.kernelsWithPtx();
+  r.has_pointer_data = graph.has_pointer_data;
+  r.edges = graph.edges.size();
+  for (const Edge& e : graph.edges) r.edges_by_kind[edgeKindName(e.kind)]++;
+  for (const core::Launch& l : t.launches) {
+    if (const int64_t d = l.gpuDurationNs(); d != core::kNoTime && d > 0) r.gpu_busy_ns += d;
+  }
+  const std::vector<char> on_path = criticalPath(graph, r.critical_path_ns);
+
+  Analysis analysis(input, catalog, graph, r.gpu, options);
+  SearchStats stats;
+  std::vector<Candidate> candidates = analysis.run(stats);
+  for (Candidate& c : candidates) {
+    analysis.judge(c);
+    analysis.cost(c);
+    size_t on = 0;
+    for (const auto& occ : c.occurrences) {
+      on += std::all_of(occ.begin(), occ.end(), [&](size_t op) { return on_path[op] != 0; }) ? 1 : 0;
+    }
+    c.on_critical_path = on * 2 >= c.occurrences.size();
+    c.share_of_gpu_busy = r.gpu_busy_ns > 0 ? std::min(1.0, c.total_saving_ns / static_cast<double>(r.gpu_busy_ns)) : 0;
+  }
+  // A pattern predicted to save nothing is no recommendation: it is counted, not listed (blocked ones stay, with
+  // their reasons, so the user sees why an obvious-looking fusion is not proposed).
+  size_t no_gain = 0;
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                  [&](const Candidate& c) {
+                                    const bool drop = c.legality != Legality::kBlocked && c.total_saving_ns <= 0;
+                                    no_gain += drop ? 1 : 0;
+                                    return drop;
+                                  }),
+                   candidates.end());
+  // Blocked last; then savings on the critical path; then total savings; then more occurrences.
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    const bool ba = a.legality == Legality::kBlocked, bb = b.legality == Legality::kBlocked;
+    if (ba != bb) return bb;
+    if (a.on_critical_path != b.on_critical_path) return a.on_critical_path;
+    if (a.total_saving_ns != b.total_saving_ns) return a.total_saving_ns > b.total_saving_ns;
+    return a.occurrences.size() > b.occurrences.size();
+  });
+  for (size_t i = 0; i < candidates.size(); ++i) candidates[i].rank = static_cast<int>(i + 1);
+  r.candidates = std::move(candidates);
+
+  // Roofline points: each kernel's achieved FLOP/s against its arithmetic intensity, where both are known.
+  struct Acc {
+    double bytes = 0, flops = 0, ns = 0;
+  };
+  std::map<core::Id, Acc> per_function;
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    if (graph.ops[i].kind != OpKind::kKernel) continue;
+    std::string bs, fs;
+    Acc& a = per_function[graph.ops[i].function_id];
+    a.bytes += analysis.kernelBytes(i, bs);
+    a.flops += analysis.kernelFlops(i, fs);
+    a.ns += analysis.durationNs(i);
+  }
+  for (const auto& [fid, a] : per_function) {
+    if (a.bytes <= 0 || a.flops <= 0 || a.ns <= 0) continue;
+    const KernelFacts* k = catalog.find(fid);
+    r.roofline.push_back(RooflinePoint{k ? k->name : "function " + std::to_string(fid), a.flops / a.bytes,
+                                       a.flops / (a.ns * 1e-9), false});
+  }
+  for (const Candidate& c : r.candidates) {
+    if (c.legality == Legality::kBlocked || c.cost.bytes_after <= 0 || c.cost.flops <= 0 || c.cost.fused_ns <= 0) continue;
+    if (c.rank > 5) break;
+    r.roofline.push_back(RooflinePoint{"#" + std::to_string(c.rank) + " fused", c.cost.flops / c.cost.bytes_after,
+                                       c.cost.flops / (c.cost.fused_ns * 1e-9), true});
+  }
+
+  const bool none = std::none_of(r.candidates.begin(), r.candidates.end(),
+                                 [](const Candidate& c) { return c.legality != Legality::kBlocked; });
+  if (none) {
+    r.why_none.push_back("looked at " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) +
+                         " kernels, " + std::to_string(stats.adjacent_pairs) + " adjacent kernel pairs on a stream and " +
+                         std::to_string(stats.horizontal_pairs) + " consecutive kernel pairs across streams");
+    if (stats.pairs_config_differs) {
+      r.why_none.push_back(std::to_string(stats.pairs_config_differs) +
+                           " adjacent pairs differ in grid or block shape (vertical fusion needs the same shape)");
+    }
+    if (stats.pairs_no_data_flow) {
+      r.why_none.push_back(std::to_string(stats.pairs_no_data_flow) +
+                           " adjacent pairs share no data (the second does not read what the first wrote)");
+    }
+    if (stats.pairs_sync_between) {
+      r.why_none.push_back(std::to_string(stats.pairs_sync_between) + " adjacent pairs have a host synchronization between them");
+    }
+    if (stats.pairs_copy_between) {
+      r.why_none.push_back(std::to_string(stats.pairs_copy_between) + " kernels are followed by a copy or memset on their stream");
+    }
+    if (stats.horizontal_not_small) {
+      r.why_none.push_back(std::to_string(stats.horizontal_not_small) +
+                           " consecutive pairs together need more than one wave on " + r.gpu.short_name +
+                           " (horizontal fusion only pays for small kernels)");
+    }
+    if (stats.horizontal_dependent) {
+      r.why_none.push_back(std::to_string(stats.horizontal_dependent) +
+                           " consecutive pairs are (or may be) dependent on each other");
+    }
+    if (no_gain) {
+      r.why_none.push_back(std::to_string(no_gain) + " fusable patterns are predicted to save no time (no memory "
+                           "traffic to save that the trace shows, and no launch latency between the kernels)");
+    }
+    size_t blocked = r.candidates.size();
+    if (blocked) r.why_none.push_back(std::to_string(blocked) + " candidate patterns were found but are blocked (listed with reasons)");
+  }
+  return r;
+}
+
+}  // namespace kfuse::analyzer

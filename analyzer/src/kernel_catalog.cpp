@@ -1,0 +1,251 @@
+// KernelCatalog: what each kernel of a trace does with its parameters, from the best source available.
+#include <map>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "kfuse/analyzer/analysis.h"
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/demangle.h"
+#include "kfuse/ptx/fatbin.h"
+#include "kfuse/ptx/parser.h"
+
+namespace kfuse::analyzer {
+
+const char* accessSourceName(AccessSource s) {
+  switch (s) {
+    case AccessSource::kPtx: return "ptx";
+    case AccessSource::kTrace: return "trace";
+    case AccessSource::kMangledName: return "mangled-name";
+    case AccessSource::kAssumed: return "assumed";
+  }
+  return "assumed";
+}
+
+namespace {
+
+core::AccessMode fromPtx(ptx::AccessMode m) {
+  switch (m) {
+    case ptx::AccessMode::kNotAccessed: return core::AccessMode::kNone;
+    case ptx::AccessMode::kRead: return core::AccessMode::kRead;
+    case ptx::AccessMode::kWrite: return core::AccessMode::kWrite;
+    case ptx::AccessMode::kReadWrite: return core::AccessMode::kReadWrite;
+    case ptx::AccessMode::kUnknown: return core::AccessMode::kUnknown;
+    case ptx::AccessMode::kNotPointer: return core::AccessMode::kNone;
+  }
+  return core::AccessMode::kUnknown;
+}
+
+// Floating-point work per thread of one straight pass over the body: FMA/MAD count 2, other arithmetic 1.
+double countFlops(const ptx::Function& f) {
+  static const std::map<std::string_view, double> kFlopsPerOp = {
+      {"add", 1}, {"sub", 1}, {"mul", 1}, {"fma", 2}, {"mad", 2}, {"div", 1}, {"min", 1}, {"max", 1},
+      {"neg", 1}, {"abs", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"rcp", 1}, {"ex2", 1}, {"lg2", 1}, {"sin", 1},
+      {"cos", 1}, {"tanh", 1}, {"setp", 1}};
+  double flops = 0;
+  for (const ptx::Statement& s : f.body) {
+    if (s.kind != ptx::StatementKind::kInstruction) continue;
+    auto it = kFlopsPerOp.find(s.inst.opcode);
+    if (it == kFlopsPerOp.end()) continue;
+    double width = 0;
+    for (const std::string& m : s.inst.modifiers) {
+      if (m == ".f32" || m == ".f64" || m == ".f16" || m == ".bf16") width = 1;
+      if (m == ".f16x2" || m == ".bf16x2") width = 2;
+    }
+    flops += it->second * width;
+  }
+  return flops;
+}
+
+// Parsed PTX modules of a trace, by module image hash. A fatbin contributes every PTX entry it holds.
+class PtxModules {
+ public:
+  // The parsed modules for `module`, parsing on first use; `problem` says why there are none.
+  const std::vector<ptx::Module>& get(const core::Module& module, std::string& problem) {
+    auto [it, inserted] = cache_.try_emplace(module.hash);
+    Entry& e = it->second;
+    if (inserted) load(module, e);
+    problem = e.problem;
+    return e.modules;
+  }
+
+ private:
+  struct Entry {
+    std::vector<ptx::Module> modules;
+    std::string problem;
+  };
+
+  static void load(const core::Module& module, Entry& e) {
+    if (module.image.empty()) {
+      e.problem = "the trace holds no image of module " + std::to_string(module.id);
+      return;
+    }
+    const std::string_view bytes(reinterpret_cast<const char*>(module.image.data()), module.image.size());
+    if (module.kind == core::ImageKind::kPtx) {
+      auto parsed = ptx::parseModule(bytes, "module " + std::to_string(module.id));
+      if (parsed) {
+        e.modules.push_back(std::move(parsed).value());
+      } else {
+        e.problem = parsed.status().message();
+      }
+      return;
+    }
+    if (module.kind == core::ImageKind::kFatbin) {
+      const std::span<const uint8_t> span(module.image.data(), module.image.size());
+      auto entries = ptx::listEntries(span);
+      if (!entries) {
+        e.problem = entries.status().message();
+        return;
+      }
+      for (const ptx::FatbinEntry& entry : *entries) {
+        if (entry.kind != ptx::EntryKind::kPtx) continue;
+        auto text = ptx::extractEntry(span, entry);
+        if (!text) continue;
+        auto parsed = ptx::parseModule(*text, "fatbin entry");
+        if (parsed) e.modules.push_back(std::move(parsed).value());
+      }
+      if (e.modules.empty()) e.problem = "module " + std::to_string(module.id) + " has no PTX entry (cubin only)";
+      return;
+    }
+    e.problem = "module " + std::to_string(module.id) + " is a " + std::string(core::toString(module.kind)) +
+                " image; only PTX is analysed";
+  }
+
+  std::map<std::string, Entry> cache_;
+};
+
+void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
+  ptx::FunctionAnalyses fa(&m, f);
+  const auto& access = fa.paramAccess();
+  if (k.params.size() < f.params.size()) k.params.resize(f.params.size());
+  for (size_t i = 0; i < k.params.size(); ++i) k.params[i].index = static_cast<int>(i);
+  for (const ptx::ParamAccess& pa : access) {
+    if (pa.index < 0 || static_cast<size_t>(pa.index) >= k.params.size()) continue;
+    ParamFacts& p = k.params[static_cast<size_t>(pa.index)];
+    p.mode = fromPtx(pa.mode);
+    p.source = AccessSource::kPtx;
+    p.note = pa.reason;
+  }
+  for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
+    if (ma.base_param < 0 || static_cast<size_t>(ma.base_param) >= k.params.size()) {
+      ++k.unattributed_accesses;
+      continue;
+    }
+    ParamMemoryAccess a;
+    a.is_read = ma.is_read;
+    a.is_write = ma.is_write;
+    a.atomic = ma.opcode.rfind("atom", 0) == 0 || ma.opcode.rfind("red", 0) == 0;
+    a.bytes = ma.bytes;
+    a.affine = ma.offset.has_value();
+    a.offset = ma.offset ? ma.offset->toString() : ma.not_affine_reason;
+    a.guard = ma.guardText();
+    a.line = ma.line;
+    k.params[static_cast<size_t>(ma.base_param)].accesses.push_back(std::move(a));
+  }
+  // Parameter layout from the declarations where the trace did not record it: each parameter aligned to its
+  // .align (else its element size), in declaration order.
+  int offset = 0;
+  for (size_t i = 0; i < f.params.size() && i < k.params.size(); ++i) {
+    const ptx::VariableDecl& d = f.params[i];
+    const int size = static_cast<int>(d.byteSize() ? d.byteSize() : d.elementSize());
+    const int align = static_cast<int>(d.align ? d.align : (d.elementSize() ? d.elementSize() : 1));
+    offset = (offset + align - 1) / align * align;
+    if (k.params[i].offset < 0) {
+      k.params[i].offset = offset;
+      k.params[i].size = size;
+    }
+    offset += size;
+  }
+  const ptx::UsageSummary& u = fa.usage();
+  k.barriers = u.barriers;
+  k.atomics = u.atomics;
+  k.shuffles = u.shuffles;
+  k.grid_sync = u.grid_sync;
+  k.printf = u.printf;
+  k.uses_shared = u.static_shared_bytes > 0 || u.dynamic_shared;
+  k.flops_per_thread = countFlops(f);
+  k.has_ptx = true;
+}
+
+}  // namespace
+
+KernelCatalog KernelCatalog::build(const core::Trace& trace) {
+  KernelCatalog catalog;
+  PtxModules ptx_modules;
+  std::map<core::Id, const core::Module*> modules;
+  for (const core::Module& m : trace.modules) modules[m.id] = &m;
+
+  for (const core::KernelFunction& fn : trace.functions) {
+    KernelFacts k;
+    k.function_id = fn.id;
+    k.mangled_name = fn.mangled_name;
+    k.name = !fn.demangled_name.empty() ? fn.demangled_name : ptx::demangle(fn.mangled_name);
+    for (const core::KernelParam& p : fn.params) {
+      ParamFacts pf;
+      pf.index = p.index;
+      pf.offset = p.offset;
+      pf.size = p.size;
+      if (p.access != core::AccessMode::kUnknown) {
+        pf.mode = p.access;
+        pf.source = AccessSource::kTrace;
+      }
+      if (static_cast<size_t>(p.index) >= k.params.size()) k.params.resize(static_cast<size_t>(p.index) + 1);
+      k.params[static_cast<size_t>(p.index)] = pf;
+    }
+
+    // 1. PTX, when the kernel's module image is in the trace.
+    auto mit = modules.find(fn.module_id);
+    if (mit == modules.end()) {
+      k.ptx_problem = "the trace does not say which module the kernel came from";
+    } else {
+      std::string problem;
+      const auto& parsed = ptx_modules.get(*mit->second, problem);
+      k.ptx_problem = problem;
+      for (const ptx::Module& m : parsed) {
+        if (const ptx::Function* f = m.findFunction(fn.mangled_name); f && f->has_body) {
+          fillFromPtx(m, *f, k);
+          k.ptx_problem.clear();
+          break;
+        }
+      }
+      if (!k.has_ptx && k.ptx_problem.empty()) k.ptx_problem = "no PTX body for " + fn.mangled_name + " in its module";
+    }
+
+    // 2. The mangled name's parameter types for parameters still unknown.
+    if (auto sig = ptx::parseMangledSignature(fn.mangled_name); sig) {
+      if (k.params.size() < sig->params.size()) k.params.resize(sig->params.size());
+      for (size_t i = 0; i < sig->params.size(); ++i) {
+        ParamFacts& p = k.params[i];
+        p.index = static_cast<int>(i);
+        if (p.source != AccessSource::kAssumed) continue;
+        if (!sig->params[i].is_pointer && !sig->params[i].is_reference) {
+          p.mode = core::AccessMode::kNone;
+          p.source = AccessSource::kMangledName;
+        } else if (auto hint = ptx::accessHint(sig->params[i]); hint && *hint == ptx::AccessMode::kRead) {
+          p.mode = core::AccessMode::kRead;
+          p.source = AccessSource::kMangledName;
+          p.note = "pointer to const (" + sig->params[i].text + ")";
+        }
+      }
+    }
+    // 3. Whatever is left is assumed read-write: conservative for dependencies.
+    for (ParamFacts& p : k.params) {
+      if (p.source == AccessSource::kAssumed) p.mode = core::AccessMode::kReadWrite;
+    }
+    catalog.facts_[fn.id] = std::move(k);
+  }
+  return catalog;
+}
+
+const KernelFacts* KernelCatalog::find(core::Id function_id) const {
+  auto it = facts_.find(function_id);
+  return it == facts_.end() ? nullptr : &it->second;
+}
+
+int KernelCatalog::kernelsWithPtx() const {
+  int n = 0;
+  for (const auto& [id, k] : facts_) n += k.has_ptx ? 1 : 0;
+  return n;
+}
+
+}  // namespace kfuse::analyzer

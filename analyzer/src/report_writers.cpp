@@ -1,0 +1,297 @@
+// Report writers: JSON (schemas/report.schema.json), terminal text, Markdown, and one self-contained HTML file.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "kfuse/analyzer/analysis.h"
+
+namespace kfuse::analyzer {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string durationText(double ns) {
+  if (ns < 1e3) return fmt("%.0f ns", ns);
+  if (ns < 1e6) return fmt("%.1f us", ns / 1e3);
+  if (ns < 1e9) return fmt("%.2f ms", ns / 1e6);
+  return fmt("%.2f s", ns / 1e9);
+}
+
+std::string kernelsText(const Candidate& c) {
+  std::string out;
+  const char* sep = c.kind == CandidateKind::kVertical ? " -> " : " + ";
+  for (size_t i = 0; i < c.names.size(); ++i) out += (i ? sep : "") + c.names[i];
+  return out;
+}
+
+// Savings of non-blocked candidates taken greedily by rank, skipping any that shares a launch with one taken:
+// what applying the recommendations together would save, without counting a launch twice.
+double disjointSaving(const Report& r) {
+  std::set<size_t> taken;
+  double total = 0;
+  for (const Candidate& c : r.candidates) {
+    if (c.legality == Legality::kBlocked) continue;
+    bool clash = false;
+    for (const auto& occ : c.occurrences) {
+      for (size_t op : occ) clash = clash || taken.count(op);
+    }
+    if (clash) continue;
+    for (const auto& occ : c.occurrences) taken.insert(occ.begin(), occ.end());
+    total += c.total_saving_ns;
+  }
+  return total;
+}
+
+std::string htmlEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string mdEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|' || ch == '*' || ch == '_' || ch == '<' || ch == '>') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+// Log-log roofline: the memory and compute roofs of the GPU, kernels as dots, predicted fused kernels as rings.
+std::string rooflineSvg(const Report& r) {
+  const double bw = r.gpu.dram_bandwidth_bytes_per_s, peak = r.gpu.fp32_flops;
+  const double x0 = 1e-2, x1 = 1e3;
+  const double y1 = peak * 2, y0 = std::max(1e6, bw * x0 / 10);
+  const double W = 640, H = 400, L = 70, B = 50, T = 20, R = 20;
+  auto px = [&](double x) { return L + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * (W - L - R); };
+  auto py = [&](double y) { return H - B - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0)) * (H - B - T); };
+  std::string s = "<svg xmlns='http://www.w3.org/2000/svg' width='" + fmt("%.0f", W) + "' height='" + fmt("%.0f", H) +
+                  "' role='img' aria-label='roofline'>\n<rect x='0' y='0' width='100%' height='100%' fill='#fff'/>\n";
+  for (double x = x0; x <= x1 * 1.01; x *= 10) {
+    s += "<line x1='" + fmt("%.1f", px(x)) + "' y1='" + fmt("%.1f", T) + "' x2='" + fmt("%.1f", px(x)) + "' y2='" +
+         fmt("%.1f", H - B) + "' stroke='#eee'/>\n<text x='" + fmt("%.1f", px(x)) + "' y='" + fmt("%.1f", H - B + 16) +
+         "' font-size='11' text-anchor='middle'>" + fmt("%g", x) + "</text>\n";
+  }
+  for (double y = std::pow(10, std::ceil(std::log10(y0))); y <= y1; y *= 10) {
+    s += "<line x1='" + fmt("%.1f", L) + "' y1='" + fmt("%.1f", py(y)) + "' x2='" + fmt("%.1f", W - R) + "' y2='" +
+         fmt("%.1f", py(y)) + "' stroke='#eee'/>\n<text x='" + fmt("%.1f", L - 6) + "' y='" + fmt("%.1f", py(y) + 4) +
+         "' font-size='11' text-anchor='end'>" + fmt("%.0e", y) + "</text>\n";
+  }
+  const double ridge = peak / bw;
+  s += "<polyline fill='none' stroke='#c33' stroke-width='2' points='" + fmt("%.1f", px(x0)) + "," +
+       fmt("%.1f", py(bw * x0)) + " " + fmt("%.1f", px(ridge)) + "," + fmt("%.1f", py(peak)) + " " +
+       fmt("%.1f", px(x1)) + "," + fmt("%.1f", py(peak)) + "'/>\n";
+  s += "<text x='" + fmt("%.1f", px(x1) - 4) + "' y='" + fmt("%.1f", py(peak) - 6) +
+       "' font-size='11' text-anchor='end' fill='#c33'>FP32 peak " + fmt("%.1f", peak / 1e12) + " TFLOP/s, DRAM " +
+       fmt("%.0f", bw / 1e9) + " GB/s</text>\n";
+  for (const RooflinePoint& p : r.roofline) {
+    const double x = std::clamp(p.intensity, x0, x1), y = std::clamp(p.flops_per_s, y0, y1);
+    s += "<circle cx='" + fmt("%.1f", px(x)) + "' cy='" + fmt("%.1f", py(y)) + "' r='5' " +
+         (p.predicted ? "fill='none' stroke='#27a' stroke-width='2'" : "fill='#27a'") + "><title>" +
+         htmlEscape(p.name) + ": " + fmt("%.3g", p.intensity) + " FLOP/B, " + fmt("%.3g", p.flops_per_s / 1e9) +
+         " GFLOP/s" + (p.predicted ? " (predicted)" : "") + "</title></circle>\n";
+  }
+  s += "<text x='" + fmt("%.1f", (L + W - R) / 2) + "' y='" + fmt("%.1f", H - 12) +
+       "' font-size='12' text-anchor='middle'>arithmetic intensity (FLOP / DRAM byte)</text>\n";
+  s += "<text x='14' y='" + fmt("%.1f", (T + H - B) / 2) + "' font-size='12' text-anchor='middle' transform='rotate(-90 14 " +
+       fmt("%.1f", (T + H - B) / 2) + ")'>FLOP/s</text>\n</svg>\n";
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json reportToJson(const Report& r) {
+  json j;
+  j["format"] = "kfuse-report";
+  j["version"] = 1;
+  j["input"] = {{"path", r.input_path}, {"format", r.input_format}, {"producer", r.producer}};
+  j["gpu"] = {{"name", r.gpu.marketing_name}, {"short_name", r.gpu.short_name}, {"source", r.gpu_source}};
+  json by_kind = json::object();
+  for (const auto& [k, n] : r.edges_by_kind) by_kind[k] = n;
+  size_t qualified = 0;
+  for (const Candidate& c : r.candidates) qualified += c.legality != Legality::kBlocked ? 1 : 0;
+  j["summary"] = {{"launches", r.launches},
+                  {"kernels", r.kernels},
+                  {"kernels_with_ptx", r.kernels_with_ptx},
+                  {"has_pointer_data", r.has_pointer_data},
+                  {"gpu_busy_ns", r.gpu_busy_ns},
+                  {"critical_path_ns", r.critical_path_ns},
+                  {"edges", r.edges},
+                  {"edges_by_kind", by_kind},
+                  {"candidates", qualified},
+                  {"blocked", r.candidates.size() - qualified},
+                  {"predicted_saving_ns", disjointSaving(r)},
+                  {"why_none", r.why_none}};
+  json cands = json::array();
+  for (const Candidate& c : r.candidates) {
+    json kernels = json::array();
+    for (size_t i = 0; i < c.names.size(); ++i) {
+      kernels.push_back({{"name", c.names[i]}, {"mangled_name", c.mangled_names[i]}});
+    }
+    json edges = json::array();
+    for (const auto& [kind, reason] : c.edges) edges.push_back({{"kind", edgeKindName(kind)}, {"reason", reason}});
+    cands.push_back({{"rank", c.rank},
+                     {"kind", candidateKindName(c.kind)},
+                     {"kernels", kernels},
+                     {"occurrences", c.occurrences.size()},
+                     {"legality", legalityName(c.legality)},
+                     {"reasons", c.reasons},
+                     {"confidence", confidenceName(c.confidence)},
+                     {"predicted_saving_ns_per_occurrence", c.cost.saving_ns},
+                     {"predicted_saving_ns_total", c.total_saving_ns},
+                     {"share_of_gpu_busy", c.share_of_gpu_busy},
+                     {"on_critical_path", c.on_critical_path},
+                     {"cost",
+                      {{"measured_ns", c.cost.measured_ns},
+                       {"fused_ns", c.cost.fused_ns},
+                       {"gap_ns", c.cost.gap_ns},
+                       {"bytes_before", c.cost.bytes_before},
+                       {"bytes_after", c.cost.bytes_after},
+                       {"flops", c.cost.flops},
+                       {"bytes_source", c.cost.bytes_source},
+                       {"flops_source", c.cost.flops_source},
+                       {"note", c.cost.note}}},
+                     {"edges", edges}});
+  }
+  j["candidates"] = cands;
+  json roof = json::array();
+  for (const RooflinePoint& p : r.roofline) {
+    roof.push_back({{"name", p.name}, {"intensity", p.intensity}, {"flops_per_s", p.flops_per_s}, {"predicted", p.predicted}});
+  }
+  j["roofline"] = roof;
+  json stats = json::array();
+  for (const core::Stat& s : r.stats) {
+    stats.push_back({{"name", s.name}, {"value", s.value}, {"severity", std::string(core::toString(s.severity))},
+                     {"description", s.description}});
+  }
+  j["stats"] = stats;
+  return j;
+}
+
+std::string reportToText(const Report& r, size_t top) {
+  std::string out;
+  out += "input     " + r.input_path + " (" + r.input_format + (r.producer.empty() ? "" : ", " + r.producer) + ")\n";
+  out += "gpu       " + r.gpu.marketing_name + " [" + r.gpu.short_name + ", from " + r.gpu_source + "]\n";
+  out += "launches  " + std::to_string(r.launches) + " of " + std::to_string(r.kernels) + " kernels (" +
+         std::to_string(r.kernels_with_ptx) + " with PTX); GPU busy " + durationText(static_cast<double>(r.gpu_busy_ns)) +
+         ", critical path " + durationText(static_cast<double>(r.critical_path_ns)) + "\n";
+  std::string kinds;
+  for (const auto& [k, n] : r.edges_by_kind) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+  out += "graph     " + std::to_string(r.edges) + " edges (" + kinds + ")" +
+         (r.has_pointer_data ? "" : "; no pointer arguments: data dependencies inferred") + "\n\n";
+  size_t shown = 0;
+  char line[512];
+  std::snprintf(line, sizeof line, "%4s  %-10s %-8s %-6s %6s %12s %12s %6s  %s\n", "rank", "kind", "legality", "conf",
+                "occur", "saving/occ", "total", "share", "kernels");
+  out += line;
+  for (const Candidate& c : r.candidates) {
+    if (shown++ >= top) break;
+    std::snprintf(line, sizeof line, "%4d  %-10s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, candidateKindName(c.kind),
+                  legalityName(c.legality), confidenceName(c.confidence), c.occurrences.size(),
+                  durationText(c.cost.saving_ns).c_str(), durationText(c.total_saving_ns).c_str(),
+                  100 * c.share_of_gpu_busy);
+    out += line + kernelsText(c) + "\n";
+  }
+  if (r.candidates.empty()) out += "      (no candidates)\n";
+  for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
+    const Candidate& c = r.candidates[i];
+    out += "\n#" + std::to_string(c.rank) + " " + kernelsText(c) + "\n";
+    for (const std::string& reason : c.reasons) out += "  - " + reason + "\n";
+    out += "  cost: " + durationText(c.cost.measured_ns) + " measured + " + durationText(c.cost.gap_ns) +
+           " idle -> " + durationText(c.cost.fused_ns) + " fused per occurrence; DRAM " +
+           fmt("%.3g", c.cost.bytes_before) + " -> " + fmt("%.3g", c.cost.bytes_after) + " bytes (" +
+           c.cost.bytes_source + ")" + (c.cost.note.empty() ? "" : "; " + c.cost.note) + "\n";
+  }
+  if (!r.why_none.empty()) {
+    out += "\nno fusion candidate qualified:\n";
+    for (const std::string& w : r.why_none) out += "  - " + w + "\n";
+  }
+  bool header = false;
+  for (const core::Stat& s : r.stats) {
+    if (!header) out += "\ninput problems (counted, not fatal):\n";
+    header = true;
+    out += "  " + std::string(core::toString(s.severity)) + " " + s.name + " = " + std::to_string(s.value) +
+           (s.description.empty() ? "" : "  (" + s.description + ")") + "\n";
+  }
+  return out;
+}
+
+std::string reportToMarkdown(const Report& r) {
+  std::string out = "# kfuse fusion report\n\n";
+  out += "- Input: `" + r.input_path + "` (" + r.input_format + ")\n";
+  out += "- GPU: " + r.gpu.marketing_name + " (`" + r.gpu.short_name + "`, from " + r.gpu_source + ")\n";
+  out += "- " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) + " kernels, GPU busy " +
+         durationText(static_cast<double>(r.gpu_busy_ns)) + ", critical path " +
+         durationText(static_cast<double>(r.critical_path_ns)) + "\n";
+  out += "- Predicted saving if all non-overlapping candidates are applied: " + durationText(disjointSaving(r)) + "\n\n";
+  out += "| rank | kind | kernels | occurrences | legality | confidence | saving / occurrence | total | share |\n";
+  out += "|---|---|---|---|---|---|---|---|---|\n";
+  for (const Candidate& c : r.candidates) {
+    out += "| " + std::to_string(c.rank) + " | " + candidateKindName(c.kind) + " | " + mdEscape(kernelsText(c)) + " | " +
+           std::to_string(c.occurrences.size()) + " | " + legalityName(c.legality) + " | " +
+           confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) + " | " +
+           durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
+  }
+  for (const Candidate& c : r.candidates) {
+    out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(kernelsText(c)) + "\n\n";
+    for (const std::string& reason : c.reasons) out += "- " + mdEscape(reason) + "\n";
+    if (!c.cost.note.empty()) out += "- cost: " + mdEscape(c.cost.note) + "\n";
+  }
+  if (!r.why_none.empty()) {
+    out += "\n## Why nothing qualified\n\n";
+    for (const std::string& w : r.why_none) out += "- " + mdEscape(w) + "\n";
+  }
+  return out;
+}
+
+std::string reportToHtml(const Report& r) {
+  std::string out =
+      "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'><title>kfuse report: " + htmlEscape(r.input_path) +
+      "</title>\n<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
+      ".blocked{color:#999}.proven{color:#070}.likely{color:#a60}</style></head><body>\n";
+  out += "<h1>kfuse fusion report</h1>\n<p>Input <code>" + htmlEscape(r.input_path) + "</code> (" +
+         htmlEscape(r.input_format) + ") on " + htmlEscape(r.gpu.marketing_name) + " (" + htmlEscape(r.gpu_source) +
+         "). " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) + " kernels; GPU busy " +
+         durationText(static_cast<double>(r.gpu_busy_ns)) + "; predicted saving " + durationText(disjointSaving(r)) +
+         ".</p>\n<h2>Roofline</h2>\n" + rooflineSvg(r) +
+         "<p>Dots: kernels as measured. Rings: fused kernels as predicted.</p>\n<h2>Candidates</h2>\n<table>\n"
+         "<tr><th>rank</th><th>kind</th><th>kernels</th><th>occurrences</th><th>legality</th><th>confidence</th>"
+         "<th>saving / occurrence</th><th>total</th><th>share</th><th>why</th></tr>\n";
+  for (const Candidate& c : r.candidates) {
+    std::string why;
+    for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
+    out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
+           candidateKindName(c.kind) + "</td><td>" + htmlEscape(kernelsText(c)) + "</td><td>" +
+           std::to_string(c.occurrences.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
+           confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +
+           durationText(c.total_saving_ns) + "</td><td>" + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" +
+           why + "</ul></td></tr>\n";
+  }
+  out += "</table>\n";
+  if (!r.why_none.empty()) {
+    out += "<h2>Why nothing qualified</h2><ul>";
+    for (const std::string& w : r.why_none) out += "<li>" + htmlEscape(w) + "</li>";
+    out += "</ul>\n";
+  }
+  out += "</body></html>\n";
+  return out;
+}
+
+}  // namespace kfuse::analyzer

@@ -1,0 +1,64 @@
+// Analyzer throughput: a 1,000,000-launch trace (the demo trace's elementwise chain replicated) analyzed end to
+// end. README quotes the median time and the process's peak resident memory (max_rss_mib counter).
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include "kfuse/analyzer/analysis.h"
+#include "kfuse/core/trace_json.h"
+
+namespace {
+
+using namespace kfuse;
+
+analyzer::ImportResult replicate(size_t launches) {
+  auto demo = core::readTraceJsonFile(KFUSE_SOURCE_DIR "/examples/traces/demo_chain.json");
+  if (!demo) std::abort();
+  analyzer::ImportResult r;
+  r.format = "kfuse";
+  r.trace = *demo;
+  const std::vector<core::Launch> base = demo->launches;
+  r.trace.launches.clear();
+  r.trace.launches.reserve(launches);
+  const int64_t period = base.back().gpu_end_ns - base.front().api_start_ns + 10'000;
+  for (size_t i = 0; r.trace.launches.size() < launches; ++i) {
+    for (const core::Launch& l : base) {
+      if (r.trace.launches.size() == launches) break;
+      core::Launch c = l;
+      c.id = static_cast<core::Id>(r.trace.launches.size() + 1);
+      const int64_t shift = static_cast<int64_t>(i) * period;
+      c.api_start_ns += shift;
+      c.api_end_ns += shift;
+      c.gpu_start_ns += shift;
+      c.gpu_end_ns += shift;
+      r.trace.launches.push_back(std::move(c));
+    }
+  }
+  // Copies and syncs sit at the ends of the demo; keep them out of the replicated middle.
+  r.trace.memcpys.clear();
+  r.trace.memsets.clear();
+  r.trace.syncs.clear();
+  return r;
+}
+
+void BM_AnalyzeMillionLaunches(benchmark::State& state) {
+  const analyzer::ImportResult input = replicate(static_cast<size_t>(state.range(0)));
+  size_t candidates = 0, occurrences = 0;
+  for (auto _ : state) {
+    auto report = analyzer::analyze(input, "replicated-demo", {});
+    if (!report) state.SkipWithError(report.status().message().c_str());
+    candidates = report->candidates.size();
+    occurrences = candidates ? report->candidates[0].occurrences.size() : 0;
+    benchmark::DoNotOptimize(report);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["max_rss_mib"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  state.counters["candidates"] = static_cast<double>(candidates);
+  state.counters["occurrences"] = static_cast<double>(occurrences);
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AnalyzeMillionLaunches)->Arg(1'000'000)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();

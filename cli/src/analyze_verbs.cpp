@@ -1,0 +1,101 @@
+// `kfuse analyze`: import any supported trace, find fusion candidates, print and write the report.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "kfuse/analyzer/analysis.h"
+#include "kfuse/analyzer/importer.h"
+#include "kfuse/core/trace_store.h"
+#include "verbs.h"
+
+namespace kfuse::cli {
+namespace {
+
+struct AnalyzeOptions {
+  std::string input;
+  std::string format;
+  std::string gpu;
+  size_t top = 10;
+  size_t max_chain = 4;
+  std::string json_out, md_out, html_out;
+  bool no_store = false;
+};
+
+Status writeText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return ioError(path + ": cannot open for writing");
+  out << text;
+  out.flush();
+  if (!out) return ioError(path + ": write failed (disk full?)");
+  return {};
+}
+
+int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
+  if (!ctx.quiet) std::fprintf(stderr, "kfuse: importing %s\n", o.input.c_str());
+  analyzer::ImportOptions import_options;
+  import_options.format = o.format;
+  auto imported = analyzer::importTrace(o.input, import_options);
+  if (!imported) {
+    const bool no_kernels = imported.status().code() == ErrorCode::kNotFound &&
+                            imported.status().message().find(analyzer::kNoKernelsMessage) != std::string::npos;
+    return reportError(imported.status(), no_kernels ? kExitNothingToDo : kExitBadInput);
+  }
+  if (!ctx.quiet) {
+    std::fprintf(stderr, "kfuse: %s trace: %zu launches; analyzing\n", imported->format.c_str(),
+                 imported->trace.launches.size());
+  }
+  analyzer::AnalysisOptions options;
+  options.gpu = o.gpu;
+  options.top = o.top;
+  options.max_chain_length = std::max<size_t>(2, o.max_chain);
+  auto report = analyzer::analyze(*imported, o.input, options);
+  if (!report) return reportError(report.status());
+
+  std::cout << analyzer::reportToText(*report, o.top);
+  const nlohmann::json json = analyzer::reportToJson(*report);
+  struct Output {
+    const std::string& path;
+    std::string text;
+  };
+  for (const Output& out : {Output{o.json_out, o.json_out.empty() ? "" : json.dump(2) + "\n"},
+                            Output{o.md_out, o.md_out.empty() ? "" : analyzer::reportToMarkdown(*report)},
+                            Output{o.html_out, o.html_out.empty() ? "" : analyzer::reportToHtml(*report)}}) {
+    if (out.path.empty()) continue;
+    if (Status s = writeText(out.path, out.text); !s.ok()) return reportError(s);
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", out.path.c_str());
+  }
+  if (imported->format == "kfuse" && !o.no_store) {
+    auto stored = core::storeAnalysisReport(o.input, report->gpu.short_name, json.dump());
+    if (!stored) {
+      // The report was printed and written; failing to keep a copy in the trace is worth a warning only.
+      std::fprintf(stderr, "kfuse: warning: report not stored in the trace: %s\n", stored.status().message().c_str());
+    } else if (!ctx.quiet) {
+      std::fprintf(stderr, "kfuse: report stored in %s (analysis %lld)\n", o.input.c_str(),
+                   static_cast<long long>(*stored));
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
+  auto o = std::make_shared<AnalyzeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "analyze",
+      "Find kernels worth fusing in a trace: kfuse trace (.sqlite), PyTorch profiler / Kineto JSON (.json, .json.gz) "
+      "or Nsight Systems SQLite export. Prints ranked candidates with legality, confidence and predicted saving");
+  cmd->add_option("input", o->input, "Trace to analyze")->required();
+  cmd->add_option("--gpu", o->gpu, "GPU to cost for (`kfuse gpus` lists names); default: the trace's device");
+  cmd->add_option("--top", o->top, "Candidates to print")->capture_default_str();
+  cmd->add_option("--max-chain", o->max_chain, "Longest vertical chain to propose")->capture_default_str();
+  cmd->add_option("--json", o->json_out, "Also write the report as JSON (schemas/report.schema.json)");
+  cmd->add_option("--md", o->md_out, "Also write the report as Markdown");
+  cmd->add_option("--html", o->html_out, "Also write a self-contained HTML report with a roofline chart");
+  cmd->add_option("--format", o->format, "Input format instead of sniffing: kfuse, kfuse-json, kineto, nsys");
+  cmd->add_flag("--no-store", o->no_store, "Do not store the report in the kfuse trace");
+  cmd->callback([o, &ctx] { ctx.exit_code = runAnalyze(*o, ctx); });
+}
+
+}  // namespace kfuse::cli
