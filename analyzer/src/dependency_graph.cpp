@@ -76,32 +76,26 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     }
     g.ops.push_back(std::move(op));
   }
+  // Copies and sets: the same fields under the same names in both record types.
+  auto addTransfer = [&](OpKind kind, const auto& m, size_t index, core::Id src, core::Id dst) {
+    GpuOp op;
+    op.kind = kind;
+    op.record_id = m.id;
+    op.record_index = index;
+    op.stream_id = m.stream_id;
+    op.order_ns = orderOf(m.api_start_ns, m.gpu_start_ns);
+    op.gpu_start_ns = m.gpu_start_ns;
+    op.gpu_end_ns = m.gpu_end_ns;
+    if (src != core::kNoId) op.uses.push_back({src, 0, -1, core::AccessMode::kRead});
+    if (dst != core::kNoId) op.uses.push_back({dst, 0, -1, core::AccessMode::kWrite});
+    g.ops.push_back(std::move(op));
+  };
   for (size_t i = 0; i < trace.memcpys.size(); ++i) {
     const core::Memcpy& m = trace.memcpys[i];
-    GpuOp op;
-    op.kind = OpKind::kMemcpy;
-    op.record_id = m.id;
-    op.record_index = i;
-    op.stream_id = m.stream_id;
-    op.order_ns = orderOf(m.api_start_ns, m.gpu_start_ns);
-    op.gpu_start_ns = m.gpu_start_ns;
-    op.gpu_end_ns = m.gpu_end_ns;
-    if (m.src_allocation_id != core::kNoId) op.uses.push_back({m.src_allocation_id, 0, -1, core::AccessMode::kRead});
-    if (m.dst_allocation_id != core::kNoId) op.uses.push_back({m.dst_allocation_id, 0, -1, core::AccessMode::kWrite});
-    g.ops.push_back(std::move(op));
+    addTransfer(OpKind::kMemcpy, m, i, m.src_allocation_id, m.dst_allocation_id);
   }
   for (size_t i = 0; i < trace.memsets.size(); ++i) {
-    const core::Memset& m = trace.memsets[i];
-    GpuOp op;
-    op.kind = OpKind::kMemset;
-    op.record_id = m.id;
-    op.record_index = i;
-    op.stream_id = m.stream_id;
-    op.order_ns = orderOf(m.api_start_ns, m.gpu_start_ns);
-    op.gpu_start_ns = m.gpu_start_ns;
-    op.gpu_end_ns = m.gpu_end_ns;
-    if (m.dst_allocation_id != core::kNoId) op.uses.push_back({m.dst_allocation_id, 0, -1, core::AccessMode::kWrite});
-    g.ops.push_back(std::move(op));
+    addTransfer(OpKind::kMemset, trace.memsets[i], i, core::kNoId, trace.memsets[i].dst_allocation_id);
   }
   // Issue order: API time where known, then GPU time; ties by kind and record id (launch ids are API order).
   std::stable_sort(g.ops.begin(), g.ops.end(), [](const GpuOp& a, const GpuOp& b) {

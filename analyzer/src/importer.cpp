@@ -43,7 +43,7 @@ Expected<const Importer*> ImporterRegistry::detect(const std::string& path) cons
   KFUSE_ASSIGN_OR_RETURN(SniffInput in, detail::readHead(path));
   if (in.sqlite) {
     detail::SqliteDb db;
-    if (db.openReadOnly(path).ok()) {
+    if (db.openReadOnlyImmutable(path).ok()) {
       auto tables = db.tables();
       if (tables) in.sqlite_tables = std::move(*tables);
     }

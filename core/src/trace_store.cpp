@@ -11,13 +11,13 @@
 #include <type_traits>
 #include <unordered_set>
 
-#include "sqlite_db.h"
+#include "kfuse/core/sqlite_db.h"
 #include "trace_sql.h"
 
 namespace kfuse::core {
 
-using detail::Db;
-using detail::Stmt;
+using sqlite::Db;
+using sqlite::Stmt;
 
 namespace {
 
@@ -542,19 +542,9 @@ Status TraceWriter::close() {
 struct TraceReader::Impl {
   Db db;
 
-  // Runs `sql` and calls `row(stmt)` per row.
   template <typename RowFn>
   Status query(const char* sql, RowFn&& row) {
-    KFUSE_ASSIGN_OR_RETURN(Stmt s, db.prepare(sql));
-    while (true) {
-      KFUSE_ASSIGN_OR_RETURN(bool has_row, db.step(s));
-      if (!has_row) return {};
-      if constexpr (std::is_same_v<decltype(row(s)), bool>) {
-        if (!row(s)) return {};
-      } else {
-        row(s);
-      }
-    }
+    return db.query(sql, std::forward<RowFn>(row));
   }
 
   Expected<int64_t> count(const char* table) {

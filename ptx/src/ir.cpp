@@ -7,8 +7,12 @@
 namespace kfuse::ptx {
 
 std::optional<int64_t> Operand::intValue() const {
-  if (kind != OperandKind::kImmediate || name.empty()) return std::nullopt;
-  std::string_view s = name;
+  if (kind != OperandKind::kImmediate) return std::nullopt;
+  return parseIntegerLiteral(name);
+}
+
+std::optional<int64_t> parseIntegerLiteral(std::string_view s) {
+  if (s.empty()) return std::nullopt;
   bool neg = false;
   if (s[0] == '-') {
     neg = true;

@@ -29,46 +29,6 @@ bool isPtrSpace(std::string_view s) {
   return s == ".global" || s == ".shared" || s == ".const" || s == ".local";
 }
 
-// Parses a PTX integer literal (decimal, 0x hex, 0b binary, leading-0 octal, optional U suffix).
-std::optional<int64_t> parseInt(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  bool neg = false;
-  if (s[0] == '-') {
-    neg = true;
-    s.remove_prefix(1);
-  }
-  if (!s.empty() && (s.back() == 'U' || s.back() == 'u')) s.remove_suffix(1);
-  if (s.empty()) return std::nullopt;
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s.remove_prefix(2);
-  } else if (s.size() > 2 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) {
-    base = 2;
-    s.remove_prefix(2);
-  } else if (s.size() > 1 && s[0] == '0') {
-    base = 8;
-    s.remove_prefix(1);
-  }
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return std::nullopt;
-    }
-    if (d >= base) return std::nullopt;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  // negate in unsigned arithmetic: "-9223372036854775808" is valid and must not overflow
-  return static_cast<int64_t>(neg ? 0 - v : v);
-}
-
 std::string_view trimRight(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
@@ -199,7 +159,7 @@ class Parser {
         m.target = restOfLine(first.offset);
       } else if (d == ".address_size") {
         Token v = lex_.take();
-        auto n = parseInt(v.text);
+        auto n = parseIntegerLiteral(v.text);
         if (v.kind != Tok::kNumber || !n || (*n != 32 && *n != 64)) return fail(v, "32 or 64 after .address_size");
         m.address_size = static_cast<uint32_t>(*n);
       } else if (d == ".file") {
@@ -273,7 +233,7 @@ class Parser {
       const std::string_view s = q.text;
       if (s == ".align") {
         Token n = lex_.take();
-        auto v = parseInt(n.text);
+        auto v = parseIntegerLiteral(n.text);
         if (n.kind != Tok::kNumber || !v || *v <= 0 || *v > (1 << 20)) return fail(n, "an alignment after .align");
         (after_ptr ? d.ptr_align : d.align) = static_cast<uint32_t>(*v);
       } else if (s == ".ptr") {
@@ -314,7 +274,7 @@ class Parser {
       v.loc = locOf(name);
       if (acceptPunct('<')) {
         Token n = lex_.take();
-        auto r = parseInt(n.text);
+        auto r = parseIntegerLiteral(n.text);
         if (n.kind != Tok::kNumber || !r || *r < 0 || *r > (1 << 24)) return fail(n, "a register count in <N>");
         v.range = *r;
         KFUSE_RETURN_IF_ERROR(expectPunct('>', "'>' after the register count"));
@@ -326,7 +286,7 @@ class Parser {
           continue;
         }
         Token n = lex_.take();
-        auto r = parseInt(n.text);
+        auto r = parseIntegerLiteral(n.text);
         if (n.kind != Tok::kNumber || !r || *r <= 0) return fail(n, "an array size");
         v.dims.push_back(*r);
         KFUSE_RETURN_IF_ERROR(expectPunct(']', "']' after the array size"));
@@ -401,7 +361,7 @@ class Parser {
         pd.name = std::string(t.text);
         while (lex_.peek().kind == Tok::kNumber) {
           Token n = lex_.take();
-          auto v = parseInt(n.text);
+          auto v = parseIntegerLiteral(n.text);
           if (!v) return fail(n, "an integer in " + pd.name);
           pd.values.push_back(*v);
           if (!acceptPunct(',')) break;
@@ -533,7 +493,7 @@ class Parser {
         neg = !neg;
       }
       Token n = lex_.take();
-      auto v = parseInt(n.text);
+      auto v = parseIntegerLiteral(n.text);
       if (n.kind != Tok::kNumber || !v) return fail(n, "an integer offset");
       const int64_t delta = neg ? static_cast<int64_t>(0 - static_cast<uint64_t>(*v)) : *v;
       if (__builtin_add_overflow(offset, delta, &offset)) return fail(n, "an offset within 64 bits");

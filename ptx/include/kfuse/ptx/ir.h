@@ -169,6 +169,10 @@ struct Module {
 Status verify(const Module& module);
 Status verify(const Function& function);
 
+// A PTX integer literal (decimal, 0x hex, 0b binary, leading-0 octal, optional U suffix, optional '-'); nullopt
+// for float literals (0f..., 0d...) and anything else.
+std::optional<int64_t> parseIntegerLiteral(std::string_view text);
+
 // True for special registers (%tid.x, %ctaid.y, %laneid, %clock64, %envreg3, ...).
 bool isSpecialRegister(std::string_view name);
 

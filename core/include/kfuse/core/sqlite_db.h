@@ -1,4 +1,6 @@
-// Thin RAII wrappers over the SQLite C API, private to core. Errors come back as Status naming the file.
+// Thin RAII wrappers over the SQLite C API, shared by the trace store and the importers that read SQLite files
+// (Nsight Systems exports). Errors come back as Status naming the file. Not thread-safe per object.
+// This header includes <sqlite3.h>: only sources that link SQLite include it (never a model header).
 #pragma once
 
 #include <sqlite3.h>
@@ -6,12 +8,14 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "kfuse/core/status.h"
 
-namespace kfuse::core::detail {
+namespace kfuse::core::sqlite {
 
 class Stmt {
  public:
@@ -58,6 +62,7 @@ class Stmt {
   uint64_t u64(int c) const { return static_cast<uint64_t>(sqlite3_column_int64(stmt_, c)); }
   double f64(int c) const { return sqlite3_column_double(stmt_, c); }
   bool isNull(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
+  bool isText(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_TEXT; }
   int64_t i64Or(int c, int64_t null_value) const { return isNull(c) ? null_value : i64(c); }
   std::string text(int c) const {
     const unsigned char* p = sqlite3_column_text(stmt_, c);
@@ -80,17 +85,36 @@ class Db {
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  Status open(const std::string& path, int flags) {
-    path_ = path;
+  // `shown` names the file in messages when `path` is a URI.
+  Status open(const std::string& path, int flags, const std::string& shown = {}) {
+    path_ = shown.empty() ? path : shown;
     const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       close();
-      return ioError(path + ": cannot open: " + msg);
+      return ioError(path_ + ": cannot open: " + msg);
     }
     sqlite3_extended_result_codes(db_, 1);
     return {};
   }
+  // Opens a file the user gave us without ever writing to it: read-only and `immutable=1`, so SQLite creates no
+  // journal, -wal or -shm file beside it and works in read-only directories.
+  Status openReadOnlyImmutable(const std::string& path) {
+    std::string uri = "file:";
+    for (char c : path) {
+      if (c == '%' || c == '?' || c == '#') {  // characters a URI gives a meaning to
+        static const char kHex[] = "0123456789ABCDEF";
+        uri += '%';
+        uri += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+        uri += kHex[static_cast<unsigned char>(c) & 0xf];
+      } else {
+        uri += c;
+      }
+    }
+    uri += "?immutable=1";
+    return open(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
+  }
+
   void close() {
     if (db_) sqlite3_close_v2(db_);
     db_ = nullptr;
@@ -118,6 +142,7 @@ class Db {
     return {};
   }
 
+  Expected<Stmt> prepare(const std::string& sql) const { return prepare(sql.c_str()); }
   Expected<Stmt> prepare(const char* sql) const {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
@@ -142,9 +167,38 @@ class Db {
     return error("reading");
   }
 
+  // Runs `sql` and calls `row(stmt)` per row; a `row` returning bool stops the query by returning false.
+  template <typename RowFn>
+  Status query(const std::string& sql, RowFn&& row) const {
+    KFUSE_ASSIGN_OR_RETURN(Stmt s, prepare(sql));
+    while (true) {
+      KFUSE_ASSIGN_OR_RETURN(bool has_row, step(s));
+      if (!has_row) return {};
+      if constexpr (std::is_same_v<decltype(row(s)), bool>) {
+        if (!row(s)) return {};
+      } else {
+        row(s);
+      }
+    }
+  }
+
+  Expected<std::vector<std::string>> tables() const {
+    std::vector<std::string> out;
+    KFUSE_RETURN_IF_ERROR(query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name",
+                                [&](Stmt& st) { out.push_back(st.text(0)); }));
+    return out;
+  }
+
+  Expected<std::unordered_set<std::string>> columns(const std::string& table) const {
+    std::unordered_set<std::string> out;
+    KFUSE_RETURN_IF_ERROR(query("SELECT name FROM pragma_table_info('" + table + "')",
+                                [&](Stmt& st) { out.insert(st.text(0)); }));
+    return out;
+  }
+
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
 };
 
-}  // namespace kfuse::core::detail
+}  // namespace kfuse::core::sqlite
