@@ -50,7 +50,7 @@ double median(std::vector<double> v) {
 
 // Counters of what the search looked at, for the "why nothing qualified" part of the report.
 struct SearchStats {
-  size_t adjacent_pairs = 0, pairs_config_differs = 0, pairs_sync_between = 0, pairs_no_data_flow = 0,
+  size_t adjacent_pairs = 0, pairs_config_unknown = 0, pairs_config_differs = 0, pairs_sync_between = 0, pairs_no_data_flow = 0,
          pairs_copy_between = 0, horizontal_pairs = 0, horizontal_not_small = 0, horizontal_dependent = 0;
 };
 
@@ -65,6 +65,13 @@ class Analysis {
       if (op.external_id != 0) cpu_ops_[op.external_id] = &op;
     }
     for (const auto& [launch, ext] : in_.launch_external_ids) kernels_per_external_[ext]++;
+    // Importers record a kernel without grid/block (other vendors' traces) as 1x1x1 and count it.
+    shapes_may_be_unknown_ = in_.problemCount("kineto_kernel_without_launch_config") > 0;
+  }
+
+  // True when this launch's grid and block are not known (recorded as 1x1x1 by an importer that said so).
+  bool shapeUnknown(const core::Launch& l) const {
+    return shapes_may_be_unknown_ && l.grid == core::Dim3{} && l.block == core::Dim3{};
   }
 
   std::vector<Candidate> run(SearchStats& stats) {
@@ -548,7 +555,10 @@ class Analysis {
         const core::Launch& la = launch(a);
         const core::Launch& lb = launch(b);
         bool linked = true;
-        if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
+        if (shapeUnknown(la) || shapeUnknown(lb)) {
+          ++stats.pairs_config_unknown;
+          linked = false;
+        } else if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
           ++stats.pairs_config_differs;
           linked = false;
         } else if (g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
@@ -586,6 +596,10 @@ class Analysis {
       ++stats.horizontal_pairs;
       const core::Launch& la = launch(a);
       const core::Launch& lb = launch(b);
+      if (shapeUnknown(la) || shapeUnknown(lb)) {
+        ++stats.pairs_config_unknown;
+        continue;
+      }
       const double waves = static_cast<double>(la.grid.count()) / blockCapacity(la) +
                            static_cast<double>(lb.grid.count()) / blockCapacity(lb);
       if (waves > 1.0) {
@@ -704,6 +718,7 @@ class Analysis {
   std::unordered_map<core::Id, std::vector<const core::Metric*>> metrics_;
   std::unordered_map<int64_t, const CpuOp*> cpu_ops_;
   std::unordered_map<int64_t, int> kernels_per_external_;
+  bool shapes_may_be_unknown_ = false;
 };
 
 // Longest path through the graph weighted by GPU time: the ops whose time decides the end-to-end GPU time.
@@ -851,6 +866,10 @@ Expected<Report> analyze(const ImportResult& input, const std::string& input_pat
     r.why_none.push_back("looked at " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) +
                          " kernels, " + std::to_string(stats.adjacent_pairs) + " adjacent kernel pairs on a stream and " +
                          std::to_string(stats.horizontal_pairs) + " consecutive kernel pairs across streams");
+    if (stats.pairs_config_unknown) {
+      r.why_none.push_back(std::to_string(stats.pairs_config_unknown) +
+                           " kernel pairs have no recorded grid or block shape (the trace does not say)");
+    }
     if (stats.pairs_config_differs) {
       r.why_none.push_back(std::to_string(stats.pairs_config_differs) +
                            " adjacent pairs differ in grid or block shape (vertical fusion needs the same shape)");

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Golden tests: input trace -> `kfuse analyze --json` -> the expected report in tests/golden/analyze/.
+
+Unstable fields (the input path) are left out before comparing. Run with --update to rewrite the golden files
+after an intended change, and review the diff like code.
+
+Usage: check_golden.py --kfuse PATH --source DIR --shared DIR [--update]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# name -> input, relative to the source dir ("src:") or the shared data dir ("shared:").
+CASES = {
+    "demo_chain": "src:examples/traces/demo_chain.json",
+    "kineto_simple_add": "shared:kineto/hta_simple_add.json.gz",
+    "kineto_alexnet": "shared:kineto/hta_alexnet_a100.json.gz",
+    "kineto_event_sync": "shared:kineto/hta_event_sync_multi_stream.json.gz",
+    "kineto_six_streams": "shared:kineto/hta_six_streams_rank0.json.gz",
+    "kineto_bert_h100": "shared:kineto/tracelens_bert_small_h100.json.gz",
+    "kineto_amd_mi250": "shared:kineto/hta_amd_mi250.json.gz",
+    "nsys_saxpy_a100": "shared:nsys/pipit_saxpy_a100.sqlite",
+    "nsys_rtx3080": "shared:nsys/nsysai_mock_rtx3080.sqlite",
+}
+
+
+def normalize(report):
+    report["input"].pop("path", None)
+    return report
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kfuse", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--update", action="store_true")
+    args = ap.parse_args()
+    golden_dir = os.path.join(args.source, "tests", "golden", "analyze")
+    passed = failed = skipped = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, spec in CASES.items():
+            where, rel = spec.split(":", 1)
+            path = os.path.join(args.source if where == "src" else args.shared, rel)
+            if not os.path.exists(path):
+                print(f"SKIP {name}: {path} missing")
+                skipped += 1
+                continue
+            out = os.path.join(tmp, name + ".json")
+            p = subprocess.run([args.kfuse, "-q", "analyze", path, "--json", out, "--no-store"],
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                print(f"FAIL {name}: kfuse analyze exited {p.returncode}: {p.stderr.strip()}")
+                failed += 1
+                continue
+            with open(out) as f:
+                got = normalize(json.load(f))
+            golden = os.path.join(golden_dir, name + ".json")
+            if args.update:
+                with open(golden, "w") as f:
+                    json.dump(got, f, indent=1, sort_keys=True)
+                    f.write("\n")
+                print(f"UPDATED {name}")
+                passed += 1
+                continue
+            if not os.path.exists(golden):
+                print(f"FAIL {name}: no golden file {golden} (run with --update)")
+                failed += 1
+                continue
+            with open(golden) as f:
+                want = json.load(f)
+            if got != want:
+                print(f"FAIL {name}: report differs from {golden}")
+                for key in sorted(set(got) | set(want)):
+                    if got.get(key) != want.get(key):
+                        print(f"  first difference under '{key}':")
+                        print("    got:  " + json.dumps(got.get(key))[:400])
+                        print("    want: " + json.dumps(want.get(key))[:400])
+                        break
+                failed += 1
+            else:
+                passed += 1
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
