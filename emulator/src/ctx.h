@@ -1,0 +1,116 @@
+// Private: per-worker execution context and the memory-access fast paths used by the instruction handlers.
+#pragma once
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "interp.h"
+
+namespace kfuse::emulator {
+
+// Read-only during a launch, shared by all workers.
+struct LaunchShared {
+  const Memory::Impl* mem = nullptr;
+  std::span<const uint8_t> params;
+  LaunchConfig cfg;
+  uint32_t shared_bytes = 0;   // static + dynamic
+  uint32_t local_stride = 0;   // per-thread local memory
+  const DecodedFunction* entry = nullptr;
+  const Program::Impl* prog = nullptr;
+  const std::function<void(std::string_view)>* printf_sink = nullptr;
+  std::mutex* printf_mu = nullptr;
+  std::atomic<bool>* stop = nullptr;
+};
+
+struct Ctx {
+  // Current frame.
+  uint64_t* r = nullptr;
+  uint32_t* p = nullptr;
+  uint8_t* fparam = nullptr;      // per-lane .param storage of this frame: lane * fparam_stride + offset
+  uint32_t fparam_stride = 0;
+  uint32_t local_base = 0;
+  const DecodedFunction* fn = nullptr;
+  uint32_t pc = 0;
+  int depth = 0;
+  // Block.
+  uint8_t* shared = nullptr;
+  uint32_t shared_size = 0;
+  uint8_t* local = nullptr;
+  uint32_t warp_index = 0;
+  uint32_t block_threads = 0;
+  Dim3 ctaid;
+  uint64_t block_linear = 0;
+  uint32_t warp_exited = 0;       // lanes of the current warp that have exited (for activemask etc.)
+  // Launch.
+  const LaunchShared* L = nullptr;
+  const Region* cache = nullptr;  // last global region hit
+  LaunchCounters cnt;
+  std::string error;
+
+  // Records an error for lane `lane` of the current instruction; returns false for `return c.fail(...)`.
+  bool fail(int lane, const std::string& what);
+  bool memFail(int lane, const char* space, bool store, uint64_t addr, uint32_t size, const std::string& why);
+  uint8_t* globalSlow(uint64_t addr, uint32_t size, int lane, bool store);
+  uint8_t* genericSlow(uint64_t addr, uint32_t size, int lane, bool store);
+};
+
+// Host pointer for `size` bytes at `addr` in space S for `lane`, or nullptr after recording an error.
+template <Space S>
+inline uint8_t* resolve(Ctx& c, uint64_t addr, uint32_t size, int lane, bool store) {
+  if constexpr (S == Space::kGlobal || S == Space::kConst) {
+    const Region* r = c.cache;
+    if (r && addr >= r->base && addr - r->base + size <= r->size) {
+      if ((addr & (size - 1)) != 0) {
+        c.memFail(lane, "global", store, addr, size, "misaligned address");
+        return nullptr;
+      }
+      return r->host + (addr - r->base);
+    }
+    return c.globalSlow(addr, size, lane, store);
+  } else if constexpr (S == Space::kShared) {
+    if (addr + size > c.shared_size || addr >= c.shared_size) {
+      c.memFail(lane, "shared", store, addr, size,
+                "shared memory of this block is " + std::to_string(c.shared_size) + " bytes");
+      return nullptr;
+    }
+    if ((addr & (size - 1)) != 0) {
+      c.memFail(lane, "shared", store, addr, size, "misaligned address");
+      return nullptr;
+    }
+    return c.shared + addr;
+  } else if constexpr (S == Space::kLocal) {
+    if (addr + size > c.L->local_stride || addr >= c.L->local_stride) {
+      c.memFail(lane, "local", store, addr, size,
+                "local memory of a thread is " + std::to_string(c.L->local_stride) + " bytes");
+      return nullptr;
+    }
+    return c.local + (size_t(c.warp_index) * 32 + lane) * c.L->local_stride + addr;
+  } else if constexpr (S == Space::kKernelParam) {
+    uint64_t off = addr - kParamWindow;
+    if (addr < kParamWindow || off + size > c.L->params.size()) {
+      c.memFail(lane, "param", store, addr, size,
+                "kernel parameters are " + std::to_string(c.L->params.size()) + " bytes");
+      return nullptr;
+    }
+    if (store) {
+      c.memFail(lane, "param", store, addr, size, "kernel parameters are read-only");
+      return nullptr;
+    }
+    return const_cast<uint8_t*>(c.L->params.data()) + off;
+  } else if constexpr (S == Space::kFrameParam) {
+    if (addr >= c.fparam_stride || addr + size > c.fparam_stride) {
+      c.memFail(lane, "param", store, addr, size, "outside the function's parameter area");
+      return nullptr;
+    }
+    return c.fparam + size_t(lane) * c.fparam_stride + addr;
+  } else {
+    if (addr >= kGlobalBase) return resolve<Space::kGlobal>(c, addr, size, lane, store);
+    return c.genericSlow(addr, size, lane, store);
+  }
+}
+
+}  // namespace kfuse::emulator

@@ -1,0 +1,148 @@
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "memory_impl.h"
+
+namespace kfuse::emulator {
+
+namespace {
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+std::string Memory::Impl::describe(uint64_t addr, uint64_t len) const {
+  // Prefer the freed allocation containing the address, then the nearest live one.
+  auto fit = freed.upper_bound(addr);
+  if (fit != freed.begin()) {
+    --fit;
+    if (addr >= fit->first && addr < fit->first + fit->second + kGuardBytes) {
+      if (addr < fit->first + fit->second)
+        return "address is inside freed allocation " + hex(fit->first) + " (" + std::to_string(fit->second) +
+               " bytes)";
+    }
+  }
+  auto it = live.upper_bound(addr);
+  if (it != live.begin()) {
+    auto prev = std::prev(it);
+    uint64_t end = prev->first + prev->second.size;
+    if (addr >= prev->first && addr < end)
+      return "access of " + std::to_string(len) + " bytes runs " + std::to_string(addr + len - end) +
+             " bytes past the end of allocation " + hex(prev->first) + " (" + std::to_string(prev->second.size) +
+             " bytes)";
+    if (addr >= end && addr - end < (1u << 20))
+      return "address is " + std::to_string(addr - end) + " bytes past the end of allocation " + hex(prev->first) +
+             " (" + std::to_string(prev->second.size) + " bytes)";
+  }
+  if (it != live.end() && it->first - addr < (1u << 20))
+    return "address is " + std::to_string(it->first - addr) + " bytes before allocation " + hex(it->first) + " (" +
+           std::to_string(it->second.size) + " bytes)";
+  if (addr == 0) return "null pointer";
+  return "address is not inside any allocation";
+}
+
+Memory::Memory() : impl_(std::make_unique<Impl>()) {}
+Memory::~Memory() = default;
+
+Expected<DevicePtr> Memory::allocate(uint64_t bytes, std::string tag) {
+  if (bytes > (uint64_t{1} << 36)) return invalidArgument("allocation of " + std::to_string(bytes) + " bytes is too large for the emulator");
+  std::unique_lock lock(impl_->mu);
+  uint64_t size = bytes == 0 ? 1 : bytes;
+  Impl::Alloc a;
+  a.size = bytes;
+  a.data.reset(new (std::nothrow) uint8_t[size]());
+  if (!a.data) return internalError("host out of memory allocating " + std::to_string(bytes) + " bytes");
+  a.tag = std::move(tag);
+  uint64_t base = impl_->next;
+  impl_->next = (base + size + kGuardBytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
+  impl_->live.emplace(base, std::move(a));
+  impl_->in_use += bytes;
+  impl_->rebuild();
+  return base;
+}
+
+Status Memory::free(DevicePtr ptr) {
+  std::unique_lock lock(impl_->mu);
+  auto it = impl_->live.find(ptr);
+  if (it == impl_->live.end()) {
+    if (impl_->freed.count(ptr)) return invalidArgument("double free of device pointer " + hex(ptr));
+    return invalidArgument("free of " + hex(ptr) + ", which is not the start of an allocation");
+  }
+  impl_->freed[ptr] = it->second.size;
+  impl_->in_use -= it->second.size;
+  impl_->live.erase(it);
+  impl_->rebuild();
+  return {};
+}
+
+namespace {
+Status badRange(const Memory::Impl& m, const char* what, uint64_t addr, uint64_t len) {
+  return invalidArgument(std::string(what) + " of " + std::to_string(len) + " bytes at " + hex(addr) + ": " +
+                         m.describe(addr, len));
+}
+}  // namespace
+
+Status Memory::copyToDevice(DevicePtr dst, const void* src, uint64_t bytes) {
+  if (bytes == 0) return {};
+  std::shared_lock lock(impl_->mu);
+  const Region* r = impl_->find(dst, bytes);
+  if (!r) return badRange(*impl_, "host-to-device copy", dst, bytes);
+  std::memcpy(r->host + (dst - r->base), src, bytes);
+  return {};
+}
+
+Status Memory::copyToHost(void* dst, DevicePtr src, uint64_t bytes) {
+  if (bytes == 0) return {};
+  std::shared_lock lock(impl_->mu);
+  const Region* r = impl_->find(src, bytes);
+  if (!r) return badRange(*impl_, "device-to-host copy", src, bytes);
+  std::memcpy(dst, r->host + (src - r->base), bytes);
+  return {};
+}
+
+Status Memory::copyDeviceToDevice(DevicePtr dst, DevicePtr src, uint64_t bytes) {
+  if (bytes == 0) return {};
+  std::shared_lock lock(impl_->mu);
+  const Region* s = impl_->find(src, bytes);
+  if (!s) return badRange(*impl_, "device-to-device copy source", src, bytes);
+  const Region* d = impl_->find(dst, bytes);
+  if (!d) return badRange(*impl_, "device-to-device copy destination", dst, bytes);
+  std::memmove(d->host + (dst - d->base), s->host + (src - s->base), bytes);
+  return {};
+}
+
+Status Memory::fill(DevicePtr dst, uint32_t value, uint32_t element_bytes, uint64_t count) {
+  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4)
+    return invalidArgument("memset element size must be 1, 2 or 4");
+  uint64_t bytes = count * element_bytes;
+  if (bytes == 0) return {};
+  std::shared_lock lock(impl_->mu);
+  const Region* r = impl_->find(dst, bytes);
+  if (!r) return badRange(*impl_, "memset", dst, bytes);
+  uint8_t* p = r->host + (dst - r->base);
+  if (element_bytes == 1) {
+    std::memset(p, static_cast<int>(value & 0xff), bytes);
+  } else {
+    for (uint64_t i = 0; i < count; ++i) std::memcpy(p + i * element_bytes, &value, element_bytes);
+  }
+  return {};
+}
+
+Status Memory::rangeOf(DevicePtr ptr, DevicePtr* base, uint64_t* size) const {
+  std::shared_lock lock(impl_->mu);
+  const Region* r = impl_->find(ptr, 0);
+  if (!r) return notFound("no allocation contains " + hex(ptr));
+  if (base) *base = r->base;
+  if (size) *size = r->size;
+  return {};
+}
+
+uint64_t Memory::bytesInUse() const {
+  std::shared_lock lock(impl_->mu);
+  return impl_->in_use;
+}
+
+}  // namespace kfuse::emulator

@@ -1,0 +1,65 @@
+// Private: the device address space layout and the allocation table shared by Memory and the interpreter.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "kfuse/emulator/emulator.h"
+
+namespace kfuse::emulator {
+
+// Generic address windows (PTX generic addressing): shared, local and kernel-parameter space live in fixed
+// windows; everything else is global. Global allocations start at kGlobalBase.
+inline constexpr uint64_t kSharedWindow = 0x0000000100000000ull;
+inline constexpr uint64_t kLocalWindow = 0x0000000200000000ull;
+inline constexpr uint64_t kParamWindow = 0x0000000300000000ull;
+inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
+// Addresses of .func functions (function pointers): kFunctionWindow + 16 * function index.
+inline constexpr uint64_t kFunctionWindow = 0x0000000400000000ull;
+inline constexpr uint64_t kGlobalBase = 0x0000010000000000ull;
+inline constexpr uint64_t kAllocAlign = 256;
+inline constexpr uint64_t kGuardBytes = 256;
+
+struct Region {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  uint8_t* host = nullptr;
+};
+
+struct Memory::Impl {
+  struct Alloc {
+    uint64_t size = 0;
+    std::unique_ptr<uint8_t[]> data;
+    std::string tag;
+  };
+  mutable std::shared_mutex mu;       // shared: launches and copies; exclusive: allocate/free
+  std::map<uint64_t, Alloc> live;
+  std::map<uint64_t, uint64_t> freed;  // base -> size, for use-after-free reports
+  std::vector<Region> regions;         // sorted by base; rebuilt on allocate/free
+  uint64_t next = kGlobalBase;
+  uint64_t in_use = 0;
+
+  void rebuild() {
+    regions.clear();
+    regions.reserve(live.size());
+    for (auto& [b, a] : live) regions.push_back({b, a.size, a.data.get()});
+  }
+  // Region containing [addr, addr+len), or nullptr. Caller holds `mu` (shared).
+  const Region* find(uint64_t addr, uint64_t len) const {
+    auto it = std::upper_bound(regions.begin(), regions.end(), addr,
+                               [](uint64_t a, const Region& r) { return a < r.base; });
+    if (it == regions.begin()) return nullptr;
+    --it;
+    if (addr - it->base + len > it->size || addr < it->base) return nullptr;
+    return &*it;
+  }
+  // Describes why `addr` is not accessible (for error messages).
+  std::string describe(uint64_t addr, uint64_t len) const;
+};
+
+}  // namespace kfuse::emulator

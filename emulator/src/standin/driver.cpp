@@ -1,0 +1,1354 @@
+// The CPU stand-in libcuda.so.1: the CUDA driver API subset that driver-API programs use, implemented over the
+// PTX emulator. Every operation runs to completion when it is called (streams and events are ordered by
+// construction); events record host time, so elapsed times measure emulation time.
+//
+// Names: cuda.h maps base names to ABI names with macros (cuMemAlloc -> cuMemAlloc_v2, cuCtxCreate ->
+// cuCtxCreate_v4); the definitions below use the base names so they get the names the header maps to. The
+// legacy ABI names cudart or old binaries may still ask for are defined explicitly further down.
+#include <cuda.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kfuse/emulator/emulator.h"
+#include "kfuse/emulator/standin.h"
+
+using kfuse::emulator::Device;
+using kfuse::emulator::DevicePtr;
+using kfuse::emulator::Kernel;
+using kfuse::emulator::Program;
+
+// Handle types (opaque in cuda.h).
+struct CUctx_st {
+  uint32_t magic = 0x6b637478;
+  CUdevice dev = 0;
+  unsigned flags = 0;
+  bool primary = false;
+  CUresult sticky = CUDA_SUCCESS;
+  unsigned long long id = 0;
+};
+struct CUfunc_st;
+struct CUmod_st {
+  uint32_t magic = 0x6b6d6f64;
+  std::shared_ptr<Program> program;
+  std::vector<std::unique_ptr<CUfunc_st>> functions;
+  CUlibrary library = nullptr;
+};
+struct CUfunc_st {
+  uint32_t magic = 0x6b666e63;
+  const Kernel* kernel = nullptr;
+  CUmod_st* module = nullptr;
+  int max_dynamic_shared = 48 * 1024;
+};
+struct CUlib_st {
+  uint32_t magic = 0x6b6c6962;
+  CUmod_st* module = nullptr;
+};
+struct CUstream_st {
+  uint32_t magic = 0x6b737472;
+  unsigned flags = 0;
+  int priority = 0;
+  unsigned long long id = 0;
+};
+struct CUevent_st {
+  uint32_t magic = 0x6b65766e;
+  unsigned flags = 0;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+namespace {
+
+constexpr int kDriverVersion = 13000;
+constexpr const char* kDeviceName = "kfuse CPU emulator (not a GPU, sm_90 PTX)";
+
+struct State {
+  std::mutex mu;
+  std::unique_ptr<Device> device;
+  bool initialized = false;
+  CUctx_st primary;
+  int primary_refs = 0;
+  unsigned primary_flags = 0;
+  std::set<CUctx_st*> contexts;
+  std::set<CUmod_st*> modules;
+  std::set<CUlib_st*> libraries;
+  std::set<CUstream_st*> streams;
+  std::set<CUevent_st*> events;
+  std::unordered_map<uintptr_t, size_t> host_allocs;
+  std::atomic<unsigned long long> next_id{1};
+  std::set<std::string> logged;
+};
+
+State& st() {
+  static State* s = new State();  // never destroyed: programs may call the driver from atexit handlers
+  return *s;
+}
+
+thread_local std::vector<CUctx_st*> tl_ctx_stack;
+
+void logOnce(const std::string& what) {
+  State& s = st();
+  std::lock_guard lock(s.mu);
+  if (s.logged.insert(what).second) std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", what.c_str());
+}
+
+CUresult notSupported(const char* name) {
+  logOnce(std::string(name) + " is not supported by the emulator (returns CUDA_ERROR_NOT_SUPPORTED)");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+Device* dev() { return st().device.get(); }
+
+CUctx_st* current() { return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back(); }
+
+#define KF_REQUIRE_INIT()                                       \
+  do {                                                          \
+    if (!st().initialized) return CUDA_ERROR_NOT_INITIALIZED;   \
+  } while (false)
+#define KF_REQUIRE_CTX()                                        \
+  do {                                                          \
+    KF_REQUIRE_INIT();                                          \
+    if (!current()) return CUDA_ERROR_INVALID_CONTEXT;          \
+  } while (false)
+
+CUresult fromStatus(const kfuse::Status& s) {
+  if (s.ok()) return CUDA_SUCCESS;
+  const std::string& m = s.message();
+  std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", m.c_str());
+  if (m.find("misaligned") != std::string::npos) return CUDA_ERROR_MISALIGNED_ADDRESS;
+  if (m.find("out-of-bounds") != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (m.find("assertion") != std::string::npos) return CUDA_ERROR_ASSERT;
+  if (m.find("trap") != std::string::npos || m.find("deadlock") != std::string::npos)
+    return CUDA_ERROR_LAUNCH_FAILED;
+  switch (s.code()) {
+    case kfuse::ErrorCode::kUnsupported: return CUDA_ERROR_NOT_SUPPORTED;
+    case kfuse::ErrorCode::kBadFormat: return CUDA_ERROR_INVALID_PTX;
+    case kfuse::ErrorCode::kNotFound: return CUDA_ERROR_NOT_FOUND;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult sticky() {
+  CUctx_st* c = current();
+  return c ? c->sticky : CUDA_SUCCESS;
+}
+
+// Copies between host pointers and device addresses (unified addressing: anything that is not a live device
+// allocation is a host pointer).
+bool isDevice(uint64_t p) { return dev()->memory().rangeOf(p, nullptr, nullptr).ok(); }
+
+CUresult copyAny(uint64_t dst, uint64_t src, size_t n) {
+  if (n == 0) return CUDA_SUCCESS;
+  bool dd = isDevice(dst), sd = isDevice(src);
+  auto& m = dev()->memory();
+  if (dd && sd) return fromStatus(m.copyDeviceToDevice(dst, src, n));
+  if (dd) return fromStatus(m.copyToDevice(dst, reinterpret_cast<const void*>(src), n));
+  if (sd) return fromStatus(m.copyToHost(reinterpret_cast<void*>(dst), src, n));
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+
+// Size of a module image: PTX text (NUL-terminated), fatbin, fatbin wrapper, or ELF.
+std::vector<uint8_t> imageBytes(const void* image) {
+  const uint8_t* p = static_cast<const uint8_t*>(image);
+  uint32_t magic;
+  std::memcpy(&magic, p, 4);
+  if (magic == 0x466243b1u) {  // __fatBinC_Wrapper_t {magic, version, data, filename}
+    const void* data;
+    std::memcpy(&data, p + 8, sizeof data);
+    return imageBytes(data);
+  }
+  if (magic == 0xba55ed50u) {  // fatbin header: magic, version(2), header size(2), fat size(8)
+    uint16_t hsize;
+    uint64_t fsize;
+    std::memcpy(&hsize, p + 6, 2);
+    std::memcpy(&fsize, p + 8, 8);
+    return std::vector<uint8_t>(p, p + hsize + fsize);
+  }
+  if (magic == 0x464c457fu) {  // ELF64: section headers end the file
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    std::memcpy(&shoff, p + 0x28, 8);
+    std::memcpy(&shentsize, p + 0x3a, 2);
+    std::memcpy(&shnum, p + 0x3c, 2);
+    return std::vector<uint8_t>(p, p + shoff + uint64_t(shentsize) * shnum);
+  }
+  size_t n = std::strlen(reinterpret_cast<const char*>(p));
+  return std::vector<uint8_t>(p, p + n);
+}
+
+CUresult loadModule(CUmodule* out, std::span<const uint8_t> bytes, const std::string& name) {
+  auto prog = dev()->loadImage(bytes, name);
+  if (!prog.ok()) {
+    std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", prog.status().message().c_str());
+    return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED
+                                                                  : CUDA_ERROR_INVALID_IMAGE;
+  }
+  auto* m = new CUmod_st();
+  m->program = *prog;
+  for (auto& k : m->program->kernels()) {
+    auto f = std::make_unique<CUfunc_st>();
+    f->kernel = k.get();
+    f->module = m;
+    m->functions.push_back(std::move(f));
+  }
+  {
+    std::lock_guard lock(st().mu);
+    st().modules.insert(m);
+  }
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+bool validModule(CUmodule m) {
+  std::lock_guard lock(st().mu);
+  return m && st().modules.count(m);
+}
+bool validFunction(CUfunction f) { return f && f->magic == 0x6b666e63; }
+
+CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                unsigned shmem, void** params, void** extra) {
+  KF_REQUIRE_CTX();
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  const kfuse::emulator::KernelInfo& info = f->kernel->info();
+  std::vector<uint8_t> buf;
+  if (params) {
+    buf = Device::packParams(info, params);
+  } else if (extra) {
+    void* ptr = nullptr;
+    size_t size = 0;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) ptr = extra[i + 1];
+      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<size_t*>(extra[i + 1]);
+      else return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!ptr && info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
+    buf.assign(static_cast<uint8_t*>(ptr), static_cast<uint8_t*>(ptr) + size);
+    if (buf.size() < info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
+  } else if (info.param_bytes) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (shmem > unsigned(f->max_dynamic_shared) && shmem > 48 * 1024) return CUDA_ERROR_INVALID_VALUE;
+  kfuse::emulator::LaunchConfig cfg{{gx, gy, gz}, {bx, by, bz}, shmem};
+  kfuse::Status s = dev()->launch(*f->kernel, cfg, buf);
+  CUresult r = fromStatus(s);
+  if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_ASSERT ||
+      r == CUDA_ERROR_LAUNCH_FAILED)
+    current()->sticky = r;  // like a GPU, a fault poisons the context
+  return r;
+}
+
+void fillUuid(CUuuid* u) {
+  const char id[16] = {'k', 'f', 'u', 's', 'e', '-', 'e', 'm', 'u', 'l', 'a', 't', 'o', 'r', '0', '1'};
+  std::memcpy(u->bytes, id, 16);
+}
+
+int attribute(CUdevice_attribute a) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 48 * 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 227 * 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 228 * 1024;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 64 * 1024;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1000000;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 1000000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 64;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return int(dev() ? dev()->workerThreads() : 1);
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 0;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: return CU_COMPUTEMODE_DEFAULT;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 0;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 0;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 0;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- init / version / errors ---------------------------------------------------------------------------------
+CUresult CUDAAPI cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  State& s = st();
+  std::lock_guard lock(s.mu);
+  if (!s.initialized) {
+    s.device = std::make_unique<Device>();
+    s.primary.primary = true;
+    s.primary.id = s.next_id++;
+    s.initialized = true;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = kDriverVersion;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str);
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str);
+
+// ---- devices -------------------------------------------------------------------------------------------------
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  KF_REQUIRE_INIT();
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  KF_REQUIRE_INIT();
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, size_t(len), "%s", kDeviceName);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pi = attribute(attrib);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = size_t(16) << 30;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  fillUuid(uuid);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *major = 9;
+  *minor = 0;
+  return CUDA_SUCCESS;
+}
+
+// ---- contexts ------------------------------------------------------------------------------------------------
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(st().mu);
+  ++st().primary_refs;
+  *pctx = &st().primary;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(st().mu);
+  if (st().primary_refs > 0) --st().primary_refs;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  st().primary.sticky = CUDA_SUCCESS;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, int* active) {
+  KF_REQUIRE_INIT();
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(st().mu);
+  *flags = st().primary_flags;
+  *active = st().primary_refs > 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned int flags) {
+  KF_REQUIRE_INIT();
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  st().primary_flags = flags;
+  return CUDA_SUCCESS;
+}
+
+static CUresult createContext(CUcontext* pctx, unsigned flags, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  auto* c = new CUctx_st();
+  c->flags = flags;
+  c->id = st().next_id++;
+  {
+    std::lock_guard lock(st().mu);
+    st().contexts.insert(c);
+  }
+  tl_ctx_stack.push_back(c);
+  *pctx = c;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice d) {
+  (void)params;  // execution affinity and CIG parameters do not apply to the emulator
+  return createContext(pctx, flags, d);
+}
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
+  KF_REQUIRE_INIT();
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().contexts.erase(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  tl_ctx_stack.erase(std::remove(tl_ctx_stack.begin(), tl_ctx_stack.end(), ctx), tl_ctx_stack.end());
+  delete ctx;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  KF_REQUIRE_INIT();
+  if (!ctx) {
+    if (!tl_ctx_stack.empty()) tl_ctx_stack.pop_back();
+    return CUDA_SUCCESS;
+  }
+  if (tl_ctx_stack.empty()) tl_ctx_stack.push_back(ctx);
+  else tl_ctx_stack.back() = ctx;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  KF_REQUIRE_INIT();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = current();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+  KF_REQUIRE_INIT();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  tl_ctx_stack.push_back(ctx);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) {
+  KF_REQUIRE_INIT();
+  if (tl_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = tl_ctx_stack.back();
+  tl_ctx_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* d) {
+  KF_REQUIRE_CTX();
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  KF_REQUIRE_CTX();
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  *flags = current()->flags;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* id) {
+  KF_REQUIRE_INIT();
+  if (!id) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = ctx ? ctx : current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  *id = c->id;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  KF_REQUIRE_INIT();
+  (void)ctx;
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = 3020;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  KF_REQUIRE_CTX();
+  return sticky();
+}
+CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
+  KF_REQUIRE_CTX();
+  (void)limit;
+  (void)value;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  KF_REQUIRE_CTX();
+  if (!pvalue) return CUDA_ERROR_INVALID_VALUE;
+  switch (limit) {
+    case CU_LIMIT_STACK_SIZE: *pvalue = 16384; break;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: *pvalue = 1 << 20; break;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: *pvalue = 0; break;
+    default: *pvalue = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  KF_REQUIRE_INIT();
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
+  (void)config;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* config) {
+  if (config) *config = CU_FUNC_CACHE_PREFER_NONE;
+  return CUDA_SUCCESS;
+}
+
+// ---- memory --------------------------------------------------------------------------------------------------
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
+  KF_REQUIRE_CTX();
+  if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  auto p = dev()->memory().allocate(bytes);
+  if (!p.ok()) return CUDA_ERROR_OUT_OF_MEMORY;
+  *dptr = *p;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  KF_REQUIRE_CTX();
+  if (dptr == 0) return CUDA_SUCCESS;
+  return dev()->memory().free(dptr).ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream s) {
+  (void)s;
+  return cuMemAlloc(dptr, bytes);
+}
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
+  (void)s;
+  return cuMemFree(dptr);
+}
+CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  KF_REQUIRE_CTX();
+  size_t tot = size_t(16) << 30, used = dev()->memory().bytesInUse();
+  if (free_bytes) *free_bytes = used < tot ? tot - used : 0;
+  if (total) *total = tot;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr dptr) {
+  KF_REQUIRE_CTX();
+  DevicePtr b = 0;
+  uint64_t s = 0;
+  if (!dev()->memory().rangeOf(dptr, &b, &s).ok()) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = b;
+  if (size) *size = s;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
+  KF_REQUIRE_CTX();
+  if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  *pp = std::calloc(1, bytes ? bytes : 1);
+  if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(st().mu);
+  st().host_allocs[reinterpret_cast<uintptr_t>(*pp)] = bytes;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  (void)flags;
+  return cuMemAllocHost(pp, bytes);
+}
+CUresult CUDAAPI cuMemFreeHost(void* p) {
+  KF_REQUIRE_INIT();
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().host_allocs.erase(reinterpret_cast<uintptr_t>(p))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytes, unsigned int flags) {
+  (void)p;
+  (void)bytes;
+  (void)flags;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostUnregister(void* p) {
+  (void)p;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  KF_REQUIRE_CTX();
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  return fromStatus(dev()->memory().copyToDevice(dst, src, n));
+}
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  KF_REQUIRE_CTX();
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  return fromStatus(dev()->memory().copyToHost(dst, src, n));
+}
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  KF_REQUIRE_CTX();
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  return fromStatus(dev()->memory().copyDeviceToDevice(dst, src, n));
+}
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  KF_REQUIRE_CTX();
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  return copyAny(dst, src, n);
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  (void)s;
+  return cuMemcpyHtoD(dst, src, n);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  (void)s;
+  return cuMemcpyDtoH(dst, src, n);
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  (void)s;
+  return cuMemcpyDtoD(dst, src, n);
+}
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  (void)s;
+  return cuMemcpy(dst, src, n);
+}
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dst, unsigned char v, size_t n) {
+  KF_REQUIRE_CTX();
+  return fromStatus(dev()->memory().fill(dst, v, 1, n));
+}
+CUresult CUDAAPI cuMemsetD16(CUdeviceptr dst, unsigned short v, size_t n) {
+  KF_REQUIRE_CTX();
+  return fromStatus(dev()->memory().fill(dst, v, 2, n));
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n) {
+  KF_REQUIRE_CTX();
+  return fromStatus(dev()->memory().fill(dst, v, 4, n));
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+  (void)s;
+  return cuMemsetD8(dst, v, n);
+}
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
+  (void)s;
+  return cuMemsetD16(dst, v, n);
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
+  (void)s;
+  return cuMemsetD32(dst, v, n);
+}
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  KF_REQUIRE_INIT();
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  bool d = isDevice(ptr);
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      if (!d) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      if (!d) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUdeviceptr*>(data) = ptr;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      if (!d) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUcontext*>(data) = current();
+      return CUDA_SUCCESS;
+    default: return notSupported("cuPointerGetAttribute (this attribute)");
+  }
+}
+
+// ---- modules, libraries, functions ---------------------------------------------------------------------------
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  KF_REQUIRE_CTX();
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  auto bytes = imageBytes(image);
+  return loadModule(module, bytes, "<cuModuleLoadData>");
+}
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int n, CUjit_option* options,
+                                    void** values) {
+  (void)n;
+  (void)options;
+  (void)values;
+  return cuModuleLoadData(module, image);
+}
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) { return cuModuleLoadData(module, fatbin); }
+CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
+  KF_REQUIRE_CTX();
+  if (!module || !fname) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream f(fname, std::ios::binary);
+  if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return loadModule(module, bytes, fname);
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  KF_REQUIRE_INIT();
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().modules.erase(m)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  delete m;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  KF_REQUIRE_INIT();
+  if (!f || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!validModule(m)) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& fn : m->functions)
+    if (fn->kernel->info().name == name) {
+      *f = fn.get();
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule m) {
+  KF_REQUIRE_INIT();
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (!validModule(m)) return CUDA_ERROR_INVALID_HANDLE;
+  *count = unsigned(m->functions.size());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction* fns, unsigned int n, CUmodule m) {
+  KF_REQUIRE_INIT();
+  if (!fns) return CUDA_ERROR_INVALID_VALUE;
+  if (!validModule(m)) return CUDA_ERROR_INVALID_HANDLE;
+  for (unsigned i = 0; i < n && i < m->functions.size(); ++i) fns[i] = m->functions[i].get();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule m, const char* name) {
+  KF_REQUIRE_INIT();
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!validModule(m)) return CUDA_ERROR_INVALID_HANDLE;
+  const kfuse::emulator::GlobalSymbol* g = m->program->findGlobal(name);
+  if (!g) return CUDA_ERROR_NOT_FOUND;
+  if (dptr) *dptr = g->address;
+  if (bytes) *bytes = g->size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jo, void** jv, unsigned int nj,
+                                   CUlibraryOption* lo, void** lv, unsigned int nl) {
+  (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;
+  KF_REQUIRE_INIT();
+  if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
+  auto bytes = imageBytes(code);
+  CUmodule m = nullptr;
+  CUresult r = loadModule(&m, bytes, "<cuLibraryLoadData>");
+  if (r != CUDA_SUCCESS) return r;
+  auto* lib = new CUlib_st();
+  lib->module = m;
+  m->library = lib;
+  std::lock_guard lock(st().mu);
+  st().libraries.insert(lib);
+  *library = lib;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const char* file, CUjit_option* jo, void** jv,
+                                       unsigned int nj, CUlibraryOption* lo, void** lv, unsigned int nl) {
+  if (!file) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream f(file, std::ios::binary);
+  if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');
+  return cuLibraryLoadData(library, bytes.data(), jo, jv, nj, lo, lv, nl);
+}
+CUresult CUDAAPI cuLibraryUnload(CUlibrary lib) {
+  KF_REQUIRE_INIT();
+  CUmodule m;
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().libraries.erase(lib)) return CUDA_ERROR_INVALID_HANDLE;
+    m = lib->module;
+  }
+  delete lib;
+  return cuModuleUnload(m);
+}
+static bool validLibrary(CUlibrary lib) {
+  std::lock_guard lock(st().mu);
+  return lib && st().libraries.count(lib);
+}
+CUresult CUDAAPI cuLibraryGetModule(CUmodule* m, CUlibrary lib) {
+  if (!m) return CUDA_ERROR_INVALID_VALUE;
+  if (!validLibrary(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  *m = lib->module;
+  return CUDA_SUCCESS;
+}
+// A CUkernel is the same object as the CUfunction of the library's module.
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel* k, CUlibrary lib, const char* name) {
+  if (!k) return CUDA_ERROR_INVALID_VALUE;
+  if (!validLibrary(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  CUfunction f = nullptr;
+  CUresult r = cuModuleGetFunction(&f, lib->module, name);
+  if (r == CUDA_SUCCESS) *k = reinterpret_cast<CUkernel>(f);
+  return r;
+}
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  if (!validLibrary(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  return cuModuleGetFunctionCount(count, lib->module);
+}
+CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel* ks, unsigned int n, CUlibrary lib) {
+  if (!validLibrary(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  return cuModuleEnumerateFunctions(reinterpret_cast<CUfunction*>(ks), n, lib->module);
+}
+CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary lib, const char* name) {
+  if (!validLibrary(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  return cuModuleGetGlobal(dptr, bytes, lib->module, name);
+}
+CUresult CUDAAPI cuKernelGetFunction(CUfunction* f, CUkernel k) {
+  if (!f) return CUDA_ERROR_INVALID_VALUE;
+  CUfunction fn = reinterpret_cast<CUfunction>(k);
+  if (!validFunction(fn)) return CUDA_ERROR_INVALID_HANDLE;
+  *f = fn;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelGetLibrary(CUlibrary* lib, CUkernel k) {
+  CUfunction fn = reinterpret_cast<CUfunction>(k);
+  if (!lib) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(fn) || !fn->module->library) return CUDA_ERROR_INVALID_HANDLE;
+  *lib = fn->module->library;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->kernel->info().name.c_str();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelGetName(const char** name, CUkernel k) {
+  return cuFuncGetName(name, reinterpret_cast<CUfunction>(k));
+}
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& params = f->kernel->info().params;
+  if (index >= params.size()) return CUDA_ERROR_INVALID_VALUE;
+  if (offset) *offset = params[index].offset;
+  if (size) *size = params[index].size;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel k, size_t index, size_t* offset, size_t* size) {
+  return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(k), index, offset, size);
+}
+CUresult CUDAAPI cuFuncGetModule(CUmodule* m, CUfunction f) {
+  if (!m) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *m = f->module;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction f) {
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& info = f->kernel->info();
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = int(info.max_threads_per_block); break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = int(info.static_shared_bytes); break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = int(info.local_bytes); break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = int(std::min<uint32_t>(info.num_registers, 255)); break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared; break;
+    default: *pi = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel k, CUdevice d) {
+  (void)d;
+  return cuFuncGetAttribute(pi, attrib, reinterpret_cast<CUfunction>(k));
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attrib, int value) {
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+    f->max_dynamic_shared = value;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int value, CUkernel k, CUdevice d) {
+  (void)d;
+  return cuFuncSetAttribute(reinterpret_cast<CUfunction>(k), attrib, value);
+}
+CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache config) {
+  (void)config;
+  return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction f) {
+  if (!state) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncLoad(CUfunction f) { return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+// ---- launches ------------------------------------------------------------------------------------------------
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void** params,
+                                void** extra) {
+  (void)s;
+  return launch(f, gx, gy, gz, bx, by, bz, shmem, params, extra);
+}
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    switch (config->attrs[i].id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:  // blocks run to completion one after another: no grid sync
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        if (config->attrs[i].value.clusterDim.x * config->attrs[i].value.clusterDim.y *
+                config->attrs[i].value.clusterDim.z > 1)
+          return notSupported("cuLaunchKernelEx with thread-block clusters");
+        break;
+      default: return notSupported("cuLaunchKernelEx launch attribute");
+    }
+  }
+  return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                config->blockDimZ, config->sharedMemBytes, params, extra);
+}
+CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                           unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+                                           CUstream s, void** params) {
+  (void)s;
+  return launch(f, gx, gy, gz, bx, by, bz, shmem, params, nullptr);
+}
+CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
+  (void)s;
+  KF_REQUIRE_CTX();
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  fn(user);
+  return CUDA_SUCCESS;
+}
+
+// ---- streams and events --------------------------------------------------------------------------------------
+CUresult CUDAAPI cuStreamCreate(CUstream* ps, unsigned int flags) {
+  KF_REQUIRE_CTX();
+  if (!ps) return CUDA_ERROR_INVALID_VALUE;
+  auto* s = new CUstream_st();
+  s->flags = flags;
+  s->id = st().next_id++;
+  std::lock_guard lock(st().mu);
+  st().streams.insert(s);
+  *ps = s;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* ps, unsigned int flags, int priority) {
+  CUresult r = cuStreamCreate(ps, flags);
+  if (r == CUDA_SUCCESS) (*ps)->priority = priority;
+  return r;
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream s) {
+  KF_REQUIRE_INIT();
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().streams.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  delete s;
+  return CUDA_SUCCESS;
+}
+static bool validStream(CUstream s) {
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return true;
+  std::lock_guard lock(st().mu);
+  return st().streams.count(s) != 0;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+  KF_REQUIRE_CTX();
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  return sticky();
+}
+CUresult CUDAAPI cuStreamQuery(CUstream s) {
+  KF_REQUIRE_CTX();
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  return sticky();
+}
+CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  (void)flags;
+  KF_REQUIRE_CTX();
+  if (!validStream(s) || !e) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetFlags(CUstream s, unsigned int* flags) {
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *flags = (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) ? s->flags : 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetPriority(CUstream s, int* priority) {
+  if (!priority) return CUDA_ERROR_INVALID_VALUE;
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *priority = (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) ? s->priority : 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetId(CUstream s, unsigned long long* id) {
+  if (!id) return CUDA_ERROR_INVALID_VALUE;
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *id = (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) ? s->id : 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetCtx(CUstream s, CUcontext* ctx) {
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *ctx = current();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* status) {
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* pe, unsigned int flags) {
+  KF_REQUIRE_CTX();
+  if (!pe) return CUDA_ERROR_INVALID_VALUE;
+  auto* e = new CUevent_st();
+  e->flags = flags;
+  std::lock_guard lock(st().mu);
+  st().events.insert(e);
+  *pe = e;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy(CUevent e) {
+  KF_REQUIRE_INIT();
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().events.erase(e)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  delete e;
+  return CUDA_SUCCESS;
+}
+static bool validEvent(CUevent e) {
+  std::lock_guard lock(st().mu);
+  return e && st().events.count(e);
+}
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+  KF_REQUIRE_CTX();
+  if (!validEvent(e) || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  e->recorded = true;
+  e->when = std::chrono::steady_clock::now();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
+  (void)flags;
+  return cuEventRecord(e, s);
+}
+CUresult CUDAAPI cuEventQuery(CUevent e) {
+  if (!validEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+  if (!validEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
+  return sticky();
+}
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
+  if (!validEvent(a) || !validEvent(b)) return CUDA_ERROR_INVALID_HANDLE;
+  if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return CUDA_SUCCESS;
+}
+
+// ---- errors --------------------------------------------------------------------------------------------------
+#define KF_ERRORS(X)                                                                           \
+  X(CUDA_SUCCESS, "no error")                                                                  \
+  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                              \
+  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                 \
+  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                        \
+  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                          \
+  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                                \
+  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                       \
+  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                \
+  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                      \
+  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                    \
+  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                               \
+  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                      \
+  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                            \
+  X(CUDA_ERROR_NOT_READY, "device not ready")                                                  \
+  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                    \
+  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")             \
+  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                         \
+  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                       \
+  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                    \
+  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                       \
+  X(CUDA_ERROR_UNKNOWN, "unknown error")
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  switch (error) {
+#define KF_NAME(code, text) \
+  case code: *str = #code; return CUDA_SUCCESS;
+    KF_ERRORS(KF_NAME)
+#undef KF_NAME
+    default: *str = nullptr; return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  switch (error) {
+#define KF_TEXT(code, text) \
+  case code: *str = text; return CUDA_SUCCESS;
+    KF_ERRORS(KF_TEXT)
+#undef KF_TEXT
+    default: *str = nullptr; return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
+  (void)id;
+  if (table) *table = nullptr;
+  return notSupported("cuGetExportTable (private driver interface)");
+}
+
+// ---- legacy ABI names ----------------------------------------------------------------------------------------
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice d) { return createContext(pctx, flags, d); }
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* p, int n, unsigned int flags, CUdevice d) {
+  (void)p;
+  (void)n;
+  return createContext(pctx, flags, d);
+}
+
+// Per-thread-default-stream entry points (programs built with CUDA_API_PER_THREAD_DEFAULT_STREAM): the same
+// operations, since everything here is synchronous.
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                     unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void** params,
+                                     void** extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
+  return cuLaunchKernelEx(c, f, params, extra);
+}
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) { return cuMemcpyHtoD(d, s, n); }
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) { return cuMemcpyDtoH(d, s, n); }
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD(d, s, n); }
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream st_) {
+  return cuMemcpyHtoDAsync(d, s, n, st_);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream st_) {
+  return cuMemcpyDtoHAsync(d, s, n, st_);
+}
+CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st_) {
+  return cuMemcpyAsync(d, s, n, st_);
+}
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { return cuStreamQuery(s); }
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) { return cuStreamWaitEvent(s, e, f); }
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f) {
+  return cuEventRecordWithFlags(e, s, f);
+}
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8(d, v, n); }
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return cuMemsetD32(d, v, n); }
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  return cuMemsetD8Async(d, v, n, s);
+}
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  return cuMemsetD32Async(d, v, n, s);
+}
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* user) { return cuLaunchHostFunc(s, fn, user); }
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s) { return cuMemAllocAsync(d, n, s); }
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { return cuMemFreeAsync(d, s); }
+
+// Used by the exported stubs of unsupported_stubs.cpp (not exported itself).
+int kfuseStandinUnsupported(const char* name) { return notSupported(name); }
+
+// ---- counters for tools (see kfuse/emulator/standin.h) -------------------------------------------------------
+uint64_t cuKfuseEmuLaunchCount(void) {
+  if (!dev()) return 0;
+  return dev()->lastLaunch().sequence;
+}
+int cuKfuseEmuGetLaunch(uint64_t sequence, KfuseEmuLaunchCounters* out) {
+  if (!dev() || !out || out->struct_size < sizeof(KfuseEmuLaunchCounters)) return 1;
+  kfuse::emulator::LaunchRecord r;
+  if (sequence == 0) {
+    r = dev()->lastLaunch();
+    if (r.sequence == 0) return 1;
+  } else {
+    bool found = false;
+    for (auto& h : dev()->launchHistory())
+      if (h.sequence == sequence) r = h, found = true;
+    if (!found) return 1;
+  }
+  std::memset(reinterpret_cast<char*>(out) + 4, 0, sizeof(*out) - 4);
+  out->version = 1;
+  out->sequence = r.sequence;
+  std::snprintf(out->kernel, sizeof out->kernel, "%s", r.kernel.c_str());
+  out->grid[0] = r.grid.x, out->grid[1] = r.grid.y, out->grid[2] = r.grid.z;
+  out->block[0] = r.block.x, out->block[1] = r.block.y, out->block[2] = r.block.z;
+  out->dynamic_shared_bytes = r.dynamic_shared_bytes;
+  out->ok = r.ok;
+  const auto& c = r.counters;
+  out->thread_instructions = c.thread_instructions;
+  out->warp_instructions = c.warp_instructions;
+  for (size_t i = 0; i < kfuse::emulator::kInstClassCount && i < 16; ++i) out->by_class[i] = c.by_class[i];
+  out->global_load_bytes = c.global_load_bytes;
+  out->global_store_bytes = c.global_store_bytes;
+  out->shared_load_bytes = c.shared_load_bytes;
+  out->shared_store_bytes = c.shared_store_bytes;
+  out->local_load_bytes = c.local_load_bytes;
+  out->local_store_bytes = c.local_store_bytes;
+  out->global_atomics = c.global_atomics;
+  out->shared_atomics = c.shared_atomics;
+  out->flops_f16 = c.flops_f16;
+  out->flops_f32 = c.flops_f32;
+  out->flops_f64 = c.flops_f64;
+  out->wall_seconds = r.wall_seconds;
+  return 0;
+}
+
+}  // extern "C"
+
+// ---- cuGetProcAddress ----------------------------------------------------------------------------------------
+namespace {
+
+// Unsupported entry points handed out through cuGetProcAddress: each slot remembers its name, logs it once when
+// called and returns CUDA_ERROR_NOT_SUPPORTED (callers pass arguments the stub ignores; the C calling convention
+// makes that harmless).
+constexpr size_t kStubSlots = 1024;
+std::array<std::string, kStubSlots>& stubNames() {
+  static auto* names = new std::array<std::string, kStubSlots>();
+  return *names;
+}
+template <size_t I>
+CUresult CUDAAPI stubFn() {
+  return notSupported(stubNames()[I].c_str());
+}
+template <size_t... I>
+constexpr std::array<void*, sizeof...(I)> makeStubs(std::index_sequence<I...>) {
+  return {reinterpret_cast<void*>(&stubFn<I>)...};
+}
+const std::array<void*, kStubSlots>& stubs() {
+  static const auto table = makeStubs(std::make_index_sequence<kStubSlots>());
+  return table;
+}
+
+CUresult CUDAAPI legacyGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+const std::unordered_map<std::string, void*>& procTable() {
+  static const auto* table = new std::unordered_map<std::string, void*>{
+#define KF_P(name) {#name, reinterpret_cast<void*>(&name)}
+      KF_P(cuInit), KF_P(cuDriverGetVersion), KF_P(cuGetErrorName), KF_P(cuGetErrorString),
+      KF_P(cuGetExportTable), KF_P(cuDeviceGet), KF_P(cuDeviceGetCount), KF_P(cuDeviceGetName),
+      KF_P(cuDeviceGetAttribute), KF_P(cuDeviceTotalMem), KF_P(cuDeviceGetUuid), KF_P(cuDeviceComputeCapability),
+      KF_P(cuDevicePrimaryCtxRetain), KF_P(cuDevicePrimaryCtxRelease), KF_P(cuDevicePrimaryCtxReset),
+      KF_P(cuDevicePrimaryCtxGetState), KF_P(cuDevicePrimaryCtxSetFlags), KF_P(cuCtxDestroy),
+      KF_P(cuCtxSetCurrent), KF_P(cuCtxGetCurrent), KF_P(cuCtxPushCurrent), KF_P(cuCtxPopCurrent),
+      KF_P(cuCtxGetDevice), KF_P(cuCtxGetFlags), KF_P(cuCtxGetId), KF_P(cuCtxGetApiVersion), KF_P(cuCtxSynchronize),
+      KF_P(cuCtxSetLimit), KF_P(cuCtxGetLimit), KF_P(cuCtxGetStreamPriorityRange), KF_P(cuCtxSetCacheConfig),
+      KF_P(cuCtxGetCacheConfig), KF_P(cuMemAlloc), KF_P(cuMemFree), KF_P(cuMemAllocAsync), KF_P(cuMemFreeAsync),
+      KF_P(cuMemGetInfo), KF_P(cuMemGetAddressRange), KF_P(cuMemAllocHost), KF_P(cuMemHostAlloc),
+      KF_P(cuMemFreeHost), KF_P(cuMemHostRegister), KF_P(cuMemHostUnregister), KF_P(cuMemcpyHtoD),
+      KF_P(cuMemcpyDtoH), KF_P(cuMemcpyDtoD), KF_P(cuMemcpy), KF_P(cuMemcpyHtoDAsync), KF_P(cuMemcpyDtoHAsync),
+      KF_P(cuMemcpyDtoDAsync), KF_P(cuMemcpyAsync), KF_P(cuMemsetD8), KF_P(cuMemsetD16), KF_P(cuMemsetD32),
+      KF_P(cuMemsetD8Async), KF_P(cuMemsetD16Async), KF_P(cuMemsetD32Async), KF_P(cuPointerGetAttribute),
+      KF_P(cuModuleLoadData), KF_P(cuModuleLoadDataEx), KF_P(cuModuleLoadFatBinary), KF_P(cuModuleLoad),
+      KF_P(cuModuleUnload), KF_P(cuModuleGetFunction), KF_P(cuModuleGetFunctionCount),
+      KF_P(cuModuleEnumerateFunctions), KF_P(cuModuleGetGlobal), KF_P(cuLibraryLoadData),
+      KF_P(cuLibraryLoadFromFile), KF_P(cuLibraryUnload), KF_P(cuLibraryGetModule), KF_P(cuLibraryGetKernel),
+      KF_P(cuLibraryGetKernelCount), KF_P(cuLibraryEnumerateKernels), KF_P(cuLibraryGetGlobal),
+      KF_P(cuKernelGetFunction), KF_P(cuKernelGetLibrary), KF_P(cuFuncGetName), KF_P(cuKernelGetName),
+      KF_P(cuFuncGetParamInfo), KF_P(cuKernelGetParamInfo), KF_P(cuFuncGetModule), KF_P(cuFuncGetAttribute),
+      KF_P(cuKernelGetAttribute), KF_P(cuFuncSetAttribute), KF_P(cuKernelSetAttribute), KF_P(cuFuncSetCacheConfig),
+      KF_P(cuFuncIsLoaded), KF_P(cuFuncLoad), KF_P(cuLaunchKernel), KF_P(cuLaunchKernelEx),
+      KF_P(cuLaunchCooperativeKernel), KF_P(cuLaunchHostFunc), KF_P(cuStreamCreate),
+      KF_P(cuStreamCreateWithPriority), KF_P(cuStreamDestroy), KF_P(cuStreamSynchronize), KF_P(cuStreamQuery),
+      KF_P(cuStreamWaitEvent), KF_P(cuStreamGetFlags), KF_P(cuStreamGetPriority), KF_P(cuStreamGetId),
+      KF_P(cuStreamGetCtx), KF_P(cuStreamIsCapturing), KF_P(cuEventCreate), KF_P(cuEventDestroy),
+      KF_P(cuEventRecord), KF_P(cuEventRecordWithFlags), KF_P(cuEventQuery), KF_P(cuEventSynchronize),
+      KF_P(cuEventElapsedTime),
+#undef KF_P
+  };
+  return *table;
+}
+#pragma GCC diagnostic pop
+
+CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                CUdriverProcAddressQueryResult* status) {
+  (void)flags;  // per-thread and legacy default streams behave the same here
+  if (!pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (!symbol) return CUDA_ERROR_INVALID_VALUE;
+  std::string name = symbol;
+  if (name.empty()) return CUDA_ERROR_NOT_FOUND;
+  void* fn = nullptr;
+  if (name == "cuGetProcAddress") {
+    fn = version >= 12000 ? reinterpret_cast<void*>(&cuGetProcAddress)
+                          : reinterpret_cast<void*>(&legacyGetProcAddress);
+  } else if (name == "cuCtxCreate") {
+    fn = version >= 12050 ? reinterpret_cast<void*>(&cuCtxCreate)
+         : version >= 11040 ? reinterpret_cast<void*>(&cuCtxCreate_v3)
+                            : reinterpret_cast<void*>(&cuCtxCreate_v2);
+  } else if (auto it = procTable().find(name); it != procTable().end()) {
+    fn = it->second;
+  } else {
+    State& s = st();
+    std::lock_guard lock(s.mu);
+    auto& names = stubNames();
+    size_t slot = kStubSlots;
+    for (size_t i = 0; i < kStubSlots; ++i) {
+      if (names[i] == name) { slot = i; break; }
+      if (names[i].empty()) { names[i] = name; slot = i; break; }
+    }
+    if (slot == kStubSlots) return CUDA_ERROR_NOT_FOUND;
+    fn = stubs()[slot];
+  }
+  *pfn = fn;
+  if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI legacyGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  return lookup(symbol, pfn, version, flags, nullptr);
+}
+
+}  // namespace
+
+extern "C" {
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                  CUdriverProcAddressQueryResult* status) {
+  return lookup(symbol, pfn, version, flags, status);
+}
+// The 4-argument entry point of CUDA 11.3-11.8 headers.
+#undef cuGetProcAddress
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  return lookup(symbol, pfn, version, flags, nullptr);
+}
+}  // extern "C"
