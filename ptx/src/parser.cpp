@@ -585,6 +585,9 @@ class Parser {
 }  // namespace
 
 Expected<Module> parseModule(std::string_view text, std::string_view filename) {
+  // Module images are NUL-terminated C strings (cuModuleLoadData) or NUL-padded (fatbin entries): the text ends
+  // at the padding.
+  while (!text.empty() && text.back() == '\0') text.remove_suffix(1);
   Parser p(text, filename);
   return p.run();
 }

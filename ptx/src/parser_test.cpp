@@ -75,6 +75,17 @@ TEST(Parser, ParsesEntrySignatureAndBody) {
   EXPECT_TRUE(verify(*m).ok()) << verify(*m).message();
 }
 
+TEST(Parser, AcceptsTheNulTerminatorOfAModuleImage) {
+  // cuModuleLoadData takes a NUL-terminated string; collectors store the image with its terminator.
+  std::string image = std::string(kScale) + std::string(2, '\0');
+  auto m = parseModule(image, "image");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_NE(m->findFunction("_Z5scalePKfPfi"), nullptr);
+  std::string inner = std::string(kScale);
+  inner.insert(inner.size() / 2, 1, '\0');
+  EXPECT_FALSE(parseModule(inner, "image").ok());  // a NUL inside the text is still an error
+}
+
 TEST(Parser, ParsesGuardsAddressesAndOffsets) {
   auto m = parseModule(kScale);
   ASSERT_TRUE(m.ok());
