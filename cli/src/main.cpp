@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", ctx.quiet, "Print only results and errors, no progress");
   registerTraceVerbs(app, ctx);
   registerGpuVerbs(app, ctx);
+  registerRecordVerbs(app, ctx);
   registerAnalyzeVerbs(app, ctx);
   registerPtxVerbs(app, ctx);
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.

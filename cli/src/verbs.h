@@ -30,5 +30,6 @@ void registerTraceVerbs(CLI::App& app, VerbContext& ctx);  // info, export, impo
 void registerGpuVerbs(CLI::App& app, VerbContext& ctx);    // gpus
 void registerPtxVerbs(CLI::App& app, VerbContext& ctx);    // ptx list|extract|check|roundtrip
 void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);  // analyze
+void registerRecordVerbs(CLI::App& app, VerbContext& ctx);   // record
 
 }  // namespace kfuse::cli

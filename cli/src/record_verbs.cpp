@@ -1,0 +1,49 @@
+// `kfuse record`: run a CUDA program with the collector injected and report the trace(s) it left.
+#include <cstdio>
+#include <memory>
+
+#include "kfuse/collector/record.h"
+#include "verbs.h"
+
+namespace kfuse::cli {
+namespace {
+
+int runRecord(const collector::RecordOptions& o, const VerbContext& ctx) {
+  if (o.metrics) {
+    std::fprintf(stderr, "kfuse: --metrics is not implemented yet; recording without hardware metrics\n");
+  }
+  if (o.gpu_time) {
+    std::fprintf(stderr, "kfuse: --gpu-time is not implemented yet for the hook backend; CPU times only\n");
+  }
+  auto result = collector::recordProgram(o);
+  if (!result.ok()) return reportError(result.status());
+  if (!ctx.quiet) {
+    if (result->traces.empty()) {
+      std::fprintf(stderr, "kfuse: no trace was written (the messages above say why)\n");
+    }
+    for (const auto& t : result->traces) {
+      std::fprintf(stderr, "kfuse: trace written to %s (%s backend)\n", t.path.c_str(), result->backend.c_str());
+      std::fprintf(stderr, "kfuse: %s\n", collector::summarizeRecordedTrace(t).c_str());
+    }
+  }
+  return result->exit_code;  // the program's own exit code passes through
+}
+
+}  // namespace
+
+void registerRecordVerbs(CLI::App& app, VerbContext& ctx) {
+  auto opts = std::make_shared<collector::RecordOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "record", "Run a CUDA program and record its launches, arguments, allocations and copies into a trace");
+  cmd->add_option("-o,--output", opts->output, "Trace file; %p is replaced by the process id (one trace per process)")
+      ->capture_default_str();
+  cmd->add_option("--backend", opts->backend, "hook or cupti (default: cupti with a GPU driver, else hook)")
+      ->check(CLI::IsMember({"hook", "cupti"}));
+  cmd->add_flag("--metrics", opts->metrics, "Collect DRAM bytes and FLOPs with the range profiler (not yet)");
+  cmd->add_flag("--gpu-time", opts->gpu_time, "Hook backend: time kernels on the GPU with events (not yet)");
+  cmd->add_flag("-f,--force", opts->overwrite, "Replace an existing trace file");
+  cmd->add_option("command", opts->command, "-- PROGRAM ARGS...")->required()->expected(-1);
+  cmd->callback([opts, &ctx] { ctx.exit_code = runRecord(*opts, ctx); });
+}
+
+}  // namespace kfuse::cli

@@ -1,0 +1,85 @@
+// The CUPTI backend: activity records (kernels, memcpy, memset, synchronization, NVTX markers) for GPU times;
+// driver-API callbacks for launch arguments (through the HookRecorder's layout cache) and for allocations/frees
+// (in API order, so pointer arguments resolve); module images from the module-loaded resource callback.
+//
+// Every cupti* call goes through CuptiApi, so tests drive the backend with a fake that hands it buffers of real
+// CUDA 13.0 record structs (CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, ...) built in memory. The real
+// implementation (libcupti) lives in the injection library only.
+// Thread-safety: CUPTI calls the callbacks from any thread; the backend only pushes into the TraceSink.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kfuse/collector/hook_recorder.h"
+#include "kfuse/collector/trace_sink.h"
+#include "kfuse/core/status.h"
+
+namespace kfuse::collector {
+
+class CuptiApi {
+ public:
+  virtual ~CuptiApi() = default;
+  virtual CUptiResult getVersion(uint32_t* version) = 0;
+  // cuptiSubscribe_v2; on CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED `other` names the other tool if known.
+  virtual CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* user,
+                                std::string* other) = 0;
+  virtual CUptiResult unsubscribe(CUpti_SubscriberHandle subscriber) = 0;
+  virtual CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
+                                     CUpti_CallbackId cbid) = 0;
+  virtual CUptiResult activityEnable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                CUpti_BuffersCallbackCompleteFunc complete) = 0;
+  virtual CUptiResult activityGetNextRecord(uint8_t* buffer, size_t valid_size, CUpti_Activity** record) = 0;
+  virtual CUptiResult activityGetNumDroppedRecords(CUcontext context, uint32_t stream_id, size_t* dropped) = 0;
+  virtual CUptiResult activityFlushAll(uint32_t flag) = 0;
+  virtual CUptiResult activityFlushPeriod(uint32_t period_ms) = 0;
+  virtual const char* errorString(CUptiResult result) = 0;
+};
+
+// The versions of CUPTI whose record layouts this build decodes (CUPTI_API_VERSION 130000 / 130001).
+bool cuptiVersionSupported(uint32_t version);
+
+class CuptiBackend {
+ public:
+  // `recorder` supplies the launch-argument capture (its function-layout cache and driver queries); it is not
+  // installed as a hook client by the backend.
+  CuptiBackend(CuptiApi& api, TraceSink& sink, HookRecorder& recorder);
+  ~CuptiBackend();
+
+  // Checks the version, subscribes, enables callbacks and activity kinds. On error nothing stays enabled that
+  // would change the application, and the message says why (another tool holds CUPTI, unknown version...):
+  // the caller records with the hook backend instead.
+  Status start();
+  // Delivers completed buffers (forced: also incomplete ones, at exit).
+  void flush(bool forced);
+  void stop();
+
+  // What CUPTI calls; public so tests can call them as CUPTI would.
+  void onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata);
+  void onBufferComplete(uint8_t* buffer, size_t size, size_t valid_size);
+  static void requestBuffer(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void freeBuffer(uint8_t* buffer);
+
+  uint64_t recordsDecoded() const { return records_.load(); }
+  uint64_t recordsIgnored() const { return ignored_.load(); }
+
+ private:
+  void decode(const CUpti_Activity* record);
+  void onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* data);
+  void onResource(CUpti_CallbackId cbid, const void* data);
+  void onMemoryApi(CUpti_CallbackId cbid, const void* params);
+
+  CuptiApi& api_;
+  TraceSink& sink_;
+  HookRecorder& recorder_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool started_ = false;
+  std::atomic<uint64_t> records_{0}, ignored_{0};
+};
+
+}  // namespace kfuse::collector

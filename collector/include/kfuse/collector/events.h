@@ -1,0 +1,229 @@
+// Raw collector events: what a backend (hook or CUPTI) observes, in plain fixed-layout structs that can be
+// copied into a preallocated ring buffer without allocating.
+//
+// Events carry the application's handles (CUfunction, CUstream, CUmodule values as integers) and addresses; the
+// TraceAssembler turns them into core::Trace records on the consumer side (ids, stream/function tables, pointer
+// resolution). Every event is a header plus a fixed struct plus optional trailing bytes (argument buffer, a
+// name, a module image), 8-byte aligned in the queue.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace kfuse::collector {
+
+enum class EventKind : uint16_t {
+  kPadding = 0,  // queue-internal: skip to the start of the ring
+  kLaunch,
+  kFunction,
+  kModule,
+  kModuleUnload,
+  kAlloc,
+  kFree,
+  kMemcpy,
+  kMemset,
+  kSync,
+  kEventRecord,
+  kDevice,
+  kGpuTime,
+  kMetric,
+  kNvtx,
+  kStat,
+  kStreamDestroy,
+  kCount,  // number of kinds, not an event
+};
+
+// Where a handle/pointer value came from; values are the application's.
+using Handle = uint64_t;
+
+// CU_STREAM_PER_THREAD: what a null stream means in a _ptsz/_ptds call.
+inline constexpr Handle kPerThreadStream = 0x2;
+
+struct LaunchEvent {  // + arg_size bytes of the argument buffer (device-side layout)
+  int64_t correlation_id = 0;
+  int64_t thread_id = 0;
+  Handle function = 0;
+  Handle stream = 0;
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t arg_size = 0;
+  int64_t api_start_ns = -1, api_end_ns = -1;
+  uint32_t flags = 0;  // LaunchFlags
+  uint32_t reserved = 0;
+};
+enum LaunchFlags : uint32_t {
+  kLaunchLayoutKnown = 1u << 0,    // arg bytes follow the function's parameter layout
+  kLaunchArgsTruncated = 1u << 1,  // the argument buffer was larger than kMaxArgBytes
+  kLaunchCooperative = 1u << 2,
+  kLaunchHasAttributes = 1u << 3,    // cuLaunchKernelEx with attributes (clusters, priorities...)
+  kLaunchWaitsForGpuTime = 1u << 4,  // a kGpuTime event with the same correlation id will follow (CUPTI)
+};
+
+// Kernel parameters are at most 32764 bytes (CUDA 12.1+); more is truncated and flagged.
+inline constexpr uint32_t kMaxArgBytes = 32768;
+inline constexpr uint32_t kMaxParams = 1024;
+
+struct ParamLayout {
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
+struct FunctionEvent {  // + param_count ParamLayout + name_size bytes of the (mangled) name
+  Handle function = 0;
+  Handle module = 0;  // CUmodule or CUlibrary it came from, 0 = unknown
+  uint32_t param_count = 0;
+  uint32_t name_size = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t registers_per_thread = 0;
+  uint32_t layout_known = 0;
+  uint32_t reserved = 0;
+};
+
+enum class ImageKindCode : uint32_t { kUnknown = 0, kPtx, kCubin, kFatbin };
+
+// Module images are too large for the ring: the event carries a heap copy (`image`, owned by the event once
+// queued; the consumer frees it with delete[]). Module loads are rare and not on the launch path.
+struct ModuleEvent {
+  Handle module = 0;
+  Handle context = 0;
+  int64_t load_ns = -1;
+  ImageKindCode kind = ImageKindCode::kUnknown;
+  uint32_t reserved = 0;
+  uint8_t* image = nullptr;
+  uint64_t image_size = 0;
+};
+
+// A destroyed stream: its handle may come back for a new stream.
+struct StreamDestroyEvent {
+  Handle stream = 0;
+  int64_t ns = -1;
+};
+
+struct ModuleUnloadEvent {
+  Handle module = 0;
+  int64_t ns = -1;
+};
+
+enum class AllocKindCode : uint32_t { kUnknown = 0, kDevice, kHostPinned, kManaged, kPool, kArray };
+
+struct AllocEvent {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  Handle context = 0;
+  int64_t ns = -1;
+  AllocKindCode kind = AllocKindCode::kDevice;
+  uint32_t reserved = 0;
+};
+
+struct FreeEvent {
+  uint64_t address = 0;
+  int64_t ns = -1;
+  uint32_t host = 0;  // cuMemFreeHost
+  uint32_t reserved = 0;
+};
+
+enum class CopyKindCode : uint32_t { kUnknown = 0, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
+
+struct MemcpyEvent {
+  int64_t correlation_id = 0;
+  int64_t thread_id = 0;
+  Handle stream = 0;
+  uint64_t src = 0, dst = 0, bytes = 0;
+  CopyKindCode kind = CopyKindCode::kUnknown;
+  uint32_t async = 0;
+  int64_t api_start_ns = -1, api_end_ns = -1;
+  int64_t gpu_start_ns = -1, gpu_end_ns = -1;
+  int64_t stream_native_id = -1;  // CUPTI stream id when the handle is not known
+};
+
+struct MemsetEvent {
+  int64_t correlation_id = 0;
+  int64_t thread_id = 0;
+  Handle stream = 0;
+  uint64_t dst = 0, bytes = 0;
+  uint32_t value = 0;
+  uint32_t element_size = 1;
+  uint32_t async = 0;
+  uint32_t reserved = 0;
+  int64_t api_start_ns = -1, api_end_ns = -1;
+  int64_t gpu_start_ns = -1, gpu_end_ns = -1;
+  int64_t stream_native_id = -1;
+};
+
+enum class SyncKindCode : uint32_t { kUnknown = 0, kContext, kStream, kEvent, kStreamWaitEvent };
+
+struct SyncEvent {
+  int64_t correlation_id = 0;
+  int64_t thread_id = 0;
+  SyncKindCode kind = SyncKindCode::kUnknown;
+  uint32_t reserved = 0;
+  Handle stream = 0;
+  Handle event = 0;  // CUevent awaited, 0 = none
+  int64_t start_ns = -1, end_ns = -1;
+  int64_t stream_native_id = -1;
+};
+
+struct EventRecordEvent {
+  int64_t correlation_id = 0;
+  Handle event = 0;
+  Handle stream = 0;
+  int64_t ns = -1;
+};
+
+struct DeviceEvent {
+  int32_t ordinal = 0;
+  int32_t cc_major = 0, cc_minor = 0;
+  int32_t sm_count = 0;
+  uint64_t memory_bytes = 0;
+  int64_t clock_khz = 0;
+  char name[256] = {};
+};
+
+// GPU start/end for an earlier event with the same correlation id (CUPTI activity records, event timing).
+enum class GpuTimeTarget : uint32_t { kLaunch = 0, kMemcpy, kMemset };
+struct GpuTimeEvent {  // + name_size bytes: the kernel name from the activity record (for unmatched records)
+  int64_t correlation_id = 0;
+  int64_t start_ns = -1, end_ns = -1;
+  GpuTimeTarget target = GpuTimeTarget::kLaunch;
+  uint32_t name_size = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t registers_per_thread = 0;
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t reserved = 0;
+  int64_t stream_native_id = -1;
+};
+
+enum class MetricSourceCode : uint32_t { kMeasured = 0, kEmulated, kEstimated };
+struct MetricEvent {
+  int64_t correlation_id = 0;  // of the launch
+  double value = 0;
+  MetricSourceCode source = MetricSourceCode::kMeasured;
+  uint32_t reserved = 0;
+  char name[48] = {};
+  char unit[16] = {};
+};
+
+struct NvtxEvent {  // + name_size bytes
+  int64_t thread_id = 0;
+  int64_t start_ns = -1, end_ns = -1;
+  uint32_t name_size = 0;
+  uint32_t reserved = 0;
+};
+
+// A producer-side statistic (tier-1 error count) to be stored in the trace's stat table.
+struct StatEvent {
+  int64_t value = 0;
+  uint32_t severity = 0;  // core::StatSeverity
+  uint32_t reserved = 0;
+  char name[64] = {};
+  char description[192] = {};
+};
+
+static_assert(std::is_trivially_copyable_v<LaunchEvent> && std::is_trivially_copyable_v<ModuleEvent> &&
+              std::is_trivially_copyable_v<DeviceEvent> && std::is_trivially_copyable_v<StatEvent>);
+
+}  // namespace kfuse::collector

@@ -1,0 +1,146 @@
+// HookRecorder: the hook backend. A HookClient that forwards every hooked driver call and records it into a
+// TraceSink: launches (function, grid/block, shared memory, stream, raw argument bytes laid out per
+// cuFuncGetParamInfo, CPU timestamps), module loads with their images, allocations and frees, memcpy/memset,
+// synchronizations and event records.
+//
+// Launch path: no allocation, no lock other than the sink's queue lock, one driver call less than the
+// application made (none): a function's parameter layout and name are queried once, the first time it is
+// launched, and kept in a fixed-size lock-free table (kFunctionSlots functions, kParamPool parameters in all;
+// beyond that launches are recorded without argument layout and counted).
+// Thread-safe; the recorder must outlive every call through it (it is never destroyed while hooks are live).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "kfuse/collector/driver_hooks.h"
+#include "kfuse/collector/events.h"
+#include "kfuse/collector/trace_sink.h"
+
+namespace kfuse::collector {
+
+class HookRecorder : public HookClient {
+ public:
+  static constexpr size_t kFunctionSlots = 8192;  // power of two
+  static constexpr size_t kParamPool = 1u << 16;
+
+  HookRecorder(DriverTable& table, TraceSink& sink);
+  ~HookRecorder() override;
+
+  // Disabled: forward only (after a fork in the child, after the sink failed, when another backend records).
+  void setEnabled(bool enabled) { enabled_.store(enabled, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+
+  // Records a launch as if it had been made (used by the CUPTI backend's launch callbacks too): the function's
+  // layout is queried on first sight. `flags` are LaunchFlags added to the computed ones.
+  // Returns the launch's correlation id.
+  int64_t recordLaunch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shmem, CUstream stream,
+                       void** params, void** extra, int64_t t0, int64_t t1, uint32_t flags, int64_t correlation_id);
+
+  CUresult LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, CUstream stream, void** params, void** extra) override;
+  CUresult LaunchKernelEx(int variant, const CUlaunchConfig* config, CUfunction f, void** params,
+                          void** extra) override;
+  CUresult LaunchCooperativeKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shmem, CUstream stream, void** params) override;
+  CUresult MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) override;
+  CUresult MemAllocPitch(int variant, CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                         unsigned elem) override;
+  CUresult MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) override;
+  CUresult MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) override;
+  CUresult MemAllocHost(int variant, void** pp, size_t bytes) override;
+  CUresult MemHostAlloc(int variant, void** pp, size_t bytes, unsigned flags) override;
+  CUresult MemFree(int variant, CUdeviceptr dptr) override;
+  CUresult MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) override;
+  CUresult MemFreeHost(int variant, void* p) override;
+  CUresult Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) override;
+  CUresult MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) override;
+  CUresult MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) override;
+  CUresult MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) override;
+  CUresult MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) override;
+  CUresult MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) override;
+  CUresult MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream) override;
+  CUresult MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) override;
+  CUresult MemsetD8(int variant, CUdeviceptr dst, unsigned char value, size_t n) override;
+  CUresult MemsetD16(int variant, CUdeviceptr dst, unsigned short value, size_t n) override;
+  CUresult MemsetD32(int variant, CUdeviceptr dst, unsigned int value, size_t n) override;
+  CUresult MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream) override;
+  CUresult MemsetD16Async(int variant, CUdeviceptr dst, unsigned short value, size_t n, CUstream stream) override;
+  CUresult MemsetD32Async(int variant, CUdeviceptr dst, unsigned int value, size_t n, CUstream stream) override;
+  CUresult ModuleLoadData(int variant, CUmodule* module, const void* image) override;
+  CUresult ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
+                            void** values) override;
+  CUresult ModuleLoadFatBinary(int variant, CUmodule* module, const void* image) override;
+  CUresult ModuleUnload(int variant, CUmodule module) override;
+  CUresult LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
+                           void** jit_values, unsigned n_jit, CUlibraryOption* library_options, void** library_values,
+                           unsigned n_library) override;
+  CUresult CtxSynchronize(int variant) override;
+  CUresult CtxSynchronizeV2(int variant, CUcontext ctx) override;
+  CUresult StreamSynchronize(int variant, CUstream stream) override;
+  CUresult StreamDestroy(int variant, CUstream stream) override;
+  CUresult EventSynchronize(int variant, CUevent event) override;
+  CUresult EventRecord(int variant, CUevent event, CUstream stream) override;
+  CUresult EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) override;
+  CUresult StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) override;
+
+  uint64_t functionsSeen() const { return functions_seen_.load(); }
+
+  // Called before describing a function if the table has no query functions yet (the driver may be loaded
+  // after the recorder was created).
+  void setQueryResolver(void (*resolver)()) { query_resolver_.store(resolver); }
+
+ private:
+  struct FunctionSlot {
+    std::atomic<uint64_t> key{0};  // CUfunction; 0 = empty, 1 = removed (module unloaded)
+    uint64_t module = 0;
+    uint32_t param_count = 0;
+    uint32_t first_param = 0;
+    uint32_t args_size = 0;
+    uint32_t layout_known = 0;
+  };
+
+  const FunctionSlot* lookup(uint64_t f) const;
+  const FunctionSlot* describe(CUfunction f);  // slow path: first launch of `f`
+  void emitDevice();
+  // On the emulator's stand-in driver: the counters of the launch just made, as "emulated" metrics.
+  void recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem, int64_t correlation_id);
+  void recordModule(uint64_t handle, const void* image);
+  void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
+  void recordFree(uint64_t address, bool host);
+  void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
+                  int variant, int64_t t0, int64_t t1);
+  void recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async, int variant,
+                 int64_t t0, int64_t t1);
+  void recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1);
+  bool active() const;
+
+  TraceSink& sink_;
+  std::atomic<bool> enabled_{true};
+  std::unique_ptr<FunctionSlot[]> slots_;
+  std::unique_ptr<ParamLayout[]> params_;
+  uint32_t params_used_ = 0;
+  std::mutex describe_mu_;
+  std::atomic<uint64_t> functions_seen_{0};
+  std::atomic<bool> device_emitted_{false};
+  FunctionSlot unknown_slot_;  // returned when the table is full
+  std::atomic<void (*)()> query_resolver_{nullptr};
+};
+
+// Nanoseconds on the clock every kfuse trace from the hook backend uses (CLOCK_REALTIME, like CUPTI's default).
+int64_t collectorNowNs();
+// The calling thread's kernel id (cached per thread).
+int64_t collectorThreadId();
+
+// Classifies a module image given to cuModuleLoadData & co and finds its size (NUL-terminated PTX, ELF cubin,
+// fatbin or fatbin wrapper). Size 0 if it cannot tell.
+struct ImageInfo {
+  ImageKindCode kind = ImageKindCode::kUnknown;
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+ImageInfo inspectModuleImage(const void* image);
+
+}  // namespace kfuse::collector

@@ -1,0 +1,357 @@
+#include "kfuse/collector/cupti_backend.h"
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kfuse::collector {
+namespace {
+
+size_t recordSize(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
+    default: return 0;
+  }
+}
+
+// Walks buffers of real CUDA 13.0 record structs laid end to end (8-byte aligned), as CUPTI's would be.
+class FakeCuptiApi : public CuptiApi {
+ public:
+  uint32_t version = 130001;
+  CUptiResult subscribe_result = CUPTI_SUCCESS;
+  std::string other_tool;
+  std::vector<CUpti_ActivityKind> enabled_kinds;
+  std::vector<CUpti_CallbackId> enabled_cbids;
+  int flushes = 0;
+
+  CUptiResult getVersion(uint32_t* v) override {
+    *v = version;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult subscribe(CUpti_SubscriberHandle* s, CUpti_CallbackFunc, void*, std::string* other) override {
+    *s = reinterpret_cast<CUpti_SubscriberHandle>(0x1);
+    if (other) *other = other_tool;
+    return subscribe_result;
+  }
+  CUptiResult unsubscribe(CUpti_SubscriberHandle) override { return CUPTI_SUCCESS; }
+  CUptiResult enableCallback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId cbid) override {
+    enabled_cbids.push_back(cbid);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityEnable(CUpti_ActivityKind k) override {
+    enabled_kinds.push_back(k);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) override {
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) override {
+    uint8_t* next = buffer;
+    if (*record) {
+      const size_t size = recordSize((*record)->kind);
+      next = reinterpret_cast<uint8_t*>(*record) + ((size + 7) & ~size_t{7});
+    }
+    if (next >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *record = reinterpret_cast<CUpti_Activity*>(next);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) override {
+    *dropped = 3;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityFlushAll(uint32_t) override {
+    ++flushes;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityFlushPeriod(uint32_t) override { return CUPTI_SUCCESS; }
+  const char* errorString(CUptiResult) override { return "fake error"; }
+};
+
+// Builds a buffer the way CUPTI fills one.
+class BufferBuilder {
+ public:
+  template <class T>
+  T& add(CUpti_ActivityKind kind) {
+    const size_t size = (sizeof(T) + 7) & ~size_t{7};
+    EXPECT_EQ(sizeof(T), recordSize(kind));
+    offsets_.push_back(bytes_.size());
+    bytes_.resize(bytes_.size() + size, 0);
+    T* rec = reinterpret_cast<T*>(bytes_.data() + offsets_.back());
+    rec->kind = kind;
+    return *rec;
+  }
+  // Copies into a buffer from the backend's own allocator (the backend frees it).
+  std::pair<uint8_t*, size_t> finish() {
+    uint8_t* buf = nullptr;
+    size_t size = 0, max = 0;
+    CuptiBackend::requestBuffer(&buf, &size, &max);
+    EXPECT_GE(size, bytes_.size());
+    std::memcpy(buf, bytes_.data(), bytes_.size());
+    return {buf, bytes_.size()};
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<size_t> offsets_;
+};
+
+CUresult CUDAAPI fParamInfo(CUfunction, size_t i, size_t* off, size_t* size) {
+  if (i >= 2) return CUDA_ERROR_INVALID_VALUE;
+  *off = i * 8;
+  *size = 8;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fName(const char** name, CUfunction) {
+  *name = "_Z3addPfS_";
+  return CUDA_SUCCESS;
+}
+
+struct Fixture {
+  FakeCuptiApi api;
+  DriverTable table;
+  MemorySink sink;
+  HookRecorder recorder{table, sink};
+  CuptiBackend backend{api, sink, recorder};
+  Fixture() {
+    table.FuncGetParamInfo = &fParamInfo;
+    table.FuncGetName = &fName;
+  }
+};
+
+TEST(CuptiBackendTest, RefusesUnknownCuptiVersions) {
+  Fixture f;
+  f.api.version = 120800;
+  Status s = f.backend.start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("120800"), std::string::npos) << s.message();
+  EXPECT_TRUE(f.api.enabled_kinds.empty());
+}
+
+TEST(CuptiBackendTest, NamesTheOtherToolWhenCuptiIsTaken) {
+  Fixture f;
+  f.api.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  f.api.other_tool = "nsys";
+  Status s = f.backend.start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("another tool (nsys)"), std::string::npos) << s.message();
+  EXPECT_TRUE(f.api.enabled_kinds.empty());
+}
+
+TEST(CuptiBackendTest, StartEnablesLaunchCallbacksAndActivityKinds) {
+  Fixture f;
+  ASSERT_TRUE(f.backend.start().ok());
+  auto has = [&](CUpti_ActivityKind k) {
+    return std::find(f.api.enabled_kinds.begin(), f.api.enabled_kinds.end(), k) != f.api.enabled_kinds.end();
+  };
+  EXPECT_TRUE(has(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_TRUE(has(CUPTI_ACTIVITY_KIND_MEMCPY));
+  EXPECT_TRUE(has(CUPTI_ACTIVITY_KIND_DRIVER));
+  EXPECT_FALSE(has(CUPTI_ACTIVITY_KIND_KERNEL));  // it serialises kernels
+  auto cb = [&](CUpti_CallbackId id) {
+    return std::find(f.api.enabled_cbids.begin(), f.api.enabled_cbids.end(), id) != f.api.enabled_cbids.end();
+  };
+  EXPECT_TRUE(cb(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz));
+  EXPECT_TRUE(cb(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+  f.backend.stop();
+  EXPECT_EQ(f.api.flushes, 1);
+}
+
+TEST(CuptiBackendTest, JoinsLaunchCallbacksWithKernelRecordsByCorrelationId) {
+  Fixture f;
+  ASSERT_TRUE(f.backend.start().ok());
+  // cuMemAlloc_v2 at EXIT: allocations come from callbacks, in API order.
+  CUdeviceptr allocated = 0x20000;
+  cuMemAlloc_v2_params ap{&allocated, 4096};
+  CUresult alloc_ok = CUDA_SUCCESS;
+  CUpti_CallbackData acb{};
+  acb.functionParams = &ap;
+  acb.functionReturnValue = &alloc_ok;
+  acb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &acb);
+  // The driver launch callback: ENTER then EXIT, arguments valid during the callback.
+  CUdeviceptr a = 0x10000, b = 0x20010;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  p.gridDimX = 16;
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = 128;
+  p.blockDimY = p.blockDimZ = 1;
+  p.hStream = nullptr;
+  p.kernelParams = params;
+  CUresult ok = CUDA_SUCCESS;
+  uint64_t correlation_data = 0;
+  CUpti_CallbackData cb{};
+  cb.functionParams = &p;
+  cb.functionReturnValue = &ok;
+  cb.correlationId = 42;
+  cb.correlationData = &correlation_data;
+  cb.callbackSite = CUPTI_API_ENTER;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &cb);
+  cb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &cb);
+
+  BufferBuilder bb;
+  auto& alloc = bb.add<CUpti_ActivityMemory4>(CUPTI_ACTIVITY_KIND_MEMORY2);
+  alloc.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  alloc.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  alloc.address = 0x10000;
+  alloc.bytes = 4096;
+  alloc.timestamp = 10;
+  auto& k = bb.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k.correlationId = 42;
+  k.start = 1000;
+  k.end = 2500;
+  k.registersPerThread = 32;
+  k.staticSharedMemory = 256;
+  k.name = "_Z3addPfS_";
+  auto& orphan = bb.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  orphan.correlationId = 77;
+  orphan.start = 3000;
+  orphan.end = 3100;
+  orphan.gridX = 2;
+  orphan.gridY = orphan.gridZ = 1;
+  orphan.blockX = 64;
+  orphan.blockY = orphan.blockZ = 1;
+  orphan.streamId = 13;
+  orphan.name = "_Z10graph_nodev";
+  auto& api = bb.add<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER);
+  api.correlationId = 42;
+  auto& copy = bb.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.bytes = 4096;
+  copy.start = 500;
+  copy.end = 900;
+  copy.streamId = 13;
+  copy.correlationId = 41;
+  auto& set = bb.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
+  set.bytes = 128;
+  set.value = 0;
+  set.start = 950;
+  set.end = 960;
+  auto& sync = bb.add<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+  sync.start = 2600;
+  sync.end = 2700;
+  sync.streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  auto& m1 = bb.add<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+  m1.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  m1.id = 5;
+  m1.timestamp = 100;
+  m1.name = "forward";
+  auto& m2 = bb.add<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+  m2.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  m2.id = 5;
+  m2.timestamp = 2800;
+  auto& release = bb.add<CUpti_ActivityMemory4>(CUPTI_ACTIVITY_KIND_MEMORY2);
+  release.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  release.address = 0x10000;
+  release.timestamp = 4000;
+  auto [buf, valid] = bb.finish();
+  f.backend.onBufferComplete(buf, valid, valid);
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+
+  ASSERT_EQ(t.launches.size(), 2u);
+  const core::Launch& joined = t.launches[0];
+  EXPECT_EQ(joined.correlation_id, 42);
+  EXPECT_EQ(joined.gpu_start_ns, 1000);
+  EXPECT_EQ(joined.gpu_end_ns, 2500);
+  EXPECT_EQ(joined.registers_per_thread, 32u);
+  EXPECT_EQ(joined.static_shared_bytes, 256u);
+  EXPECT_EQ(joined.grid, (core::Dim3{16, 1, 1}));
+  ASSERT_EQ(joined.arg_bytes.size(), 16u);
+  // b was allocated through the callback before the launch; a (0x10000) only by a late MEMORY2 record.
+  ASSERT_EQ(joined.pointer_args.size(), 1u);
+  EXPECT_EQ(joined.pointer_args[0].param_index, 1);
+  EXPECT_EQ(joined.pointer_args[0].offset, 0x10u);
+  EXPECT_EQ(t.streams[t.launches[0].stream_id - 1].handle, kPerThreadStream);
+  const core::Launch& orphan_launch = t.launches[1];
+  EXPECT_EQ(orphan_launch.correlation_id, 77);
+  EXPECT_EQ(orphan_launch.block, (core::Dim3{64, 1, 1}));
+  EXPECT_EQ(t.functions[orphan_launch.function_id - 1].mangled_name, "_Z10graph_nodev");
+  EXPECT_EQ(t.streams[orphan_launch.stream_id - 1].native_id, 13);
+
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys[0].kind, core::MemcpyKind::kHostToDevice);
+  EXPECT_EQ(t.memcpys[0].gpu_start_ns, 500);
+  EXPECT_EQ(t.memcpys[0].stream_id, orphan_launch.stream_id);  // same CUPTI stream id 13
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets[0].bytes, 128u);
+  ASSERT_EQ(t.syncs.size(), 1u);
+  EXPECT_EQ(t.syncs[0].kind, core::SyncKind::kContext);
+  ASSERT_EQ(t.allocations.size(), 2u);
+  EXPECT_EQ(t.allocations[0].address, 0x20000u);
+  EXPECT_EQ(t.allocations[1].size, 4096u);
+  EXPECT_EQ(t.allocations[1].free_ns, 4000);
+  ASSERT_EQ(t.nvtx_ranges.size(), 1u);
+  EXPECT_EQ(t.nvtx_ranges[0].name, "forward");
+  EXPECT_EQ(t.nvtx_ranges[0].end_ns, 2800);
+  std::map<std::string, int64_t> stats;
+  for (const auto& s : t.stats) stats[s.name] = s.value;
+  EXPECT_EQ(stats["unmatched_gpu_records"], 1);
+  EXPECT_EQ(stats["cupti_dropped_records"], 3);
+  EXPECT_EQ(f.backend.recordsDecoded(), 10u);
+}
+
+TEST(CuptiBackendTest, ContextDestroyFlushesActivityBuffers) {
+  Fixture f;
+  ASSERT_TRUE(f.backend.start().ok());
+  CUpti_ResourceData rd{};
+  f.backend.onCallback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &rd);
+  EXPECT_EQ(f.api.flushes, 1);
+}
+
+TEST(CuptiBackendTest, FailedLaunchesAreNotRecorded) {
+  Fixture f;
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  CUresult failed = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  CUpti_CallbackData cb{};
+  cb.functionParams = &p;
+  cb.functionReturnValue = &failed;
+  cb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  ASSERT_TRUE(f.sink.finish().ok());
+  EXPECT_TRUE(f.sink.trace().launches.empty());
+}
+
+TEST(CuptiBackendTest, ModuleLoadedCallbackStoresTheCubin) {
+  Fixture f;
+  static const uint8_t kCubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x41};
+  CUpti_ModuleResourceData mod{};
+  mod.moduleId = 3;
+  mod.cubinSize = sizeof kCubin;
+  mod.pCubin = reinterpret_cast<const char*>(kCubin);
+  CUpti_ResourceData rd{};
+  rd.resourceDescriptor = &mod;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  ASSERT_TRUE(f.sink.finish().ok());
+  ASSERT_EQ(f.sink.trace().modules.size(), 1u);
+  EXPECT_EQ(f.sink.trace().modules[0].kind, core::ImageKind::kCubin);
+  EXPECT_EQ(f.sink.trace().modules[0].image, std::vector<uint8_t>(kCubin, kCubin + sizeof kCubin));
+}
+
+TEST(CuptiBackendTest, Kernel10KeepsTheKernel9PrefixLayout) {
+  // The notes' offsetof check: 13.0's record is 12.x's Kernel9 plus isDeviceLaunched.
+  EXPECT_EQ(sizeof(CUpti_ActivityKernel10), 216u);
+  EXPECT_EQ(offsetof(CUpti_ActivityKernel10, start), 16u);
+  EXPECT_EQ(offsetof(CUpti_ActivityKernel10, correlationId), 92u);
+  EXPECT_EQ(offsetof(CUpti_ActivityKernel10, name), 104u);
+  EXPECT_TRUE(cuptiVersionSupported(130001));
+  EXPECT_FALSE(cuptiVersionSupported(130200));
+}
+
+}  // namespace
+}  // namespace kfuse::collector

@@ -1,0 +1,72 @@
+// Recording a real CUDA program on a real GPU (label `gpu`; skipped where no GPU driver with a device is present).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "kfuse/collector/record.h"
+#include "kfuse/core/trace_store.h"
+
+namespace kfuse::collector {
+namespace {
+
+namespace fs = std::filesystem;
+
+core::Trace recordSaxpy(const std::string& backend) {
+  const fs::path dir = fs::temp_directory_path() / ("kfuse_gpu_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  RecordOptions o;
+  o.output = (dir / (backend + ".sqlite")).string();
+  o.overwrite = true;
+  o.backend = backend;
+  o.collector_library = KFUSE_TEST_PRELOAD_LIB;
+  o.command = {KFUSE_TEST_GPU_SAXPY};
+  auto r = recordProgram(o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->backend, backend);
+  auto reader = core::TraceReader::open(o.output);
+  EXPECT_TRUE(reader.ok()) << reader.status().message();
+  if (!reader.ok()) return {};
+  auto t = (*reader)->readAll();
+  return t.ok() ? *t : core::Trace{};
+}
+
+void expectSaxpy(const core::Trace& t) {
+  ASSERT_EQ(t.launches.size(), 10u);
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(t.functions[0].mangled_name, "_Z5saxpyifPKfPf");
+  ASSERT_EQ(t.functions[0].params.size(), 4u);
+  for (const auto& l : t.launches) {
+    EXPECT_EQ(l.grid.x, 4096u);
+    EXPECT_EQ(l.block.x, 256u);
+    EXPECT_EQ(l.arg_bytes.size(), 24u);
+    EXPECT_EQ(l.pointer_args.size(), 2u);
+  }
+  EXPECT_GE(t.memcpys.size(), 3u);
+}
+
+class GpuRecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (detectBackend() != "cupti") GTEST_SKIP() << "no GPU driver with a device here";
+  }
+};
+
+TEST_F(GpuRecordTest, HookBackendRecordsARealProgram) {
+  expectSaxpy(recordSaxpy("hook"));
+}
+
+TEST_F(GpuRecordTest, CuptiBackendAddsGpuTimes) {
+  core::Trace t = recordSaxpy("cupti");
+  expectSaxpy(t);
+  for (const auto& l : t.launches) {
+    EXPECT_NE(l.gpu_start_ns, core::kNoTime);
+    EXPECT_GT(l.gpu_end_ns, l.gpu_start_ns);
+  }
+}
+
+}  // namespace
+}  // namespace kfuse::collector

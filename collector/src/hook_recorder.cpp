@@ -1,0 +1,734 @@
+#include "kfuse/collector/hook_recorder.h"
+
+#include <elf.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace kfuse::collector {
+namespace {
+
+// Set while a thread is inside the recorder: driver calls made by the recorder itself (layout queries) that
+// come back through an exported hook are forwarded without recording.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_in_hook = false;
+__attribute__((tls_model("initial-exec"))) thread_local int64_t t_tid = 0;
+
+struct HookScope {
+  bool entered;
+  HookScope() : entered(!t_in_hook) { t_in_hook = true; }
+  ~HookScope() {
+    if (entered) t_in_hook = false;
+  }
+};
+
+constexpr uint64_t kRemoved = 1;
+
+inline uint64_t hashHandle(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+inline Handle streamHandle(CUstream s, int variant) {
+  const auto h = reinterpret_cast<Handle>(s);
+  return h == 0 && variant == kPerThread ? kPerThreadStream : h;
+}
+
+template <class Fn>
+Fn pick(const std::atomic<Fn>* slots, int variant) {
+  Fn fn = slots[variant].load(std::memory_order_relaxed);
+  return fn ? fn : slots[0].load(std::memory_order_relaxed);
+}
+
+#define KFUSE_FORWARD(ID, ...)                 \
+  auto fn_ = pick(table().ID, variant);        \
+  if (!fn_) return CUDA_ERROR_NOT_INITIALIZED; \
+  if (!active()) return fn_(__VA_ARGS__);      \
+  HookScope scope_;                            \
+  const int64_t t0 = collectorNowNs();         \
+  const CUresult r = fn_(__VA_ARGS__);         \
+  const int64_t t1 = collectorNowNs();         \
+  (void)t0;                                    \
+  (void)t1;
+
+struct LaunchFill {
+  const LaunchEvent* event;
+  void** params;
+  const ParamLayout* layout;
+  uint32_t param_count;
+  const uint8_t* buffer;  // `extra` argument buffer
+};
+
+void fillLaunch(uint8_t* dst, const void* c) {
+  const auto* x = static_cast<const LaunchFill*>(c);
+  std::memcpy(dst, x->event, sizeof(LaunchEvent));
+  uint8_t* args = dst + sizeof(LaunchEvent);
+  const uint32_t size = x->event->arg_size;
+  if (x->buffer) {
+    std::memcpy(args, x->buffer, size);
+    return;
+  }
+  std::memset(args, 0, size);  // padding between parameters
+  for (uint32_t i = 0; i < x->param_count; ++i) {
+    const ParamLayout& p = x->layout[i];
+    if (x->params[i] && p.offset + p.size <= size) std::memcpy(args + p.offset, x->params[i], p.size);
+  }
+}
+
+}  // namespace
+
+int64_t collectorNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+int64_t collectorThreadId() {
+  if (t_tid == 0) t_tid = static_cast<int64_t>(syscall(SYS_gettid));
+  return t_tid;
+}
+
+ImageInfo inspectModuleImage(const void* image) {
+  ImageInfo info;
+  if (!image) return info;
+  const auto* p = static_cast<const uint8_t*>(image);
+  uint32_t magic;
+  std::memcpy(&magic, p, 4);
+  if (magic == 0x466243B1u) {  // __fatBinC_Wrapper_t { int magic; int version; const u64* data; void* }
+    const uint8_t* data;
+    std::memcpy(&data, p + 8, sizeof data);
+    return data ? inspectModuleImage(data) : info;
+  }
+  if (magic == 0xBA55ED50u) {  // fatbin header: u32 magic, u16 version, u16 header size, u64 payload size
+    uint16_t header_size;
+    uint64_t fat_size;
+    std::memcpy(&header_size, p + 6, 2);
+    std::memcpy(&fat_size, p + 8, 8);
+    info.kind = ImageKindCode::kFatbin;
+    info.data = p;
+    info.size = header_size + fat_size;
+    return info;
+  }
+  if (std::memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64) {
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, p, sizeof eh);
+    uint64_t end = sizeof eh;
+    end = std::max<uint64_t>(end, eh.e_shoff + uint64_t{eh.e_shnum} * eh.e_shentsize);
+    end = std::max<uint64_t>(end, eh.e_phoff + uint64_t{eh.e_phnum} * eh.e_phentsize);
+    // Section contents may follow the header table: take the furthest section end.
+    for (uint16_t i = 0; i < eh.e_shnum && eh.e_shentsize == sizeof(Elf64_Shdr); ++i) {
+      Elf64_Shdr sh;
+      std::memcpy(&sh, p + eh.e_shoff + uint64_t{i} * sizeof sh, sizeof sh);
+      if (sh.sh_type != SHT_NOBITS) end = std::max<uint64_t>(end, sh.sh_offset + sh.sh_size);
+    }
+    info.kind = ImageKindCode::kCubin;
+    info.data = p;
+    info.size = end;
+    return info;
+  }
+  // NUL-terminated PTX text.
+  const size_t n = strnlen(reinterpret_cast<const char*>(p), size_t{1} << 30);
+  info.kind = ImageKindCode::kPtx;
+  info.data = p;
+  info.size = n + 1;
+  return info;
+}
+
+HookRecorder::HookRecorder(DriverTable& table, TraceSink& sink)
+    : HookClient(table), sink_(sink), slots_(new FunctionSlot[kFunctionSlots]), params_(new ParamLayout[kParamPool]) {}
+
+HookRecorder::~HookRecorder() = default;
+
+bool HookRecorder::active() const {
+  return enabled_.load(std::memory_order_relaxed) && !t_in_hook;
+}
+
+const HookRecorder::FunctionSlot* HookRecorder::lookup(uint64_t f) const {
+  size_t i = hashHandle(f) & (kFunctionSlots - 1);
+  for (size_t n = 0; n < kFunctionSlots; ++n, i = (i + 1) & (kFunctionSlots - 1)) {
+    const uint64_t k = slots_[i].key.load(std::memory_order_acquire);
+    if (k == f) return &slots_[i];
+    if (k == 0) return nullptr;
+  }
+  return nullptr;
+}
+
+const HookRecorder::FunctionSlot* HookRecorder::describe(CUfunction f) {
+  const auto key = reinterpret_cast<uint64_t>(f);
+  std::lock_guard lock(describe_mu_);
+  if (const FunctionSlot* s = lookup(key)) return s;
+  size_t i = hashHandle(key) & (kFunctionSlots - 1);
+  FunctionSlot* slot = nullptr;
+  for (size_t n = 0; n < kFunctionSlots; ++n, i = (i + 1) & (kFunctionSlots - 1)) {
+    if (slots_[i].key.load(std::memory_order_relaxed) == 0) {
+      slot = &slots_[i];
+      break;
+    }
+  }
+  if (!slot) return &unknown_slot_;
+  if (!table().FuncGetName.load() && !table().KernelGetName.load()) {
+    if (auto resolve = query_resolver_.load()) resolve();
+  }
+  emitDevice();
+  DriverTable& t = table();
+  // Parameter layout: probe indices until the driver says there are no more (13.0 has no count query). A
+  // CUkernel cast to CUfunction is asked through the cuKernel* queries when the cuFunc* ones refuse it.
+  uint32_t count = 0, args_size = 0;
+  bool known = false;
+  auto probe = [&](auto query, auto handle) {
+    if (!query) return false;
+    size_t off = 0, size = 0;
+    CUresult r = query(handle, 0, &off, &size);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) return false;
+    count = 0;
+    args_size = 0;
+    while (r == CUDA_SUCCESS && count < kMaxParams && params_used_ + count < kParamPool) {
+      params_[params_used_ + count] = ParamLayout{static_cast<uint32_t>(off), static_cast<uint32_t>(size)};
+      args_size = std::max<uint32_t>(args_size, static_cast<uint32_t>(off + size));
+      ++count;
+      r = query(handle, count, &off, &size);
+    }
+    return r == CUDA_ERROR_INVALID_VALUE || r == CUDA_SUCCESS;
+  };
+  known = probe(t.FuncGetParamInfo.load(), f) || probe(t.KernelGetParamInfo.load(), reinterpret_cast<CUkernel>(f));
+  if (!known) count = 0;
+  const char* name = nullptr;
+  if (auto q = t.FuncGetName.load(); !q || q(&name, f) != CUDA_SUCCESS) {
+    name = nullptr;
+    if (auto k = t.KernelGetName.load()) {
+      if (k(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS) name = nullptr;
+    }
+  }
+  CUmodule module = nullptr;
+  if (auto q = t.FuncGetModule.load(); !q || q(&module, f) != CUDA_SUCCESS) module = nullptr;
+  int regs = 0, shared = 0;
+  if (auto q = t.FuncGetAttribute.load()) {
+    if (q(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS) regs = 0;
+    if (q(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) != CUDA_SUCCESS) shared = 0;
+  }
+  slot->module = reinterpret_cast<uint64_t>(module);
+  slot->param_count = count;
+  slot->first_param = params_used_;
+  slot->args_size = args_size;
+  slot->layout_known = known ? 1 : 0;
+  params_used_ += count;
+
+  FunctionEvent e;
+  e.function = key;
+  e.module = slot->module;
+  e.param_count = count;
+  e.layout_known = slot->layout_known;
+  e.registers_per_thread = static_cast<uint32_t>(regs);
+  e.static_shared_bytes = static_cast<uint32_t>(shared);
+  char fallback[32];
+  if (!name) {
+    std::snprintf(fallback, sizeof fallback, "kfuse_unnamed_%llx", static_cast<unsigned long long>(key));
+    name = fallback;
+  }
+  e.name_size = static_cast<uint32_t>(strnlen(name, 4096));
+  sink_.pushStruct(EventKind::kFunction, e, &params_[slot->first_param], count * sizeof(ParamLayout), name,
+                   e.name_size);
+  functions_seen_.fetch_add(1, std::memory_order_relaxed);
+  slot->key.store(key, std::memory_order_release);  // publish last: readers see a complete slot
+  return slot;
+}
+
+void HookRecorder::emitDevice() {
+  if (device_emitted_.exchange(true)) return;
+  DriverTable& t = table();
+  auto getDevice = t.CtxGetDevice.load();
+  CUdevice dev = 0;
+  if (!getDevice || getDevice(&dev) != CUDA_SUCCESS) return;
+  DeviceEvent d;
+  d.ordinal = dev;
+  if (auto q = t.DeviceGetName.load()) {
+    if (q(d.name, sizeof d.name - 1, dev) != CUDA_SUCCESS) d.name[0] = 0;
+  }
+  if (auto q = t.DeviceGetAttribute.load()) {
+    int v = 0;
+    if (q(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS) d.cc_major = v;
+    if (q(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS) d.cc_minor = v;
+    if (q(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == CUDA_SUCCESS) d.sm_count = v;
+    if (q(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev) == CUDA_SUCCESS) d.clock_khz = v;
+  }
+  if (auto q = t.DeviceTotalMem.load()) {
+    size_t bytes = 0;
+    if (q(&bytes, dev) == CUDA_SUCCESS) d.memory_bytes = bytes;
+  }
+  sink_.pushStruct(EventKind::kDevice, d);
+}
+
+int64_t HookRecorder::recordLaunch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                                   CUstream stream, void** params, void** extra, int64_t t0, int64_t t1, uint32_t flags,
+                                   int64_t correlation_id) {
+  const auto key = reinterpret_cast<uint64_t>(f);
+  const FunctionSlot* fs = lookup(key);
+  if (!fs) fs = describe(f);
+  LaunchEvent e;
+  e.correlation_id = correlation_id ? correlation_id : sink_.nextCorrelationId();
+  e.thread_id = collectorThreadId();
+  e.function = key;
+  e.stream = reinterpret_cast<Handle>(stream);
+  for (int i = 0; i < 3; ++i) {
+    e.grid[i] = grid[i];
+    e.block[i] = block[i];
+  }
+  e.dynamic_shared_bytes = shmem;
+  e.api_start_ns = t0;
+  e.api_end_ns = t1;
+  e.flags = flags;
+  LaunchFill fill{&e, params, &params_[fs->first_param], fs->param_count, nullptr};
+  if (params) {
+    if (fs->layout_known) {
+      e.flags |= kLaunchLayoutKnown;
+      e.arg_size = fs->args_size;
+    }
+  } else if (extra) {
+    // {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END}
+    const uint8_t* buf = nullptr;
+    size_t size = 0;
+    for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = static_cast<const uint8_t*>(extra[i + 1]);
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) size = *static_cast<const size_t*>(extra[i + 1]);
+    }
+    if (buf) {
+      if (size > kMaxArgBytes) {
+        size = kMaxArgBytes;
+        e.flags |= kLaunchArgsTruncated;
+      }
+      e.arg_size = static_cast<uint32_t>(size);
+      fill.buffer = buf;
+      if (fs->layout_known) e.flags |= kLaunchLayoutKnown;
+    }
+  }
+  sink_.push(EventKind::kLaunch, sizeof e + e.arg_size, &fillLaunch, &fill);
+  return e.correlation_id;
+}
+
+namespace {
+
+// The stand-in's KfuseEmuLaunchCounters, version 1 (kfuse/emulator/standin.h). Mirrored here rather than
+// included: the collector does not depend on the emulator, only on this C ABI, which is versioned by
+// struct_size/version.
+struct EmuLaunchCounters {
+  uint32_t struct_size;
+  uint32_t version;
+  uint64_t sequence;
+  char kernel[256];
+  uint32_t grid[3], block[3];
+  uint32_t dynamic_shared_bytes;
+  uint32_t ok;
+  uint64_t thread_instructions, warp_instructions;
+  uint64_t by_class[16];
+  uint64_t global_load_bytes, global_store_bytes, shared_load_bytes, shared_store_bytes;
+  uint64_t local_load_bytes, local_store_bytes, global_atomics, shared_atomics;
+  uint64_t flops_f16, flops_f32, flops_f64;
+  double wall_seconds;
+};
+
+bool sameLaunch(const EmuLaunchCounters& c, const unsigned grid[3], const unsigned block[3], unsigned shmem) {
+  for (int i = 0; i < 3; ++i) {
+    if (c.grid[i] != grid[i] || c.block[i] != block[i]) return false;
+  }
+  return c.dynamic_shared_bytes == shmem;
+}
+
+}  // namespace
+
+void HookRecorder::recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                                         int64_t correlation_id) {
+  auto get = reinterpret_cast<int (*)(uint64_t, EmuLaunchCounters*)>(table().EmuGetLaunch.load());
+  if (!get) return;
+  // Sequence 0 is the latest launch of the process; with other threads launching too, look back a little for
+  // the one with this launch's configuration (best effort: identical concurrent launches may be swapped).
+  EmuLaunchCounters c{};
+  c.struct_size = sizeof c;
+  if (get(0, &c) != 0 || c.version != 1) return;
+  const uint64_t latest = c.sequence;
+  for (uint64_t back = 0; back < 16 && back < latest; ++back) {
+    if (back > 0) {
+      c = EmuLaunchCounters{};
+      c.struct_size = sizeof c;
+      if (get(latest - back, &c) != 0) return;
+    }
+    if (!c.ok || !sameLaunch(c, grid, block, shmem)) continue;
+    struct Item {
+      const char* name;
+      double value;
+      const char* unit;
+    };
+    const Item items[] = {
+        {"dram_bytes_read", static_cast<double>(c.global_load_bytes), "bytes"},
+        {"dram_bytes_written", static_cast<double>(c.global_store_bytes), "bytes"},
+        {"flops_fp16", static_cast<double>(c.flops_f16), "flop"},
+        {"flops_fp32", static_cast<double>(c.flops_f32), "flop"},
+        {"flops_fp64", static_cast<double>(c.flops_f64), "flop"},
+        {"thread_instructions", static_cast<double>(c.thread_instructions), "inst"},
+    };
+    for (const Item& it : items) {
+      MetricEvent m;
+      m.correlation_id = correlation_id;
+      m.value = it.value;
+      m.source = MetricSourceCode::kEmulated;
+      std::snprintf(m.name, sizeof m.name, "%s", it.name);
+      std::snprintf(m.unit, sizeof m.unit, "%s", it.unit);
+      sink_.pushStruct(EventKind::kMetric, m);
+    }
+    return;
+  }
+}
+
+CUresult HookRecorder::LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                    unsigned by, unsigned bz, unsigned shmem, CUstream stream, void** params,
+                                    void** extra) {
+  KFUSE_FORWARD(LaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra)
+  if (r == CUDA_SUCCESS) {
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    const int64_t corr = recordLaunch(f, grid, block, shmem, reinterpret_cast<CUstream>(streamHandle(stream, variant)),
+                                      params, extra, t0, t1, 0, 0);
+    recordEmulatedMetrics(grid, block, shmem, corr);
+  }
+  return r;
+}
+
+CUresult HookRecorder::LaunchKernelEx(int variant, const CUlaunchConfig* config, CUfunction f, void** params,
+                                      void** extra) {
+  KFUSE_FORWARD(LaunchKernelEx, config, f, params, extra)
+  if (r == CUDA_SUCCESS && config) {
+    const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+    const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+    const int64_t corr = recordLaunch(f, grid, block, config->sharedMemBytes,
+                                      reinterpret_cast<CUstream>(streamHandle(config->hStream, variant)), params, extra,
+                                      t0, t1, config->numAttrs ? uint32_t{kLaunchHasAttributes} : 0u, 0);
+    recordEmulatedMetrics(grid, block, config->sharedMemBytes, corr);
+  }
+  return r;
+}
+
+CUresult HookRecorder::LaunchCooperativeKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                               unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                                               void** params) {
+  KFUSE_FORWARD(LaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, stream, params)
+  if (r == CUDA_SUCCESS) {
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    const int64_t corr = recordLaunch(f, grid, block, shmem, reinterpret_cast<CUstream>(streamHandle(stream, variant)),
+                                      params, nullptr, t0, t1, kLaunchCooperative, 0);
+    recordEmulatedMetrics(grid, block, shmem, corr);
+  }
+  return r;
+}
+
+void HookRecorder::recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind) {
+  AllocEvent e;
+  e.address = address;
+  e.size = size;
+  e.ns = collectorNowNs();
+  e.kind = kind;
+  sink_.pushStruct(EventKind::kAlloc, e);
+}
+
+void HookRecorder::recordFree(uint64_t address, bool host) {
+  FreeEvent e;
+  e.address = address;
+  e.ns = collectorNowNs();
+  e.host = host ? 1 : 0;
+  sink_.pushStruct(EventKind::kFree, e);
+}
+
+CUresult HookRecorder::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {
+  KFUSE_FORWARD(MemAlloc, dptr, bytes)
+  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, AllocKindCode::kDevice);
+  return r;
+}
+
+CUresult HookRecorder::MemAllocPitch(int variant, CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                     unsigned elem) {
+  KFUSE_FORWARD(MemAllocPitch, dptr, pitch, width, height, elem)
+  if (r == CUDA_SUCCESS && dptr && pitch) recordAlloc(*dptr, uint64_t{*pitch} * height, AllocKindCode::kDevice);
+  return r;
+}
+
+CUresult HookRecorder::MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) {
+  KFUSE_FORWARD(MemAllocManaged, dptr, bytes, flags)
+  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, AllocKindCode::kManaged);
+  return r;
+}
+
+CUresult HookRecorder::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  KFUSE_FORWARD(MemAllocAsync, dptr, bytes, stream)
+  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, AllocKindCode::kPool);
+  return r;
+}
+
+CUresult HookRecorder::MemAllocHost(int variant, void** pp, size_t bytes) {
+  KFUSE_FORWARD(MemAllocHost, pp, bytes)
+  if (r == CUDA_SUCCESS && pp) recordAlloc(reinterpret_cast<uint64_t>(*pp), bytes, AllocKindCode::kHostPinned);
+  return r;
+}
+
+CUresult HookRecorder::MemHostAlloc(int variant, void** pp, size_t bytes, unsigned flags) {
+  KFUSE_FORWARD(MemHostAlloc, pp, bytes, flags)
+  if (r == CUDA_SUCCESS && pp) recordAlloc(reinterpret_cast<uint64_t>(*pp), bytes, AllocKindCode::kHostPinned);
+  return r;
+}
+
+CUresult HookRecorder::MemFree(int variant, CUdeviceptr dptr) {
+  KFUSE_FORWARD(MemFree, dptr)
+  if (r == CUDA_SUCCESS) recordFree(dptr, false);
+  return r;
+}
+
+CUresult HookRecorder::MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) {
+  KFUSE_FORWARD(MemFreeAsync, dptr, stream)
+  if (r == CUDA_SUCCESS) recordFree(dptr, false);
+  return r;
+}
+
+CUresult HookRecorder::MemFreeHost(int variant, void* p) {
+  KFUSE_FORWARD(MemFreeHost, p)
+  if (r == CUDA_SUCCESS) recordFree(reinterpret_cast<uint64_t>(p), true);
+  return r;
+}
+
+void HookRecorder::recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream,
+                              bool async, int variant, int64_t t0, int64_t t1) {
+  MemcpyEvent e;
+  e.correlation_id = sink_.nextCorrelationId();
+  e.thread_id = collectorThreadId();
+  e.stream = streamHandle(stream, variant);
+  e.src = src;
+  e.dst = dst;
+  e.bytes = bytes;
+  e.kind = kind;
+  e.async = async;
+  e.api_start_ns = t0;
+  e.api_end_ns = t1;
+  sink_.pushStruct(EventKind::kMemcpy, e);
+}
+
+CUresult HookRecorder::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  KFUSE_FORWARD(Memcpy, dst, src, bytes)
+  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kUnknown, dst, src, bytes, nullptr, false, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  KFUSE_FORWARD(MemcpyAsync, dst, src, bytes, stream)
+  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kUnknown, dst, src, bytes, stream, true, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
+  KFUSE_FORWARD(MemcpyHtoD, dst, src, bytes)
+  if (r == CUDA_SUCCESS) {
+    recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, nullptr, false, variant, t0,
+               t1);
+  }
+  return r;
+}
+CUresult HookRecorder::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) {
+  KFUSE_FORWARD(MemcpyDtoH, dst, src, bytes)
+  if (r == CUDA_SUCCESS) {
+    recordCopy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, nullptr, false, variant, t0,
+               t1);
+  }
+  return r;
+}
+CUresult HookRecorder::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  KFUSE_FORWARD(MemcpyDtoD, dst, src, bytes)
+  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kDeviceToDevice, dst, src, bytes, nullptr, false, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+  KFUSE_FORWARD(MemcpyHtoDAsync, dst, src, bytes, stream)
+  if (r == CUDA_SUCCESS) {
+    recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, stream, true, variant, t0, t1);
+  }
+  return r;
+}
+CUresult HookRecorder::MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  KFUSE_FORWARD(MemcpyDtoHAsync, dst, src, bytes, stream)
+  if (r == CUDA_SUCCESS) {
+    recordCopy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, stream, true, variant, t0, t1);
+  }
+  return r;
+}
+CUresult HookRecorder::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  KFUSE_FORWARD(MemcpyDtoDAsync, dst, src, bytes, stream)
+  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kDeviceToDevice, dst, src, bytes, stream, true, variant, t0, t1);
+  return r;
+}
+
+void HookRecorder::recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async,
+                             int variant, int64_t t0, int64_t t1) {
+  MemsetEvent e;
+  e.correlation_id = sink_.nextCorrelationId();
+  e.thread_id = collectorThreadId();
+  e.stream = streamHandle(stream, variant);
+  e.dst = dst;
+  e.bytes = n * elem;
+  e.value = value;
+  e.element_size = elem;
+  e.async = async;
+  e.api_start_ns = t0;
+  e.api_end_ns = t1;
+  sink_.pushStruct(EventKind::kMemset, e);
+}
+
+CUresult HookRecorder::MemsetD8(int variant, CUdeviceptr dst, unsigned char value, size_t n) {
+  KFUSE_FORWARD(MemsetD8, dst, value, n)
+  if (r == CUDA_SUCCESS) recordSet(dst, n, value, 1, nullptr, false, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemsetD16(int variant, CUdeviceptr dst, unsigned short value, size_t n) {
+  KFUSE_FORWARD(MemsetD16, dst, value, n)
+  if (r == CUDA_SUCCESS) recordSet(dst, n, value, 2, nullptr, false, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemsetD32(int variant, CUdeviceptr dst, unsigned int value, size_t n) {
+  KFUSE_FORWARD(MemsetD32, dst, value, n)
+  if (r == CUDA_SUCCESS) recordSet(dst, n, value, 4, nullptr, false, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream) {
+  KFUSE_FORWARD(MemsetD8Async, dst, value, n, stream)
+  if (r == CUDA_SUCCESS) recordSet(dst, n, value, 1, stream, true, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemsetD16Async(int variant, CUdeviceptr dst, unsigned short value, size_t n, CUstream stream) {
+  KFUSE_FORWARD(MemsetD16Async, dst, value, n, stream)
+  if (r == CUDA_SUCCESS) recordSet(dst, n, value, 2, stream, true, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int value, size_t n, CUstream stream) {
+  KFUSE_FORWARD(MemsetD32Async, dst, value, n, stream)
+  if (r == CUDA_SUCCESS) recordSet(dst, n, value, 4, stream, true, variant, t0, t1);
+  return r;
+}
+
+void HookRecorder::recordModule(uint64_t handle, const void* image) {
+  const ImageInfo info = inspectModuleImage(image);
+  ModuleEvent e;
+  e.module = handle;
+  e.load_ns = collectorNowNs();
+  e.kind = info.kind;
+  if (info.size) {
+    e.image = new (std::nothrow) uint8_t[info.size];  // module loads are not on the launch path
+    if (e.image) {
+      std::memcpy(e.image, info.data, info.size);
+      e.image_size = info.size;
+    }
+  }
+  sink_.pushModule(e);
+}
+
+CUresult HookRecorder::ModuleLoadData(int variant, CUmodule* module, const void* image) {
+  KFUSE_FORWARD(ModuleLoadData, module, image)
+  if (r == CUDA_SUCCESS && module) recordModule(reinterpret_cast<uint64_t>(*module), image);
+  return r;
+}
+CUresult HookRecorder::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n,
+                                        CUjit_option* options, void** values) {
+  KFUSE_FORWARD(ModuleLoadDataEx, module, image, n, options, values)
+  if (r == CUDA_SUCCESS && module) recordModule(reinterpret_cast<uint64_t>(*module), image);
+  return r;
+}
+CUresult HookRecorder::ModuleLoadFatBinary(int variant, CUmodule* module, const void* image) {
+  KFUSE_FORWARD(ModuleLoadFatBinary, module, image)
+  if (r == CUDA_SUCCESS && module) recordModule(reinterpret_cast<uint64_t>(*module), image);
+  return r;
+}
+CUresult HookRecorder::LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
+                                       void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
+                                       void** library_values, unsigned n_library) {
+  KFUSE_FORWARD(LibraryLoadData, library, code, jit_options, jit_values, n_jit, library_options, library_values,
+                n_library)
+  if (r == CUDA_SUCCESS && library) recordModule(reinterpret_cast<uint64_t>(*library), code);
+  return r;
+}
+
+CUresult HookRecorder::ModuleUnload(int variant, CUmodule module) {
+  KFUSE_FORWARD(ModuleUnload, module)
+  if (r == CUDA_SUCCESS) {
+    const auto h = reinterpret_cast<uint64_t>(module);
+    {
+      // Function handles of this module may be reused by a later load: forget them (rare, so a scan is fine).
+      std::lock_guard lock(describe_mu_);
+      for (size_t i = 0; i < kFunctionSlots; ++i) {
+        const uint64_t k = slots_[i].key.load(std::memory_order_relaxed);
+        if (k > kRemoved && slots_[i].module == h) slots_[i].key.store(kRemoved, std::memory_order_release);
+      }
+    }
+    sink_.pushStruct(EventKind::kModuleUnload, ModuleUnloadEvent{h, t1});
+  }
+  return r;
+}
+
+void HookRecorder::recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1) {
+  SyncEvent e;
+  e.correlation_id = sink_.nextCorrelationId();
+  e.thread_id = collectorThreadId();
+  e.kind = kind;
+  e.stream = streamHandle(stream, variant);
+  e.event = reinterpret_cast<Handle>(event);
+  e.start_ns = t0;
+  e.end_ns = t1;
+  sink_.pushStruct(EventKind::kSync, e);
+}
+
+CUresult HookRecorder::CtxSynchronize(int variant) {
+  KFUSE_FORWARD(CtxSynchronize)
+  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kContext, nullptr, nullptr, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::CtxSynchronizeV2(int variant, CUcontext ctx) {
+  KFUSE_FORWARD(CtxSynchronizeV2, ctx)
+  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kContext, nullptr, nullptr, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::StreamSynchronize(int variant, CUstream stream) {
+  KFUSE_FORWARD(StreamSynchronize, stream)
+  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kStream, stream, nullptr, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::StreamDestroy(int variant, CUstream stream) {
+  KFUSE_FORWARD(StreamDestroy, stream)
+  if (r == CUDA_SUCCESS) {
+    sink_.pushStruct(EventKind::kStreamDestroy, StreamDestroyEvent{reinterpret_cast<Handle>(stream), t1});
+  }
+  return r;
+}
+
+CUresult HookRecorder::EventSynchronize(int variant, CUevent event) {
+  KFUSE_FORWARD(EventSynchronize, event)
+  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kEvent, nullptr, event, variant, t0, t1);
+  return r;
+}
+CUresult HookRecorder::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) {
+  KFUSE_FORWARD(StreamWaitEvent, stream, event, flags)
+  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kStreamWaitEvent, stream, event, variant, t0, t1);
+  return r;
+}
+
+CUresult HookRecorder::EventRecord(int variant, CUevent event, CUstream stream) {
+  KFUSE_FORWARD(EventRecord, event, stream)
+  if (r == CUDA_SUCCESS) {
+    sink_.pushStruct(EventKind::kEventRecord,
+                     EventRecordEvent{sink_.nextCorrelationId(), reinterpret_cast<Handle>(event),
+                                      streamHandle(stream, variant), t1});
+  }
+  return r;
+}
+CUresult HookRecorder::EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) {
+  KFUSE_FORWARD(EventRecordWithFlags, event, stream, flags)
+  if (r == CUDA_SUCCESS) {
+    sink_.pushStruct(EventKind::kEventRecord,
+                     EventRecordEvent{sink_.nextCorrelationId(), reinterpret_cast<Handle>(event),
+                                      streamHandle(stream, variant), t1});
+  }
+  return r;
+}
+
+}  // namespace kfuse::collector

@@ -1,0 +1,324 @@
+#include "kfuse/collector/hook_recorder.h"
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kfuse::collector {
+namespace {
+
+// A fake driver behind a DriverTable: two kernels with known layouts, a bump allocator.
+struct FakeKernel {
+  const char* name;
+  std::vector<std::pair<size_t, size_t>> params;
+};
+FakeKernel kSaxpy{"_Z5saxpyifPKfPf", {{0, 4}, {4, 4}, {8, 8}, {16, 8}}};
+FakeKernel kNoLayout{"mystery", {}};
+std::atomic<int> g_launches{0};
+std::atomic<uint64_t> g_next{0x10000};
+
+CUfunction handle(FakeKernel& k) {
+  return reinterpret_cast<CUfunction>(&k);
+}
+
+CUresult CUDAAPI fLaunch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                         void**, void**) {
+  g_launches.fetch_add(1);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fLaunchFails(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**) {
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI fLaunchEx(const CUlaunchConfig*, CUfunction, void**, void**) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
+  auto* k = reinterpret_cast<FakeKernel*>(f);
+  if (k == &kNoLayout) return CUDA_ERROR_NOT_SUPPORTED;
+  if (i >= k->params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *off = k->params[i].first;
+  *size = k->params[i].second;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fName(const char** name, CUfunction f) {
+  *name = reinterpret_cast<FakeKernel*>(f)->name;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fAlloc(CUdeviceptr* p, size_t n) {
+  *p = g_next.fetch_add((n + 255) / 256 * 256);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fFree(CUdeviceptr) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fHtoD(CUdeviceptr, const void*, size_t) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fSetD32Async(CUdeviceptr, unsigned, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fStreamSync(CUstream) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fEventRecord(CUevent, CUstream) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fStreamWait(CUstream, CUevent, unsigned) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fLoad(CUmodule* m, const void*) {
+  *m = reinterpret_cast<CUmodule>(0xabc);
+  return CUDA_SUCCESS;
+}
+
+struct Fixture {
+  DriverTable table;
+  MemorySink sink;
+  HookRecorder recorder{table, sink};
+  Fixture() {
+    table.LaunchKernel[0] = &fLaunch;
+    table.LaunchKernel[1] = &fLaunch;
+    table.LaunchKernelEx[0] = &fLaunchEx;
+    table.FuncGetParamInfo = &fParamInfo;
+    table.FuncGetName = &fName;
+    table.MemAlloc[0] = &fAlloc;
+    table.MemFree[0] = &fFree;
+    table.MemcpyHtoD[0] = &fHtoD;
+    table.MemsetD32Async[1] = &fSetD32Async;
+    table.StreamSynchronize[0] = &fStreamSync;
+    table.EventRecord[0] = &fEventRecord;
+    table.StreamWaitEvent[0] = &fStreamWait;
+    table.ModuleLoadData[0] = &fLoad;
+  }
+  const core::Trace& finish() {
+    EXPECT_TRUE(sink.finish().ok());
+    return sink.trace();
+  }
+};
+
+CUresult launchSaxpy(HookRecorder& r, int variant, CUstream stream, CUdeviceptr x, CUdeviceptr y, int n = 1024) {
+  float a = 2.5f;
+  void* params[] = {&n, &a, &x, &y};
+  return r.LaunchKernel(variant, handle(kSaxpy), 4, 2, 1, 256, 1, 1, 128, stream, params, nullptr);
+}
+
+TEST(HookRecorderTest, RecordsLaunchWithArgumentsLaidOutByParamInfo) {
+  Fixture f;
+  CUdeviceptr x = 0, y = 0;
+  ASSERT_EQ(f.recorder.MemAlloc(0, &x, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemAlloc(0, &y, 4096), CUDA_SUCCESS);
+  const int before = g_launches.load();
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, reinterpret_cast<CUstream>(0x700), x, y + 64), CUDA_SUCCESS);
+  EXPECT_EQ(g_launches.load(), before + 1);  // forwarded exactly once
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(t.functions[0].mangled_name, "_Z5saxpyifPKfPf");
+  ASSERT_EQ(t.functions[0].params.size(), 4u);
+  ASSERT_EQ(t.launches.size(), 1u);
+  const core::Launch& l = t.launches[0];
+  EXPECT_EQ(l.grid, (core::Dim3{4, 2, 1}));
+  EXPECT_EQ(l.block, (core::Dim3{256, 1, 1}));
+  EXPECT_EQ(l.dynamic_shared_bytes, 128u);
+  ASSERT_EQ(l.arg_bytes.size(), 24u);
+  int n;
+  float a;
+  std::memcpy(&n, l.arg_bytes.data(), 4);
+  std::memcpy(&a, l.arg_bytes.data() + 4, 4);
+  EXPECT_EQ(n, 1024);
+  EXPECT_EQ(a, 2.5f);
+  ASSERT_EQ(l.pointer_args.size(), 2u);
+  EXPECT_EQ(l.pointer_args[0].allocation_id, t.allocations[0].id);
+  EXPECT_EQ(l.pointer_args[1].allocation_id, t.allocations[1].id);
+  EXPECT_EQ(l.pointer_args[1].offset, 64u);
+  EXPECT_NE(l.api_start_ns, core::kNoTime);
+  EXPECT_LE(l.api_start_ns, l.api_end_ns);
+  EXPECT_GT(l.thread_id, 0);
+  EXPECT_EQ(t.streams[0].handle, 0x700u);
+}
+
+TEST(HookRecorderTest, PerThreadVariantRecordsThePerThreadDefaultStream) {
+  Fixture f;
+  ASSERT_EQ(launchSaxpy(f.recorder, kPerThread, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, kLegacy, nullptr, 0, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.streams.size(), 2u);
+  EXPECT_EQ(t.streams[0].handle, kPerThreadStream);
+  EXPECT_EQ(t.streams[1].handle, 0u);
+  EXPECT_TRUE(t.streams[0].is_default && t.streams[1].is_default);
+}
+
+TEST(HookRecorderTest, FailedLaunchesAreForwardedButNotRecorded) {
+  Fixture f;
+  f.table.LaunchKernel[0] = &fLaunchFails;
+  EXPECT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_TRUE(f.finish().launches.empty());
+}
+
+TEST(HookRecorderTest, DisabledRecorderOnlyForwards) {
+  Fixture f;
+  f.recorder.setEnabled(false);
+  const int before = g_launches.load();
+  EXPECT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(g_launches.load(), before + 1);
+  EXPECT_TRUE(f.finish().launches.empty());
+}
+
+TEST(HookRecorderTest, ExtraBufferArgumentsAreCopiedWhole) {
+  Fixture f;
+  uint8_t buffer[24] = {};
+  int n = 77;
+  std::memcpy(buffer, &n, 4);
+  size_t size = sizeof buffer;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  ASSERT_EQ(f.recorder.LaunchKernel(0, handle(kSaxpy), 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.launches.size(), 1u);
+  ASSERT_EQ(t.launches[0].arg_bytes.size(), 24u);
+  EXPECT_EQ(t.launches[0].arg_bytes[0], 77);
+}
+
+TEST(HookRecorderTest, LaunchKernelExRecordsConfigAndAttributesFlag) {
+  Fixture f;
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = 3;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 64;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = reinterpret_cast<CUstream>(0x900);
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 1;
+  float a = 1;
+  CUdeviceptr x = 0, y = 0;
+  void* params[] = {&n, &a, &x, &y};
+  ASSERT_EQ(f.recorder.LaunchKernelEx(0, &cfg, handle(kSaxpy), params, nullptr), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].grid, (core::Dim3{3, 1, 1}));
+  EXPECT_EQ(t.streams[0].handle, 0x900u);
+}
+
+TEST(HookRecorderTest, UnknownLayoutIsCountedNotGuessed) {
+  Fixture f;
+  int n = 1;
+  void* params[] = {&n};
+  ASSERT_EQ(f.recorder.LaunchKernel(0, handle(kNoLayout), 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_TRUE(t.launches[0].arg_bytes.empty());
+  bool counted = false;
+  for (const auto& s : t.stats) counted |= s.name == "launch_layout_unknown";
+  EXPECT_TRUE(counted);
+}
+
+TEST(HookRecorderTest, RecordsCopiesSetsSyncsEventsAndModuleImages) {
+  Fixture f;
+  CUdeviceptr x = 0;
+  ASSERT_EQ(f.recorder.MemAlloc(0, &x, 1 << 20), CUDA_SUCCESS);
+  std::vector<float> host(1024);
+  ASSERT_EQ(f.recorder.MemcpyHtoD(0, x + 4096, host.data(), 4096), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemsetD32Async(kPerThread, x, 7, 256, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.EventRecord(0, reinterpret_cast<CUevent>(0xe1), reinterpret_cast<CUstream>(0x700)),
+            CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.StreamWaitEvent(0, reinterpret_cast<CUstream>(0x800), reinterpret_cast<CUevent>(0xe1), 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.StreamSynchronize(0, reinterpret_cast<CUstream>(0x800)), CUDA_SUCCESS);
+  static const char kPtx[] = ".version 9.0\n.target sm_90\n";
+  CUmodule m;
+  ASSERT_EQ(f.recorder.ModuleLoadData(0, &m, kPtx), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemFree(0, x), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys[0].kind, core::MemcpyKind::kHostToDevice);
+  EXPECT_EQ(t.memcpys[0].bytes, 4096u);
+  EXPECT_EQ(t.memcpys[0].dst_allocation_id, t.allocations[0].id);
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets[0].bytes, 1024u);
+  EXPECT_EQ(t.memsets[0].element_size, 4);
+  EXPECT_TRUE(t.memsets[0].async);
+  ASSERT_EQ(t.events.size(), 1u);
+  ASSERT_EQ(t.syncs.size(), 2u);
+  EXPECT_EQ(t.syncs[0].kind, core::SyncKind::kStreamWaitEvent);
+  EXPECT_EQ(t.syncs[0].event_id, t.events[0].id);
+  EXPECT_EQ(t.syncs[1].kind, core::SyncKind::kStream);
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_EQ(t.modules[0].kind, core::ImageKind::kPtx);
+  EXPECT_EQ(t.modules[0].image.size(), sizeof kPtx);
+  EXPECT_NE(t.allocations[0].free_ns, core::kNoTime);
+}
+
+CUresult CUDAAPI fStreamDestroy(CUstream) {
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderTest, AStreamHandleReusedAfterDestroyIsANewStream) {
+  Fixture f;
+  f.table.StreamDestroy[0] = &fStreamDestroy;
+  const auto s = reinterpret_cast<CUstream>(0x700);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, s, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.StreamDestroy(0, s), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, s, 0, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.streams.size(), 2u);
+  EXPECT_NE(t.launches[0].stream_id, t.launches[1].stream_id);
+  EXPECT_EQ(t.streams[0].handle, t.streams[1].handle);
+}
+
+TEST(HookRecorderTest, FourThreadsOnFourStreamsRecordEveryLaunchExactlyOnce) {
+  Fixture f;
+  constexpr int kThreads = 4, kPerThread = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        launchSaxpy(f.recorder, 0, reinterpret_cast<CUstream>(0x1000 + t), 0, 0, i);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.launches.size(), size_t{kThreads * kPerThread});
+  EXPECT_EQ(t.functions.size(), 1u);  // described once, however many threads raced
+  std::map<core::Id, std::set<int>> per_stream;
+  for (const auto& l : t.launches) {
+    int n;
+    std::memcpy(&n, l.arg_bytes.data(), 4);
+    EXPECT_TRUE(per_stream[l.stream_id].insert(n).second);
+  }
+  ASSERT_EQ(per_stream.size(), size_t{kThreads});
+  for (const auto& [stream, ns] : per_stream) EXPECT_EQ(ns.size(), size_t{kPerThread});
+}
+
+TEST(HookRecorderTest, InspectsModuleImageKinds) {
+  const char ptx[] = ".version 9.0";
+  EXPECT_EQ(inspectModuleImage(ptx).kind, ImageKindCode::kPtx);
+  EXPECT_EQ(inspectModuleImage(ptx).size, sizeof ptx);
+  alignas(8) uint8_t fatbin[64] = {};
+  const uint32_t magic = 0xBA55ED50u;
+  const uint16_t header = 16;
+  const uint64_t payload = 48;
+  std::memcpy(fatbin, &magic, 4);
+  std::memcpy(fatbin + 6, &header, 2);
+  std::memcpy(fatbin + 8, &payload, 8);
+  EXPECT_EQ(inspectModuleImage(fatbin).kind, ImageKindCode::kFatbin);
+  EXPECT_EQ(inspectModuleImage(fatbin).size, 64u);
+  struct {
+    int magic = 0x466243B1;
+    int version = 1;
+    const void* data;
+    void* unused = nullptr;
+  } wrapper{0x466243B1, 1, fatbin, nullptr};
+  EXPECT_EQ(inspectModuleImage(&wrapper).kind, ImageKindCode::kFatbin);
+  EXPECT_EQ(inspectModuleImage(&wrapper).data, fatbin);
+}
+
+}  // namespace
+}  // namespace kfuse::collector

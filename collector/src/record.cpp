@@ -1,0 +1,204 @@
+#include "kfuse/collector/record.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include <cuda.h>
+
+namespace kfuse::collector {
+namespace fs = std::filesystem;
+namespace {
+
+bool isFile(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string joinCommand(const std::vector<std::string>& cmd) {
+  std::string out;
+  for (const auto& a : cmd) {
+    if (!out.empty()) out += ' ';
+    const bool quote = a.empty() || a.find_first_of(" \t'\"\\$") != std::string::npos;
+    out += quote ? "'" + a + "'" : a;
+  }
+  return out;
+}
+
+RecordedTrace inspect(const std::string& path) {
+  RecordedTrace t;
+  t.path = path;
+  auto reader = core::TraceReader::open(path);
+  if (!reader.ok()) {
+    t.error = reader.status().message();
+    return t;
+  }
+  auto counts = (*reader)->counts();
+  if (!counts.ok()) {
+    t.error = counts.status().message();
+    return t;
+  }
+  t.counts = *counts;
+  auto rest = (*reader)->readAllButLaunches();
+  if (rest.ok()) {
+    for (const auto& s : rest->stats) {
+      if (s.name == "collector_dropped_events") t.dropped_events = s.value;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Expected<std::string> findCollectorLibrary() {
+  if (const char* env = std::getenv("KFUSE_COLLECTOR_LIB"); env && *env) {
+    if (isFile(env)) return std::string(env);
+    return notFound(std::string("KFUSE_COLLECTOR_LIB=") + env + ": no such file");
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path candidate = exe.parent_path() / ".." / "lib" / "libkfuse_collector.so";
+    if (isFile(candidate.string())) return fs::weakly_canonical(candidate, ec).string();
+  }
+#ifdef KFUSE_COLLECTOR_BUILD_LIB
+  if (isFile(KFUSE_COLLECTOR_BUILD_LIB)) return std::string(KFUSE_COLLECTOR_BUILD_LIB);
+#endif
+  return notFound(
+      "cannot find libkfuse_collector.so (looked next to the kfuse executable in ../lib and in the build tree); "
+      "set KFUSE_COLLECTOR_LIB");
+}
+
+std::string detectBackend() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return "hook";
+  std::string backend = "hook";
+  // The emulator's stand-in and the test fake are not GPUs: CUPTI cannot trace them.
+  if (!dlsym(h, "kfuse_test_fake_launches") && !dlsym(h, "cuKfuseEmuGetLaunch")) {
+    auto init = reinterpret_cast<CUresult (*)(unsigned)>(dlsym(h, "cuInit"));
+    auto count = reinterpret_cast<CUresult (*)(int*)>(dlsym(h, "cuDeviceGetCount"));
+    int n = 0;
+    if (init && count && init(0) == CUDA_SUCCESS && count(&n) == CUDA_SUCCESS && n > 0) backend = "cupti";
+  }
+  return backend;  // the handle stays open: unloading a driver is not worth the risk
+}
+
+Expected<RecordResult> recordProgram(const RecordOptions& o) {
+  if (o.command.empty())
+    return invalidArgument("no program to record (usage: kfuse record [options] -- PROGRAM ARGS...)");
+  std::string lib = o.collector_library;
+  if (lib.empty()) {
+    KFUSE_ASSIGN_OR_RETURN(lib, findCollectorLibrary());
+  }
+  RecordResult result;
+  result.backend = o.backend.empty() ? detectBackend() : o.backend;
+  if (result.backend != "hook" && result.backend != "cupti") {
+    return invalidArgument("unknown backend '" + result.backend + "' (expected hook or cupti)");
+  }
+  if (o.output.empty()) return invalidArgument("empty output path");
+  std::error_code ec;
+  const fs::path out = fs::absolute(o.output, ec);
+  const fs::path dir = out.parent_path();
+  if (!fs::is_directory(dir, ec))
+    return ioError(o.output + ": cannot write the trace: directory " + dir.string() + " does not exist");
+  if (access(dir.c_str(), W_OK) != 0) {
+    return ioError(o.output + ": cannot write the trace: directory " + dir.string() + " is not writable");
+  }
+  const bool per_process = out.string().find("%p") != std::string::npos;
+  if (!per_process && fs::exists(out, ec)) {
+    if (!o.overwrite) return invalidArgument(o.output + ": already exists; pass --force to replace it");
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out.string() + suffix, ec);
+  }
+
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  const std::string command_line = joinCommand(o.command);
+  const auto started = fs::file_time_type::clock::now();
+
+  // Signals meant for the program (Ctrl-C) reach it through the terminal; kfuse waits for it either way.
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    return ioError(std::string("cannot start the program: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("KFUSE_OUTPUT", out.c_str(), 1);
+    setenv("KFUSE_BACKEND", result.backend.c_str(), 1);
+    setenv("KFUSE_COMMAND_LINE", command_line.c_str(), 1);
+    if (o.overwrite) setenv("KFUSE_OVERWRITE", "1", 1);
+    if (o.metrics) setenv("KFUSE_METRICS", "1", 1);
+    if (o.gpu_time) setenv("KFUSE_GPU_TIME", "1", 1);
+    if (result.backend == "cupti") setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "kfuse: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  result.pid = pid;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+
+  if (!per_process) {
+    if (fs::exists(out, ec)) result.traces.push_back(inspect(out.string()));
+    return result;
+  }
+  // One trace per process: every file matching the pattern written since the program started.
+  const std::string name = out.filename().string();
+  std::string re;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name.compare(i, 2, "%p") == 0) {
+      re += "[0-9]+";
+      ++i;
+    } else if (std::strchr(".^$|()[]{}*+?\\", name[i])) {
+      re += '\\';
+      re += name[i];
+    } else {
+      re += name[i];
+    }
+  }
+  const std::regex pattern(re);
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string fname = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || !std::regex_match(fname, pattern)) continue;
+    if (entry.last_write_time(ec) + std::chrono::seconds(1) < started) continue;
+    found.push_back(entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  for (const auto& f : found) result.traces.push_back(inspect(f));
+  return result;
+}
+
+std::string summarizeRecordedTrace(const RecordedTrace& t) {
+  if (!t.error.empty()) return "unreadable: " + t.error;
+  const core::TraceCounts& c = t.counts;
+  return std::to_string(c.launches) + " launches of " + std::to_string(c.functions) + " kernels, " +
+         std::to_string(c.modules) + " modules, " + std::to_string(c.allocations) + " allocations, " +
+         std::to_string(c.memcpys) + " memcpys, " + std::to_string(c.memsets) + " memsets, " + std::to_string(c.syncs) +
+         " syncs, " + std::to_string(t.dropped_events) + " dropped events";
+}
+
+}  // namespace kfuse::collector

@@ -1,0 +1,159 @@
+// End to end on the emulator's stand-in libcuda.so.1 (label `emulator`): the driver-API examples recorded with
+// the hook backend, checked against what each example is known to do, plus a 4-thread / 4-stream program.
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "kfuse/collector/record.h"
+#include "kfuse/core/trace_store.h"
+
+namespace kfuse::collector {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StandinRecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(KFUSE_TEST_STANDIN_DIR "/libcuda.so.1")) GTEST_SKIP() << "stand-in driver not built";
+    const char* old = std::getenv("LD_LIBRARY_PATH");
+    old_ = old ? old : "";
+    setenv("LD_LIBRARY_PATH", KFUSE_TEST_STANDIN_DIR, 1);
+  }
+  void TearDown() override { setenv("LD_LIBRARY_PATH", old_.c_str(), 1); }
+
+  core::Trace record(const std::string& program, int* exit_code = nullptr) {
+    if (!fs::exists(program)) {
+      ADD_FAILURE() << program << " is not built";
+      return {};
+    }
+    const fs::path dir = fs::temp_directory_path() / ("kfuse_standin_test_" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    RecordOptions o;
+    o.output = (dir / (fs::path(program).filename().string() + ".sqlite")).string();
+    o.overwrite = true;
+    o.collector_library = KFUSE_TEST_PRELOAD_LIB;
+    o.command = {program};
+    auto r = recordProgram(o);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return {};
+    EXPECT_EQ(r->backend, "hook");  // detected: the stand-in is not a GPU
+    if (exit_code) *exit_code = r->exit_code;
+    EXPECT_EQ(r->exit_code, 0) << program;
+    auto reader = core::TraceReader::open(o.output);
+    EXPECT_TRUE(reader.ok()) << reader.status().message();
+    if (!reader.ok()) return {};
+    auto t = (*reader)->readAll();
+    EXPECT_TRUE(t.ok());
+    return t.ok() ? *t : core::Trace{};
+  }
+
+  std::string old_;
+};
+
+std::string example(const std::string& name) {
+  return KFUSE_TEST_EXAMPLES_DIR "/" + name;
+}
+
+std::set<std::string> kernelNames(const core::Trace& t) {
+  std::set<std::string> names;
+  for (const auto& f : t.functions) names.insert(f.mangled_name);
+  return names;
+}
+
+void expectEmulatedMetricsForEveryLaunch(const core::Trace& t) {
+  std::map<core::Id, std::set<std::string>> per_launch;
+  for (const auto& m : t.metrics) {
+    EXPECT_EQ(m.source, core::MetricSource::kEmulated);
+    per_launch[m.launch_id].insert(m.name);
+  }
+  EXPECT_EQ(per_launch.size(), t.launches.size());
+  for (const auto& [id, names] : per_launch) {
+    EXPECT_TRUE(names.count("dram_bytes_read") && names.count("flops_fp32")) << "launch " << id;
+  }
+}
+
+TEST_F(StandinRecordTest, VectorAddIsRecordedWithArgumentsAllocationsCopiesAndMetrics) {
+  core::Trace t = record(example("vector_add"));
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(kernelNames(t), (std::set<std::string>{"vector_add"}));
+  const core::Launch& l = t.launches[0];
+  EXPECT_EQ(l.grid, (core::Dim3{256, 1, 1}));  // 2^16 elements in blocks of 256
+  EXPECT_EQ(l.block, (core::Dim3{256, 1, 1}));
+  ASSERT_EQ(l.arg_bytes.size(), 28u);  // a, b, c pointers and n
+  int n = 0;
+  std::memcpy(&n, l.arg_bytes.data() + 24, 4);
+  EXPECT_EQ(n, 1 << 16);
+  ASSERT_EQ(l.pointer_args.size(), 3u);
+  std::set<core::Id> allocations;
+  for (const auto& p : l.pointer_args) {
+    EXPECT_NE(p.allocation_id, core::kNoId);
+    EXPECT_EQ(p.offset, 0u);
+    allocations.insert(p.allocation_id);
+  }
+  EXPECT_EQ(allocations.size(), 3u);
+  ASSERT_EQ(t.memcpys.size(), 3u);  // two uploads, one download of 2^16 floats
+  for (const auto& m : t.memcpys) EXPECT_EQ(m.bytes, 262144u);
+  EXPECT_EQ(t.memcpys[0].kind, core::MemcpyKind::kHostToDevice);
+  EXPECT_EQ(t.memcpys[2].kind, core::MemcpyKind::kDeviceToHost);
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_EQ(t.modules[0].kind, core::ImageKind::kPtx);
+  expectEmulatedMetricsForEveryLaunch(t);
+  double flops = -1, read = -1;
+  for (const auto& m : t.metrics) {
+    if (m.name == "flops_fp32") flops = m.value;
+    if (m.name == "dram_bytes_read") read = m.value;
+  }
+  EXPECT_EQ(flops, 65536.0);      // one add per element
+  EXPECT_EQ(read, 2 * 262144.0);  // a and b
+  ASSERT_EQ(t.devices.size(), 1u);
+}
+
+TEST_F(StandinRecordTest, EveryExampleIsRecordedWithExactLaunchCounts) {
+  const std::map<std::string, std::pair<size_t, std::set<std::string>>> expected = {
+      {"elementwise_chain", {12, {"scale", "add", "relu", "mul"}}},
+      {"mlp_block", {24, {"layernorm", "matmul", "bias_add", "gelu", "residual_add"}}},
+      {"many_small_kernels", {32, {"axpb", "square"}}},
+      {"histogram", {1, {"histogram"}}},
+      {"reduction", {2, {"reduce_sum"}}},
+      {"stencil", {6, {"jacobi"}}},
+  };
+  for (const auto& [name, want] : expected) {
+    SCOPED_TRACE(name);
+    core::Trace t = record(example(name));
+    EXPECT_EQ(t.launches.size(), want.first);
+    EXPECT_EQ(kernelNames(t), want.second);
+    for (const auto& l : t.launches) EXPECT_FALSE(l.pointer_args.empty());
+    expectEmulatedMetricsForEveryLaunch(t);
+  }
+}
+
+TEST_F(StandinRecordTest, FourThreadsOnFourStreamsRecordEveryLaunchExactlyOnce) {
+  core::Trace t = record(KFUSE_TEST_STANDIN_THREADS);
+  ASSERT_EQ(t.launches.size(), 400u);
+  std::map<core::Id, std::multiset<float>> values_per_stream;
+  for (const auto& l : t.launches) {
+    ASSERT_EQ(l.arg_bytes.size(), 16u);
+    float v;
+    std::memcpy(&v, l.arg_bytes.data() + 12, 4);
+    values_per_stream[l.stream_id].insert(v);
+    ASSERT_EQ(l.pointer_args.size(), 1u);
+  }
+  ASSERT_EQ(values_per_stream.size(), 4u);
+  std::set<float> seen;
+  for (const auto& [stream, values] : values_per_stream) {
+    EXPECT_EQ(values.size(), 100u);
+    EXPECT_EQ(values.count(*values.begin()), 100u);  // one thread per stream
+    seen.insert(*values.begin());
+  }
+  EXPECT_EQ(seen, (std::set<float>{0, 1, 2, 3}));
+  expectEmulatedMetricsForEveryLaunch(t);
+}
+
+}  // namespace
+}  // namespace kfuse::collector

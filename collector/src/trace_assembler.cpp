@@ -1,0 +1,544 @@
+#include "trace_assembler.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace kfuse::collector {
+namespace {
+
+template <class T>
+T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+std::string demangle(const std::string& mangled) {
+  if (mangled.rfind("_Z", 0) != 0) return {};
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : "";
+  std::free(d);
+  return out;
+}
+
+core::ImageKind imageKind(ImageKindCode k) {
+  switch (k) {
+    case ImageKindCode::kPtx: return core::ImageKind::kPtx;
+    case ImageKindCode::kCubin: return core::ImageKind::kCubin;
+    case ImageKindCode::kFatbin: return core::ImageKind::kFatbin;
+    default: return core::ImageKind::kUnknown;
+  }
+}
+
+core::AllocationKind allocKind(AllocKindCode k) {
+  switch (k) {
+    case AllocKindCode::kDevice: return core::AllocationKind::kDevice;
+    case AllocKindCode::kHostPinned: return core::AllocationKind::kHostPinned;
+    case AllocKindCode::kManaged: return core::AllocationKind::kManaged;
+    case AllocKindCode::kPool: return core::AllocationKind::kPool;
+    case AllocKindCode::kArray: return core::AllocationKind::kArray;
+    default: return core::AllocationKind::kUnknown;
+  }
+}
+
+core::MemcpyKind copyKind(CopyKindCode k) {
+  switch (k) {
+    case CopyKindCode::kHostToDevice: return core::MemcpyKind::kHostToDevice;
+    case CopyKindCode::kDeviceToHost: return core::MemcpyKind::kDeviceToHost;
+    case CopyKindCode::kDeviceToDevice: return core::MemcpyKind::kDeviceToDevice;
+    case CopyKindCode::kHostToHost: return core::MemcpyKind::kHostToHost;
+    case CopyKindCode::kPeer: return core::MemcpyKind::kPeer;
+    default: return core::MemcpyKind::kUnknown;
+  }
+}
+
+core::SyncKind syncKind(SyncKindCode k) {
+  switch (k) {
+    case SyncKindCode::kContext: return core::SyncKind::kContext;
+    case SyncKindCode::kStream: return core::SyncKind::kStream;
+    case SyncKindCode::kEvent: return core::SyncKind::kEvent;
+    case SyncKindCode::kStreamWaitEvent: return core::SyncKind::kStreamWaitEvent;
+    default: return core::SyncKind::kUnknown;
+  }
+}
+
+std::string fixedString(const char* s, size_t max) {
+  return std::string(s, strnlen(s, max));
+}
+
+struct CounterInfo {
+  const char* name;
+  core::StatSeverity severity;
+  const char* description;
+};
+constexpr CounterInfo kCounterInfo[] = {
+    {"launch_layout_unknown", core::StatSeverity::kWarning,
+     "launches whose parameter layout the driver did not report: arguments not split or resolved"},
+    {"launch_args_truncated", core::StatSeverity::kWarning, "launches whose argument buffer was cut at 32 KiB"},
+    {"launch_unknown_function", core::StatSeverity::kWarning, "launches of a function never described"},
+    {"launch_without_gpu_time", core::StatSeverity::kWarning,
+     "launches whose GPU activity record never arrived (written without GPU times)"},
+    {"unmatched_gpu_records", core::StatSeverity::kWarning,
+     "kernel activity records with no launch callback (recorded as launches from the record alone)"},
+    {"free_of_unknown_address", core::StatSeverity::kInfo,
+     "frees of memory allocated before recording started (recorded as allocations of unknown origin)"},
+    {"allocation_replaced", core::StatSeverity::kInfo, "allocations overlapping a live one whose free was never seen"},
+    {"metric_without_launch", core::StatSeverity::kWarning, "metrics whose launch was not found"},
+    {"bad_events", core::StatSeverity::kError, "malformed collector events (a kfuse bug)"},
+};
+
+}  // namespace
+
+Status TraceOutput::add(const core::Stat& v) {
+  for (auto& s : t_.stats) {
+    if (s.name == v.name) {
+      s = v;
+      return {};
+    }
+  }
+  t_.stats.push_back(v);
+  return {};
+}
+
+Status TraceOutput::setAllocationFreed(core::Id id, int64_t ns) {
+  for (auto& a : t_.allocations) {
+    if (a.id == id) a.free_ns = ns;
+  }
+  return {};
+}
+
+TraceAssembler::TraceAssembler(RecordOutput& out, AssemblerOptions options) : out_(out), options_(std::move(options)) {}
+
+Status TraceAssembler::ensureProcess() {
+  if (process_written_) return {};
+  process_written_ = true;
+  return out_.add(core::Process{1, options_.pid, options_.process_name});
+}
+
+Expected<core::Id> TraceAssembler::streamId(Handle stream, int64_t native_id) {
+  if (native_id >= 0 && stream == 0) {  // CUPTI records: only the native id is known
+    auto it = native_streams_.find(native_id);
+    if (it != native_streams_.end()) return it->second;
+    core::Stream s;
+    s.id = ++next_stream_;
+    s.native_id = native_id;
+    KFUSE_RETURN_IF_ERROR(out_.add(s));
+    native_streams_.emplace(native_id, s.id);
+    return s.id;
+  }
+  if (stream == 0x1) stream = 0;  // CU_STREAM_LEGACY is the legacy default stream
+  auto it = streams_.find(stream);
+  if (it != streams_.end()) return it->second;
+  core::Stream s;
+  s.id = ++next_stream_;
+  s.handle = stream;
+  s.native_id = native_id;
+  s.is_default = stream == 0 || stream == kPerThreadStream;
+  KFUSE_RETURN_IF_ERROR(out_.add(s));
+  streams_.emplace(stream, s.id);
+  if (native_id >= 0) native_streams_.emplace(native_id, s.id);
+  return s.id;
+}
+
+core::Id TraceAssembler::resolveAllocation(uint64_t address) {
+  if (address == 0) return core::kNoId;
+  auto hit = allocations_.find(address);
+  return hit ? hit->allocation_id : core::kNoId;
+}
+
+Status TraceAssembler::consume(EventKind kind, const uint8_t* p, size_t size) {
+  ++consumed_;
+  KFUSE_RETURN_IF_ERROR(ensureProcess());
+  auto need = [&](size_t n) { return size >= n; };
+  switch (kind) {
+    case EventKind::kLaunch: {
+      if (!need(sizeof(LaunchEvent))) break;
+      auto e = load<LaunchEvent>(p);
+      if (size < sizeof e + e.arg_size) break;
+      return onLaunch(e, p + sizeof e);
+    }
+    case EventKind::kFunction: {
+      if (!need(sizeof(FunctionEvent))) break;
+      auto e = load<FunctionEvent>(p);
+      if (e.param_count > kMaxParams || size < sizeof e + e.param_count * sizeof(ParamLayout) + e.name_size) break;
+      std::vector<ParamLayout> params(e.param_count);
+      if (e.param_count) std::memcpy(params.data(), p + sizeof e, e.param_count * sizeof(ParamLayout));
+      std::string name(reinterpret_cast<const char*>(p + sizeof e + e.param_count * sizeof(ParamLayout)), e.name_size);
+      return onFunction(e, params.data(), name.c_str());
+    }
+    case EventKind::kModule:
+      if (!need(sizeof(ModuleEvent))) break;
+      return onModule(load<ModuleEvent>(p));
+    case EventKind::kModuleUnload: {
+      if (!need(sizeof(ModuleUnloadEvent))) break;
+      auto e = load<ModuleUnloadEvent>(p);
+      // Handles may be reused by a later load: forget functions of this module.
+      modules_.erase(e.module);
+      return {};
+    }
+    case EventKind::kStreamDestroy: {
+      if (!need(sizeof(StreamDestroyEvent))) break;
+      // A later stream may get the same handle: it will be a new Stream record.
+      streams_.erase(load<StreamDestroyEvent>(p).stream);
+      return {};
+    }
+    case EventKind::kAlloc:
+      if (!need(sizeof(AllocEvent))) break;
+      return onAlloc(load<AllocEvent>(p));
+    case EventKind::kFree:
+      if (!need(sizeof(FreeEvent))) break;
+      return onFree(load<FreeEvent>(p));
+    case EventKind::kMemcpy:
+      if (!need(sizeof(MemcpyEvent))) break;
+      return onMemcpy(load<MemcpyEvent>(p));
+    case EventKind::kMemset:
+      if (!need(sizeof(MemsetEvent))) break;
+      return onMemset(load<MemsetEvent>(p));
+    case EventKind::kSync:
+      if (!need(sizeof(SyncEvent))) break;
+      return onSync(load<SyncEvent>(p));
+    case EventKind::kEventRecord:
+      if (!need(sizeof(EventRecordEvent))) break;
+      return onEventRecord(load<EventRecordEvent>(p));
+    case EventKind::kDevice:
+      if (!need(sizeof(DeviceEvent))) break;
+      return onDevice(load<DeviceEvent>(p));
+    case EventKind::kGpuTime: {
+      if (!need(sizeof(GpuTimeEvent))) break;
+      auto e = load<GpuTimeEvent>(p);
+      if (size < sizeof e + e.name_size) break;
+      std::string name(reinterpret_cast<const char*>(p + sizeof e), e.name_size);
+      return onGpuTime(e, name.c_str());
+    }
+    case EventKind::kMetric:
+      if (!need(sizeof(MetricEvent))) break;
+      return onMetric(load<MetricEvent>(p));
+    case EventKind::kNvtx: {
+      if (!need(sizeof(NvtxEvent))) break;
+      auto e = load<NvtxEvent>(p);
+      if (size < sizeof e + e.name_size) break;
+      std::string name(reinterpret_cast<const char*>(p + sizeof e), e.name_size);
+      return onNvtx(e, name.c_str());
+    }
+    case EventKind::kStat:
+      if (!need(sizeof(StatEvent))) break;
+      return onStat(load<StatEvent>(p));
+    default: break;
+  }
+  count("bad_events");
+  return {};
+}
+
+Status TraceAssembler::onFunction(const FunctionEvent& e, const ParamLayout* params, const char* name) {
+  FunctionInfo info;
+  info.id = ++next_function_;
+  info.params.assign(params, params + e.param_count);
+  info.layout_known = e.layout_known != 0;
+  info.static_shared = e.static_shared_bytes;
+  info.registers = e.registers_per_thread;
+  core::KernelFunction f;
+  f.id = info.id;
+  auto mod = modules_.find(e.module);
+  f.module_id = mod == modules_.end() ? core::kNoId : mod->second;
+  f.mangled_name = name;
+  f.demangled_name = demangle(f.mangled_name);
+  for (uint32_t i = 0; i < e.param_count; ++i) {
+    core::KernelParam kp;
+    kp.index = static_cast<int>(i);
+    kp.offset = static_cast<int>(params[i].offset);
+    kp.size = static_cast<int>(params[i].size);
+    f.params.push_back(kp);
+  }
+  functions_[e.function] = std::move(info);
+  functions_by_name_[f.mangled_name] = f.id;
+  return out_.add(f);
+}
+
+Expected<core::Id> TraceAssembler::functionForName(const std::string& name) {
+  auto it = functions_by_name_.find(name);
+  if (it != functions_by_name_.end()) return it->second;
+  core::KernelFunction f;
+  f.id = ++next_function_;
+  f.mangled_name = name;
+  f.demangled_name = demangle(name);
+  KFUSE_RETURN_IF_ERROR(out_.add(f));
+  functions_by_name_.emplace(name, f.id);
+  return f.id;
+}
+
+Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
+  core::Launch l;
+  l.id = ++next_launch_;
+  l.correlation_id = e.correlation_id;
+  l.thread_id = e.thread_id;
+  KFUSE_ASSIGN_OR_RETURN(l.stream_id, streamId(e.stream));
+  l.grid = core::Dim3{e.grid[0], e.grid[1], e.grid[2]};
+  l.block = core::Dim3{e.block[0], e.block[1], e.block[2]};
+  l.dynamic_shared_bytes = e.dynamic_shared_bytes;
+  l.api_start_ns = e.api_start_ns;
+  l.api_end_ns = e.api_end_ns;
+  l.arg_bytes.assign(args, args + e.arg_size);
+  if (e.flags & kLaunchArgsTruncated) count("launch_args_truncated");
+  auto fit = functions_.find(e.function);
+  if (fit == functions_.end()) {
+    count("launch_unknown_function");
+  } else {
+    const FunctionInfo& fi = fit->second;
+    l.function_id = fi.id;
+    l.static_shared_bytes = fi.static_shared;
+    l.registers_per_thread = fi.registers;
+    if (!(e.flags & kLaunchLayoutKnown) || !fi.layout_known) {
+      count("launch_layout_unknown");
+    } else {
+      // Pointer resolution: every pointer-sized argument that falls inside a live allocation.
+      for (size_t i = 0; i < fi.params.size(); ++i) {
+        const ParamLayout& pl = fi.params[i];
+        if (pl.size != 8 || uint64_t{pl.offset} + 8 > e.arg_size) continue;
+        const uint64_t value = load<uint64_t>(args + pl.offset);
+        if (value == 0) continue;
+        if (auto hit = allocations_.find(value)) {
+          l.pointer_args.push_back(core::PointerArg{static_cast<int>(i), value, hit->allocation_id, hit->offset});
+        }
+      }
+    }
+  }
+  if (launch_by_correlation_.size() > (1u << 20)) launch_by_correlation_.clear();
+  launch_by_correlation_[e.correlation_id] = l.id;
+  if (e.flags & kLaunchWaitsForGpuTime) {
+    pending_.emplace(e.correlation_id, std::move(l));
+    if (pending_.size() > options_.max_pending_launches) return writePending(options_.max_pending_launches / 2);
+    return {};
+  }
+  return out_.add(l);
+}
+
+Status TraceAssembler::writePending(size_t keep) {
+  while (pending_.size() > keep) {
+    auto it = pending_.begin();
+    count("launch_without_gpu_time");
+    KFUSE_RETURN_IF_ERROR(out_.add(it->second));
+    pending_.erase(it);
+  }
+  return {};
+}
+
+Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
+  if (e.target != GpuTimeTarget::kLaunch) return {};  // memcpy/memset come with their GPU times
+  auto it = pending_.find(e.correlation_id);
+  if (it != pending_.end()) {
+    core::Launch l = std::move(it->second);
+    pending_.erase(it);
+    l.gpu_start_ns = e.start_ns;
+    l.gpu_end_ns = e.end_ns;
+    if (e.static_shared_bytes) l.static_shared_bytes = e.static_shared_bytes;
+    if (e.registers_per_thread) l.registers_per_thread = e.registers_per_thread;
+    return out_.add(l);
+  }
+  // A kernel with no launch callback (graph node, internal launch): record what the activity record says.
+  count("unmatched_gpu_records");
+  core::Launch l;
+  l.id = ++next_launch_;
+  l.correlation_id = e.correlation_id;
+  KFUSE_ASSIGN_OR_RETURN(l.stream_id, streamId(0, e.stream_native_id));
+  KFUSE_ASSIGN_OR_RETURN(l.function_id, functionForName(name));
+  l.grid = core::Dim3{e.grid[0], e.grid[1], e.grid[2]};
+  l.block = core::Dim3{e.block[0], e.block[1], e.block[2]};
+  l.dynamic_shared_bytes = e.dynamic_shared_bytes;
+  l.static_shared_bytes = e.static_shared_bytes;
+  l.registers_per_thread = e.registers_per_thread;
+  l.gpu_start_ns = e.start_ns;
+  l.gpu_end_ns = e.end_ns;
+  return out_.add(l);
+}
+
+Status TraceAssembler::onModule(const ModuleEvent& e) {
+  core::Module m;
+  m.id = ++next_module_;
+  m.kind = imageKind(e.kind);
+  m.load_ns = e.load_ns;
+  if (e.image && e.image_size) m.image.assign(e.image, e.image + e.image_size);
+  delete[] e.image;
+  modules_[e.module] = m.id;
+  return out_.add(m);
+}
+
+Status TraceAssembler::onAlloc(const AllocEvent& e) {
+  core::Allocation a;
+  a.id = ++next_alloc_;
+  a.address = e.address;
+  a.size = e.size;
+  a.kind = allocKind(e.kind);
+  a.alloc_ns = e.ns;
+  std::vector<core::Id> evicted;
+  allocations_.insert(e.address, e.size, a.id, &evicted);
+  if (!evicted.empty()) count("allocation_replaced", static_cast<int64_t>(evicted.size()));
+  return out_.add(a);
+}
+
+Status TraceAssembler::onFree(const FreeEvent& e) {
+  if (e.address == 0) return {};
+  if (auto id = allocations_.erase(e.address)) return out_.setAllocationFreed(*id, e.ns);
+  // Allocated before recording started: known to have existed, origin and size unknown (not guessed).
+  count("free_of_unknown_address");
+  core::Allocation a;
+  a.id = ++next_alloc_;
+  a.address = e.address;
+  a.kind = e.host ? core::AllocationKind::kHostPinned : core::AllocationKind::kUnknown;
+  a.free_ns = e.ns;
+  return out_.add(a);
+}
+
+Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
+  core::Memcpy m;
+  m.id = ++next_memcpy_;
+  m.correlation_id = e.correlation_id;
+  m.thread_id = e.thread_id;
+  KFUSE_ASSIGN_OR_RETURN(m.stream_id, streamId(e.stream, e.stream_native_id));
+  m.kind = copyKind(e.kind);
+  m.src_address = e.src;
+  m.dst_address = e.dst;
+  m.src_allocation_id = resolveAllocation(e.src);
+  m.dst_allocation_id = resolveAllocation(e.dst);
+  m.bytes = e.bytes;
+  m.async = e.async != 0;
+  m.api_start_ns = e.api_start_ns;
+  m.api_end_ns = e.api_end_ns;
+  m.gpu_start_ns = e.gpu_start_ns;
+  m.gpu_end_ns = e.gpu_end_ns;
+  return out_.add(m);
+}
+
+Status TraceAssembler::onMemset(const MemsetEvent& e) {
+  core::Memset m;
+  m.id = ++next_memset_;
+  m.correlation_id = e.correlation_id;
+  m.thread_id = e.thread_id;
+  KFUSE_ASSIGN_OR_RETURN(m.stream_id, streamId(e.stream, e.stream_native_id));
+  m.dst_address = e.dst;
+  m.dst_allocation_id = resolveAllocation(e.dst);
+  m.bytes = e.bytes;
+  m.value = e.value;
+  m.element_size = static_cast<int>(e.element_size);
+  m.async = e.async != 0;
+  m.api_start_ns = e.api_start_ns;
+  m.api_end_ns = e.api_end_ns;
+  m.gpu_start_ns = e.gpu_start_ns;
+  m.gpu_end_ns = e.gpu_end_ns;
+  return out_.add(m);
+}
+
+Status TraceAssembler::onSync(const SyncEvent& e) {
+  core::Sync s;
+  s.id = ++next_sync_;
+  s.correlation_id = e.correlation_id;
+  s.thread_id = e.thread_id;
+  s.kind = syncKind(e.kind);
+  if (e.kind == SyncKindCode::kStream || e.kind == SyncKindCode::kStreamWaitEvent) {
+    KFUSE_ASSIGN_OR_RETURN(s.stream_id, streamId(e.stream, e.stream_native_id));
+  }
+  if (e.event) {
+    auto it = events_.find(e.event);
+    if (it != events_.end()) s.event_id = it->second;
+  }
+  s.start_ns = e.start_ns;
+  s.end_ns = e.end_ns;
+  return out_.add(s);
+}
+
+Status TraceAssembler::onEventRecord(const EventRecordEvent& e) {
+  core::Event ev;
+  ev.id = ++next_event_;
+  ev.correlation_id = e.correlation_id;
+  ev.handle = e.event;
+  KFUSE_ASSIGN_OR_RETURN(ev.stream_id, streamId(e.stream));
+  ev.record_ns = e.ns;
+  events_[e.event] = ev.id;
+  return out_.add(ev);
+}
+
+Status TraceAssembler::onDevice(const DeviceEvent& e) {
+  core::Device d;
+  d.id = ++next_device_;
+  d.ordinal = e.ordinal;
+  d.name = fixedString(e.name, sizeof e.name);
+  d.cc_major = e.cc_major;
+  d.cc_minor = e.cc_minor;
+  d.sm_count = e.sm_count;
+  d.memory_bytes = e.memory_bytes;
+  d.clock_khz = e.clock_khz;
+  return out_.add(d);
+}
+
+Status TraceAssembler::onMetric(const MetricEvent& e) {
+  auto it = launch_by_correlation_.find(e.correlation_id);
+  if (it == launch_by_correlation_.end()) {
+    count("metric_without_launch");
+    return {};
+  }
+  core::Metric m;
+  m.launch_id = it->second;
+  m.name = fixedString(e.name, sizeof e.name);
+  m.unit = fixedString(e.unit, sizeof e.unit);
+  m.value = e.value;
+  m.source = e.source == MetricSourceCode::kEmulated    ? core::MetricSource::kEmulated
+             : e.source == MetricSourceCode::kEstimated ? core::MetricSource::kEstimated
+                                                        : core::MetricSource::kMeasured;
+  return out_.add(m);
+}
+
+Status TraceAssembler::onNvtx(const NvtxEvent& e, const char* name) {
+  core::NvtxRange r;
+  r.id = ++next_nvtx_;
+  r.name = name;
+  r.thread_id = e.thread_id;
+  r.start_ns = e.start_ns;
+  r.end_ns = e.end_ns;
+  return out_.add(r);
+}
+
+Status TraceAssembler::onStat(const StatEvent& e) {
+  core::Stat s;
+  s.name = fixedString(e.name, sizeof e.name);
+  s.description = fixedString(e.description, sizeof e.description);
+  s.severity = static_cast<core::StatSeverity>(e.severity <= 2 ? e.severity : 2);
+  auto [it, inserted] = producer_stats_.emplace(s.name, s);
+  if (!inserted)
+    it->second.value += e.value;
+  else
+    it->second.value = e.value;
+  return {};
+}
+
+Status TraceAssembler::finish(const SinkStats& sink) {
+  KFUSE_RETURN_IF_ERROR(ensureProcess());
+  KFUSE_RETURN_IF_ERROR(writePending(0));
+  auto stat = [&](const char* name, int64_t value, core::StatSeverity sev, const char* what) {
+    return out_.add(core::Stat{name, value, sev, what});
+  };
+  KFUSE_RETURN_IF_ERROR(stat("collector_events", static_cast<int64_t>(sink.events), core::StatSeverity::kInfo,
+                             "events the collector accepted"));
+  KFUSE_RETURN_IF_ERROR(stat("collector_dropped_events", static_cast<int64_t>(sink.dropped),
+                             sink.dropped ? core::StatSeverity::kWarning : core::StatSeverity::kInfo,
+                             "events dropped because the writer could not keep up (queue full) or had failed"));
+  if (sink.dropped_images) {
+    KFUSE_RETURN_IF_ERROR(stat("collector_dropped_module_images", static_cast<int64_t>(sink.dropped_images),
+                               core::StatSeverity::kWarning, "module images left out (image memory budget)"));
+  }
+  if (sink.waits) {
+    KFUSE_RETURN_IF_ERROR(stat("collector_backpressure_waits", static_cast<int64_t>(sink.waits),
+                               core::StatSeverity::kInfo, "times an application thread waited for the writer"));
+  }
+  for (const CounterInfo& ci : kCounterInfo) {
+    auto it = counters_.find(ci.name);
+    if (it != counters_.end() && it->second) {
+      KFUSE_RETURN_IF_ERROR(stat(ci.name, it->second, ci.severity, ci.description));
+    }
+  }
+  for (const auto& [name, s] : producer_stats_) KFUSE_RETURN_IF_ERROR(out_.add(s));
+  return {};
+}
+
+}  // namespace kfuse::collector

@@ -1,0 +1,160 @@
+// TraceAssembler: turns raw collector events (events.h), in queue order, into core::Trace records written to a
+// RecordOutput. It owns the handle tables (stream, function, module, event), the AddressMap for pointer
+// resolution, and the launches waiting for their GPU times (CUPTI). Single-threaded: the sink's consumer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kfuse/collector/address_map.h"
+#include "kfuse/collector/events.h"
+#include "kfuse/collector/trace_sink.h"
+#include "kfuse/core/status.h"
+#include "kfuse/core/trace.h"
+#include "kfuse/core/trace_store.h"
+
+namespace kfuse::collector {
+
+class RecordOutput {
+ public:
+  virtual ~RecordOutput() = default;
+  virtual Status add(const core::Process& v) = 0;
+  virtual Status add(const core::Device& v) = 0;
+  virtual Status add(const core::Stream& v) = 0;
+  virtual Status add(const core::Module& v) = 0;
+  virtual Status add(const core::KernelFunction& v) = 0;
+  virtual Status add(const core::Launch& v) = 0;
+  virtual Status add(const core::Allocation& v) = 0;
+  virtual Status add(const core::Memcpy& v) = 0;
+  virtual Status add(const core::Memset& v) = 0;
+  virtual Status add(const core::Sync& v) = 0;
+  virtual Status add(const core::Event& v) = 0;
+  virtual Status add(const core::NvtxRange& v) = 0;
+  virtual Status add(const core::Metric& v) = 0;
+  virtual Status add(const core::Stat& v) = 0;
+  virtual Status setAllocationFreed(core::Id id, int64_t free_ns) = 0;
+};
+
+// Writes into a core::TraceWriter (the SQLite sink).
+class WriterOutput final : public RecordOutput {
+ public:
+  explicit WriterOutput(core::TraceWriter& w) : w_(w) {}
+  Status add(const core::Process& v) override { return w_.add(v); }
+  Status add(const core::Device& v) override { return w_.add(v); }
+  Status add(const core::Stream& v) override { return w_.add(v); }
+  Status add(const core::Module& v) override { return w_.add(v); }
+  Status add(const core::KernelFunction& v) override { return w_.add(v); }
+  Status add(const core::Launch& v) override { return w_.add(v); }
+  Status add(const core::Allocation& v) override { return w_.add(v); }
+  Status add(const core::Memcpy& v) override { return w_.add(v); }
+  Status add(const core::Memset& v) override { return w_.add(v); }
+  Status add(const core::Sync& v) override { return w_.add(v); }
+  Status add(const core::Event& v) override { return w_.add(v); }
+  Status add(const core::NvtxRange& v) override { return w_.add(v); }
+  Status add(const core::Metric& v) override { return w_.add(v); }
+  Status add(const core::Stat& v) override { return w_.add(v); }
+  Status setAllocationFreed(core::Id id, int64_t ns) override { return w_.setAllocationFreed(id, ns); }
+
+ private:
+  core::TraceWriter& w_;
+};
+
+// Appends to an in-memory core::Trace (the memory sink).
+class TraceOutput final : public RecordOutput {
+ public:
+  explicit TraceOutput(core::Trace& t) : t_(t) {}
+  Status add(const core::Process& v) override { return put(t_.processes, v); }
+  Status add(const core::Device& v) override { return put(t_.devices, v); }
+  Status add(const core::Stream& v) override { return put(t_.streams, v); }
+  Status add(const core::Module& v) override { return put(t_.modules, v); }
+  Status add(const core::KernelFunction& v) override { return put(t_.functions, v); }
+  Status add(const core::Launch& v) override { return put(t_.launches, v); }
+  Status add(const core::Allocation& v) override { return put(t_.allocations, v); }
+  Status add(const core::Memcpy& v) override { return put(t_.memcpys, v); }
+  Status add(const core::Memset& v) override { return put(t_.memsets, v); }
+  Status add(const core::Sync& v) override { return put(t_.syncs, v); }
+  Status add(const core::Event& v) override { return put(t_.events, v); }
+  Status add(const core::NvtxRange& v) override { return put(t_.nvtx_ranges, v); }
+  Status add(const core::Metric& v) override { return put(t_.metrics, v); }
+  Status add(const core::Stat& v) override;
+  Status setAllocationFreed(core::Id id, int64_t ns) override;
+
+ private:
+  template <class T>
+  static Status put(std::vector<T>& out, const T& v) {
+    out.push_back(v);
+    return {};
+  }
+  core::Trace& t_;
+};
+
+struct AssemblerOptions {
+  int64_t pid = 0;
+  std::string process_name;
+  size_t max_pending_launches = 1u << 16;  // launches held for GPU times before being written without them
+};
+
+class TraceAssembler {
+ public:
+  TraceAssembler(RecordOutput& out, AssemblerOptions options);
+
+  // Consumes one event. An error is a write failure of the output (the assembler stays consistent).
+  Status consume(EventKind kind, const uint8_t* payload, size_t size);
+  // Writes launches still waiting for GPU times, allocation end states and the statistics.
+  Status finish(const SinkStats& sink_stats);
+
+  uint64_t consumed() const { return consumed_; }
+
+ private:
+  struct FunctionInfo {
+    core::Id id = core::kNoId;
+    std::vector<ParamLayout> params;
+    bool layout_known = false;
+    uint32_t static_shared = 0, registers = 0;
+  };
+
+  Status onLaunch(const LaunchEvent& e, const uint8_t* args);
+  Status onFunction(const FunctionEvent& e, const ParamLayout* params, const char* name);
+  Status onModule(const ModuleEvent& e);
+  Status onAlloc(const AllocEvent& e);
+  Status onFree(const FreeEvent& e);
+  Status onMemcpy(const MemcpyEvent& e);
+  Status onMemset(const MemsetEvent& e);
+  Status onSync(const SyncEvent& e);
+  Status onEventRecord(const EventRecordEvent& e);
+  Status onDevice(const DeviceEvent& e);
+  Status onGpuTime(const GpuTimeEvent& e, const char* name);
+  Status onMetric(const MetricEvent& e);
+  Status onNvtx(const NvtxEvent& e, const char* name);
+  Status onStat(const StatEvent& e);
+
+  Status ensureProcess();
+  Expected<core::Id> streamId(Handle stream, int64_t native_id = -1);
+  Expected<core::Id> functionForName(const std::string& name);
+  core::Id resolveAllocation(uint64_t address);
+  Status writePending(size_t keep);
+  void count(const char* name, int64_t n = 1) { counters_[name] += n; }
+
+  RecordOutput& out_;
+  AssemblerOptions options_;
+  bool process_written_ = false;
+  uint64_t consumed_ = 0;
+  core::Id next_stream_ = 0, next_function_ = 0, next_module_ = 0, next_launch_ = 0, next_alloc_ = 0, next_memcpy_ = 0,
+           next_memset_ = 0, next_sync_ = 0, next_event_ = 0, next_device_ = 0, next_nvtx_ = 0;
+  std::unordered_map<Handle, core::Id> streams_;
+  std::unordered_map<int64_t, core::Id> native_streams_;
+  std::unordered_map<Handle, FunctionInfo> functions_;
+  std::unordered_map<std::string, core::Id> functions_by_name_;
+  std::unordered_map<Handle, core::Id> modules_;
+  std::unordered_map<Handle, core::Id> events_;  // CUevent -> latest Event id
+  AddressMap allocations_;
+  std::map<int64_t, core::Launch> pending_;                      // correlation id -> launch waiting for GPU time
+  std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
+  std::map<std::string, int64_t> counters_;
+  std::map<std::string, core::Stat> producer_stats_;
+};
+
+}  // namespace kfuse::collector
