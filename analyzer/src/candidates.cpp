@@ -1,5 +1,6 @@
 // Candidate search, legality, cost model and ranking: the body of `kfuse analyze`.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -235,6 +236,8 @@ class Analysis {
     CostEstimate c;
     int64_t first = INT64_MAX, last = INT64_MIN;
     double sum_meas = 0, sum_roof = 0;
+    bool estimated_times = false;
+    std::vector<double> times;  // per kernel of the occurrence: measured, else estimated
     std::string bytes_src = "measured", flops_src = "measured";
     for (size_t op : occ) {
       const GpuOp& o = g_.ops[op];
@@ -247,7 +250,13 @@ class Analysis {
       const double flops = kernelFlops(op, fs);
       c.bytes_before += bytes;
       c.flops += flops;
-      const double meas = durationNs(op);
+      double meas = durationNs(op);
+      if (meas <= 0) {
+        // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate.
+        meas = rooflineNs(bytes, flops);
+        estimated_times = true;
+      }
+      times.push_back(meas);
       sum_meas += meas;
       sum_roof += std::min(rooflineNs(bytes, flops), meas);
       if (bs != "measured") bytes_src = bs == "unknown" || bytes_src == "unknown" ? "unknown" : bs;
@@ -310,14 +319,17 @@ class Analysis {
     } else {
       // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
       double waves = 0, longest = 0;
-      for (size_t op : occ) {
-        waves += static_cast<double>(launch(op).grid.count()) / blockCapacity(launch(op));
-        longest = std::max(longest, durationNs(op));
+      for (size_t i = 0; i < occ.size(); ++i) {
+        waves += static_cast<double>(launch(occ[i]).grid.count()) / blockCapacity(launch(occ[i]));
+        longest = std::max(longest, times[i]);
       }
       c.bytes_after = c.bytes_before;
       c.fused_ns = std::min(sum_meas, longest * std::max(1.0, std::ceil(waves)));
     }
     c.saving_ns = std::max(0.0, (kind == CandidateKind::kVertical ? sum_meas + c.gap_ns : busy) - c.fused_ns);
+    if (estimated_times) {
+      c.note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu_.short_name;
+    }
     return c;
   }
 
@@ -396,7 +408,7 @@ class Analysis {
       pos = static_cast<size_t>(it->position() + it->length());
     }
     out.append(guard, pos, std::string::npos);
-    return out;
+    return foldConstantProducts(out);
   }
 
   struct Verdict {
@@ -408,6 +420,15 @@ class Analysis {
       reasons.push_back(std::move(why));
     }
   };
+
+  static bool fullyFollowed(const ParamFacts& p) {
+    int reads = 0, writes = 0;
+    for (const ParamMemoryAccess& a : p.accesses) {
+      reads += a.is_read ? 1 : 0;
+      writes += a.is_write ? 1 : 0;
+    }
+    return reads >= p.ptx_reads && writes >= p.ptx_writes;
+  }
 
   // Thread-locality of every buffer two kernels of a vertical chain share with a write: each thread of the
   // consumer must touch only what the same thread of the producer touched.
@@ -436,10 +457,14 @@ class Analysis {
                                            ": every producer thread must finish before any consumer reads");
           continue;
         }
-        if (ka->unattributed_accesses > 0 || kb->unattributed_accesses > 0) {
-          const KernelFacts* k = ka->unattributed_accesses > 0 ? ka : kb;
-          v.weaken(Legality::kLikely, k->name + " has global accesses whose address is not affine in a parameter: "
-                                                "thread locality on " + buf + " not proven");
+        // Every access through the two parameters must have been followed to an address; one that was not could
+        // touch any element of the buffer.
+        const ParamFacts& pa = ka->params[static_cast<size_t>(ua.param_index)];
+        const ParamFacts& pb = kb->params[static_cast<size_t>(ub.param_index)];
+        if (!fullyFollowed(pa) || !fullyFollowed(pb)) {
+          const KernelFacts* k = fullyFollowed(pa) ? kb : ka;
+          v.weaken(Legality::kLikely, k->name + " accesses " + buf + " at an address the PTX analysis could not "
+                                                "follow: thread locality not proven");
           continue;
         }
         const auto& acc_a = ka->params[static_cast<size_t>(ua.param_index)].accesses;
@@ -753,6 +778,33 @@ std::vector<char> criticalPath(const DependencyGraph& g, int64_t& length_ns) {
 }
 
 }  // namespace
+
+std::string foldConstantProducts(const std::string& guard) {
+  // A run of integer literals joined by '*', not preceded by an identifier character or another '*'.
+  static const std::regex kProduct("(^|[^\\w.*])(-?[0-9]+(?:\\*-?[0-9]+)+)(?![\\w.*])");
+  std::string out;
+  size_t pos = 0;
+  for (auto it = std::sregex_iterator(guard.begin(), guard.end(), kProduct); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    const size_t start = static_cast<size_t>(m.position(2));
+    out.append(guard, pos, start - pos);
+    int64_t value = 1;
+    bool overflow = false;
+    const std::string factors = m[2].str();
+    for (size_t i = 0; i < factors.size() && !overflow;) {
+      size_t end = factors.find('*', i);
+      if (end == std::string::npos) end = factors.size();
+      int64_t f = 0;
+      const auto r = std::from_chars(factors.data() + i, factors.data() + end, f);
+      overflow = r.ec != std::errc() || __builtin_mul_overflow(value, f, &value);
+      i = end + 1;
+    }
+    out += overflow ? factors : std::to_string(value);
+    pos = start + factors.size();
+  }
+  out.append(guard, pos, std::string::npos);
+  return out;
+}
 
 Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options) {
   const core::Trace& t = input.trace;

@@ -125,12 +125,12 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
     p.mode = fromPtx(pa.mode);
     p.source = AccessSource::kPtx;
     p.note = pa.reason;
+    p.ptx_reads = pa.reads;
+    p.ptx_writes = pa.writes;
   }
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
-    if (ma.base_param < 0 || static_cast<size_t>(ma.base_param) >= k.params.size()) {
-      ++k.unattributed_accesses;
-      continue;
-    }
+    // An access whose base parameter is unknown shows up as a shortfall against ParamFacts::ptx_reads/writes.
+    if (ma.base_param < 0 || static_cast<size_t>(ma.base_param) >= k.params.size()) continue;
     ParamMemoryAccess a;
     a.is_read = ma.is_read;
     a.is_write = ma.is_write;

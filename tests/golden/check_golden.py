@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Golden tests: input trace -> `kfuse analyze --json` -> the expected report in tests/golden/analyze/.
 
+Inputs are shipped traces, the shared real traces, and traces of the driver-API examples recorded here with
+`kfuse record` on the emulator's stand-in libcuda.so.1 ("record:" cases: record, then analyze).
+
 Unstable fields (the input path) are left out before comparing. Run with --update to rewrite the golden files
 after an intended change, and review the diff like code.
 
-Usage: check_golden.py --kfuse PATH --source DIR --shared DIR [--update]
+Usage: check_golden.py --kfuse PATH --source DIR --shared DIR --build DIR [--update]
 """
 import argparse
 import json
@@ -24,6 +27,12 @@ CASES = {
     "kineto_amd_mi250": "shared:kineto/hta_amd_mi250.json.gz",
     "nsys_saxpy_a100": "shared:nsys/pipit_saxpy_a100.sqlite",
     "nsys_rtx3080": "shared:nsys/nsysai_mock_rtx3080.sqlite",
+    # Recorded on the emulator: what a CUDA engineer would fuse (the elementwise chain end to end, bias add ->
+    # GELU, the small independent kernels horizontally) must come out proven; the stencil must be blocked.
+    "emulator_elementwise_chain": "record:elementwise_chain",
+    "emulator_mlp_block": "record:mlp_block",
+    "emulator_many_small_kernels": "record:many_small_kernels",
+    "emulator_stencil": "record:stencil",
 }
 
 
@@ -37,6 +46,7 @@ def main():
     ap.add_argument("--kfuse", required=True)
     ap.add_argument("--source", required=True)
     ap.add_argument("--shared", required=True)
+    ap.add_argument("--build", required=True)
     ap.add_argument("--update", action="store_true")
     args = ap.parse_args()
     golden_dir = os.path.join(args.source, "tests", "golden", "analyze")
@@ -44,7 +54,18 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, spec in CASES.items():
             where, rel = spec.split(":", 1)
-            path = os.path.join(args.source if where == "src" else args.shared, rel)
+            if where == "record":
+                path = os.path.join(tmp, rel + ".sqlite")
+                program = os.path.join(args.build, "examples", "driver_api", rel)
+                env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "standin"))
+                p = subprocess.run([args.kfuse, "-q", "record", "-o", path, "--", program], env=env,
+                                   capture_output=True, text=True, timeout=300)
+                if p.returncode != 0:
+                    print(f"FAIL {name}: kfuse record exited {p.returncode}: {p.stderr.strip()[-400:]}")
+                    failed += 1
+                    continue
+            else:
+                path = os.path.join(args.source if where == "src" else args.shared, rel)
             if not os.path.exists(path):
                 print(f"SKIP {name}: {path} missing")
                 skipped += 1

@@ -53,6 +53,8 @@ struct ParamFacts {
   AccessSource source = AccessSource::kAssumed;
   std::string note;  // why unknown, or the escape the PTX analysis found
   std::vector<ParamMemoryAccess> accesses;  // from PTX only
+  int ptx_reads = 0, ptx_writes = 0;        // memory instructions through this pointer the PTX analysis counted;
+                                            // more than `accesses` holds: some addresses could not be followed
 };
 
 struct KernelFacts {
@@ -63,7 +65,6 @@ struct KernelFacts {
   std::vector<ParamFacts> params;
   // From the PTX usage summary (false/0 when there is no PTX).
   int barriers = 0, atomics = 0, shuffles = 0;
-  int unattributed_accesses = 0;  // global accesses whose base pointer parameter the PTX analysis could not find
   bool grid_sync = false, uses_shared = false, printf = false;
   double flops_per_thread = 0;  // floating-point operations in the body, counted once (loops not unrolled)
   std::string ptx_problem;      // why PTX could not be used, when it could not
@@ -207,6 +208,10 @@ struct Report {
 
 // Runs the whole analysis on an imported trace.
 Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options);
+
+// Replaces every product of integer literals in a guard ("n < 32*256") by its value ("n < 8192"), so that
+// guards whose parameters were replaced by argument values compare equal when they mean the same bound.
+std::string foldConstantProducts(const std::string& guard);
 
 // Report writers. JSON follows schemas/report.schema.json.
 nlohmann::json reportToJson(const Report& report);
