@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
-# Builds kfuse and runs its main job on the embedded default: until the end-to-end emulator demo exists, that is
-# importing the bundled demo trace (examples/traces/demo_chain.json), summarizing it with `kfuse info` and
-# analyzing it for fusion candidates with `kfuse analyze` (report also written to build/demo/report.html).
+# Builds kfuse and runs its main job on the embedded default, on a CPU: the driver-API example programs
+# (examples/driver_api) run unmodified on kfuse's emulator (the stand-in libcuda.so.1) under `kfuse record`, and
+# `kfuse analyze` finds their fusion candidates — the elementwise chain and bias-add -> GELU proven, the stencil
+# blocked with its reason. Also analyzes the bundled demo trace (examples/traces/demo_chain.json, recorded on an
+# H100). Reports land in build/demo/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup-deps.sh"
 source "$here/common.sh"
 mkdir -p "$KFUSE_BUILD"
 kfuse_configure
-kfuse_build kfuse
-demo="$KFUSE_BUILD/demo/demo_chain.sqlite"
-mkdir -p "$(dirname "$demo")"
-echo "kfuse: importing examples/traces/demo_chain.json -> $demo"
-"$KFUSE_BUILD/bin/kfuse" import "$KFUSE_ROOT/examples/traces/demo_chain.json" -o "$demo" --force
-echo "kfuse: kfuse info $demo"
+kfuse_build kfuse kfuse_standin_cuda example_elementwise_chain example_mlp_block example_stencil
+kfuse="$KFUSE_BUILD/bin/kfuse"
+out="$KFUSE_BUILD/demo"
+mkdir -p "$out"
+
+for example in elementwise_chain mlp_block stencil; do
+  echo
+  echo "kfuse: kfuse record -o $out/$example.sqlite -- examples/driver_api/$example   (on the CPU emulator)"
+  LD_LIBRARY_PATH="$KFUSE_BUILD/standin" "$kfuse" record -f -o "$out/$example.sqlite" -- \
+    "$KFUSE_BUILD/examples/driver_api/$example"
+  echo
+  echo "kfuse: kfuse analyze $out/$example.sqlite --html $out/$example.html"
+  "$kfuse" analyze "$out/$example.sqlite" --html "$out/$example.html" --top 5
+done
+
+demo="$out/demo_chain.sqlite"
 echo
-"$KFUSE_BUILD/bin/kfuse" info "$demo"
+echo "kfuse: importing examples/traces/demo_chain.json (recorded on an H100) -> $demo"
+"$kfuse" import "$KFUSE_ROOT/examples/traces/demo_chain.json" -o "$demo" --force
+"$kfuse" info "$demo"
 echo
-echo "kfuse: kfuse analyze $demo --html $KFUSE_BUILD/demo/report.html"
+echo "kfuse: kfuse analyze $demo --html $out/demo_chain.html"
+"$kfuse" analyze "$demo" --html "$out/demo_chain.html"
 echo
-"$KFUSE_BUILD/bin/kfuse" analyze "$demo" --html "$KFUSE_BUILD/demo/report.html"
+echo "kfuse: reports in $out/*.html"
