@@ -834,10 +834,14 @@ Expected<Report> analyze(const ImportResult& input, const std::string& input_pat
     } else {
       r.gpu = *core::findGpuSpec("h100-sxm");
       r.gpu_source = "default";
-      r.stats.push_back(core::Stat{"gpu_not_in_spec_table", 1, core::StatSeverity::kWarning,
-                                   (t.devices.empty() ? std::string("the trace names no device")
-                                                      : "device '" + t.devices.front().name + "' is not in the spec table") +
-                                       "; costs use h100-sxm (pass --gpu NAME)"});
+      // A trace recorded on kfuse's own emulator has no GPU to cost for: expected, so only noted.
+      const bool emulator = !t.devices.empty() && t.devices.front().name.rfind("kfuse CPU emulator", 0) == 0;
+      r.stats.push_back(core::Stat{
+          "gpu_not_in_spec_table", 1, emulator ? core::StatSeverity::kInfo : core::StatSeverity::kWarning,
+          (t.devices.empty() ? std::string("the trace names no device")
+           : emulator        ? std::string("recorded on kfuse's CPU emulator")
+                             : "device '" + t.devices.front().name + "' is not in the spec table") +
+              "; costs use h100-sxm (pass --gpu NAME)"});
     }
   }
 
