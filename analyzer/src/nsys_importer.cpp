@@ -89,6 +89,10 @@ class NsysParse {
   };
   Expected<std::string> selectList(const std::string& t, std::initializer_list<Col> cols,
                                    std::vector<std::string>* missing = nullptr) const {
+    return selectList(t, std::vector<Col>(cols), missing);
+  }
+  Expected<std::string> selectList(const std::string& t, const std::vector<Col>& cols,
+                                   std::vector<std::string>* missing = nullptr) const {
     KFUSE_ASSIGN_OR_RETURN(auto have, db_.columns(t));
     std::string sql;
     for (const Col& c : cols) {
@@ -231,105 +235,66 @@ class NsysParse {
     return static_cast<uint32_t>(v);
   }
 
+  // Reads one CUPTI activity table if the export has it: the six columns every activity row has (read by
+  // readCommon), then `extra`, whose values `fill` reads from column 6 on. Missing columns read as NULL and are
+  // counted when `count_missing`.
+  template <typename Fill>
+  Status readActivity(const std::string& activity, int kind, std::initializer_list<Col> extra, bool count_missing,
+                      Fill&& fill) {
+    const std::string t = table(activity);
+    if (t.empty()) return {};
+    std::vector<Col> cols = {{"start"}, {"end"}, {"deviceId"}, {"streamId"}, {"correlationId"}, {"globalPid"}};
+    cols.insert(cols.end(), extra.begin(), extra.end());
+    std::vector<std::string> missing;
+    KFUSE_ASSIGN_OR_RETURN(std::string list, selectList(t, cols, &missing));
+    if (count_missing) countMissing(t, missing);
+    return db_.query("SELECT " + list + " FROM \"" + t + "\" AS t", [&](SqliteStmt& s) {
+      Row r;
+      r.kind = kind;
+      readCommon(s, r);
+      fill(s, r);
+      rows_.push_back(std::move(r));
+    });
+  }
+
   Status readGpuRows() {
-    const std::string kt = table("CUPTI_ACTIVITY_KIND_KERNEL");
-    if (!kt.empty()) {
-      std::vector<std::string> missing;
-      KFUSE_ASSIGN_OR_RETURN(
-          std::string cols,
-          selectList(kt, {{"start"}, {"end"}, {"deviceId"}, {"streamId"}, {"correlationId"}, {"globalPid"},
-                          {"mangledName", true}, {"demangledName", true}, {"shortName", true}, {"gridX"},
-                          {"gridY"}, {"gridZ"}, {"blockX"}, {"blockY"}, {"blockZ"}, {"registersPerThread"},
-                          {"staticSharedMemory"}, {"dynamicSharedMemory"}},
-                     &missing));
-      countMissing(kt, missing);
-      KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + kt + "\" AS t", [&](SqliteStmt& s) {
-        Row r;
-        r.kind = 0;
-        readCommon(s, r);
-        r.mangled = s.text(6);
-        r.demangled = s.text(7);
-        if (r.demangled.empty()) r.demangled = s.text(8);
-        if (r.mangled.empty() && r.demangled.empty()) {
-          problems_.warning("nsys_kernel_without_name", "kernels without any name");
-        }
-        bool bad = false;
-        r.grid = core::Dim3{dim(s, 9, bad), dim(s, 10, bad), dim(s, 11, bad)};
-        r.block = core::Dim3{dim(s, 12, bad), dim(s, 13, bad), dim(s, 14, bad)};
-        if (bad) problems_.warning("nsys_kernel_bad_launch_config", "kernels with grid/block values out of range");
-        r.registers = std::clamp<int64_t>(s.i64Or(15, 0), 0, 65536);
-        r.static_shared = std::clamp<int64_t>(s.i64Or(16, 0), 0, 0xFFFFFFFFLL);
-        r.dynamic_shared = std::clamp<int64_t>(s.i64Or(17, 0), 0, 0xFFFFFFFFLL);
-        rows_.push_back(std::move(r));
-      }));
-    }
-    const std::string mt = table("CUPTI_ACTIVITY_KIND_MEMCPY");
-    if (!mt.empty()) {
-      std::vector<std::string> missing;
-      KFUSE_ASSIGN_OR_RETURN(std::string cols,
-                             selectList(mt, {{"start"}, {"end"}, {"deviceId"}, {"streamId"}, {"correlationId"},
-                                             {"globalPid"}, {"bytes"}, {"copyKind"}},
-                                        &missing));
-      countMissing(mt, missing);
-      KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + mt + "\" AS t", [&](SqliteStmt& s) {
-        Row r;
-        r.kind = 1;
-        readCommon(s, r);
-        r.bytes = std::max<int64_t>(0, s.i64Or(6, 0));
-        r.copy_kind = s.i64Or(7, 0);
-        rows_.push_back(std::move(r));
-      }));
-    }
-    const std::string st = table("CUPTI_ACTIVITY_KIND_MEMSET");
-    if (!st.empty()) {
-      std::vector<std::string> missing;
-      KFUSE_ASSIGN_OR_RETURN(std::string cols,
-                             selectList(st, {{"start"}, {"end"}, {"deviceId"}, {"streamId"}, {"correlationId"},
-                                             {"globalPid"}, {"bytes"}, {"value"}},
-                                        &missing));
-      countMissing(st, missing);
-      KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + st + "\" AS t", [&](SqliteStmt& s) {
-        Row r;
-        r.kind = 2;
-        readCommon(s, r);
-        r.bytes = std::max<int64_t>(0, s.i64Or(6, 0));
-        r.value = s.i64Or(7, 0);
-        rows_.push_back(std::move(r));
-      }));
-    }
-    const std::string yt = table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION");
-    if (!yt.empty()) {
-      std::vector<std::string> missing;
-      KFUSE_ASSIGN_OR_RETURN(std::string cols,
-                             selectList(yt, {{"start"}, {"end"}, {"deviceId"}, {"streamId"}, {"correlationId"},
-                                             {"globalPid"}, {"syncType"}, {"eventId"}},
-                                        &missing));
-      countMissing(yt, missing);
-      KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + yt + "\" AS t", [&](SqliteStmt& s) {
-        Row r;
-        r.kind = 3;
-        readCommon(s, r);
-        r.sync_type = s.i64Or(6, 0);
-        r.event_id = s.i64Or(7, -1);
-        rows_.push_back(std::move(r));
-      }));
-    }
-    const std::string et = table("CUPTI_ACTIVITY_KIND_CUDA_EVENT");
-    if (!et.empty()) {
-      std::vector<std::string> missing;
-      KFUSE_ASSIGN_OR_RETURN(std::string cols,
-                             selectList(et, {{"start"}, {"end"}, {"deviceId"}, {"streamId"}, {"correlationId"},
-                                             {"globalPid"}, {"eventId"}},
-                                        &missing));
-      KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + et + "\" AS t", [&](SqliteStmt& s) {
-        Row r;
-        r.kind = 4;
-        readCommon(s, r);
-        r.event_id = s.i64Or(6, -1);
-        rows_.push_back(std::move(r));
-      }));
-    }
-    return {};
+    KFUSE_RETURN_IF_ERROR(readActivity(
+        "CUPTI_ACTIVITY_KIND_KERNEL", 0,
+        {{"mangledName", true}, {"demangledName", true}, {"shortName", true}, {"gridX"}, {"gridY"}, {"gridZ"},
+         {"blockX"}, {"blockY"}, {"blockZ"}, {"registersPerThread"}, {"staticSharedMemory"},
+         {"dynamicSharedMemory"}},
+        /*count_missing=*/true, [&](const SqliteStmt& s, Row& r) {
+          r.mangled = s.text(6);
+          r.demangled = s.text(7);
+          if (r.demangled.empty()) r.demangled = s.text(8);
+          if (r.mangled.empty() && r.demangled.empty()) {
+            problems_.warning("nsys_kernel_without_name", "kernels without any name");
+          }
+          bool bad = false;
+          r.grid = core::Dim3{dim(s, 9, bad), dim(s, 10, bad), dim(s, 11, bad)};
+          r.block = core::Dim3{dim(s, 12, bad), dim(s, 13, bad), dim(s, 14, bad)};
+          if (bad) problems_.warning("nsys_kernel_bad_launch_config", "kernels with grid/block values out of range");
+          r.registers = std::clamp<int64_t>(s.i64Or(15, 0), 0, 65536);
+          r.static_shared = std::clamp<int64_t>(s.i64Or(16, 0), 0, 0xFFFFFFFFLL);
+          r.dynamic_shared = std::clamp<int64_t>(s.i64Or(17, 0), 0, 0xFFFFFFFFLL);
+        }));
+    KFUSE_RETURN_IF_ERROR(readActivity("CUPTI_ACTIVITY_KIND_MEMCPY", 1, {{"bytes"}, {"copyKind"}},
+                                       /*count_missing=*/true, [](const SqliteStmt& s, Row& r) {
+                                         r.bytes = std::max<int64_t>(0, s.i64Or(6, 0));
+                                         r.copy_kind = s.i64Or(7, 0);
+                                       }));
+    KFUSE_RETURN_IF_ERROR(readActivity("CUPTI_ACTIVITY_KIND_MEMSET", 2, {{"bytes"}, {"value"}},
+                                       /*count_missing=*/true, [](const SqliteStmt& s, Row& r) {
+                                         r.bytes = std::max<int64_t>(0, s.i64Or(6, 0));
+                                         r.value = s.i64Or(7, 0);
+                                       }));
+    KFUSE_RETURN_IF_ERROR(readActivity("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", 3, {{"syncType"}, {"eventId"}},
+                                       /*count_missing=*/true, [](const SqliteStmt& s, Row& r) {
+                                         r.sync_type = s.i64Or(6, 0);
+                                         r.event_id = s.i64Or(7, -1);
+                                       }));
+    return readActivity("CUPTI_ACTIVITY_KIND_CUDA_EVENT", 4, {{"eventId"}}, /*count_missing=*/false,
+                        [](const SqliteStmt& s, Row& r) { r.event_id = s.i64Or(6, -1); });
   }
 
   void readCommon(const SqliteStmt& s, Row& r) {
