@@ -859,6 +859,18 @@ Expected<Report> analyze(const ImportResult& input, const std::string& input_pat
   const std::vector<char> on_path = criticalPath(graph, r.critical_path_ns);
 
   Analysis analysis(input, catalog, graph, r.gpu, options);
+  if (r.gpu_busy_ns == 0) {
+    // No GPU times (recorded on the emulator, or without GPU timestamps): shares are taken of the kernels'
+    // roofline estimates, and the report says so.
+    double estimated = 0;
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+      if (graph.ops[i].kind != OpKind::kKernel) continue;
+      std::string bs, fs;
+      estimated += analysis.rooflineNs(analysis.kernelBytes(i, bs), analysis.kernelFlops(i, fs));
+    }
+    r.gpu_busy_ns = static_cast<int64_t>(estimated);
+    r.gpu_busy_estimated = r.gpu_busy_ns > 0;
+  }
   SearchStats stats;
   std::vector<Candidate> candidates = analysis.run(stats);
   for (Candidate& c : candidates) {

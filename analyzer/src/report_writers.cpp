@@ -131,6 +131,7 @@ nlohmann::json reportToJson(const Report& r) {
                   {"kernels_with_ptx", r.kernels_with_ptx},
                   {"has_pointer_data", r.has_pointer_data},
                   {"gpu_busy_ns", r.gpu_busy_ns},
+                  {"gpu_busy_estimated", r.gpu_busy_estimated},
                   {"critical_path_ns", r.critical_path_ns},
                   {"edges", r.edges},
                   {"edges_by_kind", by_kind},
@@ -190,6 +191,7 @@ std::string reportToText(const Report& r, size_t top) {
   out += "gpu       " + r.gpu.marketing_name + " [" + r.gpu.short_name + ", from " + r.gpu_source + "]\n";
   out += "launches  " + std::to_string(r.launches) + " of " + std::to_string(r.kernels) + " kernels (" +
          std::to_string(r.kernels_with_ptx) + " with PTX); GPU busy " + durationText(static_cast<double>(r.gpu_busy_ns)) +
+         (r.gpu_busy_estimated ? " (roofline estimate: no GPU times in the trace)" : "") +
          ", critical path " + durationText(static_cast<double>(r.critical_path_ns)) + "\n";
   std::string kinds;
   for (const auto& [k, n] : r.edges_by_kind) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + k;

@@ -195,6 +195,7 @@ struct Report {
   int64_t launches = 0;
   int64_t kernels = 0;
   int64_t gpu_busy_ns = 0;
+  bool gpu_busy_estimated = false;  // the trace has no GPU times: gpu_busy_ns sums roofline estimates
   int64_t critical_path_ns = 0;
   int kernels_with_ptx = 0;
   bool has_pointer_data = false;
