@@ -12,9 +12,6 @@ int runRecord(const collector::RecordOptions& o, const VerbContext& ctx) {
   if (o.metrics) {
     std::fprintf(stderr, "kfuse: --metrics is not implemented yet; recording without hardware metrics\n");
   }
-  if (o.gpu_time) {
-    std::fprintf(stderr, "kfuse: --gpu-time is not implemented yet for the hook backend; CPU times only\n");
-  }
   auto result = collector::recordProgram(o);
   if (!result.ok()) return reportError(result.status());
   if (!ctx.quiet) {
@@ -40,7 +37,8 @@ void registerRecordVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--backend", opts->backend, "hook or cupti (default: cupti with a GPU driver, else hook)")
       ->check(CLI::IsMember({"hook", "cupti"}));
   cmd->add_flag("--metrics", opts->metrics, "Collect DRAM bytes and FLOPs with the range profiler (not yet)");
-  cmd->add_flag("--gpu-time", opts->gpu_time, "Hook backend: time kernels on the GPU with events (not yet)");
+  cmd->add_flag("--gpu-time", opts->gpu_time,
+                "Hook backend: GPU start/end of every launch from CUDA events recorded around it (CUPTI has them)");
   cmd->add_flag("-f,--force", opts->overwrite, "Replace an existing trace file");
   cmd->add_option("command", opts->command, "-- PROGRAM ARGS...")->required()->expected(-1);
   cmd->callback([opts, &ctx] { ctx.exit_code = runRecord(*opts, ctx); });

@@ -69,6 +69,7 @@ CollectorConfig CollectorConfig::fromEnvironment() {
   c.block_timeout_ms = static_cast<int>(envNumber("KFUSE_BLOCK_MS", 2000));
   c.flush_interval_ms = static_cast<int>(envNumber("KFUSE_FLUSH_MS", 200));
   if (const char* v = env("KFUSE_COMMAND_LINE")) c.command_line = v;
+  if (const char* v = env("KFUSE_GPU_TIME")) c.gpu_time = std::string(v) == "1";
   return c;
 }
 
@@ -150,6 +151,7 @@ void CollectorRuntime::activate(bool from_injection) {
   sink_ = std::move(*sink);
   recorder_ = new HookRecorder(Interposer::driver(), *sink_);
   recorder_->setQueryResolver(&CollectorRuntime::resolveDriverQueries);
+  if (config_.gpu_time) recorder_->enableGpuTime();
   resolveDriverQueries();
 
   if (config_.backend == "cupti") {
@@ -198,6 +200,7 @@ void CollectorRuntime::shutdown() {
   std::lock_guard lock(g_init_mu);
   if (child_ || !sink_ || getpid() != pid_) return;
   if (cupti_) cupti_->stop();
+  if (recorder_) recorder_->flushGpuTimes();
   (void)sink_->finish();  // a failure was already reported when it happened
   if (recorder_) recorder_->setEnabled(false);
 }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gpu_timer.h"
+
 namespace kfuse::collector {
 namespace {
 
@@ -54,6 +56,19 @@ Fn pick(const std::atomic<Fn>* slots, int variant) {
   const int64_t t1 = collectorNowNs();         \
   (void)t0;                                    \
   (void)t1;
+
+// KFUSE_FORWARD for launches: with --gpu-time, an event pair brackets the real launch on its stream (outside the
+// CPU timestamps). `gt_flags` is kLaunchWaitsForGpuTime when the pair was recorded.
+#define KFUSE_FORWARD_TIMED(ID, STREAM, ...)                       \
+  auto fn_ = pick(table().ID, variant);                            \
+  if (!fn_) return CUDA_ERROR_NOT_INITIALIZED;                     \
+  if (!active()) return fn_(__VA_ARGS__);                          \
+  HookScope scope_;                                                \
+  const int gt_slot = beginGpuTime(STREAM, variant);               \
+  const int64_t t0 = collectorNowNs();                             \
+  const CUresult r = fn_(__VA_ARGS__);                             \
+  const int64_t t1 = collectorNowNs();                             \
+  const uint32_t gt_flags = r == CUDA_SUCCESS ? endGpuTime(gt_slot, STREAM, variant) : (cancelGpuTime(gt_slot), 0u);
 
 struct LaunchFill {
   const LaunchEvent* event;
@@ -142,6 +157,37 @@ HookRecorder::HookRecorder(DriverTable& table, TraceSink& sink)
     : HookClient(table), sink_(sink), slots_(new FunctionSlot[kFunctionSlots]), params_(new ParamLayout[kParamPool]) {}
 
 HookRecorder::~HookRecorder() = default;
+
+void HookRecorder::enableGpuTime(size_t pairs) {
+  gpu_timer_ = std::make_unique<GpuTimer>(table(), sink_, pairs);
+}
+
+void HookRecorder::flushGpuTimes() {
+  if (gpu_timer_) gpu_timer_->resolve(/*final=*/true);
+}
+
+int HookRecorder::beginGpuTime(CUstream stream, int variant) {
+  if (!gpu_timer_) return -1;
+  return gpu_timer_->begin(reinterpret_cast<CUstream>(streamHandle(stream, variant)));
+}
+
+uint32_t HookRecorder::endGpuTime(int slot, CUstream stream, int variant) {
+  if (slot < 0) return 0;
+  return gpu_timer_->end(slot, reinterpret_cast<CUstream>(streamHandle(stream, variant))) ? kLaunchWaitsForGpuTime
+                                                                                           : 0u;
+}
+
+void HookRecorder::commitGpuTime(int slot, int64_t correlation_id) {
+  if (slot >= 0) gpu_timer_->commit(slot, correlation_id);
+}
+
+void HookRecorder::cancelGpuTime(int slot) {
+  if (slot >= 0) gpu_timer_->cancel(slot);
+}
+
+void HookRecorder::resolveGpuTimes() {
+  if (gpu_timer_) gpu_timer_->resolve(/*final=*/false);
+}
 
 bool HookRecorder::active() const {
   return enabled_.load(std::memory_order_relaxed) && !t_in_hook;
@@ -385,11 +431,12 @@ void HookRecorder::recordEmulatedMetrics(const unsigned grid[3], const unsigned 
 CUresult HookRecorder::LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                     unsigned by, unsigned bz, unsigned shmem, CUstream stream, void** params,
                                     void** extra) {
-  KFUSE_FORWARD(LaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra)
+  KFUSE_FORWARD_TIMED(LaunchKernel, stream, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra)
   if (r == CUDA_SUCCESS) {
     const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
     const int64_t corr = recordLaunch(f, grid, block, shmem, reinterpret_cast<CUstream>(streamHandle(stream, variant)),
-                                      params, extra, t0, t1, 0, 0);
+                                      params, extra, t0, t1, gt_flags, 0);
+    if (gt_flags) commitGpuTime(gt_slot, corr);
     recordEmulatedMetrics(grid, block, shmem, corr);
   }
   return r;
@@ -397,13 +444,15 @@ CUresult HookRecorder::LaunchKernel(int variant, CUfunction f, unsigned gx, unsi
 
 CUresult HookRecorder::LaunchKernelEx(int variant, const CUlaunchConfig* config, CUfunction f, void** params,
                                       void** extra) {
-  KFUSE_FORWARD(LaunchKernelEx, config, f, params, extra)
+  CUstream timed_stream = config ? config->hStream : nullptr;
+  KFUSE_FORWARD_TIMED(LaunchKernelEx, timed_stream, config, f, params, extra)
   if (r == CUDA_SUCCESS && config) {
     const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
     const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
     const int64_t corr = recordLaunch(f, grid, block, config->sharedMemBytes,
                                       reinterpret_cast<CUstream>(streamHandle(config->hStream, variant)), params, extra,
-                                      t0, t1, config->numAttrs ? uint32_t{kLaunchHasAttributes} : 0u, 0);
+                                      t0, t1, (config->numAttrs ? uint32_t{kLaunchHasAttributes} : 0u) | gt_flags, 0);
+    if (gt_flags) commitGpuTime(gt_slot, corr);
     recordEmulatedMetrics(grid, block, config->sharedMemBytes, corr);
   }
   return r;
@@ -412,11 +461,12 @@ CUresult HookRecorder::LaunchKernelEx(int variant, const CUlaunchConfig* config,
 CUresult HookRecorder::LaunchCooperativeKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream stream,
                                                void** params) {
-  KFUSE_FORWARD(LaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, stream, params)
+  KFUSE_FORWARD_TIMED(LaunchCooperativeKernel, stream, f, gx, gy, gz, bx, by, bz, shmem, stream, params)
   if (r == CUDA_SUCCESS) {
     const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
     const int64_t corr = recordLaunch(f, grid, block, shmem, reinterpret_cast<CUstream>(streamHandle(stream, variant)),
-                                      params, nullptr, t0, t1, kLaunchCooperative, 0);
+                                      params, nullptr, t0, t1, kLaunchCooperative | gt_flags, 0);
+    if (gt_flags) commitGpuTime(gt_slot, corr);
     recordEmulatedMetrics(grid, block, shmem, corr);
   }
   return r;
@@ -534,6 +584,7 @@ CUresult HookRecorder::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_
     recordCopy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, nullptr, false, variant, t0,
                t1);
   }
+  resolveGpuTimes();  // a blocking copy waits for the kernels before it, like a synchronization
   return r;
 }
 CUresult HookRecorder::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
@@ -681,16 +732,19 @@ void HookRecorder::recordSync(SyncKindCode kind, CUstream stream, CUevent event,
 CUresult HookRecorder::CtxSynchronize(int variant) {
   KFUSE_FORWARD(CtxSynchronize)
   if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kContext, nullptr, nullptr, variant, t0, t1);
+  resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::CtxSynchronizeV2(int variant, CUcontext ctx) {
   KFUSE_FORWARD(CtxSynchronizeV2, ctx)
   if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kContext, nullptr, nullptr, variant, t0, t1);
+  resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::StreamSynchronize(int variant, CUstream stream) {
   KFUSE_FORWARD(StreamSynchronize, stream)
   if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kStream, stream, nullptr, variant, t0, t1);
+  resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::StreamDestroy(int variant, CUstream stream) {
@@ -704,6 +758,7 @@ CUresult HookRecorder::StreamDestroy(int variant, CUstream stream) {
 CUresult HookRecorder::EventSynchronize(int variant, CUevent event) {
   KFUSE_FORWARD(EventSynchronize, event)
   if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kEvent, nullptr, event, variant, t0, t1);
+  resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) {

@@ -1,5 +1,6 @@
 #include "kfuse/collector/hook_recorder.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "gpu_timer.h"
 
 namespace kfuse::collector {
 namespace {
@@ -295,6 +298,145 @@ TEST(HookRecorderTest, FourThreadsOnFourStreamsRecordEveryLaunchExactlyOnce) {
   }
   ASSERT_EQ(per_stream.size(), size_t{kThreads});
   for (const auto& [stream, ns] : per_stream) EXPECT_EQ(ns.size(), size_t{kPerThread});
+}
+
+// A fake GPU clock for --gpu-time: every event record takes the next 0.25 ms tick; while `g_gpu_busy`, end events
+// are not complete yet (cuEventQuery says CUDA_ERROR_NOT_READY).
+struct FakeEvent {
+  float when_ms = -1;
+};
+FakeEvent g_fake_events[64];
+std::atomic<int> g_fake_events_used{0};
+std::atomic<int> g_event_records{0};
+float g_gpu_clock_ms = 0;
+bool g_gpu_busy = false;
+CUresult g_event_record_result = CUDA_SUCCESS;
+
+CUresult CUDAAPI fEventCreate(CUevent* e, unsigned) {
+  const int i = g_fake_events_used.fetch_add(1);
+  if (i >= 64) return CUDA_ERROR_OUT_OF_MEMORY;
+  *e = reinterpret_cast<CUevent>(&g_fake_events[i]);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fEventRecordDirect(CUevent e, CUstream) {
+  if (g_event_record_result != CUDA_SUCCESS) return g_event_record_result;
+  g_event_records.fetch_add(1);
+  reinterpret_cast<FakeEvent*>(e)->when_ms = g_gpu_clock_ms;
+  g_gpu_clock_ms += 0.25f;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fEventQuery(CUevent) {
+  return g_gpu_busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult CUDAAPI fEventElapsed(float* ms, CUevent a, CUevent b) {
+  *ms = reinterpret_cast<FakeEvent*>(b)->when_ms - reinterpret_cast<FakeEvent*>(a)->when_ms;
+  return CUDA_SUCCESS;
+}
+
+struct GpuTimeFixture : Fixture {
+  explicit GpuTimeFixture(size_t pairs) {
+    g_fake_events_used = 0;
+    g_event_records = 0;
+    g_gpu_clock_ms = 0;
+    g_gpu_busy = false;
+    g_event_record_result = CUDA_SUCCESS;
+    table.EventCreate = &fEventCreate;
+    table.EventRecordDirect = &fEventRecordDirect;
+    table.EventQuery = &fEventQuery;
+    table.EventElapsedTime = &fEventElapsed;
+    recorder.enableGpuTime(pairs);
+  }
+  ~GpuTimeFixture() { g_event_record_result = CUDA_SUCCESS; }
+  const core::Trace& finishWithFlush() {
+    recorder.flushGpuTimes();
+    return finish();
+  }
+};
+
+int64_t statValue(const core::Trace& t, const std::string& name) {
+  for (const auto& s : t.stats) {
+    if (s.name == name) return s.value;
+  }
+  return 0;
+}
+
+TEST(HookRecorderTest, GpuTimesFromEventPairsAreResolvedAtStreamSynchronize) {
+  GpuTimeFixture f(/*pairs=*/8);
+  const auto stream = reinterpret_cast<CUstream>(0x700);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(launchSaxpy(f.recorder, 0, stream, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(g_event_records.load(), 1 + 3 * 2);  // the reference, then a pair per launch (driver's own record)
+  ASSERT_EQ(f.recorder.StreamSynchronize(0, stream), CUDA_SUCCESS);
+  EXPECT_EQ(f.recorder.gpuTimer()->timed(), 3u);
+  const core::Trace& t = f.finishWithFlush();
+  ASSERT_EQ(t.launches.size(), 3u);
+  EXPECT_TRUE(t.events.empty());  // the collector's own events are not recorded as the application's
+  for (size_t i = 0; i < t.launches.size(); ++i) {
+    const core::Launch& l = t.launches[i];
+    ASSERT_NE(l.gpu_start_ns, core::kNoTime);
+    EXPECT_EQ(l.gpu_end_ns - l.gpu_start_ns, 250000);  // 0.25 ms between the pair's records
+    if (i > 0) {
+      EXPECT_EQ(l.gpu_start_ns - t.launches[i - 1].gpu_start_ns, 500000);
+    }
+  }
+  // Mapped onto the trace clock from the reference event's CPU time: within the recording's CPU span.
+  EXPECT_GE(t.launches[0].gpu_start_ns, t.launches[0].api_start_ns - 1'000'000'000);
+  EXPECT_EQ(statValue(t, "gpu_time_pool_full"), 0);
+}
+
+TEST(HookRecorderTest, GpuTimesWaitForCompletionAndAFullPoolIsCounted) {
+  GpuTimeFixture f(/*pairs=*/2);
+  g_gpu_busy = true;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.StreamSynchronize(0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(f.recorder.gpuTimer()->timed(), 0u);  // not complete: left pending, nothing blocks
+  g_gpu_busy = false;
+  ASSERT_EQ(f.recorder.StreamSynchronize(0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(f.recorder.gpuTimer()->timed(), 2u);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);  // the pool has room again
+  const core::Trace& t = f.finishWithFlush();
+  ASSERT_EQ(t.launches.size(), 4u);
+  int timed = 0;
+  for (const auto& l : t.launches) timed += l.gpu_start_ns != core::kNoTime ? 1 : 0;
+  EXPECT_EQ(timed, 3);
+  // Timed launches are written when their times arrive: find the third launch made by its id.
+  std::vector<const core::Launch*> by_id;
+  for (const auto& l : t.launches) by_id.push_back(&l);
+  std::sort(by_id.begin(), by_id.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  EXPECT_EQ(by_id[2]->gpu_start_ns, core::kNoTime);  // launched while both pairs were in flight
+  EXPECT_EQ(statValue(t, "gpu_time_pool_full"), 1);
+}
+
+TEST(HookRecorderTest, GpuTimeStillPendingAtExitIsLeftUnknown) {
+  GpuTimeFixture f(/*pairs=*/4);
+  g_gpu_busy = true;
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finishWithFlush();
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].gpu_start_ns, core::kNoTime);
+  EXPECT_EQ(statValue(t, "gpu_time_unresolved"), 1);
+}
+
+TEST(HookRecorderTest, FailingEventCallTurnsGpuTimeOffAndTheLaunchGoesOn) {
+  GpuTimeFixture f(/*pairs=*/4);
+  g_event_record_result = CUDA_ERROR_LAUNCH_FAILED;
+  const int before = g_launches.load();
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(g_launches.load(), before + 2);
+  EXPECT_FALSE(f.recorder.gpuTimer()->enabled());
+  const core::Trace& t = f.finishWithFlush();
+  ASSERT_EQ(t.launches.size(), 2u);
+  for (const auto& l : t.launches) EXPECT_EQ(l.gpu_start_ns, core::kNoTime);
+  EXPECT_EQ(statValue(t, "gpu_time_disabled"), 1);
+}
+
+TEST(HookRecorderTest, WithoutGpuTimeLaunchesHaveNoGpuTimes) {
+  Fixture f;
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].gpu_start_ns, core::kNoTime);
+  EXPECT_EQ(f.recorder.gpuTimer(), nullptr);
 }
 
 TEST(HookRecorderTest, InspectsModuleImageKinds) {

@@ -159,6 +159,11 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(DeviceGetName, "cuDeviceGetName");
   set(DeviceGetAttribute, "cuDeviceGetAttribute");
   set(DeviceTotalMem, "cuDeviceTotalMem_v2");
+  set(EventCreate, "cuEventCreate");
+  set(EventRecordDirect, "cuEventRecord");
+  set(EventQuery, "cuEventQuery");
+  set(EventElapsedTime, "cuEventElapsedTime");
+  set(EventElapsedTime, "cuEventElapsedTime_v2");  // what cuda.h 12.8+ names cuEventElapsedTime
   set(EmuGetLaunch, "cuKfuseEmuGetLaunch");
 }
 

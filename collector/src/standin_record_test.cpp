@@ -2,6 +2,8 @@
 // the hook backend, checked against what each example is known to do, plus a 4-thread / 4-stream program.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -27,7 +29,7 @@ class StandinRecordTest : public ::testing::Test {
   }
   void TearDown() override { setenv("LD_LIBRARY_PATH", old_.c_str(), 1); }
 
-  core::Trace record(const std::string& program, int* exit_code = nullptr) {
+  core::Trace record(const std::string& program, int* exit_code = nullptr, bool gpu_time = false) {
     if (!fs::exists(program)) {
       ADD_FAILURE() << program << " is not built";
       return {};
@@ -37,6 +39,7 @@ class StandinRecordTest : public ::testing::Test {
     RecordOptions o;
     o.output = (dir / (fs::path(program).filename().string() + ".sqlite")).string();
     o.overwrite = true;
+    o.gpu_time = gpu_time;
     o.collector_library = KFUSE_TEST_PRELOAD_LIB;
     o.command = {program};
     auto r = recordProgram(o);
@@ -130,6 +133,42 @@ TEST_F(StandinRecordTest, EveryExampleIsRecordedWithExactLaunchCounts) {
     EXPECT_EQ(kernelNames(t), want.second);
     for (const auto& l : t.launches) EXPECT_FALSE(l.pointer_args.empty());
     expectEmulatedMetricsForEveryLaunch(t);
+  }
+}
+
+TEST_F(StandinRecordTest, GpuTimeGivesEveryLaunchOrderedEventTimesPerStream) {
+  core::Trace t = record(example("elementwise_chain"), nullptr, /*gpu_time=*/true);
+  ASSERT_EQ(t.launches.size(), 12u);
+  std::map<core::Id, std::vector<const core::Launch*>> per_stream;
+  for (const auto& l : t.launches) {
+    ASSERT_NE(l.gpu_start_ns, core::kNoTime) << "launch " << l.id;
+    EXPECT_LT(l.gpu_start_ns, l.gpu_end_ns) << "launch " << l.id;
+    // On the trace clock: after recording started, and (the stand-in runs kernels synchronously) not far from
+    // the CPU call that made the launch.
+    EXPECT_GE(l.gpu_start_ns, t.metadata.start_time_ns) << "launch " << l.id;
+    EXPECT_LT(std::llabs(l.gpu_start_ns - l.api_start_ns), 1'000'000'000LL) << "launch " << l.id;
+    per_stream[l.stream_id].push_back(&l);
+  }
+  for (auto& [stream, launches] : per_stream) {
+    std::sort(launches.begin(), launches.end(), [](auto* a, auto* b) { return a->api_start_ns < b->api_start_ns; });
+    for (size_t i = 1; i < launches.size(); ++i) {
+      EXPECT_LE(launches[i - 1]->gpu_end_ns, launches[i]->gpu_start_ns)
+          << "stream " << stream << ": launch " << launches[i - 1]->id << " overlaps launch " << launches[i]->id;
+    }
+  }
+  for (const auto& s : t.stats) {
+    EXPECT_NE(s.name, "gpu_time_disabled");
+    EXPECT_NE(s.name, "gpu_time_pool_full");
+    EXPECT_NE(s.name, "launch_without_gpu_time");
+  }
+
+  core::Trace plain = record(example("elementwise_chain"));
+  ASSERT_EQ(plain.launches.size(), 12u);
+  EXPECT_EQ(t.events.size(), plain.events.size());  // the collector's own event records are not in the trace
+  EXPECT_EQ(t.syncs.size(), plain.syncs.size());
+  for (const auto& l : plain.launches) {
+    EXPECT_EQ(l.gpu_start_ns, core::kNoTime);
+    EXPECT_EQ(l.gpu_end_ns, core::kNoTime);
   }
 }
 

@@ -33,6 +33,7 @@ struct CollectorConfig {
   int block_timeout_ms = 2000;
   int flush_interval_ms = 200;
   std::string command_line;
+  bool gpu_time = false;  // KFUSE_GPU_TIME=1: hook backend times launches with CUDA events
 
   static CollectorConfig fromEnvironment();
 };

@@ -138,6 +138,11 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(char*, int, CUdevice)> DeviceGetName{nullptr};
   std::atomic<CUresult(CUDAAPI*)(int*, CUdevice_attribute, CUdevice)> DeviceGetAttribute{nullptr};
   std::atomic<CUresult(CUDAAPI*)(size_t*, CUdevice)> DeviceTotalMem{nullptr};
+  // Events for `--gpu-time` (the driver's own functions, never the hooked cuEventRecord).
+  std::atomic<CUresult(CUDAAPI*)(CUevent*, unsigned)> EventCreate{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUevent, CUstream)> EventRecordDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUevent)> EventQuery{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(float*, CUevent, CUevent)> EventElapsedTime{nullptr};
   // Only in the emulator's stand-in driver: per-launch counters (C ABI of kfuse/emulator/standin.h).
   std::atomic<int (*)(uint64_t sequence, void* counters)> EmuGetLaunch{nullptr};
 

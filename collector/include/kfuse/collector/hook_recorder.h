@@ -6,7 +6,9 @@
 // Launch path: no allocation, no lock other than the sink's queue lock, one driver call less than the
 // application made (none): a function's parameter layout and name are queried once, the first time it is
 // launched, and kept in a fixed-size lock-free table (kFunctionSlots functions, kParamPool parameters in all;
-// beyond that launches are recorded without argument layout and counted).
+// beyond that launches are recorded without argument layout and counted). With enableGpuTime() each launch is also
+// bracketed by two driver event records from a pool sized once (GpuTimer, gpu_timer.h); pairs are resolved at
+// the application's synchronizations, never on the launch path.
 // Thread-safe; the recorder must outlive every call through it (it is never destroyed while hooks are live).
 #pragma once
 
@@ -20,6 +22,8 @@
 #include "kfuse/collector/trace_sink.h"
 
 namespace kfuse::collector {
+
+class GpuTimer;
 
 class HookRecorder : public HookClient {
  public:
@@ -86,6 +90,13 @@ class HookRecorder : public HookClient {
   CUresult EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) override;
   CUresult StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) override;
 
+  // `--gpu-time`: from now on, launches get GPU start/end from CUDA events (GpuTimer: a pool of `pairs` event
+  // pairs, resolved at the application's synchronizations and by flushGpuTimes()). Call before hooks are live.
+  void enableGpuTime(size_t pairs = 4096);
+  // Resolves what has completed and releases what has not (at exit, before the sink finishes).
+  void flushGpuTimes();
+  const GpuTimer* gpuTimer() const { return gpu_timer_.get(); }
+
   uint64_t functionsSeen() const { return functions_seen_.load(); }
 
   // Called before describing a function if the table has no query functions yet (the driver may be loaded
@@ -116,6 +127,11 @@ class HookRecorder : public HookClient {
                  int64_t t0, int64_t t1);
   void recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1);
   bool active() const;
+  int beginGpuTime(CUstream stream, int variant);
+  uint32_t endGpuTime(int slot, CUstream stream, int variant);  // kLaunchWaitsForGpuTime if the pair is complete
+  void commitGpuTime(int slot, int64_t correlation_id);
+  void cancelGpuTime(int slot);
+  void resolveGpuTimes();
 
   TraceSink& sink_;
   std::atomic<bool> enabled_{true};
@@ -127,6 +143,7 @@ class HookRecorder : public HookClient {
   std::atomic<bool> device_emitted_{false};
   FunctionSlot unknown_slot_;  // returned when the table is full
   std::atomic<void (*)()> query_resolver_{nullptr};
+  std::unique_ptr<GpuTimer> gpu_timer_;  // null unless enableGpuTime()
 };
 
 // Nanoseconds on the clock every kfuse trace from the hook backend uses (CLOCK_REALTIME, like CUPTI's default).

@@ -15,7 +15,7 @@ struct RecordOptions {
   std::string output = "trace.sqlite";  // "%p" = the recorded process's pid (one trace per process)
   std::string backend;                  // "hook", "cupti", or "" = cupti with a real GPU driver, else hook
   bool metrics = false;                 // not implemented yet: recorded as a request in the environment
-  bool gpu_time = false;                // not implemented yet (hook backend GPU times from events)
+  bool gpu_time = false;                // hook backend: GPU start/end from CUDA events (KFUSE_GPU_TIME)
   bool overwrite = false;               // replace existing trace files
   std::vector<std::string> command;     // program and its arguments
   std::string collector_library;        // "" = findCollectorLibrary()
