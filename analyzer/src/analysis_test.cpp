@@ -315,6 +315,22 @@ TEST(Analysis, ChoosesTheGpuFromTheTraceOptionOrDefault) {
   EXPECT_EQ(d.stats.back().name, "gpu_not_in_spec_table");
 }
 
+TEST(Analysis, IgnoresGpuTimesMeasuredOnTheEmulator) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  const Report on_gpu = run(b);
+  EXPECT_FALSE(on_gpu.gpu_busy_estimated);
+  EXPECT_EQ(on_gpu.gpu_busy_ns, 20'000);
+  b.trace().devices[0].name = "kfuse CPU emulator (not a GPU, sm_90 PTX)";
+  const Report on_emulator = run(b);
+  EXPECT_TRUE(on_emulator.gpu_busy_estimated);
+  ASSERT_EQ(on_emulator.candidates.size(), 1u);
+  EXPECT_NE(on_emulator.candidates[0].cost.note.find("roofline estimates"), std::string::npos);
+  bool noted = false;
+  for (const core::Stat& s : on_emulator.stats) noted = noted || (s.name == "emulator_gpu_times_ignored" && s.value == 2);
+  EXPECT_TRUE(noted);
+}
+
 TEST(Reports, WritersAgreeWithTheReport) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);

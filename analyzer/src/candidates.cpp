@@ -808,13 +808,48 @@ std::string foldConstantProducts(const std::string& guard) {
   return out;
 }
 
-Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options) {
+namespace {
+
+bool recordedOnEmulator(const core::Trace& t) {
+  return !t.devices.empty() && t.devices.front().name.rfind("kfuse CPU emulator", 0) == 0;
+}
+
+// GPU times measured on kfuse's CPU emulator (`kfuse record --gpu-time` on the stand-in driver) time the
+// emulation, not a GPU: a copy of the input without them, so costs fall back to roofline estimates.
+std::optional<ImportResult> withoutEmulatorTimes(const ImportResult& input, int64_t& cleared) {
+  cleared = 0;
+  if (!recordedOnEmulator(input.trace)) return std::nullopt;
+  ImportResult copy = input;
+  auto clear = [&cleared](auto& records) {
+    for (auto& r : records) {
+      if (r.gpu_start_ns != core::kNoTime || r.gpu_end_ns != core::kNoTime) ++cleared;
+      r.gpu_start_ns = r.gpu_end_ns = core::kNoTime;
+    }
+  };
+  clear(copy.trace.launches);
+  clear(copy.trace.memcpys);
+  clear(copy.trace.memsets);
+  if (cleared == 0) return std::nullopt;
+  return copy;
+}
+
+}  // namespace
+
+Expected<Report> analyze(const ImportResult& original, const std::string& input_path, const AnalysisOptions& options) {
+  int64_t emulator_times = 0;
+  const std::optional<ImportResult> without = withoutEmulatorTimes(original, emulator_times);
+  const ImportResult& input = without ? *without : original;
   const core::Trace& t = input.trace;
   Report r;
   r.input_path = input_path;
   r.input_format = input.format;
   r.producer = t.metadata.producer;
   r.stats = t.stats;
+  if (emulator_times > 0) {
+    r.stats.push_back(core::Stat{"emulator_gpu_times_ignored", emulator_times, core::StatSeverity::kInfo,
+                                 "GPU times measured on kfuse's CPU emulator time the emulation, not a GPU: costs "
+                                 "use roofline estimates"});
+  }
 
   // The GPU: --gpu, else the trace's first device, else H100 SXM (said so).
   if (!options.gpu.empty()) {
@@ -835,7 +870,7 @@ Expected<Report> analyze(const ImportResult& input, const std::string& input_pat
       r.gpu = *core::findGpuSpec("h100-sxm");
       r.gpu_source = "default";
       // A trace recorded on kfuse's own emulator has no GPU to cost for: expected, so only noted.
-      const bool emulator = !t.devices.empty() && t.devices.front().name.rfind("kfuse CPU emulator", 0) == 0;
+      const bool emulator = recordedOnEmulator(t);
       r.stats.push_back(core::Stat{
           "gpu_not_in_spec_table", 1, emulator ? core::StatSeverity::kInfo : core::StatSeverity::kWarning,
           (t.devices.empty() ? std::string("the trace names no device")
