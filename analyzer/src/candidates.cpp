@@ -735,6 +735,7 @@ class Analysis {
     c.total_saving_ns = c.legality == Legality::kBlocked ? 0 : total;
   }
 
+ private:
   const ImportResult& in_;
   const core::Trace& t_;
   const KernelCatalog& cat_;
