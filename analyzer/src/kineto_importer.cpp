@@ -262,6 +262,17 @@ struct ApiCall {
   int64_t pid = 0, tid = 0;
 };
 
+// The host side of a copy or set (Memcpy / Memset): when and on which thread it was issued, and whether it was
+// an Async call.
+template <typename Record>
+void takeApiSpan(Record& r, const ApiCall* api) {
+  if (!api) return;
+  r.api_start_ns = api->start_ns;
+  r.api_end_ns = api->end_ns;
+  r.thread_id = api->tid;
+  r.async = api->name.find("Async") != std::string_view::npos;
+}
+
 struct SyncEvent {
   std::string_view kind;
   int64_t correlation = 0;
@@ -1204,12 +1215,7 @@ class KinetoParse {
         m.bytes = op.bytes > 0 ? static_cast<uint64_t>(op.bytes) : 0;
         m.gpu_start_ns = op.start_ns;
         m.gpu_end_ns = op.end_ns;
-        if (api) {
-          m.api_start_ns = api->start_ns;
-          m.api_end_ns = api->end_ns;
-          m.thread_id = api->tid;
-          m.async = api->name.find("Async") != std::string_view::npos;
-        }
+        takeApiSpan(m, api);
         if (external_id != 0) result_.memcpy_external_ids[m.id] = external_id;
         t.memcpys.push_back(m);
       } else {
@@ -1220,12 +1226,7 @@ class KinetoParse {
         m.bytes = op.bytes > 0 ? static_cast<uint64_t>(op.bytes) : 0;
         m.gpu_start_ns = op.start_ns;
         m.gpu_end_ns = op.end_ns;
-        if (api) {
-          m.api_start_ns = api->start_ns;
-          m.api_end_ns = api->end_ns;
-          m.thread_id = api->tid;
-          m.async = api->name.find("Async") != std::string_view::npos;
-        }
+        takeApiSpan(m, api);
         if (external_id != 0) result_.memset_external_ids[m.id] = external_id;
         t.memsets.push_back(m);
       }

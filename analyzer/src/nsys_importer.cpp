@@ -396,12 +396,7 @@ class NsysParse {
           m.bytes = static_cast<uint64_t>(r.bytes);
           m.gpu_start_ns = r.start;
           m.gpu_end_ns = r.end;
-          if (api) {
-            m.api_start_ns = api->start;
-            m.api_end_ns = api->end;
-            m.thread_id = api->tid;
-            m.async = api_names_[api->name].find("Async") != std::string::npos;
-          }
+          takeApiSpan(m, api);
           t.memcpys.push_back(m);
           break;
         }
@@ -414,12 +409,7 @@ class NsysParse {
           m.value = static_cast<uint32_t>(r.value);
           m.gpu_start_ns = r.start;
           m.gpu_end_ns = r.end;
-          if (api) {
-            m.api_start_ns = api->start;
-            m.api_end_ns = api->end;
-            m.thread_id = api->tid;
-            m.async = api_names_[api->name].find("Async") != std::string::npos;
-          }
+          takeApiSpan(m, api);
           t.memsets.push_back(m);
           break;
         }
@@ -470,6 +460,17 @@ class NsysParse {
     int64_t start = kNoTime, end = kNoTime, tid = 0;
     uint32_t name = 0;
   };
+
+  // The host side of a copy or set (Memcpy / Memset): when and on which thread it was issued, and whether it was
+  // an Async call.
+  template <typename Record>
+  void takeApiSpan(Record& r, const Api* api) const {
+    if (!api) return;
+    r.api_start_ns = api->start;
+    r.api_end_ns = api->end;
+    r.thread_id = api->tid;
+    r.async = api_names_[api->name].find("Async") != std::string::npos;
+  }
 
   const std::string& path_;
   [[maybe_unused]] const ImportOptions& options_;
