@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -329,6 +330,46 @@ TEST(Analysis, IgnoresGpuTimesMeasuredOnTheEmulator) {
   bool noted = false;
   for (const core::Stat& s : on_emulator.stats) noted = noted || (s.name == "emulator_gpu_times_ignored" && s.value == 2);
   EXPECT_TRUE(noted);
+}
+
+TEST(KernelCatalog, FindsTheModuleByNameWhenTheTraceDoesNotNameIt) {
+  TraceBuilder b;
+  for (auto& f : b.trace().functions) f.module_id = core::kNoId;  // e.g. a CUlibrary kernel
+  const KernelCatalog catalog = KernelCatalog::build(b.trace());
+  EXPECT_EQ(catalog.kernelsWithPtx(), 6);
+  EXPECT_TRUE(catalog.find(TraceBuilder::kProduce)->module_by_name);
+  EXPECT_EQ(catalog.find(TraceBuilder::kProduce)->params[1].mode, core::AccessMode::kWrite);
+  // Two images defining the same kernel: ambiguous, so no PTX, and the problem says why.
+  core::Module copy = b.trace().modules[0];
+  copy.id = 2;
+  copy.image.push_back('\n');
+  b.trace().modules.push_back(copy);
+  const KernelCatalog ambiguous = KernelCatalog::build(b.trace());
+  EXPECT_EQ(ambiguous.kernelsWithPtx(), 0);
+  EXPECT_NE(ambiguous.find(TraceBuilder::kProduce)->ptx_problem.find("2 module images define"), std::string::npos)
+      << ambiguous.find(TraceBuilder::kProduce)->ptx_problem;
+}
+
+TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  for (Id launch : {Id(1), Id(2)}) {
+    b.trace().metrics.push_back({launch, "dram_bytes_read", 4.0 * (1 << 20), "bytes", core::MetricSource::kMeasured});
+    b.trace().metrics.push_back({launch, "dram_bytes_written", 4.0 * (1 << 20), "bytes", core::MetricSource::kMeasured});
+    b.trace().metrics.push_back({launch, "flops_fp32", 2.0 * (1 << 20), "flop", core::MetricSource::kMeasured});
+    b.trace().metrics.push_back({launch, "tensor_instructions", launch == 2 ? 64.0 : 0.0, "inst",
+                                 core::MetricSource::kMeasured});
+  }
+  b.trace().metadata.extra["metrics"] = "range-profiler kernel-replay";
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].cost.bytes_source, "measured");
+  EXPECT_EQ(r.candidates[0].cost.flops_source, "measured");
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.flops, 4.0 * (1 << 20));
+  std::map<std::string, int64_t> stats;
+  for (const core::Stat& s : r.stats) stats[s.name] = s.value;
+  EXPECT_EQ(stats["metrics_run_serialised"], 1);
+  EXPECT_EQ(stats["tensor_core_flops_not_counted"], 1);
 }
 
 TEST(Reports, WritersAgreeWithTheReport) {

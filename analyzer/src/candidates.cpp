@@ -851,6 +851,22 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
                                  "GPU times measured on kfuse's CPU emulator time the emulation, not a GPU: costs "
                                  "use roofline estimates"});
   }
+  // A `kfuse record --metrics` run replays every kernel alone: its timeline is not that of a normal run.
+  if (auto m = t.metadata.extra.find("metrics"); m != t.metadata.extra.end() && m->second.find("replay") !=
+                                                                                   std::string::npos) {
+    r.stats.push_back(core::Stat{"metrics_run_serialised", 1, core::StatSeverity::kWarning,
+                                 "recorded with --metrics: kernel replay ran the kernels one at a time, so idle gaps "
+                                 "and overlap here are not those of a normal run (record again without --metrics "
+                                 "for the timeline)"});
+  }
+  int64_t tensor_launches = 0;
+  for (const core::Metric& m : t.metrics) {
+    tensor_launches += m.name == "tensor_instructions" && m.value > 0 ? 1 : 0;
+  }
+  if (tensor_launches > 0) {
+    r.stats.push_back(core::Stat{"tensor_core_flops_not_counted", tensor_launches, core::StatSeverity::kInfo,
+                                 "launches that used tensor cores: their measured FLOPs leave tensor-core work out"});
+  }
 
   // The GPU: --gpu, else the trace's first device, else H100 SXM (said so).
   if (!options.gpu.empty()) {

@@ -193,11 +193,32 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
       k.params[static_cast<size_t>(p.index)] = pf;
     }
 
-    // 1. PTX, when the kernel's module image is in the trace.
+    // 1. PTX, when the kernel's module image is in the trace. A kernel whose module the trace does not name (a
+    //    CUlibrary's kernel, whose handle is not the loaded module's; CUPTI's module callback) is looked for by
+    //    its mangled name in every module image: one definition across the images is unambiguous.
     auto mit = modules.find(fn.module_id);
     if (mit == modules.end()) {
       k.ptx_problem = "the trace does not say which module the kernel came from";
-    } else {
+      const core::Module* only = nullptr;
+      int definitions = 0;
+      for (const auto& [id, m] : modules) {
+        std::string problem;
+        for (const ptx::Module& pm : ptx_modules.get(*m, problem)) {
+          if (const ptx::Function* f = pm.findFunction(fn.mangled_name); f && f->has_body) {
+            if (only != m) ++definitions;
+            only = m;
+          }
+        }
+      }
+      if (definitions == 1) {
+        mit = modules.find(only->id);
+        k.module_by_name = true;
+      } else if (definitions > 1) {
+        k.ptx_problem = "the trace does not say which module the kernel came from, and " +
+                        std::to_string(definitions) + " module images define " + fn.mangled_name;
+      }
+    }
+    if (mit != modules.end()) {
       std::string problem;
       const auto& parsed = ptx_modules.get(*mit->second, problem);
       k.ptx_problem = problem;

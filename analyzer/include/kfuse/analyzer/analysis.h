@@ -62,6 +62,7 @@ struct KernelFacts {
   std::string name;          // demangled when possible
   std::string mangled_name;
   bool has_ptx = false;      // the kernel's PTX body was found in a module image of the trace
+  bool module_by_name = false;  // the trace did not name the kernel's module: the one image defining it was used
   std::vector<ParamFacts> params;
   // From the PTX usage summary (false/0 when there is no PTX).
   int barriers = 0, atomics = 0, shuffles = 0;
