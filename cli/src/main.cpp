@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   registerTraceVerbs(app, ctx);
   registerGpuVerbs(app, ctx);
   registerRecordVerbs(app, ctx);
+  registerMetricVerbs(app, ctx);
   registerAnalyzeVerbs(app, ctx);
   registerPtxVerbs(app, ctx);
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.

@@ -8,10 +8,8 @@
 namespace kfuse::cli {
 namespace {
 
-int runRecord(const collector::RecordOptions& o, const VerbContext& ctx) {
-  if (o.metrics) {
-    std::fprintf(stderr, "kfuse: --metrics is not implemented yet; recording without hardware metrics\n");
-  }
+int runRecord(collector::RecordOptions o, const VerbContext& ctx) {
+  o.on_note = [](const std::string& note) { std::fprintf(stderr, "kfuse: note: %s\n", note.c_str()); };
   auto result = collector::recordProgram(o);
   if (!result.ok()) return reportError(result.status());
   if (!ctx.quiet) {
@@ -36,7 +34,9 @@ void registerRecordVerbs(CLI::App& app, VerbContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--backend", opts->backend, "hook or cupti (default: cupti with a GPU driver, else hook)")
       ->check(CLI::IsMember({"hook", "cupti"}));
-  cmd->add_flag("--metrics", opts->metrics, "Collect DRAM bytes and FLOPs with the range profiler (not yet)");
+  cmd->add_flag("--metrics", opts->metrics,
+                "CUPTI backend: DRAM bytes, FLOPs by precision and tensor use of every launch from the range "
+                "profiler (replays each kernel; `kfuse metrics` shows what a chip gives)");
   cmd->add_flag("--gpu-time", opts->gpu_time,
                 "Hook backend: GPU start/end of every launch from CUDA events recorded around it (CUPTI has them)");
   cmd->add_flag("-f,--force", opts->overwrite, "Replace an existing trace file");

@@ -31,5 +31,6 @@ void registerGpuVerbs(CLI::App& app, VerbContext& ctx);    // gpus
 void registerPtxVerbs(CLI::App& app, VerbContext& ctx);    // ptx list|extract|check|roundtrip
 void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);  // analyze
 void registerRecordVerbs(CLI::App& app, VerbContext& ctx);   // record
+void registerMetricVerbs(CLI::App& app, VerbContext& ctx);   // metrics
 
 }  // namespace kfuse::cli

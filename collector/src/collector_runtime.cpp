@@ -70,6 +70,8 @@ CollectorConfig CollectorConfig::fromEnvironment() {
   c.flush_interval_ms = static_cast<int>(envNumber("KFUSE_FLUSH_MS", 200));
   if (const char* v = env("KFUSE_COMMAND_LINE")) c.command_line = v;
   if (const char* v = env("KFUSE_GPU_TIME")) c.gpu_time = std::string(v) == "1";
+  if (const char* v = env("KFUSE_METRICS")) c.metrics = std::string(v) == "1";
+  c.metrics_ranges = static_cast<size_t>(envNumber("KFUSE_METRICS_RANGES", 64));
   return c;
 }
 
@@ -104,12 +106,13 @@ void CollectorRuntime::resolveDriverQueries() {
   if (void* h = driverHandle(/*load=*/false)) t.resolveQueries(&queryLookup, h);
 }
 
-void CollectorRuntime::init(CuptiApi* cupti) {
+void CollectorRuntime::init(CuptiApi* cupti, ProfilerApi* profiler) {
   if (child_) return;  // before locking: a fork may have copied the lock held
   std::lock_guard lock(g_init_mu);
   if (initialized_ || child_) return;
   initialized_ = true;
   cupti_api_ = cupti;
+  profiler_api_ = profiler;
   config_ = CollectorConfig::fromEnvironment();
   if (config_.output_pattern.empty()) return;  // loaded but not asked to record
   Interposer::setFallbackLookup(&fallbackLookup);
@@ -142,6 +145,8 @@ void CollectorRuntime::activate(bool from_injection) {
   o.metadata.start_time_ns = collectorNowNs();
   o.metadata.extra["backend"] = config_.backend;
   o.metadata.extra["clock"] = "CLOCK_REALTIME";
+  // Kernel replay serialises kernels: a --metrics trace's GPU times are per-kernel durations without overlap.
+  if (config_.metrics) o.metadata.extra["metrics"] = "range-profiler kernel-replay";
   auto sink = SqliteSink::open(path_, o);
   if (!sink.ok()) {
     std::fprintf(stderr, "kfuse: collector: pid %lld: cannot record: %s; the application runs unrecorded\n",
@@ -176,6 +181,11 @@ void CollectorRuntime::fallBackToHooks(const std::string& why) {
   std::snprintf(s.name, sizeof s.name, "cupti_unavailable_used_hooks");
   std::snprintf(s.description, sizeof s.description, "%s", why.c_str());
   sink_->pushStruct(EventKind::kStat, s);
+  if (config_.metrics) {
+    std::fprintf(stderr,
+                 "kfuse: collector: --metrics needs the CUPTI backend; recording without hardware metrics%s\n",
+                 Interposer::driver().EmuGetLaunch.load() ? " (the emulator's own counters are recorded as 'emulated' metrics)" : "");
+  }
   Interposer::install(recorder_);
   if (!atexit_registered_) atexit_registered_ = std::atexit(&atExitHandler) == 0;
 }
@@ -191,8 +201,33 @@ void CollectorRuntime::startCupti(CuptiApi* cupti) {
     fallBackToHooks(s.message());
     return;
   }
+  if (config_.metrics) startMetrics(*backend);
   cupti_ = backend;
   if (!atexit_registered_) atexit_registered_ = std::atexit(&atExitHandler) == 0;
+}
+
+void CollectorRuntime::startMetrics(CuptiBackend& backend) {
+  if (!profiler_api_) {
+    std::fprintf(stderr, "kfuse: collector: --metrics: the profiler API is not available in this build of the "
+                         "collector; recording without hardware metrics\n");
+    return;
+  }
+  RangeMetricsOptions options;
+  options.ranges_per_session = config_.metrics_ranges;
+  auto* metrics = new RangeMetrics(*profiler_api_, *sink_, options);
+  if (Status s = metrics->start(); !s.ok()) {
+    std::fprintf(stderr, "kfuse: collector: --metrics: %s; recording without hardware metrics\n", s.message().c_str());
+    StatEvent e;
+    e.value = 1;
+    e.severity = static_cast<uint32_t>(core::StatSeverity::kWarning);
+    std::snprintf(e.name, sizeof e.name, "metrics_unavailable");
+    std::snprintf(e.description, sizeof e.description, "%s", s.message().c_str());
+    sink_->pushStruct(EventKind::kStat, e);
+    delete metrics;
+    return;
+  }
+  metrics_ = metrics;
+  backend.setRangeMetrics(metrics_);
 }
 
 void CollectorRuntime::shutdown() {

@@ -85,6 +85,18 @@ std::unordered_map<uint32_t, OpenMarker>& openMarkers() {
   return *m;
 }
 
+bool isLaunch(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 bool cuptiVersionSupported(uint32_t version) {
@@ -153,6 +165,17 @@ Status CuptiBackend::start() {
   for (CUpti_CallbackId cbid : memory_cbids) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
+  // Module images as the application hands them to the driver (a fatbin keeps its PTX; the module-loaded
+  // resource callback below only sees the cubin the driver chose), keyed by the handle functions report.
+  const CUpti_CallbackId module_cbids[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+      CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
+      CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary,
+      CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData,
+  };
+  for (CUpti_CallbackId cbid : module_cbids) {
+    (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  }
   (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
   (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   if (CUptiResult r = api_.activityRegisterCallbacks(&bufferRequestTrampoline, &bufferCompleteTrampoline);
@@ -189,6 +212,7 @@ void CuptiBackend::flush(bool forced) {
 
 void CuptiBackend::stop() {
   if (!started_) return;
+  if (metrics_) metrics_->finish();
   flush(/*forced=*/true);
   size_t dropped = 0;
   if (api_.activityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped) {
@@ -211,6 +235,7 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   if (!d->functionParams) return;
   // ENTER: remember the start; EXIT: record with arguments (still valid during the callback) if it succeeded.
   if (d->callbackSite == CUPTI_API_ENTER) {
+    if (metrics_ && isLaunch(cbid)) metrics_->onLaunchEnter(d->context, d->correlationId);
     if (d->correlationData) *d->correlationData = static_cast<uint64_t>(collectorNowNs());
     return;
   }
@@ -252,6 +277,26 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
       recorder_.recordLaunch(p->f, grid, block, p->sharedMemBytes, stream(p->hStream), p->kernelParams, nullptr, t0, t1,
                              kLaunchWaitsForGpuTime | kLaunchCooperative, corr);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData: {
+      const auto* p = static_cast<const cuModuleLoadData_params*>(d->functionParams);
+      if (p->module) recorder_.recordModule(reinterpret_cast<uint64_t>(*p->module), p->image);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx: {
+      const auto* p = static_cast<const cuModuleLoadDataEx_params*>(d->functionParams);
+      if (p->module) recorder_.recordModule(reinterpret_cast<uint64_t>(*p->module), p->image);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary: {
+      const auto* p = static_cast<const cuModuleLoadFatBinary_params*>(d->functionParams);
+      if (p->module) recorder_.recordModule(reinterpret_cast<uint64_t>(*p->module), p->fatCubin);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData: {
+      const auto* p = static_cast<const cuLibraryLoadData_params*>(d->functionParams);
+      if (p->library) recorder_.recordModule(reinterpret_cast<uint64_t>(*p->library), p->code);
       break;
     }
     default: onMemoryApi(cbid, d->functionParams); break;
@@ -329,7 +374,8 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
 
 void CuptiBackend::onResource(CUpti_CallbackId cbid, const void* data) {
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-    // cuCtxDestroy: the context's records must be delivered before it goes away.
+    // cuCtxDestroy: the context's records and metrics must be delivered before it goes away.
+    if (metrics_) metrics_->onContextDestroying(static_cast<const CUpti_ResourceData*>(data)->context);
     flush(/*forced=*/true);
     return;
   }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../tests/fake_profiler_api.h"
+
 namespace kfuse::collector {
 namespace {
 
@@ -313,6 +315,58 @@ TEST(CuptiBackendTest, ContextDestroyFlushesActivityBuffers) {
   EXPECT_EQ(f.api.flushes, 1);
 }
 
+TEST(CuptiBackendTest, MetricsFromTheRangeProfilerReachTheirLaunches) {
+  Fixture f;
+  testing::FakeProfilerApi profiler;
+  RangeMetrics metrics(profiler, f.sink, RangeMetricsOptions{/*ranges_per_session=*/4});
+  ASSERT_TRUE(metrics.start().ok());
+  f.backend.setRangeMetrics(&metrics);
+  ASSERT_TRUE(f.backend.start().ok());
+  const CUcontext context = reinterpret_cast<CUcontext>(0xc7);
+  CUdeviceptr a = 0x10000, b = 0x20010;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 32;
+  p.kernelParams = params;
+  CUresult ok = CUDA_SUCCESS;
+  for (uint32_t corr : {42u, 43u}) {
+    uint64_t correlation_data = 0;
+    CUpti_CallbackData cb{};
+    cb.functionParams = &p;
+    cb.functionReturnValue = &ok;
+    cb.correlationId = corr;
+    cb.correlationData = &correlation_data;
+    cb.context = context;
+    cb.callbackSite = CUPTI_API_ENTER;
+    f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+    profiler.runKernel(context);
+    cb.callbackSite = CUPTI_API_EXIT;
+    f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  }
+  // cuCtxDestroy delivers the context's metrics.
+  CUpti_ResourceData rd{};
+  rd.context = context;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &rd);
+  EXPECT_EQ(profiler.stops, 1);
+  EXPECT_EQ(profiler.disables, 1);
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.launches.size(), 2u);
+  std::map<core::Id, std::map<std::string, double>> per_launch;
+  for (const auto& m : t.metrics) {
+    EXPECT_EQ(m.source, core::MetricSource::kMeasured);
+    per_launch[m.launch_id][m.name] = m.value;
+  }
+  ASSERT_EQ(per_launch.size(), 2u);
+  // Range 0 -> the first launch, range 1 -> the second: dram__bytes_read.sum is profiler metric 0.
+  EXPECT_DOUBLE_EQ(per_launch[t.launches[0].id]["dram_bytes_read"], testing::FakeProfilerApi::value(0, 0, 0));
+  EXPECT_DOUBLE_EQ(per_launch[t.launches[1].id]["dram_bytes_read"], testing::FakeProfilerApi::value(0, 1, 0));
+  EXPECT_EQ(per_launch[t.launches[0].id].size(), 7u);
+}
+
 TEST(CuptiBackendTest, FailedLaunchesAreNotRecorded) {
   Fixture f;
   cuLaunchKernel_params p{};
@@ -341,6 +395,49 @@ TEST(CuptiBackendTest, ModuleLoadedCallbackStoresTheCubin) {
   ASSERT_EQ(f.sink.trace().modules.size(), 1u);
   EXPECT_EQ(f.sink.trace().modules[0].kind, core::ImageKind::kCubin);
   EXPECT_EQ(f.sink.trace().modules[0].image, std::vector<uint8_t>(kCubin, kCubin + sizeof kCubin));
+}
+
+CUresult CUDAAPI fModule(CUmodule* module, CUfunction) {
+  *module = reinterpret_cast<CUmodule>(0xabc);
+  return CUDA_SUCCESS;
+}
+
+TEST(CuptiBackendTest, ModuleLoadCallbackKeepsThePtxAndLinksTheModulesKernels) {
+  Fixture f;
+  f.table.FuncGetModule = &fModule;
+  ASSERT_TRUE(f.backend.start().ok());
+  static const char kPtx[] = ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
+  CUmodule loaded = reinterpret_cast<CUmodule>(0xabc);
+  cuModuleLoadData_params lp{&loaded, kPtx};
+  CUresult ok = CUDA_SUCCESS;
+  CUpti_CallbackData lcb{};
+  lcb.functionParams = &lp;
+  lcb.functionReturnValue = &ok;
+  lcb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &lcb);
+
+  CUdeviceptr a = 0x10000, b = 0x20000;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = params;
+  CUpti_CallbackData cb{};
+  cb.functionParams = &p;
+  cb.functionReturnValue = &ok;
+  cb.correlationId = 7;
+  cb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_EQ(t.modules[0].kind, core::ImageKind::kPtx);
+  // As the hook backend stores it: the text with its NUL terminator.
+  EXPECT_EQ(std::string(t.modules[0].image.begin(), t.modules[0].image.end()), std::string(kPtx, sizeof kPtx));
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(t.functions[0].module_id, t.modules[0].id);
 }
 
 TEST(CuptiBackendTest, Kernel10KeepsTheKernel9PrefixLayout) {

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-core::Trace recordSaxpy(const std::string& backend) {
+core::Trace recordSaxpy(const std::string& backend, bool metrics = false) {
   const fs::path dir = fs::temp_directory_path() / ("kfuse_gpu_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
   RecordOptions o;
-  o.output = (dir / (backend + ".sqlite")).string();
+  o.output = (dir / (backend + (metrics ? "_metrics" : "") + ".sqlite")).string();
   o.overwrite = true;
   o.backend = backend;
+  o.metrics = metrics;
   o.collector_library = KFUSE_TEST_PRELOAD_LIB;
   o.command = {KFUSE_TEST_GPU_SAXPY};
   auto r = recordProgram(o);
@@ -65,6 +67,30 @@ TEST_F(GpuRecordTest, CuptiBackendAddsGpuTimes) {
   for (const auto& l : t.launches) {
     EXPECT_NE(l.gpu_start_ns, core::kNoTime);
     EXPECT_GT(l.gpu_end_ns, l.gpu_start_ns);
+  }
+}
+
+// saxpy over n = 2^20 floats: one FFMA per element (2 FLOP), reads x and y, writes y: 8 MiB read, 4 MiB written.
+TEST_F(GpuRecordTest, MetricsGiveDramBytesAndFlopsOfEveryLaunch) {
+  core::Trace t = recordSaxpy("cupti", /*metrics=*/true);
+  expectSaxpy(t);
+  EXPECT_EQ(t.metadata.extra["metrics"], "range-profiler kernel-replay");
+  std::map<core::Id, std::map<std::string, double>> per_launch;
+  for (const auto& m : t.metrics) {
+    if (m.source == core::MetricSource::kMeasured) per_launch[m.launch_id][m.name] = m.value;
+  }
+  ASSERT_EQ(per_launch.size(), t.launches.size());
+  const double n = 1 << 20;
+  for (const auto& [launch, values] : per_launch) {
+    EXPECT_DOUBLE_EQ(values.at("flops_fp32"), 2 * n) << "launch " << launch;
+    EXPECT_EQ(values.at("flops_fp64"), 0);
+    EXPECT_EQ(values.at("tensor_instructions"), 0);
+    // DRAM traffic: at most the ideal plus 25%. The 12 MiB working set fits in a large L2 (50 MiB on H100), so
+    // repeated launches may read less than 8 MiB from DRAM; what kernel replay does to the caches is not known.
+    EXPECT_GE(values.at("dram_bytes_read"), 0) << "launch " << launch;
+    EXPECT_LE(values.at("dram_bytes_read"), 8 * n * 1.25) << "launch " << launch;
+    EXPECT_LE(values.at("dram_bytes_written"), 4 * n * 1.25) << "launch " << launch;
+    EXPECT_GT(values.at("gpu_time_ns"), 0);
   }
 }
 

@@ -8,12 +8,13 @@
 
 #include "kfuse/collector/collector_runtime.h"
 #include "kfuse/collector/driver_hooks.h"
+#include "kfuse/collector/profiler_api.h"
 
 #define KFUSE_EXPORT __attribute__((visibility("default")))
 
 namespace kfuse::collector {
 CuptiApi& realCuptiApi();  // cupti_api_real.cpp
-}
+}  // namespace kfuse::collector
 
 using kfuse::collector::Api;
 using kfuse::collector::CollectorRuntime;
@@ -47,7 +48,7 @@ bool recordingRequested() {
 
 __attribute__((constructor)) void kfuseCollectorLoad() {
   Interposer::setOwnObject(reinterpret_cast<const void*>(&kfuseCollectorLoad));
-  CollectorRuntime::instance().init(&kfuse::collector::realCuptiApi());
+  CollectorRuntime::instance().init(&kfuse::collector::realCuptiApi(), &kfuse::collector::realProfilerApi());
 }
 
 }  // namespace
@@ -123,7 +124,7 @@ KFUSE_DRIVER_HOOKS(KFUSE_X)
 
 // CUDA_INJECTION64_PATH entry point: the driver calls it during cuInit.
 KFUSE_EXPORT int InitializeInjection(void) {
-  CollectorRuntime::instance().init(&kfuse::collector::realCuptiApi());
+  CollectorRuntime::instance().init(&kfuse::collector::realCuptiApi(), &kfuse::collector::realProfilerApi());
   CollectorRuntime::instance().activate(/*from_injection=*/true);
   return 1;
 }

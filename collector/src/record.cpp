@@ -103,6 +103,16 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
   if (result.backend != "hook" && result.backend != "cupti") {
     return invalidArgument("unknown backend '" + result.backend + "' (expected hook or cupti)");
   }
+  if (o.metrics && o.backend == "hook") {
+    return invalidArgument("--metrics needs the CUPTI backend (hardware counters are read by CUPTI's range "
+                           "profiler); leave out --backend hook");
+  }
+  const bool metrics = o.metrics && result.backend == "cupti";
+  if (o.metrics && !metrics && o.on_note) {
+    o.on_note("no GPU driver here, so --metrics has no hardware counters to read (CUPTI's range profiler needs a "
+              "GPU); on the emulator's stand-in driver the emulator's own counters are recorded as 'emulated' "
+              "metrics");
+  }
   if (o.output.empty()) return invalidArgument("empty output path");
   std::error_code ec;
   const fs::path out = fs::absolute(o.output, ec);
@@ -143,7 +153,7 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
     setenv("KFUSE_BACKEND", result.backend.c_str(), 1);
     setenv("KFUSE_COMMAND_LINE", command_line.c_str(), 1);
     if (o.overwrite) setenv("KFUSE_OVERWRITE", "1", 1);
-    if (o.metrics) setenv("KFUSE_METRICS", "1", 1);
+    if (metrics) setenv("KFUSE_METRICS", "1", 1);
     if (o.gpu_time) setenv("KFUSE_GPU_TIME", "1", 1);
     if (result.backend == "cupti") setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
     std::vector<char*> argv;

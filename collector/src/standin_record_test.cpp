@@ -194,5 +194,37 @@ TEST_F(StandinRecordTest, FourThreadsOnFourStreamsRecordEveryLaunchExactlyOnce) 
   expectEmulatedMetricsForEveryLaunch(t);
 }
 
+TEST_F(StandinRecordTest, MetricsOnTheStandInSayWhatIsRecordedInstead) {
+  const fs::path dir = fs::temp_directory_path() / ("kfuse_standin_metrics_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  RecordOptions o;
+  o.output = (dir / "vector_add.sqlite").string();
+  o.overwrite = true;
+  o.metrics = true;
+  o.collector_library = KFUSE_TEST_PRELOAD_LIB;
+  o.command = {example("vector_add")};
+  std::vector<std::string> notes;
+  o.on_note = [&](const std::string& n) { notes.push_back(n); };
+  auto r = recordProgram(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->backend, "hook");
+  EXPECT_EQ(r->exit_code, 0);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("'emulated' metrics"), std::string::npos) << notes[0];
+  auto reader = core::TraceReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto t = (*reader)->readAll();
+  ASSERT_TRUE(t.ok());
+  expectEmulatedMetricsForEveryLaunch(*t);
+  EXPECT_EQ(t->metadata.extra.count("metrics"), 0u);  // no range profiler ran
+
+  // Asking for hooks and hardware counters at once is a usage error, before anything runs.
+  o.backend = "hook";
+  auto refused = recordProgram(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--metrics needs the CUPTI backend"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kfuse::collector

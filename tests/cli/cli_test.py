@@ -65,7 +65,7 @@ class Version(unittest.TestCase):
 class Help(unittest.TestCase):
     def test_every_verb_has_help(self):
         code, out, _ = kfuse("--help", check=0)
-        for verb in ["info", "export", "import", "gpus", "analyze"]:
+        for verb in ["info", "export", "import", "gpus", "analyze", "metrics"]:
             self.assertIn(verb, out)
             code, vout, _ = kfuse(verb, "--help", check=0)
             self.assertIn("Usage", vout)
@@ -350,6 +350,43 @@ class Gpus(unittest.TestCase):
         code, _, err = kfuse("gpus", "AMD Instinct MI250X")
         self.assertEqual(code, 2)
         self.assertIn("MI250X", err)
+
+
+class Metrics(unittest.TestCase):
+    """`kfuse metrics` runs CUPTI's Profiler Host API: real metric names per chip, no GPU needed."""
+
+    def test_lists_chips(self):
+        _, out, _ = kfuse("metrics", "--json", check=0)
+        doc = json.loads(out)
+        validate(doc, "metrics.schema.json")
+        for chip in ["GA100", "GH100", "GB202"]:
+            self.assertIn(chip, doc["chips"])
+
+    def test_hopper_plan(self):
+        _, out, _ = kfuse("metrics", "--chip", "GH100", "--json", check=0)
+        doc = json.loads(out)
+        validate(doc, "metrics.schema.json")
+        by_name = {m["name"]: m for m in doc["metrics"]}
+        self.assertEqual(by_name["dram_bytes_read"]["terms"],
+                         [{"profiler_metric": "dram__bytes_read.sum", "weight": 1.0}])
+        ffma = [t for t in by_name["flops_fp32"]["terms"] if "op_ffma_" in t["profiler_metric"]]
+        self.assertEqual(ffma[0]["weight"], 2.0)
+        self.assertGreaterEqual(doc["passes"], 1)
+        self.assertEqual(doc["unavailable"], [])
+
+    def test_text_names_the_rtx50_dram_metrics(self):
+        _, out, _ = kfuse("metrics", "--chip", "GB202", check=0)
+        self.assertRegex(out, r"dram_bytes_read\s+bytes\s+= dram__bytes_op_read\.sum")
+
+    def test_tegra_says_what_is_missing(self):
+        _, out, _ = kfuse("metrics", "--chip", "GA10B", check=0)
+        self.assertIn("not collected: dram_bytes_read", out)
+
+    def test_unknown_chip(self):
+        code, _, err = kfuse("metrics", "--chip", "XZ999")
+        self.assertEqual(code, 2)
+        self.assertIn("XZ999", err)
+        self.assertIn("GH100", err)
 
 
 if __name__ == "__main__":

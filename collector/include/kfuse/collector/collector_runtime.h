@@ -9,6 +9,9 @@
 //   KFUSE_BLOCK_MS       how long a full queue may hold an application thread before dropping (default 2000)
 //   KFUSE_FLUSH_MS       commit interval (default 200)
 //   KFUSE_COMMAND_LINE   the command line to store in the trace's metadata
+//   KFUSE_GPU_TIME       "1": hook backend times launches with CUDA events
+//   KFUSE_METRICS        "1": CUPTI backend collects hardware metrics with the range profiler (kernel replay)
+//   KFUSE_METRICS_RANGES launches profiled per range-profiler session before a decode (default 64)
 // The collector never changes what the application computes: when it cannot record it says so once on stderr
 // and forwards every call unchanged.
 #pragma once
@@ -34,6 +37,8 @@ struct CollectorConfig {
   int flush_interval_ms = 200;
   std::string command_line;
   bool gpu_time = false;  // KFUSE_GPU_TIME=1: hook backend times launches with CUDA events
+  bool metrics = false;   // KFUSE_METRICS=1: CUPTI backend collects DRAM bytes and FLOPs per launch
+  size_t metrics_ranges = 64;
 
   static CollectorConfig fromEnvironment();
 };
@@ -46,8 +51,9 @@ class CollectorRuntime {
   // The process-wide instance (never destroyed: hooks may run during exit).
   static CollectorRuntime& instance();
 
-  // Reads the configuration (idempotent, cheap: nothing is created). `cupti`: the real CUPTI, or nullptr.
-  void init(CuptiApi* cupti);
+  // Reads the configuration (idempotent, cheap: nothing is created). `cupti`, `profiler`: the real CUPTI (activity
+  // and callback API; profiler APIs for --metrics), or nullptr.
+  void init(CuptiApi* cupti, ProfilerApi* profiler = nullptr);
   // Starts recording the first time the process touches the driver (dlsym of cuGetProcAddress, a direct call,
   // InitializeInjection), so processes that never use CUDA (shells, launchers) leave no trace file.
   // `from_injection`: called from InitializeInjection (the driver is initialising; CUPTI may subscribe now).
@@ -63,12 +69,14 @@ class CollectorRuntime {
  private:
   CollectorRuntime() = default;
   void startCupti(CuptiApi* cupti);
+  void startMetrics(CuptiBackend& backend);
   void fallBackToHooks(const std::string& why);
   static void atForkChild();
 
   bool initialized_ = false;
   bool activated_ = false;
   CuptiApi* cupti_api_ = nullptr;
+  ProfilerApi* profiler_api_ = nullptr;
   std::atomic<bool> child_{false};  // set in a forked child (by the atfork handler, single-threaded there)
   bool atexit_registered_ = false;
   int64_t pid_ = 0;
@@ -77,6 +85,7 @@ class CollectorRuntime {
   std::unique_ptr<SqliteSink> sink_;
   HookRecorder* recorder_ = nullptr;  // leaked on purpose: application threads may call it during exit
   CuptiBackend* cupti_ = nullptr;
+  RangeMetrics* metrics_ = nullptr;  // leaked on purpose, like recorder_
 };
 
 }  // namespace kfuse::collector

@@ -1,6 +1,7 @@
 // The CUPTI backend: activity records (kernels, memcpy, memset, synchronization, NVTX markers) for GPU times;
 // driver-API callbacks for launch arguments (through the HookRecorder's layout cache) and for allocations/frees
-// (in API order, so pointer arguments resolve); module images from the module-loaded resource callback.
+// (in API order, so pointer arguments resolve); module images from the module-load driver callbacks (the image
+// the application passed: a fatbin keeps its PTX) and from the module-loaded resource callback (the cubin).
 //
 // Every cupti* call goes through CuptiApi, so tests drive the backend with a fake that hands it buffers of real
 // CUDA 13.0 record structs (CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, ...) built in memory. The real
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "kfuse/collector/hook_recorder.h"
+#include "kfuse/collector/range_metrics.h"
 #include "kfuse/collector/trace_sink.h"
 #include "kfuse/core/status.h"
 
@@ -55,6 +57,9 @@ class CuptiBackend {
   // would change the application, and the message says why (another tool holds CUPTI, unknown version...):
   // the caller records with the hook backend instead.
   Status start();
+  // Hardware metrics for every launch (`--metrics`): told of each launch at API entry, of context destruction,
+  // and finished by stop(). Set before start(); not owned.
+  void setRangeMetrics(RangeMetrics* metrics) { metrics_ = metrics; }
   // Delivers completed buffers (forced: also incomplete ones, at exit).
   void flush(bool forced);
   void stop();
@@ -77,6 +82,7 @@ class CuptiBackend {
   CuptiApi& api_;
   TraceSink& sink_;
   HookRecorder& recorder_;
+  RangeMetrics* metrics_ = nullptr;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool started_ = false;
   std::atomic<uint64_t> records_{0}, ignored_{0};

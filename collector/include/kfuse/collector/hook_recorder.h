@@ -42,6 +42,9 @@ class HookRecorder : public HookClient {
   // Returns the launch's correlation id.
   int64_t recordLaunch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shmem, CUstream stream,
                        void** params, void** extra, int64_t t0, int64_t t1, uint32_t flags, int64_t correlation_id);
+  // Records a loaded module's image (PTX, fatbin or cubin; its size is read from the image) under `handle`, the
+  // CUmodule or CUlibrary the driver returned (used by the CUPTI backend's module-load callbacks too).
+  void recordModule(uint64_t handle, const void* image);
 
   CUresult LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shmem, CUstream stream, void** params, void** extra) override;
@@ -118,7 +121,6 @@ class HookRecorder : public HookClient {
   void emitDevice();
   // On the emulator's stand-in driver: the counters of the launch just made, as "emulated" metrics.
   void recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem, int64_t correlation_id);
-  void recordModule(uint64_t handle, const void* image);
   void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
   void recordFree(uint64_t address, bool host);
   void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,14 @@ namespace kfuse::collector {
 struct RecordOptions {
   std::string output = "trace.sqlite";  // "%p" = the recorded process's pid (one trace per process)
   std::string backend;                  // "hook", "cupti", or "" = cupti with a real GPU driver, else hook
-  bool metrics = false;                 // not implemented yet: recorded as a request in the environment
+  bool metrics = false;                 // CUPTI backend: DRAM bytes and FLOPs per launch (range profiler)
   bool gpu_time = false;                // hook backend: GPU start/end from CUDA events (KFUSE_GPU_TIME)
   bool overwrite = false;               // replace existing trace files
   std::vector<std::string> command;     // program and its arguments
   std::string collector_library;        // "" = findCollectorLibrary()
+  // Told, before the program starts, of anything about the recording the user should know (an option that
+  // cannot take effect here and what happens instead).
+  std::function<void(const std::string&)> on_note;
 };
 
 struct RecordedTrace {
