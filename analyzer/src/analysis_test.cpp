@@ -1,4 +1,5 @@
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/analyzer/metrics_merge.h"
 
 #include <gtest/gtest.h>
 
@@ -370,6 +371,42 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   for (const core::Stat& s : r.stats) stats[s.name] = s.value;
   EXPECT_EQ(stats["metrics_run_serialised"], 1);
   EXPECT_EQ(stats["tensor_core_flops_not_counted"], 1);
+}
+
+TEST(MetricsMerge, JoinsAMetricsRunByKernelPositionAndShape) {
+  TraceBuilder timing;
+  timing.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  timing.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  // The metrics run: the same launches (ids differ), the last one with another grid.
+  TraceBuilder metrics_run;
+  metrics_run.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  metrics_run.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20, 1, 8192);
+  for (Id launch = 1; launch <= 4; ++launch) {
+    metrics_run.trace().metrics.push_back(
+        {launch, "dram_bytes_read", 1000.0 * double(launch), "bytes", core::MetricSource::kMeasured});
+    metrics_run.trace().metrics.push_back({launch, "thread_instructions", 5, "inst", core::MetricSource::kEmulated});
+  }
+  core::Trace target = timing.trace();
+  target.metrics.push_back({1, "dram_bytes_read", 1, "bytes", core::MetricSource::kEstimated});
+  auto merged = mergeMeasuredMetrics(target, metrics_run.trace(), "metrics.sqlite");
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->launches_matched, 3);
+  EXPECT_EQ(merged->launches_unmatched, 1);
+  EXPECT_EQ(merged->metrics_copied, 3);  // measured ones only
+  std::map<Id, double> read;
+  for (const core::Metric& m : target.metrics) {
+    if (m.name == "dram_bytes_read") read[m.launch_id] = m.value;
+  }
+  EXPECT_EQ(read, (std::map<Id, double>{{1, 1000}, {2, 2000}, {3, 3000}}));  // launch 1's estimate replaced
+  std::map<std::string, int64_t> stats;
+  for (const core::Stat& s : target.stats) stats[s.name] = s.value;
+  EXPECT_EQ(stats["metrics_merged_launches"], 3);
+  EXPECT_EQ(stats["metrics_unmatched_launches"], 1);
+
+  // A run without measured metrics is refused, naming the file.
+  auto refused = mergeMeasuredMetrics(target, timing.trace(), "timing.sqlite");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("timing.sqlite"), std::string::npos);
 }
 
 TEST(Reports, WritersAgreeWithTheReport) {

@@ -6,6 +6,7 @@
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/analyzer/metrics_merge.h"
 #include "kfuse/core/trace_store.h"
 #include "verbs.h"
 
@@ -19,6 +20,7 @@ struct AnalyzeOptions {
   size_t top = 10;
   size_t max_chain = 4;
   std::string json_out, md_out, html_out;
+  std::string metrics_from;
   bool no_store = false;
 };
 
@@ -44,6 +46,18 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   if (!ctx.quiet) {
     std::fprintf(stderr, "kfuse: %s trace: %zu launches; analyzing\n", imported->format.c_str(),
                  imported->trace.launches.size());
+  }
+  if (!o.metrics_from.empty()) {
+    analyzer::ImportOptions metrics_options;
+    metrics_options.format = "kfuse";
+    auto metrics_run = analyzer::importTrace(o.metrics_from, metrics_options);
+    if (!metrics_run) return reportError(metrics_run.status());
+    auto merged = analyzer::mergeMeasuredMetrics(imported->trace, metrics_run->trace, o.metrics_from);
+    if (!merged) return reportError(merged.status());
+    if (!ctx.quiet) {
+      std::fprintf(stderr, "kfuse: measured metrics from %s for %lld of %zu launches\n", o.metrics_from.c_str(),
+                   static_cast<long long>(merged->launches_matched), imported->trace.launches.size());
+    }
   }
   analyzer::AnalysisOptions options;
   options.gpu = o.gpu;
@@ -94,6 +108,9 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--md", o->md_out, "Also write the report as Markdown");
   cmd->add_option("--html", o->html_out, "Also write a self-contained HTML report with a roofline chart");
   cmd->add_option("--format", o->format, "Input format instead of sniffing: kfuse, kfuse-json, kineto, nsys");
+  cmd->add_option("--metrics-from", o->metrics_from,
+                  "A kfuse trace of the same program recorded with `kfuse record --metrics`: its measured DRAM bytes "
+                  "and FLOPs are joined onto this trace's launches (same kernel, same position, same shape)");
   cmd->add_flag("--no-store", o->no_store, "Do not store the report in the kfuse trace");
   cmd->callback([o, &ctx] { ctx.exit_code = runAnalyze(*o, ctx); });
 }

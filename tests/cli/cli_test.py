@@ -269,6 +269,40 @@ class Analyze(TempDirCase):
         self.assertEqual(rows[0][0], "h100-sxm")
         self.assertEqual(json.loads(rows[0][1])["candidates"][0]["occurrences"], 50)
 
+    def test_metrics_from_a_separate_run(self):
+        trace = self.demo_trace()
+        with open(self.demo_json) as f:
+            doc = json.load(f)
+        # A --metrics run of the same program: every launch measured at 8 MiB read, 4 MiB written, 2 MFLOP.
+        doc["metrics"] = []
+        for launch in doc["launches"]:
+            for name, value, unit in [("dram_bytes_read", 8 << 20, "bytes"), ("dram_bytes_written", 4 << 20, "bytes"),
+                                      ("flops_fp32", 2 << 20, "flop")]:
+                doc["metrics"].append({"launch_id": launch["id"], "name": name, "value": value, "unit": unit,
+                                       "source": "measured"})
+        doc["metadata"]["extra"]["metrics"] = "range-profiler kernel-replay"
+        metrics_json = self.path("metrics.json")
+        with open(metrics_json, "w") as f:
+            json.dump(doc, f)
+        metrics_trace = self.path("metrics.sqlite")
+        kfuse("import", metrics_json, "-o", metrics_trace, check=0)
+        out_json = self.path("r.json")
+        _, _, err = kfuse("analyze", trace, "--metrics-from", metrics_trace, "--json", out_json, "--no-store", check=0)
+        self.assertIn("measured metrics from", err)
+        with open(out_json) as f:
+            report = json.load(f)
+        validate(report, "report.schema.json")
+        c = report["candidates"][0]
+        self.assertEqual(c["cost"]["bytes_source"], "measured")
+        self.assertEqual(c["cost"]["bytes_before"], 4 * (12 << 20))
+        stats = {s["name"]: s["value"] for s in report["stats"]}
+        self.assertEqual(stats["metrics_merged_launches"], 200)
+        self.assertNotIn("metrics_run_serialised", stats)  # the timeline is the normal run's
+        # A trace without measured metrics cannot serve.
+        code, _, err = kfuse("analyze", trace, "--metrics-from", trace, "--no-store")
+        self.assertEqual(code, 2)
+        self.assertIn("no measured metrics", err)
+
     def test_no_store_leaves_the_trace_alone(self):
         trace = self.demo_trace()
         kfuse("analyze", trace, "--no-store", check=0)
