@@ -786,4 +786,24 @@ CUresult HookRecorder::EventRecordWithFlags(int variant, CUevent event, CUstream
   return r;
 }
 
+CUresult HookRecorder::GraphLaunch(int variant, CUgraphExec graph, CUstream stream) {
+  KFUSE_FORWARD(GraphLaunch, graph, stream)
+  if (r == CUDA_SUCCESS) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      std::fprintf(stderr,
+                   "kfuse: collector: the application launches CUDA graphs; the hook backend does not see the "
+                   "kernels inside them (the CUPTI backend records them from their kernel records)\n");
+    }
+    StatEvent e;
+    e.value = 1;
+    e.severity = static_cast<uint32_t>(core::StatSeverity::kWarning);
+    std::snprintf(e.name, sizeof e.name, "graph_launches_not_recorded");
+    std::snprintf(e.description, sizeof e.description,
+                  "CUDA graph launches whose kernels the hook backend did not see (record with --backend cupti)");
+    sink_.pushStruct(EventKind::kStat, e);
+  }
+  return r;
+}
+
 }  // namespace kfuse::collector

@@ -163,6 +163,25 @@ TEST(HookRecorderTest, FailedLaunchesAreForwardedButNotRecorded) {
   EXPECT_TRUE(f.finish().launches.empty());
 }
 
+CUresult CUDAAPI fGraphLaunch(CUgraphExec, CUstream) {
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderTest, GraphLaunchesAreForwardedAndCountedAsUnseen) {
+  Fixture f;
+  f.table.GraphLaunch[0] = &fGraphLaunch;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(f.recorder.GraphLaunch(0, reinterpret_cast<CUgraphExec>(0x9), nullptr), CUDA_SUCCESS);
+  }
+  const core::Trace& t = f.finish();
+  EXPECT_TRUE(t.launches.empty());
+  int64_t unseen = 0;
+  for (const auto& s : t.stats) {
+    if (s.name == "graph_launches_not_recorded") unseen = s.value;
+  }
+  EXPECT_EQ(unseen, 3);
+}
+
 TEST(HookRecorderTest, DisabledRecorderOnlyForwards) {
   Fixture f;
   f.recorder.setEnabled(false);

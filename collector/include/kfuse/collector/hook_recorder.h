@@ -92,6 +92,8 @@ class HookRecorder : public HookClient {
   CUresult EventRecord(int variant, CUevent event, CUstream stream) override;
   CUresult EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) override;
   CUresult StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) override;
+  // The kernels inside a graph never pass a launch hook: counted (`graph_launches_not_recorded`), said once.
+  CUresult GraphLaunch(int variant, CUgraphExec graph, CUstream stream) override;
 
   // `--gpu-time`: from now on, launches get GPU start/end from CUDA events (GpuTimer: a pool of `pairs` event
   // pairs, resolved at the application's synchronizations and by flushGpuTimes()). Call before hooks are live.
