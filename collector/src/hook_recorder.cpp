@@ -389,13 +389,17 @@ void HookRecorder::recordEmulatedMetrics(const unsigned grid[3], const unsigned 
                                          int64_t correlation_id) {
   auto get = reinterpret_cast<int (*)(uint64_t, EmuLaunchCounters*)>(table().EmuGetLaunch.load());
   if (!get) return;
-  // Sequence 0 is the latest launch of the process; with other threads launching too, look back a little for
-  // the one with this launch's configuration (best effort: identical concurrent launches may be swapped).
+  // The stand-in's launches are synchronous: the calling thread's last launch is this one. Stand-ins without
+  // that query: sequence 0 is the latest launch of the process; with other threads launching too, look back a
+  // little for the one with this launch's configuration (identical concurrent launches may then be swapped).
   EmuLaunchCounters c{};
   c.struct_size = sizeof c;
-  if (get(0, &c) != 0 || c.version != 1) return;
+  const auto thread_last = table().EmuThreadLastLaunch.load();
+  const uint64_t mine = thread_last ? thread_last() : 0;
+  if (get(mine, &c) != 0 || c.version != 1) return;
   const uint64_t latest = c.sequence;
-  for (uint64_t back = 0; back < 16 && back < latest; ++back) {
+  const uint64_t look_back = mine ? 1 : 16;
+  for (uint64_t back = 0; back < look_back && back < latest; ++back) {
     if (back > 0) {
       c = EmuLaunchCounters{};
       c.struct_size = sizeof c;

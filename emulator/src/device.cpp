@@ -186,11 +186,20 @@ Status Device::launch(const Kernel& kernel, const LaunchConfig& config, std::spa
   return s;
 }
 
+namespace {
+thread_local uint64_t t_last_sequence = 0;
+}  // namespace
+
+uint64_t Device::callingThreadLastSequence() {
+  return t_last_sequence;
+}
+
 void Device::record(LaunchRecord r) {
   LaunchObserver obs;
   {
     std::lock_guard lock(history_mu_);
     r.sequence = ++sequence_;
+    t_last_sequence = r.sequence;
     total_.add(r.counters);
     if (history_.size() >= historyLimit()) history_.erase(history_.begin());
     history_.push_back(r);

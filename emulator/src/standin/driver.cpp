@@ -1192,6 +1192,9 @@ uint64_t cuKfuseEmuLaunchCount(void) {
   if (!dev()) return 0;
   return dev()->lastLaunch().sequence;
 }
+uint64_t cuKfuseEmuThreadLastLaunch(void) {
+  return kfuse::emulator::Device::callingThreadLastSequence();
+}
 int cuKfuseEmuGetLaunch(uint64_t sequence, KfuseEmuLaunchCounters* out) {
   if (!dev() || !out || out->struct_size < sizeof(KfuseEmuLaunchCounters)) return 1;
   kfuse::emulator::LaunchRecord r;

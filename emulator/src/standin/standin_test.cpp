@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kfuse/emulator/standin.h"
@@ -174,6 +175,13 @@ TEST_F(StandinTest, RunsKernelsFromPtxAndFatbinsAndReportsFaults) {
   EXPECT_STREQ(lc.kernel, "vadd");
   EXPECT_EQ(lc.global_store_bytes, uint64_t(4 * n));
   EXPECT_EQ(lc.flops_f32, uint64_t(n));
+  // The calling thread's last launch is that one; a thread that launched nothing has none.
+  auto thread_last = reinterpret_cast<uint64_t (*)()>(dlsym(handle_, "cuKfuseEmuThreadLastLaunch"));
+  ASSERT_NE(thread_last, nullptr);
+  EXPECT_EQ(thread_last(), lc.sequence);
+  uint64_t other_thread_last = 99;
+  std::thread([&] { other_thread_last = thread_last(); }).join();
+  EXPECT_EQ(other_thread_last, 0u);
 
   // A fatbin holding compute_90 PTX, through the library API (what cudart 12+/13 uses).
   std::string fatbin = readFile(KFUSE_EMU_TEST_FATBIN);

@@ -147,6 +147,7 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(float*, CUevent, CUevent)> EventElapsedTime{nullptr};
   // Only in the emulator's stand-in driver: per-launch counters (C ABI of kfuse/emulator/standin.h).
   std::atomic<int (*)(uint64_t sequence, void* counters)> EmuGetLaunch{nullptr};
+  std::atomic<uint64_t (*)()> EmuThreadLastLaunch{nullptr};  // the calling thread's last launch
 
   // Fills the query slots through `lookup(name)` (a dlsym-like function returning nullptr when absent).
   void resolveQueries(void* (*lookup)(const char* name, void* user), void* user);

@@ -220,6 +220,9 @@ class Device {
   // Counter API (for the collector and tests). Records are kept for the last `historyLimit()` launches.
   std::vector<LaunchRecord> launchHistory() const;
   LaunchRecord lastLaunch() const;
+  // Sequence number of the last launch the calling thread made on any Device (0: none). Launches are synchronous,
+  // so right after launch() returns this is that launch, whatever other threads launch meanwhile.
+  static uint64_t callingThreadLastSequence();
   LaunchCounters totalCounters() const;
   void clearHistory();
   size_t historyLimit() const { return 4096; }

@@ -31,8 +31,13 @@ typedef uint64_t (*KfuseEmuLaunchCountFn)(void);
 // Counters of launch `sequence` (0 = the latest). Returns 0 on success, 1 if that launch is no longer kept.
 typedef int (*KfuseEmuGetLaunchFn)(uint64_t sequence, KfuseEmuLaunchCounters* out);
 
+// Sequence number of the calling thread's last launch (0: none). The stand-in's launches are synchronous, so a
+// tool calling it right after cuLaunchKernel returns gets exactly that launch, whatever other threads do.
+typedef uint64_t (*KfuseEmuThreadLastLaunchFn)(void);
+
 uint64_t cuKfuseEmuLaunchCount(void);
 int cuKfuseEmuGetLaunch(uint64_t sequence, KfuseEmuLaunchCounters* out);
+uint64_t cuKfuseEmuThreadLastLaunch(void);
 
 #ifdef __cplusplus
 }
