@@ -160,7 +160,8 @@ Status CuptiBackend::start() {
       CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
       CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,       CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,        CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+      CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
   };
   for (CUpti_CallbackId cbid : memory_cbids) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
@@ -364,6 +365,14 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
       release(static_cast<const cuMemFreeAsync_params*>(params)->dptr, false);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      const auto* p = static_cast<const cuMemMap_params*>(params);
+      alloc(&p->ptr, p->size, AllocKindCode::kDevice);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+      release(static_cast<const cuMemUnmap_params*>(params)->ptr, false);
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
       release(reinterpret_cast<uint64_t>(static_cast<const cuMemFreeHost_params*>(params)->p), true);

@@ -536,6 +536,19 @@ CUresult HookRecorder::MemFree(int variant, CUdeviceptr dptr) {
   return r;
 }
 
+CUresult HookRecorder::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  KFUSE_FORWARD(MemMap, ptr, size, offset, handle, flags)
+  if (r == CUDA_SUCCESS) recordAlloc(ptr, size, AllocKindCode::kDevice);
+  return r;
+}
+
+CUresult HookRecorder::MemUnmap(int variant, CUdeviceptr ptr, size_t size) {
+  KFUSE_FORWARD(MemUnmap, ptr, size)
+  if (r == CUDA_SUCCESS) recordFree(ptr, false);
+  return r;
+}
+
 CUresult HookRecorder::MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) {
   KFUSE_FORWARD(MemFreeAsync, dptr, stream)
   if (r == CUDA_SUCCESS) recordFree(dptr, false);

@@ -145,6 +145,36 @@ TEST(HookRecorderTest, RecordsLaunchWithArgumentsLaidOutByParamInfo) {
   EXPECT_EQ(t.streams[0].handle, 0x700u);
 }
 
+CUresult CUDAAPI fMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemUnmap(CUdeviceptr, size_t) {
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderTest, MappedVirtualMemoryResolvesPointersUntilUnmapped) {
+  Fixture f;
+  f.table.MemMap[0] = &fMemMap;
+  f.table.MemUnmap[0] = &fMemUnmap;
+  const CUdeviceptr base = 0x7f0000000000ull;  // a range reserved with cuMemAddressReserve, mapped in pieces
+  ASSERT_EQ(f.recorder.MemMap(0, base, 2 << 20, 0, 1, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemMap(0, base + (2 << 20), 2 << 20, 0, 2, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base + 256, base + (2 << 20) + 512), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemUnmap(0, base + (2 << 20), 2 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base, base + (2 << 20)), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.allocations.size(), 2u);
+  EXPECT_EQ(t.allocations[0].kind, core::AllocationKind::kDevice);
+  EXPECT_EQ(t.allocations[1].size, uint64_t{2 << 20});
+  EXPECT_NE(t.allocations[1].free_ns, core::kNoTime);
+  ASSERT_EQ(t.launches.size(), 2u);
+  ASSERT_EQ(t.launches[0].pointer_args.size(), 2u);
+  EXPECT_EQ(t.launches[0].pointer_args[1].allocation_id, t.allocations[1].id);
+  EXPECT_EQ(t.launches[0].pointer_args[1].offset, 512u);
+  ASSERT_EQ(t.launches[1].pointer_args.size(), 1u);  // the unmapped piece no longer resolves
+  EXPECT_EQ(t.launches[1].pointer_args[0].allocation_id, t.allocations[0].id);
+}
+
 TEST(HookRecorderTest, PerThreadVariantRecordsThePerThreadDefaultStream) {
   Fixture f;
   ASSERT_EQ(launchSaxpy(f.recorder, kPerThread, nullptr, 0, 0), CUDA_SUCCESS);

@@ -56,6 +56,10 @@ namespace kfuse::collector {
   X(MemFreeAsync, "cuMemFreeAsync", 11020, 0, "cuMemFreeAsync", "cuMemFreeAsync_ptsz", 1,                              \
     (CUdeviceptr dptr, CUstream stream), (dptr, stream))                                                               \
   X(MemFreeHost, "cuMemFreeHost", 2000, 0, "cuMemFreeHost", nullptr, 0, (void* p), (p))                                \
+  X(MemMap, "cuMemMap", 10020, 0, "cuMemMap", nullptr, 0,                                                              \
+    (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),      \
+    (ptr, size, offset, handle, flags))                                                                                \
+  X(MemUnmap, "cuMemUnmap", 10020, 0, "cuMemUnmap", nullptr, 0, (CUdeviceptr ptr, size_t size), (ptr, size))           \
   X(Memcpy, "cuMemcpy", 4000, 0, "cuMemcpy", "cuMemcpy_ptds", 1, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),     \
     (dst, src, bytes))                                                                                                 \
   X(MemcpyAsync, "cuMemcpyAsync", 4000, 0, "cuMemcpyAsync", "cuMemcpyAsync_ptsz", 1,                                   \

@@ -60,6 +60,10 @@ class HookRecorder : public HookClient {
   CUresult MemAllocHost(int variant, void** pp, size_t bytes) override;
   CUresult MemHostAlloc(int variant, void** pp, size_t bytes, unsigned flags) override;
   CUresult MemFree(int variant, CUdeviceptr dptr) override;
+  // Virtual memory management (PyTorch's expandable segments): a mapped range is an allocation until unmapped.
+  CUresult MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) override;
+  CUresult MemUnmap(int variant, CUdeviceptr ptr, size_t size) override;
   CUresult MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) override;
   CUresult MemFreeHost(int variant, void* p) override;
   CUresult Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) override;
