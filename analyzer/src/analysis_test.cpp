@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -356,10 +356,11 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
   for (Id launch : {Id(1), Id(2)}) {
     b.trace().metrics.push_back({launch, "dram_bytes_read", 4.0 * (1 << 20), "bytes", core::MetricSource::kMeasured});
-    b.trace().metrics.push_back({launch, "dram_bytes_written", 4.0 * (1 << 20), "bytes", core::MetricSource::kMeasured});
+    b.trace().metrics.push_back(
+        {launch, "dram_bytes_written", 4.0 * (1 << 20), "bytes", core::MetricSource::kMeasured});
     b.trace().metrics.push_back({launch, "flops_fp32", 2.0 * (1 << 20), "flop", core::MetricSource::kMeasured});
-    b.trace().metrics.push_back({launch, "tensor_instructions", launch == 2 ? 64.0 : 0.0, "inst",
-                                 core::MetricSource::kMeasured});
+    b.trace().metrics.push_back(
+        {launch, "tensor_instructions", launch == 2 ? 64.0 : 0.0, "inst", core::MetricSource::kMeasured});
   }
   b.trace().metadata.extra["metrics"] = "range-profiler kernel-replay";
   const Report r = run(b);

@@ -852,8 +852,8 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
                                  "use roofline estimates"});
   }
   // A `kfuse record --metrics` run replays every kernel alone: its timeline is not that of a normal run.
-  if (auto m = t.metadata.extra.find("metrics"); m != t.metadata.extra.end() && m->second.find("replay") !=
-                                                                                   std::string::npos) {
+  if (auto m = t.metadata.extra.find("metrics");
+      m != t.metadata.extra.end() && m->second.find("replay") != std::string::npos) {
     r.stats.push_back(core::Stat{"metrics_run_serialised", 1, core::StatSeverity::kWarning,
                                  "recorded with --metrics: kernel replay ran the kernels one at a time, so idle gaps "
                                  "and overlap here are not those of a normal run (record again without --metrics "

@@ -214,8 +214,8 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
         mit = modules.find(only->id);
         k.module_by_name = true;
       } else if (definitions > 1) {
-        k.ptx_problem = "the trace does not say which module the kernel came from, and " +
-                        std::to_string(definitions) + " module images define " + fn.mangled_name;
+        k.ptx_problem = "the trace does not say which module the kernel came from, and " + std::to_string(definitions) +
+                        " module images define " + fn.mangled_name;
       }
     }
     if (mit != modules.end()) {

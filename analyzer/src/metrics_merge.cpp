@@ -71,7 +71,9 @@ Expected<MetricsMergeSummary> mergeMeasuredMetrics(core::Trace& target, const co
     for (const core::Metric* m : *metrics) replaced.insert({launch, m->name});
   }
   target.metrics.erase(std::remove_if(target.metrics.begin(), target.metrics.end(),
-                                      [&](const core::Metric& m) { return replaced.count({m.launch_id, m.name}) > 0; }),
+                                      [&](const core::Metric& m) {
+                                        return replaced.count({m.launch_id, m.name}) > 0;
+                                      }),
                        target.metrics.end());
   for (const auto& [launch, metrics] : pairs) {
     for (const core::Metric* m : *metrics) {
@@ -84,10 +86,10 @@ Expected<MetricsMergeSummary> mergeMeasuredMetrics(core::Trace& target, const co
   target.stats.push_back(core::Stat{"metrics_merged_launches", summary.launches_matched, core::StatSeverity::kInfo,
                                     "launches given measured metrics from " + from_path});
   if (summary.launches_unmatched > 0) {
-    target.stats.push_back(core::Stat{
-        "metrics_unmatched_launches", summary.launches_unmatched, core::StatSeverity::kWarning,
-        "launches with no launch of the same kernel and shape at the same position in " + from_path +
-            " (a different run?): their bytes and FLOPs stay estimated"});
+    target.stats.push_back(core::Stat{"metrics_unmatched_launches", summary.launches_unmatched,
+                                      core::StatSeverity::kWarning,
+                                      "launches with no launch of the same kernel and shape at the same position in " +
+                                          from_path + " (a different run?): their bytes and FLOPs stay estimated"});
   }
   return summary;
 }

@@ -182,9 +182,10 @@ void CollectorRuntime::fallBackToHooks(const std::string& why) {
   std::snprintf(s.description, sizeof s.description, "%s", why.c_str());
   sink_->pushStruct(EventKind::kStat, s);
   if (config_.metrics) {
-    std::fprintf(stderr,
-                 "kfuse: collector: --metrics needs the CUPTI backend; recording without hardware metrics%s\n",
-                 Interposer::driver().EmuGetLaunch.load() ? " (the emulator's own counters are recorded as 'emulated' metrics)" : "");
+    std::fprintf(stderr, "kfuse: collector: --metrics needs the CUPTI backend; recording without hardware metrics%s\n",
+                 Interposer::driver().EmuGetLaunch.load()
+                     ? " (the emulator's own counters are recorded as 'emulated' metrics)"
+                     : "");
   }
   Interposer::install(recorder_);
   if (!atexit_registered_) atexit_registered_ = std::atexit(&atExitHandler) == 0;
@@ -208,8 +209,9 @@ void CollectorRuntime::startCupti(CuptiApi* cupti) {
 
 void CollectorRuntime::startMetrics(CuptiBackend& backend) {
   if (!profiler_api_) {
-    std::fprintf(stderr, "kfuse: collector: --metrics: the profiler API is not available in this build of the "
-                         "collector; recording without hardware metrics\n");
+    std::fprintf(stderr,
+                 "kfuse: collector: --metrics: the profiler API is not available in this build of the "
+                 "collector; recording without hardware metrics\n");
     return;
   }
   RangeMetricsOptions options;

@@ -85,6 +85,37 @@ std::unordered_map<uint32_t, OpenMarker>& openMarkers() {
   return *m;
 }
 
+constexpr CUpti_CallbackId kCopyCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+};
+
 bool isLaunch(CUpti_CallbackId cbid) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -164,6 +195,11 @@ Status CuptiBackend::start() {
       CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
   };
   for (CUpti_CallbackId cbid : memory_cbids) {
+    (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  }
+  // Copies and sets: their addresses (activity records have none) and API times, joined in the assembler with
+  // the activity record of the same correlation id, which brings the GPU times.
+  for (CUpti_CallbackId cbid : kCopyCallbacks) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
   // Module images as the application hands them to the driver (a fatbin keeps its PTX; the module-loaded
@@ -300,7 +336,105 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       if (p->library) recorder_.recordModule(reinterpret_cast<uint64_t>(*p->library), p->code);
       break;
     }
-    default: onMemoryApi(cbid, d->functionParams); break;
+    default:
+      if (!onCopyApi(cbid, d->functionParams, t0, t1, corr)) onMemoryApi(cbid, d->functionParams);
+      break;
+  }
+}
+
+bool CuptiBackend::onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t t0, int64_t t1, int64_t corr) {
+  auto copy = [&](CopyKindCode kind, uint64_t dst, uint64_t src, size_t bytes, CUstream stream, bool async,
+                  bool per_thread) {
+    recorder_.recordCopy(kind, dst, src, bytes, stream, async, per_thread ? 1 : 0, t0, t1, corr,
+                         /*waits_for_gpu_time=*/true);
+    return true;
+  };
+  auto set = [&](uint64_t dst, size_t n, uint32_t value, uint32_t elem, CUstream stream, bool async, bool per_thread) {
+    recorder_.recordSet(dst, n, value, elem, stream, async, per_thread ? 1 : 0, t0, t1, corr,
+                        /*waits_for_gpu_time=*/true);
+    return true;
+  };
+  // The _ptds/_ptsz params structs have the same members as the legacy ones.
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
+      const auto* p = static_cast<const cuMemcpy_params*>(params);
+      return copy(CopyKindCode::kUnknown, p->dst, p->src, p->ByteCount, nullptr, false,
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
+      const auto* p = static_cast<const cuMemcpyAsync_params*>(params);
+      return copy(CopyKindCode::kUnknown, p->dst, p->src, p->ByteCount, p->hStream, true,
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: {
+      const auto* p = static_cast<const cuMemcpyHtoD_v2_params*>(params);
+      return copy(CopyKindCode::kHostToDevice, p->dstDevice, reinterpret_cast<uint64_t>(p->srcHost), p->ByteCount,
+                  nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: {
+      const auto* p = static_cast<const cuMemcpyDtoH_v2_params*>(params);
+      return copy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(p->dstHost), p->srcDevice, p->ByteCount,
+                  nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds: {
+      const auto* p = static_cast<const cuMemcpyDtoD_v2_params*>(params);
+      return copy(CopyKindCode::kDeviceToDevice, p->dstDevice, p->srcDevice, p->ByteCount, nullptr, false,
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
+      const auto* p = static_cast<const cuMemcpyHtoDAsync_v2_params*>(params);
+      return copy(CopyKindCode::kHostToDevice, p->dstDevice, reinterpret_cast<uint64_t>(p->srcHost), p->ByteCount,
+                  p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
+      const auto* p = static_cast<const cuMemcpyDtoHAsync_v2_params*>(params);
+      return copy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(p->dstHost), p->srcDevice, p->ByteCount,
+                  p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
+      const auto* p = static_cast<const cuMemcpyDtoDAsync_v2_params*>(params);
+      return copy(CopyKindCode::kDeviceToDevice, p->dstDevice, p->srcDevice, p->ByteCount, p->hStream, true,
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds: {
+      const auto* p = static_cast<const cuMemsetD8_v2_params*>(params);
+      return set(p->dstDevice, p->N, p->uc, 1, nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds: {
+      const auto* p = static_cast<const cuMemsetD16_v2_params*>(params);
+      return set(p->dstDevice, p->N, p->us, 2, nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: {
+      const auto* p = static_cast<const cuMemsetD32_v2_params*>(params);
+      return set(p->dstDevice, p->N, p->ui, 4, nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
+      const auto* p = static_cast<const cuMemsetD8Async_params*>(params);
+      return set(p->dstDevice, p->N, p->uc, 1, p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
+      const auto* p = static_cast<const cuMemsetD16Async_params*>(params);
+      return set(p->dstDevice, p->N, p->us, 2, p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
+      const auto* p = static_cast<const cuMemsetD32Async_params*>(params);
+      return set(p->dstDevice, p->N, p->ui, 4, p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz);
+    }
+    default: return false;
   }
 }
 
@@ -371,9 +505,7 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
       alloc(&p->ptr, p->size, AllocKindCode::kDevice);
       break;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
-      release(static_cast<const cuMemUnmap_params*>(params)->ptr, false);
-      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: release(static_cast<const cuMemUnmap_params*>(params)->ptr, false); break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
       release(reinterpret_cast<uint64_t>(static_cast<const cuMemFreeHost_params*>(params)->p), true);
       break;

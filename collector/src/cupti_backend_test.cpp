@@ -367,6 +367,65 @@ TEST(CuptiBackendTest, MetricsFromTheRangeProfilerReachTheirLaunches) {
   EXPECT_EQ(per_launch[t.launches[0].id].size(), 7u);
 }
 
+TEST(CuptiBackendTest, CopyCallbacksGiveAddressesAndTheirRecordsGiveGpuTimes) {
+  Fixture f;
+  ASSERT_TRUE(f.backend.start().ok());
+  CUresult ok = CUDA_SUCCESS;
+  CUdeviceptr buffer = 0x40000;
+  cuMemAlloc_v2_params ap{&buffer, 1 << 20};
+  CUpti_CallbackData acb{};
+  acb.functionParams = &ap;
+  acb.functionReturnValue = &ok;
+  acb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &acb);
+  static float host[16];
+  cuMemcpyHtoDAsync_v2_ptsz_params cp{buffer + 256, host, sizeof host, nullptr};
+  CUpti_CallbackData ccb{};
+  ccb.functionParams = &cp;
+  ccb.functionReturnValue = &ok;
+  ccb.correlationId = 50;
+  ccb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz, &ccb);
+  cuMemsetD32_v2_params sp{buffer, 7u, 64};
+  CUpti_CallbackData scb{};
+  scb.functionParams = &sp;
+  scb.functionReturnValue = &ok;
+  scb.correlationId = 51;
+  scb.callbackSite = CUPTI_API_EXIT;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, &scb);
+
+  BufferBuilder bb;
+  auto& copy = bb.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.bytes = sizeof host;
+  copy.start = 700;
+  copy.end = 800;
+  copy.correlationId = 50;
+  auto [buf, valid] = bb.finish();
+  f.backend.onBufferComplete(buf, valid, valid);  // the memset's record never comes
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  const core::Memcpy& m = t.memcpys[0];
+  EXPECT_EQ(m.kind, core::MemcpyKind::kHostToDevice);
+  EXPECT_EQ(m.dst_address, buffer + 256);
+  EXPECT_EQ(m.dst_allocation_id, t.allocations[0].id);
+  EXPECT_EQ(m.bytes, sizeof host);
+  EXPECT_TRUE(m.async);
+  EXPECT_EQ(m.gpu_start_ns, 700);
+  EXPECT_EQ(m.gpu_end_ns, 800);
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets[0].dst_allocation_id, t.allocations[0].id);
+  EXPECT_EQ(t.memsets[0].bytes, 256u);
+  EXPECT_EQ(t.memsets[0].gpu_start_ns, core::kNoTime);
+  int64_t without_record = 0;
+  for (const auto& s : t.stats) {
+    if (s.name == "memset_without_gpu_record") without_record = s.value;
+  }
+  EXPECT_EQ(without_record, 1);
+}
+
 TEST(CuptiBackendTest, FailedLaunchesAreNotRecorded) {
   Fixture f;
   cuLaunchKernel_params p{};
@@ -406,7 +465,8 @@ TEST(CuptiBackendTest, ModuleLoadCallbackKeepsThePtxAndLinksTheModulesKernels) {
   Fixture f;
   f.table.FuncGetModule = &fModule;
   ASSERT_TRUE(f.backend.start().ok());
-  static const char kPtx[] = ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
+  static const char kPtx[] =
+      ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
   CUmodule loaded = reinterpret_cast<CUmodule>(0xabc);
   cuModuleLoadData_params lp{&loaded, kPtx};
   CUresult ok = CUDA_SUCCESS;

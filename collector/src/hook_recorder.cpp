@@ -562,9 +562,11 @@ CUresult HookRecorder::MemFreeHost(int variant, void* p) {
 }
 
 void HookRecorder::recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream,
-                              bool async, int variant, int64_t t0, int64_t t1) {
+                              bool async, int variant, int64_t t0, int64_t t1, int64_t correlation_id,
+                              bool waits_for_gpu_time) {
   MemcpyEvent e;
-  e.correlation_id = sink_.nextCorrelationId();
+  e.correlation_id = correlation_id ? correlation_id : sink_.nextCorrelationId();
+  e.waits_for_gpu_time = waits_for_gpu_time ? 1 : 0;
   e.thread_id = collectorThreadId();
   e.stream = streamHandle(stream, variant);
   e.src = src;
@@ -630,9 +632,10 @@ CUresult HookRecorder::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr
 }
 
 void HookRecorder::recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async,
-                             int variant, int64_t t0, int64_t t1) {
+                             int variant, int64_t t0, int64_t t1, int64_t correlation_id, bool waits_for_gpu_time) {
   MemsetEvent e;
-  e.correlation_id = sink_.nextCorrelationId();
+  e.correlation_id = correlation_id ? correlation_id : sink_.nextCorrelationId();
+  e.waits_for_gpu_time = waits_for_gpu_time ? 1 : 0;
   e.thread_id = collectorThreadId();
   e.stream = streamHandle(stream, variant);
   e.dst = dst;

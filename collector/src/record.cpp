@@ -104,14 +104,16 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
     return invalidArgument("unknown backend '" + result.backend + "' (expected hook or cupti)");
   }
   if (o.metrics && o.backend == "hook") {
-    return invalidArgument("--metrics needs the CUPTI backend (hardware counters are read by CUPTI's range "
-                           "profiler); leave out --backend hook");
+    return invalidArgument(
+        "--metrics needs the CUPTI backend (hardware counters are read by CUPTI's range "
+        "profiler); leave out --backend hook");
   }
   const bool metrics = o.metrics && result.backend == "cupti";
   if (o.metrics && !metrics && o.on_note) {
-    o.on_note("no GPU driver here, so --metrics has no hardware counters to read (CUPTI's range profiler needs a "
-              "GPU); on the emulator's stand-in driver the emulator's own counters are recorded as 'emulated' "
-              "metrics");
+    o.on_note(
+        "no GPU driver here, so --metrics has no hardware counters to read (CUPTI's range profiler needs a "
+        "GPU); on the emulator's stand-in driver the emulator's own counters are recorded as 'emulated' "
+        "metrics");
   }
   if (o.output.empty()) return invalidArgument("empty output path");
   std::error_code ec;

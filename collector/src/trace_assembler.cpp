@@ -83,6 +83,10 @@ constexpr CounterInfo kCounterInfo[] = {
      "launches whose GPU activity record never arrived (written without GPU times)"},
     {"unmatched_gpu_records", core::StatSeverity::kWarning,
      "kernel activity records with no launch callback (recorded as launches from the record alone)"},
+    {"memcpy_without_gpu_record", core::StatSeverity::kWarning,
+     "copies seen in CUPTI callbacks whose activity record never arrived (written without GPU times)"},
+    {"memset_without_gpu_record", core::StatSeverity::kWarning,
+     "memsets seen in CUPTI callbacks whose activity record never arrived (written without GPU times)"},
     {"free_of_unknown_address", core::StatSeverity::kInfo,
      "frees of memory allocated before recording started (recorded as allocations of unknown origin)"},
     {"allocation_replaced", core::StatSeverity::kInfo, "allocations overlapping a live one whose free was never seen"},
@@ -392,6 +396,17 @@ Status TraceAssembler::onFree(const FreeEvent& e) {
 }
 
 Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
+  // The activity record of a copy seen in a CUPTI callback: its GPU times complete the callback's copy.
+  if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
+    if (auto it = pending_copies_.find(e.correlation_id); it != pending_copies_.end()) {
+      core::Memcpy m = std::move(it->second);
+      pending_copies_.erase(it);
+      m.gpu_start_ns = e.gpu_start_ns;
+      m.gpu_end_ns = e.gpu_end_ns;
+      if (m.kind == core::MemcpyKind::kUnknown) m.kind = copyKind(e.kind);
+      return out_.add(m);
+    }
+  }
   core::Memcpy m;
   m.id = ++next_memcpy_;
   m.correlation_id = e.correlation_id;
@@ -408,10 +423,25 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   m.api_end_ns = e.api_end_ns;
   m.gpu_start_ns = e.gpu_start_ns;
   m.gpu_end_ns = e.gpu_end_ns;
+  if (e.waits_for_gpu_time) {
+    pending_copies_.emplace(e.correlation_id, std::move(m));
+    if (pending_copies_.size() > options_.max_pending_launches)
+      return writePendingCopies(options_.max_pending_launches / 2);
+    return {};
+  }
   return out_.add(m);
 }
 
 Status TraceAssembler::onMemset(const MemsetEvent& e) {
+  if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
+    if (auto it = pending_sets_.find(e.correlation_id); it != pending_sets_.end()) {
+      core::Memset m = std::move(it->second);
+      pending_sets_.erase(it);
+      m.gpu_start_ns = e.gpu_start_ns;
+      m.gpu_end_ns = e.gpu_end_ns;
+      return out_.add(m);
+    }
+  }
   core::Memset m;
   m.id = ++next_memset_;
   m.correlation_id = e.correlation_id;
@@ -427,7 +457,27 @@ Status TraceAssembler::onMemset(const MemsetEvent& e) {
   m.api_end_ns = e.api_end_ns;
   m.gpu_start_ns = e.gpu_start_ns;
   m.gpu_end_ns = e.gpu_end_ns;
+  if (e.waits_for_gpu_time) {
+    pending_sets_.emplace(e.correlation_id, std::move(m));
+    if (pending_sets_.size() > options_.max_pending_launches)
+      return writePendingCopies(options_.max_pending_launches / 2);
+    return {};
+  }
   return out_.add(m);
+}
+
+Status TraceAssembler::writePendingCopies(size_t keep) {
+  while (pending_copies_.size() > keep) {
+    count("memcpy_without_gpu_record");
+    KFUSE_RETURN_IF_ERROR(out_.add(pending_copies_.begin()->second));
+    pending_copies_.erase(pending_copies_.begin());
+  }
+  while (pending_sets_.size() > keep) {
+    count("memset_without_gpu_record");
+    KFUSE_RETURN_IF_ERROR(out_.add(pending_sets_.begin()->second));
+    pending_sets_.erase(pending_sets_.begin());
+  }
+  return {};
 }
 
 Status TraceAssembler::onSync(const SyncEvent& e) {
@@ -515,6 +565,7 @@ Status TraceAssembler::onStat(const StatEvent& e) {
 Status TraceAssembler::finish(const SinkStats& sink) {
   KFUSE_RETURN_IF_ERROR(ensureProcess());
   KFUSE_RETURN_IF_ERROR(writePending(0));
+  KFUSE_RETURN_IF_ERROR(writePendingCopies(0));
   auto stat = [&](const char* name, int64_t value, core::StatSeverity sev, const char* what) {
     return out_.add(core::Stat{name, value, sev, what});
   };

@@ -136,6 +136,7 @@ class TraceAssembler {
   Expected<core::Id> functionForName(const std::string& name);
   core::Id resolveAllocation(uint64_t address);
   Status writePending(size_t keep);
+  Status writePendingCopies(size_t keep);  // copies and sets; also bounds both maps
   void count(const char* name, int64_t n = 1) { counters_[name] += n; }
 
   RecordOutput& out_;
@@ -152,6 +153,8 @@ class TraceAssembler {
   std::unordered_map<Handle, core::Id> events_;  // CUevent -> latest Event id
   AddressMap allocations_;
   std::map<int64_t, core::Launch> pending_;                      // correlation id -> launch waiting for GPU time
+  std::map<int64_t, core::Memcpy> pending_copies_;               // CUPTI callback copies waiting for their record
+  std::map<int64_t, core::Memset> pending_sets_;
   std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
   std::map<std::string, int64_t> counters_;
   std::map<std::string, core::Stat> producer_stats_;

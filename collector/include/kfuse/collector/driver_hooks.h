@@ -111,7 +111,7 @@ namespace kfuse::collector {
   X(EventRecordWithFlags, "cuEventRecordWithFlags", 11010, 0, "cuEventRecordWithFlags", "cuEventRecordWithFlags_ptsz", \
     1, (CUevent event, CUstream stream, unsigned flags), (event, stream, flags))                                       \
   X(StreamWaitEvent, "cuStreamWaitEvent", 3020, 0, "cuStreamWaitEvent", "cuStreamWaitEvent_ptsz", 1,                   \
-    (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))                                         \
+    (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))                                          \
   X(GraphLaunch, "cuGraphLaunch", 10000, 0, "cuGraphLaunch", "cuGraphLaunch_ptsz", 1,                                  \
     (CUgraphExec graph, CUstream stream), (graph, stream))
 

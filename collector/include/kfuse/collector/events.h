@@ -133,6 +133,8 @@ struct MemcpyEvent {
   uint64_t src = 0, dst = 0, bytes = 0;
   CopyKindCode kind = CopyKindCode::kUnknown;
   uint32_t async = 0;
+  uint32_t waits_for_gpu_time = 0;  // from a CUPTI callback: GPU times come with the record of the same correlation
+  uint32_t reserved = 0;
   int64_t api_start_ns = -1, api_end_ns = -1;
   int64_t gpu_start_ns = -1, gpu_end_ns = -1;
   int64_t stream_native_id = -1;  // CUPTI stream id when the handle is not known
@@ -146,7 +148,7 @@ struct MemsetEvent {
   uint32_t value = 0;
   uint32_t element_size = 1;
   uint32_t async = 0;
-  uint32_t reserved = 0;
+  uint32_t waits_for_gpu_time = 0;  // as MemcpyEvent's
   int64_t api_start_ns = -1, api_end_ns = -1;
   int64_t gpu_start_ns = -1, gpu_end_ns = -1;
   int64_t stream_native_id = -1;

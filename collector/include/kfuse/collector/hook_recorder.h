@@ -45,6 +45,12 @@ class HookRecorder : public HookClient {
   // Records a loaded module's image (PTX, fatbin or cubin; its size is read from the image) under `handle`, the
   // CUmodule or CUlibrary the driver returned (used by the CUPTI backend's module-load callbacks too).
   void recordModule(uint64_t handle, const void* image);
+  // Records a copy / memset as made (used by the CUPTI backend's callbacks too). `correlation_id` 0: a fresh one;
+  // `waits_for_gpu_time`: the GPU times follow in a record with the same correlation id (CUPTI activity).
+  void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
+                  int variant, int64_t t0, int64_t t1, int64_t correlation_id = 0, bool waits_for_gpu_time = false);
+  void recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async, int variant,
+                 int64_t t0, int64_t t1, int64_t correlation_id = 0, bool waits_for_gpu_time = false);
 
   CUresult LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shmem, CUstream stream, void** params, void** extra) override;
@@ -129,10 +135,6 @@ class HookRecorder : public HookClient {
   void recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem, int64_t correlation_id);
   void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
   void recordFree(uint64_t address, bool host);
-  void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
-                  int variant, int64_t t0, int64_t t1);
-  void recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async, int variant,
-                 int64_t t0, int64_t t1);
   void recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1);
   bool active() const;
   int beginGpuTime(CUstream stream, int variant);
