@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -71,7 +72,8 @@ CollectorConfig CollectorConfig::fromEnvironment() {
   if (const char* v = env("KFUSE_COMMAND_LINE")) c.command_line = v;
   if (const char* v = env("KFUSE_GPU_TIME")) c.gpu_time = std::string(v) == "1";
   if (const char* v = env("KFUSE_METRICS")) c.metrics = std::string(v) == "1";
-  c.metrics_ranges = static_cast<size_t>(envNumber("KFUSE_METRICS_RANGES", 64));
+  // Each range costs counter-data memory inside the application: keep the session between 1 and 4096 ranges.
+  c.metrics_ranges = static_cast<size_t>(std::clamp(envNumber("KFUSE_METRICS_RANGES", 64), 1L, 4096L));
   return c;
 }
 

@@ -68,6 +68,16 @@ TEST_F(GpuRecordTest, CuptiBackendAddsGpuTimes) {
     EXPECT_NE(l.gpu_start_ns, core::kNoTime);
     EXPECT_GT(l.gpu_end_ns, l.gpu_start_ns);
   }
+  // Copies joined from their callbacks (addresses) and activity records (GPU times).
+  for (const auto& m : t.memcpys) {
+    EXPECT_GT(m.gpu_end_ns, m.gpu_start_ns) << "memcpy " << m.id;
+    if (m.kind == core::MemcpyKind::kHostToDevice) {
+      EXPECT_NE(m.dst_allocation_id, core::kNoId) << "memcpy " << m.id;
+    }
+    if (m.kind == core::MemcpyKind::kDeviceToHost) {
+      EXPECT_NE(m.src_allocation_id, core::kNoId) << "memcpy " << m.id;
+    }
+  }
 }
 
 // saxpy over n = 2^20 floats: one FFMA per element (2 FLOP), reads x and y, writes y: 8 MiB read, 4 MiB written.

@@ -1,6 +1,7 @@
 #include "kfuse/collector/range_metrics.h"
 
 #include <cstdio>
+#include <new>
 
 namespace kfuse::collector {
 
@@ -166,7 +167,17 @@ Status RangeMetrics::setUp(Session& s) {
   if (CUptiResult r = api_.rangeGetCounterDataSize(&size); r != CUPTI_SUCCESS) {
     return fail("cuptiRangeProfilerGetCounterDataSize", r);
   }
-  s.counter_data.assign(size.counterDataSize, 0);
+  // The image lives in the application's memory: a size the host cannot give is a reason to stop, not to crash.
+  constexpr size_t kMaxCounterData = size_t{1} << 30;
+  if (size.counterDataSize == 0 || size.counterDataSize > kMaxCounterData) {
+    return unsupported("the range profiler asked for a counter data image of " +
+                       std::to_string(size.counterDataSize) + " bytes (limit 1 GiB; lower KFUSE_METRICS_RANGES)");
+  }
+  try {
+    s.counter_data.assign(size.counterDataSize, 0);
+  } catch (const std::bad_alloc&) {
+    return unsupported("no memory for a counter data image of " + std::to_string(size.counterDataSize) + " bytes");
+  }
   return configure(s);
 }
 

@@ -160,6 +160,21 @@ TEST(RangeMetricsTest, UnknownChipTurnsMetricsOffNamingIt) {
   EXPECT_NE(std::string(sink.stat("metrics_unavailable")->description).find("XZ999"), std::string::npos);
 }
 
+TEST(RangeMetricsTest, AHostileCounterDataSizeTurnsMetricsOffInsteadOfAllocating) {
+  FakeProfilerApi api;
+  api.counter_data_size = size_t{1} << 40;
+  CapturingSink sink;
+  RangeMetrics m(api, sink);
+  ASSERT_TRUE(m.start().ok());
+  m.onLaunchEnter(ctx(1), 1);
+  m.finish();
+  EXPECT_TRUE(sink.metrics.empty());
+  EXPECT_EQ(api.starts, 0);
+  ASSERT_NE(sink.stat("metrics_unavailable"), nullptr);
+  EXPECT_NE(std::string(sink.stat("metrics_unavailable")->description).find("KFUSE_METRICS_RANGES"), std::string::npos);
+  EXPECT_EQ(api.disables, 1);  // the context's profiler object is released
+}
+
 TEST(RangeMetricsTest, DroppedAndUnmatchedRangesAreCountedAndTheRestStillJoined) {
   FakeProfilerApi api;
   api.dropped_per_decode = 1;

@@ -11,7 +11,7 @@
 //   KFUSE_COMMAND_LINE   the command line to store in the trace's metadata
 //   KFUSE_GPU_TIME       "1": hook backend times launches with CUDA events
 //   KFUSE_METRICS        "1": CUPTI backend collects hardware metrics with the range profiler (kernel replay)
-//   KFUSE_METRICS_RANGES launches profiled per range-profiler session before a decode (default 64)
+//   KFUSE_METRICS_RANGES launches profiled per range-profiler session before a decode (default 64, 1..4096)
 // The collector never changes what the application computes: when it cannot record it says so once on stderr
 // and forwards every call unchanged.
 #pragma once
