@@ -17,7 +17,12 @@ int runRecord(collector::RecordOptions o, const VerbContext& ctx) {
       std::fprintf(stderr, "kfuse: no trace was written (the messages above say why)\n");
     }
     for (const auto& t : result->traces) {
-      std::fprintf(stderr, "kfuse: trace written to %s (%s backend)\n", t.path.c_str(), result->backend.c_str());
+      if (!t.backend_used.empty() && t.backend_used != result->backend) {
+        std::fprintf(stderr, "kfuse: trace written to %s (%s backend: CUPTI stepped aside, see above)\n",
+                     t.path.c_str(), t.backend_used.c_str());
+      } else {
+        std::fprintf(stderr, "kfuse: trace written to %s (%s backend)\n", t.path.c_str(), result->backend.c_str());
+      }
       std::fprintf(stderr, "kfuse: %s\n", collector::summarizeRecordedTrace(t).c_str());
     }
   }

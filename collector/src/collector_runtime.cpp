@@ -126,7 +126,7 @@ void CollectorRuntime::activate(bool from_injection) {
   std::lock_guard lock(g_init_mu);
   if (child_ || !initialized_ || config_.output_pattern.empty()) return;
   if (activated_) {
-    if (from_injection && recorder_ && config_.backend == "cupti" && !cupti_) startCupti(cupti_api_);
+    if (from_injection && recorder_ && config_.backend == "cupti" && !cupti_ && !fell_back_) startCupti(cupti_api_);
     return;
   }
   activated_ = true;
@@ -162,6 +162,11 @@ void CollectorRuntime::activate(bool from_injection) {
   resolveDriverQueries();
 
   if (config_.backend == "cupti") {
+    // Under LD_PRELOAD the hooks see the application's first driver calls too: if CUPTI turns out not to see them
+    // (the driver never loaded the injection, or CUPTI cannot trace it), the watch switches to the hook backend
+    // rather than leave an empty trace.
+    watch_ = new CuptiWatch(Interposer::driver(), *recorder_, &CollectorRuntime::onCuptiBlind);
+    Interposer::install(watch_);
     // Under CUDA_INJECTION64_PATH the driver calls InitializeInjection at cuInit: start CUPTI there (it then also
     // runs our atexit handler before cudart's teardown).
     if (from_injection || !env("CUDA_INJECTION64_PATH")) startCupti(cupti_api_);
@@ -176,6 +181,7 @@ void CollectorRuntime::activate(bool from_injection) {
 }
 
 void CollectorRuntime::fallBackToHooks(const std::string& why) {
+  fell_back_ = true;
   std::fprintf(stderr, "kfuse: collector: %s; recording with the hook backend instead\n", why.c_str());
   StatEvent s;
   s.value = 1;
@@ -207,6 +213,15 @@ void CollectorRuntime::startCupti(CuptiApi* cupti) {
   if (config_.metrics) startMetrics(*backend);
   cupti_ = backend;
   if (!atexit_registered_) atexit_registered_ = std::atexit(&atExitHandler) == 0;
+}
+
+void CollectorRuntime::onCuptiBlind(const char* why) {
+  CollectorRuntime& r = instance();
+  if (r.child_) return;
+  std::lock_guard lock(g_init_mu);
+  if (!r.sink_ || r.fell_back_) return;
+  if (r.cupti_) r.cupti_->detach();
+  r.fallBackToHooks(why);
 }
 
 void CollectorRuntime::startMetrics(CuptiBackend& backend) {

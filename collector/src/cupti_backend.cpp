@@ -12,6 +12,9 @@ namespace {
 // CUPTI's buffer callbacks carry no user pointer.
 std::atomic<CuptiBackend*> g_backend{nullptr};
 
+std::atomic<uint64_t> g_driver_callbacks{0};
+thread_local uint64_t t_driver_callbacks = 0;
+
 constexpr size_t kBufferSize = 8u << 20;
 constexpr size_t kBufferAlign = 8;
 
@@ -259,9 +262,26 @@ void CuptiBackend::stop() {
   started_ = false;
 }
 
+uint64_t CuptiBackend::driverCallbacksSeen() {
+  return g_driver_callbacks.load(std::memory_order_relaxed);
+}
+
+uint64_t CuptiBackend::driverCallbacksOnThisThread() {
+  return t_driver_callbacks;
+}
+
+void CuptiBackend::detach() {
+  if (!subscriber_) return;
+  (void)api_.unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  started_ = false;
+}
+
 void CuptiBackend::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
   if (!cbdata) return;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    ++t_driver_callbacks;
+    g_driver_callbacks.fetch_add(1, std::memory_order_relaxed);
     onDriverApi(cbid, static_cast<const CUpti_CallbackData*>(cbdata));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     onResource(cbid, cbdata);
@@ -654,6 +674,87 @@ void CuptiBackend::decode(const CUpti_Activity* record) {
       break;
     default: ignored_.fetch_add(1, std::memory_order_relaxed); break;
   }
+}
+
+bool CuptiWatch::judge(uint64_t callbacks_before) {
+  if (state_.load(std::memory_order_relaxed) != kWatching) return false;
+  if (seen_on_thread_() != callbacks_before || seen_() > 0) {
+    state_.store(kCuptiWorks, std::memory_order_relaxed);
+    return false;
+  }
+  int expected = kWatching;
+  if (!state_.compare_exchange_strong(expected, kBlind)) return false;
+  on_blind_("CUPTI saw none of the application's first driver calls (the driver did not load the CUPTI injection, "
+            "or CUPTI cannot trace it; kfuse's CPU stand-in is such a driver)");
+  return true;
+}
+
+// Each override: forward, then let judge() decide; if CUPTI is blind, record the call the way the hook backend
+// would have (the hook backend records everything after it).
+CUresult CuptiWatch::ModuleLoadData(int variant, CUmodule* module, const void* image) {
+  const uint64_t before = seen_on_thread_();
+  const CUresult r = HookClient::ModuleLoadData(variant, module, image);
+  if (r == CUDA_SUCCESS && module && judge(before)) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
+  return r;
+}
+CUresult CuptiWatch::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n,
+                                      CUjit_option* options, void** values) {
+  const uint64_t before = seen_on_thread_();
+  const CUresult r = HookClient::ModuleLoadDataEx(variant, module, image, n, options, values);
+  if (r == CUDA_SUCCESS && module && judge(before)) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
+  return r;
+}
+CUresult CuptiWatch::LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
+                                     void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
+                                     void** library_values, unsigned n_library) {
+  const uint64_t before = seen_on_thread_();
+  const CUresult r = HookClient::LibraryLoadData(variant, library, code, jit_options, jit_values, n_jit,
+                                                 library_options, library_values, n_library);
+  if (r == CUDA_SUCCESS && library && judge(before)) recorder_.recordModule(reinterpret_cast<uint64_t>(*library), code);
+  return r;
+}
+CUresult CuptiWatch::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {
+  const uint64_t before = seen_on_thread_();
+  const CUresult r = HookClient::MemAlloc(variant, dptr, bytes);
+  if (r == CUDA_SUCCESS && dptr && judge(before)) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kDevice);
+  return r;
+}
+CUresult CuptiWatch::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  const uint64_t before = seen_on_thread_();
+  const CUresult r = HookClient::MemAllocAsync(variant, dptr, bytes, stream);
+  if (r == CUDA_SUCCESS && dptr && judge(before)) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kPool);
+  return r;
+}
+CUresult CuptiWatch::MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) {
+  const uint64_t before = seen_on_thread_();
+  const CUresult r = HookClient::MemAllocManaged(variant, dptr, bytes, flags);
+  if (r == CUDA_SUCCESS && dptr && judge(before)) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kManaged);
+  return r;
+}
+CUresult CuptiWatch::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
+  const uint64_t before = seen_on_thread_();
+  const int64_t t0 = collectorNowNs();
+  const CUresult r = HookClient::MemcpyHtoD(variant, dst, src, bytes);
+  const int64_t t1 = collectorNowNs();
+  if (r == CUDA_SUCCESS && judge(before)) {
+    recorder_.recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, nullptr, false,
+                         variant, t0, t1);
+  }
+  return r;
+}
+CUresult CuptiWatch::LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                  unsigned by, unsigned bz, unsigned shmem, CUstream stream, void** params,
+                                  void** extra) {
+  const uint64_t before = seen_on_thread_();
+  const int64_t t0 = collectorNowNs();
+  const CUresult r = HookClient::LaunchKernel(variant, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);
+  const int64_t t1 = collectorNowNs();
+  if (r == CUDA_SUCCESS && judge(before)) {
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    const CUstream s = variant == 1 && stream == nullptr ? reinterpret_cast<CUstream>(kPerThreadStream) : stream;
+    recorder_.recordLaunch(f, grid, block, shmem, s, params, extra, t0, t1, 0, 0);
+  }
+  return r;
 }
 
 }  // namespace kfuse::collector

@@ -426,6 +426,76 @@ TEST(CuptiBackendTest, CopyCallbacksGiveAddressesAndTheirRecordsGiveGpuTimes) {
   EXPECT_EQ(without_record, 1);
 }
 
+// A CUPTI stand-in for the watch: counts of driver callbacks, advanced by a fake driver function when "CUPTI sees"
+// the call.
+std::atomic<uint64_t> g_fake_seen{0};
+thread_local uint64_t t_fake_seen = 0;
+bool g_fake_cupti_sees = false;
+const char* g_blind_reason = nullptr;
+int g_blind_calls = 0;
+uint64_t fakeSeen() {
+  return g_fake_seen.load();
+}
+uint64_t fakeSeenOnThread() {
+  return t_fake_seen;
+}
+void onBlind(const char* why) {
+  g_blind_reason = why;
+  ++g_blind_calls;
+}
+CUresult CUDAAPI fWatchedAlloc(CUdeviceptr* p, size_t) {
+  *p = 0x90000;
+  if (g_fake_cupti_sees) {
+    ++t_fake_seen;
+    ++g_fake_seen;
+  }
+  return CUDA_SUCCESS;
+}
+
+TEST(CuptiWatchTest, ACuptiThatSeesNothingIsReportedOnceAndTheCallIsRecorded) {
+  g_fake_seen = 0;
+  t_fake_seen = 0;
+  g_fake_cupti_sees = false;
+  g_blind_calls = 0;
+  DriverTable table;
+  table.MemAlloc[0] = &fWatchedAlloc;
+  MemorySink sink;
+  HookRecorder recorder(table, sink);
+  CuptiWatch watch(table, recorder, &onBlind, &fakeSeen, &fakeSeenOnThread);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(watch.MemAlloc(0, &p, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(p, 0x90000u);  // forwarded
+  EXPECT_TRUE(watch.blind());
+  ASSERT_EQ(g_blind_calls, 1);
+  EXPECT_NE(std::string(g_blind_reason).find("CUPTI saw none"), std::string::npos);
+  ASSERT_EQ(watch.MemAlloc(0, &p, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(g_blind_calls, 1);  // decided once; later calls belong to the hook backend
+  ASSERT_TRUE(sink.finish().ok());
+  ASSERT_EQ(sink.trace().allocations.size(), 1u);  // the call that revealed it, recorded as the hooks would
+  EXPECT_EQ(sink.trace().allocations[0].size, 4096u);
+}
+
+TEST(CuptiWatchTest, ACuptiThatSeesTheCallsIsLeftAlone) {
+  g_fake_seen = 0;
+  t_fake_seen = 0;
+  g_fake_cupti_sees = true;
+  g_blind_calls = 0;
+  DriverTable table;
+  table.MemAlloc[0] = &fWatchedAlloc;
+  MemorySink sink;
+  HookRecorder recorder(table, sink);
+  CuptiWatch watch(table, recorder, &onBlind, &fakeSeen, &fakeSeenOnThread);
+  CUdeviceptr p = 0;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(watch.MemAlloc(0, &p, 4096), CUDA_SUCCESS);
+  // A later call CUPTI misses (another tool's thread, say) no longer matters: CUPTI was seen working.
+  g_fake_cupti_sees = false;
+  ASSERT_EQ(watch.MemAlloc(0, &p, 4096), CUDA_SUCCESS);
+  EXPECT_FALSE(watch.blind());
+  EXPECT_EQ(g_blind_calls, 0);
+  ASSERT_TRUE(sink.finish().ok());
+  EXPECT_TRUE(sink.trace().allocations.empty());  // CUPTI records them, not the watch
+}
+
 TEST(CuptiBackendTest, FailedLaunchesAreNotRecorded) {
   Fixture f;
   cuLaunchKernel_params p{};

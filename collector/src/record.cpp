@@ -51,6 +51,7 @@ RecordedTrace inspect(const std::string& path) {
   if (rest.ok()) {
     for (const auto& s : rest->stats) {
       if (s.name == "collector_dropped_events") t.dropped_events = s.value;
+      if (s.name == "cupti_unavailable_used_hooks") t.backend_used = "hook";
     }
   }
   return t;

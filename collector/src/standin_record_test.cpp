@@ -226,5 +226,38 @@ TEST_F(StandinRecordTest, MetricsOnTheStandInSayWhatIsRecordedInstead) {
   fs::remove_all(dir);
 }
 
+TEST_F(StandinRecordTest, CuptiBackendThatSeesNothingStepsAsideToTheHooks) {
+  // The stand-in never loads the CUPTI injection: the watch notices at the first driver call and the hook backend
+  // records the program, exactly as if it had been asked for.
+  const fs::path dir = fs::temp_directory_path() / ("kfuse_standin_cupti_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  RecordOptions o;
+  o.output = (dir / "elementwise_chain.sqlite").string();
+  o.overwrite = true;
+  o.backend = "cupti";
+  o.collector_library = KFUSE_TEST_PRELOAD_LIB;
+  o.command = {example("elementwise_chain")};
+  auto r = recordProgram(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0);
+  ASSERT_EQ(r->traces.size(), 1u);
+  EXPECT_EQ(r->traces[0].backend_used, "hook");
+  auto reader = core::TraceReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto t = (*reader)->readAll();
+  ASSERT_TRUE(t.ok());
+  const core::Trace hooked = record(example("elementwise_chain"));
+  EXPECT_EQ(t->launches.size(), hooked.launches.size());
+  EXPECT_EQ(t->allocations.size(), hooked.allocations.size());
+  EXPECT_EQ(t->memcpys.size(), hooked.memcpys.size());
+  EXPECT_EQ(t->modules.size(), hooked.modules.size());
+  ASSERT_FALSE(t->launches.empty());
+  EXPECT_FALSE(t->launches[0].pointer_args.empty());  // the allocations before the first launch were seen
+  bool stepped_aside = false;
+  for (const auto& s : t->stats) stepped_aside = stepped_aside || s.name == "cupti_unavailable_used_hooks";
+  EXPECT_TRUE(stepped_aside);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kfuse::collector

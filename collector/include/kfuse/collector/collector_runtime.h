@@ -70,6 +70,7 @@ class CollectorRuntime {
   CollectorRuntime() = default;
   void startCupti(CuptiApi* cupti);
   void startMetrics(CuptiBackend& backend);
+  static void onCuptiBlind(const char* why);
   void fallBackToHooks(const std::string& why);
   static void atForkChild();
 
@@ -79,6 +80,7 @@ class CollectorRuntime {
   ProfilerApi* profiler_api_ = nullptr;
   std::atomic<bool> child_{false};  // set in a forked child (by the atfork handler, single-threaded there)
   bool atexit_registered_ = false;
+  bool fell_back_ = false;  // recording with the hook backend because CUPTI could not be used
   int64_t pid_ = 0;
   CollectorConfig config_;
   std::string path_;
@@ -86,6 +88,7 @@ class CollectorRuntime {
   HookRecorder* recorder_ = nullptr;  // leaked on purpose: application threads may call it during exit
   CuptiBackend* cupti_ = nullptr;
   RangeMetrics* metrics_ = nullptr;  // leaked on purpose, like recorder_
+  CuptiWatch* watch_ = nullptr;      // leaked on purpose: hooked calls may still be inside it
 };
 
 }  // namespace kfuse::collector

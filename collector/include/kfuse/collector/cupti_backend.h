@@ -63,12 +63,19 @@ class CuptiBackend {
   // Delivers completed buffers (forced: also incomplete ones, at exit).
   void flush(bool forced);
   void stop();
+  // Stops CUPTI from calling the backend (unsubscribes); what was recorded stays. For a CUPTI found blind.
+  void detach();
 
   // What CUPTI calls; public so tests can call them as CUPTI would.
   void onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata);
   void onBufferComplete(uint8_t* buffer, size_t size, size_t valid_size);
   static void requestBuffer(uint8_t** buffer, size_t* size, size_t* max_records);
   static void freeBuffer(uint8_t* buffer);
+
+  // Driver-API callbacks CUPTI has delivered (any thread / the calling thread). CUPTI calls them inside the driver
+  // function, so a hooked call that returns without advancing the calling thread's count was not seen by CUPTI.
+  static uint64_t driverCallbacksSeen();
+  static uint64_t driverCallbacksOnThisThread();
 
   uint64_t recordsDecoded() const { return records_.load(); }
   uint64_t recordsIgnored() const { return ignored_.load(); }
@@ -88,6 +95,46 @@ class CuptiBackend {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool started_ = false;
   std::atomic<uint64_t> records_{0}, ignored_{0};
+};
+
+// Guards the CUPTI backend against recording nothing: installed as the hook client while CUPTI records, it forwards
+// the calls an application makes first (module loads, allocations, copies to the device, launches) and checks that
+// CUPTI saw them. If one succeeds while CUPTI has delivered no driver callback at all (a driver CUPTI cannot trace,
+// such as the emulator's stand-in), it records that call with `recorder` and calls `on_blind` once, which switches
+// the process to the hook backend. Once CUPTI is seen working it only forwards.
+class CuptiWatch : public HookClient {
+ public:
+  // `seen` / `seen_on_thread` count CUPTI's driver callbacks (default: CuptiBackend's counters; tests pass their own).
+  using CountFn = uint64_t (*)();
+  CuptiWatch(DriverTable& table, HookRecorder& recorder, void (*on_blind)(const char* why),
+             CountFn seen = &CuptiBackend::driverCallbacksSeen,
+             CountFn seen_on_thread = &CuptiBackend::driverCallbacksOnThisThread)
+      : HookClient(table), recorder_(recorder), on_blind_(on_blind), seen_(seen), seen_on_thread_(seen_on_thread) {}
+
+  CUresult ModuleLoadData(int variant, CUmodule* module, const void* image) override;
+  CUresult ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
+                            void** values) override;
+  CUresult LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
+                           void** jit_values, unsigned n_jit, CUlibraryOption* library_options, void** library_values,
+                           unsigned n_library) override;
+  CUresult MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) override;
+  CUresult MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) override;
+  CUresult MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) override;
+  CUresult MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) override;
+  CUresult LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, CUstream stream, void** params, void** extra) override;
+
+  bool blind() const { return state_.load() == kBlind; }
+
+ private:
+  enum State : int { kWatching, kCuptiWorks, kBlind };
+  // After a successful forwarded call: true if CUPTI turned out blind (the caller then records the call).
+  bool judge(uint64_t callbacks_before);
+
+  HookRecorder& recorder_;
+  void (*on_blind_)(const char* why);
+  CountFn seen_, seen_on_thread_;
+  std::atomic<int> state_{kWatching};
 };
 
 }  // namespace kfuse::collector

@@ -45,6 +45,7 @@ class HookRecorder : public HookClient {
   // Records a loaded module's image (PTX, fatbin or cubin; its size is read from the image) under `handle`, the
   // CUmodule or CUlibrary the driver returned (used by the CUPTI backend's module-load callbacks too).
   void recordModule(uint64_t handle, const void* image);
+  void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
   // Records a copy / memset as made (used by the CUPTI backend's callbacks too). `correlation_id` 0: a fresh one;
   // `waits_for_gpu_time`: the GPU times follow in a record with the same correlation id (CUPTI activity).
   void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
@@ -133,7 +134,6 @@ class HookRecorder : public HookClient {
   void emitDevice();
   // On the emulator's stand-in driver: the counters of the launch just made, as "emulated" metrics.
   void recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem, int64_t correlation_id);
-  void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
   void recordFree(uint64_t address, bool host);
   void recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1);
   bool active() const;

@@ -29,6 +29,7 @@ struct RecordedTrace {
   std::string path;
   core::TraceCounts counts;
   int64_t dropped_events = 0;
+  std::string backend_used;  // "hook" when the CUPTI backend stepped aside in the recorded process, else empty
   std::string error;  // the trace could not be read
 };
 
