@@ -68,6 +68,8 @@ TEST_F(GpuRecordTest, CuptiBackendAddsGpuTimes) {
     EXPECT_NE(l.gpu_start_ns, core::kNoTime);
     EXPECT_GT(l.gpu_end_ns, l.gpu_start_ns);
   }
+  // CUPTI recorded it (the watch saw CUPTI's callbacks and stayed out of the way).
+  for (const auto& s : t.stats) EXPECT_NE(s.name, "cupti_unavailable_used_hooks") << s.description;
   // Copies joined from their callbacks (addresses) and activity records (GPU times).
   for (const auto& m : t.memcpys) {
     EXPECT_GT(m.gpu_end_ns, m.gpu_start_ns) << "memcpy " << m.id;
