@@ -205,6 +205,15 @@ Status CuptiBackend::start() {
   for (CUpti_CallbackId cbid : kCopyCallbacks) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
+  // Stream capture: work enqueued while capturing becomes graph nodes, not executed work.
+  const CUpti_CallbackId capture_cbids[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,          CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,               CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+  };
+  for (CUpti_CallbackId cbid : capture_cbids) {
+    (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  }
   // Module images as the application hands them to the driver (a fatbin keeps its PTX; the module-loaded
   // resource callback below only sees the cubin the driver chose), keyed by the handle functions report.
   const CUpti_CallbackId module_cbids[] = {
@@ -292,11 +301,24 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   if (!d->functionParams) return;
   // ENTER: remember the start; EXIT: record with arguments (still valid during the callback) if it succeeded.
   if (d->callbackSite == CUPTI_API_ENTER) {
-    if (metrics_ && isLaunch(cbid)) metrics_->onLaunchEnter(d->context, d->correlationId);
+    // A launch on a capturing stream becomes a graph node and does not run: no range for it.
+    if (metrics_ && isLaunch(cbid) && !capturedLaunch(cbid, d->functionParams)) {
+      metrics_->onLaunchEnter(d->context, d->correlationId);
+    }
     if (d->correlationData) *d->correlationData = static_cast<uint64_t>(collectorNowNs());
     return;
   }
-  if (d->functionReturnValue && *static_cast<const CUresult*>(d->functionReturnValue) != CUDA_SUCCESS) return;
+  const CUresult result =
+      d->functionReturnValue ? *static_cast<const CUresult*>(d->functionReturnValue) : CUDA_SUCCESS;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz) {
+    // The stream leaves capture mode whether the capture succeeded or was invalidated.
+    if (result != CUDA_ERROR_ILLEGAL_STATE) {
+      recorder_.noteCaptureEnd(static_cast<const cuStreamEndCapture_params*>(d->functionParams)->hStream,
+                               cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz);
+    }
+    return;
+  }
+  if (result != CUDA_SUCCESS) return;
   const int64_t t0 = d->correlationData ? static_cast<int64_t>(*d->correlationData) : -1;
   const int64_t t1 = collectorNowNs();
   const int64_t corr = d->correlationId;
@@ -306,7 +328,21 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   auto stream = [&](CUstream s) {
     return s == nullptr && per_thread ? reinterpret_cast<CUstream>(kPerThreadStream) : s;
   };
+  if (isLaunch(cbid) && capturedLaunch(cbid, d->functionParams)) {
+    recorder_.noteCapturedWork();
+    return;
+  }
   switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+      recorder_.noteCaptureBegin(static_cast<const cuStreamBeginCapture_v2_params*>(d->functionParams)->hStream,
+                                 cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz:
+      recorder_.noteCaptureBegin(static_cast<const cuStreamBeginCaptureToGraph_params*>(d->functionParams)->hStream,
+                                 cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz);
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       const auto* p = static_cast<const cuLaunchKernel_params*>(d->functionParams);
@@ -360,6 +396,31 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       if (!onCopyApi(cbid, d->functionParams, t0, t1, corr)) onMemoryApi(cbid, d->functionParams);
       break;
   }
+}
+
+bool CuptiBackend::capturedLaunch(CUpti_CallbackId cbid, const void* params) {
+  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+  CUstream stream = nullptr;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      stream = static_cast<const cuLaunchKernel_params*>(params)->hStream;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
+      stream = p->config ? p->config->hStream : nullptr;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      stream = static_cast<const cuLaunchCooperativeKernel_params*>(params)->hStream;
+      break;
+    default: return false;
+  }
+  return recorder_.capturing(stream, per_thread ? 1 : 0);
 }
 
 bool CuptiBackend::onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t t0, int64_t t1, int64_t corr) {

@@ -496,6 +496,55 @@ TEST(CuptiWatchTest, ACuptiThatSeesTheCallsIsLeftAlone) {
   EXPECT_TRUE(sink.trace().allocations.empty());  // CUPTI records them, not the watch
 }
 
+bool g_cupti_test_capturing = false;
+CUresult CUDAAPI fCuptiIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = g_cupti_test_capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+TEST(CuptiBackendTest, LaunchesCapturedIntoAGraphAreCountedNotRecorded) {
+  Fixture f;
+  f.table.StreamIsCapturing = &fCuptiIsCapturing;
+  ASSERT_TRUE(f.backend.start().ok());
+  const CUstream stream = reinterpret_cast<CUstream>(0x700);
+  CUresult ok = CUDA_SUCCESS;
+  auto exitCallback = [&](CUpti_CallbackId cbid, void* params, uint32_t corr) {
+    CUpti_CallbackData cb{};
+    cb.functionParams = params;
+    cb.functionReturnValue = &ok;
+    cb.correlationId = corr;
+    cb.callbackSite = CUPTI_API_EXIT;
+    f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cb);
+  };
+  CUdeviceptr a = 0x10000, b = 0x20000;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+  p.hStream = stream;
+  p.kernelParams = params;
+  cuStreamBeginCapture_v2_params begin{stream, CU_STREAM_CAPTURE_MODE_GLOBAL};
+  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &begin, 1);
+  g_cupti_test_capturing = true;
+  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 2);
+  g_cupti_test_capturing = false;
+  CUgraph graph = nullptr;
+  cuStreamEndCapture_params end{stream, &graph};
+  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end, 3);
+  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 4);
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].correlation_id, 4);
+  int64_t captured = 0;
+  for (const auto& s : t.stats) {
+    if (s.name == "work_captured_into_graphs") captured = s.value;
+  }
+  EXPECT_EQ(captured, 1);
+}
+
 TEST(CuptiBackendTest, FailedLaunchesAreNotRecorded) {
   Fixture f;
   cuLaunchKernel_params p{};

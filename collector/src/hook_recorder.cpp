@@ -63,6 +63,11 @@ Fn pick(const std::atomic<Fn>* slots, int variant) {
   auto fn_ = pick(table().ID, variant);                            \
   if (!fn_) return CUDA_ERROR_NOT_INITIALIZED;                     \
   if (!active()) return fn_(__VA_ARGS__);                          \
+  if (capturing(STREAM, variant)) {                                \
+    const CUresult captured_ = fn_(__VA_ARGS__);                   \
+    if (captured_ == CUDA_SUCCESS) noteCapturedWork();             \
+    return captured_;                                              \
+  }                                                                \
   HookScope scope_;                                                \
   const int gt_slot = beginGpuTime(STREAM, variant);               \
   const int64_t t0 = collectorNowNs();                             \
@@ -564,6 +569,7 @@ CUresult HookRecorder::MemFreeHost(int variant, void* p) {
 void HookRecorder::recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream,
                               bool async, int variant, int64_t t0, int64_t t1, int64_t correlation_id,
                               bool waits_for_gpu_time) {
+  if (capturing(stream, variant)) return noteCapturedWork();
   MemcpyEvent e;
   e.correlation_id = correlation_id ? correlation_id : sink_.nextCorrelationId();
   e.waits_for_gpu_time = waits_for_gpu_time ? 1 : 0;
@@ -633,6 +639,7 @@ CUresult HookRecorder::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr
 
 void HookRecorder::recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async,
                              int variant, int64_t t0, int64_t t1, int64_t correlation_id, bool waits_for_gpu_time) {
+  if (capturing(stream, variant)) return noteCapturedWork();
   MemsetEvent e;
   e.correlation_id = correlation_id ? correlation_id : sink_.nextCorrelationId();
   e.waits_for_gpu_time = waits_for_gpu_time ? 1 : 0;
@@ -823,6 +830,69 @@ CUresult HookRecorder::GraphLaunch(int variant, CUgraphExec graph, CUstream stre
                   "CUDA graph launches whose kernels the hook backend did not see (record with --backend cupti)");
     sink_.pushStruct(EventKind::kStat, e);
   }
+  return r;
+}
+
+void HookRecorder::noteCaptureBegin(CUstream stream, int variant) {
+  std::lock_guard lock(capture_mu_);
+  capturing_streams_.push_back(streamHandle(stream, variant));
+  open_captures_.store(static_cast<int>(capturing_streams_.size()), std::memory_order_release);
+}
+
+void HookRecorder::noteCaptureEnd(CUstream stream, int variant) {
+  std::lock_guard lock(capture_mu_);
+  const Handle h = streamHandle(stream, variant);
+  for (auto it = capturing_streams_.begin(); it != capturing_streams_.end(); ++it) {
+    if (*it == h) {
+      capturing_streams_.erase(it);
+      break;
+    }
+  }
+  open_captures_.store(static_cast<int>(capturing_streams_.size()), std::memory_order_release);
+}
+
+bool HookRecorder::capturing(CUstream stream, int variant) {
+  if (open_captures_.load(std::memory_order_acquire) == 0) return false;  // the common case: one atomic load
+  auto query = table().StreamIsCapturing.load();
+  if (!query) return false;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return query(reinterpret_cast<CUstream>(streamHandle(stream, variant)), &status) == CUDA_SUCCESS &&
+         status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+void HookRecorder::noteCapturedWork() {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    std::fprintf(stderr,
+                 "kfuse: collector: the application captures work into CUDA graphs; captured launches and copies "
+                 "do not run when captured and are not recorded (they run later, inside graph launches)\n");
+  }
+  StatEvent e;
+  e.value = 1;
+  e.severity = static_cast<uint32_t>(core::StatSeverity::kInfo);
+  std::snprintf(e.name, sizeof e.name, "work_captured_into_graphs");
+  std::snprintf(e.description, sizeof e.description,
+                "launches, copies and memsets enqueued on capturing streams (graph nodes, not executed work)");
+  sink_.pushStruct(EventKind::kStat, e);
+}
+
+CUresult HookRecorder::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
+  KFUSE_FORWARD(StreamBeginCapture, stream, mode)
+  if (r == CUDA_SUCCESS) noteCaptureBegin(stream, variant);
+  return r;
+}
+
+CUresult HookRecorder::StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
+                                                 const CUgraphEdgeData* edges, size_t n, CUstreamCaptureMode mode) {
+  KFUSE_FORWARD(StreamBeginCaptureToGraph, stream, graph, deps, edges, n, mode)
+  if (r == CUDA_SUCCESS) noteCaptureBegin(stream, variant);
+  return r;
+}
+
+CUresult HookRecorder::StreamEndCapture(int variant, CUstream stream, CUgraph* graph) {
+  KFUSE_FORWARD(StreamEndCapture, stream, graph)
+  // The stream leaves capture mode whether the capture succeeded or was invalidated.
+  if (r != CUDA_ERROR_ILLEGAL_STATE) noteCaptureEnd(stream, variant);
   return r;
 }
 

@@ -175,6 +175,53 @@ TEST(HookRecorderTest, MappedVirtualMemoryResolvesPointersUntilUnmapped) {
   EXPECT_EQ(t.launches[1].pointer_args[0].allocation_id, t.allocations[0].id);
 }
 
+// A driver with stream capture: stream 0x700 captures between begin and end; other streams never do.
+std::atomic<bool> g_capturing{false};
+CUresult CUDAAPI fBeginCapture(CUstream, CUstreamCaptureMode) {
+  g_capturing = true;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fEndCapture(CUstream, CUgraph* g) {
+  g_capturing = false;
+  *g = reinterpret_cast<CUgraph>(0x6);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fIsCapturing(CUstream s, CUstreamCaptureStatus* status) {
+  *status = g_capturing && s == reinterpret_cast<CUstream>(0x700) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                                   : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderTest, WorkCapturedIntoAGraphIsCountedNotRecorded) {
+  Fixture f;
+  f.table.StreamBeginCapture[0] = &fBeginCapture;
+  f.table.StreamEndCapture[0] = &fEndCapture;
+  f.table.StreamIsCapturing = &fIsCapturing;
+  f.table.MemcpyAsync[0] = &fMemcpyAsync;
+  const auto captured = reinterpret_cast<CUstream>(0x700), other = reinterpret_cast<CUstream>(0x800);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, captured, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.StreamBeginCapture(0, captured, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  const int before = g_launches.load();
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, captured, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(g_launches.load(), before + 1);  // still forwarded: the driver puts it into the graph
+  ASSERT_EQ(f.recorder.MemcpyAsync(0, 0x10, 0x20, 64, captured), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, other, 0, 0), CUDA_SUCCESS);  // another stream runs normally
+  CUgraph graph = nullptr;
+  ASSERT_EQ(f.recorder.StreamEndCapture(0, captured, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, captured, 0, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  EXPECT_EQ(t.launches.size(), 3u);
+  EXPECT_TRUE(t.memcpys.empty());
+  int64_t captured_work = 0;
+  for (const auto& s : t.stats) {
+    if (s.name == "work_captured_into_graphs") captured_work = s.value;
+  }
+  EXPECT_EQ(captured_work, 2);
+}
+
 TEST(HookRecorderTest, PerThreadVariantRecordsThePerThreadDefaultStream) {
   Fixture f;
   ASSERT_EQ(launchSaxpy(f.recorder, kPerThread, nullptr, 0, 0), CUDA_SUCCESS);

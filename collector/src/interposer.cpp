@@ -166,6 +166,7 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(EventElapsedTime, "cuEventElapsedTime_v2");  // what cuda.h 12.8+ names cuEventElapsedTime
   set(EmuGetLaunch, "cuKfuseEmuGetLaunch");
   set(EmuThreadLastLaunch, "cuKfuseEmuThreadLastLaunch");
+  set(StreamIsCapturing, "cuStreamIsCapturing");
 }
 
 DriverTable& Interposer::driver() {

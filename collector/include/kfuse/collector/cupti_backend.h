@@ -85,6 +85,8 @@ class CuptiBackend {
   void onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* data);
   void onResource(CUpti_CallbackId cbid, const void* data);
   void onMemoryApi(CUpti_CallbackId cbid, const void* params);
+  // Whether the launch `cbid`/`params` describe goes to a capturing stream (a graph node, not executed work).
+  bool capturedLaunch(CUpti_CallbackId cbid, const void* params);
   // Copies and memsets at API exit; false if `cbid` is neither.
   bool onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t t0, int64_t t1, int64_t corr);
 

@@ -113,7 +113,16 @@ namespace kfuse::collector {
   X(StreamWaitEvent, "cuStreamWaitEvent", 3020, 0, "cuStreamWaitEvent", "cuStreamWaitEvent_ptsz", 1,                   \
     (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))                                          \
   X(GraphLaunch, "cuGraphLaunch", 10000, 0, "cuGraphLaunch", "cuGraphLaunch_ptsz", 1,                                  \
-    (CUgraphExec graph, CUstream stream), (graph, stream))
+    (CUgraphExec graph, CUstream stream), (graph, stream))                                                             \
+  X(StreamBeginCapture, "cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz", 1, \
+    (CUstream stream, CUstreamCaptureMode mode), (stream, mode))                                                       \
+  X(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0, "cuStreamBeginCaptureToGraph",                 \
+    "cuStreamBeginCaptureToGraph_ptsz", 1,                                                                             \
+    (CUstream stream, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,                  \
+     CUstreamCaptureMode mode),                                                                                        \
+    (stream, graph, deps, edges, n, mode))                                                                             \
+  X(StreamEndCapture, "cuStreamEndCapture", 10000, 0, "cuStreamEndCapture", "cuStreamEndCapture_ptsz", 1,              \
+    (CUstream stream, CUgraph* graph), (stream, graph))
 
 enum class Api : int {
 #define KFUSE_X(ID, ...) ID,
@@ -152,6 +161,7 @@ struct DriverTable {
   // Only in the emulator's stand-in driver: per-launch counters (C ABI of kfuse/emulator/standin.h).
   std::atomic<int (*)(uint64_t sequence, void* counters)> EmuGetLaunch{nullptr};
   std::atomic<uint64_t (*)()> EmuThreadLastLaunch{nullptr};  // the calling thread's last launch
+  std::atomic<CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*)> StreamIsCapturing{nullptr};
 
   // Fills the query slots through `lookup(name)` (a dlsym-like function returning nullptr when absent).
   void resolveQueries(void* (*lookup)(const char* name, void* user), void* user);

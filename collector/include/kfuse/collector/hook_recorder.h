@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <vector>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,15 @@ class HookRecorder : public HookClient {
   // CUmodule or CUlibrary the driver returned (used by the CUPTI backend's module-load callbacks too).
   void recordModule(uint64_t handle, const void* image);
   void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
+  // Stream capture (CUDA graphs): work enqueued on a capturing stream does not run, it becomes a graph node, so it
+  // is counted (`work_captured_into_graphs`) instead of recorded. Begin/end are told by the hooks below and by the
+  // CUPTI backend; while any capture is open, `capturing` asks the driver (cuStreamIsCapturing), which also covers
+  // streams that joined a capture through an event.
+  void noteCaptureBegin(CUstream stream, int variant);
+  void noteCaptureEnd(CUstream stream, int variant);
+  bool capturing(CUstream stream, int variant);
+  void noteCapturedWork();
+
   // Records a copy / memset as made (used by the CUPTI backend's callbacks too). `correlation_id` 0: a fresh one;
   // `waits_for_gpu_time`: the GPU times follow in a record with the same correlation id (CUPTI activity).
   void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
@@ -105,6 +115,10 @@ class HookRecorder : public HookClient {
   CUresult StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) override;
   // The kernels inside a graph never pass a launch hook: counted (`graph_launches_not_recorded`), said once.
   CUresult GraphLaunch(int variant, CUgraphExec graph, CUstream stream) override;
+  CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
+  CUresult StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
+                                     const CUgraphEdgeData* edges, size_t n, CUstreamCaptureMode mode) override;
+  CUresult StreamEndCapture(int variant, CUstream stream, CUgraph* graph) override;
 
   // `--gpu-time`: from now on, launches get GPU start/end from CUDA events (GpuTimer: a pool of `pairs` event
   // pairs, resolved at the application's synchronizations and by flushGpuTimes()). Call before hooks are live.
@@ -151,6 +165,9 @@ class HookRecorder : public HookClient {
   std::mutex describe_mu_;
   std::atomic<uint64_t> functions_seen_{0};
   std::atomic<bool> device_emitted_{false};
+  std::atomic<int> open_captures_{0};
+  std::mutex capture_mu_;
+  std::vector<Handle> capturing_streams_;  // streams we saw begin a capture, until they end it
   FunctionSlot unknown_slot_;  // returned when the table is full
   std::atomic<void (*)()> query_resolver_{nullptr};
   std::unique_ptr<GpuTimer> gpu_timer_;  // null unless enableGpuTime()
