@@ -25,6 +25,9 @@ class RealCuptiApi final : public CuptiApi {
                              CUpti_CallbackId cbid) override {
     return cuptiEnableCallback(enable, subscriber, domain, cbid);
   }
+  CUptiResult enableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain) override {
+    return cuptiEnableDomain(enable, subscriber, domain);
+  }
   CUptiResult activityEnable(CUpti_ActivityKind kind) override { return cuptiActivityEnable(kind); }
   CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                         CUpti_BuffersCallbackCompleteFunc complete) override {

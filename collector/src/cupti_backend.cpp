@@ -15,6 +15,11 @@ std::atomic<CuptiBackend*> g_backend{nullptr};
 std::atomic<uint64_t> g_driver_callbacks{0};
 thread_local uint64_t t_driver_callbacks = 0;
 
+// The runtime API calls this thread is inside (their correlation ids), innermost last.
+constexpr int kRuntimeDepth = 4;
+thread_local uint32_t t_runtime_corr[kRuntimeDepth];
+thread_local int t_runtime_depth = 0;
+
 constexpr size_t kBufferSize = 8u << 20;
 constexpr size_t kBufferAlign = 8;
 
@@ -205,6 +210,10 @@ Status CuptiBackend::start() {
   for (CUpti_CallbackId cbid : kCopyCallbacks) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
+  // Runtime API calls: activity records of work a runtime call enqueued may carry the runtime call's correlation id
+  // rather than the driver call's (the one the driver callbacks record under); knowing which driver calls ran
+  // inside which runtime call lets the assembler join either.
+  (void)api_.enableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
   // Stream capture: work enqueued while capturing becomes graph nodes, not executed work.
   const CUpti_CallbackId capture_cbids[] = {
       CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,          CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
@@ -292,9 +301,27 @@ void CuptiBackend::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     ++t_driver_callbacks;
     g_driver_callbacks.fetch_add(1, std::memory_order_relaxed);
     onDriverApi(cbid, static_cast<const CUpti_CallbackData*>(cbdata));
+  } else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    onRuntimeApi(static_cast<const CUpti_CallbackData*>(cbdata));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     onResource(cbid, cbdata);
   }
+}
+
+void CuptiBackend::onRuntimeApi(const CUpti_CallbackData* d) {
+  if (d->callbackSite == CUPTI_API_ENTER) {
+    if (t_runtime_depth < kRuntimeDepth) t_runtime_corr[t_runtime_depth] = d->correlationId;
+    ++t_runtime_depth;
+  } else if (t_runtime_depth > 0) {
+    --t_runtime_depth;
+  }
+}
+
+void CuptiBackend::noteRuntimeParent(int64_t driver_corr) {
+  if (t_runtime_depth <= 0 || t_runtime_depth > kRuntimeDepth) return;
+  const uint32_t runtime_corr = t_runtime_corr[t_runtime_depth - 1];
+  if (runtime_corr == 0 || static_cast<int64_t>(runtime_corr) == driver_corr) return;
+  sink_.pushStruct(EventKind::kCorrelationAlias, CorrelationAliasEvent{driver_corr, runtime_corr});
 }
 
 void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* d) {
@@ -393,9 +420,14 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       break;
     }
     default:
-      if (!onCopyApi(cbid, d->functionParams, t0, t1, corr)) onMemoryApi(cbid, d->functionParams);
-      break;
+      if (onCopyApi(cbid, d->functionParams, t0, t1, corr)) {
+        noteRuntimeParent(corr);
+      } else {
+        onMemoryApi(cbid, d->functionParams);
+      }
+      return;
   }
+  if (isLaunch(cbid)) noteRuntimeParent(corr);
 }
 
 bool CuptiBackend::capturedLaunch(CUpti_CallbackId cbid, const void* params) {

@@ -1,5 +1,6 @@
 #include "kfuse/collector/cupti_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -34,6 +35,7 @@ class FakeCuptiApi : public CuptiApi {
   std::string other_tool;
   std::vector<CUpti_ActivityKind> enabled_kinds;
   std::vector<CUpti_CallbackId> enabled_cbids;
+  std::vector<CUpti_CallbackDomain> enabled_domains;
   int flushes = 0;
 
   CUptiResult getVersion(uint32_t* v) override {
@@ -48,6 +50,10 @@ class FakeCuptiApi : public CuptiApi {
   CUptiResult unsubscribe(CUpti_SubscriberHandle) override { return CUPTI_SUCCESS; }
   CUptiResult enableCallback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId cbid) override {
     enabled_cbids.push_back(cbid);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult enableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain d) override {
+    enabled_domains.push_back(d);
     return CUPTI_SUCCESS;
   }
   CUptiResult activityEnable(CUpti_ActivityKind k) override {
@@ -543,6 +549,82 @@ TEST(CuptiBackendTest, LaunchesCapturedIntoAGraphAreCountedNotRecorded) {
     if (s.name == "work_captured_into_graphs") captured = s.value;
   }
   EXPECT_EQ(captured, 1);
+}
+
+TEST(CuptiBackendTest, RecordsCarryingTheRuntimeCallsCorrelationIdStillJoin) {
+  // cudaLaunchKernel (runtime id 500) calls cuLaunchKernel (driver id 501); cudaMemcpyAsync (502) calls
+  // cuMemcpyHtoDAsync (503). The activity records carry the runtime ids.
+  Fixture f;
+  ASSERT_TRUE(f.backend.start().ok());
+  EXPECT_NE(std::find(f.api.enabled_domains.begin(), f.api.enabled_domains.end(), CUPTI_CB_DOMAIN_RUNTIME_API),
+            f.api.enabled_domains.end());
+  CUresult ok = CUDA_SUCCESS;
+  auto callback = [&](CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void* params, uint32_t corr,
+                      CUpti_ApiCallbackSite site) {
+    uint64_t data = 0;
+    CUpti_CallbackData cb{};
+    cb.functionParams = params;
+    cb.functionReturnValue = &ok;
+    cb.correlationId = corr;
+    cb.correlationData = &data;
+    cb.callbackSite = site;
+    f.backend.onCallback(domain, cbid, &cb);
+  };
+  CUdeviceptr a = 0x10000, b = 0x20000;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = params;
+  int runtime_params = 0;  // the runtime's own params are not read
+  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime_params, 500,
+           CUPTI_API_ENTER);
+  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 501, CUPTI_API_ENTER);
+  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 501, CUPTI_API_EXIT);
+  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime_params, 500,
+           CUPTI_API_EXIT);
+  static float host[4];
+  cuMemcpyHtoDAsync_v2_params cp{0x30000, host, sizeof host, nullptr};
+  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &runtime_params, 502,
+           CUPTI_API_ENTER);
+  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, &cp, 503, CUPTI_API_EXIT);
+  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &runtime_params, 502,
+           CUPTI_API_EXIT);
+  // A driver call outside any runtime call has no alias.
+  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 600, CUPTI_API_EXIT);
+
+  BufferBuilder bb;
+  auto& k = bb.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k.correlationId = 500;
+  k.start = 1000;
+  k.end = 2000;
+  k.name = "_Z3addPfS_";
+  auto& k2 = bb.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k2.correlationId = 600;
+  k2.start = 3000;
+  k2.end = 3500;
+  k2.name = "_Z3addPfS_";
+  auto& copy = bb.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.bytes = sizeof host;
+  copy.start = 100;
+  copy.end = 200;
+  copy.correlationId = 502;
+  auto [buf, valid] = bb.finish();
+  f.backend.onBufferComplete(buf, valid, valid);
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.launches.size(), 2u);  // no duplicate from the runtime-id record
+  for (const auto& l : t.launches) EXPECT_NE(l.gpu_start_ns, core::kNoTime) << "launch " << l.correlation_id;
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys[0].dst_address, 0x30000u);
+  EXPECT_EQ(t.memcpys[0].gpu_start_ns, 100);
+  for (const auto& s : t.stats) {
+    EXPECT_NE(s.name, "unmatched_gpu_records");
+    EXPECT_NE(s.name, "launch_without_gpu_time");
+  }
 }
 
 TEST(CuptiBackendTest, FailedLaunchesAreNotRecorded) {

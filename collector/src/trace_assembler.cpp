@@ -230,6 +230,13 @@ Status TraceAssembler::consume(EventKind kind, const uint8_t* p, size_t size) {
     case EventKind::kStat:
       if (!need(sizeof(StatEvent))) break;
       return onStat(load<StatEvent>(p));
+    case EventKind::kCorrelationAlias: {
+      if (!need(sizeof(CorrelationAliasEvent))) break;
+      const auto e = load<CorrelationAliasEvent>(p);
+      if (driver_correlation_.size() > (1u << 20)) driver_correlation_.clear();
+      driver_correlation_[e.runtime_correlation_id] = e.driver_correlation_id;
+      return {};
+    }
     default: break;
   }
   count("bad_events");
@@ -329,9 +336,15 @@ Status TraceAssembler::writePending(size_t keep) {
   return {};
 }
 
+int64_t TraceAssembler::driverCorrelation(int64_t id) const {
+  auto it = driver_correlation_.find(id);
+  return it == driver_correlation_.end() ? id : it->second;
+}
+
 Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
   if (e.target != GpuTimeTarget::kLaunch) return {};  // memcpy/memset come with their GPU times
   auto it = pending_.find(e.correlation_id);
+  if (it == pending_.end()) it = pending_.find(driverCorrelation(e.correlation_id));
   if (it != pending_.end()) {
     core::Launch l = std::move(it->second);
     pending_.erase(it);
@@ -398,7 +411,9 @@ Status TraceAssembler::onFree(const FreeEvent& e) {
 Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   // The activity record of a copy seen in a CUPTI callback: its GPU times complete the callback's copy.
   if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
-    if (auto it = pending_copies_.find(e.correlation_id); it != pending_copies_.end()) {
+    auto it = pending_copies_.find(e.correlation_id);
+    if (it == pending_copies_.end()) it = pending_copies_.find(driverCorrelation(e.correlation_id));
+    if (it != pending_copies_.end()) {
       core::Memcpy m = std::move(it->second);
       pending_copies_.erase(it);
       m.gpu_start_ns = e.gpu_start_ns;
@@ -434,7 +449,9 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
 
 Status TraceAssembler::onMemset(const MemsetEvent& e) {
   if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
-    if (auto it = pending_sets_.find(e.correlation_id); it != pending_sets_.end()) {
+    auto it = pending_sets_.find(e.correlation_id);
+    if (it == pending_sets_.end()) it = pending_sets_.find(driverCorrelation(e.correlation_id));
+    if (it != pending_sets_.end()) {
       core::Memset m = std::move(it->second);
       pending_sets_.erase(it);
       m.gpu_start_ns = e.gpu_start_ns;

@@ -155,6 +155,8 @@ class TraceAssembler {
   std::map<int64_t, core::Launch> pending_;                      // correlation id -> launch waiting for GPU time
   std::map<int64_t, core::Memcpy> pending_copies_;               // CUPTI callback copies waiting for their record
   std::map<int64_t, core::Memset> pending_sets_;
+  std::unordered_map<int64_t, int64_t> driver_correlation_;  // runtime correlation id -> driver correlation id
+  int64_t driverCorrelation(int64_t id) const;  // `id`, or the driver call's id if `id` is a runtime call's
   std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
   std::map<std::string, int64_t> counters_;
   std::map<std::string, core::Stat> producer_stats_;

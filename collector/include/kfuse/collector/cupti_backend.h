@@ -33,6 +33,8 @@ class CuptiApi {
   virtual CUptiResult unsubscribe(CUpti_SubscriberHandle subscriber) = 0;
   virtual CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
                                      CUpti_CallbackId cbid) = 0;
+  virtual CUptiResult enableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                   CUpti_CallbackDomain domain) = 0;
   virtual CUptiResult activityEnable(CUpti_ActivityKind kind) = 0;
   virtual CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                 CUpti_BuffersCallbackCompleteFunc complete) = 0;
@@ -85,6 +87,9 @@ class CuptiBackend {
   void onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* data);
   void onResource(CUpti_CallbackId cbid, const void* data);
   void onMemoryApi(CUpti_CallbackId cbid, const void* params);
+  void onRuntimeApi(const CUpti_CallbackData* data);
+  // A driver call recorded under `driver_corr` inside a runtime API call: tells the assembler both ids.
+  void noteRuntimeParent(int64_t driver_corr);
   // Whether the launch `cbid`/`params` describe goes to a capturing stream (a graph node, not executed work).
   bool capturedLaunch(CUpti_CallbackId cbid, const void* params);
   // Copies and memsets at API exit; false if `cbid` is neither.

@@ -31,6 +31,7 @@ enum class EventKind : uint16_t {
   kNvtx,
   kStat,
   kStreamDestroy,
+  kCorrelationAlias,
   kCount,  // number of kinds, not an event
 };
 
@@ -214,6 +215,13 @@ struct NvtxEvent {  // + name_size bytes
   int64_t start_ns = -1, end_ns = -1;
   uint32_t name_size = 0;
   uint32_t reserved = 0;
+};
+
+// CUPTI: a driver call made inside a runtime API call. Activity records of the work it enqueued may carry either
+// correlation id; the assembler accepts both.
+struct CorrelationAliasEvent {
+  int64_t driver_correlation_id = 0;
+  int64_t runtime_correlation_id = 0;
 };
 
 // A producer-side statistic (tier-1 error count) to be stored in the trace's stat table.
