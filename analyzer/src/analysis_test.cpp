@@ -410,6 +410,17 @@ TEST(MetricsMerge, JoinsAMetricsRunByKernelPositionAndShape) {
   EXPECT_NE(refused.status().message().find("timing.sqlite"), std::string::npos);
 }
 
+TEST(Analysis, UnseenGraphLaunchesKeepCandidatesFromBeingProven) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  ASSERT_EQ(run(b).candidates.at(0).legality, Legality::kProven);
+  b.trace().stats.push_back({"graph_launches_not_recorded", 3, core::StatSeverity::kWarning, "..."});
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].legality, Legality::kLikely);
+  EXPECT_TRUE(anyReasonContains(r.candidates[0], "3 CUDA graph launches"));
+}
+
 TEST(Reports, WritersAgreeWithTheReport) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);

@@ -698,6 +698,14 @@ class Analysis {
                                     "unsynchronized cross-stream data race");
       }
     }
+    // Work the trace cannot show may sit between these kernels: graph launches the hook backend could only count.
+    for (const core::Stat& st : t_.stats) {
+      if (st.name == "graph_launches_not_recorded" && st.value > 0) {
+        v.weaken(Legality::kLikely, "the trace has " + std::to_string(st.value) +
+                                        " CUDA graph launches whose kernels were not recorded (hook backend): one may "
+                                        "run between these kernels (record with --backend cupti to see them)");
+      }
+    }
     c.legality = v.legality;
     c.reasons = std::move(v.reasons);
     const bool have_ptx = std::all_of(c.function_ids.begin(), c.function_ids.end(), [&](core::Id f) {
