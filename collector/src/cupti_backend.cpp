@@ -72,15 +72,6 @@ SyncKindCode syncKind(CUpti_ActivitySynchronizationType t) {
   }
 }
 
-void pushStat(TraceSink& sink, const char* name, int64_t value, core::StatSeverity severity, const char* what) {
-  StatEvent s;
-  s.value = value;
-  s.severity = static_cast<uint32_t>(severity);
-  std::snprintf(s.name, sizeof s.name, "%s", name);
-  std::snprintf(s.description, sizeof s.description, "%s", what);
-  sink.pushStruct(EventKind::kStat, s);
-}
-
 // NVTX push/pop and start/end markers arrive as two records with the same id.
 struct OpenMarker {
   std::string name;
@@ -254,8 +245,8 @@ Status CuptiBackend::start() {
   };
   for (CUpti_ActivityKind k : kinds) {
     if (CUptiResult r = api_.activityEnable(k); r != CUPTI_SUCCESS) {
-      pushStat(sink_, "cupti_activity_kind_unavailable", 1, core::StatSeverity::kWarning,
-               "activity kinds CUPTI refused to enable");
+      sink_.pushStat("cupti_activity_kind_unavailable", 1, core::StatSeverity::kWarning,
+                     "activity kinds CUPTI refused to enable");
     }
   }
   (void)api_.activityFlushPeriod(500);
@@ -274,8 +265,8 @@ void CuptiBackend::stop() {
   flush(/*forced=*/true);
   size_t dropped = 0;
   if (api_.activityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped) {
-    pushStat(sink_, "cupti_dropped_records", static_cast<int64_t>(dropped), core::StatSeverity::kWarning,
-             "activity records CUPTI dropped (buffers full)");
+    sink_.pushStat("cupti_dropped_records", static_cast<int64_t>(dropped), core::StatSeverity::kWarning,
+                   "activity records CUPTI dropped (buffers full)");
   }
   started_ = false;
 }

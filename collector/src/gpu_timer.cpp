@@ -19,16 +19,8 @@ void GpuTimer::disable(const char* call, CUresult r) {
   if (disabled_reported_.exchange(true)) return;
   std::fprintf(stderr, "kfuse: collector: %s failed (CUresult %d); GPU times are off from here on, the application "
                        "goes on\n", call, static_cast<int>(r));
-  pushStat("gpu_time_disabled", 1, "an event call for --gpu-time failed; later launches have no GPU times");
-}
-
-void GpuTimer::pushStat(const char* name, int64_t value, const char* description) {
-  StatEvent s;
-  s.value = value;
-  s.severity = static_cast<uint32_t>(core::StatSeverity::kWarning);
-  std::snprintf(s.name, sizeof s.name, "%s", name);
-  std::snprintf(s.description, sizeof s.description, "%s", description);
-  sink_.pushStruct(EventKind::kStat, s);
+  sink_.pushStat("gpu_time_disabled", 1, core::StatSeverity::kWarning,
+                 "an event call for --gpu-time failed; later launches have no GPU times");
 }
 
 void GpuTimer::pushTimes(int64_t correlation_id, int64_t start_ns, int64_t end_ns) {
@@ -171,12 +163,12 @@ void GpuTimer::resolve(bool final) {
   }
   if (final) {
     if (const uint64_t n = pool_full_.load()) {
-      pushStat("gpu_time_pool_full", static_cast<int64_t>(n),
-               "launches without GPU times: every event pair was in flight (no synchronization resolved them)");
+      sink_.pushStat("gpu_time_pool_full", static_cast<int64_t>(n), core::StatSeverity::kWarning,
+                     "launches without GPU times: every event pair was in flight (no synchronization resolved them)");
     }
     if (unresolved) {
-      pushStat("gpu_time_unresolved", static_cast<int64_t>(unresolved),
-               "launches still running at exit: left without GPU times");
+      sink_.pushStat("gpu_time_unresolved", static_cast<int64_t>(unresolved), core::StatSeverity::kWarning,
+                     "launches still running at exit: left without GPU times");
     }
   }
 }

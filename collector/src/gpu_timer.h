@@ -62,7 +62,6 @@ class GpuTimer {
   bool ensureReference(CUstream stream);
   void disable(const char* call, CUresult r);
   void pushTimes(int64_t correlation_id, int64_t start_ns, int64_t end_ns);
-  void pushStat(const char* name, int64_t value, const char* description);
 
   DriverTable& table_;
   TraceSink& sink_;

@@ -822,13 +822,8 @@ CUresult HookRecorder::GraphLaunch(int variant, CUgraphExec graph, CUstream stre
                    "kfuse: collector: the application launches CUDA graphs; the hook backend does not see the "
                    "kernels inside them (the CUPTI backend records them from their kernel records)\n");
     }
-    StatEvent e;
-    e.value = 1;
-    e.severity = static_cast<uint32_t>(core::StatSeverity::kWarning);
-    std::snprintf(e.name, sizeof e.name, "graph_launches_not_recorded");
-    std::snprintf(e.description, sizeof e.description,
-                  "CUDA graph launches whose kernels the hook backend did not see (record with --backend cupti)");
-    sink_.pushStruct(EventKind::kStat, e);
+    sink_.pushStat("graph_launches_not_recorded", 1, core::StatSeverity::kWarning,
+                   "CUDA graph launches whose kernels the hook backend did not see (record with --backend cupti)");
   }
   return r;
 }
@@ -867,13 +862,8 @@ void HookRecorder::noteCapturedWork() {
                  "kfuse: collector: the application captures work into CUDA graphs; captured launches and copies "
                  "do not run when captured and are not recorded (they run later, inside graph launches)\n");
   }
-  StatEvent e;
-  e.value = 1;
-  e.severity = static_cast<uint32_t>(core::StatSeverity::kInfo);
-  std::snprintf(e.name, sizeof e.name, "work_captured_into_graphs");
-  std::snprintf(e.description, sizeof e.description,
-                "launches, copies and memsets enqueued on capturing streams (graph nodes, not executed work)");
-  sink_.pushStruct(EventKind::kStat, e);
+  sink_.pushStat("work_captured_into_graphs", 1, core::StatSeverity::kInfo,
+                 "launches, copies and memsets enqueued on capturing streams (graph nodes, not executed work)");
 }
 
 CUresult HookRecorder::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {

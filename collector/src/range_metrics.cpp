@@ -60,19 +60,10 @@ Status RangeMetrics::start() {
   return {};
 }
 
-void RangeMetrics::stat(const char* name, int64_t value, const char* description) {
-  StatEvent s;
-  s.value = value;
-  s.severity = static_cast<uint32_t>(core::StatSeverity::kWarning);
-  std::snprintf(s.name, sizeof s.name, "%s", name);
-  std::snprintf(s.description, sizeof s.description, "%s", description);
-  sink_.pushStruct(EventKind::kStat, s);
-}
-
 void RangeMetrics::disable(Session& s, const std::string& why) {
   if (reasons_said_.insert(why).second) {  // one message per reason, not one per context
     std::fprintf(stderr, "kfuse: collector: --metrics: %s; recording without hardware metrics\n", why.c_str());
-    stat("metrics_unavailable", 1, why.c_str());
+    sink_.pushStat("metrics_unavailable", 1, core::StatSeverity::kWarning, why.c_str());
   }
   if (s.object) {
     auto d = cuptiParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -225,7 +216,8 @@ void RangeMetrics::collect(Session& s, bool restart) {
     return;
   }
   if (!stop.isAllPassSubmitted) {
-    stat("metric_passes_incomplete", 1, "profiling sessions stopped before every replay pass ran");
+    sink_.pushStat("metric_passes_incomplete", 1, core::StatSeverity::kWarning,
+                   "profiling sessions stopped before every replay pass ran");
   }
   auto decode = cuptiParams<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   decode.pRangeProfilerObject = s.object;
@@ -234,8 +226,9 @@ void RangeMetrics::collect(Session& s, bool restart) {
     return;
   }
   if (decode.numOfRangeDropped) {
-    stat("metric_ranges_dropped", static_cast<int64_t>(decode.numOfRangeDropped),
-         "kernel ranges the range profiler dropped (their launches have no measured metrics)");
+    sink_.pushStat("metric_ranges_dropped", static_cast<int64_t>(decode.numOfRangeDropped),
+                   core::StatSeverity::kWarning,
+                   "kernel ranges the range profiler dropped (their launches have no measured metrics)");
   }
   auto info = cuptiParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
@@ -250,13 +243,15 @@ void RangeMetrics::collect(Session& s, bool restart) {
   if (info.numTotalRanges != s.pending.size()) {
     const size_t diff = info.numTotalRanges > s.pending.size() ? info.numTotalRanges - s.pending.size()
                                                                : s.pending.size() - info.numTotalRanges;
-    stat("metric_ranges_unmatched", static_cast<int64_t>(diff),
-         "profiler ranges and recorded launches differ in number within a session (extra ones have no metrics)");
+    sink_.pushStat(
+        "metric_ranges_unmatched", static_cast<int64_t>(diff), core::StatSeverity::kWarning,
+        "profiler ranges and recorded launches differ in number within a session (extra ones have no metrics)");
   }
   for (size_t k = 0; k < matched; ++k) {
     auto values = s.evaluator->evaluate(s.counter_data.data(), s.counter_data.size(), k);
     if (!values.ok()) {
-      stat("metric_evaluation_failed", 1, "ranges whose metrics could not be evaluated");
+      sink_.pushStat("metric_evaluation_failed", 1, core::StatSeverity::kWarning,
+                     "ranges whose metrics could not be evaluated");
       continue;
     }
     const MetricPlan& plan = *s.plan;

@@ -58,7 +58,6 @@ class RangeMetrics {
   void collect(Session& s, bool restart);
   void end(Session& s);
   void disable(Session& s, const std::string& why);
-  void stat(const char* name, int64_t value, const char* description);
 
   ProfilerApi& api_;
   TraceSink& sink_;

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -64,6 +65,16 @@ class TraceSink {
           if (x->tail2_size) std::memcpy(dst + sizeof(T) + x->tail_size, x->tail2, x->tail2_size);
         },
         &ctx);
+  }
+
+  // A producer-side statistic (stat table row; values of the same name are summed). Texts are cut to the fields.
+  bool pushStat(const char* name, int64_t value, core::StatSeverity severity, const char* description) {
+    StatEvent s;
+    s.value = value;
+    s.severity = static_cast<uint32_t>(severity);
+    std::snprintf(s.name, sizeof s.name, "%s", name);
+    std::snprintf(s.description, sizeof s.description, "%s", description);
+    return pushStruct(EventKind::kStat, s);
   }
 
   // Queues a module load. Takes ownership of `ev.image` (a new[] copy): freed by the sink, also when the
