@@ -1,8 +1,10 @@
 #include "kfuse/collector/cupti_backend.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 
@@ -115,16 +117,23 @@ constexpr CUpti_CallbackId kCopyCallbacks[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
 };
 
+constexpr CUpti_CallbackId kLaunchCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
 bool isLaunch(CUpti_CallbackId cbid) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return true;
-    default: return false;
-  }
+  return std::find(std::begin(kLaunchCallbacks), std::end(kLaunchCallbacks), cbid) != std::end(kLaunchCallbacks);
+}
+
+// A launch through a _ptsz entry point: a null stream there is the per-thread default stream.
+bool perThreadLaunch(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
 }
 
 }  // namespace
@@ -171,15 +180,7 @@ Status CuptiBackend::start() {
     return unsupported(std::string("cuptiSubscribe failed: ") + api_.errorString(r));
   }
   g_backend.store(this);
-  const CUpti_CallbackId launch_cbids[] = {
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-  };
-  for (CUpti_CallbackId cbid : launch_cbids) {
+  for (CUpti_CallbackId cbid : kLaunchCallbacks) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
   // Allocations come from driver callbacks, not MEMORY2 records: records arrive in buffers long after the
@@ -340,13 +341,11 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   const int64_t t0 = d->correlationData ? static_cast<int64_t>(*d->correlationData) : -1;
   const int64_t t1 = collectorNowNs();
   const int64_t corr = d->correlationId;
-  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+  const bool per_thread = perThreadLaunch(cbid);
   auto stream = [&](CUstream s) {
     return s == nullptr && per_thread ? reinterpret_cast<CUstream>(kPerThreadStream) : s;
   };
-  if (isLaunch(cbid) && capturedLaunch(cbid, d->functionParams)) {
+  if (capturedLaunch(cbid, d->functionParams)) {
     recorder_.noteCapturedWork();
     return;
   }
@@ -422,9 +421,6 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
 }
 
 bool CuptiBackend::capturedLaunch(CUpti_CallbackId cbid, const void* params) {
-  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
   CUstream stream = nullptr;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -443,7 +439,7 @@ bool CuptiBackend::capturedLaunch(CUpti_CallbackId cbid, const void* params) {
       break;
     default: return false;
   }
-  return recorder_.capturing(stream, per_thread ? 1 : 0);
+  return recorder_.capturing(stream, perThreadLaunch(cbid) ? 1 : 0);
 }
 
 bool CuptiBackend::onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t t0, int64_t t1, int64_t corr) {
