@@ -319,19 +319,37 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
   if (launch_by_correlation_.size() > (1u << 20)) launch_by_correlation_.clear();
   launch_by_correlation_[e.correlation_id] = l.id;
   if (e.flags & kLaunchWaitsForGpuTime) {
-    pending_.emplace(e.correlation_id, std::move(l));
-    if (pending_.size() > options_.max_pending_launches) return writePending(options_.max_pending_launches / 2);
-    return {};
+    return holdPending(pending_, e.correlation_id, std::move(l), "launch_without_gpu_time");
   }
   return out_.add(l);
 }
 
-Status TraceAssembler::writePending(size_t keep) {
-  while (pending_.size() > keep) {
-    auto it = pending_.begin();
-    count("launch_without_gpu_time");
-    KFUSE_RETURN_IF_ERROR(out_.add(it->second));
-    pending_.erase(it);
+template <class T>
+Status TraceAssembler::holdPending(std::map<int64_t, T>& pending, int64_t correlation_id, T record,
+                                   const char* counter) {
+  pending.emplace(correlation_id, std::move(record));
+  if (pending.size() > options_.max_pending_launches) {
+    return flushPending(pending, options_.max_pending_launches / 2, counter);
+  }
+  return {};
+}
+
+template <class T>
+std::optional<T> TraceAssembler::takePending(std::map<int64_t, T>& pending, int64_t correlation_id) {
+  auto it = pending.find(correlation_id);
+  if (it == pending.end()) it = pending.find(driverCorrelation(correlation_id));
+  if (it == pending.end()) return std::nullopt;
+  T record = std::move(it->second);
+  pending.erase(it);
+  return record;
+}
+
+template <class T>
+Status TraceAssembler::flushPending(std::map<int64_t, T>& pending, size_t keep, const char* counter) {
+  while (pending.size() > keep) {
+    count(counter);
+    KFUSE_RETURN_IF_ERROR(out_.add(pending.begin()->second));
+    pending.erase(pending.begin());
   }
   return {};
 }
@@ -343,11 +361,8 @@ int64_t TraceAssembler::driverCorrelation(int64_t id) const {
 
 Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
   if (e.target != GpuTimeTarget::kLaunch) return {};  // memcpy/memset come with their GPU times
-  auto it = pending_.find(e.correlation_id);
-  if (it == pending_.end()) it = pending_.find(driverCorrelation(e.correlation_id));
-  if (it != pending_.end()) {
-    core::Launch l = std::move(it->second);
-    pending_.erase(it);
+  if (auto waiting = takePending(pending_, e.correlation_id)) {
+    core::Launch l = std::move(*waiting);
     l.gpu_start_ns = e.start_ns;
     l.gpu_end_ns = e.end_ns;
     if (e.static_shared_bytes) l.static_shared_bytes = e.static_shared_bytes;
@@ -411,11 +426,8 @@ Status TraceAssembler::onFree(const FreeEvent& e) {
 Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   // The activity record of a copy seen in a CUPTI callback: its GPU times complete the callback's copy.
   if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
-    auto it = pending_copies_.find(e.correlation_id);
-    if (it == pending_copies_.end()) it = pending_copies_.find(driverCorrelation(e.correlation_id));
-    if (it != pending_copies_.end()) {
-      core::Memcpy m = std::move(it->second);
-      pending_copies_.erase(it);
+    if (auto waiting = takePending(pending_copies_, e.correlation_id)) {
+      core::Memcpy m = std::move(*waiting);
       m.gpu_start_ns = e.gpu_start_ns;
       m.gpu_end_ns = e.gpu_end_ns;
       if (m.kind == core::MemcpyKind::kUnknown) m.kind = copyKind(e.kind);
@@ -438,22 +450,15 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   m.api_end_ns = e.api_end_ns;
   m.gpu_start_ns = e.gpu_start_ns;
   m.gpu_end_ns = e.gpu_end_ns;
-  if (e.waits_for_gpu_time) {
-    pending_copies_.emplace(e.correlation_id, std::move(m));
-    if (pending_copies_.size() > options_.max_pending_launches)
-      return writePendingCopies(options_.max_pending_launches / 2);
-    return {};
-  }
+  if (e.waits_for_gpu_time)
+    return holdPending(pending_copies_, e.correlation_id, std::move(m), "memcpy_without_gpu_record");
   return out_.add(m);
 }
 
 Status TraceAssembler::onMemset(const MemsetEvent& e) {
   if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
-    auto it = pending_sets_.find(e.correlation_id);
-    if (it == pending_sets_.end()) it = pending_sets_.find(driverCorrelation(e.correlation_id));
-    if (it != pending_sets_.end()) {
-      core::Memset m = std::move(it->second);
-      pending_sets_.erase(it);
+    if (auto waiting = takePending(pending_sets_, e.correlation_id)) {
+      core::Memset m = std::move(*waiting);
       m.gpu_start_ns = e.gpu_start_ns;
       m.gpu_end_ns = e.gpu_end_ns;
       return out_.add(m);
@@ -474,27 +479,9 @@ Status TraceAssembler::onMemset(const MemsetEvent& e) {
   m.api_end_ns = e.api_end_ns;
   m.gpu_start_ns = e.gpu_start_ns;
   m.gpu_end_ns = e.gpu_end_ns;
-  if (e.waits_for_gpu_time) {
-    pending_sets_.emplace(e.correlation_id, std::move(m));
-    if (pending_sets_.size() > options_.max_pending_launches)
-      return writePendingCopies(options_.max_pending_launches / 2);
-    return {};
-  }
+  if (e.waits_for_gpu_time)
+    return holdPending(pending_sets_, e.correlation_id, std::move(m), "memset_without_gpu_record");
   return out_.add(m);
-}
-
-Status TraceAssembler::writePendingCopies(size_t keep) {
-  while (pending_copies_.size() > keep) {
-    count("memcpy_without_gpu_record");
-    KFUSE_RETURN_IF_ERROR(out_.add(pending_copies_.begin()->second));
-    pending_copies_.erase(pending_copies_.begin());
-  }
-  while (pending_sets_.size() > keep) {
-    count("memset_without_gpu_record");
-    KFUSE_RETURN_IF_ERROR(out_.add(pending_sets_.begin()->second));
-    pending_sets_.erase(pending_sets_.begin());
-  }
-  return {};
 }
 
 Status TraceAssembler::onSync(const SyncEvent& e) {
@@ -581,8 +568,9 @@ Status TraceAssembler::onStat(const StatEvent& e) {
 
 Status TraceAssembler::finish(const SinkStats& sink) {
   KFUSE_RETURN_IF_ERROR(ensureProcess());
-  KFUSE_RETURN_IF_ERROR(writePending(0));
-  KFUSE_RETURN_IF_ERROR(writePendingCopies(0));
+  KFUSE_RETURN_IF_ERROR(flushPending(pending_, 0, "launch_without_gpu_time"));
+  KFUSE_RETURN_IF_ERROR(flushPending(pending_copies_, 0, "memcpy_without_gpu_record"));
+  KFUSE_RETURN_IF_ERROR(flushPending(pending_sets_, 0, "memset_without_gpu_record"));
   auto stat = [&](const char* name, int64_t value, core::StatSeverity sev, const char* what) {
     return out_.add(core::Stat{name, value, sev, what});
   };

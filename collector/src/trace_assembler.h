@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -135,8 +136,16 @@ class TraceAssembler {
   Expected<core::Id> streamId(Handle stream, int64_t native_id = -1);
   Expected<core::Id> functionForName(const std::string& name);
   core::Id resolveAllocation(uint64_t address);
-  Status writePending(size_t keep);
-  Status writePendingCopies(size_t keep);  // copies and sets; also bounds both maps
+  // Records waiting for the activity record with their GPU times, by correlation id: `holdPending` keeps one
+  // (writing the oldest half without GPU times when the map is full), `takePending` removes the one waiting under
+  // `correlation_id` or under the driver call it aliases, `flushPending` writes all but `keep`. `counter` counts
+  // records written without GPU times.
+  template <class T>
+  Status holdPending(std::map<int64_t, T>& pending, int64_t correlation_id, T record, const char* counter);
+  template <class T>
+  std::optional<T> takePending(std::map<int64_t, T>& pending, int64_t correlation_id);
+  template <class T>
+  Status flushPending(std::map<int64_t, T>& pending, size_t keep, const char* counter);
   void count(const char* name, int64_t n = 1) { counters_[name] += n; }
 
   RecordOutput& out_;
