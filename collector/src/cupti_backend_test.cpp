@@ -136,6 +136,50 @@ struct Fixture {
   }
 };
 
+// One API call as CUPTI reports it to a subscriber.
+struct ApiCall {
+  CUpti_CallbackId cbid;
+  void* params;
+  uint32_t correlation_id = 0;
+  CUcontext context = nullptr;
+  CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_DRIVER_API;
+};
+
+// Calls the backend at `site` of a call that succeeded.
+void callback(CuptiBackend& backend, const ApiCall& c, CUpti_ApiCallbackSite site, uint64_t* correlation_data) {
+  static CUresult ok = CUDA_SUCCESS;  // read by the backend, never written
+  CUpti_CallbackData cb{};
+  cb.functionParams = c.params;
+  cb.functionReturnValue = &ok;
+  cb.correlationId = c.correlation_id;
+  cb.correlationData = correlation_data;
+  cb.context = c.context;
+  cb.callbackSite = site;
+  backend.onCallback(c.domain, c.cbid, &cb);
+}
+void exitOnly(CuptiBackend& backend, const ApiCall& c) {
+  uint64_t data = 0;
+  callback(backend, c, CUPTI_API_EXIT, &data);
+}
+void enterAndExit(CuptiBackend& backend, const ApiCall& c) {
+  uint64_t data = 0;  // what ENTER stores, EXIT reads
+  callback(backend, c, CUPTI_API_ENTER, &data);
+  callback(backend, c, CUPTI_API_EXIT, &data);
+}
+
+// cuLaunchKernel of the fake kernel 0xf1 with `args`.
+cuLaunchKernel_params launchParams(void** args, unsigned grid = 1, unsigned block = 1, CUstream stream = nullptr) {
+  cuLaunchKernel_params p{};
+  p.f = reinterpret_cast<CUfunction>(0xf1);
+  p.gridDimX = grid;
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = block;
+  p.blockDimY = p.blockDimZ = 1;
+  p.hStream = stream;
+  p.kernelParams = args;
+  return p;
+}
+
 TEST(CuptiBackendTest, RefusesUnknownCuptiVersions) {
   Fixture f;
   f.api.version = 120800;
@@ -180,34 +224,12 @@ TEST(CuptiBackendTest, JoinsLaunchCallbacksWithKernelRecordsByCorrelationId) {
   // cuMemAlloc_v2 at EXIT: allocations come from callbacks, in API order.
   CUdeviceptr allocated = 0x20000;
   cuMemAlloc_v2_params ap{&allocated, 4096};
-  CUresult alloc_ok = CUDA_SUCCESS;
-  CUpti_CallbackData acb{};
-  acb.functionParams = &ap;
-  acb.functionReturnValue = &alloc_ok;
-  acb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &acb);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap});
   // The driver launch callback: ENTER then EXIT, arguments valid during the callback.
   CUdeviceptr a = 0x10000, b = 0x20010;
   void* params[] = {&a, &b};
-  cuLaunchKernel_params p{};
-  p.f = reinterpret_cast<CUfunction>(0xf1);
-  p.gridDimX = 16;
-  p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = 128;
-  p.blockDimY = p.blockDimZ = 1;
-  p.hStream = nullptr;
-  p.kernelParams = params;
-  CUresult ok = CUDA_SUCCESS;
-  uint64_t correlation_data = 0;
-  CUpti_CallbackData cb{};
-  cb.functionParams = &p;
-  cb.functionReturnValue = &ok;
-  cb.correlationId = 42;
-  cb.correlationData = &correlation_data;
-  cb.callbackSite = CUPTI_API_ENTER;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &cb);
-  cb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &cb);
+  cuLaunchKernel_params p = launchParams(params, /*grid=*/16, /*block=*/128);
+  enterAndExit(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &p, 42});
 
   BufferBuilder bb;
   auto& alloc = bb.add<CUpti_ActivityMemory4>(CUPTI_ACTIVITY_KIND_MEMORY2);
@@ -331,25 +353,13 @@ TEST(CuptiBackendTest, MetricsFromTheRangeProfilerReachTheirLaunches) {
   const CUcontext context = reinterpret_cast<CUcontext>(0xc7);
   CUdeviceptr a = 0x10000, b = 0x20010;
   void* params[] = {&a, &b};
-  cuLaunchKernel_params p{};
-  p.f = reinterpret_cast<CUfunction>(0xf1);
-  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = p.blockDimY = p.blockDimZ = 32;
-  p.kernelParams = params;
-  CUresult ok = CUDA_SUCCESS;
+  cuLaunchKernel_params p = launchParams(params, /*grid=*/1, /*block=*/32);
   for (uint32_t corr : {42u, 43u}) {
+    const ApiCall launch{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, corr, context};
     uint64_t correlation_data = 0;
-    CUpti_CallbackData cb{};
-    cb.functionParams = &p;
-    cb.functionReturnValue = &ok;
-    cb.correlationId = corr;
-    cb.correlationData = &correlation_data;
-    cb.context = context;
-    cb.callbackSite = CUPTI_API_ENTER;
-    f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-    profiler.runKernel(context);
-    cb.callbackSite = CUPTI_API_EXIT;
-    f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+    callback(f.backend, launch, CUPTI_API_ENTER, &correlation_data);
+    profiler.runKernel(context);  // the kernel runs between the callbacks
+    callback(f.backend, launch, CUPTI_API_EXIT, &correlation_data);
   }
   // cuCtxDestroy delivers the context's metrics.
   CUpti_ResourceData rd{};
@@ -376,29 +386,14 @@ TEST(CuptiBackendTest, MetricsFromTheRangeProfilerReachTheirLaunches) {
 TEST(CuptiBackendTest, CopyCallbacksGiveAddressesAndTheirRecordsGiveGpuTimes) {
   Fixture f;
   ASSERT_TRUE(f.backend.start().ok());
-  CUresult ok = CUDA_SUCCESS;
   CUdeviceptr buffer = 0x40000;
   cuMemAlloc_v2_params ap{&buffer, 1 << 20};
-  CUpti_CallbackData acb{};
-  acb.functionParams = &ap;
-  acb.functionReturnValue = &ok;
-  acb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &acb);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap});
   static float host[16];
   cuMemcpyHtoDAsync_v2_ptsz_params cp{buffer + 256, host, sizeof host, nullptr};
-  CUpti_CallbackData ccb{};
-  ccb.functionParams = &cp;
-  ccb.functionReturnValue = &ok;
-  ccb.correlationId = 50;
-  ccb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz, &ccb);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz, &cp, 50});
   cuMemsetD32_v2_params sp{buffer, 7u, 64};
-  CUpti_CallbackData scb{};
-  scb.functionParams = &sp;
-  scb.functionReturnValue = &ok;
-  scb.correlationId = 51;
-  scb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, &scb);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, &sp, 51});
 
   BufferBuilder bb;
   auto& copy = bb.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
@@ -513,32 +508,18 @@ TEST(CuptiBackendTest, LaunchesCapturedIntoAGraphAreCountedNotRecorded) {
   f.table.StreamIsCapturing = &fCuptiIsCapturing;
   ASSERT_TRUE(f.backend.start().ok());
   const CUstream stream = reinterpret_cast<CUstream>(0x700);
-  CUresult ok = CUDA_SUCCESS;
-  auto exitCallback = [&](CUpti_CallbackId cbid, void* params, uint32_t corr) {
-    CUpti_CallbackData cb{};
-    cb.functionParams = params;
-    cb.functionReturnValue = &ok;
-    cb.correlationId = corr;
-    cb.callbackSite = CUPTI_API_EXIT;
-    f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cb);
-  };
   CUdeviceptr a = 0x10000, b = 0x20000;
   void* params[] = {&a, &b};
-  cuLaunchKernel_params p{};
-  p.f = reinterpret_cast<CUfunction>(0xf1);
-  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-  p.hStream = stream;
-  p.kernelParams = params;
+  cuLaunchKernel_params p = launchParams(params, /*grid=*/1, /*block=*/1, stream);
   cuStreamBeginCapture_v2_params begin{stream, CU_STREAM_CAPTURE_MODE_GLOBAL};
-  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &begin, 1);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &begin, 1});
   g_cupti_test_capturing = true;
-  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 2);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 2});
   g_cupti_test_capturing = false;
   CUgraph graph = nullptr;
   cuStreamEndCapture_params end{stream, &graph};
-  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end, 3);
-  exitCallback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 4);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end, 3});
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 4});
   f.backend.stop();
   ASSERT_TRUE(f.sink.finish().ok());
   const core::Trace& t = f.sink.trace();
@@ -558,41 +539,25 @@ TEST(CuptiBackendTest, RecordsCarryingTheRuntimeCallsCorrelationIdStillJoin) {
   ASSERT_TRUE(f.backend.start().ok());
   EXPECT_NE(std::find(f.api.enabled_domains.begin(), f.api.enabled_domains.end(), CUPTI_CB_DOMAIN_RUNTIME_API),
             f.api.enabled_domains.end());
-  CUresult ok = CUDA_SUCCESS;
-  auto callback = [&](CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void* params, uint32_t corr,
-                      CUpti_ApiCallbackSite site) {
-    uint64_t data = 0;
-    CUpti_CallbackData cb{};
-    cb.functionParams = params;
-    cb.functionReturnValue = &ok;
-    cb.correlationId = corr;
-    cb.correlationData = &data;
-    cb.callbackSite = site;
-    f.backend.onCallback(domain, cbid, &cb);
-  };
   CUdeviceptr a = 0x10000, b = 0x20000;
   void* params[] = {&a, &b};
-  cuLaunchKernel_params p{};
-  p.f = reinterpret_cast<CUfunction>(0xf1);
-  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-  p.kernelParams = params;
+  cuLaunchKernel_params p = launchParams(params);
   int runtime_params = 0;  // the runtime's own params are not read
-  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime_params, 500,
-           CUPTI_API_ENTER);
-  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 501, CUPTI_API_ENTER);
-  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 501, CUPTI_API_EXIT);
-  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime_params, 500,
-           CUPTI_API_EXIT);
+  const ApiCall launch_runtime{CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime_params, 500, nullptr,
+                               CUPTI_CB_DOMAIN_RUNTIME_API};
+  uint64_t data = 0;
+  callback(f.backend, launch_runtime, CUPTI_API_ENTER, &data);
+  enterAndExit(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 501});
+  callback(f.backend, launch_runtime, CUPTI_API_EXIT, &data);
   static float host[4];
   cuMemcpyHtoDAsync_v2_params cp{0x30000, host, sizeof host, nullptr};
-  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &runtime_params, 502,
-           CUPTI_API_ENTER);
-  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, &cp, 503, CUPTI_API_EXIT);
-  callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &runtime_params, 502,
-           CUPTI_API_EXIT);
+  const ApiCall copy_runtime{CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &runtime_params, 502, nullptr,
+                             CUPTI_CB_DOMAIN_RUNTIME_API};
+  callback(f.backend, copy_runtime, CUPTI_API_ENTER, &data);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, &cp, 503});
+  callback(f.backend, copy_runtime, CUPTI_API_EXIT, &data);
   // A driver call outside any runtime call has no alias.
-  callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 600, CUPTI_API_EXIT);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 600});
 
   BufferBuilder bb;
   auto& k = bb.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -670,26 +635,12 @@ TEST(CuptiBackendTest, ModuleLoadCallbackKeepsThePtxAndLinksTheModulesKernels) {
       ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
   CUmodule loaded = reinterpret_cast<CUmodule>(0xabc);
   cuModuleLoadData_params lp{&loaded, kPtx};
-  CUresult ok = CUDA_SUCCESS;
-  CUpti_CallbackData lcb{};
-  lcb.functionParams = &lp;
-  lcb.functionReturnValue = &ok;
-  lcb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &lcb);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &lp});
 
   CUdeviceptr a = 0x10000, b = 0x20000;
   void* params[] = {&a, &b};
-  cuLaunchKernel_params p{};
-  p.f = reinterpret_cast<CUfunction>(0xf1);
-  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-  p.kernelParams = params;
-  CUpti_CallbackData cb{};
-  cb.functionParams = &p;
-  cb.functionReturnValue = &ok;
-  cb.correlationId = 7;
-  cb.callbackSite = CUPTI_API_EXIT;
-  f.backend.onCallback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  cuLaunchKernel_params p = launchParams(params);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 7});
   f.backend.stop();
   ASSERT_TRUE(f.sink.finish().ok());
   const core::Trace& t = f.sink.trace();
