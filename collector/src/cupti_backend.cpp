@@ -342,9 +342,7 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   const int64_t t1 = collectorNowNs();
   const int64_t corr = d->correlationId;
   const bool per_thread = perThreadLaunch(cbid);
-  auto stream = [&](CUstream s) {
-    return s == nullptr && per_thread ? reinterpret_cast<CUstream>(kPerThreadStream) : s;
-  };
+  auto stream = [&](CUstream s) { return reinterpret_cast<CUstream>(streamHandle(s, per_thread ? 1 : 0)); };
   if (capturedLaunch(cbid, d->functionParams)) {
     recorder_.noteCapturedWork();
     return;
@@ -769,72 +767,79 @@ bool CuptiWatch::judge(uint64_t callbacks_before) {
   return true;
 }
 
-// Each override: forward, then let judge() decide; if CUPTI is blind, record the call the way the hook backend
-// would have (the hook backend records everything after it).
-CUresult CuptiWatch::ModuleLoadData(int variant, CUmodule* module, const void* image) {
+// Each override forwards through watched(), which lets judge() decide; if CUPTI is blind, `record` records the
+// call the way the hook backend would have (the hook backend records everything after it).
+template <class Forward, class Record>
+CUresult CuptiWatch::watched(Forward forward, Record record) {
+  if (state_.load(std::memory_order_relaxed) != kWatching) return forward();  // decided: only forward
   const uint64_t before = seen_on_thread_();
-  const CUresult r = HookClient::ModuleLoadData(variant, module, image);
-  if (r == CUDA_SUCCESS && module && judge(before)) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
+  const int64_t t0 = collectorNowNs();
+  const CUresult r = forward();
+  const int64_t t1 = collectorNowNs();
+  if (r == CUDA_SUCCESS && judge(before)) record(t0, t1);
   return r;
+}
+
+CUresult CuptiWatch::ModuleLoadData(int variant, CUmodule* module, const void* image) {
+  return watched([&] { return HookClient::ModuleLoadData(variant, module, image); },
+                 [&](int64_t, int64_t) {
+                   if (module) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
+                 });
 }
 CUresult CuptiWatch::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n,
                                       CUjit_option* options, void** values) {
-  const uint64_t before = seen_on_thread_();
-  const CUresult r = HookClient::ModuleLoadDataEx(variant, module, image, n, options, values);
-  if (r == CUDA_SUCCESS && module && judge(before)) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
-  return r;
+  return watched([&] { return HookClient::ModuleLoadDataEx(variant, module, image, n, options, values); },
+                 [&](int64_t, int64_t) {
+                   if (module) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
+                 });
 }
 CUresult CuptiWatch::LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
                                      void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
                                      void** library_values, unsigned n_library) {
-  const uint64_t before = seen_on_thread_();
-  const CUresult r = HookClient::LibraryLoadData(variant, library, code, jit_options, jit_values, n_jit,
-                                                 library_options, library_values, n_library);
-  if (r == CUDA_SUCCESS && library && judge(before)) recorder_.recordModule(reinterpret_cast<uint64_t>(*library), code);
-  return r;
+  return watched(
+      [&] {
+        return HookClient::LibraryLoadData(variant, library, code, jit_options, jit_values, n_jit, library_options,
+                                           library_values, n_library);
+      },
+      [&](int64_t, int64_t) {
+        if (library) recorder_.recordModule(reinterpret_cast<uint64_t>(*library), code);
+      });
 }
 CUresult CuptiWatch::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {
-  const uint64_t before = seen_on_thread_();
-  const CUresult r = HookClient::MemAlloc(variant, dptr, bytes);
-  if (r == CUDA_SUCCESS && dptr && judge(before)) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kDevice);
-  return r;
+  return watched([&] { return HookClient::MemAlloc(variant, dptr, bytes); },
+                 [&](int64_t, int64_t) {
+                   if (dptr) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kDevice);
+                 });
 }
 CUresult CuptiWatch::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) {
-  const uint64_t before = seen_on_thread_();
-  const CUresult r = HookClient::MemAllocAsync(variant, dptr, bytes, stream);
-  if (r == CUDA_SUCCESS && dptr && judge(before)) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kPool);
-  return r;
+  return watched([&] { return HookClient::MemAllocAsync(variant, dptr, bytes, stream); },
+                 [&](int64_t, int64_t) {
+                   if (dptr) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kPool);
+                 });
 }
 CUresult CuptiWatch::MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) {
-  const uint64_t before = seen_on_thread_();
-  const CUresult r = HookClient::MemAllocManaged(variant, dptr, bytes, flags);
-  if (r == CUDA_SUCCESS && dptr && judge(before)) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kManaged);
-  return r;
+  return watched([&] { return HookClient::MemAllocManaged(variant, dptr, bytes, flags); },
+                 [&](int64_t, int64_t) {
+                   if (dptr) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kManaged);
+                 });
 }
 CUresult CuptiWatch::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
-  const uint64_t before = seen_on_thread_();
-  const int64_t t0 = collectorNowNs();
-  const CUresult r = HookClient::MemcpyHtoD(variant, dst, src, bytes);
-  const int64_t t1 = collectorNowNs();
-  if (r == CUDA_SUCCESS && judge(before)) {
-    recorder_.recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, nullptr, false,
-                         variant, t0, t1);
-  }
-  return r;
+  return watched([&] { return HookClient::MemcpyHtoD(variant, dst, src, bytes); },
+                 [&](int64_t t0, int64_t t1) {
+                   recorder_.recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes,
+                                        nullptr, false, variant, t0, t1);
+                 });
 }
 CUresult CuptiWatch::LaunchKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                   unsigned by, unsigned bz, unsigned shmem, CUstream stream, void** params,
                                   void** extra) {
-  const uint64_t before = seen_on_thread_();
-  const int64_t t0 = collectorNowNs();
-  const CUresult r = HookClient::LaunchKernel(variant, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);
-  const int64_t t1 = collectorNowNs();
-  if (r == CUDA_SUCCESS && judge(before)) {
-    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-    const CUstream s = variant == 1 && stream == nullptr ? reinterpret_cast<CUstream>(kPerThreadStream) : stream;
-    recorder_.recordLaunch(f, grid, block, shmem, s, params, extra, t0, t1, 0, 0);
-  }
-  return r;
+  return watched(
+      [&] { return HookClient::LaunchKernel(variant, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra); },
+      [&](int64_t t0, int64_t t1) {
+        const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+        recorder_.recordLaunch(f, grid, block, shmem, reinterpret_cast<CUstream>(streamHandle(stream, variant)), params,
+                               extra, t0, t1, 0, 0);
+      });
 }
 
 }  // namespace kfuse::collector

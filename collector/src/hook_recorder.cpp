@@ -35,11 +35,6 @@ inline uint64_t hashHandle(uint64_t h) {
   return h;
 }
 
-inline Handle streamHandle(CUstream s, int variant) {
-  const auto h = reinterpret_cast<Handle>(s);
-  return h == 0 && variant == kPerThread ? kPerThreadStream : h;
-}
-
 template <class Fn>
 Fn pick(const std::atomic<Fn>* slots, int variant) {
   Fn fn = slots[variant].load(std::memory_order_relaxed);

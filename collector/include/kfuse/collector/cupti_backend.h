@@ -137,6 +137,9 @@ class CuptiWatch : public HookClient {
   enum State : int { kWatching, kCuptiWorks, kBlind };
   // After a successful forwarded call: true if CUPTI turned out blind (the caller then records the call).
   bool judge(uint64_t callbacks_before);
+  // forward() the call; if it succeeded and CUPTI is judged blind, record(t0, t1) it with its CPU times.
+  template <class Forward, class Record>
+  CUresult watched(Forward forward, Record record);
 
   HookRecorder& recorder_;
   void (*on_blind_)(const char* why);

@@ -41,6 +41,12 @@ using Handle = uint64_t;
 // CU_STREAM_PER_THREAD: what a null stream means in a _ptsz/_ptds call.
 inline constexpr Handle kPerThreadStream = 0x2;
 
+// The stream a call enqueued on: `variant` 1 is a _ptsz/_ptds call, whose null stream is the per-thread one.
+inline Handle streamHandle(const void* stream, int variant) {
+  const auto h = reinterpret_cast<Handle>(stream);
+  return h == 0 && variant == 1 ? kPerThreadStream : h;
+}
+
 struct LaunchEvent {  // + arg_size bytes of the argument buffer (device-side layout)
   int64_t correlation_id = 0;
   int64_t thread_id = 0;
