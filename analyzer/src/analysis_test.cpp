@@ -187,8 +187,10 @@ TEST(Analysis, ProvesAnElementwiseChainAndGroupsItsOccurrences) {
   EXPECT_EQ(c.occurrences.size(), 3u);
   EXPECT_EQ(c.legality, Legality::kProven);
   EXPECT_EQ(c.confidence, Confidence::kHigh);
-  EXPECT_TRUE(anyReasonContains(c, "allocation 2 per thread only at 4*ctaid.x*ntid.x + 4*tid.x"));
-  EXPECT_TRUE(anyReasonContains(c, "< 1048576"));
+  // Bound for the launch (256 threads a block): element i of thread i, and no other thread's.
+  EXPECT_TRUE(anyReasonContains(c, "allocation 2: every access of"));
+  EXPECT_TRUE(anyReasonContains(c, "both at byte 1024*ctaid.x + 4*tid.x, which no two threads share"));
+  EXPECT_TRUE(anyReasonContains(c, "legality checked on every one of its 3 occurrences (one set"));
   EXPECT_EQ(c.names, (std::vector<std::string>{"produce(float const*, float*, int)", "consume(float const*, float*, int)"}));
   // 2 x 10 us measured + 1 us of launch latency between them.
   EXPECT_DOUBLE_EQ(c.cost.measured_ns, 20'000);
@@ -201,19 +203,34 @@ TEST(Analysis, ProvesAnElementwiseChainAndGroupsItsOccurrences) {
   EXPECT_TRUE(r.why_none.empty());
 }
 
-TEST(Analysis, DifferentScalarArgumentsStillMatchTheirOwnGuards) {
+// produce(n = 1000) then consume(n = 999): the guards differ, but both kernels touch the buffer only at element i
+// of thread i, which no other thread touches, so a thread whose guard is off in one kernel changes nothing the
+// other reads. Legal, and now proven (it used to be left "likely" for textually different guards).
+TEST(Analysis, BoundsThatDifferDoNotMatterWhenEachElementBelongsToOneThread) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 999);
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
-  EXPECT_EQ(r.candidates[0].legality, Legality::kLikely);
-  EXPECT_TRUE(anyReasonContains(r.candidates[0], "different guards"));
+  EXPECT_EQ(r.candidates[0].legality, Legality::kProven);
+  EXPECT_TRUE(anyReasonContains(r.candidates[0], "thread-local for these arguments"));
+  EXPECT_EQ(r.candidates[0].checked.occurrences_checked, 1u);
 }
 
-TEST(Analysis, ComparesGuardsOnArgumentValuesNotOnTheirSpelling) {
-  EXPECT_EQ(foldConstantProducts("ctaid.x*ntid.x + tid.x < 32*256"), "ctaid.x*ntid.x + tid.x < 8192");
-  EXPECT_EQ(foldConstantProducts("i < 2*3*4 && j < -2*5"), "i < 24 && j < -10");
-  EXPECT_EQ(foldConstantProducts("4*tid.x < 7"), "4*tid.x < 7");
+TEST(Analysis, ChecksEveryDistinctArgumentTupleAndSaysSo) {
+  // The same chain three times with n = 1000 and once with n = 2000: two tuples, all four occurrences checked.
+  TraceBuilder b;
+  for (int n : {1000, 1000, 2000, 1000}) b.launch(TraceBuilder::kProduce, {1, 2}, n).launch(TraceBuilder::kConsume, {2, 3}, n);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.legality, Legality::kProven);
+  EXPECT_EQ(c.checked.occurrences_checked, 4u);
+  EXPECT_EQ(c.checked.argument_tuples, 2u);
+  ASSERT_EQ(c.checked.tuples.size(), 2u);
+  // The proof reads each kernel's n (param 2: it bounds the guard) and where each pointer points.
+  const ProofArgument n_of_produce{0, 2, false, 1000};
+  EXPECT_NE(std::find(c.checked.tuples[0].begin(), c.checked.tuples[0].end(), n_of_produce), c.checked.tuples[0].end());
+  EXPECT_TRUE(anyReasonContains(c, "legality checked on every one of its 4 occurrences (2 sets"));
 }
 
 TEST(Analysis, BlocksAStencilConsumer) {

@@ -1,14 +1,13 @@
 // Candidate search, legality, cost model and ranking: the body of `kfuse analyze`.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <regex>
 #include <set>
 #include <unordered_map>
 
 #include "kfuse/analyzer/analysis.h"
+#include "thread_locality.h"
 
 namespace kfuse::analyzer {
 
@@ -376,12 +375,10 @@ class Analysis {
 
   // ---- legality ----
 
-  int64_t argValue(size_t op, int param) const {
-    const core::Launch& l = launch(op);
-    const KernelFacts* k = cat_.find(l.function_id);
-    if (!k || param < 0 || static_cast<size_t>(param) >= k->params.size()) return INT64_MIN;
-    const ParamFacts& p = k->params[static_cast<size_t>(param)];
-    if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset + p.size) > l.arg_bytes.size()) return INT64_MIN;
+  // A launch's 4- and 8-byte arguments as the atoms of the PTX analysis's forms ("param3"), sign-extended; values
+  // that do not fit the analysis's arithmetic make the forms that use them fail their range checks instead.
+  static std::optional<int64_t> argValue(const core::Launch& l, const ParamFacts& p) {
+    if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset + p.size) > l.arg_bytes.size()) return std::nullopt;
     if (p.size == 4) {
       int32_t v;
       std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
@@ -392,31 +389,28 @@ class Analysis {
       std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
       return v;
     }
-    return INT64_MIN;
+    return std::nullopt;
   }
 
-  // A guard with each `paramN` replaced by this launch's argument value, so two kernels' guards compare.
-  std::string boundGuard(size_t op, const std::string& guard) const {
-    static const std::regex kParam("param([0-9]+)");
-    std::string out;
-    auto begin = std::sregex_iterator(guard.begin(), guard.end(), kParam);
-    size_t pos = 0;
-    for (auto it = begin; it != std::sregex_iterator(); ++it) {
-      out.append(guard, pos, static_cast<size_t>(it->position()) - pos);
-      const int64_t v = argValue(op, std::stoi((*it)[1].str()));
-      out += v == INT64_MIN ? "launch" + std::to_string(launch(op).id) + "." + it->str() : std::to_string(v);
-      pos = static_cast<size_t>(it->position() + it->length());
+  locality::AtomValues atomValues(size_t op) const {
+    locality::AtomValues values;
+    const core::Launch& l = launch(op);
+    const KernelFacts* k = cat_.find(l.function_id);
+    if (!k) return values;
+    for (const ParamFacts& p : k->params) {
+      if (auto v = argValue(l, p)) values["param" + std::to_string(p.index)] = *v;
     }
-    out.append(guard, pos, std::string::npos);
-    return foldConstantProducts(out);
+    return values;
   }
 
   struct Verdict {
     Legality legality = Legality::kProven;
     std::vector<std::string> reasons;
-    std::map<core::Id, std::pair<std::string, std::string>> thread_local_buffers;  // allocation -> (offset, guard)
-    void weaken(Legality l, std::string why) {
+    void lower(Legality l) {
       if (l == Legality::kBlocked || (l == Legality::kLikely && legality == Legality::kProven)) legality = l;
+    }
+    void weaken(Legality l, std::string why) {
+      lower(l);
       reasons.push_back(std::move(why));
     }
   };
@@ -430,26 +424,66 @@ class Analysis {
     return reads >= p.ptx_reads && writes >= p.ptx_writes;
   }
 
-  // Thread-locality of every buffer two kernels of a vertical chain share with a write: each thread of the
-  // consumer must touch only what the same thread of the producer touched.
+  // What a proof about one launch of a kernel needs beyond its shared buffers: every global access attributed to
+  // a pointer parameter, no device-function calls, and every pointer it accesses resolved to an allocation (an
+  // access through anything else could reach another kernel's buffer unseen).
+  void checkVisibility(size_t op, Verdict& v) const {
+    const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+    if (!k || !k->has_ptx) {
+      v.weaken(Legality::kLikely, "no PTX for " + (k ? k->name : std::string("a kernel")) +
+                                      (k && !k->ptx_problem.empty() ? " (" + k->ptx_problem + ")" : std::string()) +
+                                      ": what it accesses beyond its pointer arguments cannot be ruled out");
+      return;
+    }
+    if (!k->unanalysed_memory.empty()) {
+      v.weaken(Legality::kLikely, k->name + " has " + k->unanalysed_memory +
+                                      ", whose memory accesses the analysis does not follow");
+    }
+    if (k->unattributed_accesses > 0) {
+      v.weaken(Legality::kLikely, k->name + " accesses global memory at line " + std::to_string(k->unattributed_line) +
+                                      " through an address that is not based on one of its pointer parameters (a "
+                                      "module variable or a loaded pointer): its data flow cannot be proven");
+    }
+    if (!k->callees.empty() || k->indirect_calls) {
+      v.weaken(Legality::kLikely, k->name + " calls " + (k->callees.empty() ? "a function indirectly" : k->callees.front()) +
+                                      ": accesses inside device functions are not analysed");
+    }
+    std::set<int> resolved;
+    for (const BufferUse& u : g_.ops[op].uses) resolved.insert(u.param_index);
+    for (const core::PointerArg& p : launch(op).pointer_args) {
+      if (p.allocation_id != core::kNoId) resolved.insert(p.param_index);
+    }
+    for (const ParamFacts& p : k->params) {
+      if (p.source != AccessSource::kPtx || p.mode == core::AccessMode::kNone || resolved.count(p.index)) continue;
+      v.weaken(Legality::kLikely, k->name + " accesses memory through argument " + std::to_string(p.index) +
+                                      ", which does not point into any allocation the trace recorded");
+    }
+  }
+
+  // Thread-locality of every buffer two kernels of a vertical chain share with a write, for this occurrence's
+  // argument values: no two different threads may touch a common byte with one of them writing.
   void checkPair(size_t a, size_t b, Verdict& v) const {
     const KernelFacts* ka = cat_.find(g_.ops[a].function_id);
     const KernelFacts* kb = cat_.find(g_.ops[b].function_id);
+    const core::Launch& la = launch(a);
+    const core::Launch& lb = launch(b);
+    const locality::Shape shape{la.grid, la.block};
+    std::optional<locality::AtomValues> va, vb;
     for (const BufferUse& ua : g_.ops[a].uses) {
       for (const BufferUse& ub : g_.ops[b].uses) {
         if (ua.allocation_id != ub.allocation_id) continue;
         if (!writesMode(ua.mode) && !writesMode(ub.mode)) continue;
         const std::string buf = "allocation " + std::to_string(ua.allocation_id);
-        if (ua.offset != ub.offset) {
-          v.weaken(Legality::kLikely, buf + " is passed at different offsets: cannot prove the threads stay apart");
-          continue;
-        }
         if (!ka || !kb || !ka->has_ptx || !kb->has_ptx) {
           const KernelFacts* missing = (!ka || !ka->has_ptx) ? ka : kb;
           v.weaken(Legality::kLikely, "no PTX for " + (missing ? missing->name : std::string("a kernel")) +
                                           (missing && !missing->ptx_problem.empty() ? " (" + missing->ptx_problem + ")"
                                                                                     : std::string()) +
                                           ": thread locality on " + buf + " not proven");
+          continue;
+        }
+        if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
+          v.weaken(Legality::kLikely, "the kernels sharing " + buf + " have different launch shapes");
           continue;
         }
         if ((ka->atomics > 0 && writesMode(ua.mode)) || (kb->atomics > 0 && writesMode(ub.mode))) {
@@ -467,13 +501,10 @@ class Analysis {
                                                 "follow: thread locality not proven");
           continue;
         }
-        const auto& acc_a = ka->params[static_cast<size_t>(ua.param_index)].accesses;
-        const auto& acc_b = kb->params[static_cast<size_t>(ub.param_index)].accesses;
-        std::set<std::string> exprs_a, exprs_b, guards;
         bool affine = true, atomic = false;
-        for (const auto* list : {&acc_a, &acc_b}) {
+        for (const auto* list : {&pa.accesses, &pb.accesses}) {
           for (const ParamMemoryAccess& m : *list) {
-            affine = affine && m.affine;
+            affine = affine && m.affine && m.offset_form;
             atomic = atomic || m.atomic;
           }
         }
@@ -485,36 +516,247 @@ class Analysis {
           v.weaken(Legality::kLikely, "an address into " + buf + " is not affine in thread/block indices: not proven");
           continue;
         }
-        for (const ParamMemoryAccess& m : acc_a) {
-          exprs_a.insert(m.offset);
-          guards.insert(boundGuard(a, m.guard));
+        if (!va) va = atomValues(a);
+        if (!vb) vb = atomValues(b);
+        // Each pair of accesses with a write among them, bound to this occurrence's values. One reason per
+        // buffer: the first pair that crosses threads, else the first that could not be decided.
+        std::string local_why, cross_why, unknown_why;
+        int crossing = 0, unknown = 0;
+        for (const ParamMemoryAccess& ma : pa.accesses) {
+          for (const ParamMemoryAccess& mb : pb.accesses) {
+            if (!ma.is_write && !mb.is_write) continue;
+            std::string why_a, why_b;
+            const auto fa = locality::bind(*ma.offset_form, shape, *va, &why_a);
+            const auto fb = locality::bind(*mb.offset_form, shape, *vb, &why_b);
+            const std::string where = " (" + ka->name + " line " + std::to_string(ma.line) + ", " + kb->name +
+                                      " line " + std::to_string(mb.line) + ")";
+            if (!fa || !fb) {
+              if (unknown++ == 0) unknown_why = "an offset into " + buf + where + " cannot be evaluated: " + (fa ? why_b : why_a);
+              continue;
+            }
+            const locality::Access xa{*fa, static_cast<int64_t>(ua.offset), ma.bytes,
+                                      locality::bindGuard(ma.guard_conditions, shape, *va)};
+            const locality::Access xb{*fb, static_cast<int64_t>(ub.offset), mb.bytes,
+                                      locality::bindGuard(mb.guard_conditions, shape, *vb)};
+            const locality::PairVerdict pv = locality::checkPair(xa, xb, shape);
+            if (pv.verdict == locality::Verdict::kThreadLocal) {
+              if (local_why.empty()) local_why = pv.why;
+            } else if (pv.verdict == locality::Verdict::kCrossThread) {
+              if (crossing++ == 0) cross_why = buf + " is accessed" + where + " " + pv.why;
+            } else if (unknown++ == 0) {
+              unknown_why = buf + " is accessed" + where + " " + pv.why;
+            }
+          }
         }
-        for (const ParamMemoryAccess& m : acc_b) {
-          exprs_b.insert(m.offset);
-          guards.insert(boundGuard(b, m.guard));
+        auto more = [](int n) { return n > 1 ? " (and " + std::to_string(n - 1) + " more access pairs)" : std::string(); };
+        if (crossing > 0) {
+          v.weaken(Legality::kBlocked, cross_why + more(crossing) + ": threads read neighbours' data (stencil-like)");
+        } else if (unknown > 0) {
+          v.weaken(Legality::kLikely, unknown_why + more(unknown) + ": thread locality not proven");
+        } else {
+          v.reasons.push_back(buf + ": every access of " + ka->name + " and " + kb->name + " with a write among them " +
+                              "is thread-local for these arguments (" + local_why +
+                              "): each thread reads only what the same thread wrote");
         }
-        std::set<std::string> all = exprs_a;
-        all.insert(exprs_b.begin(), exprs_b.end());
-        if (all.size() > 1) {
-          std::string list;
-          for (const std::string& e : exprs_b) list += (list.empty() ? "" : ", ") + e;
-          std::string wl;
-          for (const std::string& e : exprs_a) wl += (wl.empty() ? "" : ", ") + e;
-          v.weaken(Legality::kBlocked, kb->name + " accesses " + buf + " at {" + list + "} but " + ka->name +
-                                           " at {" + wl + "}: threads read neighbours' data (stencil-like)");
-          continue;
-        }
-        if (guards.size() > 1) {
-          v.weaken(Legality::kLikely, "accesses to " + buf + " run under different guards (" + *guards.begin() +
-                                          " vs " + *guards.rbegin() + ")");
-          continue;
-        }
-        v.thread_local_buffers[ua.allocation_id] = {*all.begin(), *guards.begin()};
       }
     }
     for (const KernelFacts* k : {ka, kb}) {
       if (k && k->grid_sync) v.weaken(Legality::kBlocked, k->name + " synchronizes the whole grid");
     }
+  }
+
+  // The values a legality verdict for this occurrence depends on, beyond the pattern's identity: the arguments
+  // the kernels' access forms read, where each pointer argument points inside its allocation, and which pointer
+  // arguments resolved at all. Occurrences with equal keys get equal verdicts.
+  std::vector<ProofArgument> proofArguments(const std::vector<size_t>& occ) const {
+    std::vector<ProofArgument> args;
+    for (size_t i = 0; i < occ.size(); ++i) {
+      const KernelFacts* k = cat_.find(g_.ops[occ[i]].function_id);
+      for (size_t n = 0; k && n < k->form_params.size(); ++n) {
+        const int p = k->form_params[n];
+        std::optional<int64_t> v;
+        if (static_cast<size_t>(p) < k->params.size()) v = argValue(launch(occ[i]), k->params[static_cast<size_t>(p)]);
+        args.push_back(ProofArgument{static_cast<int>(i), p, false, v.value_or(INT64_MIN)});
+      }
+      for (const BufferUse& u : g_.ops[occ[i]].uses) {
+        args.push_back(ProofArgument{static_cast<int>(i), u.param_index, true, static_cast<int64_t>(u.offset)});
+      }
+    }
+    return args;
+  }
+
+  // The values of a tuple that say something: scalar arguments, and pointer arguments not at their allocation's
+  // start (the JSON report lists them all).
+  static std::string argumentsText(const Candidate& c, const std::vector<ProofArgument>& args) {
+    std::string s;
+    for (const ProofArgument& a : args) {
+      if (a.pointer_offset && a.value == 0) continue;
+      if (!s.empty()) s += ", ";
+      s += c.names[static_cast<size_t>(a.kernel)] + (a.pointer_offset ? " arg " : " param") + std::to_string(a.param) +
+           (a.pointer_offset ? " at +" + std::to_string(a.value) + " bytes" : "=" + std::to_string(a.value));
+    }
+    return s.empty() ? "pointers at their allocations' starts" : s;
+  }
+
+  // Legality of one occurrence (every pair of its kernels, for its argument values).
+  Verdict judgeOccurrence(CandidateKind kind, const std::vector<size_t>& occ) const {
+    Verdict v;
+    if (!g_.has_pointer_data) return v;
+    for (size_t op : occ) checkVisibility(op, v);
+    if (kind == CandidateKind::kVertical) {
+      for (size_t i = 0; i < occ.size(); ++i) {
+        for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
+      }
+    }
+    return v;
+  }
+
+  // Judges a pattern on every distinct tuple of the values its proof reads. Occurrences whose tuples get different
+  // verdicts become separate candidates (proven, likely, blocked), each saying what it was checked on.
+  std::vector<Candidate> judge(Candidate c) const {
+    static constexpr size_t kMaxTuples = 1024;
+    const std::vector<size_t>& first = c.occurrences.front();
+    Verdict common;
+    if (c.kind == CandidateKind::kVertical) {
+      const core::Launch& l = launch(first.front());
+      common.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) + ")");
+      common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
+                               " with no host synchronization between them");
+      if (!g_.has_pointer_data) {
+        common.weaken(Legality::kLikely, "no pointer arguments in this trace: data flow inferred from stream order, "
+                                         "thread locality not checked");
+      }
+      for (size_t i = 0; i + 1 < first.size(); ++i) {
+        for (const Edge* e : g_.edgesBetween(first[i], first[i + 1])) {
+          if (e->kind != EdgeKind::kStreamOrder) c.edges.push_back({e->kind, g_.describe(*e, t_, cat_)});
+        }
+      }
+    } else {
+      const bool same_stream = g_.ops[first[0]].stream_id == g_.ops[first[1]].stream_id;
+      common.reasons.push_back(same_stream ? "adjacent on one stream with no data dependence between them"
+                                           : "on different streams with no event or synchronization ordering them");
+      common.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
+      if (!g_.has_pointer_data) {
+        common.weaken(Legality::kLikely, "no pointer arguments in this trace: independence assumes the program has "
+                                         "no unsynchronized cross-stream data race");
+      }
+    }
+    // Work the trace cannot show may sit between these kernels: graph launches the hook backend could only count.
+    for (const core::Stat& st : t_.stats) {
+      if (st.name == "graph_launches_not_recorded" && st.value > 0) {
+        common.weaken(Legality::kLikely, "the trace has " + std::to_string(st.value) +
+                                             " CUDA graph launches whose kernels were not recorded (hook backend): one "
+                                             "may run between these kernels (record with --backend cupti to see them)");
+      }
+    }
+
+    // Without pointer arguments nothing here depends on argument values: the common verdict is the whole story.
+    if (!g_.has_pointer_data) {
+      c.legality = common.legality;
+      c.reasons = std::move(common.reasons);
+      c.confidence = Confidence::kLow;
+      return {std::move(c)};
+    }
+
+    // Distinct argument tuples, in order of first occurrence.
+    struct Tuple {
+      std::vector<ProofArgument> args;
+      std::vector<size_t> occurrences;  // indices into c.occurrences
+    };
+    std::vector<Tuple> tuples;
+    std::map<std::vector<int64_t>, size_t> index;
+    std::vector<size_t> unchecked;
+    for (size_t i = 0; i < c.occurrences.size(); ++i) {
+      std::vector<ProofArgument> args = proofArguments(c.occurrences[i]);
+      std::vector<int64_t> key;
+      key.reserve(args.size() * 3);
+      for (const ProofArgument& a : args) {
+        key.insert(key.end(), {a.kernel * 2 + (a.pointer_offset ? 1 : 0), a.param, a.value});
+      }
+      auto it = index.find(key);
+      if (it == index.end()) {
+        if (tuples.size() == kMaxTuples) {
+          unchecked.push_back(i);
+          continue;
+        }
+        it = index.emplace(std::move(key), tuples.size()).first;
+        tuples.push_back(Tuple{std::move(args), {}});
+      }
+      tuples[it->second].occurrences.push_back(i);
+    }
+
+    // One part per legality, in the order proven, likely, blocked.
+    struct Part {
+      Verdict verdict;
+      std::vector<size_t> occurrences;
+      std::set<std::string> seen;
+      LegalityCheck checked;
+    };
+    std::map<Legality, Part> parts;
+    for (const Tuple& tuple : tuples) {
+      Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
+      Part& part = parts[v.legality];
+      part.verdict.legality = v.legality;
+      for (std::string& r : v.reasons) {
+        if (part.seen.insert(r).second) part.verdict.reasons.push_back(std::move(r));
+      }
+      part.occurrences.insert(part.occurrences.end(), tuple.occurrences.begin(), tuple.occurrences.end());
+      part.checked.occurrences_checked += tuple.occurrences.size();
+      part.checked.argument_tuples++;
+      if (part.checked.tuples.size() < LegalityCheck::kMaxListedTuples) part.checked.tuples.push_back(tuple.args);
+    }
+    if (!unchecked.empty()) {
+      Part& part = parts[Legality::kLikely];
+      part.verdict.weaken(Legality::kLikely, std::to_string(unchecked.size()) + " occurrences were not checked: their "
+                                             "arguments form more than " + std::to_string(kMaxTuples) +
+                                             " distinct tuples");
+      part.occurrences.insert(part.occurrences.end(), unchecked.begin(), unchecked.end());
+    }
+
+    std::vector<Candidate> out;
+    const size_t total = c.occurrences.size();
+    for (auto& [legality, part] : parts) {
+      Candidate p = c;
+      std::sort(part.occurrences.begin(), part.occurrences.end());
+      p.occurrences.clear();
+      for (size_t i : part.occurrences) p.occurrences.push_back(c.occurrences[i]);
+      Verdict v = common;
+      v.lower(part.verdict.legality);
+      for (std::string& r : part.verdict.reasons) v.reasons.push_back(std::move(r));
+      const std::string which =
+          part.checked.argument_tuples == 1 ? "one set" : std::to_string(part.checked.argument_tuples) + " sets";
+      const size_t n = part.checked.occurrences_checked;
+      const bool all = parts.size() == 1 && unchecked.empty();
+      std::string checked = "legality checked on " +
+                            (all && n == 1 ? std::string("its only occurrence")
+                                           : (all ? "every one of its " : "") + std::to_string(n) + " occurrence" +
+                                                 (n == 1 ? "" : "s")) +
+                            " (" + which + " of the argument values the proof reads: " +
+                            argumentsText(p, part.checked.tuples.empty() ? std::vector<ProofArgument>{}
+                                                                         : part.checked.tuples.front()) +
+                            (part.checked.argument_tuples > 1 ? "; ..." : "") + ")";
+      if (parts.size() > 1 || !unchecked.empty()) {
+        checked += "; the pattern's other " + std::to_string(total - p.occurrences.size()) +
+                   " occurrences, with other argument values, are listed separately";
+      }
+      if (part.checked.argument_tuples > 0) v.reasons.push_back(std::move(checked));
+      p.legality = v.legality;
+      p.reasons = std::move(v.reasons);
+      p.checked = std::move(part.checked);
+      const bool have_ptx = std::all_of(p.function_ids.begin(), p.function_ids.end(), [&](core::Id f) {
+        const KernelFacts* k = cat_.find(f);
+        return k && k->has_ptx;
+      });
+      if (p.legality == Legality::kProven) {
+        p.confidence = Confidence::kHigh;
+      } else if (g_.has_pointer_data && have_ptx) {
+        p.confidence = Confidence::kMedium;
+      } else {
+        p.confidence = Confidence::kLow;
+      }
+      out.push_back(std::move(p));
+    }
+    return out;
   }
 
   // ---- search ----
@@ -653,74 +895,6 @@ class Analysis {
     }
   }
 
-  void judge(Candidate& c) const {
-    const std::vector<size_t>& first = c.occurrences.front();
-    Verdict v;
-    if (c.kind == CandidateKind::kVertical) {
-      const core::Launch& l = launch(first.front());
-      v.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) + ")");
-      v.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
-                          " with no host synchronization between them");
-      if (!g_.has_pointer_data) {
-        v.weaken(Legality::kLikely, "no pointer arguments in this trace: data flow inferred from stream order, "
-                                    "thread locality not checked");
-      } else {
-        // Every pair sharing a buffer, on the first and the last occurrence (argument values may differ).
-        Verdict pv;
-        for (const auto* occ : {&c.occurrences.front(), &c.occurrences.back()}) {
-          for (size_t i = 0; i < occ->size(); ++i) {
-            for (size_t j = i + 1; j < occ->size(); ++j) checkPair((*occ)[i], (*occ)[j], pv);
-          }
-        }
-        std::set<std::string> seen;
-        for (std::string& r : pv.reasons) {
-          if (seen.insert(r).second) v.reasons.push_back(std::move(r));
-        }
-        if (pv.legality != Legality::kProven) v.weaken(pv.legality, "checked on the first and last occurrence");
-        for (const auto& [alloc, form] : pv.thread_local_buffers) {
-          v.reasons.push_back("every kernel touches allocation " + std::to_string(alloc) + " per thread only at " +
-                              form.first + " under the same guard (" + form.second +
-                              "): each thread reads only what the same thread wrote");
-        }
-      }
-      for (size_t i = 0; i + 1 < first.size(); ++i) {
-        for (const Edge* e : g_.edgesBetween(first[i], first[i + 1])) {
-          if (e->kind != EdgeKind::kStreamOrder) c.edges.push_back({e->kind, g_.describe(*e, t_, cat_)});
-        }
-      }
-    } else {
-      const bool same_stream = g_.ops[first[0]].stream_id == g_.ops[first[1]].stream_id;
-      v.reasons.push_back(same_stream ? "adjacent on one stream with no data dependence between them"
-                                      : "on different streams with no event or synchronization ordering them");
-      v.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
-      if (!g_.has_pointer_data) {
-        v.weaken(Legality::kLikely, "no pointer arguments in this trace: independence assumes the program has no "
-                                    "unsynchronized cross-stream data race");
-      }
-    }
-    // Work the trace cannot show may sit between these kernels: graph launches the hook backend could only count.
-    for (const core::Stat& st : t_.stats) {
-      if (st.name == "graph_launches_not_recorded" && st.value > 0) {
-        v.weaken(Legality::kLikely, "the trace has " + std::to_string(st.value) +
-                                        " CUDA graph launches whose kernels were not recorded (hook backend): one may "
-                                        "run between these kernels (record with --backend cupti to see them)");
-      }
-    }
-    c.legality = v.legality;
-    c.reasons = std::move(v.reasons);
-    const bool have_ptx = std::all_of(c.function_ids.begin(), c.function_ids.end(), [&](core::Id f) {
-      const KernelFacts* k = cat_.find(f);
-      return k && k->has_ptx;
-    });
-    if (c.legality == Legality::kProven) {
-      c.confidence = Confidence::kHigh;
-    } else if (g_.has_pointer_data && have_ptx) {
-      c.confidence = Confidence::kMedium;
-    } else {
-      c.confidence = Confidence::kLow;
-    }
-  }
-
   void cost(Candidate& c) const {
     std::vector<double> savings, measured, fused, gaps;
     double total = 0;
@@ -789,33 +963,6 @@ std::vector<char> criticalPath(const DependencyGraph& g, int64_t& length_ns) {
 }
 
 }  // namespace
-
-std::string foldConstantProducts(const std::string& guard) {
-  // A run of integer literals joined by '*', not preceded by an identifier character or another '*'.
-  static const std::regex kProduct("(^|[^\\w.*])(-?[0-9]+(?:\\*-?[0-9]+)+)(?![\\w.*])");
-  std::string out;
-  size_t pos = 0;
-  for (auto it = std::sregex_iterator(guard.begin(), guard.end(), kProduct); it != std::sregex_iterator(); ++it) {
-    const auto& m = *it;
-    const size_t start = static_cast<size_t>(m.position(2));
-    out.append(guard, pos, start - pos);
-    int64_t value = 1;
-    bool overflow = false;
-    const std::string factors = m[2].str();
-    for (size_t i = 0; i < factors.size() && !overflow;) {
-      size_t end = factors.find('*', i);
-      if (end == std::string::npos) end = factors.size();
-      int64_t f = 0;
-      const auto r = std::from_chars(factors.data() + i, factors.data() + end, f);
-      overflow = r.ec != std::errc() || __builtin_mul_overflow(value, f, &value);
-      i = end + 1;
-    }
-    out += overflow ? factors : std::to_string(value);
-    pos = start + factors.size();
-  }
-  out.append(guard, pos, std::string::npos);
-  return out;
-}
 
 namespace {
 
@@ -932,9 +1079,11 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     r.gpu_busy_estimated = r.gpu_busy_ns > 0;
   }
   SearchStats stats;
-  std::vector<Candidate> candidates = analysis.run(stats);
+  std::vector<Candidate> candidates;
+  for (Candidate& found : analysis.run(stats)) {
+    for (Candidate& part : analysis.judge(std::move(found))) candidates.push_back(std::move(part));
+  }
   for (Candidate& c : candidates) {
-    analysis.judge(c);
     analysis.cost(c);
     size_t on = 0;
     for (const auto& occ : c.occurrences) {
@@ -948,7 +1097,8 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   size_t no_gain = 0;
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                   [&](const Candidate& c) {
-                                    const bool drop = c.legality != Legality::kBlocked && c.total_saving_ns <= 0;
+                                    const bool drop = !options.keep_no_gain && c.legality != Legality::kBlocked &&
+                                                      c.total_saving_ns <= 0;
                                     no_gain += drop ? 1 : 0;
                                     return drop;
                                   }),

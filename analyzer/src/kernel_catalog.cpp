@@ -1,5 +1,7 @@
 // KernelCatalog: what each kernel of a trace does with its parameters, from the best source available.
+#include <charconv>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -128,9 +130,24 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
     p.ptx_reads = pa.reads;
     p.ptx_writes = pa.writes;
   }
+  std::set<int> form_params;
+  auto noteParams = [&](const ptx::AffineExpr& e) {
+    for (const auto& [atoms, coef] : e.terms) {
+      for (const std::string& atom : atoms) {
+        int p = -1;
+        if (atom.rfind("param", 0) == 0 && std::from_chars(atom.data() + 5, atom.data() + atom.size(), p).ec == std::errc()) {
+          form_params.insert(p);
+        }
+      }
+    }
+  };
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
-    // An access whose base parameter is unknown shows up as a shortfall against ParamFacts::ptx_reads/writes.
-    if (ma.base_param < 0 || static_cast<size_t>(ma.base_param) >= k.params.size()) continue;
+    // An access whose base parameter is unknown may touch any buffer: counted, so that no proof relies on the
+    // kernel's parameters alone (it also shows as a shortfall against ParamFacts::ptx_reads/writes).
+    if (ma.base_param < 0 || static_cast<size_t>(ma.base_param) >= k.params.size()) {
+      if (ma.pointer_params.empty() && k.unattributed_accesses++ == 0) k.unattributed_line = ma.line;
+      continue;
+    }
     ParamMemoryAccess a;
     a.is_read = ma.is_read;
     a.is_write = ma.is_write;
@@ -140,8 +157,17 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
     a.offset = ma.offset ? ma.offset->toString() : ma.not_affine_reason;
     a.guard = ma.guardText();
     a.line = ma.line;
+    a.offset_form = ma.offset;
+    a.guard_conditions = ma.guard;
+    if (ma.offset) noteParams(*ma.offset);
+    for (const ptx::GuardCondition& g : ma.guard) {
+      if (!g.structured) continue;
+      noteParams(g.lhs);
+      noteParams(g.rhs);
+    }
     k.params[static_cast<size_t>(ma.base_param)].accesses.push_back(std::move(a));
   }
+  k.form_params.assign(form_params.begin(), form_params.end());
   // Parameter layout from the declarations where the trace did not record it: each parameter aligned to its
   // .align (else its element size), in declaration order.
   int offset = 0;
@@ -164,6 +190,15 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
   k.printf = u.printf;
   k.uses_shared = u.static_shared_bytes > 0 || u.dynamic_shared;
   k.flops_per_thread = countFlops(f);
+  for (const std::string& callee : u.callees) {
+    if (callee != "vprintf") k.callees.push_back(callee);
+  }
+  k.indirect_calls = u.indirect_calls;
+  std::vector<std::string> unanalysed;
+  if (u.textures > 0) unanalysed.push_back(std::to_string(u.textures) + " texture/surface instructions");
+  if (u.async_copies > 0) unanalysed.push_back(std::to_string(u.async_copies) + " asynchronous copies (cp.async)");
+  if (u.tensor_ops > 0) unanalysed.push_back(std::to_string(u.tensor_ops) + " tensor-core instructions");
+  for (const std::string& s : unanalysed) k.unanalysed_memory += (k.unanalysed_memory.empty() ? "" : ", ") + s;
   k.has_ptx = true;
 }
 

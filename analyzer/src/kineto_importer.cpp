@@ -386,6 +386,11 @@ class KinetoParse {
       return badFormat(path_ + ": truncated JSON: the text ends at byte " + std::to_string(consumed_ + pending_.size()) +
                        " inside the trace (is the file truncated?)");
     }
+    if (!have_events_ && saw_nodes_ && saw_schema_) {
+      // {"schema": ..., "nodes": [...]}: what torch.profiler.ExecutionTraceObserver writes beside a profiler trace.
+      return badFormat(path_ + ": a PyTorch Execution Trace (operators and tensors, no GPU kernels), not a profiler "
+                       "trace: analyze the Kineto trace (torch.profiler) recorded in the same run");
+    }
     if (!have_events_) return badFormat(path_ + ": not a Chrome/Kineto trace: no \"traceEvents\" array");
     return {};
   }
@@ -537,6 +542,8 @@ class KinetoParse {
             ++pos_;
             continue;
           }
+          saw_nodes_ = saw_nodes_ || key_ == "nodes";
+          saw_schema_ = saw_schema_ || key_ == "schema";
           capturing_ = true;
           capture_start_ = pos_;
           expect_ = Expect::kCommaOrEnd;
@@ -1409,6 +1416,7 @@ class KinetoParse {
   Top top_ = Top::kStart;
   Expect expect_ = Expect::kKey;
   std::string key_;
+  bool saw_nodes_ = false, saw_schema_ = false;  // top-level members of a PyTorch Execution Trace
   bool capturing_ = false;
   size_t capture_start_ = 0;
   std::string other_json_;

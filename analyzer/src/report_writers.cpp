@@ -147,12 +147,25 @@ nlohmann::json reportToJson(const Report& r) {
     }
     json edges = json::array();
     for (const auto& [kind, reason] : c.edges) edges.push_back({{"kind", edgeKindName(kind)}, {"reason", reason}});
+    json tuples = json::array();
+    for (const auto& tuple : c.checked.tuples) {
+      json args = json::array();
+      for (const ProofArgument& a : tuple) {
+        args.push_back({{"kernel", a.kernel}, {"param", a.param},
+                        {"kind", a.pointer_offset ? "pointer_offset" : "value"}, {"value", a.value}});
+      }
+      tuples.push_back(std::move(args));
+    }
     cands.push_back({{"rank", c.rank},
                      {"kind", candidateKindName(c.kind)},
                      {"kernels", kernels},
                      {"occurrences", c.occurrences.size()},
                      {"legality", legalityName(c.legality)},
                      {"reasons", c.reasons},
+                     {"checked",
+                      {{"occurrences", c.checked.occurrences_checked},
+                       {"argument_tuples", c.checked.argument_tuples},
+                       {"tuples", tuples}}},
                      {"confidence", confidenceName(c.confidence)},
                      {"predicted_saving_ns_per_occurrence", c.cost.saving_ns},
                      {"predicted_saving_ns_total", c.total_saving_ns},

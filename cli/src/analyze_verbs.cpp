@@ -22,6 +22,7 @@ struct AnalyzeOptions {
   std::string json_out, md_out, html_out;
   std::string metrics_from;
   bool no_store = false;
+  bool all = false;
 };
 
 Status writeText(const std::string& path, const std::string& text) {
@@ -62,6 +63,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   analyzer::AnalysisOptions options;
   options.gpu = o.gpu;
   options.top = o.top;
+  options.keep_no_gain = o.all;
   options.max_chain_length = std::max<size_t>(2, o.max_chain);
   auto report = analyzer::analyze(*imported, o.input, options);
   if (!report) return reportError(report.status());
@@ -112,6 +114,9 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
                   "A kfuse trace of the same program recorded with `kfuse record --metrics`: its measured DRAM bytes "
                   "and FLOPs are joined onto this trace's launches (same kernel, same position, same shape)");
   cmd->add_flag("--no-store", o->no_store, "Do not store the report in the kfuse trace");
+  cmd->add_flag("--all", o->all,
+                "List every fusable pattern with its legality, also those predicted to save no time (by default "
+                "they are only counted)");
   cmd->callback([o, &ctx] { ctx.exit_code = runAnalyze(*o, ctx); });
 }
 

@@ -623,60 +623,98 @@ class Evaluator {
   std::map<std::pair<size_t, std::string>, std::string> memo_why_;
 };
 
-const char* cmpSymbol(const std::string& cmp, bool negate, bool* exact) {
-  *exact = true;
+// A setp comparison modifier as an operator, negated when `negate`; unsigned for .lo/.ls/.hi/.hs.
+std::optional<CmpOp> comparison(const std::string& cmp, bool negate, bool* is_unsigned) {
   struct Row {
     const char* name;
-    const char* sym;
-    const char* neg;
+    CmpOp op, neg;
+    bool is_unsigned;
   };
-  static constexpr Row kRows[] = {{".eq", "==", "!="}, {".ne", "!=", "=="}, {".lt", "<", ">="}, {".le", "<=", ">"},
-                                  {".gt", ">", "<="},  {".ge", ">=", "<"},  {".lo", "<", ">="}, {".ls", "<=", ">"},
-                                  {".hi", ">", "<="},  {".hs", ">=", "<"}};
+  static constexpr Row kRows[] = {
+      {".eq", CmpOp::kEq, CmpOp::kNe, false}, {".ne", CmpOp::kNe, CmpOp::kEq, false},
+      {".lt", CmpOp::kLt, CmpOp::kGe, false}, {".le", CmpOp::kLe, CmpOp::kGt, false},
+      {".gt", CmpOp::kGt, CmpOp::kLe, false}, {".ge", CmpOp::kGe, CmpOp::kLt, false},
+      {".lo", CmpOp::kLt, CmpOp::kGe, true},  {".ls", CmpOp::kLe, CmpOp::kGt, true},
+      {".hi", CmpOp::kGt, CmpOp::kLe, true},  {".hs", CmpOp::kGe, CmpOp::kLt, true}};
   for (const auto& r : kRows) {
-    if (cmp == r.name) return negate ? r.neg : r.sym;
+    if (cmp == r.name) {
+      *is_unsigned = r.is_unsigned;
+      return negate ? r.neg : r.op;
+    }
   }
-  *exact = false;
-  return nullptr;
+  return std::nullopt;
+}
+
+// Signedness and width of an integer setp type modifier (".s32", ".u64", ".b16"); nullopt for other types.
+std::optional<std::pair<bool, int>> integerType(const std::string& m) {
+  if (m.size() < 3 || (m[1] != 's' && m[1] != 'u' && m[1] != 'b')) return std::nullopt;
+  int bits = 0;
+  for (size_t i = 2; i < m.size(); ++i) {
+    if (m[i] < '0' || m[i] > '9') return std::nullopt;
+    bits = bits * 10 + (m[i] - '0');
+  }
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return std::nullopt;
+  return std::make_pair(m[1] == 's', bits);
+}
+
+std::string joinConditions(const std::vector<GuardCondition>& c) {
+  std::string s;
+  for (size_t i = 0; i < c.size(); ++i) s += (i ? " && " : "") + c[i].text;
+  return s;
+}
+
+GuardCondition opaque(std::string text) {
+  GuardCondition c;
+  c.text = std::move(text);
+  return c;
 }
 
 class GuardBuilder {
  public:
   GuardBuilder(const Function& f, const DefUse& du, Evaluator& ev) : f_(f), du_(du), ev_(ev) {}
 
-  std::string value(const Operand& o, size_t stmt) {
-    std::string why;
-    if (auto e = ev_.operand(o, stmt, 0, &why)) return e->toString();
-    return o.name;
-  }
-
-  // Text of predicate `p` (or its negation) as read at statement `stmt`.
-  std::string predicate(const std::string& p, size_t stmt, bool negate, int depth = 0) {
+  // The conjuncts of predicate `p` (or of its negation) as read at statement `stmt`.
+  std::vector<GuardCondition> predicate(const std::string& p, size_t stmt, bool negate, int depth = 0) {
     const std::string plain = (negate ? "!" : "") + p;
-    if (depth > 8) return plain;
+    if (depth > 8) return {opaque(plain)};
     const auto defs = du_.reachingDefs(stmt, p);
-    if (defs.size() != 1) return plain;
+    if (defs.size() != 1) return {opaque(plain)};
     const size_t d = defs[0];
     const Instruction& in = f_.body[d].inst;
-    if (!in.guard.empty()) return plain;
+    if (!in.guard.empty()) return {opaque(plain)};
     const auto& o = in.operands;
     if (in.opcode == "setp" && o.size() >= 3 && !in.modifiers.empty()) {
-      bool is_pair_second = o[0].pair == p;
-      const bool neg = negate != is_pair_second;
-      bool exact;
+      if (o.size() >= 4) return {opaque(plain)};  // setp.CMP.BOOLOP with a third predicate operand
+      const bool neg = negate != (o[0].pair == p);
       const bool is_int = isIntegerType(in);
-      const char* sym = cmpSymbol(in.modifiers[0], is_int ? neg : false, &exact);
-      std::string core;
-      if (sym) {
-        core = value(o[1], d) + " " + sym + " " + value(o[2], d);
+      bool is_unsigned = false;
+      const std::optional<CmpOp> op = comparison(in.modifiers[0], is_int && neg, &is_unsigned);
+      std::string why;
+      const std::optional<AffineExpr> lhs = ev_.operand(o[1], d, 0, &why);
+      const std::optional<AffineExpr> rhs = ev_.operand(o[2], d, 0, &why);
+      const std::string l = lhs ? lhs->toString() : o[1].name, r = rhs ? rhs->toString() : o[2].name;
+      GuardCondition c;
+      if (op) {
+        c.text = l + " " + cmpOpSymbol(*op) + " " + r;
       } else {
-        core = value(o[1], d) + " " + in.modifiers[0].substr(1) + " " + value(o[2], d);
+        c.text = l + " " + in.modifiers[0].substr(1) + " " + r;
       }
-      if (!is_int && neg) core = "!(" + core + ")";
-      if (o.size() >= 4) {  // setp.CMP.BOOLOP with a third predicate operand
-        return plain;
+      if (!is_int) {
+        // A float comparison negated is not the opposite comparison (NaN): it stays text.
+        if (neg) c.text = "!(" + c.text + ")";
+        return {c};
       }
-      return core;
+      const std::optional<std::pair<bool, int>> type =
+          in.modifiers.size() >= 2 ? integerType(in.modifiers[1]) : std::nullopt;
+      if (op && lhs && rhs && type) {
+        c.structured = true;
+        c.lhs = *lhs;
+        c.rhs = *rhs;
+        c.cmp = *op;
+        c.is_signed = type->first && !is_unsigned;
+        c.bits = type->second;
+      }
+      return {c};
     }
     if (in.opcode == "not" && o.size() == 2 && o[1].kind == OperandKind::kRegister)
       return predicate(o[1].name, d, !negate, depth + 1);
@@ -685,12 +723,15 @@ class GuardBuilder {
     if ((in.opcode == "and" || in.opcode == "or") && o.size() == 3 && o[1].kind == OperandKind::kRegister &&
         o[2].kind == OperandKind::kRegister) {
       const bool is_and = (in.opcode == "and") != negate;  // De Morgan
-      std::string a = predicate(o[1].name, d, negate, depth + 1);
-      std::string b = predicate(o[2].name, d, negate, depth + 1);
-      if (is_and) return a + " && " + b;
-      return "(" + a + " || " + b + ")";
+      std::vector<GuardCondition> a = predicate(o[1].name, d, negate, depth + 1);
+      std::vector<GuardCondition> b = predicate(o[2].name, d, negate, depth + 1);
+      if (is_and) {
+        a.insert(a.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
+        return a;
+      }
+      return {opaque("(" + joinConditions(a) + " || " + joinConditions(b) + ")")};
     }
-    return plain;
+    return {opaque(plain)};
   }
 
  private:
@@ -701,21 +742,26 @@ class GuardBuilder {
 
 }  // namespace
 
-std::string MemoryAccess::guardText() const {
-  if (guard.empty()) return "true";
-  std::string s;
-  for (size_t i = 0; i < guard.size(); ++i) {
-    if (i) s += " && ";
-    s += guard[i];
+const char* cmpOpSymbol(CmpOp op) {
+  switch (op) {
+    case CmpOp::kEq: return "==";
+    case CmpOp::kNe: return "!=";
+    case CmpOp::kLt: return "<";
+    case CmpOp::kLe: return "<=";
+    case CmpOp::kGt: return ">";
+    case CmpOp::kGe: return ">=";
   }
-  return s;
+  return "?";
 }
+
+std::string MemoryAccess::guardText() const { return guard.empty() ? "true" : joinConditions(guard); }
 
 std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cfg, const Dominators& dom,
                                                 const DefUse& du) {
   std::vector<MemoryAccess> out;
   Evaluator ev(f, du);
   GuardBuilder gb(f, du, ev);
+  const Taint taint = computeTaint(f, nullptr);
   const auto& blocks = cfg.blocks();
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Statement& st = f.body[i];
@@ -740,6 +786,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     a.bytes = accessBytes(in);
     std::string why;
     const Operand& base = addr->elements[0];
+    if (const auto* ps = taint.of(base)) a.pointer_params.assign(ps->begin(), ps->end());
     std::optional<AffineExpr> e;
     if (base.kind == OperandKind::kSymbol) {
       e = AffineExpr::atom(base.name) + AffineExpr::constant(base.offset);  // NOLINT
@@ -767,7 +814,10 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     }
     // guards: the instruction's own predicate, then each dominating conditional branch whose taken or
     // fall-through edge is the only way into a block that dominates this one
-    if (!in.guard.empty()) a.guard.push_back(gb.predicate(in.guard, i, in.guard_negated));
+    auto addGuard = [&a](std::vector<GuardCondition> c) {
+      a.guard.insert(a.guard.end(), std::make_move_iterator(c.begin()), std::make_move_iterator(c.end()));
+    };
+    if (!in.guard.empty()) addGuard(gb.predicate(in.guard, i, in.guard_negated));
     const int b = cfg.blockOf(i);
     for (int cur = b; cur > 0;) {
       const int d = dom.idom(cur);
@@ -782,7 +832,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
           if (sb.preds.size() != 1 || !dom.dominates(s, b)) continue;
           const bool taken = s != fall;
           const bool negate = taken ? last.inst.guard_negated : !last.inst.guard_negated;
-          a.guard.push_back(gb.predicate(last.inst.guard, db.end - 1, negate));
+          addGuard(gb.predicate(last.inst.guard, db.end - 1, negate));
         }
       }
       cur = d;

@@ -118,6 +118,62 @@ TEST(Analysis, ScaleAddressesAreAffineUnderGuardINotLessThanN) {
   EXPECT_EQ(mem[0].guardText(), "ctaid.x*ntid.x + tid.x < param2");
 }
 
+TEST(Analysis, GuardsKeepIntegerComparisonsAsStructure) {
+  // `setp.ge.s32 %p1, i, n; @%p1 bra` skips the access: the guard is the negation, i < n, signed 32-bit.
+  Module m = parseOrDie(kScale);
+  FunctionAnalyses fa(&m, m.functions[0]);
+  const MemoryAccess& st = fa.memoryAccesses()[1];
+  ASSERT_EQ(st.guard.size(), 1u);
+  const GuardCondition& g = st.guard[0];
+  ASSERT_TRUE(g.structured);
+  EXPECT_EQ(g.cmp, CmpOp::kLt);
+  EXPECT_TRUE(g.is_signed);
+  EXPECT_EQ(g.bits, 32);
+  EXPECT_EQ(g.lhs.toString(), "ctaid.x*ntid.x + tid.x");
+  EXPECT_EQ(g.rhs.toString(), "param2");
+  EXPECT_EQ(st.pointer_params, std::vector<int>{1});
+}
+
+TEST(Analysis, UnsignedAndFloatComparisonsAndDisjunctions) {
+  // .lo is an unsigned <; a float comparison and an `or` of two comparisons stay text only.
+  Module m = parseOrDie(R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1, .param .f32 k_param_2)
+{
+  .reg .pred %p<5>;
+  .reg .b32 %r<3>;
+  .reg .f32 %f<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [k_param_0];
+  ld.param.u32 %r1, [k_param_1];
+  ld.param.f32 %f1, [k_param_2];
+  mov.u32 %r2, %tid.x;
+  setp.lo.u32 %p1, %r2, %r1;
+  setp.gt.f32 %p2, %f1, 0f00000000;
+  setp.eq.s32 %p3, %r2, 3;
+  or.pred %p4, %p2, %p3;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  @%p1 st.global.u32 [%rd2], %r2;
+  @%p4 st.global.u32 [%rd2], %r1;
+  ret;
+}
+)");
+  FunctionAnalyses fa(&m, m.functions[0]);
+  const auto& mem = fa.memoryAccesses();
+  ASSERT_EQ(mem.size(), 2u);
+  ASSERT_EQ(mem[0].guard.size(), 1u);
+  EXPECT_TRUE(mem[0].guard[0].structured);
+  EXPECT_EQ(mem[0].guard[0].cmp, CmpOp::kLt);
+  EXPECT_FALSE(mem[0].guard[0].is_signed);
+  ASSERT_EQ(mem[1].guard.size(), 1u);
+  EXPECT_FALSE(mem[1].guard[0].structured);
+  EXPECT_EQ(mem[1].guardText(), "(param2 > 0f00000000 || tid.x == 3)");
+}
+
 TEST(Analysis, LoopCfgDominatorsAndReachingDefinitions) {
   Module m = parseOrDie(kLoop);
   const Function& f = m.functions[0];

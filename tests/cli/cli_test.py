@@ -327,6 +327,12 @@ class Analyze(TempDirCase):
                     self.assertEqual(code, 3, err)
                     self.assertIn("no GPU kernels", err)
                     continue
+                if path.endswith("_et.json.gz"):
+                    # A PyTorch Execution Trace holds operators and tensors but no GPU work: a clear refusal.
+                    self.assertEqual(code, 2, err)
+                    self.assertIn(os.path.basename(path), err)
+                    self.assertIn("Execution Trace", err)
+                    continue
                 self.assertEqual(code, 0, err)
                 with open(out_json) as f:
                     report = json.load(f)

@@ -24,6 +24,7 @@
 #include "kfuse/core/gpu_spec.h"
 #include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
+#include "kfuse/ptx/analysis.h"
 
 namespace kfuse::analyzer {
 
@@ -43,6 +44,8 @@ struct ParamMemoryAccess {
   std::string offset;  // canonical affine form of (address - param), e.g. "4*ctaid.x*ntid.x + 4*tid.x"
   std::string guard;   // "true" when unguarded
   uint32_t line = 0;
+  std::optional<ptx::AffineExpr> offset_form;     // the same offset as structure (when affine)
+  std::vector<ptx::GuardCondition> guard_conditions;  // the guard's conjuncts as structure, where understood
 };
 
 struct ParamFacts {
@@ -68,6 +71,15 @@ struct KernelFacts {
   int barriers = 0, atomics = 0, shuffles = 0;
   bool grid_sync = false, uses_shared = false, printf = false;
   double flops_per_thread = 0;  // floating-point operations in the body, counted once (loops not unrolled)
+  // Global memory accesses the PTX analysis could not attribute to a pointer parameter (a module variable, a
+  // pointer loaded from memory): they may touch any buffer, so no proof may rely on the kernel's parameters.
+  int unattributed_accesses = 0;
+  uint32_t unattributed_line = 0;  // the first one
+  std::vector<std::string> callees;  // device functions called (their accesses are not analysed), vprintf excepted
+  std::string unanalysed_memory;     // memory instructions the access analysis does not follow (textures, cp.async,
+                                     // tensor-core loads), named; empty when there are none
+  bool indirect_calls = false;
+  std::vector<int> form_params;  // scalar parameters that appear in access offsets or guards (a proof reads them)
   std::string ptx_problem;      // why PTX could not be used, when it could not
 };
 
@@ -157,6 +169,24 @@ struct CostEstimate {
   std::string note;
 };
 
+// One value a legality proof read: a scalar argument, or where a pointer argument points inside its allocation.
+struct ProofArgument {
+  int kernel = 0;  // position of the kernel in the candidate
+  int param = 0;
+  bool pointer_offset = false;  // the byte offset of pointer argument `param` into its allocation
+  int64_t value = 0;
+  friend bool operator==(const ProofArgument&, const ProofArgument&) = default;
+};
+
+// On which occurrences legality was decided. Occurrences are grouped by the values the proof reads (launch shapes
+// are part of the pattern already); each distinct tuple is checked once.
+struct LegalityCheck {
+  size_t occurrences_checked = 0;
+  size_t argument_tuples = 0;
+  std::vector<std::vector<ProofArgument>> tuples;  // the first kMaxListedTuples distinct tuples
+  static constexpr size_t kMaxListedTuples = 16;
+};
+
 struct Candidate {
   int rank = 0;
   CandidateKind kind = CandidateKind::kVertical;
@@ -168,6 +198,7 @@ struct Candidate {
   Confidence confidence = Confidence::kLow;
   std::vector<std::string> reasons;  // why legal / why blocked / which heuristics
   std::vector<std::pair<EdgeKind, std::string>> edges;  // the edges inside the first occurrence, described
+  LegalityCheck checked;
   CostEstimate cost;
   double total_saving_ns = 0;
   double share_of_gpu_busy = 0;
@@ -185,6 +216,7 @@ struct AnalysisOptions {
   std::string gpu;            // spec table name; "" = the trace's device, else h100-sxm
   size_t max_chain_length = 4;
   size_t top = 10;
+  bool keep_no_gain = false;  // list patterns predicted to save nothing too (a legality audit), ranked last
 };
 
 struct Report {
@@ -210,10 +242,6 @@ struct Report {
 
 // Runs the whole analysis on an imported trace.
 Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options);
-
-// Replaces every product of integer literals in a guard ("n < 32*256") by its value ("n < 8192"), so that
-// guards whose parameters were replaced by argument values compare equal when they mean the same bound.
-std::string foldConstantProducts(const std::string& guard);
 
 // Report writers. JSON follows schemas/report.schema.json.
 nlohmann::json reportToJson(const Report& report);

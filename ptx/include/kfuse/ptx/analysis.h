@@ -135,6 +135,21 @@ struct AffineExpr {
   std::string toString() const;
 };
 
+// One conjunct of an access's guard. `text` is always set (what reports show); when the conjunct is an integer
+// comparison of two affine values it is also kept as structure, so that a proof can bind the launch's values and
+// compare numbers rather than text.
+enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
+const char* cmpOpSymbol(CmpOp op);  // "==", "!=", "<", "<=", ">", ">="
+
+struct GuardCondition {
+  std::string text;
+  bool structured = false;  // lhs, cmp, rhs, is_signed and bits below are valid
+  AffineExpr lhs, rhs;      // values as the comparison reads them (mathematical, before wrapping to `bits`)
+  CmpOp cmp = CmpOp::kEq;
+  bool is_signed = true;  // signed comparison (.sNN types); unsigned for .uNN/.bNN and .lo/.ls/.hi/.hs
+  int bits = 32;          // width of the compared type
+};
+
 struct MemoryAccess {
   size_t stmt = 0;     // statement index of the ld/st/atom
   uint32_t line = 0;   // source line of the instruction in the PTX
@@ -145,9 +160,11 @@ struct MemoryAccess {
   std::optional<AffineExpr> address;  // nullopt: not affine
   std::string not_affine_reason;
   int base_param = -1;               // pointer parameter the address is based on, -1 if none/unknown
+  std::vector<int> pointer_params;   // pointer parameters whose value flows into the address, affine or not;
+                                     // empty: the address comes from elsewhere (a module variable, loaded memory)
   std::optional<AffineExpr> offset;  // address - base_param value (bytes)
-  std::vector<std::string> guard;    // conjuncts that must hold for the access to execute
-  std::string guardText() const;     // conjuncts joined by " && ", "true" when unguarded
+  std::vector<GuardCondition> guard;  // conjuncts that must hold for the access to execute
+  std::string guardText() const;      // conjuncts joined by " && ", "true" when unguarded
 };
 
 // Global-memory (and generic, when it derives from a parameter) loads, stores and atomics of `f`.

@@ -1,0 +1,76 @@
+// Kernel pairs for the legality soundness suite (tests/soundness/check_soundness.py): each illegal fusion has a
+// legal twin. Compiled by nvcc to PTX at build time; soundness.cpp launches them on the stand-in driver.
+extern "C" {
+
+// Thread i writes element i + shift / reads element i + shift: legal together only with equal shifts.
+__global__ void prod(float* out, const float* x, int shift, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i + shift] = x[i] * 2.f;
+}
+__global__ void cons(float* y, const float* in, int shift, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = in[i + shift] + 1.f;
+}
+
+// The same consumer without a shift, and one whose shift is a constant in the code.
+__global__ void cons_same(float* y, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = in[i] + 1.f;
+}
+__global__ void cons_next(float* y, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = in[i + 1] + 1.f;
+}
+
+// A producer writing each element from two threads (i and i - 1), and one where every block writes the same
+// elements.
+__global__ void prod_twice(float* out, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[i] = x[i];
+    out[i + 1] = x[i] * 0.5f;
+  }
+}
+__global__ void prod_per_block(float* out, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[threadIdx.x] = x[i];
+}
+
+// Row-major 2-D kernels over a w x h image (w not a multiple of the block width): the bounds guards are what keep
+// row r's last column apart from row r + 1's first. The transposed consumer reads another thread's element.
+__global__ void prod2d(float* out, const float* x, int w, int h) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (col < w && row < h) out[row * w + col] = x[row * w + col] * 2.f;
+}
+__global__ void cons2d(float* y, const float* in, int w, int h) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (col < w && row < h) y[row * w + col] = in[row * w + col] + 1.f;
+}
+__global__ void cons2d_transposed(float* y, const float* in, int w, int h) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (col < w && row < h) y[row * w + col] = in[col * h + row] + 1.f;
+}
+
+// One thread, chosen by a parameter, writes and reads element 0: legal only when both pick the same thread.
+__global__ void pick(float* out, const float* x, int k) {
+  if (threadIdx.x == k) out[0] = x[k] * 2.f;
+}
+__global__ void take(float* y, const float* in, int k) {
+  if (threadIdx.x == k) y[0] = in[0] + 1.f;
+}
+
+// Data passed through a module variable the kernels' parameters do not show.
+__device__ float scratch[4096];
+__global__ void prod_hidden(float* out, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[i] = x[i];
+    scratch[i] = x[i] * 3.f;
+  }
+}
+__global__ void cons_hidden(float* y, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = in[i] + scratch[i + 1];
+}
+
+}  // extern "C"
