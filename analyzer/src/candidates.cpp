@@ -568,8 +568,8 @@ class Analysis {
   // The values a legality verdict for this occurrence depends on, beyond the pattern's identity: the arguments
   // the kernels' access forms read, where each pointer argument points inside its allocation, and which pointer
   // arguments resolved at all. Occurrences with equal keys get equal verdicts.
-  std::vector<ProofArgument> proofArguments(const std::vector<size_t>& occ) const {
-    std::vector<ProofArgument> args;
+  void proofArguments(const std::vector<size_t>& occ, std::vector<ProofArgument>& args) const {
+    args.clear();
     for (size_t i = 0; i < occ.size(); ++i) {
       const KernelFacts* k = cat_.find(g_.ops[occ[i]].function_id);
       for (size_t n = 0; k && n < k->form_params.size(); ++n) {
@@ -582,7 +582,6 @@ class Analysis {
         args.push_back(ProofArgument{static_cast<int>(i), u.param_index, true, static_cast<int64_t>(u.offset)});
       }
     }
-    return args;
   }
 
   // The values of a tuple that say something: scalar arguments, and pointer arguments not at their allocation's
@@ -666,10 +665,11 @@ class Analysis {
     std::vector<Tuple> tuples;
     std::map<std::vector<int64_t>, size_t> index;
     std::vector<size_t> unchecked;
+    std::vector<ProofArgument> args;
+    std::vector<int64_t> key;
     for (size_t i = 0; i < c.occurrences.size(); ++i) {
-      std::vector<ProofArgument> args = proofArguments(c.occurrences[i]);
-      std::vector<int64_t> key;
-      key.reserve(args.size() * 3);
+      proofArguments(c.occurrences[i], args);
+      key.clear();
       for (const ProofArgument& a : args) {
         key.insert(key.end(), {a.kernel * 2 + (a.pointer_offset ? 1 : 0), a.param, a.value});
       }
@@ -679,8 +679,8 @@ class Analysis {
           unchecked.push_back(i);
           continue;
         }
-        it = index.emplace(std::move(key), tuples.size()).first;
-        tuples.push_back(Tuple{std::move(args), {}});
+        it = index.emplace(key, tuples.size()).first;
+        tuples.push_back(Tuple{args, {}});
       }
       tuples[it->second].occurrences.push_back(i);
     }
@@ -715,11 +715,13 @@ class Analysis {
 
     std::vector<Candidate> out;
     const size_t total = c.occurrences.size();
+    std::vector<std::vector<size_t>> occurrences = std::move(c.occurrences);
+    c.occurrences.clear();
     for (auto& [legality, part] : parts) {
       Candidate p = c;
       std::sort(part.occurrences.begin(), part.occurrences.end());
-      p.occurrences.clear();
-      for (size_t i : part.occurrences) p.occurrences.push_back(c.occurrences[i]);
+      p.occurrences.reserve(part.occurrences.size());
+      for (size_t i : part.occurrences) p.occurrences.push_back(std::move(occurrences[i]));
       Verdict v = common;
       v.lower(part.verdict.legality);
       for (std::string& r : part.verdict.reasons) v.reasons.push_back(std::move(r));

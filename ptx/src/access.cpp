@@ -761,7 +761,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
   std::vector<MemoryAccess> out;
   Evaluator ev(f, du);
   GuardBuilder gb(f, du, ev);
-  const Taint taint = computeTaint(f, nullptr);
+  std::optional<Taint> taint;  // computed on first need: most addresses are affine in one parameter
   const auto& blocks = cfg.blocks();
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Statement& st = f.body[i];
@@ -786,7 +786,6 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     a.bytes = accessBytes(in);
     std::string why;
     const Operand& base = addr->elements[0];
-    if (const auto* ps = taint.of(base)) a.pointer_params.assign(ps->begin(), ps->end());
     std::optional<AffineExpr> e;
     if (base.kind == OperandKind::kSymbol) {
       e = AffineExpr::atom(base.name) + AffineExpr::constant(base.offset);  // NOLINT
@@ -811,6 +810,12 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
       }
     } else {
       a.not_affine_reason = why;
+    }
+    if (a.base_param >= 0) {
+      a.pointer_params = {a.base_param};
+    } else {
+      if (!taint) taint = computeTaint(f, nullptr);
+      if (const auto* ps = taint->of(base)) a.pointer_params.assign(ps->begin(), ps->end());
     }
     // guards: the instruction's own predicate, then each dominating conditional branch whose taken or
     // fall-through edge is the only way into a block that dominates this one

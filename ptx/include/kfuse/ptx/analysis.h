@@ -160,8 +160,9 @@ struct MemoryAccess {
   std::optional<AffineExpr> address;  // nullopt: not affine
   std::string not_affine_reason;
   int base_param = -1;               // pointer parameter the address is based on, -1 if none/unknown
-  std::vector<int> pointer_params;   // pointer parameters whose value flows into the address, affine or not;
-                                     // empty: the address comes from elsewhere (a module variable, loaded memory)
+  std::vector<int> pointer_params;   // pointer parameters the address derives from: {base_param} when known, else
+                                     // those whose value flows into it (taint); empty: the address comes from
+                                     // elsewhere (a module variable, loaded memory)
   std::optional<AffineExpr> offset;  // address - base_param value (bytes)
   std::vector<GuardCondition> guard;  // conjuncts that must hold for the access to execute
   std::string guardText() const;      // conjuncts joined by " && ", "true" when unguarded
