@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kfuse builds and tests with, only those that are missing. Idempotent.
-# Expects the CUDA toolkit (>= 12.4) to be installed already (nvcc on PATH or in /usr/local/cuda).
+# Expects the CUDA toolkit (>= 13.0) to be installed already (nvcc on PATH or in /usr/local/cuda).
 # Usage: scripts/setup-deps.sh [--gui]   (--gui adds Qt6 for kfuse-gui)
 set -euo pipefail
 
@@ -44,7 +44,7 @@ fi
 
 if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   echo "setup-deps: the CUDA toolkit (nvcc) was not found on PATH or in /usr/local/cuda." >&2
-  echo "            Install CUDA >= 12.4, or set PATH to include its bin/ folder." >&2
+  echo "            Install CUDA >= 13.0, or set PATH to include its bin/ folder." >&2
   exit 1
 fi
 echo "setup-deps: CUDA toolkit: $(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"

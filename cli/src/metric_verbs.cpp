@@ -23,7 +23,9 @@ std::string formatWeight(double w) {
 }
 
 int runMetrics(const MetricsOptions& o) {
-  collector::ProfilerApi& api = collector::realProfilerApi();
+  auto loaded = collector::loadProfilerApi();
+  if (!loaded.ok()) return reportError(loaded.status());
+  collector::ProfilerApi& api = **loaded;
   if (o.chip.empty()) {
     auto chips = collector::supportedChips(api);
     if (!chips.ok()) return reportError(chips.status());

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gpu_timer.h"
+#include "kfuse/emulator/standin.h"
 
 namespace kfuse::collector {
 namespace {
@@ -357,26 +358,7 @@ int64_t HookRecorder::recordLaunch(CUfunction f, const unsigned grid[3], const u
 
 namespace {
 
-// The stand-in's KfuseEmuLaunchCounters, version 1 (kfuse/emulator/standin.h). Mirrored here rather than
-// included: the collector does not depend on the emulator, only on this C ABI, which is versioned by
-// struct_size/version.
-struct EmuLaunchCounters {
-  uint32_t struct_size;
-  uint32_t version;
-  uint64_t sequence;
-  char kernel[256];
-  uint32_t grid[3], block[3];
-  uint32_t dynamic_shared_bytes;
-  uint32_t ok;
-  uint64_t thread_instructions, warp_instructions;
-  uint64_t by_class[16];
-  uint64_t global_load_bytes, global_store_bytes, shared_load_bytes, shared_store_bytes;
-  uint64_t local_load_bytes, local_store_bytes, global_atomics, shared_atomics;
-  uint64_t flops_f16, flops_f32, flops_f64;
-  double wall_seconds;
-};
-
-bool sameLaunch(const EmuLaunchCounters& c, const unsigned grid[3], const unsigned block[3], unsigned shmem) {
+bool sameLaunch(const KfuseEmuLaunchCounters& c, const unsigned grid[3], const unsigned block[3], unsigned shmem) {
   for (int i = 0; i < 3; ++i) {
     if (c.grid[i] != grid[i] || c.block[i] != block[i]) return false;
   }
@@ -387,12 +369,12 @@ bool sameLaunch(const EmuLaunchCounters& c, const unsigned grid[3], const unsign
 
 void HookRecorder::recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem,
                                          int64_t correlation_id) {
-  auto get = reinterpret_cast<int (*)(uint64_t, EmuLaunchCounters*)>(table().EmuGetLaunch.load());
+  auto get = reinterpret_cast<KfuseEmuGetLaunchFn>(table().EmuGetLaunch.load());
   if (!get) return;
   // The stand-in's launches are synchronous: the calling thread's last launch is this one. Stand-ins without
   // that query: sequence 0 is the latest launch of the process; with other threads launching too, look back a
   // little for the one with this launch's configuration (identical concurrent launches may then be swapped).
-  EmuLaunchCounters c{};
+  KfuseEmuLaunchCounters c{};
   c.struct_size = sizeof c;
   const auto thread_last = table().EmuThreadLastLaunch.load();
   const uint64_t mine = thread_last ? thread_last() : 0;
@@ -401,7 +383,7 @@ void HookRecorder::recordEmulatedMetrics(const unsigned grid[3], const unsigned 
   const uint64_t look_back = mine ? 1 : 16;
   for (uint64_t back = 0; back < look_back && back < latest; ++back) {
     if (back > 0) {
-      c = EmuLaunchCounters{};
+      c = KfuseEmuLaunchCounters{};
       c.struct_size = sizeof c;
       if (get(latest - back, &c) != 0) return;
     }

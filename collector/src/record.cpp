@@ -1,4 +1,5 @@
 #include "kfuse/collector/record.h"
+#include "kfuse/emulator/standin.h"
 
 #include <dlfcn.h>
 #include <signal.h>
@@ -82,8 +83,8 @@ std::string detectBackend() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) return "hook";
   std::string backend = "hook";
-  // The emulator's stand-in and the test fake are not GPUs: CUPTI cannot trace them.
-  if (!dlsym(h, "kfuse_test_fake_launches") && !dlsym(h, "cuKfuseEmuGetLaunch")) {
+  // The emulator's stand-in and test doubles say they are not GPUs: CUPTI cannot trace them.
+  if (!dlsym(h, KFUSE_NOT_A_GPU_SYMBOL)) {
     auto init = reinterpret_cast<CUresult (*)(unsigned)>(dlsym(h, "cuInit"));
     auto count = reinterpret_cast<CUresult (*)(int*)>(dlsym(h, "cuDeviceGetCount"));
     int n = 0;

@@ -4,6 +4,8 @@
 // Internal references are non-interposable (-Bsymbolic, hidden helpers), as in a real driver.
 #include <cuda.h>
 
+#include "kfuse/emulator/standin.h"
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -259,6 +261,9 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
 FAKE_EXPORT CUresult cuDeviceGetName(char* n, int l, CUdevice d) {
   return fDeviceGetName(n, l, d);
 }
+
+// Not a GPU (kfuse/emulator/standin.h): `kfuse record` must not pick the CUPTI backend on this driver.
+FAKE_EXPORT int cuKfuseNotAGpu() { return 1; }
 
 // Test-only counters: how many calls actually reached the driver.
 FAKE_EXPORT int kfuse_test_fake_launches() {

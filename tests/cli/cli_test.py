@@ -181,14 +181,12 @@ class BadInputs(TempDirCase):
 
     def test_kineto_trace_given_to_info(self):
         src = os.path.join(ARGS.shared, "kineto", "hta_simple_add.json.gz")
-        if not os.path.exists(src):
-            self.skipTest("shared data missing")
+        self.assertTrue(os.path.exists(src), f"{src} missing: the shared traces belong beside the project")
         self.assertOneLineError(["info", src], src, "not a SQLite database")
 
     def test_nsight_export_is_not_a_kfuse_trace(self):
         src = os.path.join(ARGS.shared, "nsys", "nsysai_mock_rtx3080.sqlite")
-        if not os.path.exists(src):
-            self.skipTest("shared data missing")
+        self.assertTrue(os.path.exists(src), f"{src} missing: the shared traces belong beside the project")
         self.assertOneLineError(["info", src], src, "not a kfuse trace")
 
     def test_newer_schema_version(self):
@@ -313,8 +311,7 @@ class Analyze(TempDirCase):
     def test_every_shared_trace_gives_a_valid_report(self):
         files = sorted(glob.glob(os.path.join(ARGS.shared, "kineto", "*.json.gz")) +
                        glob.glob(os.path.join(ARGS.shared, "nsys", "*.sqlite")))
-        if not files:
-            self.skipTest("shared data missing")
+        self.assertTrue(files, f"no shared traces under {ARGS.shared}: they belong beside the project, in ../shared")
         for path in files:
             with self.subTest(path=os.path.basename(path)):
                 before = os.path.getsize(path)
@@ -417,6 +414,20 @@ class Metrics(unittest.TestCase):
     def test_text_names_the_rtx50_dram_metrics(self):
         _, out, _ = kfuse("metrics", "--chip", "GB202", check=0)
         self.assertRegex(out, r"dram_bytes_read\s+bytes\s+= dram__bytes_op_read\.sum")
+
+    def test_only_kfuse_metrics_needs_cupti(self):
+        # kfuse does not link libcupti: every other verb starts on a machine without it.
+        dyn = subprocess.run(["readelf", "-d", ARGS.kfuse], capture_output=True, text=True, check=True).stdout
+        self.assertNotIn("libcupti", dyn)
+        env = dict(os.environ, LD_LIBRARY_PATH="", KFUSE_CUPTI_LIB="/nonexistent/libcupti.so.13")
+        demo = os.path.join(ARGS.source, "examples", "traces", "demo_chain.json")
+        p = subprocess.run([ARGS.kfuse, "-q", "analyze", demo], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = subprocess.run([ARGS.kfuse, "metrics", "--chip", "GH100"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("/nonexistent/libcupti.so.13", p.stderr)
+        self.assertIn("KFUSE_CUPTI_LIB", p.stderr)
 
     def test_tegra_says_what_is_missing(self):
         _, out, _ = kfuse("metrics", "--chip", "GA10B", check=0)

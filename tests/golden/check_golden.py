@@ -50,7 +50,7 @@ def main():
     ap.add_argument("--update", action="store_true")
     args = ap.parse_args()
     golden_dir = os.path.join(args.source, "tests", "golden", "analyze")
-    passed = failed = skipped = 0
+    passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, spec in CASES.items():
             where, rel = spec.split(":", 1)
@@ -67,8 +67,9 @@ def main():
             else:
                 path = os.path.join(args.source if where == "src" else args.shared, rel)
             if not os.path.exists(path):
-                print(f"SKIP {name}: {path} missing")
-                skipped += 1
+                # A missing input is a failure, never a skip: a clone without ../shared must not go green.
+                print(f"FAIL {name}: input {path} missing (the shared traces belong beside the project, in ../shared)")
+                failed += 1
                 continue
             out = os.path.join(tmp, name + ".json")
             p = subprocess.run([args.kfuse, "-q", "analyze", path, "--json", out, "--no-store"],
@@ -104,7 +105,7 @@ def main():
                 failed += 1
             else:
                 passed += 1
-    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
 

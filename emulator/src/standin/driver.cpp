@@ -1188,6 +1188,7 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { return cuMemFr
 int kfuseStandinUnsupported(const char* name) { return notSupported(name); }
 
 // ---- counters for tools (see kfuse/emulator/standin.h) -------------------------------------------------------
+int cuKfuseNotAGpu(void) { return 1; }
 uint64_t cuKfuseEmuLaunchCount(void) {
   if (!dev()) return 0;
   return dev()->lastLaunch().sequence;

@@ -14,6 +14,8 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include "kfuse/core/status.h"
+
 namespace kfuse::collector {
 
 class ProfilerApi {
@@ -63,5 +65,10 @@ Params cuptiParams(size_t struct_size) {
 
 // The implementation over libcupti (never destroyed). Lives in kfuse_cupti_real, which links libcupti.
 ProfilerApi& realProfilerApi();
+
+// The same over a libcupti.so.13 loaded on first call (the file $KFUSE_CUPTI_LIB names, else from the library
+// path, else from the toolkit kfuse was built with), for programs that must start without CUPTI. Never destroyed; thread-safe. Fails with a message
+// saying what to install or set when the library cannot be loaded.
+Expected<ProfilerApi*> loadProfilerApi();
 
 }  // namespace kfuse::collector

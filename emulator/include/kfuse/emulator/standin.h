@@ -1,6 +1,10 @@
 // C interface of the stand-in libcuda.so.1 for tools that run inside a program using it (the collector):
 // per-launch emulator counters. Look the functions up with dlsym(RTLD_DEFAULT, "cuKfuseEmu...") — they exist
 // only in the stand-in, so their presence also tells a tool that it runs on the emulator.
+//
+// This header is the one definition of that ABI: the stand-in implements it, the collector includes it (through
+// the header-only CMake target kfuse::standin_abi, without linking the emulator), and test doubles of libcuda
+// export the marker below.
 #pragma once
 
 #include <stdint.h>
@@ -34,6 +38,12 @@ typedef int (*KfuseEmuGetLaunchFn)(uint64_t sequence, KfuseEmuLaunchCounters* ou
 // Sequence number of the calling thread's last launch (0: none). The stand-in's launches are synchronous, so a
 // tool calling it right after cuLaunchKernel returns gets exactly that launch, whatever other threads do.
 typedef uint64_t (*KfuseEmuThreadLastLaunchFn)(void);
+
+// Exported by every libcuda.so.1 that kfuse ships or tests with and that is not a GPU driver (the stand-in, test
+// doubles): `kfuse record` never chooses the CUPTI backend on one. Returns 1.
+#define KFUSE_NOT_A_GPU_SYMBOL "cuKfuseNotAGpu"
+typedef int (*KfuseNotAGpuFn)(void);
+int cuKfuseNotAGpu(void);
 
 uint64_t cuKfuseEmuLaunchCount(void);
 int cuKfuseEmuGetLaunch(uint64_t sequence, KfuseEmuLaunchCounters* out);

@@ -1,6 +1,7 @@
 // Thin RAII wrappers over the SQLite C API, shared by the trace store and the importers that read SQLite files
 // (Nsight Systems exports). Errors come back as Status naming the file. Not thread-safe per object.
-// This header includes <sqlite3.h>: only sources that link SQLite include it (never a model header).
+// This header includes <sqlite3.h>: it belongs to the header-only target kfuse::sqlite (which links SQLite),
+// not to core's public headers; only sources of modules that link that target include it.
 #pragma once
 
 #include <sqlite3.h>
