@@ -2,14 +2,11 @@
 
 namespace kfuse::analyzer::detail {
 
-void ProblemCounter::add(std::string_view name, core::StatSeverity severity, std::string_view description,
-                         int64_t n) {
+void ProblemCounter::add(core::StatId id, int64_t n, std::string_view name_suffix) {
   if (n <= 0) return;
-  auto it = stats_.find(name);
-  if (it == stats_.end()) {
-    it = stats_.emplace(std::string(name), core::Stat{std::string(name), 0, severity, std::string(description)})
-             .first;
-  }
+  core::Stat s = core::makeStat(id, 0, {}, name_suffix);
+  auto it = stats_.find(s.name);
+  if (it == stats_.end()) it = stats_.emplace(s.name, std::move(s)).first;
   it->second.value += n;
 }
 

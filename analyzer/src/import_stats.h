@@ -1,5 +1,6 @@
-// Counts bad or missing input data met while importing (tier-1 errors of STYLE.md) by name, with a severity and
-// a description fixed at the first count. Private to the analyzer; not thread-safe.
+// Counts bad or missing input data met while importing (tier-1 errors of STYLE.md) by registered stat
+// (kfuse/core/stats.h: name, severity and description are defined there). Private to the analyzer; not
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -8,22 +9,14 @@
 #include <string_view>
 #include <vector>
 
-#include "kfuse/core/trace.h"
+#include "kfuse/core/stats.h"
 
 namespace kfuse::analyzer::detail {
 
 class ProblemCounter {
  public:
-  void add(std::string_view name, core::StatSeverity severity, std::string_view description, int64_t n = 1);
-  void info(std::string_view name, std::string_view description, int64_t n = 1) {
-    add(name, core::StatSeverity::kInfo, description, n);
-  }
-  void warning(std::string_view name, std::string_view description, int64_t n = 1) {
-    add(name, core::StatSeverity::kWarning, description, n);
-  }
-  void error(std::string_view name, std::string_view description, int64_t n = 1) {
-    add(name, core::StatSeverity::kError, description, n);
-  }
+  // Counts `n` more of stat `id`; `name_suffix` names one member of a family ("nsys_missing_column:T.c").
+  void add(core::StatId id, int64_t n = 1, std::string_view name_suffix = {});
   int64_t count(std::string_view name) const;
   // Non-zero counts, sorted by name.
   std::vector<core::Stat> stats() const;

@@ -711,14 +711,14 @@ class KinetoParse {
   Status parseDeviceProperties(od::value v) {
     od::array a;
     if (v.get_array().get(a)) {
-      problems_.warning("kineto_bad_device_properties", "deviceProperties is not an array; ignored");
+      problems_.add(core::StatId::kKinetoBadDeviceProperties);
       return {};
     }
     for (auto e : a) {
       od::object o;
       if (auto err = e.get_object().get(o)) {
         if (err != simdjson::INCORRECT_TYPE) return jsonError(err, "deviceProperties");
-        problems_.warning("kineto_bad_device_properties", "a deviceProperties entry is not an object; ignored");
+        problems_.add(core::StatId::kKinetoBadDeviceProperties);
         continue;
       }
       DeviceProps d;
@@ -744,7 +744,7 @@ class KinetoParse {
         }
       }
       if (d.id < 0 || d.id > std::numeric_limits<int>::max()) {
-        problems_.warning("kineto_bad_device_properties", "a deviceProperties entry has no usable id; ignored");
+        problems_.add(core::StatId::kKinetoBadDeviceProperties);
         continue;
       }
       devices_.push_back(d);
@@ -905,7 +905,7 @@ class KinetoParse {
       od::object ev;
       if (auto err = ev_v.get_object().get(ev)) {
         if (err != simdjson::INCORRECT_TYPE) return jsonError(err, "traceEvents");
-        problems_.warning("kineto_event_not_object", "entries of traceEvents that are not objects; skipped");
+        problems_.add(core::StatId::kKinetoEventNotObject);
         continue;
       }
       f.reset();
@@ -958,10 +958,7 @@ class KinetoParse {
     const EventClass cls = classify(f.cat, f.name);
     if (cls == EventClass::kOther) return;
     if (f.bad_values > 0) {
-      problems_.warning("kineto_bad_field_values",
-                        "fields of GPU, API, CPU-op or memory events with a wrong type or an impossible value "
-                        "(those fields are treated as missing)",
-                        f.bad_values);
+      problems_.add(core::StatId::kKinetoBadFieldValues, f.bad_values);
     }
     const bool complete = f.ph.empty() || f.ph == "X";
     switch (cls) {
@@ -969,11 +966,11 @@ class KinetoParse {
       case EventClass::kMemcpy:
       case EventClass::kMemset: {
         if (!complete) {
-          problems_.info("kineto_gpu_event_not_complete", "GPU events with ph other than \"X\"; skipped");
+          problems_.add(core::StatId::kKinetoGpuEventNotComplete);
           return;
         }
         if (!f.ts) {
-          problems_.error("kineto_gpu_event_without_ts", "GPU events without a usable ts; skipped");
+          problems_.add(core::StatId::kKinetoGpuEventWithoutTs);
           return;
         }
         GpuOp op;
@@ -984,7 +981,7 @@ class KinetoParse {
         if (f.dur) {
           op.end_ns = *f.ts + *f.dur;
         } else {
-          problems_.warning("kineto_gpu_event_without_dur", "GPU events without dur: end time unknown");
+          problems_.add(core::StatId::kKinetoGpuEventWithoutDur);
         }
         if (f.device) {
           op.device = *f.device;
@@ -997,17 +994,16 @@ class KinetoParse {
           op.stream = *f.tid;  // "stream 7" in 2021 traces, 7 today
         }
         if (op.device < 0 || op.device > std::numeric_limits<int>::max()) {
-          problems_.warning("kineto_gpu_event_without_device", "GPU events without a device; put on device 0");
+          problems_.add(core::StatId::kKinetoGpuEventWithoutDevice);
           op.device = 0;
         }
         if (!validStream(op.stream)) {
-          problems_.warning("kineto_gpu_event_without_stream",
-                            "GPU events without a stream id; put on a stream with native id -1");
+          problems_.add(core::StatId::kKinetoGpuEventWithoutStream);
           op.stream = -1;
         }
         op.correlation = f.correlation.value_or(0);
         if (!f.correlation) {
-          problems_.warning("kineto_gpu_event_without_correlation", "GPU events without a correlation id");
+          problems_.add(core::StatId::kKinetoGpuEventWithoutCorrelation);
         }
         op.external_id = f.external_id.value_or(0);
         if (cls == EventClass::kKernel) {
@@ -1016,14 +1012,13 @@ class KinetoParse {
             op.block = *f.block;
             op.has_config = true;
           } else {
-            problems_.warning("kineto_kernel_without_launch_config",
-                              "kernels without grid/block (other vendors' traces): recorded as 1x1x1");
+            problems_.add(core::StatId::kKinetoKernelWithoutLaunchConfig);
           }
           if (f.registers && *f.registers >= 0 && *f.registers <= 65536) {
             op.registers = static_cast<uint32_t>(*f.registers);
             op.has_registers = true;
           } else {
-            problems_.info("kineto_kernel_without_registers", "kernels without registers per thread");
+            problems_.add(core::StatId::kKinetoKernelWithoutRegisters);
           }
           if (f.shared_memory && *f.shared_memory >= 0 && *f.shared_memory <= std::numeric_limits<uint32_t>::max()) {
             op.shared = static_cast<uint32_t>(*f.shared_memory);
@@ -1032,7 +1027,7 @@ class KinetoParse {
           if (f.bytes && *f.bytes >= 0) {
             op.bytes = *f.bytes;
           } else {
-            problems_.warning("kineto_copy_without_bytes", "memcpy/memset events without a byte count");
+            problems_.add(core::StatId::kKinetoCopyWithoutBytes);
           }
           op.copy_kind = intern(f.copy_kind);
         }
@@ -1088,13 +1083,13 @@ class KinetoParse {
       }
       case EventClass::kMemory: {
         if (!f.addr || !f.mem_bytes || !f.ts) {
-          problems_.warning("kineto_memory_event_incomplete", "[memory] events without Addr, Bytes or ts; skipped");
+          problems_.add(core::StatId::kKinetoMemoryEventIncomplete);
           return;
         }
         // c10::DeviceType: 0 CPU, 1 CUDA; ROCm builds report CUDA too. HIP (6) is accepted as well.
         const int64_t type = f.device_type.value_or(1);
         if (type != 1 && type != 6) {
-          problems_.info("kineto_memory_event_not_gpu", "[memory] events of CPU (or other non-GPU) memory; skipped");
+          problems_.add(core::StatId::kKinetoMemoryEventNotGpu);
           return;
         }
         MemoryEvent m;
@@ -1155,8 +1150,7 @@ class KinetoParse {
       bool created = false;
       model.device(dev, &created);
       if (created) {
-        problems_.warning("kineto_device_without_properties",
-                          "devices used by GPU events but missing from deviceProperties (name unknown)");
+        problems_.add(core::StatId::kKinetoDeviceWithoutProperties);
       }
       model.stream(dev, s);
     }
@@ -1167,8 +1161,7 @@ class KinetoParse {
     api_by_corr.reserve(apis_.size());
     for (size_t i = 0; i < apis_.size(); ++i) {
       if (!api_by_corr.emplace(apis_[i].correlation, i).second) {
-        problems_.info("kineto_duplicate_api_correlation",
-                       "runtime/driver events sharing a correlation id with an earlier one (the first is used)");
+        problems_.add(core::StatId::kKinetoDuplicateApiCorrelation);
       }
     }
     auto apiFor = [&](int64_t corr) -> const ApiCall* {
@@ -1205,8 +1198,7 @@ class KinetoParse {
           l.api_end_ns = api->end_ns;
           l.thread_id = api->tid;
         } else {
-          problems_.info("kineto_kernel_without_api",
-                         "kernels whose launch call is not in the trace (API times unknown)");
+          problems_.add(core::StatId::kKinetoKernelWithoutApi);
         }
         if (external_id != 0) result_.launch_external_ids[l.id] = external_id;
         t.launches.push_back(std::move(l));
@@ -1217,7 +1209,7 @@ class KinetoParse {
         m.stream_id = stream_id;
         m.kind = memcpyKind(op.name, op.copy_kind);
         if (m.kind == core::MemcpyKind::kUnknown) {
-          problems_.info("kineto_memcpy_kind_unknown", "memcpy events whose direction is not in their name");
+          problems_.add(core::StatId::kKinetoMemcpyKindUnknown);
         }
         m.bytes = op.bytes > 0 ? static_cast<uint64_t>(op.bytes) : 0;
         m.gpu_start_ns = op.start_ns;
@@ -1319,8 +1311,7 @@ class KinetoParse {
               e.stream_id = model.stream(p.gpu->device, p.gpu->wait_on_stream);
             }
           } else {
-            problems_.info("kineto_sync_event_record_missing",
-                           "event waits whose cudaEventRecord call is not in the trace");
+            problems_.add(core::StatId::kKinetoSyncEventRecordMissing);
           }
         }
         s.start_ns = p.gpu->start_ns;
@@ -1328,7 +1319,7 @@ class KinetoParse {
       }
       if (!kind && p.api) kind = syncKindOfApi(p.api->name);
       if (!kind) {
-        problems_.info("kineto_sync_kind_unknown", "cuda_sync events of a kind kfuse does not know");
+        problems_.add(core::StatId::kKinetoSyncKindUnknown);
       }
       s.kind = kind.value_or(core::SyncKind::kUnknown);
       if (p.api) {
@@ -1338,9 +1329,7 @@ class KinetoParse {
         s.end_ns = p.api->end_ns;
       }
       if (!p.gpu && (s.kind == core::SyncKind::kStream || s.kind == core::SyncKind::kStreamWaitEvent)) {
-        problems_.info("kineto_sync_stream_unknown",
-                       "stream syncs and event waits known only from the API call (no cuda_sync event): "
-                       "stream not recorded");
+        problems_.add(core::StatId::kKinetoSyncStreamUnknown);
       }
       t.syncs.push_back(s);
     }
@@ -1358,8 +1347,7 @@ class KinetoParse {
       if (m.bytes > 0) {
         auto it = live.find(m.addr);
         if (it != live.end()) {
-          problems_.warning("kineto_memory_alloc_over_live",
-                            "[memory] allocations at an address still live (the older one is closed there)");
+          problems_.add(core::StatId::kKinetoMemoryAllocOverLive);
           t.allocations[it->second].free_ns = m.ts_ns;
           live.erase(it);
         }
@@ -1379,13 +1367,12 @@ class KinetoParse {
         core::Allocation& a = t.allocations[it->second];
         a.free_ns = m.ts_ns;
         if (a.size != static_cast<uint64_t>(-m.bytes)) {
-          problems_.warning("kineto_memory_free_size_mismatch", "[memory] frees whose size differs from the allocation");
+          problems_.add(core::StatId::kKinetoMemoryFreeSizeMismatch);
         }
         live.erase(it);
         continue;
       }
-      problems_.info("kineto_memory_free_without_alloc",
-                     "[memory] frees of blocks allocated before the trace started (kept with unknown alloc time)");
+      problems_.add(core::StatId::kKinetoMemoryFreeWithoutAlloc);
       core::Allocation a;
       a.id = static_cast<Id>(t.allocations.size()) + 1;
       a.context_id = model.context(m.device);

@@ -1,4 +1,5 @@
 #include "kfuse/analyzer/metrics_merge.h"
+#include "kfuse/core/stats.h"
 
 #include <algorithm>
 #include <map>
@@ -83,13 +84,13 @@ Expected<MetricsMergeSummary> mergeMeasuredMetrics(core::Trace& target, const co
       ++summary.metrics_copied;
     }
   }
-  target.stats.push_back(core::Stat{"metrics_merged_launches", summary.launches_matched, core::StatSeverity::kInfo,
-                                    "launches given measured metrics from " + from_path});
+  target.stats.push_back(core::makeStat(core::StatId::kMetricsMergedLaunches, summary.launches_matched,
+                                       "launches given measured metrics from " + from_path));
   if (summary.launches_unmatched > 0) {
-    target.stats.push_back(core::Stat{"metrics_unmatched_launches", summary.launches_unmatched,
-                                      core::StatSeverity::kWarning,
-                                      "launches with no launch of the same kernel and shape at the same position in " +
-                                          from_path + " (a different run?): their bytes and FLOPs stay estimated"});
+    target.stats.push_back(core::makeStat(core::StatId::kMetricsUnmatchedLaunches, summary.launches_unmatched,
+                                         "launches with no launch of the same kernel and shape at the same "
+                                         "position in " + from_path +
+                                             " (a different run?): their bytes and FLOPs stay estimated"));
   }
   return summary;
 }

@@ -113,8 +113,7 @@ class NsysParse {
 
   void countMissing(const std::string& t, const std::vector<std::string>& missing) {
     for (const std::string& c : missing) {
-      problems_.info("nsys_missing_column:" + t + "." + c,
-                     "a column this schema version does not have (read as unknown)");
+      problems_.add(core::StatId::kNsysMissingColumn, 1, t + "." + c);
     }
   }
 
@@ -186,7 +185,7 @@ class NsysParse {
   Status readRuntime() {
     const std::string rt = table("CUPTI_ACTIVITY_KIND_RUNTIME");
     if (rt.empty()) {
-      problems_.warning("nsys_no_runtime_table", "no CUPTI_ACTIVITY_KIND_RUNTIME table: API times unknown");
+      problems_.add(core::StatId::kNsysNoRuntimeTable);
       return {};
     }
     std::vector<std::string> missing;
@@ -205,8 +204,7 @@ class NsysParse {
       if (inserted) api_names_.push_back(std::move(name));
       a.name = it->second;
       if (!api_by_corr_.emplace(s.i64(0), a).second) {
-        problems_.info("nsys_duplicate_api_correlation",
-                       "runtime rows sharing a correlation id with an earlier one (the first is used)");
+        problems_.add(core::StatId::kNsysDuplicateApiCorrelation);
       }
     });
   }
@@ -268,12 +266,12 @@ class NsysParse {
           r.demangled = s.text(7);
           if (r.demangled.empty()) r.demangled = s.text(8);
           if (r.mangled.empty() && r.demangled.empty()) {
-            problems_.warning("nsys_kernel_without_name", "kernels without any name");
+            problems_.add(core::StatId::kNsysKernelWithoutName);
           }
           bool bad = false;
           r.grid = core::Dim3{dim(s, 9, bad), dim(s, 10, bad), dim(s, 11, bad)};
           r.block = core::Dim3{dim(s, 12, bad), dim(s, 13, bad), dim(s, 14, bad)};
-          if (bad) problems_.warning("nsys_kernel_bad_launch_config", "kernels with grid/block values out of range");
+          if (bad) problems_.add(core::StatId::kNsysKernelBadLaunchConfig);
           r.registers = std::clamp<int64_t>(s.i64Or(15, 0), 0, 65536);
           r.static_shared = std::clamp<int64_t>(s.i64Or(16, 0), 0, 0xFFFFFFFFLL);
           r.dynamic_shared = std::clamp<int64_t>(s.i64Or(17, 0), 0, 0xFFFFFFFFLL);
@@ -305,10 +303,10 @@ class NsysParse {
     r.correlation = s.i64Or(4, 0);
     r.global_pid = s.i64Or(5, 0);
     if (r.start == kNoTime && r.kind != 4) {
-      problems_.warning("nsys_row_without_start", "GPU activity rows without a start time");
+      problems_.add(core::StatId::kNsysRowWithoutStart);
     }
     if (!validStream(r.stream) && r.kind <= 2) {
-      problems_.warning("nsys_gpu_op_without_stream", "GPU activity rows without a stream id");
+      problems_.add(core::StatId::kNsysGpuOpWithoutStream);
       r.stream = -1;
     }
   }
@@ -341,8 +339,7 @@ class NsysParse {
     for (const auto& [dev, s] : keys) {
       bool created = false;
       model.device(dev, &created);
-      if (created) problems_.warning("nsys_device_without_info", "devices used by GPU activity but not described "
-                                     "in TARGET_INFO_GPU / TARGET_INFO_CUDA_DEVICE (name unknown)");
+      if (created) problems_.add(core::StatId::kNsysDeviceWithoutInfo);
       model.stream(dev, s);
     }
     if (t.processes.size() == 1) model.setContextProcess(t.processes.front().id);
@@ -363,7 +360,7 @@ class NsysParse {
       }
       const Id stream_id = validStream(r.stream) || r.kind <= 2 ? model.stream(r.device, r.stream) : kNoId;
       if (r.kind <= 2 && !api) {
-        problems_.info("nsys_gpu_op_without_api", "kernels/copies/sets whose API call is not in the export");
+        problems_.add(core::StatId::kNsysGpuOpWithoutApi);
       }
       switch (r.kind) {
         case 0: {
@@ -421,12 +418,11 @@ class NsysParse {
           // The API call names the kind unambiguously; some exports disagree with it in syncType.
           if (const auto by_api = api ? syncKindOfApi(api_names_[api->name]) : std::nullopt) {
             if (kind && *kind != *by_api) {
-              problems_.info("nsys_sync_type_disagrees_with_api",
-                             "synchronisation rows whose syncType contradicts their API call (the call wins)");
+              problems_.add(core::StatId::kNsysSyncTypeDisagreesWithApi);
             }
             kind = by_api;
           }
-          if (!kind) problems_.info("nsys_sync_kind_unknown", "synchronisation rows of an unknown syncType");
+          if (!kind) problems_.add(core::StatId::kNsysSyncKindUnknown);
           s.kind = kind.value_or(core::SyncKind::kUnknown);
           if (s.kind == core::SyncKind::kStream || s.kind == core::SyncKind::kStreamWaitEvent) s.stream_id = stream_id;
           if (r.event_id >= 0 && r.event_id != 4294967295LL) {

@@ -183,7 +183,7 @@ void CollectorRuntime::activate(bool from_injection) {
 void CollectorRuntime::fallBackToHooks(const std::string& why) {
   fell_back_ = true;
   std::fprintf(stderr, "kfuse: collector: %s; recording with the hook backend instead\n", why.c_str());
-  sink_->pushStat("cupti_unavailable_used_hooks", 1, core::StatSeverity::kWarning, why.c_str());
+  sink_->pushStat(core::StatId::kCuptiUnavailableUsedHooks, 1, why.c_str());
   if (config_.metrics) {
     std::fprintf(stderr, "kfuse: collector: --metrics needs the CUPTI backend; recording without hardware metrics%s\n",
                  Interposer::driver().EmuGetLaunch.load()
@@ -231,7 +231,7 @@ void CollectorRuntime::startMetrics(CuptiBackend& backend) {
   auto* metrics = new RangeMetrics(*profiler_api_, *sink_, options);
   if (Status s = metrics->start(); !s.ok()) {
     std::fprintf(stderr, "kfuse: collector: --metrics: %s; recording without hardware metrics\n", s.message().c_str());
-    sink_->pushStat("metrics_unavailable", 1, core::StatSeverity::kWarning, s.message().c_str());
+    sink_->pushStat(core::StatId::kMetricsUnavailable, 1, s.message().c_str());
     delete metrics;
     return;
   }

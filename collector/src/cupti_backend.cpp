@@ -246,8 +246,7 @@ Status CuptiBackend::start() {
   };
   for (CUpti_ActivityKind k : kinds) {
     if (CUptiResult r = api_.activityEnable(k); r != CUPTI_SUCCESS) {
-      sink_.pushStat("cupti_activity_kind_unavailable", 1, core::StatSeverity::kWarning,
-                     "activity kinds CUPTI refused to enable");
+      sink_.pushStat(core::StatId::kCuptiActivityKindUnavailable, 1);
     }
   }
   (void)api_.activityFlushPeriod(500);
@@ -266,8 +265,7 @@ void CuptiBackend::stop() {
   flush(/*forced=*/true);
   size_t dropped = 0;
   if (api_.activityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped) {
-    sink_.pushStat("cupti_dropped_records", static_cast<int64_t>(dropped), core::StatSeverity::kWarning,
-                   "activity records CUPTI dropped (buffers full)");
+    sink_.pushStat(core::StatId::kCuptiDroppedRecords, static_cast<int64_t>(dropped));
   }
   started_ = false;
 }

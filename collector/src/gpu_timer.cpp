@@ -19,8 +19,7 @@ void GpuTimer::disable(const char* call, CUresult r) {
   if (disabled_reported_.exchange(true)) return;
   std::fprintf(stderr, "kfuse: collector: %s failed (CUresult %d); GPU times are off from here on, the application "
                        "goes on\n", call, static_cast<int>(r));
-  sink_.pushStat("gpu_time_disabled", 1, core::StatSeverity::kWarning,
-                 "an event call for --gpu-time failed; later launches have no GPU times");
+  sink_.pushStat(core::StatId::kGpuTimeDisabled, 1);
 }
 
 void GpuTimer::pushTimes(int64_t correlation_id, int64_t start_ns, int64_t end_ns) {
@@ -163,12 +162,10 @@ void GpuTimer::resolve(bool final) {
   }
   if (final) {
     if (const uint64_t n = pool_full_.load()) {
-      sink_.pushStat("gpu_time_pool_full", static_cast<int64_t>(n), core::StatSeverity::kWarning,
-                     "launches without GPU times: every event pair was in flight (no synchronization resolved them)");
+      sink_.pushStat(core::StatId::kGpuTimePoolFull, static_cast<int64_t>(n));
     }
     if (unresolved) {
-      sink_.pushStat("gpu_time_unresolved", static_cast<int64_t>(unresolved), core::StatSeverity::kWarning,
-                     "launches still running at exit: left without GPU times");
+      sink_.pushStat(core::StatId::kGpuTimeUnresolved, static_cast<int64_t>(unresolved));
     }
   }
 }

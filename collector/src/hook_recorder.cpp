@@ -799,8 +799,7 @@ CUresult HookRecorder::GraphLaunch(int variant, CUgraphExec graph, CUstream stre
                    "kfuse: collector: the application launches CUDA graphs; the hook backend does not see the "
                    "kernels inside them (the CUPTI backend records them from their kernel records)\n");
     }
-    sink_.pushStat("graph_launches_not_recorded", 1, core::StatSeverity::kWarning,
-                   "CUDA graph launches whose kernels the hook backend did not see (record with --backend cupti)");
+    sink_.pushStat(core::StatId::kGraphLaunchesNotRecorded, 1);
   }
   return r;
 }
@@ -839,8 +838,7 @@ void HookRecorder::noteCapturedWork() {
                  "kfuse: collector: the application captures work into CUDA graphs; captured launches and copies "
                  "do not run when captured and are not recorded (they run later, inside graph launches)\n");
   }
-  sink_.pushStat("work_captured_into_graphs", 1, core::StatSeverity::kInfo,
-                 "launches, copies and memsets enqueued on capturing streams (graph nodes, not executed work)");
+  sink_.pushStat(core::StatId::kWorkCapturedIntoGraphs, 1);
 }
 
 CUresult HookRecorder::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {

@@ -63,7 +63,7 @@ Status RangeMetrics::start() {
 void RangeMetrics::disable(Session& s, const std::string& why) {
   if (reasons_said_.insert(why).second) {  // one message per reason, not one per context
     std::fprintf(stderr, "kfuse: collector: --metrics: %s; recording without hardware metrics\n", why.c_str());
-    sink_.pushStat("metrics_unavailable", 1, core::StatSeverity::kWarning, why.c_str());
+    sink_.pushStat(core::StatId::kMetricsUnavailable, 1, why.c_str());
   }
   if (s.object) {
     auto d = cuptiParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -216,8 +216,7 @@ void RangeMetrics::collect(Session& s, bool restart) {
     return;
   }
   if (!stop.isAllPassSubmitted) {
-    sink_.pushStat("metric_passes_incomplete", 1, core::StatSeverity::kWarning,
-                   "profiling sessions stopped before every replay pass ran");
+    sink_.pushStat(core::StatId::kMetricPassesIncomplete, 1);
   }
   auto decode = cuptiParams<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   decode.pRangeProfilerObject = s.object;
@@ -226,9 +225,7 @@ void RangeMetrics::collect(Session& s, bool restart) {
     return;
   }
   if (decode.numOfRangeDropped) {
-    sink_.pushStat("metric_ranges_dropped", static_cast<int64_t>(decode.numOfRangeDropped),
-                   core::StatSeverity::kWarning,
-                   "kernel ranges the range profiler dropped (their launches have no measured metrics)");
+    sink_.pushStat(core::StatId::kMetricRangesDropped, static_cast<int64_t>(decode.numOfRangeDropped));
   }
   auto info = cuptiParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
@@ -243,15 +240,12 @@ void RangeMetrics::collect(Session& s, bool restart) {
   if (info.numTotalRanges != s.pending.size()) {
     const size_t diff = info.numTotalRanges > s.pending.size() ? info.numTotalRanges - s.pending.size()
                                                                : s.pending.size() - info.numTotalRanges;
-    sink_.pushStat(
-        "metric_ranges_unmatched", static_cast<int64_t>(diff), core::StatSeverity::kWarning,
-        "profiler ranges and recorded launches differ in number within a session (extra ones have no metrics)");
+    sink_.pushStat(core::StatId::kMetricRangesUnmatched, static_cast<int64_t>(diff));
   }
   for (size_t k = 0; k < matched; ++k) {
     auto values = s.evaluator->evaluate(s.counter_data.data(), s.counter_data.size(), k);
     if (!values.ok()) {
-      sink_.pushStat("metric_evaluation_failed", 1, core::StatSeverity::kWarning,
-                     "ranges whose metrics could not be evaluated");
+      sink_.pushStat(core::StatId::kMetricEvaluationFailed, 1);
       continue;
     }
     const MetricPlan& plan = *s.plan;

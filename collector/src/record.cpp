@@ -1,4 +1,5 @@
 #include "kfuse/collector/record.h"
+#include "kfuse/core/stats.h"
 #include "kfuse/emulator/standin.h"
 
 #include <dlfcn.h>
@@ -51,8 +52,8 @@ RecordedTrace inspect(const std::string& path) {
   auto rest = (*reader)->readAllButLaunches();
   if (rest.ok()) {
     for (const auto& s : rest->stats) {
-      if (s.name == "collector_dropped_events") t.dropped_events = s.value;
-      if (s.name == "cupti_unavailable_used_hooks") t.backend_used = "hook";
+      if (s.name == core::statName(core::StatId::kCollectorDroppedEvents)) t.dropped_events = s.value;
+      if (s.name == core::statName(core::StatId::kCuptiUnavailableUsedHooks)) t.backend_used = "hook";
     }
   }
   return t;

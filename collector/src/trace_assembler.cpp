@@ -69,31 +69,6 @@ std::string fixedString(const char* s, size_t max) {
   return std::string(s, strnlen(s, max));
 }
 
-struct CounterInfo {
-  const char* name;
-  core::StatSeverity severity;
-  const char* description;
-};
-constexpr CounterInfo kCounterInfo[] = {
-    {"launch_layout_unknown", core::StatSeverity::kWarning,
-     "launches whose parameter layout the driver did not report: arguments not split or resolved"},
-    {"launch_args_truncated", core::StatSeverity::kWarning, "launches whose argument buffer was cut at 32 KiB"},
-    {"launch_unknown_function", core::StatSeverity::kWarning, "launches of a function never described"},
-    {"launch_without_gpu_time", core::StatSeverity::kWarning,
-     "launches whose GPU activity record never arrived (written without GPU times)"},
-    {"unmatched_gpu_records", core::StatSeverity::kWarning,
-     "kernel activity records with no launch callback (recorded as launches from the record alone)"},
-    {"memcpy_without_gpu_record", core::StatSeverity::kWarning,
-     "copies seen in CUPTI callbacks whose activity record never arrived (written without GPU times)"},
-    {"memset_without_gpu_record", core::StatSeverity::kWarning,
-     "memsets seen in CUPTI callbacks whose activity record never arrived (written without GPU times)"},
-    {"free_of_unknown_address", core::StatSeverity::kInfo,
-     "frees of memory allocated before recording started (recorded as allocations of unknown origin)"},
-    {"allocation_replaced", core::StatSeverity::kInfo, "allocations overlapping a live one whose free was never seen"},
-    {"metric_without_launch", core::StatSeverity::kWarning, "metrics whose launch was not found"},
-    {"bad_events", core::StatSeverity::kError, "malformed collector events (a kfuse bug)"},
-};
-
 }  // namespace
 
 Status TraceOutput::add(const core::Stat& v) {
@@ -239,7 +214,7 @@ Status TraceAssembler::consume(EventKind kind, const uint8_t* p, size_t size) {
     }
     default: break;
   }
-  count("bad_events");
+  count(core::StatId::kBadEvents);
   return {};
 }
 
@@ -292,17 +267,17 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
   l.api_start_ns = e.api_start_ns;
   l.api_end_ns = e.api_end_ns;
   l.arg_bytes.assign(args, args + e.arg_size);
-  if (e.flags & kLaunchArgsTruncated) count("launch_args_truncated");
+  if (e.flags & kLaunchArgsTruncated) count(core::StatId::kLaunchArgsTruncated);
   auto fit = functions_.find(e.function);
   if (fit == functions_.end()) {
-    count("launch_unknown_function");
+    count(core::StatId::kLaunchUnknownFunction);
   } else {
     const FunctionInfo& fi = fit->second;
     l.function_id = fi.id;
     l.static_shared_bytes = fi.static_shared;
     l.registers_per_thread = fi.registers;
     if (!(e.flags & kLaunchLayoutKnown) || !fi.layout_known) {
-      count("launch_layout_unknown");
+      count(core::StatId::kLaunchLayoutUnknown);
     } else {
       // Pointer resolution: every pointer-sized argument that falls inside a live allocation.
       for (size_t i = 0; i < fi.params.size(); ++i) {
@@ -319,14 +294,14 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
   if (launch_by_correlation_.size() > (1u << 20)) launch_by_correlation_.clear();
   launch_by_correlation_[e.correlation_id] = l.id;
   if (e.flags & kLaunchWaitsForGpuTime) {
-    return holdPending(pending_, e.correlation_id, std::move(l), "launch_without_gpu_time");
+    return holdPending(pending_, e.correlation_id, std::move(l), core::StatId::kLaunchWithoutGpuTime);
   }
   return out_.add(l);
 }
 
 template <class T>
 Status TraceAssembler::holdPending(std::map<int64_t, T>& pending, int64_t correlation_id, T record,
-                                   const char* counter) {
+                                   core::StatId counter) {
   pending.emplace(correlation_id, std::move(record));
   if (pending.size() > options_.max_pending_launches) {
     return flushPending(pending, options_.max_pending_launches / 2, counter);
@@ -345,7 +320,7 @@ std::optional<T> TraceAssembler::takePending(std::map<int64_t, T>& pending, int6
 }
 
 template <class T>
-Status TraceAssembler::flushPending(std::map<int64_t, T>& pending, size_t keep, const char* counter) {
+Status TraceAssembler::flushPending(std::map<int64_t, T>& pending, size_t keep, core::StatId counter) {
   while (pending.size() > keep) {
     count(counter);
     KFUSE_RETURN_IF_ERROR(out_.add(pending.begin()->second));
@@ -370,7 +345,7 @@ Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
     return out_.add(l);
   }
   // A kernel with no launch callback (graph node, internal launch): record what the activity record says.
-  count("unmatched_gpu_records");
+  count(core::StatId::kUnmatchedGpuRecords);
   core::Launch l;
   l.id = ++next_launch_;
   l.correlation_id = e.correlation_id;
@@ -406,7 +381,7 @@ Status TraceAssembler::onAlloc(const AllocEvent& e) {
   a.alloc_ns = e.ns;
   std::vector<core::Id> evicted;
   allocations_.insert(e.address, e.size, a.id, &evicted);
-  if (!evicted.empty()) count("allocation_replaced", static_cast<int64_t>(evicted.size()));
+  if (!evicted.empty()) count(core::StatId::kAllocationReplaced, static_cast<int64_t>(evicted.size()));
   return out_.add(a);
 }
 
@@ -414,7 +389,7 @@ Status TraceAssembler::onFree(const FreeEvent& e) {
   if (e.address == 0) return {};
   if (auto id = allocations_.erase(e.address)) return out_.setAllocationFreed(*id, e.ns);
   // Allocated before recording started: known to have existed, origin and size unknown (not guessed).
-  count("free_of_unknown_address");
+  count(core::StatId::kFreeOfUnknownAddress);
   core::Allocation a;
   a.id = ++next_alloc_;
   a.address = e.address;
@@ -451,7 +426,7 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   m.gpu_start_ns = e.gpu_start_ns;
   m.gpu_end_ns = e.gpu_end_ns;
   if (e.waits_for_gpu_time)
-    return holdPending(pending_copies_, e.correlation_id, std::move(m), "memcpy_without_gpu_record");
+    return holdPending(pending_copies_, e.correlation_id, std::move(m), core::StatId::kMemcpyWithoutGpuRecord);
   return out_.add(m);
 }
 
@@ -480,7 +455,7 @@ Status TraceAssembler::onMemset(const MemsetEvent& e) {
   m.gpu_start_ns = e.gpu_start_ns;
   m.gpu_end_ns = e.gpu_end_ns;
   if (e.waits_for_gpu_time)
-    return holdPending(pending_sets_, e.correlation_id, std::move(m), "memset_without_gpu_record");
+    return holdPending(pending_sets_, e.correlation_id, std::move(m), core::StatId::kMemsetWithoutGpuRecord);
   return out_.add(m);
 }
 
@@ -529,7 +504,7 @@ Status TraceAssembler::onDevice(const DeviceEvent& e) {
 Status TraceAssembler::onMetric(const MetricEvent& e) {
   auto it = launch_by_correlation_.find(e.correlation_id);
   if (it == launch_by_correlation_.end()) {
-    count("metric_without_launch");
+    count(core::StatId::kMetricWithoutLaunch);
     return {};
   }
   core::Metric m;
@@ -568,30 +543,23 @@ Status TraceAssembler::onStat(const StatEvent& e) {
 
 Status TraceAssembler::finish(const SinkStats& sink) {
   KFUSE_RETURN_IF_ERROR(ensureProcess());
-  KFUSE_RETURN_IF_ERROR(flushPending(pending_, 0, "launch_without_gpu_time"));
-  KFUSE_RETURN_IF_ERROR(flushPending(pending_copies_, 0, "memcpy_without_gpu_record"));
-  KFUSE_RETURN_IF_ERROR(flushPending(pending_sets_, 0, "memset_without_gpu_record"));
-  auto stat = [&](const char* name, int64_t value, core::StatSeverity sev, const char* what) {
-    return out_.add(core::Stat{name, value, sev, what});
-  };
-  KFUSE_RETURN_IF_ERROR(stat("collector_events", static_cast<int64_t>(sink.events), core::StatSeverity::kInfo,
-                             "events the collector accepted"));
-  KFUSE_RETURN_IF_ERROR(stat("collector_dropped_events", static_cast<int64_t>(sink.dropped),
-                             sink.dropped ? core::StatSeverity::kWarning : core::StatSeverity::kInfo,
-                             "events dropped because the writer could not keep up (queue full) or had failed"));
+  KFUSE_RETURN_IF_ERROR(flushPending(pending_, 0, core::StatId::kLaunchWithoutGpuTime));
+  KFUSE_RETURN_IF_ERROR(flushPending(pending_copies_, 0, core::StatId::kMemcpyWithoutGpuRecord));
+  KFUSE_RETURN_IF_ERROR(flushPending(pending_sets_, 0, core::StatId::kMemsetWithoutGpuRecord));
+  core::Stat dropped = core::makeStat(core::StatId::kCollectorDroppedEvents, static_cast<int64_t>(sink.dropped));
+  if (sink.dropped) dropped.severity = core::StatSeverity::kWarning;
+  KFUSE_RETURN_IF_ERROR(out_.add(core::makeStat(core::StatId::kCollectorEvents, static_cast<int64_t>(sink.events))));
+  KFUSE_RETURN_IF_ERROR(out_.add(dropped));
   if (sink.dropped_images) {
-    KFUSE_RETURN_IF_ERROR(stat("collector_dropped_module_images", static_cast<int64_t>(sink.dropped_images),
-                               core::StatSeverity::kWarning, "module images left out (image memory budget)"));
+    KFUSE_RETURN_IF_ERROR(
+        out_.add(core::makeStat(core::StatId::kCollectorDroppedModuleImages, static_cast<int64_t>(sink.dropped_images))));
   }
   if (sink.waits) {
-    KFUSE_RETURN_IF_ERROR(stat("collector_backpressure_waits", static_cast<int64_t>(sink.waits),
-                               core::StatSeverity::kInfo, "times an application thread waited for the writer"));
+    KFUSE_RETURN_IF_ERROR(
+        out_.add(core::makeStat(core::StatId::kCollectorBackpressureWaits, static_cast<int64_t>(sink.waits))));
   }
-  for (const CounterInfo& ci : kCounterInfo) {
-    auto it = counters_.find(ci.name);
-    if (it != counters_.end() && it->second) {
-      KFUSE_RETURN_IF_ERROR(stat(ci.name, it->second, ci.severity, ci.description));
-    }
+  for (const auto& [id, n] : counters_) {
+    if (n) KFUSE_RETURN_IF_ERROR(out_.add(core::makeStat(id, n)));
   }
   for (const auto& [name, s] : producer_stats_) KFUSE_RETURN_IF_ERROR(out_.add(s));
   return {};

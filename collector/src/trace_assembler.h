@@ -14,6 +14,7 @@
 #include "kfuse/collector/events.h"
 #include "kfuse/collector/trace_sink.h"
 #include "kfuse/core/status.h"
+#include "kfuse/core/stats.h"
 #include "kfuse/core/trace.h"
 #include "kfuse/core/trace_store.h"
 
@@ -141,12 +142,12 @@ class TraceAssembler {
   // `correlation_id` or under the driver call it aliases, `flushPending` writes all but `keep`. `counter` counts
   // records written without GPU times.
   template <class T>
-  Status holdPending(std::map<int64_t, T>& pending, int64_t correlation_id, T record, const char* counter);
+  Status holdPending(std::map<int64_t, T>& pending, int64_t correlation_id, T record, core::StatId counter);
   template <class T>
   std::optional<T> takePending(std::map<int64_t, T>& pending, int64_t correlation_id);
   template <class T>
-  Status flushPending(std::map<int64_t, T>& pending, size_t keep, const char* counter);
-  void count(const char* name, int64_t n = 1) { counters_[name] += n; }
+  Status flushPending(std::map<int64_t, T>& pending, size_t keep, core::StatId counter);
+  void count(core::StatId id, int64_t n = 1) { counters_[id] += n; }
 
   RecordOutput& out_;
   AssemblerOptions options_;
@@ -167,7 +168,7 @@ class TraceAssembler {
   std::unordered_map<int64_t, int64_t> driver_correlation_;  // runtime correlation id -> driver correlation id
   int64_t driverCorrelation(int64_t id) const;  // `id`, or the driver call's id if `id` is a runtime call's
   std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
-  std::map<std::string, int64_t> counters_;
+  std::map<core::StatId, int64_t> counters_;  // in registry order
   std::map<std::string, core::Stat> producer_stats_;
 };
 

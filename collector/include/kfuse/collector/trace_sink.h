@@ -22,6 +22,7 @@
 
 #include "kfuse/collector/events.h"
 #include "kfuse/core/status.h"
+#include "kfuse/core/stats.h"
 #include "kfuse/core/trace.h"
 
 namespace kfuse::collector {
@@ -67,13 +68,15 @@ class TraceSink {
         &ctx);
   }
 
-  // A producer-side statistic (stat table row; values of the same name are summed). Texts are cut to the fields.
-  bool pushStat(const char* name, int64_t value, core::StatSeverity severity, const char* description) {
+  // A producer-side statistic (stat table row; values of the same name are summed), as registered in
+  // kfuse/core/stats.h; a non-null `detail` replaces the registered description. Texts are cut to the fields.
+  bool pushStat(core::StatId id, int64_t value, const char* detail = nullptr) {
+    const core::StatInfo& info = core::statInfo(id);
     StatEvent s;
     s.value = value;
-    s.severity = static_cast<uint32_t>(severity);
-    std::snprintf(s.name, sizeof s.name, "%s", name);
-    std::snprintf(s.description, sizeof s.description, "%s", description);
+    s.severity = static_cast<uint32_t>(info.severity);
+    std::snprintf(s.name, sizeof s.name, "%s", info.name);
+    std::snprintf(s.description, sizeof s.description, "%s", detail && *detail ? detail : info.description);
     return pushStruct(EventKind::kStat, s);
   }
 
