@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kfuse/core/trace.h"
 #include "kfuse/emulator/emulator.h"
 #include "kfuse/emulator/standin.h"
 
@@ -74,7 +75,7 @@ struct CUevent_st {
 namespace {
 
 constexpr int kDriverVersion = 13000;
-constexpr const char* kDeviceName = "kfuse CPU emulator (not a GPU, sm_90 PTX)";
+const std::string kDeviceName = std::string(kfuse::core::kEmulatorDeviceNamePrefix) + " (not a GPU, sm_90 PTX)";
 
 struct State {
   std::mutex mu;
@@ -343,7 +344,7 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice d) {
   KF_REQUIRE_INIT();
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  std::snprintf(name, size_t(len), "%s", kDeviceName);
+  std::snprintf(name, size_t(len), "%s", kDeviceName.c_str());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice d) {

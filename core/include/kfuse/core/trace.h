@@ -79,6 +79,11 @@ struct Device {
   friend bool operator==(const Device&, const Device&) = default;
 };
 
+// The name kfuse's CPU stand-in driver reports for its device starts with this: a trace whose device has it was
+// recorded on the emulator (its GPU times time the emulation, not a GPU). The stand-in builds its name from it.
+inline constexpr std::string_view kEmulatorDeviceNamePrefix = "kfuse CPU emulator";
+inline bool isEmulatorDevice(const Device& d) { return d.name.rfind(kEmulatorDeviceNamePrefix, 0) == 0; }
+
 struct Context {
   Id id = kNoId;
   Id device_id = kNoId;
