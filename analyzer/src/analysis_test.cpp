@@ -423,6 +423,22 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   EXPECT_EQ(stats["tensor_core_flops_not_counted"], 1);
 }
 
+TEST(Analysis, CostsEachPrecisionsFlopsAtItsOwnPeak) {
+  // No GPU times (recorded on the emulator, so costed on h100-sxm): each kernel's time is its roofline estimate.
+  // 1e9 FP64 FLOP a launch on H100 SXM (33.5 TFLOP/s FP64) take 29,850.7 ns, far above its memory time (8 MiB at
+  // 3.35e12 B/s: 2,504 ns): the GPU busy time is 2 x 29,850.7 ns. At the FP32 peak (66.9 TFLOP/s) it was half.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  b.trace().devices[0].name = "kfuse CPU emulator (not a GPU, sm_90 PTX)";
+  for (Id launch : {Id(1), Id(2)}) {
+    b.trace().metrics.push_back({launch, "flops_fp64", 1e9, "flop", core::MetricSource::kEmulated});
+  }
+  const Report r = run(b);
+  EXPECT_TRUE(r.gpu_busy_estimated);
+  EXPECT_EQ(r.gpu.short_name, "h100-sxm");
+  EXPECT_EQ(r.gpu_busy_ns, static_cast<int64_t>(2 * (1e9 / 33.5e12 * 1e9)));
+}
+
 TEST(MetricsMerge, JoinsAMetricsRunByKernelPositionAndShape) {
   TraceBuilder timing;
   timing.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
