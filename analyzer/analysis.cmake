@@ -8,7 +8,7 @@ add_custom_command(OUTPUT ${KFUSE_ANALYZER_TEST_PTX}
   COMMENT "nvcc -ptx fusion_cases.cu"
   VERBATIM)
 add_custom_target(kfuse_analyzer_test_ptx DEPENDS ${KFUSE_ANALYZER_TEST_PTX})
-kfuse_add_gtest(kfuse_analysis_test SOURCES src/analysis_test.cpp src/thread_locality_test.cpp
+kfuse_add_gtest(kfuse_analysis_test SOURCES src/analysis_test.cpp src/cost_model_test.cpp src/thread_locality_test.cpp
   LIBS kfuse::analyzer kfuse::core kfuse::ptx)
 if(TARGET kfuse_analysis_test)
   add_dependencies(kfuse_analysis_test kfuse_analyzer_test_ptx)

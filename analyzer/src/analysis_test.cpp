@@ -128,7 +128,7 @@ TEST(KernelCatalog, ReadsAccessModesFromPtx) {
   ASSERT_EQ(produce->params[1].accesses.size(), 1u);
   EXPECT_EQ(produce->params[1].accesses[0].offset, "4*ctaid.x*ntid.x + 4*tid.x");
   EXPECT_EQ(catalog.find(TraceBuilder::kHistogram)->atomics, 1);
-  EXPECT_GT(produce->flops_per_thread, 0);
+  EXPECT_GT(produce->flops_per_thread.fp32, 0);
 }
 
 TEST(KernelCatalog, FallsBackToMangledNamesWithoutPtx) {
@@ -195,7 +195,7 @@ TEST(Analysis, ProvesAnElementwiseChainAndGroupsItsOccurrences) {
   // 2 x 10 us measured + 1 us of launch latency between them.
   EXPECT_DOUBLE_EQ(c.cost.measured_ns, 20'000);
   EXPECT_DOUBLE_EQ(c.cost.gap_ns, 1'000);
-  EXPECT_EQ(c.cost.bytes_source, "estimated");
+  EXPECT_EQ(c.cost.bytes_source, "ptx-estimate");
   EXPECT_DOUBLE_EQ(c.cost.bytes_before, 4.0 * 4 * (1 << 20));
   EXPECT_LT(c.cost.bytes_after, c.cost.bytes_before);
   EXPECT_GT(c.cost.saving_ns, 0);
@@ -256,6 +256,12 @@ TEST(Analysis, DoesNotProveADataDependentGather) {
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "gather(float const*, int const*, float*, int) accesses allocation 2 "
                                                  "at an address the PTX analysis could not follow"))
       << r.candidates[0].reasons.front();
+  // mid is written by produce and read by gather where the analysis cannot follow: both keep their bytes. 4096 x
+  // 256 threads x 4 B = 4 MiB a use (the allocation's size). Before: x, mid, mid, idx, out = 5 x 4 MiB. After: x
+  // once, mid twice (kept), idx once; out is read by nothing later, so not written back: 4 x 4 MiB.
+  const double mib4 = 4.0 * (1 << 20);
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_before, 5 * mib4);
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_after, 4 * mib4);
 }
 
 TEST(Analysis, BlocksConsumersOfAtomicResults) {
@@ -345,9 +351,33 @@ TEST(Analysis, IgnoresGpuTimesMeasuredOnTheEmulator) {
   EXPECT_TRUE(on_emulator.gpu_busy_estimated);
   ASSERT_EQ(on_emulator.candidates.size(), 1u);
   EXPECT_NE(on_emulator.candidates[0].cost.note.find("roofline estimates"), std::string::npos);
+  // Without GPU times the critical path is weighed with the roofline estimates: produce -> consume (RAW), each
+  // reading and writing 4 MiB (4096 x 256 threads x 4 B) at 3.35e12 B/s on 4096 blocks (the whole GPU):
+  // 2 x 8,388,608 / 3.35e12 s = 5,008.1 ns. The chain lies on it.
+  EXPECT_EQ(on_emulator.critical_path_ns, static_cast<int64_t>(2 * 8'388'608 / 3.35e12 * 1e9));
+  EXPECT_TRUE(on_emulator.candidates[0].on_critical_path);
   bool noted = false;
   for (const core::Stat& s : on_emulator.stats) noted = noted || (s.name == "emulator_gpu_times_ignored" && s.value == 2);
   EXPECT_TRUE(noted);
+}
+
+TEST(KernelCatalog, CountsFlopsByThePrecisionThePtxSays) {
+  core::Trace t;
+  core::Module m;
+  m.id = 1;
+  m.kind = core::ImageKind::kPtx;
+  m.image = readFile(KFUSE_SOURCE_DIR "/analyzer/testdata/flops_by_precision.ptx");
+  m.hash = core::sha256Hex(m.image);
+  t.modules.push_back(m);
+  t.functions.push_back(core::KernelFunction{1, 1, "mixed", "", {}});
+  const KernelCatalog catalog = KernelCatalog::build(t);
+  const KernelFacts* k = catalog.find(1);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->has_ptx) << k->ptx_problem;
+  EXPECT_DOUBLE_EQ(k->flops_per_thread.fp32, 2);  // fma.rn.f32: 2
+  EXPECT_DOUBLE_EQ(k->flops_per_thread.fp64, 2);  // add.f64 + mul.f64
+  EXPECT_DOUBLE_EQ(k->flops_per_thread.fp16, 2);  // add.rn.f16x2: two lanes
+  EXPECT_DOUBLE_EQ(k->flops_per_thread.bf16, 0);
 }
 
 TEST(KernelCatalog, FindsTheModuleByNameWhenTheTraceDoesNotNameIt) {
@@ -382,13 +412,31 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   b.trace().metadata.extra["metrics"] = "range-profiler kernel-replay";
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
-  EXPECT_EQ(r.candidates[0].cost.bytes_source, "measured");
+  // Before and after bytes of a vertical chain are both per-buffer estimates (the fused kernel's can only be
+  // estimated); the FLOPs are the measured ones.
+  EXPECT_EQ(r.candidates[0].cost.bytes_source, "ptx-estimate");
   EXPECT_EQ(r.candidates[0].cost.flops_source, "measured");
   EXPECT_DOUBLE_EQ(r.candidates[0].cost.flops, 4.0 * (1 << 20));
   std::map<std::string, int64_t> stats;
   for (const core::Stat& s : r.stats) stats[s.name] = s.value;
   EXPECT_EQ(stats["metrics_run_serialised"], 1);
   EXPECT_EQ(stats["tensor_core_flops_not_counted"], 1);
+}
+
+TEST(Analysis, CostsEachPrecisionsFlopsAtItsOwnPeak) {
+  // No GPU times (recorded on the emulator, so costed on h100-sxm): each kernel's time is its roofline estimate.
+  // 1e9 FP64 FLOP a launch on H100 SXM (33.5 TFLOP/s FP64) take 29,850.7 ns, far above its memory time (8 MiB at
+  // 3.35e12 B/s: 2,504 ns): the GPU busy time is 2 x 29,850.7 ns. At the FP32 peak (66.9 TFLOP/s) it was half.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  b.trace().devices[0].name = "kfuse CPU emulator (not a GPU, sm_90 PTX)";
+  for (Id launch : {Id(1), Id(2)}) {
+    b.trace().metrics.push_back({launch, "flops_fp64", 1e9, "flop", core::MetricSource::kEmulated});
+  }
+  const Report r = run(b);
+  EXPECT_TRUE(r.gpu_busy_estimated);
+  EXPECT_EQ(r.gpu.short_name, "h100-sxm");
+  EXPECT_EQ(r.gpu_busy_ns, static_cast<int64_t>(2 * (1e9 / 33.5e12 * 1e9)));
 }
 
 TEST(MetricsMerge, JoinsAMetricsRunByKernelPositionAndShape) {

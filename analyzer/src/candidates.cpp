@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "kfuse/analyzer/analysis.h"
+#include "cost_model.h"
 #include "thread_locality.h"
 
 namespace kfuse::analyzer {
@@ -31,21 +32,14 @@ const char* confidenceName(Confidence c) {
 
 namespace {
 
-// Without API times, an idle gap between two chained kernels counts as launch latency up to this much.
-constexpr double kUnknownIssueGapCapNs = 5'000;
+// How many later operations the liveness check looks at before calling a buffer's later use unknown.
+constexpr size_t kLivenessWindow = 4096;
 
 bool readsMode(core::AccessMode m) { return m == core::AccessMode::kRead || m == core::AccessMode::kReadWrite; }
 bool writesMode(core::AccessMode m) { return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite; }
 
 std::string dimText(const core::Dim3& d) {
   return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Counters of what the search looked at, for the "why nothing qualified" part of the report.
@@ -81,7 +75,7 @@ class Analysis {
     return out;
   }
 
-  // ---- costs ----
+  // ---- what the cost model is fed ----
 
   const core::Launch& launch(size_t op) const { return t_.launches[g_.ops[op].record_index]; }
 
@@ -92,8 +86,17 @@ class Analysis {
                : static_cast<double>(o.gpu_end_ns - o.gpu_start_ns);
   }
 
+  static cost::Source metricSource(core::MetricSource s) {
+    switch (s) {
+      case core::MetricSource::kMeasured: return cost::Source::kMeasured;
+      case core::MetricSource::kEmulated: return cost::Source::kEmulated;
+      case core::MetricSource::kEstimated: return cost::Source::kEstimated;
+    }
+    return cost::Source::kEstimated;
+  }
+
   // DRAM bytes a kernel moves: measured/emulated metrics, else an estimate; `source` says which.
-  double kernelBytes(size_t op, std::string& source) const {
+  double kernelBytes(size_t op, cost::Source& source) const {
     const core::Launch& l = launch(op);
     if (auto it = metrics_.find(l.id); it != metrics_.end()) {
       double bytes = 0;
@@ -101,57 +104,85 @@ class Analysis {
       for (const core::Metric* m : it->second) {
         if (m->name.find("dram_bytes") != std::string::npos) {
           bytes += m->value;
-          source = std::string(core::toString(m->source));
+          source = found ? cost::combine(source, metricSource(m->source)) : metricSource(m->source);
           found = true;
         }
       }
       if (found) return bytes;
     }
     double bytes = 0;
-    for (const BufferUse& u : g_.ops[op].uses) bytes += useBytes(op, u, /*reads=*/true) + useBytes(op, u, false);
-    if (bytes > 0) {
-      source = "estimated";
-      return bytes;
+    bool any = false;
+    for (const BufferUse& u : g_.ops[op].uses) {
+      for (bool reads : {true, false}) {
+        const UseEstimate e = useBytes(op, u, reads);
+        if (e.bytes <= 0) continue;
+        source = any ? cost::combine(source, e.source) : e.source;
+        any = true;
+        bytes += e.bytes;
+      }
     }
+    if (bytes > 0) return bytes;
     // Kineto: the enclosing CPU operator's tensor shapes, shared among the kernels it launched.
     if (auto e = in_.launch_external_ids.find(l.id); e != in_.launch_external_ids.end()) {
       if (auto c = cpu_ops_.find(e->second); c != cpu_ops_.end()) {
         const double op_bytes = cpuOpBytes(*c->second);
         if (op_bytes > 0) {
-          source = "estimated";
+          source = cost::Source::kOperatorEstimate;
           return op_bytes / std::max(1, kernels_per_external_.at(e->second));
         }
       }
     }
-    source = "unknown";
+    source = cost::Source::kUnknown;
     return 0;
   }
 
-  // Bytes one buffer use reads (or writes) in one launch: PTX access widths x threads, capped by the
-  // allocation's extent; without PTX, the extent itself.
-  double useBytes(size_t op, const BufferUse& u, bool reads) const {
-    if (reads ? !readsMode(u.mode) : !writesMode(u.mode)) return 0;
-    double extent = 0;
-    if (auto a = allocs_.find(u.allocation_id); a != allocs_.end() && a->second->size > u.offset) {
-      extent = static_cast<double>(a->second->size - u.offset);
-    }
+  // Bytes one buffer use reads (or writes) in one launch, and how well they are known.
+  struct UseEstimate {
+    double bytes = 0;
+    cost::Source source = cost::Source::kUnknown;
+    bool followed = true;  // not an access the PTX analysis failed to follow (whose bytes fusion must keep)
+    bool exact = false;    // [offset, offset + bytes) is what it touches (PTX fully followed, or a copy or set of
+                           // the whole allocation)
+  };
+
+  // PTX access widths x threads, capped by the allocation's extent, when the PTX analysis followed every access
+  // through the parameter; without PTX, the extent; with PTX whose accesses were not all followed, the extent,
+  // marked not followed. Copies and sets: their size.
+  UseEstimate useBytes(size_t op, const BufferUse& u, bool reads) const {
+    if (reads ? !readsMode(u.mode) : !writesMode(u.mode)) return {0, cost::Source::kUnknown, true, true};
     const GpuOp& o = g_.ops[op];
+    const double extent = extentFrom(u);
     if (o.kind != OpKind::kKernel) {
-      if (o.kind == OpKind::kMemcpy) return static_cast<double>(t_.memcpys[o.record_index].bytes);
-      return static_cast<double>(t_.memsets[o.record_index].bytes);
+      // A copy's or set's offset into the allocation is not recorded (its use says 0): its bytes are exact only
+      // when they span the whole allocation.
+      const double bytes = static_cast<double>(o.kind == OpKind::kMemcpy ? t_.memcpys[o.record_index].bytes
+                                                                         : t_.memsets[o.record_index].bytes);
+      return {bytes, cost::Source::kMeasured, true, extent > 0 && bytes >= extent};
     }
+    const cost::Source extent_source = extent > 0 ? cost::Source::kExtentEstimate : cost::Source::kUnknown;
+    const UseEstimate by_extent{extent, extent_source, /*followed=*/true, /*exact=*/false};
     const KernelFacts* k = cat_.find(o.function_id);
-    if (k && k->has_ptx && u.param_index >= 0 && static_cast<size_t>(u.param_index) < k->params.size()) {
-      const core::Launch& l = launch(op);
-      const double threads = static_cast<double>(l.grid.count() * l.block.count());
-      double per_thread = 0;
-      for (const ParamMemoryAccess& a : k->params[static_cast<size_t>(u.param_index)].accesses) {
-        if (reads ? a.is_read : a.is_write) per_thread += a.bytes;
-      }
-      const double b = per_thread * threads;
-      return extent > 0 ? std::min(b, extent) : b;
+    if (!k || !k->has_ptx || u.param_index < 0 || static_cast<size_t>(u.param_index) >= k->params.size()) {
+      return by_extent;
     }
-    return extent;
+    const ParamFacts& p = k->params[static_cast<size_t>(u.param_index)];
+    if (!fullyFollowed(p)) return {by_extent.bytes, by_extent.source, /*followed=*/false, /*exact=*/false};
+    const core::Launch& l = launch(op);
+    const double threads = static_cast<double>(l.grid.count() * l.block.count());
+    double per_thread = 0;
+    for (const ParamMemoryAccess& a : p.accesses) {
+      if (reads ? a.is_read : a.is_write) per_thread += a.bytes;
+    }
+    const double b = per_thread * threads;
+    return {extent > 0 ? std::min(b, extent) : b, cost::Source::kPtxEstimate, true, true};
+  }
+
+  // Bytes of the allocation from the use's offset to its end; 0 when the allocation is unknown.
+  double extentFrom(const BufferUse& u) const {
+    if (auto a = allocs_.find(u.allocation_id); a != allocs_.end() && a->second->size > u.offset) {
+      return static_cast<double>(a->second->size - u.offset);
+    }
+    return 0;
   }
 
   double cpuOpBytes(const CpuOp& op) const {
@@ -170,207 +201,138 @@ class Analysis {
     return total + largest;  // inputs read, and an output the size of the largest input written
   }
 
-  double kernelFlops(size_t op, std::string& source) const {
+  // FLOPs by precision: the flops_fp16/32/64 metrics (any other "flops*" metric counts as FP32), else the PTX
+  // count per thread x threads.
+  FlopCounts kernelFlops(size_t op, cost::Source& source) const {
     const core::Launch& l = launch(op);
     if (auto it = metrics_.find(l.id); it != metrics_.end()) {
-      double flops = 0;
+      FlopCounts flops;
       bool found = false;
       for (const core::Metric* m : it->second) {
-        if (m->name.rfind("flops", 0) == 0) {
-          flops += m->value;
-          source = std::string(core::toString(m->source));
-          found = true;
+        if (m->name.rfind("flops", 0) != 0) continue;
+        if (m->name == "flops_fp16") {
+          flops.fp16 += m->value;
+        } else if (m->name == "flops_fp64") {
+          flops.fp64 += m->value;
+        } else {
+          flops.fp32 += m->value;
         }
+        source = found ? cost::combine(source, metricSource(m->source)) : metricSource(m->source);
+        found = true;
       }
       if (found) return flops;
     }
     const KernelFacts* k = cat_.find(l.function_id);
     if (k && k->has_ptx) {
-      source = "estimated";
-      return k->flops_per_thread * static_cast<double>(l.grid.count() * l.block.count());
+      source = cost::Source::kPtxEstimate;
+      return k->flops_per_thread.scaled(static_cast<double>(l.grid.count() * l.block.count()));
     }
-    source = "unknown";
-    return 0;
+    source = cost::Source::kUnknown;
+    return {};
   }
 
-  double rooflineNs(double bytes, double flops) const {
-    const double mem = gpu_.dram_bandwidth_bytes_per_s > 0 ? bytes / gpu_.dram_bandwidth_bytes_per_s : 0;
-    const double compute = gpu_.fp32_flops > 0 ? flops / gpu_.fp32_flops : 0;
-    return std::max(mem, compute) * 1e9;
+  // A kernel's roofline time for its launch: its time when the trace has none.
+  double rooflineNs(size_t op) const {
+    cost::Source bs, fs;
+    return cost::launchRooflineNs(kernelBytes(op, bs), kernelFlops(op, fs), shape(launch(op)), gpu_);
   }
 
-  // Blocks of this launch's shape that fit on the whole GPU at once.
-  double blockCapacity(const core::Launch& l) const {
-    const double threads = static_cast<double>(std::max<uint64_t>(1, l.block.count()));
-    double per_sm = gpu_.max_blocks_per_sm;
-    if (gpu_.max_threads_per_sm > 0) per_sm = std::min(per_sm, std::floor(gpu_.max_threads_per_sm / threads));
-    if (l.registers_per_thread > 0 && gpu_.registers_per_sm > 0) {
-      per_sm = std::min(per_sm, std::floor(gpu_.registers_per_sm / (threads * l.registers_per_thread)));
-    }
-    const double smem = static_cast<double>(l.static_shared_bytes) + l.dynamic_shared_bytes;
-    if (smem > 0 && gpu_.max_shared_per_sm > 0) {
-      per_sm = std::min(per_sm, std::floor(static_cast<double>(gpu_.max_shared_per_sm) / smem));
-    }
-    return std::max(1.0, per_sm) * std::max(1, gpu_.sm_count);
+  cost::LaunchShape shape(const core::Launch& l) const {
+    return {shapeUnknown(l) ? 0 : l.grid.count(), l.block.count(), static_cast<int>(l.registers_per_thread),
+            static_cast<double>(l.static_shared_bytes) + l.dynamic_shared_bytes};
   }
 
-  // Cost of one occurrence; `fused_ns` of 0 means it could not be predicted.
-  // Buffers (by position of first use in the pattern) read after some occurrence before being overwritten: the
-  // fused kernel, being one kernel for every occurrence, must write them back to memory.
-  std::set<int> liveBuffers(const Candidate& c) const {
-    std::set<int> live;
-    for (const auto& occ : c.occurrences) {
-      std::map<core::Id, int> local;
-      for (size_t op : occ) {
-        for (const BufferUse& u : g_.ops[op].uses) local.try_emplace(u.allocation_id, static_cast<int>(local.size()));
+  // The buffers of one occurrence of a vertical chain: every use with its bytes, numbered by (allocation, offset)
+  // in order of first use (the same numbering in every occurrence of a pattern), and the region each buffer is
+  // written in (empty when only read).
+  struct ChainBuffers {
+    std::vector<cost::UseBytes> uses;
+    std::vector<std::pair<core::Id, cost::Region>> written;  // by buffer number
+  };
+  ChainBuffers chainBuffers(const std::vector<size_t>& occ) const {
+    ChainBuffers out;
+    std::map<std::pair<core::Id, uint64_t>, int> numbers;
+    for (size_t i = 0; i < occ.size(); ++i) {
+      for (const BufferUse& u : g_.ops[occ[i]].uses) {
+        const bool reads = readsMode(u.mode), writes = writesMode(u.mode);
+        if (!reads && !writes) continue;
+        auto [it, inserted] = numbers.try_emplace({u.allocation_id, u.offset}, static_cast<int>(numbers.size()));
+        if (inserted) {
+          const double at = static_cast<double>(u.offset);
+          out.written.push_back({u.allocation_id, cost::Region{at, at}});
+        }
+        const UseEstimate r = useBytes(occ[i], u, /*reads=*/true);
+        const UseEstimate w = useBytes(occ[i], u, /*reads=*/false);
+        cost::UseBytes b;
+        b.kernel = static_cast<int>(i);
+        b.buffer = it->second;
+        b.read_bytes = r.bytes;
+        b.write_bytes = w.bytes;
+        b.followed = r.followed && w.followed;
+        b.source = reads && writes ? cost::combine(r.source, w.source) : (reads ? r.source : w.source);
+        out.uses.push_back(b);
+        cost::Region& region = out.written[static_cast<size_t>(it->second)].second;
+        region.end = std::max(region.end, region.begin + w.bytes);
       }
-      for (const auto& [alloc, pos] : local) {
-        if (liveAfter(alloc, occ.back())) live.insert(pos);
+    }
+    return out;
+  }
+
+  // Whether any byte of `written` in `alloc` is read after op `after` before being overwritten. A later use
+  // touches [offset, offset + its bytes) when those are exact (a dense range from the pointer is assumed), else
+  // (for a read) everything from its offset to the allocation's end. Reaching the end of the trace: not read
+  // (dead); running out of the scan window first: unknown (live).
+  bool liveAfter(core::Id alloc, cost::Region written, size_t after) const {
+    if (written.end <= written.begin) return false;
+    cost::LivenessScan scan(written);
+    size_t i = after + 1;
+    for (; i < g_.ops.size() && i < after + kLivenessWindow; ++i) {
+      for (const BufferUse& u : g_.ops[i].uses) {
+        if (u.allocation_id != alloc) continue;
+        const double at = static_cast<double>(u.offset);
+        const UseEstimate r = useBytes(i, u, /*reads=*/true);
+        const UseEstimate w = useBytes(i, u, /*reads=*/false);
+        const bool reads = readsMode(u.mode), writes = writesMode(u.mode);
+        const double extent = extentFrom(u);
+        const double read_end = r.exact ? at + r.bytes : (extent > 0 ? at + extent : HUGE_VAL);
+        const double end = reads ? std::max(read_end, at + w.bytes) : at + w.bytes;
+        if (scan.see(cost::Region{at, end}, reads, writes, w.exact)) return scan.live(/*end_of_trace=*/false);
+      }
+    }
+    return scan.live(/*end_of_trace=*/i >= g_.ops.size());
+  }
+
+  // Per buffer number: read after some occurrence before being overwritten. The fused kernel, being one kernel
+  // for every occurrence, must write such a buffer back to memory.
+  std::vector<bool> liveBuffers(const Candidate& c) const {
+    std::vector<bool> live;
+    for (const auto& occ : c.occurrences) {
+      const ChainBuffers bufs = chainBuffers(occ);
+      live.resize(std::max(live.size(), bufs.written.size()), false);
+      for (size_t b = 0; b < bufs.written.size(); ++b) {
+        if (!live[b] && liveAfter(bufs.written[b].first, bufs.written[b].second, occ.back())) live[b] = true;
       }
     }
     return live;
   }
 
-  CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::set<int>& live) const {
-    CostEstimate c;
-    int64_t first = INT64_MAX, last = INT64_MIN;
-    double sum_meas = 0, sum_roof = 0;
-    bool estimated_times = false;
-    std::vector<double> times;  // per kernel of the occurrence: measured, else estimated
-    std::string bytes_src = "measured", flops_src = "measured";
+  CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::vector<bool>& live) const {
+    cost::OccurrenceInput in;
+    in.kind = kind;
     for (size_t op : occ) {
       const GpuOp& o = g_.ops[op];
-      if (o.gpu_start_ns != core::kNoTime && o.gpu_end_ns != core::kNoTime) {
-        first = std::min(first, o.gpu_start_ns);
-        last = std::max(last, o.gpu_end_ns);
-      }
-      std::string bs, fs;
-      const double bytes = kernelBytes(op, bs);
-      const double flops = kernelFlops(op, fs);
-      c.bytes_before += bytes;
-      c.flops += flops;
-      double meas = durationNs(op);
-      if (meas <= 0) {
-        // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate.
-        meas = rooflineNs(bytes, flops);
-        estimated_times = true;
-      }
-      times.push_back(meas);
-      sum_meas += meas;
-      sum_roof += std::min(rooflineNs(bytes, flops), meas);
-      if (bs != "measured") bytes_src = bs == "unknown" || bytes_src == "unknown" ? "unknown" : bs;
-      if (fs != "measured") flops_src = fs == "unknown" || flops_src == "unknown" ? "unknown" : fs;
+      cost::KernelCost k;
+      k.bytes = kernelBytes(op, k.bytes_source);
+      k.flops = kernelFlops(op, k.flops_source);
+      k.times = {launch(op).api_start_ns, o.gpu_start_ns, o.gpu_end_ns};
+      k.shape = shape(launch(op));
+      in.kernels.push_back(k);
     }
-    c.bytes_source = bytes_src;
-    c.flops_source = flops_src;
-    c.measured_ns = sum_meas;
-    // Idle time fusion removes: between consecutive kernels of a chain, the gap counts only when the second launch
-    // was already issued before the first kernel ended (launch latency). A GPU starved by its host stays starved.
-    if (kind == CandidateKind::kVertical) {
-      for (size_t i = 0; i + 1 < occ.size(); ++i) {
-        const GpuOp& a = g_.ops[occ[i]];
-        const GpuOp& b = g_.ops[occ[i + 1]];
-        if (a.gpu_end_ns == core::kNoTime || b.gpu_start_ns == core::kNoTime || b.gpu_start_ns <= a.gpu_end_ns) continue;
-        const int64_t issued = launch(occ[i + 1]).api_start_ns;
-        if (issued != core::kNoTime && issued <= a.gpu_end_ns) {
-          c.gap_ns += static_cast<double>(b.gpu_start_ns - a.gpu_end_ns);
-        } else if (issued == core::kNoTime) {
-          c.gap_ns += std::min<double>(static_cast<double>(b.gpu_start_ns - a.gpu_end_ns), kUnknownIssueGapCapNs);
-        }
-      }
+    if (kind == CandidateKind::kVertical && g_.has_pointer_data) {
+      in.uses = chainBuffers(occ).uses;
+      in.live = live;
     }
-    // Horizontal: the time at least one of the kernels ran (they may already overlap on their streams).
-    double busy = sum_meas;
-    if (kind == CandidateKind::kHorizontal && first <= last) {
-      std::vector<std::pair<int64_t, int64_t>> spans;
-      for (size_t op : occ) {
-        if (g_.ops[op].gpu_start_ns != core::kNoTime && g_.ops[op].gpu_end_ns != core::kNoTime) {
-          spans.push_back({g_.ops[op].gpu_start_ns, g_.ops[op].gpu_end_ns});
-        }
-      }
-      std::sort(spans.begin(), spans.end());
-      busy = 0;
-      int64_t cur_start = spans[0].first, cur_end = spans[0].second;
-      for (size_t i = 1; i < spans.size(); ++i) {
-        if (spans[i].first > cur_end) {
-          busy += static_cast<double>(cur_end - cur_start);
-          cur_start = spans[i].first;
-        }
-        cur_end = std::max(cur_end, spans[i].second);
-      }
-      busy += static_cast<double>(cur_end - cur_start);
-    }
-    if (sum_meas <= 0) {
-      c.note = "no GPU times for these kernels";
-      return c;
-    }
-    // The fraction of the roofline the original kernels achieved carries over to the fused kernel.
-    const double achieved = std::clamp(sum_roof / sum_meas, 0.02, 1.0);
-    if (kind == CandidateKind::kVertical) {
-      if (bytes_src == "unknown" || !g_.has_pointer_data) {
-        c.bytes_after = c.bytes_before;
-        c.fused_ns = sum_meas;
-        c.note = "intermediate buffers unknown (no pointer arguments in the trace): only idle gaps counted";
-      } else {
-        c.bytes_after = fusedBytes(occ, live);
-        c.fused_ns = std::min(sum_meas, rooflineNs(c.bytes_after, c.flops) / achieved);
-      }
-    } else {
-      // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
-      double waves = 0, longest = 0;
-      for (size_t i = 0; i < occ.size(); ++i) {
-        waves += static_cast<double>(launch(occ[i]).grid.count()) / blockCapacity(launch(occ[i]));
-        longest = std::max(longest, times[i]);
-      }
-      c.bytes_after = c.bytes_before;
-      c.fused_ns = std::min(sum_meas, longest * std::max(1.0, std::ceil(waves)));
-    }
-    c.saving_ns = std::max(0.0, (kind == CandidateKind::kVertical ? sum_meas + c.gap_ns : busy) - c.fused_ns);
-    if (estimated_times) {
-      c.note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu_.short_name;
-    }
-    return c;
-  }
-
-  // DRAM bytes of a fused vertical chain: each buffer read once if it comes from outside the chain, written
-  // once if it is live after the chain.
-  double fusedBytes(const std::vector<size_t>& occ, const std::set<int>& live) const {
-    struct Buf {
-      double read = 0, write = 0;
-      bool first_is_read = false, seen = false;
-      int pos = 0;
-    };
-    std::map<core::Id, Buf> bufs;
-    for (size_t op : occ) {
-      for (const BufferUse& u : g_.ops[op].uses) {
-        Buf& b = bufs[u.allocation_id];
-        if (!b.seen) {
-          b.first_is_read = readsMode(u.mode);
-          b.seen = true;
-          b.pos = static_cast<int>(bufs.size()) - 1;
-        }
-        b.read = std::max(b.read, useBytes(op, u, true));
-        b.write = std::max(b.write, useBytes(op, u, false));
-      }
-    }
-    double bytes = 0;
-    for (const auto& [alloc, b] : bufs) {
-      if (b.first_is_read) bytes += b.read;
-      if (b.write > 0 && live.count(b.pos)) bytes += b.write;
-    }
-    return bytes;
-  }
-
-  // Whether `alloc` is read after op `after` before being overwritten (unknown: yes).
-  bool liveAfter(core::Id alloc, size_t after) const {
-    for (size_t i = after + 1; i < g_.ops.size() && i < after + 4096; ++i) {
-      for (const BufferUse& u : g_.ops[i].uses) {
-        if (u.allocation_id != alloc) continue;
-        if (readsMode(u.mode)) return true;
-        if (writesMode(u.mode)) return false;
-      }
-    }
-    return true;
+    return cost::occurrenceCost(in, gpu_);
   }
 
   // ---- legality ----
@@ -871,8 +833,7 @@ class Analysis {
         ++stats.pairs_config_unknown;
         continue;
       }
-      const double waves = static_cast<double>(la.grid.count()) / blockCapacity(la) +
-                           static_cast<double>(lb.grid.count()) / blockCapacity(lb);
+      const double waves = cost::waves({shape(la), shape(lb)}, gpu_);
       if (waves > 1.0) {
         ++stats.horizontal_not_small;
         continue;
@@ -898,25 +859,12 @@ class Analysis {
   }
 
   void cost(Candidate& c) const {
-    std::vector<double> savings, measured, fused, gaps;
-    double total = 0;
-    CostEstimate first;
-    const std::set<int> live = liveBuffers(c);
-    for (size_t i = 0; i < c.occurrences.size(); ++i) {
-      CostEstimate e = occurrenceCost(c.kind, c.occurrences[i], live);
-      if (i == 0) first = e;
-      savings.push_back(e.saving_ns);
-      measured.push_back(e.measured_ns);
-      fused.push_back(e.fused_ns);
-      gaps.push_back(e.gap_ns);
-      total += e.saving_ns;
-    }
-    c.cost = first;
-    c.cost.saving_ns = median(savings);
-    c.cost.measured_ns = median(measured);
-    c.cost.fused_ns = median(fused);
-    c.cost.gap_ns = median(gaps);
-    c.total_saving_ns = c.legality == Legality::kBlocked ? 0 : total;
+    std::vector<CostEstimate> per_occurrence;
+    const std::vector<bool> live = c.kind == CandidateKind::kVertical ? liveBuffers(c) : std::vector<bool>{};
+    for (const auto& occ : c.occurrences) per_occurrence.push_back(occurrenceCost(c.kind, occ, live));
+    const cost::CandidateCost summary = cost::summarize(per_occurrence, c.legality == Legality::kBlocked);
+    c.cost = summary.per_occurrence;
+    c.total_saving_ns = summary.total_saving_ns;
   }
 
  private:
@@ -933,16 +881,14 @@ class Analysis {
   bool shapes_may_be_unknown_ = false;
 };
 
-// Longest path through the graph weighted by GPU time: the ops whose time decides the end-to-end GPU time.
-std::vector<char> criticalPath(const DependencyGraph& g, int64_t& length_ns) {
+// Longest path through the graph, each op weighted by `weight_ns`: the ops whose time decides the end-to-end GPU
+// time.
+std::vector<char> criticalPath(const DependencyGraph& g, const std::vector<double>& weight_ns, int64_t& length_ns) {
   const size_t n = g.ops.size();
   std::vector<double> dist(n, 0);
   std::vector<long> pred(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    const GpuOp& o = g.ops[i];
-    const double w = o.gpu_start_ns == core::kNoTime || o.gpu_end_ns == core::kNoTime
-                         ? 0.0
-                         : static_cast<double>(o.gpu_end_ns - o.gpu_start_ns);
+    const double w = weight_ns[i];
     double best = 0;
     for (size_t e : g.in_edges[i]) {
       if (dist[g.edges[e].from] > best) {
@@ -1056,6 +1002,7 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
 
   const KernelCatalog catalog = KernelCatalog::build(t);
   const DependencyGraph graph = DependencyGraph::build(t, catalog);
+  r.cost_model_version = cost::kCostModelVersion;
   r.launches = static_cast<int64_t>(t.launches.size());
   r.kernels = static_cast<int64_t>(t.functions.size());
   r.kernels_with_ptx = catalog.kernelsWithPtx();
@@ -1065,17 +1012,30 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   for (const core::Launch& l : t.launches) {
     if (const int64_t d = l.gpuDurationNs(); d != core::kNoTime && d > 0) r.gpu_busy_ns += d;
   }
-  const std::vector<char> on_path = criticalPath(graph, r.critical_path_ns);
 
   Analysis analysis(input, catalog, graph, r.gpu, options);
-  if (r.gpu_busy_ns == 0) {
-    // No GPU times (recorded on the emulator, or without GPU timestamps): shares are taken of the kernels'
-    // roofline estimates, and the report says so.
+  // Op weights for the critical path: GPU times; in a trace without any (recorded on the emulator, or without GPU
+  // timestamps), the roofline estimates: kernels by their bytes and FLOPs, copies and sets by their bytes.
+  const bool no_gpu_times = r.gpu_busy_ns == 0;
+  std::vector<double> weights(graph.ops.size(), 0);
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const GpuOp& o = graph.ops[i];
+    if (!no_gpu_times) {
+      weights[i] = analysis.durationNs(i);
+    } else if (o.kind == OpKind::kKernel) {
+      weights[i] = analysis.rooflineNs(i);
+    } else {
+      const double bytes = o.kind == OpKind::kMemcpy ? static_cast<double>(t.memcpys[o.record_index].bytes)
+                                                     : static_cast<double>(t.memsets[o.record_index].bytes);
+      weights[i] = cost::memoryNs(bytes, r.gpu);
+    }
+  }
+  const std::vector<char> on_path = criticalPath(graph, weights, r.critical_path_ns);
+  if (no_gpu_times) {
+    // Shares are taken of the kernels' roofline estimates, and the report says so.
     double estimated = 0;
     for (size_t i = 0; i < graph.ops.size(); ++i) {
-      if (graph.ops[i].kind != OpKind::kKernel) continue;
-      std::string bs, fs;
-      estimated += analysis.rooflineNs(analysis.kernelBytes(i, bs), analysis.kernelFlops(i, fs));
+      if (graph.ops[i].kind == OpKind::kKernel) estimated += weights[i];
     }
     r.gpu_busy_ns = static_cast<int64_t>(estimated);
     r.gpu_busy_estimated = r.gpu_busy_ns > 0;
@@ -1123,10 +1083,10 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   std::map<core::Id, Acc> per_function;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     if (graph.ops[i].kind != OpKind::kKernel) continue;
-    std::string bs, fs;
+    cost::Source bs, fs;
     Acc& a = per_function[graph.ops[i].function_id];
     a.bytes += analysis.kernelBytes(i, bs);
-    a.flops += analysis.kernelFlops(i, fs);
+    a.flops += analysis.kernelFlops(i, fs).total();
     a.ns += analysis.durationNs(i);
   }
   for (const auto& [fid, a] : per_function) {

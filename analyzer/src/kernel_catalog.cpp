@@ -1,4 +1,5 @@
 // KernelCatalog: what each kernel of a trace does with its parameters, from the best source available.
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <set>
@@ -38,23 +39,34 @@ core::AccessMode fromPtx(ptx::AccessMode m) {
   return core::AccessMode::kUnknown;
 }
 
-// Floating-point work per thread of one straight pass over the body: FMA/MAD count 2, other arithmetic 1.
-double countFlops(const ptx::Function& f) {
+// Floating-point work per thread of one straight pass over the body, by the precision the instruction's type
+// says: FMA/MAD count 2, other arithmetic 1; packed f16x2/bf16x2 count twice.
+FlopCounts countFlops(const ptx::Function& f) {
   static const std::map<std::string_view, double> kFlopsPerOp = {
       {"add", 1}, {"sub", 1}, {"mul", 1}, {"fma", 2}, {"mad", 2}, {"div", 1}, {"min", 1}, {"max", 1},
       {"neg", 1}, {"abs", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"rcp", 1}, {"ex2", 1}, {"lg2", 1}, {"sin", 1},
       {"cos", 1}, {"tanh", 1}, {"setp", 1}};
-  double flops = 0;
+  FlopCounts flops;
   for (const ptx::Statement& s : f.body) {
     if (s.kind != ptx::StatementKind::kInstruction) continue;
     auto it = kFlopsPerOp.find(s.inst.opcode);
     if (it == kFlopsPerOp.end()) continue;
-    double width = 0;
+    // The instruction's floating-point type decides the precision; packed types do two operations.
+    struct Type {
+      std::string_view modifier;
+      double FlopCounts::*precision;
+      double lanes;
+    };
+    static constexpr Type kTypes[] = {{".f32", &FlopCounts::fp32, 1},  {".f64", &FlopCounts::fp64, 1},
+                                      {".f16", &FlopCounts::fp16, 1},  {".f16x2", &FlopCounts::fp16, 2},
+                                      {".bf16", &FlopCounts::bf16, 1}, {".bf16x2", &FlopCounts::bf16, 2}};
     for (const std::string& m : s.inst.modifiers) {
-      if (m == ".f32" || m == ".f64" || m == ".f16" || m == ".bf16") width = 1;
-      if (m == ".f16x2" || m == ".bf16x2") width = 2;
+      const auto type =
+          std::find_if(std::begin(kTypes), std::end(kTypes), [&m](const Type& t) { return t.modifier == m; });
+      if (type == std::end(kTypes)) continue;
+      flops.*(type->precision) += it->second * type->lanes;
+      break;
     }
-    flops += it->second * width;
   }
   return flops;
 }

@@ -133,6 +133,7 @@ nlohmann::json reportToJson(const Report& r) {
                   {"gpu_busy_ns", r.gpu_busy_ns},
                   {"gpu_busy_estimated", r.gpu_busy_estimated},
                   {"critical_path_ns", r.critical_path_ns},
+                  {"cost_model_version", r.cost_model_version},
                   {"edges", r.edges},
                   {"edges_by_kind", by_kind},
                   {"candidates", qualified},

@@ -7,6 +7,10 @@ Inputs are shipped traces, the shared real traces, and traces of the driver-API 
 Unstable fields (the input path) are left out before comparing. Run with --update to rewrite the golden files
 after an intended change, and review the diff like code.
 
+Numbers: integers, strings and booleans must be equal; floating-point numbers (a float on either side) are equal
+when they differ by at most REL_TOL = 1e-9 of the larger magnitude (a different compiler or libm may round the
+cost model's arithmetic differently in the last bits; a changed rule moves numbers by far more than that).
+
 Usage: check_golden.py --kfuse PATH --source DIR --shared DIR --build DIR [--update]
 """
 import argparse
@@ -34,6 +38,37 @@ CASES = {
     "emulator_many_small_kernels": "record:many_small_kernels",
     "emulator_stencil": "record:stencil",
 }
+
+
+REL_TOL = 1e-9
+
+
+def same(got, want, path="$"):
+    """Returns None when equal (floats within REL_TOL), else the path of the first difference."""
+    if isinstance(got, float) or isinstance(want, float):
+        if isinstance(got, bool) or isinstance(want, bool) or not isinstance(got, (int, float)) \
+                or not isinstance(want, (int, float)):
+            return path
+        return None if abs(got - want) <= REL_TOL * max(abs(got), abs(want)) else path
+    if type(got) is not type(want):
+        return path
+    if isinstance(got, dict):
+        for key in sorted(set(got) | set(want)):
+            if key not in got or key not in want:
+                return f"{path}.{key}"
+            d = same(got[key], want[key], f"{path}.{key}")
+            if d:
+                return d
+        return None
+    if isinstance(got, list):
+        if len(got) != len(want):
+            return f"{path} (length {len(got)} != {len(want)})"
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = same(g, w, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    return None if got == want else path
 
 
 def normalize(report):
@@ -94,11 +129,12 @@ def main():
                 continue
             with open(golden) as f:
                 want = json.load(f)
-            if got != want:
-                print(f"FAIL {name}: report differs from {golden}")
+            diff = same(got, want)
+            if diff:
+                print(f"FAIL {name}: report differs from {golden} (relative tolerance {REL_TOL} on floats)")
+                print(f"  first difference at {diff}")
                 for key in sorted(set(got) | set(want)):
-                    if got.get(key) != want.get(key):
-                        print(f"  first difference under '{key}':")
+                    if same(got.get(key), want.get(key)):
                         print("    got:  " + json.dumps(got.get(key))[:400])
                         print("    want: " + json.dumps(want.get(key))[:400])
                         break

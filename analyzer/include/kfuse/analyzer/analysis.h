@@ -60,6 +60,20 @@ struct ParamFacts {
                                             // more than `accesses` holds: some addresses could not be followed
 };
 
+// Floating-point operations by precision (an FMA counts 2). BF16 is kept apart from FP16: GPUs differ in its peak.
+struct FlopCounts {
+  double fp16 = 0, bf16 = 0, fp32 = 0, fp64 = 0;
+  double total() const { return fp16 + bf16 + fp32 + fp64; }
+  FlopCounts& operator+=(const FlopCounts& o) {
+    fp16 += o.fp16;
+    bf16 += o.bf16;
+    fp32 += o.fp32;
+    fp64 += o.fp64;
+    return *this;
+  }
+  FlopCounts scaled(double k) const { return {fp16 * k, bf16 * k, fp32 * k, fp64 * k}; }
+};
+
 struct KernelFacts {
   core::Id function_id = core::kNoId;
   std::string name;          // demangled when possible
@@ -70,7 +84,8 @@ struct KernelFacts {
   // From the PTX usage summary (false/0 when there is no PTX).
   int barriers = 0, atomics = 0, shuffles = 0;
   bool grid_sync = false, uses_shared = false, printf = false;
-  double flops_per_thread = 0;  // floating-point operations in the body, counted once (loops not unrolled)
+  FlopCounts flops_per_thread;  // floating-point operations in the body by precision, counted once (loops not
+                                // unrolled)
   // Global memory accesses the PTX analysis could not attribute to a pointer parameter (a module variable, a
   // pointer loaded from memory): they may touch any buffer, so no proof may rely on the kernel's parameters.
   int unattributed_accesses = 0;
@@ -164,8 +179,9 @@ struct CostEstimate {
   double gap_ns = 0;             // idle GPU time between the kernels that fusion removes
   double saving_ns = 0;          // measured + gaps - fused, per occurrence (>= 0)
   double bytes_before = 0, bytes_after = 0, flops = 0;
-  std::string bytes_source;      // "measured", "emulated", "estimated"
-  std::string flops_source;
+  std::string bytes_source;      // of bytes_before and bytes_after alike: "measured", "emulated", "ptx-estimate",
+                                 // "extent-estimate", "operator-estimate", "mixed-estimate", "unknown"
+  std::string flops_source;      // the same names
   std::string note;
 };
 
@@ -229,7 +245,8 @@ struct Report {
   int64_t kernels = 0;
   int64_t gpu_busy_ns = 0;
   bool gpu_busy_estimated = false;  // the trace has no GPU times: gpu_busy_ns sums roofline estimates
-  int64_t critical_path_ns = 0;
+  int64_t critical_path_ns = 0;    // of GPU times; of roofline estimates when gpu_busy_estimated
+  int cost_model_version = 0;      // the cost model's rules this report's numbers follow
   int kernels_with_ptx = 0;
   bool has_pointer_data = false;
   size_t edges = 0;
