@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/core/stats.h"
 #include "cost_model.h"
 #include "thread_locality.h"
 
@@ -60,7 +61,7 @@ class Analysis {
     }
     for (const auto& [launch, ext] : in_.launch_external_ids) kernels_per_external_[ext]++;
     // Importers record a kernel without grid/block (other vendors' traces) as 1x1x1 and count it.
-    shapes_may_be_unknown_ = in_.problemCount("kineto_kernel_without_launch_config") > 0;
+    shapes_may_be_unknown_ = in_.problemCount(core::statName(core::StatId::kKinetoKernelWithoutLaunchConfig)) > 0;
   }
 
   // True when this launch's grid and block are not known (recorded as 1x1x1 by an importer that said so).
@@ -604,7 +605,7 @@ class Analysis {
     }
     // Work the trace cannot show may sit between these kernels: graph launches the hook backend could only count.
     for (const core::Stat& st : t_.stats) {
-      if (st.name == "graph_launches_not_recorded" && st.value > 0) {
+      if (st.name == core::statName(core::StatId::kGraphLaunchesNotRecorded) && st.value > 0) {
         common.weaken(Legality::kLikely, "the trace has " + std::to_string(st.value) +
                                              " CUDA graph launches whose kernels were not recorded (hook backend): one "
                                              "may run between these kernels (record with --backend cupti to see them)");
@@ -914,9 +915,7 @@ std::vector<char> criticalPath(const DependencyGraph& g, const std::vector<doubl
 
 namespace {
 
-bool recordedOnEmulator(const core::Trace& t) {
-  return !t.devices.empty() && t.devices.front().name.rfind("kfuse CPU emulator", 0) == 0;
-}
+bool recordedOnEmulator(const core::Trace& t) { return !t.devices.empty() && core::isEmulatorDevice(t.devices.front()); }
 
 // GPU times measured on kfuse's CPU emulator (`kfuse record --gpu-time` on the stand-in driver) time the
 // emulation, not a GPU: a copy of the input without them, so costs fall back to roofline estimates.
@@ -950,25 +949,19 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   r.producer = t.metadata.producer;
   r.stats = t.stats;
   if (emulator_times > 0) {
-    r.stats.push_back(core::Stat{"emulator_gpu_times_ignored", emulator_times, core::StatSeverity::kInfo,
-                                 "GPU times measured on kfuse's CPU emulator time the emulation, not a GPU: costs "
-                                 "use roofline estimates"});
+    r.stats.push_back(core::makeStat(core::StatId::kEmulatorGpuTimesIgnored, emulator_times));
   }
   // A `kfuse record --metrics` run replays every kernel alone: its timeline is not that of a normal run.
   if (auto m = t.metadata.extra.find("metrics");
       m != t.metadata.extra.end() && m->second.find("replay") != std::string::npos) {
-    r.stats.push_back(core::Stat{"metrics_run_serialised", 1, core::StatSeverity::kWarning,
-                                 "recorded with --metrics: kernel replay ran the kernels one at a time, so idle gaps "
-                                 "and overlap here are not those of a normal run (record again without --metrics "
-                                 "for the timeline)"});
+    r.stats.push_back(core::makeStat(core::StatId::kMetricsRunSerialised, 1));
   }
   int64_t tensor_launches = 0;
   for (const core::Metric& m : t.metrics) {
     tensor_launches += m.name == "tensor_instructions" && m.value > 0 ? 1 : 0;
   }
   if (tensor_launches > 0) {
-    r.stats.push_back(core::Stat{"tensor_core_flops_not_counted", tensor_launches, core::StatSeverity::kInfo,
-                                 "launches that used tensor cores: their measured FLOPs leave tensor-core work out"});
+    r.stats.push_back(core::makeStat(core::StatId::kTensorCoreFlopsNotCounted, tensor_launches));
   }
 
   // The GPU: --gpu, else the trace's first device, else H100 SXM (said so).
@@ -991,12 +984,14 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
       r.gpu_source = "default";
       // A trace recorded on kfuse's own emulator has no GPU to cost for: expected, so only noted.
       const bool emulator = recordedOnEmulator(t);
-      r.stats.push_back(core::Stat{
-          "gpu_not_in_spec_table", 1, emulator ? core::StatSeverity::kInfo : core::StatSeverity::kWarning,
+      core::Stat s = core::makeStat(
+          core::StatId::kGpuNotInSpecTable, 1,
           (t.devices.empty() ? std::string("the trace names no device")
            : emulator        ? std::string("recorded on kfuse's CPU emulator")
                              : "device '" + t.devices.front().name + "' is not in the spec table") +
-              "; costs use h100-sxm (pass --gpu NAME)"});
+              "; costs use h100-sxm (pass --gpu NAME)");
+      if (emulator) s.severity = core::StatSeverity::kInfo;
+      r.stats.push_back(std::move(s));
     }
   }
 
