@@ -40,6 +40,11 @@ CASES = {
     # A guard that differs only by a parameter's value: thread 7 writes what thread 9 reads.
     "guard_param_differs": [("pick", "take", "blocked", "several threads share", 1)],
     "guard_param_equal": [("pick", "take", "proven", "thread-local for these arguments", 1)],
+    # Legal shapes that must stay proven: float4 accesses, 64-bit indices with an early return, two elements per
+    # thread (each thread reads its own two, at different constants of one linear form).
+    "vec4": [("prod_vec4", "cons_vec4", "proven", "thread-local for these arguments", 1)],
+    "wide_index_early_return": [("prod_wide", "cons_wide", "proven", "thread-local for these arguments", 1)],
+    "two_per_thread": [("prod_pair", "cons_pair", "proven", "thread-local for these arguments", 1)],
     # Data passed through a module variable that no parameter shows.
     "hidden_global": [("prod_hidden", "cons_hidden", "likely", "not based on one of its pointer parameters", 1)],
 }

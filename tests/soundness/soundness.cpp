@@ -125,6 +125,29 @@ int main(int argc, char** argv) {
          void* a2[] = {&b.y, &b.mid, &k};
          launch1d(s, st, "take", a2, 1);
        }},
+      {"vec4",
+       [&] {
+         int n4 = kN / 4;
+         void* a1[] = {&b.mid, &b.x, &n4};
+         launch1d(s, st, "prod_vec4", a1);
+         void* a2[] = {&b.y, &b.mid, &n4};
+         launch1d(s, st, "cons_vec4", a2);
+       }},
+      {"wide_index_early_return",
+       [&] {
+         long long n64 = kN;
+         void* a1[] = {&b.mid, &b.x, &n64};
+         launch1d(s, st, "prod_wide", a1);
+         void* a2[] = {&b.y, &b.mid, &n64};
+         launch1d(s, st, "cons_wide", a2);
+       }},
+      {"two_per_thread",
+       [&] {
+         void* a1[] = {&b.mid, &b.x, &n};
+         launch1d(s, st, "prod_pair", a1);
+         void* a2[] = {&b.y, &b.mid, &n};
+         launch1d(s, st, "cons_pair", a2);
+       }},
       {"hidden_global",
        [&] {
          void* a[] = {&b.mid, &b.x, &n};

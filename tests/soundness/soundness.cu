@@ -73,4 +73,45 @@ __global__ void cons_hidden(float* y, const float* in, int n) {
   if (i < n) y[i] = in[i] + scratch[i + 1];
 }
 
+// Legal shapes engineers write that must stay proven: float4 accesses, 64-bit indices with an early return, and
+// two elements per thread.
+__global__ void prod_vec4(float4* out, const float4* x, int n4) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) {
+    float4 v = x[i];
+    out[i] = make_float4(v.x * 2.f, v.y * 2.f, v.z * 2.f, v.w * 2.f);
+  }
+}
+__global__ void cons_vec4(float4* y, const float4* in, int n4) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) {
+    float4 v = in[i];
+    y[i] = make_float4(v.x + 1.f, v.y + 1.f, v.z + 1.f, v.w + 1.f);
+  }
+}
+__global__ void prod_wide(float* out, const float* x, long long n) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i >= (size_t)n) return;
+  out[i] = x[i] * 2.f;
+}
+__global__ void cons_wide(float* y, const float* in, long long n) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i >= (size_t)n) return;
+  y[i] = in[i] + 1.f;
+}
+__global__ void prod_pair(float* out, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (2 * i + 1 < n) {
+    out[2 * i] = x[2 * i] * 2.f;
+    out[2 * i + 1] = x[2 * i + 1] * 2.f;
+  }
+}
+__global__ void cons_pair(float* y, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (2 * i + 1 < n) {
+    y[2 * i] = in[2 * i] + in[2 * i + 1];
+    y[2 * i + 1] = in[2 * i + 1] - in[2 * i];
+  }
+}
+
 }  // extern "C"
