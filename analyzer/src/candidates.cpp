@@ -369,6 +369,15 @@ class Analysis {
   struct Verdict {
     Legality legality = Legality::kProven;
     std::vector<std::string> reasons;
+    // Thread-local buffers: (buffer, why) -> the kernels shown to touch it thread-locally, in chain order.
+    std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::string>>> local;
+    void noteLocal(const std::string& buf, const std::string& why, const std::string& a, const std::string& b) {
+      auto it = std::find_if(local.begin(), local.end(), [&](const auto& e) { return e.first == std::pair{buf, why}; });
+      if (it == local.end()) it = local.insert(local.end(), {{buf, why}, {}});
+      for (const std::string& k : {a, b}) {
+        if (std::find(it->second.begin(), it->second.end(), k) == it->second.end()) it->second.push_back(k);
+      }
+    }
     void lower(Legality l) {
       if (l == Legality::kBlocked || (l == Legality::kLikely && legality == Legality::kProven)) legality = l;
     }
@@ -517,9 +526,7 @@ class Analysis {
         } else if (unknown > 0) {
           v.weaken(Legality::kLikely, unknown_why + more(unknown) + ": thread locality not proven");
         } else {
-          v.reasons.push_back(buf + ": every access of " + ka->name + " and " + kb->name + " with a write among them " +
-                              "is thread-local for these arguments (" + local_why +
-                              "): each thread reads only what the same thread wrote");
+          v.noteLocal(buf, local_why, ka->name, kb->name);
         }
       }
     }
@@ -569,6 +576,14 @@ class Analysis {
       for (size_t i = 0; i < occ.size(); ++i) {
         for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
       }
+    }
+    for (const auto& [key, kernels] : v.local) {
+      std::string names;
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        names += (i == 0 ? "" : i + 1 == kernels.size() ? " and " : ", ") + kernels[i];
+      }
+      v.reasons.push_back(key.first + ": every access of " + names + " with a write among them is thread-local for "
+                          "these arguments (" + key.second + "): each thread reads only what the same thread wrote");
     }
     return v;
   }
