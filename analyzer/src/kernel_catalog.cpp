@@ -39,22 +39,50 @@ core::AccessMode fromPtx(ptx::AccessMode m) {
 }
 
 // Floating-point work per thread of one straight pass over the body: FMA/MAD count 2, other arithmetic 1.
+double flopsPerOp(ptx::Opcode op) {
+  switch (op) {
+    case ptx::Opcode::kFma:
+    case ptx::Opcode::kMad: return 2;
+    case ptx::Opcode::kAdd:
+    case ptx::Opcode::kSub:
+    case ptx::Opcode::kMul:
+    case ptx::Opcode::kDiv:
+    case ptx::Opcode::kMin:
+    case ptx::Opcode::kMax:
+    case ptx::Opcode::kNeg:
+    case ptx::Opcode::kAbs:
+    case ptx::Opcode::kSqrt:
+    case ptx::Opcode::kRsqrt:
+    case ptx::Opcode::kRcp:
+    case ptx::Opcode::kEx2:
+    case ptx::Opcode::kLg2:
+    case ptx::Opcode::kSin:
+    case ptx::Opcode::kCos:
+    case ptx::Opcode::kTanh:
+    case ptx::Opcode::kSetp: return 1;
+    default: return 0;
+  }
+}
+
 double countFlops(const ptx::Function& f) {
-  static const std::map<std::string_view, double> kFlopsPerOp = {
-      {"add", 1}, {"sub", 1}, {"mul", 1}, {"fma", 2}, {"mad", 2}, {"div", 1}, {"min", 1}, {"max", 1},
-      {"neg", 1}, {"abs", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"rcp", 1}, {"ex2", 1}, {"lg2", 1}, {"sin", 1},
-      {"cos", 1}, {"tanh", 1}, {"setp", 1}};
   double flops = 0;
   for (const ptx::Statement& s : f.body) {
     if (s.kind != ptx::StatementKind::kInstruction) continue;
-    auto it = kFlopsPerOp.find(s.inst.opcode);
-    if (it == kFlopsPerOp.end()) continue;
+    const double per_op = flopsPerOp(s.inst.opcode);
+    if (per_op == 0) continue;
     double width = 0;
-    for (const std::string& m : s.inst.modifiers) {
-      if (m == ".f32" || m == ".f64" || m == ".f16" || m == ".bf16") width = 1;
-      if (m == ".f16x2" || m == ".bf16x2") width = 2;
+    for (const ptx::Modifier& m : s.inst.modifiers) {
+      switch (m.asType()) {
+        case ptx::DataType::kF32:
+        case ptx::DataType::kF64:
+        case ptx::DataType::kF16:
+        case ptx::DataType::kBF16: width = 1; break;
+        case ptx::DataType::kF16x2:
+        case ptx::DataType::kBF16x2: width = 2; break;
+        default: break;
+      }
     }
-    flops += it->second * width;
+    flops += per_op * width;
   }
   return flops;
 }
@@ -151,7 +179,7 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
     ParamMemoryAccess a;
     a.is_read = ma.is_read;
     a.is_write = ma.is_write;
-    a.atomic = ma.opcode.rfind("atom", 0) == 0 || ma.opcode.rfind("red", 0) == 0;
+    a.atomic = ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed;
     a.bytes = ma.bytes;
     a.affine = ma.offset.has_value();
     a.offset = ma.offset ? ma.offset->toString() : ma.not_affine_reason;

@@ -1,6 +1,7 @@
 // Instruction decoding (PTX IR instruction -> DInst with a handler) and the handlers themselves.
 // Handlers work on one warp: they loop over the lanes in the active mask, reading and writing 64-bit
 // register slots (values live in the low bits, as wide as the instruction type).
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -13,17 +14,30 @@
 
 namespace kfuse::emulator {
 
-Ty parseType(const std::string& m) {
-  static const std::pair<const char*, Ty> kTypes[] = {
-      {".b8", Ty::kB8},     {".b16", Ty::kB16},   {".b32", Ty::kB32},     {".b64", Ty::kB64},  {".u8", Ty::kU8},
-      {".u16", Ty::kU16},   {".u32", Ty::kU32},   {".u64", Ty::kU64},     {".s8", Ty::kS8},    {".s16", Ty::kS16},
-      {".s32", Ty::kS32},   {".s64", Ty::kS64},   {".f16", Ty::kF16},     {".f16x2", Ty::kF16x2},
-      {".bf16", Ty::kBF16}, {".bf16x2", Ty::kBF16x2}, {".f32", Ty::kF32}, {".f64", Ty::kF64}, {".pred", Ty::kPred},
-      {".b128", Ty::kB128},
-  };
-  for (auto& [n, t] : kTypes)
-    if (m == n) return t;
-  return Ty::kNone;
+Ty tyOf(ptx::DataType t) {
+  switch (t) {
+    case ptx::DataType::kB8: return Ty::kB8;
+    case ptx::DataType::kB16: return Ty::kB16;
+    case ptx::DataType::kB32: return Ty::kB32;
+    case ptx::DataType::kB64: return Ty::kB64;
+    case ptx::DataType::kB128: return Ty::kB128;
+    case ptx::DataType::kU8: return Ty::kU8;
+    case ptx::DataType::kU16: return Ty::kU16;
+    case ptx::DataType::kU32: return Ty::kU32;
+    case ptx::DataType::kU64: return Ty::kU64;
+    case ptx::DataType::kS8: return Ty::kS8;
+    case ptx::DataType::kS16: return Ty::kS16;
+    case ptx::DataType::kS32: return Ty::kS32;
+    case ptx::DataType::kS64: return Ty::kS64;
+    case ptx::DataType::kF16: return Ty::kF16;
+    case ptx::DataType::kF16x2: return Ty::kF16x2;
+    case ptx::DataType::kBF16: return Ty::kBF16;
+    case ptx::DataType::kBF16x2: return Ty::kBF16x2;
+    case ptx::DataType::kF32: return Ty::kF32;
+    case ptx::DataType::kF64: return Ty::kF64;
+    case ptx::DataType::kPred: return Ty::kPred;
+    default: return Ty::kNone;
+  }
 }
 
 uint32_t tySize(Ty t) {
@@ -1120,26 +1134,43 @@ bool redux(Ctx& c, const DInst& d, uint32_t m) {  // aux8: 0 add 1 min 2 max 3 a
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Decoding
+// Decoding: kDecoders, indexed by the opcode, picks the decoder of the instruction's family; each decoder reads
+// the typed modifiers of the instruction (never their spelling) and fills in the DInst.
 
-struct Mods {
+using ptx::Mod;
+using ptx::Opcode;
+
+// What every family decoder reads. `types` are the data types the emulator models, in the order written
+// (`cvt.rn.f32.s32`: f32, s32) and `t` the last of them; `rest` counts the other modifiers.
+struct Decoding {
+  const ptx::Instruction& in;
+  FnBuilder& b;
+  DInst* d;
   std::vector<Ty> types;
-  std::vector<std::string> rest;
-  bool has(const char* m) const {
-    for (auto& r : rest)
-      if (r == m) return true;
-    return false;
+  size_t rest = 0;
+  Ty t = Ty::kNone;
+
+  Status need(size_t n) const {
+    if (in.operands.size() < n)
+      return badFormat("'" + in.fullOpcode() + "' needs " + std::to_string(n) + " operands");
+    return {};
+  }
+  // Counts `n` floating-point operations per lane (twice for packed halves) when `t` is a float type.
+  void flopsFor(uint8_t n) const {
+    d->fprec = fprecOf(t);
+    if (d->fprec) d->flops = uint8_t(n * ((t == Ty::kF16x2 || t == Ty::kBF16x2) ? 2 : 1));
+  }
+  static uint8_t fprecOf(Ty ty) {
+    switch (ty) {
+      case Ty::kF16: case Ty::kF16x2: case Ty::kBF16: case Ty::kBF16x2: return 1;
+      case Ty::kF32: return 2;
+      case Ty::kF64: return 3;
+      default: return 0;
+    }
   }
 };
-Mods splitMods(const ptx::Instruction& in) {
-  Mods m;
-  for (auto& s : in.modifiers) {
-    Ty t = parseType(s);
-    if (t != Ty::kNone) m.types.push_back(t);
-    else m.rest.push_back(s);
-  }
-  return m;
-}
+
+using DecodeFn = Status (*)(const Decoding&);
 
 Status unsupportedInst(const ptx::Instruction& in, const std::string& why = {}) {
   return unsupported("unsupported instruction '" + in.fullOpcode() + "'" + (why.empty() ? "" : " (" + why + ")"));
@@ -1240,36 +1271,48 @@ Handler atomFor(Ty t) {
   }
 }
 
-Space spaceOf(const Mods& m, Space dflt) {
-  for (auto& r : m.rest) {
-    if (r == ".global") return Space::kGlobal;
-    if (r == ".shared" || r == ".shared::cta") return Space::kShared;
-    if (r == ".local") return Space::kLocal;
-    if (r == ".const") return Space::kConst;
-    if (r == ".param" || r == ".param::func" || r == ".param::entry") return Space::kFrameParam;
+// The emulator's memory space of the first state-space modifier it models, `dflt` if none.
+Space spaceOf(const ptx::Instruction& in, Space dflt) {
+  for (const ptx::Modifier& m : in.modifiers) {
+    switch (m.asSpace()) {
+      case ptx::StateSpace::kGlobal: return Space::kGlobal;
+      case ptx::StateSpace::kShared:
+      case ptx::StateSpace::kSharedCta: return Space::kShared;
+      case ptx::StateSpace::kLocal: return Space::kLocal;
+      case ptx::StateSpace::kConst: return Space::kConst;
+      case ptx::StateSpace::kParam:
+      case ptx::StateSpace::kParamFunc:
+      case ptx::StateSpace::kParamEntry: return Space::kFrameParam;
+      default: break;
+    }
   }
   return dflt;
 }
 
-int roundingOf(const Mods& m) {
-  for (auto& r : m.rest) {
-    if (r == ".rn" || r == ".rni") return 0;
-    if (r == ".rz" || r == ".rzi") return 1;
-    if (r == ".rm" || r == ".rmi") return 2;
-    if (r == ".rp" || r == ".rpi") return 3;
+// Rounding mode of the first rounding modifier: 0 nearest, 1 zero, 2 down, 3 up.
+int roundingOf(const ptx::Instruction& in) {
+  for (const ptx::Modifier& m : in.modifiers) {
+    switch (m.asMod()) {
+      case Mod::kRn: case Mod::kRni: return 0;
+      case Mod::kRz: case Mod::kRzi: return 1;
+      case Mod::kRm: case Mod::kRmi: return 2;
+      case Mod::kRp: case Mod::kRpi: return 3;
+      default: break;
+    }
   }
   return 0;
 }
-bool intRounding(const Mods& m) {
-  return m.has(".rni") || m.has(".rzi") || m.has(".rmi") || m.has(".rpi");
+bool intRounding(const ptx::Instruction& in) {
+  return in.has(Mod::kRni) || in.has(Mod::kRzi) || in.has(Mod::kRmi) || in.has(Mod::kRpi);
 }
 
-int cmpOf(const Mods& m) {
-  static const char* kNames[] = {".eq", ".ne", ".lt", ".le", ".gt", ".ge", ".lo", ".ls", ".hi",
-                                 ".hs", ".equ", ".neu", ".ltu", ".leu", ".gtu", ".geu", ".num", ".nan"};
-  for (auto& r : m.rest)
-    for (int i = 0; i < 18; ++i)
-      if (r == kNames[i]) return i;
+// The first comparison modifier as the index setp handlers use (.eq 0 ... .nan 17, the order of ptx::Mod), -1
+// if none.
+int cmpOf(const ptx::Instruction& in) {
+  for (const ptx::Modifier& m : in.modifiers) {
+    const Mod c = m.asMod();
+    if (c >= Mod::kEq && c <= Mod::kNan) return int(c) - int(Mod::kEq);
+  }
   return -1;
 }
 
@@ -1283,20 +1326,19 @@ InstClass arithClass(Ty t) {
   }
 }
 
-}  // namespace
+Handler halfOp(Ty t) {
+  const bool bf = t == Ty::kBF16 || t == Ty::kBF16x2, x2 = t == Ty::kF16x2 || t == Ty::kBF16x2;
+  return bf ? (x2 ? &hop<1, true> : &hop<1, false>) : (x2 ? &hop<0, true> : &hop<0, false>);
+}
 
-Status decodeInstruction(const ptx::Instruction& in, FnBuilder& b, DInst* d) {
-  const std::string& op = in.opcode;
-  Mods m = splitMods(in);
-  const auto& ops = in.operands;
-  auto need = [&](size_t n) -> Status {
-    if (ops.size() < n) return badFormat("'" + in.fullOpcode() + "' needs " + std::to_string(n) + " operands");
-    return {};
-  };
-  Ty t = m.types.empty() ? Ty::kNone : m.types.back();
-  d->flags |= (m.has(".ftz") ? kFtz : 0) | (m.has(".sat") ? kSat : 0);
-  d->rnd = uint8_t(roundingOf(m));
-  setClass(d, arithClass(t));
+// The names each family decoder works with (not every decoder uses all of them).
+#define KF_DECODING(x)                                   \
+  [[maybe_unused]] const ptx::Instruction& in = (x).in;  \
+  [[maybe_unused]] const Opcode op = (x).in.opcode;      \
+  [[maybe_unused]] const auto& ops = (x).in.operands;    \
+  [[maybe_unused]] FnBuilder& b = (x).b;                 \
+  [[maybe_unused]] DInst* const d = (x).d;               \
+  [[maybe_unused]] const Ty t = (x).t
 #define VAL(var, opnd, ty)                                   \
   do {                                                       \
     auto v_ = b.value(opnd, ty);                             \
@@ -1319,414 +1361,468 @@ Status decodeInstruction(const ptx::Instruction& in, FnBuilder& b, DInst* d) {
     (void)negvar;                                            \
   } while (false)
 
-  auto fprecOf = [](Ty ty) -> uint8_t {
-    switch (ty) {
-      case Ty::kF16: case Ty::kF16x2: case Ty::kBF16: case Ty::kBF16x2: return 1;
-      case Ty::kF32: return 2;
-      case Ty::kF64: return 3;
-      default: return 0;
-    }
-  };
-  auto flopsFor = [&](uint8_t n) {
-    d->fprec = fprecOf(t);
-    if (d->fprec) d->flops = uint8_t(n * ((t == Ty::kF16x2 || t == Ty::kBF16x2) ? 2 : 1));
-  };
-
-  // Binary arithmetic: add sub mul min max div rem and or xor
-  if (op == "add" || op == "sub" || op == "mul" || op == "min" || op == "max" || op == "div" || op == "rem" ||
-      op == "and" || op == "or" || op == "xor" || op == "copysign") {
-    KFUSE_RETURN_IF_ERROR(need(3));
-    if (t == Ty::kPred) {
-      bool na = false, nb = false;
-      PRED(d->d0, ops[0], na);
-      PRED(d->a, ops[1], na);
-      PRED(d->b, ops[2], nb);
-      d->flags |= (na ? kNegA : 0) | (nb ? kNegB : 0);
-      d->aux8 = op == "and" ? 0 : op == "or" ? 1 : op == "xor" ? 2 : 9;
-      if (d->aux8 == 9) return unsupportedInst(in);
-      d->fn = &predop;
-      setClass(d, InstClass::kInteger);
-      return {};
-    }
-    if (m.has(".cc") || op == "addc" || op == "subc") return unsupportedInst(in, "carry flag");
-    DST(d->d0, ops[0]);
-    Ty st = t;
-    if (op == "mul" && m.has(".wide")) {
-      VAL(d->a, ops[1], st);
-      VAL(d->b, ops[2], st);
-      switch (st) {
-        case Ty::kS16: d->fn = &imulwide<int16_t, int32_t>; break;
-        case Ty::kU16: d->fn = &imulwide<uint16_t, uint32_t>; break;
-        case Ty::kS32: d->fn = &imulwide<int32_t, int64_t>; break;
-        case Ty::kU32: d->fn = &imulwide<uint32_t, uint64_t>; break;
-        default: return unsupportedInst(in);
-      }
-      return {};
-    }
+// add sub mul min max div rem and or xor copysign
+Status decodeBinary(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(3));
+  if (t == Ty::kPred) {
+    bool na = false, nb = false;
+    PRED(d->d0, ops[0], na);
+    PRED(d->a, ops[1], na);
+    PRED(d->b, ops[2], nb);
+    d->flags |= (na ? kNegA : 0) | (nb ? kNegB : 0);
+    d->aux8 = op == Opcode::kAnd ? 0 : op == Opcode::kOr ? 1 : op == Opcode::kXor ? 2 : 9;
+    if (d->aux8 == 9) return unsupportedInst(in);
+    d->fn = &predop;
+    setClass(d, InstClass::kInteger);
+    return {};
+  }
+  if (in.has(Mod::kCc)) return unsupportedInst(in, "carry flag");
+  DST(d->d0, ops[0]);
+  if (op == Opcode::kMul && in.has(Mod::kWide)) {
     VAL(d->a, ops[1], t);
     VAL(d->b, ops[2], t);
-    if (tyFloat(t)) {
-      if (t == Ty::kF32 || t == Ty::kF64) {
-        bool f32 = t == Ty::kF32;
+    switch (t) {
+      case Ty::kS16: d->fn = &imulwide<int16_t, int32_t>; break;
+      case Ty::kU16: d->fn = &imulwide<uint16_t, uint32_t>; break;
+      case Ty::kS32: d->fn = &imulwide<int32_t, int64_t>; break;
+      case Ty::kU32: d->fn = &imulwide<uint32_t, uint64_t>; break;
+      default: return unsupportedInst(in);
+    }
+    return {};
+  }
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], t);
+  if (tyFloat(t)) {
+    if (t == Ty::kF32 || t == Ty::kF64) {
+      bool f32 = t == Ty::kF32;
 #define FB(Op) (f32 ? &fbin<float, Op> : &fbin<double, Op>)
-        if (op == "add") d->fn = FB(FAdd), flopsFor(1);
-        else if (op == "sub") d->fn = FB(FSub), flopsFor(1);
-        else if (op == "mul") d->fn = FB(FMul), flopsFor(1);
-        else if (op == "min") d->fn = FB(FMin);
-        else if (op == "max") d->fn = FB(FMax);
-        else if (op == "copysign") d->fn = FB(FCopysign);
-        else if (op == "div") d->fn = m.has(".approx") ? FB(FDivApprox) : FB(FDiv);
-        else return unsupportedInst(in);
-#undef FB
-        return {};
-      }
-      bool bf = t == Ty::kBF16 || t == Ty::kBF16x2, x2 = t == Ty::kF16x2 || t == Ty::kBF16x2;
-      d->aux8 = op == "add" ? kHAdd : op == "sub" ? kHSub : op == "mul" ? kHMul : op == "min" ? kHMin
-              : op == "max" ? kHMax : 99;
-      if (d->aux8 == 99) return unsupportedInst(in);
-      if (d->aux8 <= kHMul) flopsFor(1);
-      d->fn = bf ? (x2 ? &hop<1, true> : &hop<1, false>) : (x2 ? &hop<0, true> : &hop<0, false>);
-      return {};
-    }
-    if ((op == "add" || op == "sub") && m.has(".sat")) {
-      if (t != Ty::kS32) return unsupportedInst(in);
-      d->aux8 = op == "sub";
-      d->fn = &iaddsat<int32_t>;
-      return {};
-    }
-    if (op == "add") d->fn = intBin<IAdd>(t);
-    else if (op == "sub") d->fn = intBin<ISub>(t);
-    else if (op == "mul") d->fn = m.has(".hi") ? intBin<IMulHi>(t) : intBin<IMulLo>(t);
-    else if (op == "min") d->fn = intBin<IMin>(t);
-    else if (op == "max") d->fn = intBin<IMax>(t);
-    else if (op == "div") d->fn = intBin<IDiv>(t);
-    else if (op == "rem") d->fn = intBin<IRem>(t);
-    else if (op == "and") d->fn = intBin<IAnd>(t);
-    else if (op == "or") d->fn = intBin<IOr>(t);
-    else if (op == "xor") d->fn = intBin<IXor>(t);
-    if (!d->fn) return unsupportedInst(in);
-    return {};
-  }
-  if (op == "mul24" || op == "mad24") {
-    KFUSE_RETURN_IF_ERROR(need(op == "mad24" ? 4 : 3));
-    if (m.has(".hi")) return unsupportedInst(in);
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    VAL(d->b, ops[2], t);
-    if (op == "mad24") { VAL(d->c, ops[3], t); d->flags |= kHasC; }
-    d->fn = tySigned(t) ? &imul24<int32_t> : &imul24<uint32_t>;
-    return {};
-  }
-  if (op == "mad" || op == "fma") {
-    KFUSE_RETURN_IF_ERROR(need(4));
-    if (m.has(".cc") || op == "madc") return unsupportedInst(in, "carry flag");
-    DST(d->d0, ops[0]);
-    if (tyFloat(t)) {
-      VAL(d->a, ops[1], t);
-      VAL(d->b, ops[2], t);
-      VAL(d->c, ops[3], t);
-      flopsFor(2);
-      if (t == Ty::kF32) d->fn = &ffma<float>;
-      else if (t == Ty::kF64) d->fn = &ffma<double>;
-      else {
-        bool bf = t == Ty::kBF16 || t == Ty::kBF16x2, x2 = t == Ty::kF16x2 || t == Ty::kBF16x2;
-        d->aux8 = kHFma;
-        d->fn = bf ? (x2 ? &hop<1, true> : &hop<1, false>) : (x2 ? &hop<0, true> : &hop<0, false>);
-      }
-      return {};
-    }
-    if (m.has(".wide")) {
-      VAL(d->a, ops[1], t);
-      VAL(d->b, ops[2], t);
-      Ty wt = t == Ty::kS32 ? Ty::kS64 : t == Ty::kU32 ? Ty::kU64 : t == Ty::kS16 ? Ty::kS32 : Ty::kU32;
-      VAL(d->c, ops[3], wt);
-      switch (t) {
-        case Ty::kS16: d->fn = &imadwide<int16_t, int32_t>; break;
-        case Ty::kU16: d->fn = &imadwide<uint16_t, uint32_t>; break;
-        case Ty::kS32: d->fn = &imadwide<int32_t, int64_t>; break;
-        case Ty::kU32: d->fn = &imadwide<uint32_t, uint64_t>; break;
+      switch (op) {
+        case Opcode::kAdd: d->fn = FB(FAdd), x.flopsFor(1); break;
+        case Opcode::kSub: d->fn = FB(FSub), x.flopsFor(1); break;
+        case Opcode::kMul: d->fn = FB(FMul), x.flopsFor(1); break;
+        case Opcode::kMin: d->fn = FB(FMin); break;
+        case Opcode::kMax: d->fn = FB(FMax); break;
+        case Opcode::kCopysign: d->fn = FB(FCopysign); break;
+        case Opcode::kDiv: d->fn = in.has(Mod::kApprox) ? FB(FDivApprox) : FB(FDiv); break;
         default: return unsupportedInst(in);
       }
+#undef FB
       return {};
     }
-    VAL(d->a, ops[1], t);
-    VAL(d->b, ops[2], t);
-    VAL(d->c, ops[3], t);
-    if (m.has(".sat")) return unsupportedInst(in);
-    d->fn = m.has(".hi") ? intFamily<HMadHi>(t) : intFamily<HMadLo>(t);
-    if (!d->fn) return unsupportedInst(in);
+    switch (op) {
+      case Opcode::kAdd: d->aux8 = kHAdd; break;
+      case Opcode::kSub: d->aux8 = kHSub; break;
+      case Opcode::kMul: d->aux8 = kHMul; break;
+      case Opcode::kMin: d->aux8 = kHMin; break;
+      case Opcode::kMax: d->aux8 = kHMax; break;
+      default: return unsupportedInst(in);
+    }
+    if (d->aux8 <= kHMul) x.flopsFor(1);
+    d->fn = halfOp(t);
     return {};
   }
-  if (op == "sad") {
-    KFUSE_RETURN_IF_ERROR(need(4));
-    DST(d->d0, ops[0]);
+  if ((op == Opcode::kAdd || op == Opcode::kSub) && in.has(Mod::kSat)) {
+    if (t != Ty::kS32) return unsupportedInst(in);
+    d->aux8 = op == Opcode::kSub;
+    d->fn = &iaddsat<int32_t>;
+    return {};
+  }
+  switch (op) {
+    case Opcode::kAdd: d->fn = intBin<IAdd>(t); break;
+    case Opcode::kSub: d->fn = intBin<ISub>(t); break;
+    case Opcode::kMul: d->fn = in.has(Mod::kHi) ? intBin<IMulHi>(t) : intBin<IMulLo>(t); break;
+    case Opcode::kMin: d->fn = intBin<IMin>(t); break;
+    case Opcode::kMax: d->fn = intBin<IMax>(t); break;
+    case Opcode::kDiv: d->fn = intBin<IDiv>(t); break;
+    case Opcode::kRem: d->fn = intBin<IRem>(t); break;
+    case Opcode::kAnd: d->fn = intBin<IAnd>(t); break;
+    case Opcode::kOr: d->fn = intBin<IOr>(t); break;
+    case Opcode::kXor: d->fn = intBin<IXor>(t); break;
+    default: break;
+  }
+  if (!d->fn) return unsupportedInst(in);
+  return {};
+}
+
+// mul24 mad24
+Status decodeMul24(const Decoding& x) {
+  KF_DECODING(x);
+  const bool mad = op == Opcode::kMad24;
+  KFUSE_RETURN_IF_ERROR(x.need(mad ? 4 : 3));
+  if (in.has(Mod::kHi)) return unsupportedInst(in);
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], t);
+  if (mad) {
+    VAL(d->c, ops[3], t);
+    d->flags |= kHasC;
+  }
+  d->fn = tySigned(t) ? &imul24<int32_t> : &imul24<uint32_t>;
+  return {};
+}
+
+// mad fma
+Status decodeMad(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(4));
+  if (in.has(Mod::kCc)) return unsupportedInst(in, "carry flag");
+  DST(d->d0, ops[0]);
+  if (tyFloat(t)) {
     VAL(d->a, ops[1], t);
     VAL(d->b, ops[2], t);
     VAL(d->c, ops[3], t);
-    d->fn = intFamily<HSad>(t);
-    return d->fn ? Status{} : unsupportedInst(in);
+    x.flopsFor(2);
+    if (t == Ty::kF32) {
+      d->fn = &ffma<float>;
+    } else if (t == Ty::kF64) {
+      d->fn = &ffma<double>;
+    } else {
+      d->aux8 = kHFma;
+      d->fn = halfOp(t);
+    }
+    return {};
   }
-  if (op == "shf") {
-    KFUSE_RETURN_IF_ERROR(need(4));
-    DST(d->d0, ops[0]);
+  if (in.has(Mod::kWide)) {
+    VAL(d->a, ops[1], t);
+    VAL(d->b, ops[2], t);
+    Ty wt = t == Ty::kS32 ? Ty::kS64 : t == Ty::kU32 ? Ty::kU64 : t == Ty::kS16 ? Ty::kS32 : Ty::kU32;
+    VAL(d->c, ops[3], wt);
+    switch (t) {
+      case Ty::kS16: d->fn = &imadwide<int16_t, int32_t>; break;
+      case Ty::kU16: d->fn = &imadwide<uint16_t, uint32_t>; break;
+      case Ty::kS32: d->fn = &imadwide<int32_t, int64_t>; break;
+      case Ty::kU32: d->fn = &imadwide<uint32_t, uint64_t>; break;
+      default: return unsupportedInst(in);
+    }
+    return {};
+  }
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], t);
+  VAL(d->c, ops[3], t);
+  if (in.has(Mod::kSat)) return unsupportedInst(in);
+  d->fn = in.has(Mod::kHi) ? intFamily<HMadHi>(t) : intFamily<HMadLo>(t);
+  if (!d->fn) return unsupportedInst(in);
+  return {};
+}
+
+Status decodeSad(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(4));
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], t);
+  VAL(d->c, ops[3], t);
+  d->fn = intFamily<HSad>(t);
+  return d->fn ? Status{} : unsupportedInst(in);
+}
+
+Status decodeShf(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(4));
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], Ty::kB32);
+  VAL(d->b, ops[2], Ty::kB32);
+  VAL(d->c, ops[3], Ty::kU32);
+  d->aux8 = uint8_t((in.has(Mod::kL) ? 1 : 0) | (in.has(Mod::kWrap) ? 2 : 0));
+  d->fn = &ishf;
+  return {};
+}
+
+// shl shr
+Status decodeShift(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(3));
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], Ty::kU32);
+  d->fn = op == Opcode::kShl ? intFamily<HShl>(t == Ty::kS32 ? Ty::kU32 : t) : intFamily<HShr>(t);
+  return d->fn ? Status{} : unsupportedInst(in);
+}
+
+// not cnot popc clz brev, and neg abs on integers
+Status decodeIntUnary(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  if (t == Ty::kPred && op == Opcode::kNot) {
+    bool na = false, nd = false;
+    PRED(d->d0, ops[0], nd);
+    PRED(d->a, ops[1], na);
+    if (na) d->flags |= kNegA;
+    d->b = 0xffff;
+    d->aux8 = 3;
+    d->fn = &predop;
+    return {};
+  }
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  switch (op) {
+    case Opcode::kNot: d->aux8 = kNot; break;
+    case Opcode::kNeg: d->aux8 = kNeg; break;
+    case Opcode::kAbs: d->aux8 = kAbs; break;
+    case Opcode::kPopc: d->aux8 = kPopc; break;
+    case Opcode::kClz: d->aux8 = kClz; break;
+    case Opcode::kBrev: d->aux8 = kBrev; break;
+    default: d->aux8 = kCnot; break;
+  }
+  Ty ft = (d->aux8 == kAbs || d->aux8 == kNeg) ? t : (tySize(t) == 8 ? Ty::kU64 : tySize(t) == 4 ? Ty::kU32 : Ty::kU16);
+  d->fn = intFamily<HUn>(ft);
+  return d->fn ? Status{} : unsupportedInst(in);
+}
+
+// bfe bfi lop3 prmt
+Status decodeBitfield(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(op == Opcode::kBfi ? 5 : 4));
+  DST(d->d0, ops[0]);
+  if (op == Opcode::kPrmt) {
+    if (x.rest > 0) return unsupportedInst(in, "prmt modes other than the default");
     VAL(d->a, ops[1], Ty::kB32);
     VAL(d->b, ops[2], Ty::kB32);
+    VAL(d->c, ops[3], Ty::kB32);
+    d->fn = &iprmt;
+    return {};
+  }
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], op == Opcode::kBfe ? Ty::kU32 : t);
+  if (op == Opcode::kLop3) {
+    auto lut = ops.size() >= 5 ? ops[4].intValue() : std::nullopt;
+    if (!lut) return unsupportedInst(in, "lop3 needs an immediate LUT");
+    VAL(d->c, ops[3], t);
+    d->imm = *lut;
+    d->fn = intFamily<HLop3>(t);
+  } else if (op == Opcode::kBfe) {
     VAL(d->c, ops[3], Ty::kU32);
-    d->aux8 = uint8_t((m.has(".l") ? 1 : 0) | (m.has(".wrap") ? 2 : 0));
-    d->fn = &ishf;
+    d->fn = intFamily<HBfe>(t);
+  } else {
+    VAL(d->c, ops[3], Ty::kU32);
+    VAL(d->e, ops[4], Ty::kU32);
+    d->fn = intFamily<HBfi>(t);
+  }
+  return d->fn ? Status{} : unsupportedInst(in);
+}
+
+// neg abs sqrt rsqrt rcp ex2 lg2 sin cos tanh on floats
+Status decodeFloatUnary(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  bool approx = in.has(Mod::kApprox);
+  if (t == Ty::kF16 || t == Ty::kBF16 || t == Ty::kF16x2 || t == Ty::kBF16x2) {
+    if (op != Opcode::kNeg && op != Opcode::kAbs) return unsupportedInst(in);
+    d->aux8 = op == Opcode::kNeg ? kHNeg : kHAbs;
+    d->b = d->a;
+    d->fn = halfOp(t);
     return {};
   }
-  if (op == "shl" || op == "shr") {
-    KFUSE_RETURN_IF_ERROR(need(3));
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    VAL(d->b, ops[2], Ty::kU32);
-    d->fn = op == "shl" ? intFamily<HShl>(t == Ty::kS32 ? Ty::kU32 : t) : intFamily<HShr>(t);
-    return d->fn ? Status{} : unsupportedInst(in);
+  switch (op) {
+    case Opcode::kNeg: d->aux8 = kFNeg; break;
+    case Opcode::kAbs: d->aux8 = kFAbs; break;
+    case Opcode::kSqrt: d->aux8 = approx ? kFSqrtApprox : kFSqrt; break;
+    case Opcode::kRsqrt: d->aux8 = kFRsqrt; break;
+    case Opcode::kRcp: d->aux8 = approx ? kFRcpApprox : kFRcp; break;
+    case Opcode::kEx2: d->aux8 = kFEx2; break;
+    case Opcode::kLg2: d->aux8 = kFLg2; break;
+    case Opcode::kSin: d->aux8 = kFSin; break;
+    case Opcode::kCos: d->aux8 = kFCos; break;
+    default: d->aux8 = kFTanh; break;
   }
-  if (op == "not" || op == "cnot" || op == "popc" || op == "clz" || op == "brev" ||
-      ((op == "neg" || op == "abs") && !tyFloat(t))) {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    if (t == Ty::kPred && op == "not") {
-      bool na = false, nd = false;
-      PRED(d->d0, ops[0], nd);
-      PRED(d->a, ops[1], na);
-      if (na) d->flags |= kNegA;
-      d->b = 0xffff;
-      d->aux8 = 3;
-      d->fn = &predop;
-      return {};
-    }
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    d->aux8 = op == "not" ? kNot : op == "neg" ? kNeg : op == "abs" ? kAbs : op == "popc" ? kPopc
-            : op == "clz" ? kClz : op == "brev" ? kBrev : kCnot;
-    Ty ft = (d->aux8 == kAbs || d->aux8 == kNeg) ? t : (tySize(t) == 8 ? Ty::kU64 : tySize(t) == 4 ? Ty::kU32 : Ty::kU16);
-    d->fn = intFamily<HUn>(ft);
-    return d->fn ? Status{} : unsupportedInst(in);
+  if (approx) d->rnd = 0;
+  if (t == Ty::kF32) d->fn = &fun<float>;
+  else if (t == Ty::kF64) d->fn = &fun<double>;
+  else return unsupportedInst(in);
+  return {};
+}
+
+// neg abs: integer or floating point by the type
+Status decodeNegAbs(const Decoding& x) { return tyFloat(x.t) ? decodeFloatUnary(x) : decodeIntUnary(x); }
+
+Status decodeTestp(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  bool nd = false;
+  PRED(d->d0, ops[0], nd);
+  VAL(d->a, ops[1], t);
+  static constexpr Mod kModes[] = {Mod::kFinite, Mod::kInfinite, Mod::kNumber,
+                                   Mod::kNotanumber, Mod::kNormal, Mod::kSubnormal};
+  d->aux8 = 255;
+  for (int i = 0; i < 6; ++i)
+    if (in.has(kModes[i])) d->aux8 = uint8_t(i);
+  if (d->aux8 == 255) return unsupportedInst(in);
+  d->fn = t == Ty::kF32 ? &ftestp<float> : &ftestp<double>;
+  return {};
+}
+
+Status decodeSetp(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(3));
+  int cmp = cmpOf(in);
+  if (cmp < 0) return unsupportedInst(in, "comparison");
+  d->cmp = uint8_t(cmp);
+  bool nd = false;
+  PRED(d->d0, ops[0], nd);
+  d->d1 = 0xffff;
+  if (!ops[0].pair.empty()) {
+    ptx::Operand q = ptx::Operand::reg(ops[0].pair);
+    PRED(d->d1, q, nd);
   }
-  if (op == "bfe" || op == "bfi" || op == "lop3" || op == "prmt") {
-    KFUSE_RETURN_IF_ERROR(need(op == "bfi" ? 5 : 4));
-    DST(d->d0, ops[0]);
-    if (op == "prmt") {
-      if (m.rest.size() > 0) return unsupportedInst(in, "prmt modes other than the default");
-      VAL(d->a, ops[1], Ty::kB32);
-      VAL(d->b, ops[2], Ty::kB32);
-      VAL(d->c, ops[3], Ty::kB32);
-      d->fn = &iprmt;
-      return {};
-    }
-    VAL(d->a, ops[1], t);
-    VAL(d->b, ops[2], op == "bfe" ? Ty::kU32 : t);
-    if (op == "lop3") {
-      auto lut = ops.size() >= 5 ? ops[4].intValue() : std::nullopt;
-      if (!lut) return unsupportedInst(in, "lop3 needs an immediate LUT");
-      VAL(d->c, ops[3], t);
-      d->imm = *lut;
-      d->fn = intFamily<HLop3>(t);
-    } else if (op == "bfe") {
-      VAL(d->c, ops[3], Ty::kU32);
-      d->fn = intFamily<HBfe>(t);
-    } else {
-      VAL(d->c, ops[3], Ty::kU32);
-      VAL(d->e, ops[4], Ty::kU32);
-      d->fn = intFamily<HBfi>(t);
-    }
-    return d->fn ? Status{} : unsupportedInst(in);
-  }
-  // Float unary
-  if (op == "neg" || op == "abs" || op == "sqrt" || op == "rsqrt" || op == "rcp" || op == "ex2" || op == "lg2" ||
-      op == "sin" || op == "cos" || op == "tanh") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    bool approx = m.has(".approx");
-    if (t == Ty::kF16 || t == Ty::kBF16 || t == Ty::kF16x2 || t == Ty::kBF16x2) {
-      if (op != "neg" && op != "abs") return unsupportedInst(in);
-      bool bf = t == Ty::kBF16 || t == Ty::kBF16x2, x2 = t == Ty::kF16x2 || t == Ty::kBF16x2;
-      d->aux8 = op == "neg" ? kHNeg : kHAbs;
-      d->b = d->a;
-      d->fn = bf ? (x2 ? &hop<1, true> : &hop<1, false>) : (x2 ? &hop<0, true> : &hop<0, false>);
-      return {};
-    }
-    d->aux8 = op == "neg" ? kFNeg : op == "abs" ? kFAbs : op == "sqrt" ? (approx ? kFSqrtApprox : kFSqrt)
-            : op == "rsqrt" ? kFRsqrt : op == "rcp" ? (approx ? kFRcpApprox : kFRcp) : op == "ex2" ? kFEx2
-            : op == "lg2" ? kFLg2 : op == "sin" ? kFSin : op == "cos" ? kFCos : kFTanh;
-    if (approx) d->rnd = 0;
-    if (t == Ty::kF32) d->fn = &fun<float>;
-    else if (t == Ty::kF64) d->fn = &fun<double>;
-    else return unsupportedInst(in);
-    return {};
-  }
-  if (op == "testp") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    bool nd = false;
-    PRED(d->d0, ops[0], nd);
-    VAL(d->a, ops[1], t);
-    static const char* kModes[] = {".finite", ".infinite", ".number", ".notanumber", ".normal", ".subnormal"};
-    d->aux8 = 255;
-    for (int i = 0; i < 6; ++i)
-      if (m.has(kModes[i])) d->aux8 = uint8_t(i);
-    if (d->aux8 == 255) return unsupportedInst(in);
-    d->fn = t == Ty::kF32 ? &ftestp<float> : &ftestp<double>;
-    return {};
-  }
-  if (op == "setp") {
-    KFUSE_RETURN_IF_ERROR(need(3));
-    int cmp = cmpOf(m);
-    if (cmp < 0) return unsupportedInst(in, "comparison");
-    d->cmp = uint8_t(cmp);
-    bool nd = false;
-    PRED(d->d0, ops[0], nd);
-    d->d1 = 0xffff;
-    if (!ops[0].pair.empty()) {
-      ptx::Operand q = ptx::Operand::reg(ops[0].pair);
-      PRED(d->d1, q, nd);
-    }
-    VAL(d->a, ops[1], t);
-    VAL(d->b, ops[2], t);
-    if (m.has(".and")) d->boolop = 1;
-    if (m.has(".or")) d->boolop = 2;
-    if (m.has(".xor")) d->boolop = 3;
-    if (d->boolop) {
-      KFUSE_RETURN_IF_ERROR(need(4));
-      bool nc = false;
-      PRED(d->c, ops[3], nc);
-      if (nc) d->flags |= kNegC;
-    }
-    switch (t) {
-      case Ty::kF32: d->fn = &setp<float>; break;
-      case Ty::kF64: d->fn = &setp<double>; break;
-      case Ty::kF16: d->fn = &setph<0>; break;
-      case Ty::kBF16: d->fn = &setph<1>; break;
-      default: d->fn = intFamily<HSetp>(t);
-    }
-    return d->fn ? Status{} : unsupportedInst(in);
-  }
-  if (op == "selp") {
-    KFUSE_RETURN_IF_ERROR(need(4));
-    if (t == Ty::kPred) return unsupportedInst(in);
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    VAL(d->b, ops[2], t);
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], t);
+  if (in.has(Mod::kOpAnd)) d->boolop = 1;
+  if (in.has(Mod::kOpOr)) d->boolop = 2;
+  if (in.has(Mod::kOpXor)) d->boolop = 3;
+  if (d->boolop) {
+    KFUSE_RETURN_IF_ERROR(x.need(4));
     bool nc = false;
     PRED(d->c, ops[3], nc);
     if (nc) d->flags |= kNegC;
-    d->fn = &selp;
-    return {};
   }
-  if (op == "slct") {
-    KFUSE_RETURN_IF_ERROR(need(4));
-    if (m.types.size() < 2) return unsupportedInst(in);
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], m.types[0]);
-    VAL(d->b, ops[2], m.types[0]);
-    VAL(d->c, ops[3], m.types[1]);
-    d->fn = m.types[1] == Ty::kF32 ? &slct<float> : &slct<int32_t>;
-    return {};
+  switch (t) {
+    case Ty::kF32: d->fn = &setp<float>; break;
+    case Ty::kF64: d->fn = &setp<double>; break;
+    case Ty::kF16: d->fn = &setph<0>; break;
+    case Ty::kBF16: d->fn = &setph<1>; break;
+    default: d->fn = intFamily<HSetp>(t);
   }
-  if (op == "mov") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    setClass(d, InstClass::kMove);
-    if (t == Ty::kPred) {
-      bool nd = false, na = false;
-      PRED(d->d0, ops[0], nd);
-      if (ops[1].kind == ptx::OperandKind::kImmediate) {
-        d->imm = ops[1].intValue().value_or(0) != 0;
-        d->fn = &predconst;
-        return {};
-      }
-      PRED(d->a, ops[1], na);
-      if (na) d->flags |= kNegA;
-      d->b = 0xffff;
-      d->aux8 = 4;
-      d->fn = &predop;
-      return {};
-    }
-    if (ops[0].kind == ptx::OperandKind::kVector || ops[1].kind == ptx::OperandKind::kVector) {
-      const auto& vec = ops[0].kind == ptx::OperandKind::kVector ? ops[0] : ops[1];
-      size_t n = vec.elements.size();
-      if (n < 2 || n > 4 || tySize(t) % n) return unsupportedInst(in, "vector shape");
-      d->vec = uint8_t(n);
-      d->size = uint8_t(tySize(t) / n);
-      Ty et = d->size == 1 ? Ty::kB8 : d->size == 2 ? Ty::kB16 : d->size == 4 ? Ty::kB32 : Ty::kB64;
-      if (ops[0].kind == ptx::OperandKind::kVector) {
-        for (size_t i = 0; i < n; ++i) DST(d->v[i], vec.elements[i]);
-        VAL(d->a, ops[1], t);
-        d->fn = &movunpack;
-      } else {
-        DST(d->d0, ops[0]);
-        for (size_t i = 0; i < n; ++i) VAL(d->v[i], vec.elements[i], et);
-        d->fn = &movpack;
-      }
-      return {};
-    }
-    DST(d->d0, ops[0]);
-    if (b.isClockRegister(ops[1])) {
-      d->aux8 = ops[1].name == "%globaltimer" ? 1 : 0;
-      d->fn = &clockreg;
-      return {};
-    }
-    if (b.isPred(ops[1])) {
-      bool na = false;
-      PRED(d->a, ops[1], na);
-      d->fn = &pred2reg;
-      return {};
-    }
-    VAL(d->a, ops[1], t);
-    d->fn = &mov;
-    return {};
-  }
-  if (op == "cvta") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    setClass(d, InstClass::kConvert);
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    bool to = m.has(".to");
-    Space s = spaceOf(m, Space::kGlobal);
-    int64_t window = s == Space::kShared ? int64_t(kSharedWindow) : s == Space::kLocal ? int64_t(kLocalWindow)
-                   : s == Space::kFrameParam ? int64_t(kParamWindow) : 0;
-    if (window == 0) {
-      d->fn = &mov;
-    } else if (to) {
-      d->imm = window;
-      d->fn = &cvtasub;
-    } else {
-      d->imm = window;
-      d->fn = &addimm;
-    }
-    return {};
-  }
-  if (op == "isspacep") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    bool nd = false;
+  return d->fn ? Status{} : unsupportedInst(in);
+}
+
+Status decodeSelp(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(4));
+  if (t == Ty::kPred) return unsupportedInst(in);
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  VAL(d->b, ops[2], t);
+  bool nc = false;
+  PRED(d->c, ops[3], nc);
+  if (nc) d->flags |= kNegC;
+  d->fn = &selp;
+  return {};
+}
+
+Status decodeSlct(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(4));
+  if (x.types.size() < 2) return unsupportedInst(in);
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], x.types[0]);
+  VAL(d->b, ops[2], x.types[0]);
+  VAL(d->c, ops[3], x.types[1]);
+  d->fn = x.types[1] == Ty::kF32 ? &slct<float> : &slct<int32_t>;
+  return {};
+}
+
+Status decodeMov(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  setClass(d, InstClass::kMove);
+  if (t == Ty::kPred) {
+    bool nd = false, na = false;
     PRED(d->d0, ops[0], nd);
-    VAL(d->a, ops[1], Ty::kU64);
-    Space s = spaceOf(m, Space::kGlobal);
-    d->space = uint8_t(s == Space::kFrameParam ? Space::kKernelParam : s);
-    d->fn = &isspacep;
-    return {};
-  }
-  if (op == "cvt") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    setClass(d, InstClass::kConvert);
-    if (m.types.size() < 2) return unsupportedInst(in, "cvt needs two types");
-    Ty dt = m.types[0], st = m.types[1];
-    if ((dt == Ty::kF16x2 || dt == Ty::kBF16x2) && st == Ty::kF32 && ops.size() >= 3) {
-      // cvt.rn.{f16x2,bf16x2}.f32 d, a, b: a goes to the upper half, b to the lower half.
-      DST(d->d0, ops[0]);
-      VAL(d->a, ops[1], st);
-      VAL(d->b, ops[2], st);
-      d->aux8 = dt == Ty::kBF16x2;
-      d->fn = &cvtpack;
+    if (ops[1].kind == ptx::OperandKind::kImmediate) {
+      d->imm = ops[1].intValue().value_or(0) != 0;
+      d->fn = &predconst;
       return {};
     }
-    if (dt == Ty::kF16x2 || dt == Ty::kBF16x2 || st == Ty::kF16x2 || st == Ty::kBF16x2)
-      return unsupportedInst(in, "packed conversion");
+    PRED(d->a, ops[1], na);
+    if (na) d->flags |= kNegA;
+    d->b = 0xffff;
+    d->aux8 = 4;
+    d->fn = &predop;
+    return {};
+  }
+  if (ops[0].kind == ptx::OperandKind::kVector || ops[1].kind == ptx::OperandKind::kVector) {
+    const auto& vec = ops[0].kind == ptx::OperandKind::kVector ? ops[0] : ops[1];
+    size_t n = vec.elements.size();
+    if (n < 2 || n > 4 || tySize(t) % n) return unsupportedInst(in, "vector shape");
+    d->vec = uint8_t(n);
+    d->size = uint8_t(tySize(t) / n);
+    Ty et = d->size == 1 ? Ty::kB8 : d->size == 2 ? Ty::kB16 : d->size == 4 ? Ty::kB32 : Ty::kB64;
+    if (ops[0].kind == ptx::OperandKind::kVector) {
+      for (size_t i = 0; i < n; ++i) DST(d->v[i], vec.elements[i]);
+      VAL(d->a, ops[1], t);
+      d->fn = &movunpack;
+    } else {
+      DST(d->d0, ops[0]);
+      for (size_t i = 0; i < n; ++i) VAL(d->v[i], vec.elements[i], et);
+      d->fn = &movpack;
+    }
+    return {};
+  }
+  DST(d->d0, ops[0]);
+  if (b.isClockRegister(ops[1])) {
+    d->aux8 = ops[1].name == "%globaltimer" ? 1 : 0;
+    d->fn = &clockreg;
+    return {};
+  }
+  if (b.isPred(ops[1])) {
+    bool na = false;
+    PRED(d->a, ops[1], na);
+    d->fn = &pred2reg;
+    return {};
+  }
+  VAL(d->a, ops[1], t);
+  d->fn = &mov;
+  return {};
+}
+
+Status decodeCvta(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  setClass(d, InstClass::kConvert);
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  bool to = in.has(Mod::kTo);
+  Space s = spaceOf(in, Space::kGlobal);
+  int64_t window = s == Space::kShared ? int64_t(kSharedWindow) : s == Space::kLocal ? int64_t(kLocalWindow)
+                 : s == Space::kFrameParam ? int64_t(kParamWindow) : 0;
+  if (window == 0) {
+    d->fn = &mov;
+  } else if (to) {
+    d->imm = window;
+    d->fn = &cvtasub;
+  } else {
+    d->imm = window;
+    d->fn = &addimm;
+  }
+  return {};
+}
+
+Status decodeIsspacep(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  bool nd = false;
+  PRED(d->d0, ops[0], nd);
+  VAL(d->a, ops[1], Ty::kU64);
+  Space s = spaceOf(in, Space::kGlobal);
+  d->space = uint8_t(s == Space::kFrameParam ? Space::kKernelParam : s);
+  d->fn = &isspacep;
+  return {};
+}
+
+Status decodeCvt(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  setClass(d, InstClass::kConvert);
+  if (x.types.size() < 2) return unsupportedInst(in, "cvt needs two types");
+  Ty dt = x.types[0], st = x.types[1];
+  if ((dt == Ty::kF16x2 || dt == Ty::kBF16x2) && st == Ty::kF32 && ops.size() >= 3) {
+    // cvt.rn.{f16x2,bf16x2}.f32 d, a, b: a goes to the upper half, b to the lower half.
     DST(d->d0, ops[0]);
     VAL(d->a, ops[1], st);
-    bool int_to_int = !tyFloat(dt) && !tyFloat(st);
-    if (int_to_int) {
+    VAL(d->b, ops[2], st);
+    d->aux8 = dt == Ty::kBF16x2;
+    d->fn = &cvtpack;
+    return {};
+  }
+  if (dt == Ty::kF16x2 || dt == Ty::kBF16x2 || st == Ty::kF16x2 || st == Ty::kBF16x2)
+    return unsupportedInst(in, "packed conversion");
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], st);
+  bool int_to_int = !tyFloat(dt) && !tyFloat(st);
+  if (int_to_int) {
 #define CI(DT, ST) d->fn = &cvtint<DT, ST>
 #define CI_SRC(DT)                                       \
   switch (st) {                                          \
@@ -1739,258 +1835,362 @@ Status decodeInstruction(const ptx::Instruction& in, FnBuilder& b, DInst* d) {
     case Ty::kU32: case Ty::kB32: CI(DT, uint32_t); break; \
     default: CI(DT, uint64_t); break;                    \
   }
-      switch (dt) {
-        case Ty::kS8: CI_SRC(int8_t) break;
-        case Ty::kS16: CI_SRC(int16_t) break;
-        case Ty::kS32: CI_SRC(int32_t) break;
-        case Ty::kS64: CI_SRC(int64_t) break;
-        case Ty::kU8: case Ty::kB8: CI_SRC(uint8_t) break;
-        case Ty::kU16: case Ty::kB16: CI_SRC(uint16_t) break;
-        case Ty::kU32: case Ty::kB32: CI_SRC(uint32_t) break;
-        default: CI_SRC(uint64_t) break;
-      }
+    switch (dt) {
+      case Ty::kS8: CI_SRC(int8_t) break;
+      case Ty::kS16: CI_SRC(int16_t) break;
+      case Ty::kS32: CI_SRC(int32_t) break;
+      case Ty::kS64: CI_SRC(int64_t) break;
+      case Ty::kU8: case Ty::kB8: CI_SRC(uint8_t) break;
+      case Ty::kU16: case Ty::kB16: CI_SRC(uint16_t) break;
+      case Ty::kU32: case Ty::kB32: CI_SRC(uint32_t) break;
+      default: CI_SRC(uint64_t) break;
+    }
 #undef CI_SRC
 #undef CI
-      return {};
-    }
-    d->aux8 = uint8_t(st);
-    d->cmp = uint8_t(dt);
-    if (tyFloat(dt) && tyFloat(st) && intRounding(m)) d->flags |= kApprox;
-    d->fn = &cvtgen;
     return {};
   }
-  if (op == "ld" || op == "ldu" || op == "st") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    bool store = op == "st";
-    setClass(d, store ? InstClass::kStore : InstClass::kLoad);
-    Space s = spaceOf(m, Space::kGeneric);
-    int vec = m.has(".v2") ? 2 : m.has(".v4") ? 4 : m.has(".v8") ? 8 : 1;
-    if (vec > 4) return unsupportedInst(in, "vector width");
-    uint32_t n = tySize(t);
-    if (n == 0 || n > 8) return unsupportedInst(in, "access size");
-    const ptx::Operand& addr = store ? ops[0] : ops[1];
-    const ptx::Operand& val = store ? ops[1] : ops[0];
-    if (addr.kind != ptx::OperandKind::kAddress) return badFormat("'" + in.fullOpcode() + "' needs an address");
-    KFUSE_RETURN_IF_ERROR(b.address(addr, &s, &d->a, &d->imm));
-    d->space = uint8_t(s);
-    d->vec = uint8_t(vec);
-    d->size = uint8_t(n);
-    if (vec > 1) {
-      if (val.kind != ptx::OperandKind::kVector || val.elements.size() != size_t(vec))
-        return badFormat("'" + in.fullOpcode() + "' needs a vector of " + std::to_string(vec));
-      for (int i = 0; i < vec; ++i) {
-        if (store) VAL(d->v[i], val.elements[i], t);
-        else DST(d->v[i], val.elements[i]);
-      }
-    } else if (store) {
-      VAL(d->v[0], val, t);
-    } else {
-      DST(d->v[0], val);
+  d->aux8 = uint8_t(st);
+  d->cmp = uint8_t(dt);
+  if (tyFloat(dt) && tyFloat(st) && intRounding(in)) d->flags |= kApprox;
+  d->fn = &cvtgen;
+  return {};
+}
+
+// ld ldu st
+Status decodeLdSt(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  bool store = op == Opcode::kSt;
+  setClass(d, store ? InstClass::kStore : InstClass::kLoad);
+  Space s = spaceOf(in, Space::kGeneric);
+  int vec = in.has(Mod::kV2) ? 2 : in.has(Mod::kV4) ? 4 : in.has(Mod::kV8) ? 8 : 1;
+  if (vec > 4) return unsupportedInst(in, "vector width");
+  uint32_t n = tySize(t);
+  if (n == 0 || n > 8) return unsupportedInst(in, "access size");
+  const ptx::Operand& addr = store ? ops[0] : ops[1];
+  const ptx::Operand& val = store ? ops[1] : ops[0];
+  if (addr.kind != ptx::OperandKind::kAddress) return badFormat("'" + in.fullOpcode() + "' needs an address");
+  KFUSE_RETURN_IF_ERROR(b.address(addr, &s, &d->a, &d->imm));
+  d->space = uint8_t(s);
+  d->vec = uint8_t(vec);
+  d->size = uint8_t(n);
+  if (vec > 1) {
+    if (val.kind != ptx::OperandKind::kVector || val.elements.size() != size_t(vec))
+      return badFormat("'" + in.fullOpcode() + "' needs a vector of " + std::to_string(vec));
+    for (int i = 0; i < vec; ++i) {
+      if (store) VAL(d->v[i], val.elements[i], t);
+      else DST(d->v[i], val.elements[i]);
     }
-    d->fn = store ? stHandler(s, n) : ldHandler(s, n, tySigned(t));
-    return d->fn ? Status{} : unsupportedInst(in);
+  } else if (store) {
+    VAL(d->v[0], val, t);
+  } else {
+    DST(d->v[0], val);
   }
-  if (op == "atom" || op == "red") {
-    bool is_red = op == "red";
-    KFUSE_RETURN_IF_ERROR(need(is_red ? 2 : 3));
-    setClass(d, InstClass::kAtomic);
-    static const std::pair<const char*, AtomOp> kOps[] = {
-        {".add", kAAdd}, {".min", kAMin}, {".max", kAMax}, {".inc", kAInc}, {".dec", kADec},
-        {".and", kAAnd}, {".or", kAOr},   {".xor", kAXor}, {".exch", kAExch}, {".cas", kACas}};
-    int aop = -1;
-    for (auto& [n, o] : kOps)
-      if (m.has(n)) aop = o;
-    if (aop < 0) return unsupportedInst(in, "atomic operation");
-    if (m.has(".v2") || m.has(".v4") || m.has(".v8")) return unsupportedInst(in, "vector atomics");
-    d->aux8 = uint8_t(aop);
-    Space s = spaceOf(m, Space::kGeneric);
-    size_t ai = is_red ? 0 : 1;
-    KFUSE_RETURN_IF_ERROR(b.address(ops[ai], &s, &d->a, &d->imm));
-    d->d0 = 0xffff;
-    if (!is_red) DST(d->d0, ops[0]);
-    VAL(d->b, ops[ai + 1], t);
-    if (aop == kACas) {
-      KFUSE_RETURN_IF_ERROR(need(ai + 3));
-      VAL(d->c, ops[ai + 2], t);
-    } else {
-      d->c = d->b;
-    }
-    if ((t == Ty::kF32 || t == Ty::kF64) && aop != kAAdd && aop != kAExch && aop != kAMin && aop != kAMax)
-      return unsupportedInst(in);
-    if (t == Ty::kF32 || t == Ty::kF64) flopsFor(1);
-    d->space = uint8_t(s);
-    switch (s) {
-      case Space::kGlobal: d->fn = atomFor<Space::kGlobal>(t); break;
-      case Space::kShared: d->fn = atomFor<Space::kShared>(t); break;
-      case Space::kGeneric: d->fn = atomFor<Space::kGeneric>(t); break;
-      default: return unsupportedInst(in, "atomic space");
-    }
-    return d->fn ? Status{} : unsupportedInst(in, "atomic type");
+  d->fn = store ? stHandler(s, n) : ldHandler(s, n, tySigned(t));
+  return d->fn ? Status{} : unsupportedInst(in);
+}
+
+// atom red
+Status decodeAtom(const Decoding& x) {
+  KF_DECODING(x);
+  bool is_red = op == Opcode::kRed;
+  KFUSE_RETURN_IF_ERROR(x.need(is_red ? 2 : 3));
+  setClass(d, InstClass::kAtomic);
+  static constexpr std::pair<Mod, AtomOp> kOps[] = {
+      {Mod::kOpAdd, kAAdd}, {Mod::kOpMin, kAMin}, {Mod::kOpMax, kAMax},   {Mod::kOpInc, kAInc},
+      {Mod::kOpDec, kADec}, {Mod::kOpAnd, kAAnd}, {Mod::kOpOr, kAOr},     {Mod::kOpXor, kAXor},
+      {Mod::kOpExch, kAExch}, {Mod::kOpCas, kACas}};
+  int aop = -1;
+  for (auto& [m, o] : kOps)
+    if (in.has(m)) aop = o;
+  if (aop < 0) return unsupportedInst(in, "atomic operation");
+  if (in.has(Mod::kV2) || in.has(Mod::kV4) || in.has(Mod::kV8)) return unsupportedInst(in, "vector atomics");
+  d->aux8 = uint8_t(aop);
+  Space s = spaceOf(in, Space::kGeneric);
+  size_t ai = is_red ? 0 : 1;
+  KFUSE_RETURN_IF_ERROR(b.address(ops[ai], &s, &d->a, &d->imm));
+  d->d0 = 0xffff;
+  if (!is_red) DST(d->d0, ops[0]);
+  VAL(d->b, ops[ai + 1], t);
+  if (aop == kACas) {
+    KFUSE_RETURN_IF_ERROR(x.need(ai + 3));
+    VAL(d->c, ops[ai + 2], t);
+  } else {
+    d->c = d->b;
   }
-  if (op == "shfl") {
-    KFUSE_RETURN_IF_ERROR(need(4));
-    setClass(d, InstClass::kWarp);
-    d->aux8 = m.has(".up") ? 0 : m.has(".down") ? 1 : m.has(".bfly") ? 2 : m.has(".idx") ? 3 : 9;
-    if (d->aux8 == 9) return unsupportedInst(in);
-    DST(d->d0, ops[0]);
-    d->d1 = 0xffff;
-    if (!ops[0].pair.empty()) {
-      bool nd = false;
-      PRED(d->d1, ptx::Operand::reg(ops[0].pair), nd);
-    }
-    VAL(d->a, ops[1], Ty::kB32);
-    VAL(d->b, ops[2], Ty::kB32);
-    VAL(d->c, ops[3], Ty::kB32);
-    d->fn = &shfl;
-    return {};
+  if ((t == Ty::kF32 || t == Ty::kF64) && aop != kAAdd && aop != kAExch && aop != kAMin && aop != kAMax)
+    return unsupportedInst(in);
+  if (t == Ty::kF32 || t == Ty::kF64) x.flopsFor(1);
+  d->space = uint8_t(s);
+  switch (s) {
+    case Space::kGlobal: d->fn = atomFor<Space::kGlobal>(t); break;
+    case Space::kShared: d->fn = atomFor<Space::kShared>(t); break;
+    case Space::kGeneric: d->fn = atomFor<Space::kGeneric>(t); break;
+    default: return unsupportedInst(in, "atomic space");
   }
-  if (op == "vote") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    setClass(d, InstClass::kWarp);
-    d->aux8 = m.has(".all") ? 0 : m.has(".any") ? 1 : m.has(".uni") ? 2 : m.has(".ballot") ? 3 : 9;
-    if (d->aux8 == 9) return unsupportedInst(in);
-    bool nd = false, na = false;
-    if (d->aux8 == 3) DST(d->d0, ops[0]);
-    else PRED(d->d0, ops[0], nd);
-    PRED(d->a, ops[1], na);
-    if (na) d->flags |= kNegA;
-    d->fn = &vote;
-    return {};
+  return d->fn ? Status{} : unsupportedInst(in, "atomic type");
+}
+
+Status decodeShfl(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(4));
+  setClass(d, InstClass::kWarp);
+  d->aux8 = in.has(Mod::kUp) ? 0 : in.has(Mod::kDown) ? 1 : in.has(Mod::kBfly) ? 2 : in.has(Mod::kIdx) ? 3 : 9;
+  if (d->aux8 == 9) return unsupportedInst(in);
+  DST(d->d0, ops[0]);
+  d->d1 = 0xffff;
+  if (!ops[0].pair.empty()) {
+    bool nd = false;
+    PRED(d->d1, ptx::Operand::reg(ops[0].pair), nd);
   }
-  if (op == "activemask") {
-    KFUSE_RETURN_IF_ERROR(need(1));
-    setClass(d, InstClass::kWarp);
-    DST(d->d0, ops[0]);
-    d->fn = &activemask;
-    return {};
+  VAL(d->a, ops[1], Ty::kB32);
+  VAL(d->b, ops[2], Ty::kB32);
+  VAL(d->c, ops[3], Ty::kB32);
+  d->fn = &shfl;
+  return {};
+}
+
+Status decodeVote(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  setClass(d, InstClass::kWarp);
+  d->aux8 = in.has(Mod::kAll) ? 0 : in.has(Mod::kAny) ? 1 : in.has(Mod::kUni) ? 2 : in.has(Mod::kBallot) ? 3 : 9;
+  if (d->aux8 == 9) return unsupportedInst(in);
+  bool nd = false, na = false;
+  if (d->aux8 == 3) DST(d->d0, ops[0]);
+  else PRED(d->d0, ops[0], nd);
+  PRED(d->a, ops[1], na);
+  if (na) d->flags |= kNegA;
+  d->fn = &vote;
+  return {};
+}
+
+Status decodeActivemask(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(1));
+  setClass(d, InstClass::kWarp);
+  DST(d->d0, ops[0]);
+  d->fn = &activemask;
+  return {};
+}
+
+Status decodeMatch(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  setClass(d, InstClass::kWarp);
+  d->aux8 = in.has(Mod::kAll) ? 1 : 0;
+  d->size = uint8_t(tySize(t));
+  DST(d->d0, ops[0]);
+  d->d1 = 0xffff;
+  if (!ops[0].pair.empty()) {
+    bool nd = false;
+    PRED(d->d1, ptx::Operand::reg(ops[0].pair), nd);
   }
-  if (op == "match") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    setClass(d, InstClass::kWarp);
-    d->aux8 = m.has(".all") ? 1 : 0;
-    d->size = uint8_t(tySize(t));
-    DST(d->d0, ops[0]);
-    d->d1 = 0xffff;
-    if (!ops[0].pair.empty()) {
-      bool nd = false;
-      PRED(d->d1, ptx::Operand::reg(ops[0].pair), nd);
-    }
-    VAL(d->a, ops[1], t);
-    d->fn = &matchsync;
-    return {};
-  }
-  if (op == "redux") {
-    KFUSE_RETURN_IF_ERROR(need(2));
-    setClass(d, InstClass::kWarp);
-    d->aux8 = m.has(".add") ? 0 : m.has(".min") ? 1 : m.has(".max") ? 2 : m.has(".and") ? 3 : m.has(".or") ? 4
-            : m.has(".xor") ? 5 : 9;
-    if (d->aux8 == 9) return unsupportedInst(in);
-    DST(d->d0, ops[0]);
-    VAL(d->a, ops[1], t);
-    d->fn = t == Ty::kS32 ? &redux<int32_t> : &redux<uint32_t>;
-    return {};
-  }
-  if (op == "bra" || op == "brx") {
-    if (op == "brx") return unsupportedInst(in, "indirect branch");
-    KFUSE_RETURN_IF_ERROR(need(1));
-    setClass(d, InstClass::kControl);
-    d->kind = Kind::kBranch;
-    return b.branchTarget(ops[0], d);
-  }
-  if (op == "ret" || op == "exit" || op == "trap") {
-    setClass(d, InstClass::kControl);
-    d->kind = op == "ret" ? Kind::kRet : op == "exit" ? Kind::kExit : Kind::kTrap;
-    return {};
-  }
-  if (op == "call") {
-    setClass(d, InstClass::kControl);
-    auto site = b.callSite(in);
-    if (!site.ok()) return site.status();
-    d->kind = Kind::kCall;
-    d->target = *site;
-    return {};
-  }
-  if (op == "bar" || op == "barrier") {
-    setClass(d, InstClass::kSync);
-    if (m.has(".warp")) {  // bar.warp.sync: warps execute in lockstep here
-      d->fn = &nop;
-      return {};
-    }
-    if (m.has(".red")) {  // bar.red.{popc.u32,and.pred,or.pred} d, id, {count,} {!}p
-      KFUSE_RETURN_IF_ERROR(need(3));
-      d->kind = Kind::kBarSync;
-      b.noteBarrier();
-      d->aux8 = m.has(".popc") ? 1 : m.has(".and") ? 2 : m.has(".or") ? 3 : 0;
-      if (d->aux8 == 0) return unsupportedInst(in);
-      bool nd = false, nc = false;
-      if (d->aux8 == 1) DST(d->d0, ops[0]);
-      else PRED(d->d0, ops[0], nd);
-      d->a = 0xffff;
-      d->b = 0xffff;
-      if (auto id = ops[1].intValue()) d->imm = *id;
-      else VAL(d->a, ops[1], Ty::kU32);
-      if (ops.size() >= 4) VAL(d->b, ops[2], Ty::kU32);
-      PRED(d->c, ops.back(), nc);
-      if (nc) d->flags |= kNegC;
-      return {};
-    }
-    bool arrive = m.has(".arrive");
-    if (!arrive && !m.has(".sync") && !(op == "bar" && m.rest.empty())) return unsupportedInst(in);
-    d->kind = arrive ? Kind::kBarArrive : Kind::kBarSync;
-    b.noteBarrier();
-    d->a = 0xffff;
-    d->b = 0xffff;
-    if (ops.empty()) {
-      d->imm = 0;
-    } else if (auto id = ops[0].intValue()) {
-      d->imm = *id;
-    } else {
-      VAL(d->a, ops[0], Ty::kU32);
-    }
-    if (ops.size() >= 2) VAL(d->b, ops[1], Ty::kU32);
-    return {};
-  }
-  if (op == "cp" && m.has(".async")) {
-    setClass(d, InstClass::kLoad);
-    if (m.has(".commit_group") || m.has(".wait_group") || m.has(".wait_all")) {
-      d->fn = &nop;
-      return {};
-    }
-    if (m.has(".bulk") || m.has(".mbarrier") || !m.has(".shared") || !m.has(".global"))
-      return unsupportedInst(in);
-    KFUSE_RETURN_IF_ERROR(need(3));
-    Space ds = Space::kShared, ss = Space::kGlobal;
-    int64_t src_off = 0;
-    KFUSE_RETURN_IF_ERROR(b.address(ops[0], &ds, &d->a, &d->imm));
-    KFUSE_RETURN_IF_ERROR(b.address(ops[1], &ss, &d->b, &src_off));
-    if (ds != Space::kShared || ss != Space::kGlobal) return unsupportedInst(in, "cp.async operand spaces");
-    auto n = ops[2].intValue();
-    if (!n || (*n != 4 && *n != 8 && *n != 16)) return unsupportedInst(in, "cp.async size");
-    d->size = uint8_t(*n);
-    d->target = int32_t(src_off);
-    d->e = 0xffff;
-    if (ops.size() >= 4 && ops[3].kind != ptx::OperandKind::kImmediate) VAL(d->e, ops[3], Ty::kU32);
-    else if (ops.size() >= 4) VAL(d->e, ops[3], Ty::kU32);
-    d->fn = &cpasync;
-    return {};
-  }
-  if (op == "membar" || op == "fence" || op == "prefetch" || op == "prefetchu" || op == "nanosleep" ||
-      op == "griddepcontrol" || op == "discard" || op == "applypriority" || op == "pmevent") {
-    setClass(d, op == "membar" || op == "fence" ? InstClass::kSync : InstClass::kOther);
+  VAL(d->a, ops[1], t);
+  d->fn = &matchsync;
+  return {};
+}
+
+Status decodeRedux(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(2));
+  setClass(d, InstClass::kWarp);
+  d->aux8 = in.has(Mod::kOpAdd) ? 0 : in.has(Mod::kOpMin) ? 1 : in.has(Mod::kOpMax) ? 2 : in.has(Mod::kOpAnd) ? 3
+          : in.has(Mod::kOpOr) ? 4 : in.has(Mod::kOpXor) ? 5 : 9;
+  if (d->aux8 == 9) return unsupportedInst(in);
+  DST(d->d0, ops[0]);
+  VAL(d->a, ops[1], t);
+  d->fn = t == Ty::kS32 ? &redux<int32_t> : &redux<uint32_t>;
+  return {};
+}
+
+Status decodeBra(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(1));
+  setClass(d, InstClass::kControl);
+  d->kind = Kind::kBranch;
+  return b.branchTarget(ops[0], d);
+}
+
+Status decodeBrx(const Decoding& x) { return unsupportedInst(x.in, "indirect branch"); }
+
+// ret exit trap
+Status decodeExit(const Decoding& x) {
+  KF_DECODING(x);
+  setClass(d, InstClass::kControl);
+  d->kind = op == Opcode::kRet ? Kind::kRet : op == Opcode::kExit ? Kind::kExit : Kind::kTrap;
+  return {};
+}
+
+Status decodeCall(const Decoding& x) {
+  KF_DECODING(x);
+  setClass(d, InstClass::kControl);
+  auto site = b.callSite(in);
+  if (!site.ok()) return site.status();
+  d->kind = Kind::kCall;
+  d->target = *site;
+  return {};
+}
+
+// bar barrier
+Status decodeBarrier(const Decoding& x) {
+  KF_DECODING(x);
+  setClass(d, InstClass::kSync);
+  if (in.has(Mod::kWarp)) {  // bar.warp.sync: warps execute in lockstep here
     d->fn = &nop;
     return {};
   }
-  if (op == "createpolicy") {
-    KFUSE_RETURN_IF_ERROR(need(1));
-    DST(d->d0, ops[0]);
-    setClass(d, InstClass::kOther);
-    d->fn = &zero;
+  if (in.has(Mod::kRed)) {  // bar.red.{popc.u32,and.pred,or.pred} d, id, {count,} {!}p
+    KFUSE_RETURN_IF_ERROR(x.need(3));
+    d->kind = Kind::kBarSync;
+    b.noteBarrier();
+    d->aux8 = in.has(Mod::kOpPopc) ? 1 : in.has(Mod::kOpAnd) ? 2 : in.has(Mod::kOpOr) ? 3 : 0;
+    if (d->aux8 == 0) return unsupportedInst(in);
+    bool nd = false, nc = false;
+    if (d->aux8 == 1) DST(d->d0, ops[0]);
+    else PRED(d->d0, ops[0], nd);
+    d->a = 0xffff;
+    d->b = 0xffff;
+    if (auto id = ops[1].intValue()) d->imm = *id;
+    else VAL(d->a, ops[1], Ty::kU32);
+    if (ops.size() >= 4) VAL(d->b, ops[2], Ty::kU32);
+    PRED(d->c, ops.back(), nc);
+    if (nc) d->flags |= kNegC;
     return {};
   }
-  return unsupportedInst(in);
+  bool arrive = in.has(Mod::kArrive);
+  if (!arrive && !in.has(Mod::kSync) && !(op == Opcode::kBar && x.rest == 0)) return unsupportedInst(in);
+  d->kind = arrive ? Kind::kBarArrive : Kind::kBarSync;
+  b.noteBarrier();
+  d->a = 0xffff;
+  d->b = 0xffff;
+  if (ops.empty()) {
+    d->imm = 0;
+  } else if (auto id = ops[0].intValue()) {
+    d->imm = *id;
+  } else {
+    VAL(d->a, ops[0], Ty::kU32);
+  }
+  if (ops.size() >= 2) VAL(d->b, ops[1], Ty::kU32);
+  return {};
+}
+
+// cp: only cp.async (global -> shared, 4/8/16 bytes) and its group commits and waits
+Status decodeCp(const Decoding& x) {
+  KF_DECODING(x);
+  if (!in.has(Mod::kAsync)) return unsupportedInst(in);
+  setClass(d, InstClass::kLoad);
+  if (in.has(Mod::kCommitGroup) || in.has(Mod::kWaitGroup) || in.has(Mod::kWaitAll)) {
+    d->fn = &nop;
+    return {};
+  }
+  if (in.has(Mod::kBulk) || in.has(Mod::kMbarrierMod) || !in.has(ptx::StateSpace::kShared) ||
+      !in.has(ptx::StateSpace::kGlobal))
+    return unsupportedInst(in);
+  KFUSE_RETURN_IF_ERROR(x.need(3));
+  Space ds = Space::kShared, ss = Space::kGlobal;
+  int64_t src_off = 0;
+  KFUSE_RETURN_IF_ERROR(b.address(ops[0], &ds, &d->a, &d->imm));
+  KFUSE_RETURN_IF_ERROR(b.address(ops[1], &ss, &d->b, &src_off));
+  if (ds != Space::kShared || ss != Space::kGlobal) return unsupportedInst(in, "cp.async operand spaces");
+  auto n = ops[2].intValue();
+  if (!n || (*n != 4 && *n != 8 && *n != 16)) return unsupportedInst(in, "cp.async size");
+  d->size = uint8_t(*n);
+  d->target = int32_t(src_off);
+  d->e = 0xffff;
+  if (ops.size() >= 4) VAL(d->e, ops[3], Ty::kU32);
+  d->fn = &cpasync;
+  return {};
+}
+
+// membar fence: ordering is implicit here; prefetch nanosleep griddepcontrol discard applypriority pmevent: hints
+Status decodeNop(const Decoding& x) {
+  KF_DECODING(x);
+  setClass(d, op == Opcode::kMembar || op == Opcode::kFence ? InstClass::kSync : InstClass::kOther);
+  d->fn = &nop;
+  return {};
+}
+
+Status decodeCreatepolicy(const Decoding& x) {
+  KF_DECODING(x);
+  KFUSE_RETURN_IF_ERROR(x.need(1));
+  DST(d->d0, ops[0]);
+  setClass(d, InstClass::kOther);
+  d->fn = &zero;
+  return {};
+}
+
 #undef VAL
 #undef DST
 #undef PRED
+#undef KF_DECODING
+
+// The decoder of each opcode; nullptr: not supported (addc, madc, vadd, tex, wmma, ... and kUnknown).
+constexpr auto kDecoders = [] {
+  std::array<DecodeFn, size_t(Opcode::kCount)> t{};
+  auto set = [&t](std::initializer_list<Opcode> ops, DecodeFn fn) {
+    for (Opcode o : ops) t[size_t(o)] = fn;
+  };
+  set({Opcode::kAdd, Opcode::kSub, Opcode::kMul, Opcode::kMin, Opcode::kMax, Opcode::kDiv, Opcode::kRem,
+       Opcode::kAnd, Opcode::kOr, Opcode::kXor, Opcode::kCopysign},
+      &decodeBinary);
+  set({Opcode::kMul24, Opcode::kMad24}, &decodeMul24);
+  set({Opcode::kMad, Opcode::kFma}, &decodeMad);
+  set({Opcode::kSad}, &decodeSad);
+  set({Opcode::kShf}, &decodeShf);
+  set({Opcode::kShl, Opcode::kShr}, &decodeShift);
+  set({Opcode::kNot, Opcode::kCnot, Opcode::kPopc, Opcode::kClz, Opcode::kBrev}, &decodeIntUnary);
+  set({Opcode::kNeg, Opcode::kAbs}, &decodeNegAbs);
+  set({Opcode::kBfe, Opcode::kBfi, Opcode::kLop3, Opcode::kPrmt}, &decodeBitfield);
+  set({Opcode::kSqrt, Opcode::kRsqrt, Opcode::kRcp, Opcode::kEx2, Opcode::kLg2, Opcode::kSin, Opcode::kCos,
+       Opcode::kTanh},
+      &decodeFloatUnary);
+  set({Opcode::kTestp}, &decodeTestp);
+  set({Opcode::kSetp}, &decodeSetp);
+  set({Opcode::kSelp}, &decodeSelp);
+  set({Opcode::kSlct}, &decodeSlct);
+  set({Opcode::kMov}, &decodeMov);
+  set({Opcode::kCvta}, &decodeCvta);
+  set({Opcode::kIsspacep}, &decodeIsspacep);
+  set({Opcode::kCvt}, &decodeCvt);
+  set({Opcode::kLd, Opcode::kLdu, Opcode::kSt}, &decodeLdSt);
+  set({Opcode::kAtom, Opcode::kRed}, &decodeAtom);
+  set({Opcode::kShfl}, &decodeShfl);
+  set({Opcode::kVote}, &decodeVote);
+  set({Opcode::kActivemask}, &decodeActivemask);
+  set({Opcode::kMatch}, &decodeMatch);
+  set({Opcode::kRedux}, &decodeRedux);
+  set({Opcode::kBra}, &decodeBra);
+  set({Opcode::kBrx}, &decodeBrx);
+  set({Opcode::kRet, Opcode::kExit, Opcode::kTrap}, &decodeExit);
+  set({Opcode::kCall}, &decodeCall);
+  set({Opcode::kBar, Opcode::kBarrier}, &decodeBarrier);
+  set({Opcode::kCp}, &decodeCp);
+  set({Opcode::kMembar, Opcode::kFence, Opcode::kPrefetch, Opcode::kPrefetchu, Opcode::kNanosleep,
+       Opcode::kGriddepcontrol, Opcode::kDiscard, Opcode::kApplypriority, Opcode::kPmevent},
+      &decodeNop);
+  set({Opcode::kCreatepolicy}, &decodeCreatepolicy);
+  return t;
+}();
+
+}  // namespace
+
+Status decodeInstruction(const ptx::Instruction& in, FnBuilder& b, DInst* d) {
+  Decoding x{in, b, d, {}, 0, Ty::kNone};
+  for (const ptx::Modifier& m : in.modifiers) {
+    const Ty ty = tyOf(m.asType());
+    if (ty != Ty::kNone) {
+      x.types.push_back(ty);
+    } else {
+      ++x.rest;
+    }
+  }
+  x.t = x.types.empty() ? Ty::kNone : x.types.back();
+  d->flags |= (in.has(Mod::kFtz) ? kFtz : 0) | (in.has(Mod::kSat) ? kSat : 0);
+  d->rnd = uint8_t(roundingOf(in));
+  setClass(d, arithClass(x.t));
+  const DecodeFn decode = kDecoders[size_t(in.opcode)];
+  return decode ? decode(x) : unsupportedInst(in);
 }
 
 }  // namespace kfuse::emulator

@@ -63,9 +63,9 @@ TEST(Parser, ParsesEntrySignatureAndBody) {
   EXPECT_EQ(f.linkage, ".visible");
   EXPECT_EQ(f.name, "_Z5scalePKfPfi");
   ASSERT_EQ(f.params.size(), 3u);
-  EXPECT_EQ(f.params[1].type, ".u64");
+  EXPECT_EQ(typeName(f.params[1].type), ".u64");
   EXPECT_TRUE(f.params[1].is_ptr);
-  EXPECT_EQ(f.params[1].ptr_space, ".global");
+  EXPECT_EQ(spaceName(f.params[1].ptr_space), ".global");
   EXPECT_EQ(f.params[1].ptr_align, 4u);
   ASSERT_EQ(f.directives.size(), 1u);
   EXPECT_EQ(f.directives[0].name, ".maxntid");
@@ -94,8 +94,8 @@ TEST(Parser, ParsesGuardsAddressesAndOffsets) {
   const Instruction* ld = nullptr;
   for (const auto& st : body) {
     if (st.kind != StatementKind::kInstruction) continue;
-    if (st.inst.opcode == "bra") bra = &st.inst;
-    if (st.inst.opcode == "ld" && st.inst.hasModifier(".global")) ld = &st.inst;
+    if (st.inst.opcodeText() == "bra") bra = &st.inst;
+    if (st.inst.opcodeText() == "ld" && st.inst.has(StateSpace::kGlobal)) ld = &st.inst;
   }
   ASSERT_NE(bra, nullptr);
   EXPECT_EQ(bra->guard, "%p1");
@@ -185,18 +185,18 @@ TEST(Parser, ParsesCallsVectorsPairsAndModuleVariables) {
   for (const auto& st : foo.body) {
     if (st.kind != StatementKind::kInstruction) continue;
     const auto& in = st.inst;
-    if (in.opcode == "call") {
+    if (in.opcodeText() == "call") {
       saw_call = true;
       ASSERT_EQ(in.operands.size(), 3u);
       EXPECT_EQ(in.operands[0].kind, OperandKind::kList);
       EXPECT_EQ(in.operands[1].name, "vprintf");
       EXPECT_EQ(in.operands[2].elements.size(), 2u);
     }
-    if (in.opcode == "setp") saw_pair = in.operands[0].pair == "%p2";
-    if (in.opcode == "mov" && in.guard == "%p1") saw_negated = in.guard_negated;
-    if (in.opcode == "mbarrier") {
+    if (in.opcodeText() == "setp") saw_pair = in.operands[0].pair == "%p2";
+    if (in.opcodeText() == "mov" && in.guard == "%p1") saw_negated = in.guard_negated;
+    if (in.opcodeText() == "mbarrier") {
       saw_sink = in.operands[0].kind == OperandKind::kSink;
-      EXPECT_EQ(in.modifiers[1], ".shared::cta");
+      EXPECT_EQ(in.modifierText(in.modifiers[1]), ".shared::cta");
     }
   }
   EXPECT_TRUE(saw_call);
