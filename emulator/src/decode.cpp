@@ -1,5 +1,5 @@
 // Module and function decoding: symbol layout (globals, shared, params, locals), register slots, constants,
-// labels and call sites. Instruction semantics live in instructions.cpp.
+// labels and call sites. Instruction semantics live in instructions.cpp and inst_*.cpp.
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
