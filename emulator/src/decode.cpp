@@ -554,7 +554,7 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
   // Static shared layout (module-wide) and dynamic shared base.
   uint32_t shared_off = 0;
   auto layoutShared = [&](const ptx::VariableDecl& v) {
-    bool dynamic = v.linkage == ".extern" || v.byteSize() == 0;
+    bool dynamic = v.linkage == ptx::Linkage::kExtern || v.byteSize() == 0;
     if (dynamic) {
       ms.syms[v.name] = {ModuleSym::kShared, ~0ull, 0};
       out->uses_dynamic_shared = true;
@@ -590,7 +590,7 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
       core::logWarning("emulator: " + program_name + " " + lineOf(v.loc) + ": " + std::string(ptx::spaceName(v.space)) +
                        " variable " + v.name + " is not available: " + why);
     };
-    if (v.linkage == ".extern") {
+    if (v.linkage == ptx::Linkage::kExtern) {
       skip("extern (needs linking)");
       continue;
     }

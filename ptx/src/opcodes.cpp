@@ -20,6 +20,12 @@ constexpr std::string_view kSpaceNames[] = {"",
                                             KFUSE_PTX_STATE_SPACES(KFUSE_PTX_X)
 #undef KFUSE_PTX_X
 };
+constexpr std::string_view kLinkageNames[] = {
+    "",
+#define KFUSE_PTX_X(e, s) s,
+    KFUSE_PTX_LINKAGES(KFUSE_PTX_X)
+#undef KFUSE_PTX_X
+};
 struct TypeInfo {
   std::string_view name;
   char cls;
@@ -39,6 +45,7 @@ constexpr std::string_view kModNames[] = {"",
 static_assert(std::size(kOpcodeNames) == size_t(Opcode::kCount));
 static_assert(std::size(kSpaceNames) == size_t(StateSpace::kCount));
 static_assert(std::size(kTypes) == size_t(DataType::kCount));
+static_assert(std::size(kLinkageNames) == size_t(Linkage::kCount));
 static_assert(std::size(kModNames) == size_t(Mod::kCount));
 
 template <class E, class Names>
@@ -56,6 +63,7 @@ std::string_view opcodeName(Opcode op) {
 std::string_view spaceName(StateSpace s) {
   return kSpaceNames[size_t(s)];
 }
+std::string_view linkageName(Linkage l) { return kLinkageNames[size_t(l)]; }
 std::string_view typeName(DataType t) {
   return kTypes[size_t(t)].name;
 }
@@ -94,6 +102,12 @@ StateSpace lookupSpace(std::string_view name) {
   static const auto kIndex = indexOf<StateSpace>(kSpaceNames);
   auto it = kIndex.find(name);
   return it == kIndex.end() ? StateSpace::kNone : it->second;
+}
+
+Linkage lookupLinkage(std::string_view name) {
+  static const auto kIndex = indexOf<Linkage>(kLinkageNames);
+  auto it = kIndex.find(name);
+  return it == kIndex.end() ? Linkage::kNone : it->second;
 }
 
 DataType lookupType(std::string_view name) {

@@ -15,6 +15,8 @@ TEST(Opcodes, EveryNameMapsBackToItsEnum) {
     EXPECT_EQ(detail::lookupSpace(spaceName(StateSpace(i))), StateSpace(i)) << spaceName(StateSpace(i));
   for (size_t i = 1; i < size_t(DataType::kCount); ++i)
     EXPECT_EQ(detail::lookupType(typeName(DataType(i))), DataType(i)) << typeName(DataType(i));
+  for (size_t i = 1; i < size_t(Linkage::kCount); ++i)
+    EXPECT_EQ(detail::lookupLinkage(linkageName(Linkage(i))), Linkage(i)) << linkageName(Linkage(i));
   for (size_t i = 1; i < size_t(Mod::kCount); ++i)
     EXPECT_EQ(detail::lookupModifier(modName(Mod(i))), Modifier::mod(Mod(i))) << modName(Mod(i));
 }

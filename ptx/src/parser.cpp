@@ -173,10 +173,10 @@ class Parser {
         m.verbatim.push_back(std::move(s).value());
         m.order.push_back({TopLevelKind::kVerbatim, m.verbatim.size() - 1});
       } else if (d == ".entry" || d == ".func" || isLinkage(d)) {
-        std::string linkage;
+        Linkage linkage = Linkage::kNone;
         Token kw = t;
         if (isLinkage(d)) {
-          linkage = std::string(d);
+          linkage = detail::lookupLinkage(d);
           const Token& p = lex_.peek();
           if (p.kind == Tok::kIdent && (p.text == ".entry" || p.text == ".func")) {
             kw = lex_.take();
@@ -194,7 +194,7 @@ class Parser {
         }
         m.functions.emplace_back();
         Function& f = m.functions.back();
-        f.linkage = std::move(linkage);
+        f.linkage = linkage;
         KFUSE_RETURN_IF_ERROR(parseFunction(f, kw));
         m.order.push_back({TopLevelKind::kFunction, m.functions.size() - 1});
       } else if (isStateSpace(d)) {

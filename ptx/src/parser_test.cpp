@@ -60,7 +60,7 @@ TEST(Parser, ParsesEntrySignatureAndBody) {
   ASSERT_EQ(m->functions.size(), 1u);
   const Function& f = m->functions[0];
   EXPECT_TRUE(f.is_entry);
-  EXPECT_EQ(f.linkage, ".visible");
+  EXPECT_EQ(linkageName(f.linkage), ".visible");
   EXPECT_EQ(f.name, "_Z5scalePKfPfi");
   ASSERT_EQ(f.params.size(), 3u);
   EXPECT_EQ(typeName(f.params[1].type), ".u64");
@@ -174,7 +174,7 @@ TEST(Parser, ParsesCallsVectorsPairsAndModuleVariables) {
   EXPECT_EQ(m->variables[0].name, "$str");
   EXPECT_EQ(m->variables[0].initializer, "{104, 105, 0}");
   EXPECT_EQ(m->variables[2].dims, (std::vector<int64_t>{0}));
-  EXPECT_EQ(m->variables[2].linkage, ".extern");
+  EXPECT_EQ(linkageName(m->variables[2].linkage), ".extern");
   ASSERT_EQ(m->functions.size(), 2u);
   EXPECT_FALSE(m->functions[0].has_body);
   EXPECT_EQ(m->functions[0].returns.size(), 1u);

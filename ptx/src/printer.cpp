@@ -100,8 +100,8 @@ void appendInstruction(std::string& out, const Instruction& in) {
 }
 
 void appendDecl(std::string& out, const VariableDecl& d) {
-  if (!d.linkage.empty()) {
-    out += d.linkage;
+  if (d.linkage != Linkage::kNone) {
+    out += linkageName(d.linkage);
     out += ' ';
   }
   out += spaceName(d.space);
@@ -165,8 +165,8 @@ void appendParamList(std::string& out, const std::vector<VariableDecl>& params, 
 }
 
 void appendFunction(std::string& out, const Function& f) {
-  if (!f.linkage.empty()) {
-    out += f.linkage;
+  if (f.linkage != Linkage::kNone) {
+    out += linkageName(f.linkage);
     out += ' ';
   }
   out += f.is_entry ? ".entry " : ".func ";

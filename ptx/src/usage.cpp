@@ -10,7 +10,7 @@ UsageSummary summarizeUsage(const Module* m, const Function& f) {
   UsageSummary u;
   auto addShared = [&](const VariableDecl& d) {
     if (d.space != StateSpace::kShared) return;
-    if (d.linkage == ".extern" || (!d.dims.empty() && d.dims[0] == 0)) {
+    if (d.linkage == Linkage::kExtern || (!d.dims.empty() && d.dims[0] == 0)) {
       u.dynamic_shared = true;
     } else {
       u.static_shared_bytes += d.byteSize();

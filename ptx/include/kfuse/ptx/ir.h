@@ -107,7 +107,7 @@ struct Instruction {
 // A variable, parameter or register declaration: `.reg .b32 %r<10>`, `.param .u64 .ptr .global .align 8 p`,
 // `.shared .align 4 .b8 buf[1024]`, `.global .align 1 .b8 $str[6] = {...}`.
 struct VariableDecl {
-  std::string linkage;                       // ".visible", ".extern", ".weak", ".common" or empty
+  Linkage linkage = Linkage::kNone;          // kVisible, kExtern, kWeak, kCommon or kNone
   StateSpace space = StateSpace::kNone;      // kReg, kParam, kGlobal, kShared, kConst, kLocal, kTex...
   std::vector<std::string> attributes;       // verbatim qualifiers we do not model, e.g. ".attribute(.managed)"
   uint32_t align = 0;                        // `.align N`, 0 if absent
@@ -154,7 +154,7 @@ struct PerfDirective {
 };
 
 struct Function {
-  std::string linkage;    // ".visible", ".extern", ".weak" or empty
+  Linkage linkage = Linkage::kNone;  // kVisible, kExtern, kWeak or kNone
   bool is_entry = false;  // .entry (kernel) vs .func
   std::string name;
   std::vector<VariableDecl> returns;  // .func return parameters

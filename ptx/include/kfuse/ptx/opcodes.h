@@ -51,6 +51,9 @@ namespace kfuse::ptx {
   X(kSharedCta, ".shared::cta") X(kSharedCluster, ".shared::cluster") X(kTex, ".tex") X(kTexref, ".texref")    \
   X(kSurfref, ".surfref") X(kSamplerref, ".samplerref")
 
+// Linkage of module-scope variables and functions.
+#define KFUSE_PTX_LINKAGES(X) X(kVisible, ".visible") X(kExtern, ".extern") X(kWeak, ".weak") X(kCommon, ".common")
+
 // Data types: X(enumerator, spelling, class, bits of one element, elements). Class: 'b' bits, 'u' unsigned,
 // 's' signed, 'f' floating point, 'p' predicate, 'o' other (tensor-core formats).
 #define KFUSE_PTX_DATA_TYPES(X)                                                                                \
@@ -117,6 +120,14 @@ enum class StateSpace : uint8_t {
       kCount,
 };
 
+enum class Linkage : uint8_t {
+  kNone,
+#define KFUSE_PTX_X(e, s) e,
+  KFUSE_PTX_LINKAGES(KFUSE_PTX_X)
+#undef KFUSE_PTX_X
+      kCount,
+};
+
 enum class DataType : uint8_t {
   kNone,
 #define KFUSE_PTX_X(e, s, c, b, n) e,
@@ -136,6 +147,7 @@ enum class Mod : uint8_t {
 // PTX spellings: "ld" (no dot), ".global", ".f32", ".wide". Empty for kNone / kUnknown.
 std::string_view opcodeName(Opcode op);
 std::string_view spaceName(StateSpace space);
+std::string_view linkageName(Linkage linkage);
 std::string_view typeName(DataType type);
 std::string_view modName(Mod mod);
 
