@@ -39,32 +39,55 @@ core::AccessMode fromPtx(ptx::AccessMode m) {
   return core::AccessMode::kUnknown;
 }
 
+// Floating-point work of one instruction: FMA/MAD count 2, other arithmetic 1, anything else 0.
+double flopsPerOp(ptx::Opcode op) {
+  switch (op) {
+    case ptx::Opcode::kFma:
+    case ptx::Opcode::kMad: return 2;
+    case ptx::Opcode::kAdd:
+    case ptx::Opcode::kSub:
+    case ptx::Opcode::kMul:
+    case ptx::Opcode::kDiv:
+    case ptx::Opcode::kMin:
+    case ptx::Opcode::kMax:
+    case ptx::Opcode::kNeg:
+    case ptx::Opcode::kAbs:
+    case ptx::Opcode::kSqrt:
+    case ptx::Opcode::kRsqrt:
+    case ptx::Opcode::kRcp:
+    case ptx::Opcode::kEx2:
+    case ptx::Opcode::kLg2:
+    case ptx::Opcode::kSin:
+    case ptx::Opcode::kCos:
+    case ptx::Opcode::kTanh:
+    case ptx::Opcode::kSetp: return 1;
+    default: return 0;
+  }
+}
+
 // Floating-point work per thread of one straight pass over the body, by the precision the instruction's type
 // says: FMA/MAD count 2, other arithmetic 1; packed f16x2/bf16x2 count twice.
 FlopCounts countFlops(const ptx::Function& f) {
-  static const std::map<std::string_view, double> kFlopsPerOp = {
-      {"add", 1}, {"sub", 1}, {"mul", 1}, {"fma", 2}, {"mad", 2}, {"div", 1}, {"min", 1}, {"max", 1},
-      {"neg", 1}, {"abs", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"rcp", 1}, {"ex2", 1}, {"lg2", 1}, {"sin", 1},
-      {"cos", 1}, {"tanh", 1}, {"setp", 1}};
   FlopCounts flops;
   for (const ptx::Statement& s : f.body) {
     if (s.kind != ptx::StatementKind::kInstruction) continue;
-    auto it = kFlopsPerOp.find(s.inst.opcode);
-    if (it == kFlopsPerOp.end()) continue;
+    const double per_op = flopsPerOp(s.inst.opcode);
+    if (per_op == 0) continue;
     // The instruction's floating-point type decides the precision; packed types do two operations.
-    struct Type {
-      std::string_view modifier;
-      double FlopCounts::*precision;
-      double lanes;
-    };
-    static constexpr Type kTypes[] = {{".f32", &FlopCounts::fp32, 1},  {".f64", &FlopCounts::fp64, 1},
-                                      {".f16", &FlopCounts::fp16, 1},  {".f16x2", &FlopCounts::fp16, 2},
-                                      {".bf16", &FlopCounts::bf16, 1}, {".bf16x2", &FlopCounts::bf16, 2}};
-    for (const std::string& m : s.inst.modifiers) {
-      const auto type =
-          std::find_if(std::begin(kTypes), std::end(kTypes), [&m](const Type& t) { return t.modifier == m; });
-      if (type == std::end(kTypes)) continue;
-      flops.*(type->precision) += it->second * type->lanes;
+    for (const ptx::Modifier& m : s.inst.modifiers) {
+      double FlopCounts::*precision = nullptr;
+      double lanes = 1;
+      switch (m.asType()) {
+        case ptx::DataType::kF32: precision = &FlopCounts::fp32; break;
+        case ptx::DataType::kF64: precision = &FlopCounts::fp64; break;
+        case ptx::DataType::kF16: precision = &FlopCounts::fp16; break;
+        case ptx::DataType::kF16x2: precision = &FlopCounts::fp16, lanes = 2; break;
+        case ptx::DataType::kBF16: precision = &FlopCounts::bf16; break;
+        case ptx::DataType::kBF16x2: precision = &FlopCounts::bf16, lanes = 2; break;
+        default: break;
+      }
+      if (!precision) continue;
+      flops.*precision += per_op * lanes;
       break;
     }
   }
@@ -163,7 +186,7 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
     ParamMemoryAccess a;
     a.is_read = ma.is_read;
     a.is_write = ma.is_write;
-    a.atomic = ma.opcode.rfind("atom", 0) == 0 || ma.opcode.rfind("red", 0) == 0;
+    a.atomic = ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed;
     a.bytes = ma.bytes;
     a.affine = ma.offset.has_value();
     a.offset = ma.offset ? ma.offset->toString() : ma.not_affine_reason;

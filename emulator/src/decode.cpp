@@ -1,5 +1,5 @@
 // Module and function decoding: symbol layout (globals, shared, params, locals), register slots, constants,
-// labels and call sites. Instruction semantics live in instructions.cpp.
+// labels and call sites. Instruction semantics live in instructions.cpp and inst_*.cpp.
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
@@ -31,9 +31,9 @@ std::string lineOf(const ptx::SourceLoc& l) { return "line " + std::to_string(l.
 
 // Parses an initializer list into bytes of `elem`-sized elements.
 Status parseInitializer(const ptx::VariableDecl& v, const ModuleSymbols& ms, std::vector<uint8_t>* out) {
-  Ty t = parseType(v.type);
+  Ty t = tyOf(v.type);
   uint32_t es = tySize(t);
-  if (es == 0) return unsupported("initializer of type " + v.type);
+  if (es == 0) return unsupported("initializer of type " + std::string(v.typeText()));
   std::string s = v.initializer;
   std::vector<std::string> toks;
   std::string cur;
@@ -357,7 +357,7 @@ class FunctionDecoder final : public FnBuilder {
 
   Status addFrameParam(const ptx::VariableDecl& p, std::vector<uint32_t>* offs, std::vector<uint32_t>* sizes) {
     uint32_t size = uint32_t(p.byteSize());
-    if (p.space == ".reg") return unsupported(".reg function parameters (" + p.name + ")");
+    if (p.space == ptx::StateSpace::kReg) return unsupported(".reg function parameters (" + p.name + ")");
     if (size == 0) return unsupported("parameter " + p.name + " of unknown size");
     uint32_t align = p.align ? p.align : std::max<uint32_t>(1, p.elementSize());
     param_area_ = alignUp(param_area_, std::min<uint32_t>(align, 16));
@@ -369,9 +369,9 @@ class FunctionDecoder final : public FnBuilder {
   }
 
   Status declare(const ptx::VariableDecl& v) {
-    if (v.space == ".reg") {
-      bool is_pred = v.type == ".pred";
-      int n = v.vector == ".v2" ? 2 : v.vector == ".v4" ? 4 : 1;
+    if (v.space == ptx::StateSpace::kReg) {
+      bool is_pred = v.type == ptx::DataType::kPred;
+      int n = v.vector == 2 ? 2 : v.vector == 4 ? 4 : 1;
       if (n != 1) return unsupported("vector registers");
       auto add = [&](const std::string& name) {
         if (is_pred) scopes_.back()[name] = {LSym::kPred, preds_++, 1};
@@ -388,7 +388,7 @@ class FunctionDecoder final : public FnBuilder {
       }
       return {};
     }
-    if (v.space == ".param") {
+    if (v.space == ptx::StateSpace::kParam) {
       uint32_t size = uint32_t(v.byteSize());
       uint32_t align = v.align ? v.align : std::max<uint32_t>(1, v.elementSize());
       param_area_ = alignUp(param_area_, std::min<uint32_t>(align, 16));
@@ -396,7 +396,7 @@ class FunctionDecoder final : public FnBuilder {
       param_area_ += std::max<uint32_t>(size, 1);
       return {};
     }
-    if (v.space == ".local") {
+    if (v.space == ptx::StateSpace::kLocal) {
       uint32_t size = uint32_t(v.byteSize());
       uint32_t align = v.align ? v.align : std::max<uint32_t>(1, v.elementSize());
       local_bytes_ = alignUp(local_bytes_, std::min<uint32_t>(align, 16));
@@ -404,8 +404,9 @@ class FunctionDecoder final : public FnBuilder {
       local_bytes_ += size;
       return {};
     }
-    if (v.space == ".shared") return {};  // laid out module-wide before decoding
-    core::logWarning("emulator: ignoring declaration of " + v.name + " in space " + v.space);
+    if (v.space == ptx::StateSpace::kShared) return {};  // laid out module-wide before decoding
+    core::logWarning("emulator: ignoring declaration of " + v.name + " in space " +
+                     std::string(ptx::spaceName(v.space)));
     return {};
   }
 
@@ -553,7 +554,7 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
   // Static shared layout (module-wide) and dynamic shared base.
   uint32_t shared_off = 0;
   auto layoutShared = [&](const ptx::VariableDecl& v) {
-    bool dynamic = v.linkage == ".extern" || v.byteSize() == 0;
+    bool dynamic = v.linkage == ptx::Linkage::kExtern || v.byteSize() == 0;
     if (dynamic) {
       ms.syms[v.name] = {ModuleSym::kShared, ~0ull, 0};
       out->uses_dynamic_shared = true;
@@ -566,10 +567,11 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
     shared_off += uint32_t(v.byteSize());
   };
   for (auto& v : module.variables)
-    if (v.space == ".shared") layoutShared(v);
+    if (v.space == ptx::StateSpace::kShared) layoutShared(v);
   for (auto& f : module.functions)
     for (auto& st : f.body)
-      if (st.kind == ptx::StatementKind::kDeclaration && st.decl.space == ".shared") layoutShared(st.decl);
+      if (st.kind == ptx::StatementKind::kDeclaration && st.decl.space == ptx::StateSpace::kShared)
+        layoutShared(st.decl);
   out->static_shared = shared_off;
   uint64_t dyn_base = alignUp(shared_off, 16);
 
@@ -581,20 +583,20 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
   // Globals and constants: allocated in device memory (in declaration order, so initializers may refer to
   // earlier globals).
   for (auto& v : module.variables) {
-    if (v.space != ".global" && v.space != ".const") continue;
+    if (v.space != ptx::StateSpace::kGlobal && v.space != ptx::StateSpace::kConst) continue;
     // A variable the emulator cannot place (extern, texture references, unknown size or initializer) is left
     // out with a warning; kernels that use it fail to decode ("unknown symbol") and report that at launch.
     auto skip = [&](const std::string& why) {
-      core::logWarning("emulator: " + program_name + " " + lineOf(v.loc) + ": " + v.space + " variable " + v.name +
-                       " is not available: " + why);
+      core::logWarning("emulator: " + program_name + " " + lineOf(v.loc) + ": " + std::string(ptx::spaceName(v.space)) +
+                       " variable " + v.name + " is not available: " + why);
     };
-    if (v.linkage == ".extern") {
+    if (v.linkage == ptx::Linkage::kExtern) {
       skip("extern (needs linking)");
       continue;
     }
     uint64_t size = v.byteSize();
     if (size == 0) {
-      skip("unknown size or type " + v.type);
+      skip("unknown size or type " + std::string(v.typeText()));
       continue;
     }
     std::vector<uint8_t> bytes;

@@ -10,71 +10,96 @@ namespace kfuse::ptx {
 namespace {
 
 // Memory instructions whose destination is loaded data, not a value computed from the operands.
-bool isMemoryOp(const std::string& op) {
-  return op == "ld" || op == "ldu" || op == "st" || op == "atom" || op == "red" || op == "tex" || op == "tld4" ||
-         op == "suld" || op == "sust" || op == "sured" || op == "cp" || op == "wmma" || op == "mma" || op == "wgmma" ||
-         op == "prefetch" || op == "prefetchu" || op == "mbarrier" || op == "ldmatrix" || op == "stmatrix" ||
-         op == "multimem";
-}
-
-bool hasSpace(const Instruction& in, const char* space) {
-  for (const auto& m : in.modifiers) {
-    if (m == space || m.rfind(std::string(space) + "::", 0) == 0) return true;
+bool isMemoryOp(Opcode op) {
+  switch (op) {
+    case Opcode::kLd:
+    case Opcode::kLdu:
+    case Opcode::kSt:
+    case Opcode::kAtom:
+    case Opcode::kRed:
+    case Opcode::kTex:
+    case Opcode::kTld4:
+    case Opcode::kSuld:
+    case Opcode::kSust:
+    case Opcode::kSured:
+    case Opcode::kCp:
+    case Opcode::kWmma:
+    case Opcode::kMma:
+    case Opcode::kWgmma:
+    case Opcode::kPrefetch:
+    case Opcode::kPrefetchu:
+    case Opcode::kMbarrier:
+    case Opcode::kLdmatrix:
+    case Opcode::kStmatrix:
+    case Opcode::kMultimem: return true;
+    default: return false;
   }
-  return false;
 }
 
 // Non-global state spaces an address can name explicitly.
 bool isNonGlobalSpace(const Instruction& in) {
-  return hasSpace(in, ".shared") || hasSpace(in, ".local") || hasSpace(in, ".param") || hasSpace(in, ".const");
+  return in.hasBaseSpace(StateSpace::kShared) || in.hasBaseSpace(StateSpace::kLocal) ||
+         in.hasBaseSpace(StateSpace::kParam) || in.hasBaseSpace(StateSpace::kConst);
 }
 
 // Whether a memory instruction reads and/or writes through address operand number `idx`.
 void accessKind(const Instruction& in, size_t idx, bool* read, bool* write) {
-  const std::string& op = in.opcode;
   *read = *write = false;
-  if (op == "ld" || op == "ldu" || op == "tex" || op == "tld4" || op == "suld" || op == "ldmatrix") {
-    *read = true;
-  } else if (op == "st" || op == "sust" || op == "stmatrix") {
-    *write = true;
-  } else if (op == "atom" || op == "red" || op == "sured" || op == "mbarrier" || op == "multimem") {
-    *read = *write = true;
-  } else if (op == "wmma") {
-    if (in.hasModifier(".load")) {
-      *read = true;
-    } else if (in.hasModifier(".store")) {
-      *write = true;
-    } else {
-      *read = *write = true;
-    }
-  } else if (op == "cp") {
-    // cp.async[.bulk] dst, src, ...: the first address is written, the second read
-    (idx == 0 ? *write : *read) = true;
-  } else if (op == "prefetch" || op == "prefetchu") {
-    // no data access
-  } else {
-    *read = *write = true;
+  switch (in.opcode) {
+    case Opcode::kLd:
+    case Opcode::kLdu:
+    case Opcode::kTex:
+    case Opcode::kTld4:
+    case Opcode::kSuld:
+    case Opcode::kLdmatrix: *read = true; break;
+    case Opcode::kSt:
+    case Opcode::kSust:
+    case Opcode::kStmatrix: *write = true; break;
+    case Opcode::kAtom:
+    case Opcode::kRed:
+    case Opcode::kSured:
+    case Opcode::kMbarrier:
+    case Opcode::kMultimem: *read = *write = true; break;
+    case Opcode::kWmma:
+      if (in.has(Mod::kLoad)) {
+        *read = true;
+      } else if (in.has(Mod::kStore)) {
+        *write = true;
+      } else {
+        *read = *write = true;
+      }
+      break;
+    case Opcode::kCp:
+      // cp.async[.bulk] dst, src, ...: the first address is written, the second read
+      (idx == 0 ? *write : *read) = true;
+      break;
+    case Opcode::kPrefetch:
+    case Opcode::kPrefetchu: break;  // no data access
+    default: *read = *write = true; break;
   }
 }
 
+// Bytes moved: the bits of one element of the (last) b/u/s/f type times the vector width; packed types count
+// one element (.f16x2 -> 2), as the access size of the instructions analysed here never uses them.
 uint32_t accessBytes(const Instruction& in) {
   uint32_t width = 1, bits = 0;
-  for (const auto& m : in.modifiers) {
-    if (m == ".v2") width = 2;
-    if (m == ".v4") width = 4;
-    if (m == ".v8") width = 8;
-    if (m.size() >= 3 && (m[1] == 'b' || m[1] == 'u' || m[1] == 's' || m[1] == 'f') && m[2] >= '0' && m[2] <= '9') {
-      uint32_t v = 0;
-      for (size_t i = 2; i < m.size() && m[i] >= '0' && m[i] <= '9'; ++i)
-        v = v * 10 + static_cast<uint32_t>(m[i] - '0');
-      bits = v;
+  for (const Modifier& m : in.modifiers) {
+    switch (m.asMod()) {
+      case Mod::kV2: width = 2; break;
+      case Mod::kV4: width = 4; break;
+      case Mod::kV8: width = 8; break;
+      default: break;
     }
+    const DataType t = m.asType();
+    const char c = typeClass(t);
+    if ((c == 'b' || c == 'u' || c == 's' || c == 'f') && t != DataType::kBF16 && t != DataType::kBF16x2)
+      bits = typeElementBits(t);
   }
   return bits ? bits / 8 * width : 0;
 }
 
 bool isPointerCandidate(const VariableDecl& p) {
-  return p.dims.empty() && p.vector.empty() && p.elementSize() == 8 && p.type != ".f64";
+  return p.dims.empty() && p.vector == 0 && p.elementSize() == 8 && p.type != DataType::kF64;
 }
 
 std::string lineOf(const Statement& st) {
@@ -101,7 +126,8 @@ Taint computeTaint(const Function& f, std::vector<ParamAccess>* out) {
     if (s.size() != before) work.push_back(reg);
   };
   for (size_t i = 0; i < f.params.size(); ++i) {
-    if (f.params[i].space == ".reg" && isPointerCandidate(f.params[i])) add(f.params[i].name, {static_cast<int>(i)});
+    if (f.params[i].space == StateSpace::kReg && isPointerCandidate(f.params[i]))
+      add(f.params[i].name, {static_cast<int>(i)});
   }
   // Value-propagating instructions indexed by the registers they read (a worklist keeps this linear in the
   // number of def-use edges times the number of parameters, whatever the statement order).
@@ -111,7 +137,7 @@ Taint computeTaint(const Function& f, std::vector<ParamAccess>* out) {
     const Statement& st = f.body[i];
     if (st.kind != StatementKind::kInstruction) continue;
     const Instruction& in = st.inst;
-    if (in.opcode == "ld" && hasSpace(in, ".param") && in.operands.size() >= 2 &&
+    if (in.opcode == Opcode::kLd && in.hasBaseSpace(StateSpace::kParam) && in.operands.size() >= 2 &&
         in.operands[1].kind == OperandKind::kAddress && !in.operands[1].elements.empty()) {
       const int p = f.paramIndex(in.operands[1].elements[0].name);
       if (p >= 0 && isPointerCandidate(f.params[static_cast<size_t>(p)])) {
@@ -121,9 +147,9 @@ Taint computeTaint(const Function& f, std::vector<ParamAccess>* out) {
       }
       continue;
     }
-    if (isMemoryOp(in.opcode) || in.opcode == "call") continue;
+    if (isMemoryOp(in.opcode) || in.opcode == Opcode::kCall) continue;
     for (const Operand& o : in.operands) {
-      if (o.kind != OperandKind::kSymbol || !out || in.opcode != "mov") continue;
+      if (o.kind != OperandKind::kSymbol || !out || in.opcode != Opcode::kMov) continue;
       const int p = f.paramIndex(o.name);
       if (p < 0) continue;
       auto& a = (*out)[static_cast<size_t>(p)];
@@ -220,7 +246,7 @@ std::vector<ParamAccess> paramAccessImpl(const Function& f, const Module* module
   for (const auto& st : f.body) {
     if (st.kind != StatementKind::kInstruction) continue;
     const Instruction& in = st.inst;
-    if (in.opcode == "st" && hasSpace(in, ".param") && in.operands.size() >= 2 &&
+    if (in.opcode == Opcode::kSt && in.hasBaseSpace(StateSpace::kParam) && in.operands.size() >= 2 &&
         in.operands[0].kind == OperandKind::kAddress && !in.operands[0].elements.empty() &&
         in.operands[0].elements[0].kind == OperandKind::kSymbol && !isReturnParam(in.operands[0].elements[0].name)) {
       std::set<int> ps;
@@ -238,7 +264,7 @@ std::vector<ParamAccess> paramAccessImpl(const Function& f, const Module* module
       }
       continue;
     }
-    if (in.opcode == "call") {
+    if (in.opcode == Opcode::kCall) {
       // call[.uni] [(rets),] target, [(args)] [, prototype]
       const Operand* target = nullptr;
       const Operand* args = nullptr;
@@ -308,8 +334,11 @@ std::vector<ParamAccess> paramAccessImpl(const Function& f, const Module* module
       for (const Operand* v : vals) {
         const auto* ps = taint.of(*v);
         if (!ps) continue;
-        if (&o == &in.operands[0] && !(in.opcode == "st" || in.opcode == "red" || in.opcode == "sust")) continue;
-        const std::string what = hasSpace(in, ".param") ? "returned or passed through .param" : "stored to memory";
+        if (&o == &in.operands[0] &&
+            !(in.opcode == Opcode::kSt || in.opcode == Opcode::kRed || in.opcode == Opcode::kSust))
+          continue;
+        const std::string what =
+            in.hasBaseSpace(StateSpace::kParam) ? "returned or passed through .param" : "stored to memory";
         escape(*ps, "pointer " + what + " at " + lineOf(st) + " (" + in.fullOpcode() + ")");
       }
     }
@@ -464,9 +493,16 @@ constexpr int kMaxDepth = 64;
 constexpr int kMaxDegree = 4;
 constexpr size_t kMaxTerms = 64;  // bounds the cost of multiplying polynomials built from hostile input
 
+// False when a float type (.f32, .bf16, ...) or a float-only modifier (.ftz, .full, .finite) is written.
 bool isIntegerType(const Instruction& in) {
-  for (const auto& m : in.modifiers) {
-    if (m.size() >= 3 && (m[1] == 'f' || (m[1] == 'b' && m[2] == 'f'))) return false;  // .f32 .bf16
+  for (const Modifier& m : in.modifiers) {
+    if (isFloatType(m.asType())) return false;
+    switch (m.asMod()) {
+      case Mod::kFtz:
+      case Mod::kFull:
+      case Mod::kFinite: return false;
+      default: break;
+    }
   }
   return true;
 }
@@ -537,7 +573,7 @@ class Evaluator {
 
  private:
   std::optional<AffineExpr> def(const Instruction& in, size_t stmt, int depth, std::string* why) {
-    const std::string& op = in.opcode;
+    const Opcode op = in.opcode;
     const auto& o = in.operands;
     auto arg = [&](size_t i) -> std::optional<AffineExpr> {
       if (i >= o.size()) {
@@ -546,8 +582,8 @@ class Evaluator {
       }
       return operand(o[i], stmt, depth, why);
     };
-    if (op == "ld" && hasSpace(in, ".param") && o.size() == 2 && o[1].kind == OperandKind::kAddress &&
-        !o[1].elements.empty()) {
+    if (op == Opcode::kLd && in.hasBaseSpace(StateSpace::kParam) && o.size() == 2 &&
+        o[1].kind == OperandKind::kAddress && !o[1].elements.empty()) {
       const int p = f_.paramIndex(o[1].elements[0].name);
       if (p < 0) {
         *why = "loaded from .param " + o[1].elements[0].name;
@@ -557,14 +593,14 @@ class Evaluator {
       if (!f_.params[static_cast<size_t>(p)].dims.empty()) name += "[" + std::to_string(o[1].offset) + "]";
       return AffineExpr::atom(name);
     }
-    if (op == "mov" || op == "cvta") {
+    if (op == Opcode::kMov || op == Opcode::kCvta) {
       if (!isIntegerType(in)) {
         *why = "floating-point move";
         return std::nullopt;
       }
       return arg(1);
     }
-    if (op == "cvt") {
+    if (op == Opcode::kCvt) {
       if (!isIntegerType(in)) {
         *why = "float conversion";
         return std::nullopt;
@@ -575,14 +611,14 @@ class Evaluator {
       *why = "floating-point arithmetic (" + in.fullOpcode() + ")";
       return std::nullopt;
     }
-    if (op == "add" || op == "sub") {
+    if (op == Opcode::kAdd || op == Opcode::kSub) {
       auto a = arg(1);
       if (!a) return a;
       auto b = arg(2);
       if (!b) return b;
-      return op == "add" ? *a + *b : *a - *b;
+      return op == Opcode::kAdd ? *a + *b : *a - *b;
     }
-    if ((op == "mul" || op == "mad") && !in.hasModifier(".hi")) {
+    if ((op == Opcode::kMul || op == Opcode::kMad) && !in.has(Mod::kHi)) {
       auto a = arg(1);
       if (!a) return a;
       auto b = arg(2);
@@ -592,14 +628,14 @@ class Evaluator {
         return std::nullopt;
       }
       AffineExpr p = *a * *b;
-      if (op == "mad") {
+      if (op == Opcode::kMad) {
         auto c = arg(3);
         if (!c) return c;
         p = p + *c;
       }
       return p;
     }
-    if (op == "shl") {
+    if (op == Opcode::kShl) {
       auto a = arg(1);
       if (!a) return a;
       if (o.size() < 3 || !o[2].intValue() || *o[2].intValue() < 0 || *o[2].intValue() > 62) {
@@ -608,7 +644,7 @@ class Evaluator {
       }
       return *a * AffineExpr::constant(int64_t{1} << *o[2].intValue());
     }
-    if (op == "neg") {
+    if (op == Opcode::kNeg) {
       auto a = arg(1);
       if (!a) return a;
       return AffineExpr::constant(0) - *a;
@@ -624,20 +660,20 @@ class Evaluator {
 };
 
 // A setp comparison modifier as an operator, negated when `negate`; unsigned for .lo/.ls/.hi/.hs.
-std::optional<CmpOp> comparison(const std::string& cmp, bool negate, bool* is_unsigned) {
+std::optional<CmpOp> comparison(Mod cmp, bool negate, bool* is_unsigned) {
   struct Row {
-    const char* name;
+    Mod mod;
     CmpOp op, neg;
     bool is_unsigned;
   };
   static constexpr Row kRows[] = {
-      {".eq", CmpOp::kEq, CmpOp::kNe, false}, {".ne", CmpOp::kNe, CmpOp::kEq, false},
-      {".lt", CmpOp::kLt, CmpOp::kGe, false}, {".le", CmpOp::kLe, CmpOp::kGt, false},
-      {".gt", CmpOp::kGt, CmpOp::kLe, false}, {".ge", CmpOp::kGe, CmpOp::kLt, false},
-      {".lo", CmpOp::kLt, CmpOp::kGe, true},  {".ls", CmpOp::kLe, CmpOp::kGt, true},
-      {".hi", CmpOp::kGt, CmpOp::kLe, true},  {".hs", CmpOp::kGe, CmpOp::kLt, true}};
+      {Mod::kEq, CmpOp::kEq, CmpOp::kNe, false}, {Mod::kNe, CmpOp::kNe, CmpOp::kEq, false},
+      {Mod::kLt, CmpOp::kLt, CmpOp::kGe, false}, {Mod::kLe, CmpOp::kLe, CmpOp::kGt, false},
+      {Mod::kGt, CmpOp::kGt, CmpOp::kLe, false}, {Mod::kGe, CmpOp::kGe, CmpOp::kLt, false},
+      {Mod::kLo, CmpOp::kLt, CmpOp::kGe, true},  {Mod::kLs, CmpOp::kLe, CmpOp::kGt, true},
+      {Mod::kHi, CmpOp::kGt, CmpOp::kLe, true},  {Mod::kHs, CmpOp::kGe, CmpOp::kLt, true}};
   for (const auto& r : kRows) {
-    if (cmp == r.name) {
+    if (cmp == r.mod) {
       *is_unsigned = r.is_unsigned;
       return negate ? r.neg : r.op;
     }
@@ -645,16 +681,13 @@ std::optional<CmpOp> comparison(const std::string& cmp, bool negate, bool* is_un
   return std::nullopt;
 }
 
-// Signedness and width of an integer setp type modifier (".s32", ".u64", ".b16"); nullopt for other types.
-std::optional<std::pair<bool, int>> integerType(const std::string& m) {
-  if (m.size() < 3 || (m[1] != 's' && m[1] != 'u' && m[1] != 'b')) return std::nullopt;
-  int bits = 0;
-  for (size_t i = 2; i < m.size(); ++i) {
-    if (m[i] < '0' || m[i] > '9') return std::nullopt;
-    bits = bits * 10 + (m[i] - '0');
-  }
+// Signedness and width of an integer setp type (.s32, .u64, .b16); nullopt for other types.
+std::optional<std::pair<bool, int>> integerType(DataType t) {
+  const char c = typeClass(t);
+  const uint32_t bits = typeElementBits(t);
+  if ((c != 's' && c != 'u' && c != 'b') || typeElements(t) != 1) return std::nullopt;
   if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return std::nullopt;
-  return std::make_pair(m[1] == 's', bits);
+  return std::make_pair(c == 's', static_cast<int>(bits));
 }
 
 std::string joinConditions(const std::vector<GuardCondition>& c) {
@@ -683,12 +716,12 @@ class GuardBuilder {
     const Instruction& in = f_.body[d].inst;
     if (!in.guard.empty()) return {opaque(plain)};
     const auto& o = in.operands;
-    if (in.opcode == "setp" && o.size() >= 3 && !in.modifiers.empty()) {
+    if (in.opcode == Opcode::kSetp && o.size() >= 3 && !in.modifiers.empty()) {
       if (o.size() >= 4) return {opaque(plain)};  // setp.CMP.BOOLOP with a third predicate operand
       const bool neg = negate != (o[0].pair == p);
       const bool is_int = isIntegerType(in);
       bool is_unsigned = false;
-      const std::optional<CmpOp> op = comparison(in.modifiers[0], is_int && neg, &is_unsigned);
+      const std::optional<CmpOp> op = comparison(in.modifiers[0].asMod(), is_int && neg, &is_unsigned);
       std::string why;
       const std::optional<AffineExpr> lhs = ev_.operand(o[1], d, 0, &why);
       const std::optional<AffineExpr> rhs = ev_.operand(o[2], d, 0, &why);
@@ -697,7 +730,7 @@ class GuardBuilder {
       if (op) {
         c.text = l + " " + cmpOpSymbol(*op) + " " + r;
       } else {
-        c.text = l + " " + in.modifiers[0].substr(1) + " " + r;
+        c.text = l + " " + std::string(in.modifierText(in.modifiers[0]).substr(1)) + " " + r;
       }
       if (!is_int) {
         // A float comparison negated is not the opposite comparison (NaN): it stays text.
@@ -705,7 +738,7 @@ class GuardBuilder {
         return {c};
       }
       const std::optional<std::pair<bool, int>> type =
-          in.modifiers.size() >= 2 ? integerType(in.modifiers[1]) : std::nullopt;
+          in.modifiers.size() >= 2 ? integerType(in.modifiers[1].asType()) : std::nullopt;
       if (op && lhs && rhs && type) {
         c.structured = true;
         c.lhs = *lhs;
@@ -716,13 +749,13 @@ class GuardBuilder {
       }
       return {c};
     }
-    if (in.opcode == "not" && o.size() == 2 && o[1].kind == OperandKind::kRegister)
+    if (in.opcode == Opcode::kNot && o.size() == 2 && o[1].kind == OperandKind::kRegister)
       return predicate(o[1].name, d, !negate, depth + 1);
-    if (in.opcode == "mov" && o.size() == 2 && o[1].kind == OperandKind::kRegister)
+    if (in.opcode == Opcode::kMov && o.size() == 2 && o[1].kind == OperandKind::kRegister)
       return predicate(o[1].name, d, negate, depth + 1);
-    if ((in.opcode == "and" || in.opcode == "or") && o.size() == 3 && o[1].kind == OperandKind::kRegister &&
-        o[2].kind == OperandKind::kRegister) {
-      const bool is_and = (in.opcode == "and") != negate;  // De Morgan
+    if ((in.opcode == Opcode::kAnd || in.opcode == Opcode::kOr) && o.size() == 3 &&
+        o[1].kind == OperandKind::kRegister && o[2].kind == OperandKind::kRegister) {
+      const bool is_and = (in.opcode == Opcode::kAnd) != negate;  // De Morgan
       std::vector<GuardCondition> a = predicate(o[1].name, d, negate, depth + 1);
       std::vector<GuardCondition> b = predicate(o[2].name, d, negate, depth + 1);
       if (is_and) {
@@ -767,8 +800,9 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     const Statement& st = f.body[i];
     if (st.kind != StatementKind::kInstruction) continue;
     const Instruction& in = st.inst;
-    const std::string& op = in.opcode;
-    if (!(op == "ld" || op == "ldu" || op == "st" || op == "atom" || op == "red")) continue;
+    const Opcode op = in.opcode;
+    if (!(op == Opcode::kLd || op == Opcode::kLdu || op == Opcode::kSt || op == Opcode::kAtom || op == Opcode::kRed))
+      continue;
     if (isNonGlobalSpace(in)) continue;
     const Operand* addr = nullptr;
     for (const auto& o : in.operands) {
@@ -782,6 +816,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     a.stmt = i;
     a.line = st.loc.line;
     a.opcode = in.fullOpcode();
+    a.op = in.opcode;
     accessKind(in, 0, &a.is_read, &a.is_write);
     a.bytes = accessBytes(in);
     std::string why;
@@ -829,7 +864,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
       if (d < 0) break;
       const BasicBlock& db = blocks[static_cast<size_t>(d)];
       const Statement& last = f.body[db.end - 1];
-      if (last.kind == StatementKind::kInstruction && last.inst.opcode == "bra" && !last.inst.guard.empty() &&
+      if (last.kind == StatementKind::kInstruction && last.inst.opcode == Opcode::kBra && !last.inst.guard.empty() &&
           db.succs.size() == 2) {
         const int fall = d + 1;
         for (int s : db.succs) {

@@ -191,7 +191,7 @@ TEST(Analysis, LoopCfgDominatorsAndReachingDefinitions) {
   const DefUse& du = fa.defUse();
   size_t mul = 0;
   for (size_t i = 0; i < f.body.size(); ++i) {
-    if (f.body[i].kind == StatementKind::kInstruction && f.body[i].inst.opcode == "mul") mul = i;
+    if (f.body[i].kind == StatementKind::kInstruction && f.body[i].inst.opcodeText() == "mul") mul = i;
   }
   EXPECT_EQ(du.reachingDefs(mul, "%r3").size(), 2u);  // one from each arm
   EXPECT_EQ(du.reachingDefs(mul, "%rd1").size(), 1u);

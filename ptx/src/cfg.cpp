@@ -8,16 +8,45 @@ namespace kfuse::ptx {
 namespace {
 
 bool isTerminator(const Instruction& in) {
-  return in.opcode == "bra" || in.opcode == "brx" || in.opcode == "ret" || in.opcode == "exit";
+  switch (in.opcode) {
+    case Opcode::kBra:
+    case Opcode::kBrx:
+    case Opcode::kRet:
+    case Opcode::kExit: return true;
+    default: return false;
+  }
 }
 
 bool noDestination(const Instruction& in) {
-  const std::string& op = in.opcode;
-  if (op == "bar" || op == "barrier") return !in.hasModifier(".red");
-  return op == "st" || op == "red" || op == "bra" || op == "brx" || op == "ret" || op == "exit" || op == "trap" ||
-         op == "membar" || op == "fence" || op == "prefetch" || op == "prefetchu" || op == "sust" || op == "sured" ||
-         op == "cp" || op == "nanosleep" || op == "pmevent" || op == "call" || op == "stmatrix" || op == "brkpt" ||
-         op == "griddepcontrol" || op == "discard" || op == "applypriority" || op == "setmaxnreg" || op == "tensormap";
+  switch (in.opcode) {
+    case Opcode::kBar:
+    case Opcode::kBarrier: return !in.has(Mod::kRed);
+    case Opcode::kSt:
+    case Opcode::kRed:
+    case Opcode::kBra:
+    case Opcode::kBrx:
+    case Opcode::kRet:
+    case Opcode::kExit:
+    case Opcode::kTrap:
+    case Opcode::kMembar:
+    case Opcode::kFence:
+    case Opcode::kPrefetch:
+    case Opcode::kPrefetchu:
+    case Opcode::kSust:
+    case Opcode::kSured:
+    case Opcode::kCp:
+    case Opcode::kNanosleep:
+    case Opcode::kPmevent:
+    case Opcode::kCall:
+    case Opcode::kStmatrix:
+    case Opcode::kBrkpt:
+    case Opcode::kGriddepcontrol:
+    case Opcode::kDiscard:
+    case Opcode::kApplypriority:
+    case Opcode::kSetmaxnreg:
+    case Opcode::kTensormap: return true;
+    default: return false;
+  }
 }
 
 void collectRegs(const Operand& o, std::vector<std::string>* out) {
@@ -98,7 +127,7 @@ Cfg Cfg::build(const Function& f) {
     }
     const Instruction& in = last.inst;
     const bool guarded = !in.guard.empty();
-    if (in.opcode == "bra") {
+    if (in.opcode == Opcode::kBra) {
       if (!in.operands.empty() && in.operands[0].kind == OperandKind::kSymbol) {
         auto it = label_block.find(in.operands[0].name);
         if (it != label_block.end()) {
@@ -108,7 +137,7 @@ Cfg Cfg::build(const Function& f) {
         }
       }
       if (guarded) addEdge(b, b + 1);
-    } else if (in.opcode == "brx") {
+    } else if (in.opcode == Opcode::kBrx) {
       // brx.idx through a .branchtargets list: any label may be a target.
       cfg.indirect_ = true;
       for (const auto& [name, id] : label_block) addEdge(b, id);

@@ -50,36 +50,66 @@ std::optional<int64_t> parseIntegerLiteral(std::string_view s) {
   return static_cast<int64_t>(neg ? 0 - v : v);
 }
 
-bool Instruction::hasModifier(std::string_view m) const {
-  for (const auto& x : modifiers) {
-    if (x == m) return true;
+bool Instruction::has(Mod m) const {
+  for (const Modifier& x : modifiers) {
+    if (x.asMod() == m) return true;
   }
   return false;
 }
 
-std::string Instruction::fullOpcode() const {
-  std::string s = opcode;
-  for (const auto& m : modifiers) s += m;
-  return s;
+bool Instruction::has(StateSpace s) const {
+  for (const Modifier& x : modifiers) {
+    if (x.asSpace() == s) return true;
+  }
+  return false;
+}
+
+bool Instruction::has(DataType t) const {
+  for (const Modifier& x : modifiers) {
+    if (x.asType() == t) return true;
+  }
+  return false;
+}
+
+bool Instruction::hasBaseSpace(StateSpace base) const {
+  for (const Modifier& x : modifiers) {
+    if (x.kind == ModKind::kSpace && baseSpace(x.asSpace()) == base) return true;
+  }
+  return false;
+}
+
+StateSpace Instruction::space() const {
+  for (const Modifier& x : modifiers) {
+    if (x.kind == ModKind::kSpace) return x.asSpace();
+  }
+  return StateSpace::kNone;
+}
+
+size_t Instruction::typeCount() const {
+  size_t n = 0;
+  for (const Modifier& x : modifiers) n += x.kind == ModKind::kType;
+  return n;
+}
+
+DataType Instruction::typeAt(size_t i) const {
+  for (const Modifier& x : modifiers) {
+    if (x.kind == ModKind::kType && i-- == 0) return x.asType();
+  }
+  return DataType::kNone;
+}
+
+DataType Instruction::type() const {
+  for (auto it = modifiers.rbegin(); it != modifiers.rend(); ++it) {
+    if (it->kind == ModKind::kType) return it->asType();
+  }
+  return DataType::kNone;
 }
 
 uint32_t VariableDecl::elementSize() const {
-  uint32_t bits = 0;
-  if (type == ".pred") {
-    bits = 8;
-  } else if (type.size() >= 3) {
-    // .b8 .u16 .s32 .f64 .b128 .f16x2 .bf16 .bf16x2 .tf32
-    std::string_view t = type;
-    size_t i = 1;
-    while (i < t.size() && !(t[i] >= '0' && t[i] <= '9')) ++i;
-    uint32_t v = 0;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9') v = v * 10 + static_cast<uint32_t>(t[i++] - '0');
-    if (i + 1 < t.size() && t[i] == 'x') v *= static_cast<uint32_t>(t[i + 1] - '0');
-    bits = v;
-  }
+  // .pred occupies a byte; packed types count all their elements (.f16x2 is 4 bytes)
+  const uint32_t bits = type == DataType::kPred ? 8 : typeElementBits(type) * typeElements(type);
   if (bits == 0) return 0;
-  uint32_t width = 1;
-  if (vector.size() == 3) width = static_cast<uint32_t>(vector[2] - '0');
+  const uint32_t width = vector ? vector : 1;
   return (bits + 7) / 8 * width;
 }
 
@@ -250,14 +280,15 @@ Status verify(const Function& f) {
         break;
       case StatementKind::kInstruction: {
         const Instruction& in = st.inst;
-        if (in.opcode.empty()) return badFormat(where(st.loc, f.name) + "instruction without an opcode");
+        if (in.opcode == Opcode::kUnknown && in.unknown_opcode.empty())
+          return badFormat(where(st.loc, f.name) + "instruction without an opcode");
         if (!in.guard.empty() && !isSpecialRegister(in.guard) && !declaredIn(scopes, in.guard))
           return badFormat(where(st.loc, f.name) + "guard predicate " + in.guard + " is not declared");
         for (const auto& o : in.operands) KFUSE_RETURN_IF_ERROR(checkOperand(o, scopes, st.loc, f.name));
-        if (in.opcode == "bra" || in.opcode == "brx") {
+        if (in.opcode == Opcode::kBra || in.opcode == Opcode::kBrx) {
           if (in.operands.empty()) return badFormat(where(st.loc, f.name) + "branch without a target");
           const Operand& tgt = in.operands[0];
-          if (in.opcode == "bra" && tgt.kind == OperandKind::kSymbol && !labels.count(tgt.name))
+          if (in.opcode == Opcode::kBra && tgt.kind == OperandKind::kSymbol && !labels.count(tgt.name))
             return badFormat(where(st.loc, f.name) + "branch to undefined label " + tgt.name);
         }
         break;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lexer.h"
+#include "opcodes.h"
 
 namespace kfuse::ptx {
 namespace {
@@ -17,6 +18,7 @@ using detail::Token;
 
 constexpr int kMaxOperandDepth = 16;
 constexpr int kMaxBlockDepth = 64;
+constexpr size_t kMaxOtherModifiers = 255;  // Modifier::value indexes them in 8 bits
 
 bool isStateSpace(std::string_view s) {
   return s == ".reg" || s == ".param" || s == ".global" || s == ".shared" || s == ".const" || s == ".local" ||
@@ -171,10 +173,10 @@ class Parser {
         m.verbatim.push_back(std::move(s).value());
         m.order.push_back({TopLevelKind::kVerbatim, m.verbatim.size() - 1});
       } else if (d == ".entry" || d == ".func" || isLinkage(d)) {
-        std::string linkage;
+        Linkage linkage = Linkage::kNone;
         Token kw = t;
         if (isLinkage(d)) {
-          linkage = std::string(d);
+          linkage = detail::lookupLinkage(d);
           const Token& p = lex_.peek();
           if (p.kind == Tok::kIdent && (p.text == ".entry" || p.text == ".func")) {
             kw = lex_.take();
@@ -192,7 +194,7 @@ class Parser {
         }
         m.functions.emplace_back();
         Function& f = m.functions.back();
-        f.linkage = std::move(linkage);
+        f.linkage = linkage;
         KFUSE_RETURN_IF_ERROR(parseFunction(f, kw));
         m.order.push_back({TopLevelKind::kFunction, m.functions.size() - 1});
       } else if (isStateSpace(d)) {
@@ -224,7 +226,7 @@ class Parser {
     d.loc = locOf(first);
     if (first.kind != Tok::kIdent) return fail(first, "a state space");
     if (!isStateSpace(first.text)) return fail(first, "a state space (.reg, .param, .global, ...)");
-    d.space = std::string(first.text);
+    d.space = detail::lookupSpace(first.text);
     bool after_ptr = false;
     for (;;) {
       const Token& p = lex_.peek();
@@ -240,9 +242,9 @@ class Parser {
         d.is_ptr = true;
         after_ptr = true;
       } else if (after_ptr && isPtrSpace(s)) {
-        d.ptr_space = std::string(s);
+        d.ptr_space = detail::lookupSpace(s);
       } else if (s == ".v2" || s == ".v4" || s == ".v8") {
-        d.vector = std::string(s);
+        d.vector = static_cast<uint32_t>(s[2] - '0');
       } else if (s == ".attribute") {
         // .attribute(.managed): kept verbatim
         std::string attr(s);
@@ -260,8 +262,9 @@ class Parser {
         }
         attr += ")";
         d.attributes.push_back(std::move(attr));
-      } else if (d.type.empty() && !isStateSpace(s) && !isLinkage(s)) {
-        d.type = std::string(s);
+      } else if (d.type == DataType::kNone && d.unknown_type.empty() && !isStateSpace(s) && !isLinkage(s)) {
+        d.type = detail::lookupType(s);
+        if (d.type == DataType::kNone) d.unknown_type = std::string(s);
       } else {
         d.attributes.emplace_back(s);
       }
@@ -465,10 +468,13 @@ class Parser {
   Status parseInstruction(Instruction& in, const Token& op) {
     std::string_view s = op.text;
     size_t dot = s.find('.');
-    in.opcode = std::string(s.substr(0, dot));
+    const std::string_view name = s.substr(0, dot);
+    in.opcode = detail::lookupOpcode(name);
+    if (in.opcode == Opcode::kUnknown) in.unknown_opcode = std::string(name);  // newer than the enum: kept
     while (dot != std::string_view::npos) {
       size_t nextDot = s.find('.', dot + 1);
-      in.modifiers.emplace_back(s.substr(dot, nextDot == std::string_view::npos ? nextDot : nextDot - dot));
+      if (in.other_modifiers.size() >= kMaxOtherModifiers) return fail(op, "fewer modifiers");
+      in.addModifier(s.substr(dot, nextDot == std::string_view::npos ? nextDot : nextDot - dot));
       dot = nextDot;
     }
     if (acceptPunct(';')) return {};
@@ -477,7 +483,7 @@ class Parser {
       KFUSE_RETURN_IF_ERROR(parseOperand(o, 0, /*allow_offset=*/true));
       Token sep = lex_.take();
       if (sep.punct() == ';') return {};
-      if (sep.punct() != ',') return fail(sep, "',' or ';' after an operand of " + in.opcode);
+      if (sep.punct() != ',') return fail(sep, "',' or ';' after an operand of " + std::string(in.opcodeText()));
     }
   }
 

@@ -60,12 +60,12 @@ TEST(Parser, ParsesEntrySignatureAndBody) {
   ASSERT_EQ(m->functions.size(), 1u);
   const Function& f = m->functions[0];
   EXPECT_TRUE(f.is_entry);
-  EXPECT_EQ(f.linkage, ".visible");
+  EXPECT_EQ(linkageName(f.linkage), ".visible");
   EXPECT_EQ(f.name, "_Z5scalePKfPfi");
   ASSERT_EQ(f.params.size(), 3u);
-  EXPECT_EQ(f.params[1].type, ".u64");
+  EXPECT_EQ(typeName(f.params[1].type), ".u64");
   EXPECT_TRUE(f.params[1].is_ptr);
-  EXPECT_EQ(f.params[1].ptr_space, ".global");
+  EXPECT_EQ(spaceName(f.params[1].ptr_space), ".global");
   EXPECT_EQ(f.params[1].ptr_align, 4u);
   ASSERT_EQ(f.directives.size(), 1u);
   EXPECT_EQ(f.directives[0].name, ".maxntid");
@@ -94,8 +94,8 @@ TEST(Parser, ParsesGuardsAddressesAndOffsets) {
   const Instruction* ld = nullptr;
   for (const auto& st : body) {
     if (st.kind != StatementKind::kInstruction) continue;
-    if (st.inst.opcode == "bra") bra = &st.inst;
-    if (st.inst.opcode == "ld" && st.inst.hasModifier(".global")) ld = &st.inst;
+    if (st.inst.opcodeText() == "bra") bra = &st.inst;
+    if (st.inst.opcodeText() == "ld" && st.inst.has(StateSpace::kGlobal)) ld = &st.inst;
   }
   ASSERT_NE(bra, nullptr);
   EXPECT_EQ(bra->guard, "%p1");
@@ -174,7 +174,7 @@ TEST(Parser, ParsesCallsVectorsPairsAndModuleVariables) {
   EXPECT_EQ(m->variables[0].name, "$str");
   EXPECT_EQ(m->variables[0].initializer, "{104, 105, 0}");
   EXPECT_EQ(m->variables[2].dims, (std::vector<int64_t>{0}));
-  EXPECT_EQ(m->variables[2].linkage, ".extern");
+  EXPECT_EQ(linkageName(m->variables[2].linkage), ".extern");
   ASSERT_EQ(m->functions.size(), 2u);
   EXPECT_FALSE(m->functions[0].has_body);
   EXPECT_EQ(m->functions[0].returns.size(), 1u);
@@ -185,18 +185,18 @@ TEST(Parser, ParsesCallsVectorsPairsAndModuleVariables) {
   for (const auto& st : foo.body) {
     if (st.kind != StatementKind::kInstruction) continue;
     const auto& in = st.inst;
-    if (in.opcode == "call") {
+    if (in.opcodeText() == "call") {
       saw_call = true;
       ASSERT_EQ(in.operands.size(), 3u);
       EXPECT_EQ(in.operands[0].kind, OperandKind::kList);
       EXPECT_EQ(in.operands[1].name, "vprintf");
       EXPECT_EQ(in.operands[2].elements.size(), 2u);
     }
-    if (in.opcode == "setp") saw_pair = in.operands[0].pair == "%p2";
-    if (in.opcode == "mov" && in.guard == "%p1") saw_negated = in.guard_negated;
-    if (in.opcode == "mbarrier") {
+    if (in.opcodeText() == "setp") saw_pair = in.operands[0].pair == "%p2";
+    if (in.opcodeText() == "mov" && in.guard == "%p1") saw_negated = in.guard_negated;
+    if (in.opcodeText() == "mbarrier") {
       saw_sink = in.operands[0].kind == OperandKind::kSink;
-      EXPECT_EQ(in.modifiers[1], ".shared::cta");
+      EXPECT_EQ(in.modifierText(in.modifiers[1]), ".shared::cta");
     }
   }
   EXPECT_TRUE(saw_call);

@@ -55,6 +55,34 @@ void appendOperand(std::string& out, const Operand& o) {
   }
 }
 
+}  // namespace
+
+std::string_view Instruction::opcodeText() const {
+  return opcode == Opcode::kUnknown ? std::string_view(unknown_opcode) : opcodeName(opcode);
+}
+
+std::string_view Instruction::modifierText(const Modifier& m) const {
+  switch (m.kind) {
+    case ModKind::kSpace: return spaceName(m.asSpace());
+    case ModKind::kType: return typeName(m.asType());
+    case ModKind::kMod: return modName(m.asMod());
+    case ModKind::kOther: return m.value < other_modifiers.size() ? std::string_view(other_modifiers[m.value]) : "";
+  }
+  return "";
+}
+
+std::string_view VariableDecl::typeText() const {
+  return type != DataType::kNone ? typeName(type) : std::string_view(unknown_type);
+}
+
+std::string Instruction::fullOpcode() const {
+  std::string s(opcodeText());
+  for (const Modifier& m : modifiers) s += modifierText(m);
+  return s;
+}
+
+namespace {
+
 void appendInstruction(std::string& out, const Instruction& in) {
   if (!in.guard.empty()) {
     out += '@';
@@ -62,8 +90,8 @@ void appendInstruction(std::string& out, const Instruction& in) {
     out += in.guard;
     out += ' ';
   }
-  out += in.opcode;
-  for (const auto& m : in.modifiers) out += m;
+  out += in.opcodeText();
+  for (const Modifier& m : in.modifiers) out += in.modifierText(m);
   for (size_t i = 0; i < in.operands.size(); ++i) {
     out += i == 0 ? "\t" : ", ";
     appendOperand(out, in.operands[i]);
@@ -72,11 +100,11 @@ void appendInstruction(std::string& out, const Instruction& in) {
 }
 
 void appendDecl(std::string& out, const VariableDecl& d) {
-  if (!d.linkage.empty()) {
-    out += d.linkage;
+  if (d.linkage != Linkage::kNone) {
+    out += linkageName(d.linkage);
     out += ' ';
   }
-  out += d.space;
+  out += spaceName(d.space);
   for (const auto& a : d.attributes) {
     out += ' ';
     out += a;
@@ -85,19 +113,22 @@ void appendDecl(std::string& out, const VariableDecl& d) {
     out += " .align ";
     out += std::to_string(d.align);
   }
-  if (!d.vector.empty()) {
-    out += ' ';
-    out += d.vector;
+  if (d.vector) {
+    out += " .v";
+    out += std::to_string(d.vector);
   }
-  if (!d.type.empty()) {
+  if (d.type != DataType::kNone) {
     out += ' ';
-    out += d.type;
+    out += typeName(d.type);
+  } else if (!d.unknown_type.empty()) {
+    out += ' ';
+    out += d.unknown_type;
   }
   if (d.is_ptr) {
     out += " .ptr";
-    if (!d.ptr_space.empty()) {
+    if (d.ptr_space != StateSpace::kNone) {
       out += ' ';
-      out += d.ptr_space;
+      out += spaceName(d.ptr_space);
     }
     if (d.ptr_align) {
       out += " .align ";
@@ -134,8 +165,8 @@ void appendParamList(std::string& out, const std::vector<VariableDecl>& params, 
 }
 
 void appendFunction(std::string& out, const Function& f) {
-  if (!f.linkage.empty()) {
-    out += f.linkage;
+  if (f.linkage != Linkage::kNone) {
+    out += linkageName(f.linkage);
     out += ' ';
   }
   out += f.is_entry ? ".entry " : ".func ";

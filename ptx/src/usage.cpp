@@ -9,8 +9,8 @@ namespace kfuse::ptx {
 UsageSummary summarizeUsage(const Module* m, const Function& f) {
   UsageSummary u;
   auto addShared = [&](const VariableDecl& d) {
-    if (d.space != ".shared") return;
-    if (d.linkage == ".extern" || (!d.dims.empty() && d.dims[0] == 0)) {
+    if (d.space != StateSpace::kShared) return;
+    if (d.linkage == Linkage::kExtern || (!d.dims.empty() && d.dims[0] == 0)) {
       u.dynamic_shared = true;
     } else {
       u.static_shared_bytes += d.byteSize();
@@ -20,7 +20,7 @@ UsageSummary summarizeUsage(const Module* m, const Function& f) {
   std::vector<const VariableDecl*> module_shared;
   if (m) {
     for (const auto& v : m->variables) {
-      if (v.space == ".shared") module_shared.push_back(&v);
+      if (v.space == StateSpace::kShared) module_shared.push_back(&v);
     }
   }
   std::vector<char> used_module_shared(module_shared.size(), 0);
@@ -35,45 +35,59 @@ UsageSummary summarizeUsage(const Module* m, const Function& f) {
   for (const auto& st : f.body) {
     if (st.kind == StatementKind::kDeclaration) {
       addShared(st.decl);
-      if (st.decl.space == ".local") u.local_bytes += st.decl.byteSize();
+      if (st.decl.space == StateSpace::kLocal) u.local_bytes += st.decl.byteSize();
       continue;
     }
     if (st.kind != StatementKind::kInstruction) continue;
     const Instruction& in = st.inst;
-    const std::string& op = in.opcode;
     ++u.instructions;
     if (!module_shared.empty()) {
       for (const auto& o : in.operands) noteSymbols(o);
     }
-    if (op == "bar" || op == "barrier") {
-      if (!in.hasModifier(".warp")) ++u.barriers;
-    } else if (op == "atom" || op == "red") {
-      ++u.atomics;
-    } else if (op == "shfl") {
-      ++u.shuffles;
-    } else if (op == "vote" || op == "match" || op == "redux" || op == "activemask") {
-      ++u.votes;
-    } else if (op == "tex" || op == "tld4" || op == "txq" || op == "suld" || op == "sust" || op == "sured" ||
-               op == "suq") {
-      ++u.textures;
-    } else if (op == "mma" || op == "wmma" || op == "wgmma") {
-      ++u.tensor_ops;
-    } else if (op == "cp" && in.hasModifier(".async")) {
-      ++u.async_copies;
-    } else if ((op == "ld" || op == "st") && in.hasModifier(".local")) {
-      ++u.local_accesses;
-    } else if (op == "call") {
-      // call[.uni] [(ret),] target, [(args)] [, proto]
-      for (const auto& o : in.operands) {
-        if (o.kind == OperandKind::kList) continue;
-        if (o.kind == OperandKind::kRegister) {
-          u.indirect_calls = true;
-        } else if (o.kind == OperandKind::kSymbol) {
-          if (std::find(u.callees.begin(), u.callees.end(), o.name) == u.callees.end()) u.callees.push_back(o.name);
-          if (o.name == "vprintf") u.printf = true;
+    switch (in.opcode) {
+      case Opcode::kBar:
+      case Opcode::kBarrier:
+        if (!in.has(Mod::kWarp)) ++u.barriers;
+        break;
+      case Opcode::kAtom:
+      case Opcode::kRed: ++u.atomics; break;
+      case Opcode::kShfl: ++u.shuffles; break;
+      case Opcode::kVote:
+      case Opcode::kMatch:
+      case Opcode::kRedux:
+      case Opcode::kActivemask: ++u.votes; break;
+      case Opcode::kTex:
+      case Opcode::kTld4:
+      case Opcode::kTxq:
+      case Opcode::kSuld:
+      case Opcode::kSust:
+      case Opcode::kSured:
+      case Opcode::kSuq: ++u.textures; break;
+      case Opcode::kMma:
+      case Opcode::kWmma:
+      case Opcode::kWgmma: ++u.tensor_ops; break;
+      case Opcode::kCp:
+        if (in.has(Mod::kAsync)) ++u.async_copies;
+        break;
+      case Opcode::kLd:
+      case Opcode::kSt:
+        if (in.has(StateSpace::kLocal)) ++u.local_accesses;
+        break;
+      case Opcode::kCall: {
+        // call[.uni] [(ret),] target, [(args)] [, proto]
+        for (const auto& o : in.operands) {
+          if (o.kind == OperandKind::kList) continue;
+          if (o.kind == OperandKind::kRegister) {
+            u.indirect_calls = true;
+          } else if (o.kind == OperandKind::kSymbol) {
+            if (std::find(u.callees.begin(), u.callees.end(), o.name) == u.callees.end()) u.callees.push_back(o.name);
+            if (o.name == "vprintf") u.printf = true;
+          }
+          break;
         }
         break;
       }
+      default: break;
     }
     for (const auto& o : in.operands) {
       if (o.kind == OperandKind::kRegister && (o.name == "%envreg1" || o.name == "%envreg2")) u.grid_sync = true;

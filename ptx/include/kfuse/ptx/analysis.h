@@ -153,7 +153,8 @@ struct GuardCondition {
 struct MemoryAccess {
   size_t stmt = 0;     // statement index of the ld/st/atom
   uint32_t line = 0;   // source line of the instruction in the PTX
-  std::string opcode;  // "ld.global.f32"
+  std::string opcode;  // "ld.global.f32", as printed (for reports)
+  Opcode op = Opcode::kUnknown;  // kLd, kSt, kAtom...
   bool is_read = false;
   bool is_write = false;
   uint32_t bytes = 0;                 // access width in bytes (0 if unknown)

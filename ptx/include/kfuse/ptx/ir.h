@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kfuse/core/status.h"
+#include "kfuse/ptx/opcodes.h"
 
 namespace kfuse::ptx {
 
@@ -65,31 +66,57 @@ struct Operand {
   std::optional<int64_t> intValue() const;
 };
 
+// One instruction, typed: the opcode, state space, data types and modifiers are enums (kfuse/ptx/opcodes.h)
+// parsed once; `modifiers` keeps every dotted component after the opcode in the order written, so the printer
+// reproduces `ld.global.nc.v4.f32` exactly. Components the enums do not model stay as text in
+// `other_modifiers` (a kOther modifier indexes it); an opcode newer than the enum list is kUnknown with its
+// spelling in `unknown_opcode`, so new instructions still parse and print.
 struct Instruction {
   std::string guard;  // predicate register of `@%p` / `@!%p`, empty if unguarded
   bool guard_negated = false;
-  std::string opcode;                  // first dotted component: "ld", "mma", "cp"
-  std::vector<std::string> modifiers;  // the rest, each with its dot: ".global", ".f32", ".shared::cta"
+  Opcode opcode = Opcode::kUnknown;
+  std::string unknown_opcode;                // spelling of a kUnknown opcode: "tcgen06"
+  std::vector<Modifier> modifiers;           // in the order written
+  std::vector<std::string> other_modifiers;  // spellings (with the dot) of kOther modifiers: ".L2::cache_hint"
   std::vector<Operand> operands;
   SourceLoc loc;
 
-  bool hasModifier(std::string_view m) const;
-  // opcode plus all modifiers, as written: "ld.global.nc.f32".
+  bool has(Mod m) const;
+  // Exact space (`.shared` does not match `.shared::cta`); see hasBaseSpace() for the family.
+  bool has(StateSpace s) const;
+  bool has(DataType t) const;
+  // Whether some state-space modifier belongs to `base` (`.shared`, `.shared::cta`, `.shared::cluster`).
+  bool hasBaseSpace(StateSpace base) const;
+  // The first state-space modifier, kNone if there is none.
+  StateSpace space() const;
+  // The data types in the order written (`cvt.rn.f32.s32`: f32 then s32); typeAt() is kNone past the end.
+  size_t typeCount() const;
+  DataType typeAt(size_t i) const;
+  // The last data type written (the instruction type of most instructions), kNone if none.
+  DataType type() const;
+  // Appends a modifier given by its spelling; used by the parser and by code that builds instructions.
+  void addModifier(std::string_view spelling);
+
+  // Printer-side spellings (for output and messages, never for decisions): the opcode plus all modifiers,
+  // "ld.global.nc.f32"; the opcode alone, "ld"; one modifier, ".global".
   std::string fullOpcode() const;
+  std::string_view opcodeText() const;
+  std::string_view modifierText(const Modifier& m) const;
 };
 
 // A variable, parameter or register declaration: `.reg .b32 %r<10>`, `.param .u64 .ptr .global .align 8 p`,
 // `.shared .align 4 .b8 buf[1024]`, `.global .align 1 .b8 $str[6] = {...}`.
 struct VariableDecl {
-  std::string linkage;                  // ".visible", ".extern", ".weak", ".common" or empty
-  std::string space;                    // ".reg", ".param", ".global", ".shared", ".const", ".local", ".tex"...
-  std::vector<std::string> attributes;  // verbatim qualifiers we do not model, e.g. ".attribute(.managed)"
-  uint32_t align = 0;                   // `.align N`, 0 if absent
-  std::string vector;                   // ".v2", ".v4" or empty
-  std::string type;                     // ".b32", ".f32", ".pred", ".u64"...
-  bool is_ptr = false;                  // kernel parameter with `.ptr`
-  std::string ptr_space;                // `.ptr .global` -> ".global"
-  uint32_t ptr_align = 0;               // `.ptr ... .align N`
+  Linkage linkage = Linkage::kNone;          // kVisible, kExtern, kWeak, kCommon or kNone
+  StateSpace space = StateSpace::kNone;      // kReg, kParam, kGlobal, kShared, kConst, kLocal, kTex...
+  std::vector<std::string> attributes;       // verbatim qualifiers we do not model, e.g. ".attribute(.managed)"
+  uint32_t align = 0;                        // `.align N`, 0 if absent
+  uint32_t vector = 0;                       // 2, 4 or 8 for .v2/.v4/.v8; 0 for a scalar
+  DataType type = DataType::kNone;           // kB32, kF32, kPred, kU64...; kNone if absent or not modelled
+  std::string unknown_type;                  // spelling of a type the enum does not model (type is kNone then)
+  bool is_ptr = false;                       // kernel parameter with `.ptr`
+  StateSpace ptr_space = StateSpace::kNone;  // `.ptr .global` -> kGlobal
+  uint32_t ptr_align = 0;                    // `.ptr ... .align N`
   std::string name;
   int64_t range = -1;         // `%r<10>` -> 10 (declares %r0..%r9); -1 when not a range
   std::vector<int64_t> dims;  // array dimensions; 0 = unspecified (`[]`)
@@ -100,6 +127,8 @@ struct VariableDecl {
   uint32_t elementSize() const;
   // Total byte size (element size times all dimensions); 0 if unknown or unsized.
   uint64_t byteSize() const;
+  // Printer-side: the type as written, ".f32" (or unknown_type); empty if none.
+  std::string_view typeText() const;
 };
 
 enum class StatementKind : uint8_t {
@@ -125,7 +154,7 @@ struct PerfDirective {
 };
 
 struct Function {
-  std::string linkage;    // ".visible", ".extern", ".weak" or empty
+  Linkage linkage = Linkage::kNone;  // kVisible, kExtern, kWeak or kNone
   bool is_entry = false;  // .entry (kernel) vs .func
   std::string name;
   std::vector<VariableDecl> returns;  // .func return parameters
