@@ -58,9 +58,11 @@ struct Ctx {
   uint8_t* genericSlow(uint64_t addr, uint32_t size, int lane, bool store);
 };
 
-// Host pointer for `size` bytes at `addr` in space S for `lane`, or nullptr after recording an error.
+// Host pointer for `size` bytes at `addr` in space S for `lane`, or nullptr after recording an error. Always
+// inlined: it is on every load and store, and GCC stopped inlining the global case into the memory handlers once
+// they moved to a file of their own (4.6% more instructions on the elementwise benchmark, callgrind).
 template <Space S>
-inline uint8_t* resolve(Ctx& c, uint64_t addr, uint32_t size, int lane, bool store) {
+[[gnu::always_inline]] inline uint8_t* resolve(Ctx& c, uint64_t addr, uint32_t size, int lane, bool store) {
   if constexpr (S == Space::kGlobal || S == Space::kConst) {
     const Region* r = c.cache;
     if (r && addr >= r->base && addr - r->base + size <= r->size) {
