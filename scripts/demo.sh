@@ -27,7 +27,7 @@ done
 
 demo="$out/demo_chain.sqlite"
 echo
-echo "kfuse: importing examples/traces/demo_chain.json (recorded on an H100) -> $demo"
+echo "kfuse: importing examples/traces/demo_chain.json (synthetic: hand-made by make_demo_chain.py, times invented) -> $demo"
 "$kfuse" import "$KFUSE_ROOT/examples/traces/demo_chain.json" -o "$demo" --force
 "$kfuse" info "$demo"
 echo

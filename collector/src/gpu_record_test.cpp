@@ -8,6 +8,7 @@
 
 #include "kfuse/collector/record.h"
 #include "kfuse/core/trace_store.h"
+#include "temp_dir.h"
 
 namespace kfuse::collector {
 namespace {
@@ -15,8 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 core::Trace recordSaxpy(const std::string& backend, bool metrics = false) {
-  const fs::path dir = fs::temp_directory_path() / ("kfuse_gpu_test_" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = kfuse::testing::processTempDir("kfuse_gpu_test_");
   RecordOptions o;
   o.output = (dir / (backend + (metrics ? "_metrics" : "") + ".sqlite")).string();
   o.overwrite = true;

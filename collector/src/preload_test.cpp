@@ -16,6 +16,7 @@
 #include "kfuse/collector/collector_runtime.h"
 #include "kfuse/collector/record.h"
 #include "kfuse/core/trace_store.h"
+#include "temp_dir.h"
 
 namespace kfuse::collector {
 namespace {
@@ -40,9 +41,7 @@ RunResult run(const std::string& command) {
 }
 
 std::string tempDir() {
-  fs::path dir = fs::temp_directory_path() / ("kfuse_preload_test_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  return dir.string();
+  return kfuse::testing::processTempDir("kfuse_preload_test_").string();
 }
 
 std::string env(const std::string& output) {

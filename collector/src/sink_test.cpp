@@ -14,6 +14,7 @@
 
 #include "kfuse/collector/trace_sink.h"
 #include "kfuse/core/trace_store.h"
+#include "temp_dir.h"
 
 namespace kfuse::collector {
 namespace {
@@ -21,9 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string tempPath(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kfuse_sink_test_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  fs::path p = dir / name;
+  fs::path p = kfuse::testing::processTempDir("kfuse_sink_test_") / name;
   for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s);
   return p.string();
 }

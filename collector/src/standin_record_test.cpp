@@ -13,6 +13,7 @@
 
 #include "kfuse/collector/record.h"
 #include "kfuse/core/trace_store.h"
+#include "temp_dir.h"
 
 namespace kfuse::collector {
 namespace {
@@ -34,8 +35,7 @@ class StandinRecordTest : public ::testing::Test {
       ADD_FAILURE() << program << " is not built";
       return {};
     }
-    const fs::path dir = fs::temp_directory_path() / ("kfuse_standin_test_" + std::to_string(getpid()));
-    fs::create_directories(dir);
+    const fs::path dir = kfuse::testing::processTempDir("kfuse_standin_test_");
     RecordOptions o;
     o.output = (dir / (fs::path(program).filename().string() + ".sqlite")).string();
     o.overwrite = true;
@@ -195,8 +195,7 @@ TEST_F(StandinRecordTest, FourThreadsOnFourStreamsRecordEveryLaunchExactlyOnce) 
 }
 
 TEST_F(StandinRecordTest, MetricsOnTheStandInSayWhatIsRecordedInstead) {
-  const fs::path dir = fs::temp_directory_path() / ("kfuse_standin_metrics_" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = kfuse::testing::processTempDir("kfuse_standin_metrics_");
   RecordOptions o;
   o.output = (dir / "vector_add.sqlite").string();
   o.overwrite = true;
@@ -229,8 +228,7 @@ TEST_F(StandinRecordTest, MetricsOnTheStandInSayWhatIsRecordedInstead) {
 TEST_F(StandinRecordTest, CuptiBackendThatSeesNothingStepsAsideToTheHooks) {
   // The stand-in never loads the CUPTI injection: the watch notices at the first driver call and the hook backend
   // records the program, exactly as if it had been asked for.
-  const fs::path dir = fs::temp_directory_path() / ("kfuse_standin_cupti_" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = kfuse::testing::processTempDir("kfuse_standin_cupti_");
   RecordOptions o;
   o.output = (dir / "elementwise_chain.sqlite").string();
   o.overwrite = true;
