@@ -446,14 +446,8 @@ class Analysis {
         if (ua.allocation_id != ub.allocation_id) continue;
         if (!writesMode(ua.mode) && !writesMode(ub.mode)) continue;
         const std::string buf = "allocation " + std::to_string(ua.allocation_id);
-        if (!ka || !kb || !ka->has_ptx || !kb->has_ptx) {
-          const KernelFacts* missing = (!ka || !ka->has_ptx) ? ka : kb;
-          v.weaken(Legality::kLikely, "no PTX for " + (missing ? missing->name : std::string("a kernel")) +
-                                          (missing && !missing->ptx_problem.empty() ? " (" + missing->ptx_problem + ")"
-                                                                                    : std::string()) +
-                                          ": thread locality on " + buf + " not proven");
-          continue;
-        }
+        // A kernel without PTX: checkVisibility, run on every kernel of the occurrence, already said so.
+        if (!ka || !kb || !ka->has_ptx || !kb->has_ptx) continue;
         if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
           v.weaken(Legality::kLikely, "the kernels sharing " + buf + " have different launch shapes");
           continue;
@@ -476,7 +470,7 @@ class Analysis {
         bool affine = true, atomic = false;
         for (const auto* list : {&pa.accesses, &pb.accesses}) {
           for (const ParamMemoryAccess& m : *list) {
-            affine = affine && m.affine && m.offset_form;
+            affine = affine && m.offset_form.has_value();
             atomic = atomic || m.atomic;
           }
         }
