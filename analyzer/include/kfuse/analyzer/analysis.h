@@ -219,6 +219,7 @@ struct Candidate {
   double total_saving_ns = 0;
   double share_of_gpu_busy = 0;
   bool on_critical_path = false;
+  std::vector<int> conflicts_with;  // ranks of other candidates that share a launch with this one
 };
 
 struct RooflinePoint {

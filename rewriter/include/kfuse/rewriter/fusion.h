@@ -1,0 +1,131 @@
+// The fusion transforms behind the passes: each edits one ptx::Module in place and says how the fused kernel's
+// parameters and launch shape map to the original launches. The rewrite driver (rewrite.h) and the passes of
+// pass.h call these; both keep the result for the plan.
+//
+// Preconditions are the analyzer's: a vertical chain was proven thread-local for the launches it will replace,
+// horizontal kernels are independent. The transforms check what they can see in the PTX (grid-wide sync, calls
+// the fused kernel cannot keep, conflicting .reqntid) and refuse with a reason; they never weaken a proof.
+// Pure functions of their inputs; thread-safe on distinct modules.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kfuse/core/status.h"
+#include "kfuse/ptx/ir.h"
+
+namespace kfuse::rewriter {
+
+// Argument `param` of the `kernel`-th launch of a pattern (0-based, in launch order).
+struct ArgRef {
+  int kernel = 0;
+  int param = 0;
+  friend bool operator==(const ArgRef&, const ArgRef&) = default;
+  friend auto operator<=>(const ArgRef&, const ArgRef&) = default;
+};
+
+struct LaunchShape {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+  uint64_t blocks() const { return uint64_t{grid[0]} * grid[1] * grid[2]; }
+  uint64_t threads() const { return uint64_t{block[0]} * block[1] * block[2]; }
+  friend bool operator==(const LaunchShape&, const LaunchShape&) = default;
+};
+
+// One parameter of a fused kernel: its PTX name and the original arguments whose value it takes (all equal at
+// every launch the plan replaces; the first is the one the injector reads).
+struct FusedParam {
+  std::string name;
+  std::vector<ArgRef> sources;
+};
+
+// What a fusion produced.
+struct FusionResult {
+  std::string fused_name;
+  std::vector<FusedParam> params;  // in the fused kernel's parameter order
+  LaunchShape shape;               // the fused launch (vertical: the originals' shape)
+  // Horizontal layouts: where each original kernel runs inside the fused launch. Block-partitioned: blocks
+  // [first_block, first_block + blocks); thread-partitioned: threads [first_thread, first_thread + threads) of
+  // every block (blocks beyond the kernel's own grid skip its part).
+  struct Part {
+    int kernel = 0;
+    uint64_t first_block = 0, blocks = 0;
+    uint32_t first_thread = 0, threads = 0;
+    int barrier_id = -1;  // named barrier the kernel's bar.sync became (-1: none)
+  };
+  std::vector<Part> parts;
+  int forwarded_loads = 0;   // loads replaced by the register an earlier part stored
+  int dropped_stores = 0;    // --aggressive: stores of intermediates removed
+  std::vector<ArgRef> dropped_buffers;  // the intermediates whose stores were removed
+  std::vector<std::string> notes;       // decisions worth showing (one line each)
+};
+
+// ---- vertical ----
+
+struct VerticalFusion {
+  std::vector<std::string> kernels;  // .entry names in the module, in launch order (2 or more)
+  std::string fused_name;            // "" = "kfuse_vertical_" + the kernels' names joined
+  // Arguments equal at every launch the plan replaces: each pair becomes one fused parameter.
+  std::vector<std::pair<ArgRef, ArgRef>> equal_args;
+  bool forward_stores = true;        // replace a later part's load of what an earlier part stored by the register
+  std::vector<ArgRef> drop_stores;   // --aggressive: intermediates whose stores are removed (all their loads must
+                                     // have been forwarded, else the fusion is refused)
+};
+
+// Adds the fused .entry to `module` (the originals stay). Each part runs for the same thread in order; a part's
+// ret/exit becomes a branch to the next part; registers, labels and body-local variables are renamed apart;
+// `.nc`/`ldu` loads of buffers the fused kernel writes become plain loads.
+Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& spec);
+
+// ---- horizontal ----
+
+enum class HorizontalLayout {
+  kBlockPartitioned,   // blocks [0, nA) run A, [nA, nA+nB) run B; %ctaid/%nctaid rewritten per part
+  kThreadPartitioned,  // threads [0, tA) of each block run A, [tA, tA+tB) run B; %tid/%ntid rewritten and each
+                       // part's bar.sync becomes a named barrier counting only its own threads
+};
+const char* horizontalLayoutName(HorizontalLayout l);  // "block-partitioned", "thread-partitioned"
+
+struct HorizontalFusion {
+  std::vector<std::string> kernels;  // .entry names, 2 or more
+  std::vector<LaunchShape> shapes;   // each kernel's recorded launch shape (same order)
+  HorizontalLayout layout = HorizontalLayout::kBlockPartitioned;
+  std::string fused_name;            // "" = "kfuse_horizontal_" + names joined
+  std::vector<std::pair<ArgRef, ArgRef>> equal_args;
+};
+
+// Adds the fused .entry to `module`. Shared memory of the parts is laid out side by side (thread-partitioned) or
+// overlaid (block-partitioned: a block runs one part only).
+Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusion& spec);
+
+// ---- modules ----
+
+// Where an item of input module `module` ended up in the merged module.
+struct Rename {
+  size_t module = 0;
+  std::string from, to;
+};
+
+// Merges modules into one: the highest .version, one .target (the highest sm_ of the inputs, or `target` when
+// given), .address_size 64; module variables, .func callees and .extern declarations of all inputs, renamed on
+// collision (identical definitions are kept once), initialisers kept; entries renamed on collision too.
+Expected<ptx::Module> mergeModules(const std::vector<ptx::Module>& modules, std::vector<Rename>* renames,
+                                   const std::string& target = "");
+
+// ---- cleanup ----
+
+struct CleanupStats {
+  int removed_instructions = 0;
+  int removed_params = 0;
+  int removed_declarations = 0;
+};
+// Dead-code elimination (instructions without side effects whose results are never read), unused parameters and
+// unused register/variable declarations of entry `name`. Removing parameters changes the kernel's signature:
+// callers (the plan) must use `kept_params` (the surviving original parameter indices, in order) when given.
+Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& name, bool remove_params,
+                                       std::vector<int>* kept_params = nullptr);
+
+}  // namespace kfuse::rewriter

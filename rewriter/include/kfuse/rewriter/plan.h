@@ -1,0 +1,146 @@
+// A fusion plan: what `kfuse rewrite` writes into PLAN_DIR and what `kfuse validate` and the injector read.
+//
+//   PLAN_DIR/plan.json        this struct, per schemas/plan.schema.json (version 2)
+//   PLAN_DIR/fused.ptx        the fused kernel (with the callees and variables it needs)
+//   PLAN_DIR/originals/*.ptx  the original kernels' modules, so validation needs neither the trace nor the app
+//   PLAN_DIR/README.md        the same facts for people
+//
+// All types are plain values. readPlan/writePlan are thread-safe on distinct directories.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "kfuse/core/status.h"
+#include "kfuse/rewriter/fusion.h"
+
+namespace kfuse::rewriter {
+
+inline constexpr int kPlanVersion = 2;
+
+struct PlanParam {
+  int index = 0;
+  uint32_t offset = 0;  // in the argument buffer
+  uint32_t size = 0;
+  bool pointer = false;
+  std::string access;        // "read", "write", "read-write", "not-accessed", "unknown" (pointers)
+  std::string element_type;  // PTX type of the accesses through the pointer ("f32", "u32", ...), "" unknown
+};
+
+struct PlanKernel {
+  std::string mangled_name;
+  std::string module_hash;  // hex SHA-256 of the module image the kernel came from (the kernel's identity)
+  std::string ptx_file;     // relative to the plan dir: "originals/<hash prefix>.ptx"
+  LaunchShape shape;        // as recorded
+  std::vector<PlanParam> params;
+};
+
+// A fact about the arguments that must hold for the injector to launch the fused kernel.
+struct Predicate {
+  enum class Kind {
+    kArgEqual,          // value of `a` == value of `b`
+    kNoOverlap,         // the byte ranges [arg, arg + bytes[i]) of `buffers` are pairwise disjoint
+    kSameLaunchConfig,  // every kernel is launched with the grid/block recorded in `kernels`
+    kArgValue,          // `a` has exactly `value` (a scalar the legality proof read)
+  };
+  Kind kind = Kind::kArgEqual;
+  ArgRef a, b;
+  std::vector<ArgRef> buffers;
+  std::vector<uint64_t> bytes;
+  std::vector<uint8_t> value;  // little-endian bytes of a scalar argument
+};
+const char* predicateKindName(Predicate::Kind k);  // "arg_equal", "no_overlap", "same_launch_config", "arg_value"
+
+// One argument of one launch in an argument set.
+struct ArgValue {
+  bool pointer = false;
+  int buffer = -1;       // pointer: index into ArgumentSet::buffer_bytes
+  uint64_t offset = 0;   // pointer: byte offset into that buffer
+  std::vector<uint8_t> bytes;  // scalar: the raw argument bytes
+};
+
+// Argument values to validate with: one recorded occurrence, or a variant of one (sizes that are not a multiple
+// of the block size). Buffers are numbered; two pointer arguments into the same allocation share a buffer.
+struct ArgumentSet {
+  std::string origin;  // "launch 12 of the trace", "ragged: arg 3 = 1000 -> 871"
+  std::vector<uint64_t> buffer_bytes;
+  std::vector<std::vector<ArgValue>> args;  // [kernel][param]
+  std::vector<LaunchShape> shapes;          // [kernel]; empty = the plan's recorded shapes
+};
+
+// ptxas's report for one kernel on one architecture, with the theoretical occupancy it allows.
+struct KernelResources {
+  std::string kernel;  // mangled name of an original, or the fused kernel's name
+  std::string arch;    // "sm_90"
+  int registers = 0;
+  int barriers = 0;
+  uint64_t spill_store_bytes = 0, spill_load_bytes = 0;
+  uint64_t stack_bytes = 0;
+  uint64_t static_shared_bytes = 0;
+  uint32_t threads_per_block = 0;  // of the launch the occupancy is for
+  double occupancy = 0;            // active warps / maximum warps per SM, 0..1
+  std::string occupancy_limiter;   // "registers", "shared memory", "blocks", "warps"
+};
+
+struct Prediction {
+  std::string gpu;  // spec table name
+  int cost_model_version = 0;
+  double measured_ns = 0, fused_ns = 0, saving_ns = 0;  // per occurrence
+  uint64_t occurrences = 0;
+  double total_saving_ns = 0;
+  std::string note;
+};
+
+struct PlanValidation {
+  bool ptxas_ok = false;
+  std::vector<std::string> ptxas_archs;
+  std::string emulator = "not-run";  // "passed", "failed", "not-run"
+  std::string gpu = "not-run";       // the same for --backend gpu
+  uint64_t seed = 0;
+  int runs = 0;                      // argument sets x data trials executed
+  std::string mismatch;              // the first mismatch, as a sentence; empty when none
+  std::string validated_at;          // ISO 8601 UTC
+};
+
+struct Plan {
+  int version = kPlanVersion;
+  std::string source_trace;
+  int candidate_rank = 0;
+  std::string kind;    // "vertical", "horizontal"
+  std::string layout;  // horizontal only: horizontalLayoutName()
+  std::vector<PlanKernel> kernels;  // the pattern, in launch order
+  std::vector<Predicate> predicates;
+  struct Fused {
+    std::string name;
+    std::string ptx_file = "fused.ptx";
+    std::string arch;  // the architecture the injector loads it for (the trace's GPU)
+    std::vector<FusedParam> params;
+    LaunchShape shape;
+    std::vector<FusionResult::Part> parts;
+  } fused;
+  std::vector<std::string> targets;  // architectures it was compiled for
+  std::vector<KernelResources> resources;
+  bool aggressive = false;
+  std::vector<ArgRef> dropped_buffers;
+  Prediction prediction;
+  std::vector<ArgumentSet> argument_sets;
+  PlanValidation validation;
+  std::vector<std::string> notes;
+};
+
+nlohmann::json planToJson(const Plan& plan);
+// Errors name `source` (the file) and the field that is wrong: "plan/plan.json: pattern.kernels[1].module_hash:
+// expected 64 hex digits".
+Expected<Plan> planFromJson(const nlohmann::json& j, const std::string& source);
+// Reads PLAN_DIR/plan.json.
+Expected<Plan> readPlan(const std::string& dir);
+// Writes PLAN_DIR/plan.json atomically (a temporary file renamed over the old one).
+Status writePlan(const std::string& dir, const Plan& plan);
+// PLAN_DIR/README.md text.
+std::string planReadme(const Plan& plan);
+
+}  // namespace kfuse::rewriter

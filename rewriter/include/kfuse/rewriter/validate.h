@@ -1,0 +1,55 @@
+// Differential validation of a plan: the original launch sequence and the fused launch run on identical inputs,
+// and every buffer any kernel writes must be bit-identical afterwards.
+//
+// Inputs, per argument set of the plan: random data, edge values of each buffer's element type (NaN, ±0, ±inf,
+// denormals, INT_MIN/MAX), for the recorded argument values and for the ragged-size variants the plan carries.
+// The emulator backend runs in-process on kfuse's PTX emulator; the gpu backend loads the real driver
+// (libcuda.so.1) and needs a GPU. Thread-safe on distinct plans.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kfuse/core/status.h"
+#include "kfuse/rewriter/plan.h"
+
+namespace kfuse::rewriter {
+
+enum class Backend { kEmulator, kGpu };
+const char* backendName(Backend b);  // "emu", "gpu"
+
+struct ValidationOptions {
+  uint64_t seed = 1;
+  int trials = 0;  // data trials per argument set; 0 = every built-in trial kind (random, edge values, ...)
+  Backend backend = Backend::kEmulator;
+  std::function<void(const std::string&)> progress;  // one line per run, may be empty
+};
+
+struct Mismatch {
+  size_t argument_set = 0;
+  std::string trial;        // "random (seed 7)", "edge values"
+  int buffer = 0;
+  std::string buffer_name;  // "buffer 2 (argument 1 of _Z3addPfS_S_i)"
+  uint64_t element = 0;     // index of the first differing element of element_type
+  std::string element_type;
+  std::string original, fused;  // both values, printed (bits in hex when they are NaNs)
+  std::string sentence() const;
+};
+
+struct ValidationResult {
+  bool passed = false;
+  int runs = 0;
+  std::vector<std::string> trials;  // what ran, one line each
+  std::optional<Mismatch> mismatch;
+  std::string failure;  // a launch that failed on one side (out-of-bounds, deadlock), or why nothing could run
+  double seconds = 0;
+};
+
+// Runs the plan's originals and fused kernel from `plan_dir`. An error Status is for a plan that cannot be run at
+// all (missing file, PTX that does not parse); a wrong result is `passed == false` with the reason.
+Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir, const ValidationOptions& options);
+
+}  // namespace kfuse::rewriter
