@@ -1,1 +1,166 @@
-// Placeholder: filled in by the change that implements it.
+#include "rename.h"
+
+#include <set>
+
+#include "kfuse/ptx/analysis.h"
+
+namespace kfuse::rewriter::detail {
+
+using ptx::Operand;
+using ptx::OperandKind;
+using ptx::Statement;
+using ptx::StatementKind;
+
+namespace {
+
+void visit(Operand& o, const std::function<void(Operand&)>& fn) {
+  fn(o);
+  for (Operand& e : o.elements) visit(e, fn);
+}
+
+bool isLocalRegister(std::string_view name) {
+  return name.size() > 1 && name[0] == '%' && !ptx::isSpecialRegister(name);
+}
+
+}  // namespace
+
+void forEachOperand(ptx::Instruction& in, const std::function<void(Operand&)>& fn) {
+  for (Operand& o : in.operands) visit(o, fn);
+}
+
+std::string renamedRegister(std::string_view reg, std::string_view tag) {
+  return "%" + std::string(tag) + std::string(reg.substr(1));
+}
+std::string renamedLabel(std::string_view label, std::string_view tag) {
+  std::string t(tag);
+  if (!t.empty() && t.back() == '_') t.pop_back();
+  return std::string(label) + "_" + t;
+}
+std::string renamedVariable(std::string_view var, std::string_view tag) { return std::string(tag) + std::string(var); }
+
+std::vector<Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r) {
+  // Names the body defines: labels and declared variables (registers are recognised by their '%').
+  std::set<std::string, std::less<>> labels, variables;
+  for (const Statement& s : f.body) {
+    if (s.kind == StatementKind::kLabel) labels.insert(s.text);
+    if (s.kind == StatementKind::kDeclaration && !isLocalRegister(s.decl.name)) variables.insert(s.decl.name);
+  }
+  auto renameName = [&](std::string& name) {
+    if (isLocalRegister(name)) {
+      name = renamedRegister(name, r.tag);
+    } else if (labels.count(name)) {
+      name = renamedLabel(name, r.tag);
+    } else if (variables.count(name)) {
+      name = renamedVariable(name, r.tag);
+    } else if (auto p = r.params.find(name); p != r.params.end()) {
+      name = p->second;
+    }
+  };
+  std::vector<Statement> out;
+  out.reserve(f.body.size());
+  for (const Statement& s : f.body) {
+    if (s.kind == StatementKind::kDirective && (s.text.rfind(".loc", 0) == 0 || s.text.rfind(".file", 0) == 0)) {
+      continue;
+    }
+    Statement c = s;
+    switch (c.kind) {
+      case StatementKind::kLabel:
+        c.text = renamedLabel(c.text, r.tag);
+        break;
+      case StatementKind::kDeclaration:
+        if (isLocalRegister(c.decl.name)) {
+          c.decl.name = renamedRegister(c.decl.name, r.tag);
+        } else {
+          c.decl.name = renamedVariable(c.decl.name, r.tag);
+        }
+        break;
+      case StatementKind::kInstruction:
+        if (!c.inst.guard.empty() && isLocalRegister(c.inst.guard)) c.inst.guard = renamedRegister(c.inst.guard, r.tag);
+        forEachOperand(c.inst, [&](Operand& o) {
+          if (o.kind == OperandKind::kRegister || o.kind == OperandKind::kSymbol) renameName(o.name);
+          if (!o.pair.empty() && isLocalRegister(o.pair)) o.pair = renamedRegister(o.pair, r.tag);
+        });
+        break;
+      default:
+        break;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+int replaceReturns(std::vector<Statement>& body, const std::string& label) {
+  int n = 0;
+  for (Statement& s : body) {
+    if (s.kind != StatementKind::kInstruction) continue;
+    if (s.inst.opcode != ptx::Opcode::kRet && s.inst.opcode != ptx::Opcode::kExit) continue;
+    ptx::Instruction b = branchTo(label, s.inst.guard, s.inst.guard_negated);
+    b.loc = s.inst.loc;
+    s.inst = std::move(b);
+    ++n;
+  }
+  return n;
+}
+
+void hoistDeclarations(std::vector<Statement>& body, std::vector<Statement>* decls) {
+  std::vector<Statement> kept;
+  kept.reserve(body.size());
+  int depth = 0;
+  for (Statement& s : body) {
+    if (s.kind == StatementKind::kBlockBegin) ++depth;
+    if (s.kind == StatementKind::kBlockEnd) --depth;
+    if (depth == 0 && s.kind == StatementKind::kDeclaration) {
+      decls->push_back(std::move(s));
+    } else {
+      kept.push_back(std::move(s));
+    }
+  }
+  body = std::move(kept);
+}
+
+Statement labelStatement(std::string name) {
+  Statement s;
+  s.kind = StatementKind::kLabel;
+  s.text = std::move(name);
+  return s;
+}
+
+Statement instructionStatement(ptx::Instruction in) {
+  Statement s;
+  s.kind = StatementKind::kInstruction;
+  s.loc = in.loc;
+  s.inst = std::move(in);
+  return s;
+}
+
+ptx::Instruction branchTo(const std::string& target, const std::string& guard, bool negated) {
+  ptx::Instruction in;
+  in.opcode = ptx::Opcode::kBra;
+  in.guard = guard;
+  in.guard_negated = negated;
+  // An unguarded branch is taken by every active thread: `.uni` lets ptxas know there is no divergence.
+  if (guard.empty()) in.addModifier(".uni");
+  in.operands.push_back(Operand::sym(target));
+  return in;
+}
+
+std::vector<std::string> registersRead(const ptx::Instruction& in) {
+  std::vector<std::string> uses;
+  ptx::instructionDefsUses(in, nullptr, &uses);
+  return uses;
+}
+
+std::vector<std::string> registersWritten(const ptx::Instruction& in) {
+  std::vector<std::string> defs;
+  ptx::instructionDefsUses(in, &defs, nullptr);
+  return defs;
+}
+
+std::string uniqueName(const std::string& base, std::map<std::string, int, std::less<>>& taken) {
+  std::string name = base;
+  for (int i = 1; taken.count(name); ++i) name = base + "_" + std::to_string(i);
+  taken.emplace(name, 0);
+  return name;
+}
+
+}  // namespace kfuse::rewriter::detail

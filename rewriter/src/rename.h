@@ -1,0 +1,54 @@
+// Copying one function's body into another with its local names renamed apart: the building block of every
+// fusion transform. Private to the rewriter.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kfuse/ptx/ir.h"
+
+namespace kfuse::rewriter::detail {
+
+// Calls `fn` on every operand of `in`, nested ones (address bases, vector and list elements) included.
+void forEachOperand(ptx::Instruction& in, const std::function<void(ptx::Operand&)>& fn);
+
+// How the names local to one function are renamed in a copy of its body.
+struct BodyRenaming {
+  std::string tag;  // "k0_": %r5 -> %k0_r5, $L__BB0_2 -> $L__BB0_2_k0, __local_depot0 -> k0___local_depot0
+  std::map<std::string, std::string, std::less<>> params;  // parameter name -> new name (fused parameter)
+};
+
+// The renamed names of `f`'s local items.
+std::string renamedRegister(std::string_view reg, std::string_view tag);
+std::string renamedLabel(std::string_view label, std::string_view tag);
+std::string renamedVariable(std::string_view var, std::string_view tag);
+
+// A copy of `f.body` with every register, label and body-local variable (including call-site `.param`
+// declarations) renamed with `r.tag`, and parameter references mapped by `r.params`. Special registers and
+// module-scope names are kept. `.loc` directives are dropped (a fused kernel carries no line info: its lines
+// come from several sources).
+std::vector<ptx::Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r);
+
+// Replaces every `ret`/`exit` in `body` with a branch to `label` (keeping its guard). Returns how many.
+int replaceReturns(std::vector<ptx::Statement>& body, const std::string& label);
+
+// Moves the declarations at the outermost level of `body` (not inside `{ }` scopes) to `decls`, in order.
+void hoistDeclarations(std::vector<ptx::Statement>& body, std::vector<ptx::Statement>* decls);
+
+// Makes a statement.
+ptx::Statement labelStatement(std::string name);
+ptx::Statement instructionStatement(ptx::Instruction in);
+// `bra.uni target` (or `@guard bra target` when guarded).
+ptx::Instruction branchTo(const std::string& target, const std::string& guard = "", bool negated = false);
+
+// Registers written and read by `in` ("%r1"), like ptx::instructionDefsUses.
+std::vector<std::string> registersRead(const ptx::Instruction& in);
+std::vector<std::string> registersWritten(const ptx::Instruction& in);
+
+// A name not yet used in `taken`, starting from `base` (base, base_1, base_2, ...); adds it to `taken`.
+std::string uniqueName(const std::string& base, std::map<std::string, int, std::less<>>& taken);
+
+}  // namespace kfuse::rewriter::detail
