@@ -54,60 +54,51 @@ struct Ctx {
   // Records an error for lane `lane` of the current instruction; returns false for `return c.fail(...)`.
   bool fail(int lane, const std::string& what);
   bool memFail(int lane, const char* space, bool store, uint64_t addr, uint32_t size, const std::string& why);
+  // memFail for resolve(): returns nullptr; `why` is followed by "<bytes> bytes" when `bytes` is given. Out of
+  // line and cold so that the inlined resolve() holds no std::string code (see resolve()).
+  [[gnu::cold, gnu::noinline]] uint8_t* memFault(int lane, const char* space, bool store, uint64_t addr,
+                                                uint32_t size, const char* why, int64_t bytes = -1);
   uint8_t* globalSlow(uint64_t addr, uint32_t size, int lane, bool store);
   uint8_t* genericSlow(uint64_t addr, uint32_t size, int lane, bool store);
 };
 
 // Host pointer for `size` bytes at `addr` in space S for `lane`, or nullptr after recording an error. Always
 // inlined: it is on every load and store, and GCC stopped inlining the global case into the memory handlers once
-// they moved to a file of their own (4.6% more instructions on the elementwise benchmark, callgrind).
+// they moved to a file of their own (4.6% more instructions on the elementwise benchmark, callgrind). Its error
+// paths only call the cold Ctx::memFault and build no std::string here: with the messages built inline, the
+// param and shared cases were too large to inline (before the split: a call per lane) and, once forced, made the
+// handlers' per-lane lambdas too large to inline into the lane loop (a call per lane again, plus the captures
+// read through memory): most of the elementwise benchmark's +2.1% instructions over the code before the split.
 template <Space S>
 [[gnu::always_inline]] inline uint8_t* resolve(Ctx& c, uint64_t addr, uint32_t size, int lane, bool store) {
   if constexpr (S == Space::kGlobal || S == Space::kConst) {
     const Region* r = c.cache;
     if (r && addr >= r->base && addr - r->base + size <= r->size) {
-      if ((addr & (size - 1)) != 0) {
-        c.memFail(lane, "global", store, addr, size, "misaligned address");
-        return nullptr;
-      }
+      if ((addr & (size - 1)) != 0)
+        return c.memFault(lane, "global", store, addr, size, "misaligned address");
       return r->host + (addr - r->base);
     }
     return c.globalSlow(addr, size, lane, store);
   } else if constexpr (S == Space::kShared) {
-    if (addr + size > c.shared_size || addr >= c.shared_size) {
-      c.memFail(lane, "shared", store, addr, size,
-                "shared memory of this block is " + std::to_string(c.shared_size) + " bytes");
-      return nullptr;
-    }
-    if ((addr & (size - 1)) != 0) {
-      c.memFail(lane, "shared", store, addr, size, "misaligned address");
-      return nullptr;
-    }
+    if (addr + size > c.shared_size || addr >= c.shared_size)
+      return c.memFault(lane, "shared", store, addr, size, "shared memory of this block is ", c.shared_size);
+    if ((addr & (size - 1)) != 0)
+      return c.memFault(lane, "shared", store, addr, size, "misaligned address");
     return c.shared + addr;
   } else if constexpr (S == Space::kLocal) {
-    if (addr + size > c.L->local_stride || addr >= c.L->local_stride) {
-      c.memFail(lane, "local", store, addr, size,
-                "local memory of a thread is " + std::to_string(c.L->local_stride) + " bytes");
-      return nullptr;
-    }
+    if (addr + size > c.L->local_stride || addr >= c.L->local_stride)
+      return c.memFault(lane, "local", store, addr, size, "local memory of a thread is ", c.L->local_stride);
     return c.local + (size_t(c.warp_index) * 32 + lane) * c.L->local_stride + addr;
   } else if constexpr (S == Space::kKernelParam) {
     uint64_t off = addr - kParamWindow;
-    if (addr < kParamWindow || off + size > c.L->params.size()) {
-      c.memFail(lane, "param", store, addr, size,
-                "kernel parameters are " + std::to_string(c.L->params.size()) + " bytes");
-      return nullptr;
-    }
-    if (store) {
-      c.memFail(lane, "param", store, addr, size, "kernel parameters are read-only");
-      return nullptr;
-    }
+    if (addr < kParamWindow || off + size > c.L->params.size())
+      return c.memFault(lane, "param", store, addr, size, "kernel parameters are ", int64_t(c.L->params.size()));
+    if (store)
+      return c.memFault(lane, "param", store, addr, size, "kernel parameters are read-only");
     return const_cast<uint8_t*>(c.L->params.data()) + off;
   } else if constexpr (S == Space::kFrameParam) {
-    if (addr >= c.fparam_stride || addr + size > c.fparam_stride) {
-      c.memFail(lane, "param", store, addr, size, "outside the function's parameter area");
-      return nullptr;
-    }
+    if (addr >= c.fparam_stride || addr + size > c.fparam_stride)
+      return c.memFault(lane, "param", store, addr, size, "outside the function's parameter area");
     return c.fparam + size_t(lane) * c.fparam_stride + addr;
   } else {
     if (addr >= kGlobalBase) return resolve<Space::kGlobal>(c, addr, size, lane, store);

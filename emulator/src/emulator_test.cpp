@@ -122,6 +122,8 @@ TEST_F(EmulatorTest, MissingDynamicSharedMemoryIsOutOfBounds) {
   Status s = launch("reduce_dyn", {1}, {256}, 0, di, dout, 256);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("out-of-bounds shared store"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("(shared memory of this block is "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(" bytes) in kernel 'reduce_dyn'"), std::string::npos) << s.message();
 }
 
 TEST_F(EmulatorTest, HistogramIsExactAndIndependentOfWorkerCount) {

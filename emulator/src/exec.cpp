@@ -170,6 +170,13 @@ bool Ctx::memFail(int lane, const char* space, bool store, uint64_t addr, uint32
                         std::to_string(size) + " bytes at " + hex(addr) + " (" + why + ")");
 }
 
+uint8_t* Ctx::memFault(int lane, const char* space, bool store, uint64_t addr, uint32_t size, const char* why,
+                       int64_t bytes) {
+  if (bytes < 0) memFail(lane, space, store, addr, size, why);
+  else memFail(lane, space, store, addr, size, why + std::to_string(bytes) + " bytes");
+  return nullptr;
+}
+
 uint8_t* Ctx::globalSlow(uint64_t addr, uint32_t size, int lane, bool store) {
   const Region* reg = L->mem->find(addr, size);
   if (!reg) {
