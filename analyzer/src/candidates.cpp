@@ -1051,6 +1051,10 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   }
   for (Candidate& c : candidates) {
     analysis.cost(c);
+    for (const auto& occ : c.occurrences) {
+      std::vector<core::Id>& ids = c.occurrence_launches.emplace_back();
+      for (size_t op : occ) ids.push_back(graph.ops[op].record_id);
+    }
     size_t on = 0;
     for (const auto& occ : c.occurrences) {
       on += std::all_of(occ.begin(), occ.end(), [&](size_t op) { return on_path[op] != 0; }) ? 1 : 0;

@@ -1,1 +1,460 @@
-// Placeholder: filled in by the change that implements it.
+// Vertical fusion: one .entry whose body runs each kernel of a chain for the same thread, in order.
+//
+// Why this is sound for a chain the analyzer proved thread-local: every value a later kernel reads from memory
+// was written by the same thread of an earlier kernel (or by nobody in the chain), so running the parts back to
+// back in one thread reads the same values as running them as separate launches. What the transform must keep:
+//  - each part runs to its end for every thread: a part's ret/exit becomes a branch to the next part, so a
+//    guarded early return (`if (i >= n) return;`) cannot skip the later parts;
+//  - barriers: a thread that returned early from a kernel with bar.sync no longer exits, so it would be waited for
+//    at the barrier; barriers are therefore only kept in the last part (earlier ones refuse the fusion);
+//  - read-only caching: `ld.global.nc` / `ldu` promise the data does not change during the kernel; a buffer one
+//    part writes and another reads breaks that promise, so such loads become plain loads.
+// Store-to-load forwarding replaces a later part's load by the register an earlier part stored, only where the
+// address form, width and guard are identical, nothing in between may write that address, and neither access is
+// inside a loop (each runs at most once per thread, under the same condition).
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+#include <set>
+
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/rewriter/fusion.h"
+#include "rename.h"
+
+namespace kfuse::rewriter {
+
+using ptx::Function;
+using ptx::Instruction;
+using ptx::Operand;
+using ptx::OperandKind;
+using ptx::Statement;
+using ptx::StatementKind;
+
+namespace {
+
+// Union-find over the arguments of a pattern, to merge arguments known to be equal.
+class ArgSets {
+ public:
+  explicit ArgSets(const std::vector<size_t>& param_counts) {
+    size_t n = 0;
+    for (size_t c : param_counts) {
+      first_.push_back(n);
+      n += c;
+    }
+    parent_.resize(n);
+    std::iota(parent_.begin(), parent_.end(), size_t{0});
+  }
+  size_t id(ArgRef a) const { return first_[static_cast<size_t>(a.kernel)] + static_cast<size_t>(a.param); }
+  size_t find(size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  // The smaller id becomes the root, so the first argument in launch order names the merged parameter.
+  void unite(size_t a, size_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  }
+
+ private:
+  std::vector<size_t> first_;
+  std::vector<size_t> parent_;
+};
+
+bool isBarrier(const Instruction& in) {
+  if (in.opcode == ptx::Opcode::kBarrier) return true;
+  return in.opcode == ptx::Opcode::kBar && !in.has(ptx::Mod::kWarp);
+}
+
+// Whether `name` or a device function it calls (transitively) executes `exit`, which would end the thread
+// before the later parts run.
+bool callsExit(const ptx::Module& module, const Function& f) {
+  std::set<std::string> seen;
+  std::vector<const Function*> work{&f};
+  while (!work.empty()) {
+    const Function* g = work.back();
+    work.pop_back();
+    for (const Statement& s : g->body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      if (g != &f && s.inst.opcode == ptx::Opcode::kExit) return true;
+      if (s.inst.opcode != ptx::Opcode::kCall) continue;
+      for (const Operand& o : s.inst.operands) {
+        if (o.kind != OperandKind::kSymbol || !seen.insert(o.name).second) continue;
+        if (const Function* callee = module.findFunction(o.name); callee && callee->has_body) work.push_back(callee);
+      }
+    }
+  }
+  return false;
+}
+
+// Merges the performance directives of the parts: all parts run in one launch of the same shape, so the fused
+// kernel takes the tightest of each bound.
+Status mergeDirectives(const std::vector<const Function*>& parts, std::vector<ptx::PerfDirective>* out,
+                       std::vector<std::string>* notes) {
+  for (const Function* f : parts) {
+    for (const ptx::PerfDirective& d : f->directives) {
+      auto it = std::find_if(out->begin(), out->end(), [&](const auto& e) { return e.name == d.name; });
+      if (it == out->end()) {
+        out->push_back(d);
+        continue;
+      }
+      if (it->values == d.values) continue;
+      if (d.name == ".reqntid") {
+        return unsupported("kernels '" + parts.front()->name + "' and '" + f->name +
+                             "' require different block shapes (.reqntid): they cannot run in one launch");
+      }
+      if (d.name == ".maxntid" || d.name == ".maxnreg") {
+        for (size_t i = 0; i < std::min(it->values.size(), d.values.size()); ++i) {
+          it->values[i] = std::min(it->values[i], d.values[i]);
+        }
+      } else if (d.name == ".minnctapersm") {
+        it->values = {std::max(it->values.empty() ? 0 : it->values[0], d.values.empty() ? 0 : d.values[0])};
+      } else {
+        notes->push_back("dropped " + d.name + " (the parts disagree on it)");
+        out->erase(it);
+      }
+    }
+  }
+  return {};
+}
+
+// Declared bit width of each register of a function, from its .reg declarations (ranges included).
+class RegisterWidths {
+ public:
+  explicit RegisterWidths(const Function& f) {
+    for (const Statement& s : f.body) {
+      if (s.kind != StatementKind::kDeclaration || s.decl.space != ptx::StateSpace::kReg) continue;
+      const uint32_t bits = s.decl.type == ptx::DataType::kPred ? 1 : s.decl.elementSize() * 8;
+      if (s.decl.range >= 0) {
+        ranges_[s.decl.name] = {s.decl.range, bits};
+      } else {
+        exact_[s.decl.name] = bits;
+      }
+    }
+  }
+  uint32_t bits(const std::string& reg) const {
+    if (auto it = exact_.find(reg); it != exact_.end()) return it->second;
+    size_t end = reg.size();
+    while (end > 0 && std::isdigit(static_cast<unsigned char>(reg[end - 1]))) --end;
+    if (end == reg.size()) return 0;
+    auto it = ranges_.find(reg.substr(0, end));
+    if (it == ranges_.end()) return 0;
+    const int64_t index = std::stoll(reg.substr(end));
+    return index < it->second.first ? it->second.second : 0;
+  }
+
+ private:
+  std::map<std::string, uint32_t> exact_;
+  std::map<std::string, std::pair<int64_t, uint32_t>> ranges_;
+};
+
+// Blocks that lie on a cycle of the CFG (an instruction there may run more than once per thread).
+std::vector<char> blocksInLoops(const ptx::Cfg& cfg) {
+  const auto& blocks = cfg.blocks();
+  std::vector<char> in_loop(blocks.size(), 0);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    std::vector<char> seen(blocks.size(), 0);
+    std::vector<int> work(blocks[b].succs.begin(), blocks[b].succs.end());
+    while (!work.empty() && !in_loop[b]) {
+      const int x = work.back();
+      work.pop_back();
+      if (x < 0 || seen[static_cast<size_t>(x)]) continue;
+      if (static_cast<size_t>(x) == b) in_loop[b] = 1;
+      seen[static_cast<size_t>(x)] = 1;
+      for (int s : blocks[static_cast<size_t>(x)].succs) work.push_back(s);
+    }
+  }
+  return in_loop;
+}
+
+// The scalar registers (or immediates) an operand holds, element by element.
+std::vector<Operand> elementsOf(const Operand& o) {
+  if (o.kind == OperandKind::kVector) return o.elements;
+  return {o};
+}
+
+struct Edit {
+  size_t stmt = 0;
+  enum class Kind { kReplace, kRemove, kStripNonCoherent } kind = Kind::kRemove;
+  std::vector<Statement> replacement;
+};
+
+// Store-to-load forwarding, `.nc` stripping and (aggressive) intermediate store removal on the fused function.
+Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t>& part_begin,
+                      const VerticalFusion& spec, const std::vector<int>& dropped_params, FusionResult* result) {
+  ptx::FunctionAnalyses fa(&module, f);
+  const ptx::Cfg& cfg = fa.cfg();
+  const auto& accesses = fa.memoryAccesses();
+  const std::vector<char> in_loop = blocksInLoops(cfg);
+  const RegisterWidths widths(f);
+  auto partOf = [&](size_t stmt) {
+    return static_cast<int>(std::upper_bound(part_begin.begin(), part_begin.end(), stmt) - part_begin.begin()) - 1;
+  };
+  auto loops = [&](size_t stmt) {
+    const int b = cfg.blockOf(stmt);
+    return b < 0 || in_loop[static_cast<size_t>(b)];
+  };
+  std::set<int> written;
+  bool unknown_write = false;
+  for (const ptx::MemoryAccess& a : accesses) {
+    if (!a.is_write) continue;
+    if (a.pointer_params.empty()) unknown_write = true;
+    written.insert(a.pointer_params.begin(), a.pointer_params.end());
+  }
+  std::vector<size_t> calls;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    if (f.body[i].kind == StatementKind::kInstruction && f.body[i].inst.opcode == ptx::Opcode::kCall) calls.push_back(i);
+  }
+
+  std::vector<Edit> edits;
+  std::set<size_t> forwarded;
+  for (const ptx::MemoryAccess& load : accesses) {
+    if (!spec.forward_stores) break;
+    if (!load.is_read || load.is_write || load.op != ptx::Opcode::kLd || load.base_param < 0 || !load.offset) continue;
+    const int part = partOf(load.stmt);
+    if (part <= 0 || loops(load.stmt)) continue;
+    const std::string form = load.offset->toString();
+    const std::string guard = load.guardText();
+    // The last store before the load to the same address under the same guard.
+    const ptx::MemoryAccess* store = nullptr;
+    for (const ptx::MemoryAccess& s : accesses) {
+      if (s.stmt >= load.stmt) continue;
+      if (!s.is_write || s.is_read || s.op != ptx::Opcode::kSt || s.base_param != load.base_param || !s.offset) continue;
+      if (partOf(s.stmt) >= part || s.bytes != load.bytes || s.offset->toString() != form) continue;
+      if (s.guardText() != guard || std::any_of(s.guard.begin(), s.guard.end(), [](auto& g) { return !g.structured; }))
+        continue;
+      store = &s;
+    }
+    if (!store || loops(store->stmt)) continue;
+    // Nothing in between may write the address: no other write through the same pointer (or through one that is
+    // not known to be a different buffer), no call.
+    bool clobbered = std::any_of(calls.begin(), calls.end(), [&](size_t c) { return c > store->stmt && c < load.stmt; });
+    for (const ptx::MemoryAccess& w : accesses) {
+      if (clobbered) break;
+      if (!w.is_write || w.stmt <= store->stmt || w.stmt >= load.stmt) continue;
+      const bool same = std::find(w.pointer_params.begin(), w.pointer_params.end(), load.base_param) !=
+                        w.pointer_params.end();
+      clobbered = same || w.base_param < 0 || !spec.params_disjoint;
+    }
+    if (clobbered) continue;
+    const Instruction& st = f.body[store->stmt].inst;
+    const Instruction& ld = f.body[load.stmt].inst;
+    if (st.operands.size() < 2 || ld.operands.empty()) continue;
+    const uint32_t bits = ptx::typeElementBits(st.type()) * std::max(1u, ptx::typeElements(st.type()));
+    if (bits < 16 || bits != ptx::typeElementBits(ld.type()) * std::max(1u, ptx::typeElements(ld.type()))) continue;
+    const std::vector<Operand> values = elementsOf(st.operands.back());
+    const std::vector<Operand> dests = elementsOf(ld.operands.front());
+    if (values.size() != dests.size()) continue;
+    bool ok = true;
+    for (size_t e = 0; e < values.size() && ok; ++e) {
+      const Operand& v = values[e];
+      const Operand& d = dests[e];
+      if (d.kind == OperandKind::kSink) continue;
+      ok = d.kind == OperandKind::kRegister && widths.bits(d.name) == bits &&
+           (v.kind == OperandKind::kImmediate || (v.kind == OperandKind::kRegister && widths.bits(v.name) == bits));
+      if (!ok || v.kind != OperandKind::kRegister) continue;
+      // The stored register must still hold the stored value at the load.
+      for (size_t i = store->stmt + 1; i < load.stmt && ok; ++i) {
+        if (f.body[i].kind != StatementKind::kInstruction) continue;
+        const auto defs = detail::registersWritten(f.body[i].inst);
+        ok = std::find(defs.begin(), defs.end(), v.name) == defs.end();
+      }
+    }
+    if (!ok) continue;
+    Edit edit{load.stmt, Edit::Kind::kReplace, {}};
+    for (size_t e = 0; e < values.size(); ++e) {
+      if (dests[e].kind == OperandKind::kSink) continue;
+      Instruction mov;
+      mov.opcode = ptx::Opcode::kMov;
+      mov.guard = ld.guard;
+      mov.guard_negated = ld.guard_negated;
+      mov.addModifier(".b" + std::to_string(bits));
+      mov.operands = {dests[e], values[e]};
+      mov.loc = ld.loc;
+      edit.replacement.push_back(detail::instructionStatement(std::move(mov)));
+    }
+    edits.push_back(std::move(edit));
+    forwarded.insert(load.stmt);
+    ++result->forwarded_loads;
+  }
+
+  // Loads that remain: read-only caching is wrong for a buffer the fused kernel writes.
+  for (const ptx::MemoryAccess& a : accesses) {
+    if (!a.is_read || forwarded.count(a.stmt)) continue;
+    const Instruction& in = f.body[a.stmt].inst;
+    if (!in.has(ptx::Mod::kNc) && in.opcode != ptx::Opcode::kLdu) continue;
+    const bool may_be_written = unknown_write || a.pointer_params.empty() ||
+                                std::any_of(a.pointer_params.begin(), a.pointer_params.end(),
+                                            [&](int p) { return written.count(p) != 0; });
+    if (may_be_written) edits.push_back({a.stmt, Edit::Kind::kStripNonCoherent, {}});
+  }
+
+  // --aggressive: stores of intermediates nobody reads after fusion.
+  for (int q : dropped_params) {
+    for (const ptx::MemoryAccess& a : accesses) {
+      const bool through = std::find(a.pointer_params.begin(), a.pointer_params.end(), q) != a.pointer_params.end();
+      if (!through) continue;
+      if (a.is_read && !forwarded.count(a.stmt)) {
+        return unsupported("cannot drop the stores of parameter " + f.params[static_cast<size_t>(q)].name +
+                             ": the fused kernel still reads it (" + a.opcode + " at statement " +
+                             std::to_string(a.stmt) + ") — its load could not be forwarded");
+      }
+      if (a.is_write && (a.base_param != q || a.pointer_params.size() != 1 || a.op != ptx::Opcode::kSt)) {
+        return unsupported("cannot drop the stores of parameter " + f.params[static_cast<size_t>(q)].name +
+                             ": " + a.opcode + " may write another buffer too");
+      }
+      if (a.is_write) {
+        edits.push_back({a.stmt, Edit::Kind::kRemove, {}});
+        ++result->dropped_stores;
+      }
+    }
+  }
+
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.stmt > b.stmt; });
+  for (Edit& e : edits) {
+    auto at = f.body.begin() + static_cast<std::ptrdiff_t>(e.stmt);
+    switch (e.kind) {
+      case Edit::Kind::kRemove:
+        f.body.erase(at);
+        break;
+      case Edit::Kind::kReplace:
+        at = f.body.erase(at);
+        f.body.insert(at, e.replacement.begin(), e.replacement.end());
+        break;
+      case Edit::Kind::kStripNonCoherent: {
+        Instruction& in = at->inst;
+        if (in.opcode == ptx::Opcode::kLdu) in.opcode = ptx::Opcode::kLd;
+        std::erase(in.modifiers, ptx::Modifier::mod(ptx::Mod::kNc));
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& spec) {
+  if (spec.kernels.size() < 2) return unsupported("vertical fusion needs at least two kernels");
+  std::vector<const Function*> parts;
+  std::vector<size_t> param_counts;
+  for (const std::string& name : spec.kernels) {
+    const Function* f = module.findFunction(name);
+    if (!f || !f->is_entry || !f->has_body) {
+      return unsupported("no kernel (.entry with a body) named '" + name + "' in the module");
+    }
+    parts.push_back(f);
+    param_counts.push_back(f->params.size());
+  }
+  FusionResult result;
+  result.fused_name = spec.fused_name;
+  if (result.fused_name.empty()) {
+    result.fused_name = "kfuse_vertical";
+    for (const std::string& k : spec.kernels) result.fused_name += "_" + k;
+  }
+  if (module.findFunction(result.fused_name)) {
+    return unsupported("the module already has a function named '" + result.fused_name + "'");
+  }
+  for (size_t k = 0; k + 1 < parts.size(); ++k) {
+    for (const Statement& s : parts[k]->body) {
+      if (s.kind == StatementKind::kInstruction && isBarrier(s.inst)) {
+        return unsupported("kernel '" + parts[k]->name + "' (part " + std::to_string(k + 1) + " of " +
+                             std::to_string(parts.size()) + ") synchronises its block (" + s.inst.fullOpcode() +
+                             ", line " + std::to_string(s.loc.line) +
+                             "): threads that return early would wait at the barrier in a fused kernel; vertical "
+                             "fusion keeps barriers only in the last kernel");
+      }
+    }
+    if (callsExit(module, *parts[k])) {
+      return unsupported("kernel '" + parts[k]->name + "' calls a device function that executes exit: the thread "
+                           "would end before the later kernels' parts run");
+    }
+  }
+
+  // Parameters: one per class of equal arguments, named after the fused kernel.
+  ArgSets sets(param_counts);
+  for (const auto& [a, b] : spec.equal_args) {
+    for (ArgRef r : {a, b}) {
+      if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
+          static_cast<size_t>(r.param) >= param_counts[static_cast<size_t>(r.kernel)]) {
+        return unsupported("equal arguments refer to kernel " + std::to_string(r.kernel) + " parameter " +
+                             std::to_string(r.param) + ", which does not exist");
+      }
+    }
+    const auto& da = parts[static_cast<size_t>(a.kernel)]->params[static_cast<size_t>(a.param)];
+    const auto& db = parts[static_cast<size_t>(b.kernel)]->params[static_cast<size_t>(b.param)];
+    if (da.byteSize() != db.byteSize()) {
+      return unsupported("equal arguments " + da.name + " and " + db.name + " have different sizes");
+    }
+    sets.unite(sets.id(a), sets.id(b));
+  }
+  Function fused;
+  fused.linkage = ptx::Linkage::kVisible;
+  fused.is_entry = true;
+  fused.name = result.fused_name;
+  fused.has_param_list = true;
+  fused.has_body = true;
+  std::map<size_t, size_t> fused_index;  // class root -> fused parameter index
+  std::vector<std::map<std::string, std::string, std::less<>>> param_names(parts.size());
+  for (size_t k = 0; k < parts.size(); ++k) {
+    for (size_t p = 0; p < parts[k]->params.size(); ++p) {
+      const ArgRef ref{static_cast<int>(k), static_cast<int>(p)};
+      const size_t root = sets.find(sets.id(ref));
+      auto [it, added] = fused_index.emplace(root, fused.params.size());
+      if (added) {
+        ptx::VariableDecl d = parts[k]->params[p];
+        d.name = result.fused_name + "_param_" + std::to_string(fused.params.size());
+        fused.params.push_back(d);
+        result.params.push_back({d.name, {}});
+      }
+      result.params[it->second].sources.push_back(ref);
+      param_names[k][parts[k]->params[p].name] = fused.params[it->second].name;
+    }
+  }
+  KFUSE_RETURN_IF_ERROR(mergeDirectives(parts, &fused.directives, &result.notes));
+
+  // Body: hoisted declarations, then each part; a part's returns branch to its end label.
+  std::vector<Statement> decls;
+  std::vector<std::vector<Statement>> bodies;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    detail::BodyRenaming r{"k" + std::to_string(k) + "_", param_names[k]};
+    std::vector<Statement> body = detail::renamedBody(*parts[k], r);
+    if (k + 1 < parts.size()) {
+      const std::string end = "$kfuse_part" + std::to_string(k) + "_end";
+      detail::replaceReturns(body, end);
+      body.push_back(detail::labelStatement(end));
+    }
+    detail::hoistDeclarations(body, &decls);
+    bodies.push_back(std::move(body));
+  }
+  fused.body = std::move(decls);
+  std::vector<size_t> part_begin;
+  for (auto& body : bodies) {
+    part_begin.push_back(fused.body.size());
+    fused.body.insert(fused.body.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+  }
+
+  std::vector<int> dropped;
+  for (ArgRef r : spec.drop_stores) {
+    if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
+        static_cast<size_t>(r.param) >= param_counts[static_cast<size_t>(r.kernel)]) {
+      return unsupported("an intermediate to drop refers to a parameter that does not exist");
+    }
+    dropped.push_back(static_cast<int>(fused_index.at(sets.find(sets.id(r)))));
+    result.dropped_buffers.push_back(r);
+  }
+  KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_begin, spec, dropped, &result));
+  if (result.forwarded_loads > 0) {
+    result.notes.push_back("forwarded " + std::to_string(result.forwarded_loads) +
+                           " load(s) of values an earlier part stored");
+  }
+  if (result.dropped_stores > 0) {
+    result.notes.push_back("dropped " + std::to_string(result.dropped_stores) + " store(s) of intermediates");
+  }
+  KFUSE_RETURN_IF_ERROR(ptx::verify(fused));
+  module.functions.push_back(std::move(fused));
+  module.order.push_back({ptx::TopLevelKind::kFunction, module.functions.size() - 1});
+  return result;
+}
+
+}  // namespace kfuse::rewriter

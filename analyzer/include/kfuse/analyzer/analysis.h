@@ -210,6 +210,7 @@ struct Candidate {
   std::vector<std::string> names;
   std::vector<std::string> mangled_names;
   std::vector<std::vector<size_t>> occurrences;  // op indices of each occurrence, in order
+  std::vector<std::vector<core::Id>> occurrence_launches;  // the Launch ids of each occurrence (same order)
   Legality legality = Legality::kLikely;
   Confidence confidence = Confidence::kLow;
   std::vector<std::string> reasons;  // why legal / why blocked / which heuristics

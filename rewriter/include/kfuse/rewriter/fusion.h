@@ -71,6 +71,8 @@ struct VerticalFusion {
   // Arguments equal at every launch the plan replaces: each pair becomes one fused parameter.
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
   bool forward_stores = true;        // replace a later part's load of what an earlier part stored by the register
+  bool params_disjoint = false;      // distinct pointer parameters never overlap (the plan's no_overlap predicate):
+                                     // a store through one does not stop forwarding through another
   std::vector<ArgRef> drop_stores;   // --aggressive: intermediates whose stores are removed (all their loads must
                                      // have been forwarded, else the fusion is refused)
 };

@@ -46,14 +46,23 @@ struct Predicate {
     kNoOverlap,         // the byte ranges [arg, arg + bytes[i]) of `buffers` are pairwise disjoint
     kSameLaunchConfig,  // every kernel is launched with the grid/block recorded in `kernels`
     kArgValue,          // `a` has exactly `value` (a scalar the legality proof read)
+    kProvenValues,      // the values of `proof_args` form one of `tuples`: the argument values (scalars, and byte
+                        // offsets of pointers into their allocations) for which the analyzer proved legality
+  };
+  struct ProofRef {
+    ArgRef arg;
+    bool pointer_offset = false;  // the byte offset of pointer `arg` into its allocation, not its value
   };
   Kind kind = Kind::kArgEqual;
   ArgRef a, b;
   std::vector<ArgRef> buffers;
   std::vector<uint64_t> bytes;
   std::vector<uint8_t> value;  // little-endian bytes of a scalar argument
+  std::vector<ProofRef> proof_args;
+  std::vector<std::vector<int64_t>> tuples;
 };
-const char* predicateKindName(Predicate::Kind k);  // "arg_equal", "no_overlap", "same_launch_config", "arg_value"
+const char* predicateKindName(Predicate::Kind k);  // "arg_equal", "no_overlap", "same_launch_config", "arg_value",
+                                                   // "proven_values"
 
 // One argument of one launch in an argument set.
 struct ArgValue {
