@@ -1,14 +1,691 @@
-// Horizontal fusion: implemented by the change that adds it; until then every request is refused.
+// Horizontal fusion: independent kernels share one launch, either side by side in the grid (block-partitioned)
+// or side by side in every block (thread-partitioned, HFuse's layout).
+//
+// The fused entry is laid out as
+//
+//     <declarations of every part, plus the registers below>
+//     part 0:  range check (which blocks / threads run it)  -> skip to the end of part 0 when outside
+//              the part's own %tid/%ctaid/%ntid/%nctaid computed into fresh registers
+//              part 0's body, renamed apart, special registers replaced by those registers
+//     $kfuse_h_end0:
+//     part 1:  ...
+//     $kfuse_h_end<N-1>:
+//     ret;
+//
+// Why a part's `ret`/`exit` stays as it is: in both layouts every thread of the fused launch runs at most one
+// part (the range checks are disjoint), so when a thread of part k returns it has no other work left, exactly as
+// it had none when the original kernel returned. A returned thread also interacts with barriers as it did in the
+// original launch: each part's barriers become named barriers that count only that part's threads (`bar.sync id,
+// count`), and those are the same threads that the original whole-CTA barrier counted. A part whose threads exit
+// before a barrier that the rest of its threads wait at behaves as the original would have on the same hardware;
+// threads of the other parts never take part in it. A fall-through at the end of a part (no `ret`) reaches the
+// next part's range check, which fails for every thread of this part, and so ends at the final `ret`.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kfuse/ptx/analysis.h"
 #include "kfuse/rewriter/fusion.h"
+#include "rename.h"
 
 namespace kfuse::rewriter {
 
 const char* horizontalLayoutName(HorizontalLayout l) {
-  return l == HorizontalLayout::kBlockPartitioned ? "block-partitioned" : "thread-partitioned";
+  switch (l) {
+    case HorizontalLayout::kBlockPartitioned: return "block-partitioned";
+    case HorizontalLayout::kThreadPartitioned: return "thread-partitioned";
+  }
+  return "?";
 }
 
-Expected<FusionResult> fuseHorizontal(ptx::Module&, const HorizontalFusion&) {
-  return unsupported("horizontal fusion is not available in this build");
+namespace {
+
+using ptx::Function;
+using ptx::Instruction;
+using ptx::Mod;
+using ptx::Opcode;
+using ptx::Operand;
+using ptx::OperandKind;
+using ptx::Statement;
+using ptx::StatementKind;
+using ptx::StateSpace;
+using ptx::VariableDecl;
+
+constexpr uint32_t kMaxThreadsPerBlock = 1024;
+constexpr int kMaxNamedBarriers = 16;
+constexpr uint64_t kMaxGridX = 0x7fffffff;
+constexpr uint32_t kDynamicSharedAlign = 16;
+
+// The launch-geometry special registers a part may need to see with its own values. Index = family * 3 + dim.
+enum Family { kTid = 0, kNtid = 1, kCtaid = 2, kNctaid = 3 };
+constexpr std::array<const char*, 12> kGeometryNames = {"%tid.x",   "%tid.y",   "%tid.z",   "%ntid.x",
+                                                        "%ntid.y",  "%ntid.z",  "%ctaid.x", "%ctaid.y",
+                                                        "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"};
+constexpr std::array<const char*, 12> kGeometrySuffix = {"tid_x",   "tid_y",   "tid_z",    "ntid_x",
+                                                         "ntid_y",  "ntid_z",  "ctaid_x",  "ctaid_y",
+                                                         "ctaid_z", "nctaid_x", "nctaid_y", "nctaid_z"};
+constexpr const char* kDynamicSmemSize = "%dynamic_smem_size";
+
+std::optional<int> geometryIndex(std::string_view name) {
+  for (size_t i = 0; i < kGeometryNames.size(); ++i) {
+    if (name == kGeometryNames[i]) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
+// Special registers whose meaning the fused launch changes in a way no per-part value can restore.
+bool refusedSpecialRegister(std::string_view name) {
+  static constexpr std::string_view kRefused[] = {"%cluster",          "%nclusterid",         "%clusterid",
+                                                  "%is_explicit_cluster", "%total_smem_size", "%aggr_smem_size",
+                                                  "%current_graph_exec"};
+  for (std::string_view p : kRefused) {
+    if (name.substr(0, p.size()) == p) return true;
+  }
+  // A whole vector (`%tid`) cannot be replaced component-wise.
+  return name == "%tid" || name == "%ntid" || name == "%ctaid" || name == "%nctaid";
+}
+
+// Device-runtime entry points: a kernel that launches kernels (dynamic parallelism) or uses device graphs.
+bool isDeviceRuntimeCall(std::string_view callee) {
+  return callee.rfind("cudaLaunchDevice", 0) == 0 || callee.rfind("cudaGetParameterBuffer", 0) == 0 ||
+         callee.rfind("cudaCGGet", 0) == 0 || callee.rfind("cudaGraph", 0) == 0;
+}
+
+bool isCtaBarrier(const Instruction& in) {
+  if (in.opcode != Opcode::kBar && in.opcode != Opcode::kBarrier) return false;
+  return !in.has(Mod::kWarp);  // bar.warp.sync is a warp-level barrier: untouched
+}
+
+// Operand positions of a CTA barrier: `bar.sync a{, b}`, `bar.arrive a, b`, `bar.red.op d, a{, b}, {!}c`.
+struct BarrierOperands {
+  size_t id = 0;
+  bool has_count = false;
+  size_t count = 1;  // where the count is (or goes)
+};
+BarrierOperands barrierOperands(const Instruction& in) {
+  BarrierOperands b;
+  if (in.has(Mod::kRed)) {
+    b.id = 1;
+    b.count = 2;
+    b.has_count = in.operands.size() >= 4;
+  } else {
+    b.id = 0;
+    b.count = 1;
+    b.has_count = in.operands.size() >= 2;
+  }
+  return b;
+}
+
+std::string dims(const std::array<uint32_t, 3>& d) {
+  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+}
+
+// What one part needs and where it runs.
+struct Part {
+  int index = 0;
+  const Function* f = nullptr;
+  LaunchShape shape;
+  std::string tag;  // renaming tag "k<index>_"
+  uint64_t first_block = 0;
+  uint32_t first_thread = 0;
+  std::array<bool, 12> reads{};      // geometry special registers the body reads
+  bool reads_dynamic_smem_size = false;
+  bool rewrite_thread_geometry = false;  // %tid/%ntid get the part's own values
+  bool rewrite_block_geometry = false;   // %ctaid/%nctaid get the part's own values
+  std::set<int64_t> barrier_ids;         // immediate ids of its CTA barriers
+  bool has_barriers = false;
+  bool register_barrier_id = false;
+  uint32_t dynamic_offset = 0;  // thread-partitioned: where its dynamic shared memory starts
+  std::map<std::string, std::string, std::less<>> shared_renames;  // module .shared variable -> its copy
+  std::map<int64_t, int64_t> barrier_map;                           // original id -> fused id
+};
+
+// Checks a part for what horizontal fusion cannot keep, and records what it reads.
+Status inspectPart(const ptx::Module& module, Part& p) {
+  const Function& f = *p.f;
+  const std::string who = "kernel " + f.name;
+  ptx::UsageSummary usage = ptx::summarizeUsage(&module, f);
+  if (usage.grid_sync) return unsupported(who + " uses a grid-wide barrier (cooperative groups); a fused launch " +
+                                          "changes the grid that barrier spans");
+  if (usage.indirect_calls) return unsupported(who + " makes an indirect call; its callee cannot be checked");
+  // Callees see the fused launch's special registers and barriers unchanged: refuse those that read them.
+  std::vector<std::string> pending = usage.callees;
+  std::set<std::string> seen;
+  while (!pending.empty()) {
+    std::string callee = pending.back();
+    pending.pop_back();
+    if (!seen.insert(callee).second) continue;
+    if (isDeviceRuntimeCall(callee)) {
+      return unsupported(who + " calls " + callee + " (dynamic parallelism / device runtime)");
+    }
+    const Function* c = module.findFunction(callee);
+    if (c == nullptr || !c->has_body) continue;
+    ptx::UsageSummary cu = ptx::summarizeUsage(&module, *c);
+    if (cu.barriers > 0) return unsupported(who + " calls ." + "func " + callee + ", which synchronises the CTA");
+    if (cu.indirect_calls) return unsupported(who + " calls " + callee + ", which makes an indirect call");
+    for (const Statement& s : c->body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      Instruction in = s.inst;
+      std::string bad;
+      detail::forEachOperand(in, [&](Operand& o) {
+        if (o.kind == OperandKind::kRegister && (geometryIndex(o.name) || o.name == kDynamicSmemSize ||
+                                                 refusedSpecialRegister(o.name))) {
+          bad = o.name;
+        }
+      });
+      if (!bad.empty()) {
+        return unsupported(who + " calls .func " + callee + ", which reads " + bad +
+                           " (special registers are rewritten in the fused entry only)");
+      }
+    }
+    pending.insert(pending.end(), cu.callees.begin(), cu.callees.end());
+  }
+  for (const Statement& s : f.body) {
+    if (s.kind != StatementKind::kInstruction) continue;
+    Instruction in = s.inst;
+    std::string line = s.inst.loc.line ? " (line " + std::to_string(s.inst.loc.line) + ")" : "";
+    std::string refused;
+    detail::forEachOperand(in, [&](Operand& o) {
+      if (o.kind != OperandKind::kRegister) return;
+      if (auto g = geometryIndex(o.name)) p.reads[*g] = true;
+      if (o.name == kDynamicSmemSize) p.reads_dynamic_smem_size = true;
+      if (refusedSpecialRegister(o.name)) refused = o.name;
+    });
+    if (!refused.empty()) return unsupported(who + " reads " + refused + line + ", which a fused launch changes");
+    if (in.opcode == Opcode::kBarrier && in.has(Mod::kCluster)) {
+      return unsupported(who + " synchronises its cluster" + line);
+    }
+    if (!isCtaBarrier(in)) continue;
+    p.has_barriers = true;
+    BarrierOperands b = barrierOperands(in);
+    if (b.id >= in.operands.size()) {
+      p.barrier_ids.insert(0);
+    } else if (auto id = in.operands[b.id].intValue()) {
+      p.barrier_ids.insert(*id);
+    } else {
+      p.register_barrier_id = true;
+    }
+  }
+  return {};
+}
+
+// Builds `op.type dst, a, b` style instructions.
+Instruction make(Opcode op, std::initializer_list<const char*> modifiers, std::vector<Operand> operands) {
+  Instruction in;
+  in.opcode = op;
+  for (const char* m : modifiers) in.addModifier(m);
+  in.operands = std::move(operands);
+  return in;
+}
+Operand imm(uint64_t v) { return Operand::imm(std::to_string(v)); }
+Operand reg(const std::string& n) { return Operand::reg(n); }
+
+VariableDecl registerDecl(const std::string& name, ptx::DataType type) {
+  VariableDecl d;
+  d.space = StateSpace::kReg;
+  d.type = type;
+  d.name = name;
+  return d;
+}
+
+// Emits into `out` the code that computes a part's values; `decls` receives the registers it declares.
+class PartCode {
+ public:
+  PartCode(int k, std::vector<Statement>* out, std::vector<Statement>* decls)
+      : prefix_("%kh" + std::to_string(k) + "_"), out_(out), decls_(decls) {}
+
+  std::string newReg(const std::string& name, ptx::DataType type = ptx::DataType::kB32) {
+    std::string r = prefix_ + name;
+    Statement s;
+    s.kind = StatementKind::kDeclaration;
+    s.decl = registerDecl(r, type);
+    decls_->push_back(std::move(s));
+    return r;
+  }
+  void emit(Instruction in) { out_->push_back(detail::instructionStatement(std::move(in))); }
+  // `dst = src` (a register or a constant).
+  std::string value(const std::string& name, Operand src) {
+    std::string r = newReg(name);
+    emit(make(Opcode::kMov, {".u32"}, {reg(r), std::move(src)}));
+    return r;
+  }
+  // Skips to `label` when `value >= limit` (unsigned).
+  void skipUnlessBelow(const std::string& name, const Operand& value, uint64_t limit, const std::string& label) {
+    std::string p = newReg(name, ptx::DataType::kPred);
+    emit(make(Opcode::kSetp, {".ge", ".u32"}, {reg(p), value, imm(limit)}));
+    emit(detail::branchTo(label, p));
+  }
+  // Splits a linear index into x, y, z of `shape` (x fastest), into the registers of `family` the part reads.
+  void split(const std::string& linear, const std::array<uint32_t, 3>& shape, int family,
+             const std::array<bool, 12>& reads, std::map<std::string, std::string>* renames) {
+    const int base = family * 3;
+    auto want = [&](int dim) { return reads[base + dim]; };
+    auto name = [&](int dim) { return std::string(kGeometrySuffix[base + dim]); };
+    if (shape[1] == 1 && shape[2] == 1) {
+      if (want(0)) (*renames)[kGeometryNames[base]] = value(name(0), reg(linear));
+      if (want(1)) (*renames)[kGeometryNames[base + 1]] = value(name(1), imm(0));
+      if (want(2)) (*renames)[kGeometryNames[base + 2]] = value(name(2), imm(0));
+      return;
+    }
+    if (want(0)) {
+      std::string x = newReg(name(0));
+      emit(make(Opcode::kRem, {".u32"}, {reg(x), reg(linear), imm(shape[0])}));
+      (*renames)[kGeometryNames[base]] = x;
+    }
+    if (!want(1) && !want(2)) return;
+    std::string rest = newReg(name(0) + "_rest");
+    emit(make(Opcode::kDiv, {".u32"}, {reg(rest), reg(linear), imm(shape[0])}));
+    if (want(1)) {
+      std::string y = newReg(name(1));
+      emit(make(Opcode::kRem, {".u32"}, {reg(y), reg(rest), imm(shape[1])}));
+      (*renames)[kGeometryNames[base + 1]] = y;
+    }
+    if (want(2)) {
+      std::string z = newReg(name(2));
+      emit(make(Opcode::kDiv, {".u32"}, {reg(z), reg(rest), imm(shape[1])}));
+      (*renames)[kGeometryNames[base + 2]] = z;
+    }
+  }
+  // Constants of `family` (ntid or nctaid) from `shape`.
+  void constants(const std::array<uint32_t, 3>& shape, int family, const std::array<bool, 12>& reads,
+                 std::map<std::string, std::string>* renames) {
+    for (int dim = 0; dim < 3; ++dim) {
+      int i = family * 3 + dim;
+      if (reads[i]) (*renames)[kGeometryNames[i]] = value(kGeometrySuffix[i], imm(shape[dim]));
+    }
+  }
+
+ private:
+  std::string prefix_;
+  std::vector<Statement>* out_;
+  std::vector<Statement>* decls_;
+};
+
+// The linear index of the thread in the fused block (`%tid.x` when the fused block is 1-D).
+// Special registers are first moved into ordinary registers: ptxas accepts them as `mov` sources only.
+std::string fusedLinearThread(PartCode& code, const std::array<uint32_t, 3>& block) {
+  std::string x = code.value("fused_tid_x", reg("%tid.x"));
+  if (block[1] == 1 && block[2] == 1) return x;
+  std::string y = code.value("fused_tid_y", reg("%tid.y"));
+  std::string z = code.value("fused_tid_z", reg("%tid.z"));
+  std::string yz = code.newReg("lin_yz");
+  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(yz), reg(z), imm(block[1]), reg(y)}));
+  std::string lin = code.newReg("lin_thread");
+  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(lin), reg(yz), imm(block[0]), reg(x)}));
+  return lin;
+}
+
+// Adds `offset` to every reference of a dynamic shared array (`sym`, `[sym+k]`).
+void offsetSymbol(Operand& o, const std::set<std::string, std::less<>>& names, int64_t offset) {
+  if (o.kind == OperandKind::kAddress) {
+    if (!o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol && names.count(o.elements[0].name)) {
+      o.offset += offset;
+      return;
+    }
+  } else if (o.kind == OperandKind::kSymbol && names.count(o.name)) {
+    o.offset += offset;
+    return;
+  }
+  for (Operand& e : o.elements) offsetSymbol(e, names, offset);
+}
+
+bool sameParamType(const VariableDecl& a, const VariableDecl& b) {
+  return a.byteSize() == b.byteSize() && a.elementSize() == b.elementSize();
+}
+
+}  // namespace
+
+Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusion& spec) {
+  const bool thread_layout = spec.layout == HorizontalLayout::kThreadPartitioned;
+  const std::string layout_name = horizontalLayoutName(spec.layout);
+  if (spec.kernels.size() < 2) return invalidArgument("horizontal fusion needs at least 2 kernels");
+  if (spec.shapes.size() != spec.kernels.size()) {
+    return invalidArgument("horizontal fusion: " + std::to_string(spec.kernels.size()) + " kernels but " +
+                           std::to_string(spec.shapes.size()) + " launch shapes");
+  }
+
+  // ---- the parts and what they read ----
+  std::vector<Part> parts(spec.kernels.size());
+  for (size_t k = 0; k < parts.size(); ++k) {
+    Part& p = parts[k];
+    p.index = static_cast<int>(k);
+    p.f = module.findFunction(spec.kernels[k]);
+    if (p.f == nullptr || !p.f->is_entry || !p.f->has_body) {
+      return notFound("horizontal fusion: no .entry " + spec.kernels[k] + " with a body in the module");
+    }
+    p.shape = spec.shapes[k];
+    p.tag = "k" + std::to_string(k) + "_";
+    for (int d = 0; d < 3; ++d) {
+      if (p.shape.grid[d] == 0 || p.shape.block[d] == 0) {
+        return invalidArgument("horizontal fusion: kernel " + p.f->name + " has an empty launch shape (grid " +
+                               dims(p.shape.grid) + ", block " + dims(p.shape.block) + ")");
+      }
+    }
+    if (p.shape.threads() > kMaxThreadsPerBlock) {
+      return invalidArgument("horizontal fusion: kernel " + p.f->name + " has " + std::to_string(p.shape.threads()) +
+                             " threads per block (more than 1024)");
+    }
+    KFUSE_RETURN_IF_ERROR(inspectPart(module, p));
+  }
+  std::string fused_name = spec.fused_name;
+  if (fused_name.empty()) {
+    fused_name = "kfuse_horizontal";
+    for (const std::string& k : spec.kernels) fused_name += "_" + k;
+  }
+  if (module.findFunction(fused_name) != nullptr) {
+    return invalidArgument("horizontal fusion: the module already has a function called " + fused_name);
+  }
+
+  FusionResult result;
+  result.fused_name = fused_name;
+
+  // ---- the fused launch shape and each part's place in it ----
+  LaunchShape& shape = result.shape;
+  if (thread_layout) {
+    uint64_t threads = 0, blocks = 0;
+    for (Part& p : parts) {
+      if (p.shape.threads() % 32 != 0) {
+        return unsupported("thread-partitioned fusion: kernel " + p.f->name + " runs " +
+                           std::to_string(p.shape.threads()) + " threads per block, not a multiple of 32 (each " +
+                           "part must be whole warps so that warps and named barriers do not mix parts)");
+      }
+      p.first_thread = static_cast<uint32_t>(threads);
+      threads += p.shape.threads();
+      blocks = std::max(blocks, p.shape.blocks());
+    }
+    if (threads > kMaxThreadsPerBlock) {
+      return unsupported("thread-partitioned fusion needs " + std::to_string(threads) +
+                         " threads per block, more than 1024");
+    }
+    if (blocks > kMaxGridX) return unsupported("thread-partitioned fusion: grid too large");
+    shape.block = {static_cast<uint32_t>(threads), 1, 1};
+    shape.grid = {static_cast<uint32_t>(blocks), 1, 1};
+    uint32_t dynamic = 0;
+    for (Part& p : parts) {
+      if (p.shape.dynamic_shared_bytes == 0) continue;
+      dynamic = (dynamic + kDynamicSharedAlign - 1) / kDynamicSharedAlign * kDynamicSharedAlign;
+      p.dynamic_offset = dynamic;
+      dynamic += p.shape.dynamic_shared_bytes;
+    }
+    shape.dynamic_shared_bytes = dynamic;
+    for (Part& p : parts) {
+      p.rewrite_thread_geometry = true;
+      p.rewrite_block_geometry = p.shape.grid != shape.grid;
+    }
+  } else {
+    uint64_t blocks = 0;
+    const Part* largest = &parts[0];
+    for (Part& p : parts) {
+      p.first_block = blocks;
+      blocks += p.shape.blocks();
+      if (p.shape.threads() > largest->shape.threads()) largest = &p;
+      shape.dynamic_shared_bytes = std::max(shape.dynamic_shared_bytes, p.shape.dynamic_shared_bytes);
+    }
+    if (blocks > kMaxGridX) {
+      return unsupported("block-partitioned fusion needs " + std::to_string(blocks) + " blocks, more than 2^31-1");
+    }
+    shape.grid = {static_cast<uint32_t>(blocks), 1, 1};
+    shape.block = largest->shape.block;
+    for (Part& p : parts) {
+      p.rewrite_block_geometry = true;
+      p.rewrite_thread_geometry = p.shape.block != shape.block;
+    }
+  }
+
+  // ---- barriers ----
+  int next_barrier = 0;
+  for (Part& p : parts) {
+    if (!p.has_barriers) continue;
+    const bool smaller = p.shape.threads() < shape.threads();
+    if (thread_layout && p.register_barrier_id) {
+      return unsupported("thread-partitioned fusion: kernel " + p.f->name +
+                         " names a barrier by a register; its ids cannot be remapped per part");
+    }
+    if ((thread_layout || smaller) && p.shape.threads() % 32 != 0) {
+      return unsupported(layout_name + " fusion: kernel " + p.f->name + " synchronises its " +
+                         std::to_string(p.shape.threads()) + " threads, which a named barrier cannot count " +
+                         "(not a multiple of 32)");
+    }
+    for (int64_t id : p.barrier_ids) {
+      if (id < 0 || id >= kMaxNamedBarriers) {
+        return badFormat("kernel " + p.f->name + " uses barrier id " + std::to_string(id) + " (PTX allows 0-15)");
+      }
+      p.barrier_map[id] = thread_layout ? next_barrier++ : id;
+    }
+  }
+  if (next_barrier > kMaxNamedBarriers) {
+    return unsupported("thread-partitioned fusion needs " + std::to_string(next_barrier) +
+                       " named barriers, more than 16");
+  }
+
+  // ---- .reqntid / .maxntid of the parts against the fused block ----
+  for (const Part& p : parts) {
+    for (const ptx::PerfDirective& d : p.f->directives) {
+      if (d.name != ".reqntid" && d.name != ".maxntid") continue;
+      uint64_t n = 1;
+      for (int64_t v : d.values) n *= static_cast<uint64_t>(std::max<int64_t>(v, 1));
+      bool violated = d.name == ".reqntid" ? n != shape.threads() : shape.threads() > n;
+      if (violated) {
+        return unsupported(layout_name + " fusion: kernel " + p.f->name + " declares " + d.name + " " +
+                           std::to_string(n) + " but the fused block has " + std::to_string(shape.threads()) +
+                           " threads");
+      }
+    }
+  }
+
+  // ---- shared memory ----
+  std::set<std::string, std::less<>> dynamic_shared, static_shared;
+  for (const VariableDecl& v : module.variables) {
+    if (ptx::baseSpace(v.space) != StateSpace::kShared) continue;
+    (v.linkage == ptx::Linkage::kExtern ? dynamic_shared : static_shared).insert(v.name);
+  }
+  std::map<std::string, int, std::less<>> taken;
+  for (const VariableDecl& v : module.variables) taken.emplace(v.name, 0);
+  for (const Function& f : module.functions) taken.emplace(f.name, 0);
+  taken.emplace(fused_name, 0);
+  std::vector<VariableDecl> new_variables;
+  if (thread_layout) {
+    // Two parts run in the same block: a static .shared buffer read by both must become two buffers.
+    std::set<std::string, std::less<>> used_before;
+    for (Part& p : parts) {
+      std::set<std::string, std::less<>> used;
+      for (const Statement& s : p.f->body) {
+        if (s.kind != StatementKind::kInstruction) continue;
+        Instruction in = s.inst;
+        detail::forEachOperand(in, [&](Operand& o) {
+          if (o.kind == OperandKind::kSymbol && static_shared.count(o.name)) used.insert(o.name);
+        });
+      }
+      for (const std::string& name : used) {
+        if (!used_before.count(name)) continue;
+        const VariableDecl* original = nullptr;
+        for (const VariableDecl& v : module.variables) {
+          if (v.name == name) original = &v;
+        }
+        VariableDecl copy = *original;
+        copy.name = detail::uniqueName(name + "_" + p.tag + "kfuse", taken);
+        p.shared_renames[name] = copy.name;
+        result.notes.push_back("shared variable " + name + " duplicated as " + copy.name + " for part " +
+                               std::to_string(p.index) + " (" + p.f->name + ")");
+        new_variables.push_back(std::move(copy));
+      }
+      used_before.insert(used.begin(), used.end());
+    }
+  }
+
+  // ---- parameters: concatenated, equal arguments merged ----
+  std::map<ArgRef, ArgRef> parent;
+  auto find = [&](ArgRef a) {
+    while (parent.count(a) && parent[a] != a) a = parent[a];
+    return a;
+  };
+  for (const auto& [a, b] : spec.equal_args) {
+    for (const ArgRef& r : {a, b}) {
+      if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
+          static_cast<size_t>(r.param) >= parts[r.kernel].f->params.size()) {
+        return invalidArgument("horizontal fusion: equal argument (kernel " + std::to_string(r.kernel) + ", param " +
+                               std::to_string(r.param) + ") does not exist");
+      }
+    }
+    const VariableDecl& pa = parts[a.kernel].f->params[a.param];
+    const VariableDecl& pb = parts[b.kernel].f->params[b.param];
+    if (!sameParamType(pa, pb)) {
+      return invalidArgument("horizontal fusion: equal arguments " + pa.name + " and " + pb.name +
+                             " have different sizes");
+    }
+    ArgRef ra = find(a), rb = find(b);
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+  }
+  Function fused;
+  fused.linkage = ptx::Linkage::kVisible;
+  fused.is_entry = true;
+  fused.name = fused_name;
+  fused.has_param_list = true;
+  fused.has_body = true;
+  std::map<ArgRef, size_t> fused_param_of;  // class representative -> fused parameter index
+  std::vector<detail::BodyRenaming> renamings(parts.size());
+  for (Part& p : parts) {
+    renamings[p.index].tag = p.tag;
+    for (size_t i = 0; i < p.f->params.size(); ++i) {
+      ArgRef ref{p.index, static_cast<int>(i)};
+      ArgRef root = find(ref);
+      auto it = fused_param_of.find(root);
+      if (it == fused_param_of.end()) {
+        VariableDecl d = p.f->params[i];
+        d.name = fused_name + "_param_" + std::to_string(fused.params.size());
+        it = fused_param_of.emplace(root, fused.params.size()).first;
+        fused.params.push_back(std::move(d));
+        result.params.push_back(FusedParam{fused.params.back().name, {}});
+      }
+      result.params[it->second].sources.push_back(ref);
+      renamings[p.index].params[p.f->params[i].name] = fused.params[it->second].name;
+    }
+  }
+
+  // ---- the body ----
+  std::vector<Statement> decls, code;
+  for (Part& p : parts) {
+    const std::string end_label = "$kfuse_h_end" + std::to_string(p.index);
+    PartCode pc(p.index, &code, &decls);
+    std::map<std::string, std::string> specials;  // special register -> the part's register
+    FusionResult::Part rp;
+    rp.kernel = p.index;
+    rp.blocks = p.shape.blocks();
+    rp.threads = static_cast<uint32_t>(p.shape.threads());
+    std::string linear_block, linear_thread;
+    if (thread_layout) {
+      rp.first_thread = p.first_thread;
+      std::string tid = pc.value("fused_tid_x", reg("%tid.x"));
+      linear_thread = pc.newReg("thread");
+      pc.emit(make(Opcode::kSub, {".u32"}, {reg(linear_thread), reg(tid), imm(p.first_thread)}));
+      pc.skipUnlessBelow("not_mine", reg(linear_thread), p.shape.threads(), end_label);
+      linear_block = pc.value("block", reg("%ctaid.x"));
+      if (p.shape.blocks() < shape.blocks()) {
+        pc.skipUnlessBelow("beyond_grid", reg(linear_block), p.shape.blocks(), end_label);
+      }
+    } else {
+      rp.first_block = p.first_block;
+      std::string cta = pc.value("fused_ctaid_x", reg("%ctaid.x"));
+      linear_block = pc.newReg("block");
+      pc.emit(make(Opcode::kSub, {".u32"}, {reg(linear_block), reg(cta), imm(p.first_block)}));
+      pc.skipUnlessBelow("not_mine", reg(linear_block), p.shape.blocks(), end_label);
+      if (p.rewrite_thread_geometry) {
+        linear_thread = fusedLinearThread(pc, shape.block);
+        if (p.shape.threads() < shape.threads()) {
+          pc.skipUnlessBelow("beyond_block", reg(linear_thread), p.shape.threads(), end_label);
+        }
+      }
+    }
+    if (p.rewrite_thread_geometry) {
+      pc.split(linear_thread, p.shape.block, kTid, p.reads, &specials);
+      pc.constants(p.shape.block, kNtid, p.reads, &specials);
+    }
+    if (p.rewrite_block_geometry) {
+      pc.split(linear_block, p.shape.grid, kCtaid, p.reads, &specials);
+      pc.constants(p.shape.grid, kNctaid, p.reads, &specials);
+    }
+    if (p.reads_dynamic_smem_size) {
+      specials[kDynamicSmemSize] = pc.value("dynamic_smem_size", imm(p.shape.dynamic_shared_bytes));
+    }
+
+    std::vector<Statement> body = detail::renamedBody(*p.f, renamings[p.index]);
+    detail::hoistDeclarations(body, &decls);
+    const bool count_barriers = thread_layout || p.shape.threads() < shape.threads();
+    for (Statement& s : body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      Instruction& in = s.inst;
+      detail::forEachOperand(in, [&](Operand& o) {
+        if (o.kind == OperandKind::kRegister) {
+          if (auto it = specials.find(o.name); it != specials.end()) o.name = it->second;
+        } else if (o.kind == OperandKind::kSymbol) {
+          if (auto it = p.shared_renames.find(o.name); it != p.shared_renames.end()) o.name = it->second;
+        }
+      });
+      if (p.dynamic_offset != 0) {
+        for (Operand& o : in.operands) offsetSymbol(o, dynamic_shared, p.dynamic_offset);
+      }
+      if (!isCtaBarrier(in)) continue;
+      BarrierOperands b = barrierOperands(in);
+      if (b.id >= in.operands.size()) in.operands.push_back(imm(0));
+      if (auto id = in.operands[b.id].intValue()) {
+        int64_t mapped = p.barrier_map.at(*id);
+        in.operands[b.id] = imm(static_cast<uint64_t>(mapped));
+        if (rp.barrier_id < 0 || mapped < rp.barrier_id) rp.barrier_id = static_cast<int>(mapped);
+      }
+      if (count_barriers && !b.has_count) {
+        in.operands.insert(in.operands.begin() + static_cast<std::ptrdiff_t>(b.count), imm(p.shape.threads()));
+      }
+    }
+    if (!count_barriers && !thread_layout) rp.barrier_id = -1;
+    code.insert(code.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+    code.push_back(detail::labelStatement(end_label));
+
+    std::string where = thread_layout ? "threads [" + std::to_string(p.first_thread) + ", " +
+                                            std::to_string(p.first_thread + p.shape.threads()) + ") of blocks [0, " +
+                                            std::to_string(p.shape.blocks()) + ")"
+                                      : "blocks [" + std::to_string(p.first_block) + ", " +
+                                            std::to_string(p.first_block + p.shape.blocks()) + "), threads [0, " +
+                                            std::to_string(p.shape.threads()) + ")";
+    result.notes.push_back("part " + std::to_string(p.index) + " (" + p.f->name + ", grid " + dims(p.shape.grid) +
+                           ", block " + dims(p.shape.block) + "): " + where);
+    if (rp.barrier_id >= 0) {
+      result.notes.push_back("part " + std::to_string(p.index) + ": CTA barriers become named barrier " +
+                             std::to_string(rp.barrier_id) + " counting " + std::to_string(p.shape.threads()) +
+                             " threads");
+    }
+    if (p.dynamic_offset != 0) {
+      result.notes.push_back("part " + std::to_string(p.index) + ": dynamic shared memory at byte offset " +
+                             std::to_string(p.dynamic_offset));
+    }
+    if (!p.f->directives.empty()) {
+      result.notes.push_back("part " + std::to_string(p.index) + ": performance directives of " + p.f->name +
+                             " are not carried to the fused kernel");
+    }
+    result.parts.push_back(rp);
+  }
+  ptx::Instruction ret;
+  ret.opcode = Opcode::kRet;
+  code.push_back(detail::instructionStatement(std::move(ret)));
+
+  fused.body = std::move(decls);
+  fused.body.insert(fused.body.end(), std::make_move_iterator(code.begin()), std::make_move_iterator(code.end()));
+  KFUSE_RETURN_IF_ERROR(ptx::verify(fused).withContext("horizontal fusion produced an invalid kernel"));
+
+  // Copied shared variables go just before the fused kernel; the fused kernel after everything else.
+  for (VariableDecl& v : new_variables) {
+    module.variables.push_back(std::move(v));
+    module.order.push_back({ptx::TopLevelKind::kVariable, module.variables.size() - 1});
+  }
+  module.functions.push_back(std::move(fused));
+  module.order.push_back({ptx::TopLevelKind::kFunction, module.functions.size() - 1});
+  result.notes.insert(result.notes.begin(),
+                      layout_name + ": grid " + dims(shape.grid) + ", block " + dims(shape.block) + ", " +
+                          std::to_string(shape.dynamic_shared_bytes) + " bytes of dynamic shared memory");
+  return result;
 }
 
 }  // namespace kfuse::rewriter

@@ -1,1 +1,520 @@
-// Placeholder: filled in by the change that implements it.
+// Horizontal fusion of real nvcc PTX: every fused kernel must print to PTX that verifies, compiles with ptxas
+// for sm_80, sm_90 and sm_100, and computes on the emulator exactly (bit for bit) what the original launches
+// compute on the same inputs.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kfuse/emulator/emulator.h"
+#include "kfuse/ptx/ir.h"
+#include "kfuse/ptx/parser.h"
+#include "kfuse/ptx/printer.h"
+#include "kfuse/ptx/ptxas.h"
+#include "kfuse/rewriter/fusion.h"
+
+namespace kfuse::rewriter {
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string examplePtx(const std::string& name) {
+  return readFile(std::string(KFUSE_EXAMPLE_PTX_DIR) + "/" + name + ".ptx");
+}
+
+// One module holding the kernels of several nvcc PTX files (they share .version/.target; the test inputs have
+// distinct kernel and variable names).
+ptx::Module moduleOf(const std::vector<std::string>& texts) {
+  ptx::Module m;
+  for (const std::string& text : texts) {
+    auto parsed = ptx::parseModule(text);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    if (!parsed.ok()) return m;
+    if (m.version.empty()) {
+      m = std::move(parsed.value());
+      continue;
+    }
+    for (const ptx::TopLevel& t : parsed->order) {
+      if (t.kind == ptx::TopLevelKind::kVariable) {
+        m.variables.push_back(parsed->variables[t.index]);
+        m.order.push_back({t.kind, m.variables.size() - 1});
+      } else if (t.kind == ptx::TopLevelKind::kFunction) {
+        m.functions.push_back(parsed->functions[t.index]);
+        m.order.push_back({t.kind, m.functions.size() - 1});
+      }
+    }
+  }
+  return m;
+}
+
+// An argument of a test launch: a buffer (by index) or a scalar's bytes.
+struct Arg {
+  int buffer = -1;
+  std::vector<uint8_t> bytes;
+};
+Arg buf(int i) { return Arg{i, {}}; }
+template <typename T>
+Arg scalar(T v) {
+  Arg a;
+  a.bytes.resize(sizeof(T));
+  std::memcpy(a.bytes.data(), &v, sizeof(T));
+  return a;
+}
+
+struct Launch {
+  std::string kernel;
+  LaunchShape shape;
+  std::vector<Arg> args;
+};
+
+std::vector<uint8_t> randomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-4.f, 4.f);
+  std::vector<uint8_t> out(n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) {
+    float v = dist(rng);
+    std::memcpy(out.data() + i * sizeof(float), &v, sizeof(float));
+  }
+  return out;
+}
+std::vector<uint8_t> randomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
+
+class Runner {
+ public:
+  Runner(const std::string& ptx_text, std::vector<std::vector<uint8_t>> buffers)
+      : dev_(2), init_(std::move(buffers)) {
+    auto program = dev_.loadPtx(ptx_text, "fused");
+    EXPECT_TRUE(program.ok()) << program.status().message();
+    if (!program.ok()) return;
+    program_ = program.value();
+    for (const auto& b : init_) {
+      auto p = dev_.memory().allocate(b.size());
+      EXPECT_TRUE(p.ok());
+      ptrs_.push_back(p.ok() ? p.value() : 0);
+    }
+  }
+  ~Runner() {
+    for (emulator::DevicePtr p : ptrs_) {
+      if (p != 0) {
+        EXPECT_TRUE(dev_.memory().free(p).ok());
+      }
+    }
+  }
+  bool ok() const { return program_ != nullptr; }
+
+  void reset() {
+    for (size_t i = 0; i < init_.size(); ++i) {
+      ASSERT_TRUE(dev_.memory().copyToDevice(ptrs_[i], init_[i].data(), init_[i].size()).ok());
+    }
+  }
+  std::vector<std::vector<uint8_t>> read() {
+    std::vector<std::vector<uint8_t>> out(init_.size());
+    for (size_t i = 0; i < init_.size(); ++i) {
+      out[i].resize(init_[i].size());
+      EXPECT_TRUE(dev_.memory().copyToHost(out[i].data(), ptrs_[i], out[i].size()).ok());
+    }
+    return out;
+  }
+  std::vector<uint8_t> value(const Arg& a) const {
+    if (a.buffer < 0) return a.bytes;
+    std::vector<uint8_t> v(sizeof(emulator::DevicePtr));
+    std::memcpy(v.data(), &ptrs_[static_cast<size_t>(a.buffer)], v.size());
+    return v;
+  }
+  void launch(const std::string& name, const LaunchShape& s, const std::vector<std::vector<uint8_t>>& values) {
+    const emulator::Kernel* k = program_->findKernel(name);
+    ASSERT_NE(k, nullptr) << name;
+    ASSERT_EQ(k->info().params.size(), values.size()) << name;
+    std::vector<void*> args;
+    for (const auto& v : values) args.push_back(const_cast<uint8_t*>(v.data()));
+    std::vector<uint8_t> params = emulator::Device::packParams(k->info(), args.data());
+    emulator::LaunchConfig cfg;
+    cfg.grid = {s.grid[0], s.grid[1], s.grid[2]};
+    cfg.block = {s.block[0], s.block[1], s.block[2]};
+    cfg.dynamic_shared_bytes = s.dynamic_shared_bytes;
+    Status st = dev_.launch(*k, cfg, params);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  const std::vector<std::vector<uint8_t>>& initial() const { return init_; }
+
+ private:
+  emulator::Device dev_;
+  std::vector<std::vector<uint8_t>> init_;
+  std::shared_ptr<emulator::Program> program_;
+  std::vector<emulator::DevicePtr> ptrs_;
+};
+
+HorizontalFusion specOf(const std::vector<Launch>& launches, HorizontalLayout layout) {
+  HorizontalFusion spec;
+  spec.layout = layout;
+  for (const Launch& l : launches) {
+    spec.kernels.push_back(l.kernel);
+    spec.shapes.push_back(l.shape);
+  }
+  return spec;
+}
+
+// ptxas for each architecture (the module's .target lowered to it: nvcc wrote sm_90).
+void expectCompiles(const ptx::Module& module) {
+  auto ptxas = ptx::findPtxas();
+  if (!ptxas.ok()) GTEST_SKIP() << "ptxas not found: " << ptxas.status().message();
+  for (const char* arch : {"sm_80", "sm_90", "sm_100"}) {
+    ptx::Module m = module;
+    m.target = arch;
+    auto report = ptx::runPtxas(ptx::printModule(m), arch, ptxas.value());
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->exit_code, 0) << arch << ":\n" << report->log;
+  }
+}
+
+// Fuses, prints, verifies, compiles, then runs the original launches and the fused launch on identical inputs
+// and compares every buffer bit for bit. Returns the fusion result (for further checks).
+FusionResult fuseAndCompare(ptx::Module module, const HorizontalFusion& spec, const std::vector<Launch>& launches,
+                            const std::vector<std::vector<uint8_t>>& buffers, std::string* printed = nullptr) {
+  auto fused = fuseHorizontal(module, spec);
+  EXPECT_TRUE(fused.ok()) << fused.status().message();
+  if (!fused.ok()) return {};
+  FusionResult r = fused.value();
+  Status v = ptx::verify(module);
+  EXPECT_TRUE(v.ok()) << v.message();
+  std::string text = ptx::printModule(module);
+  if (printed) *printed = text;
+  auto reparsed = ptx::parseModule(text);
+  EXPECT_TRUE(reparsed.ok()) << reparsed.status().message() << "\n" << text;
+  expectCompiles(module);
+
+  Runner run(text, buffers);
+  EXPECT_TRUE(run.ok());
+  if (!run.ok()) return r;
+  run.reset();
+  for (const Launch& l : launches) {
+    std::vector<std::vector<uint8_t>> values;
+    for (const Arg& a : l.args) values.push_back(run.value(a));
+    run.launch(l.kernel, l.shape, values);
+  }
+  std::vector<std::vector<uint8_t>> expected = run.read();
+  EXPECT_NE(expected, run.initial()) << "the original launches wrote nothing: the test proves nothing";
+
+  run.reset();
+  std::vector<std::vector<uint8_t>> values;
+  for (const FusedParam& p : r.params) {
+    const ArgRef& src = p.sources.front();
+    values.push_back(run.value(launches[static_cast<size_t>(src.kernel)].args[static_cast<size_t>(src.param)]));
+  }
+  run.launch(r.fused_name, r.shape, values);
+  std::vector<std::vector<uint8_t>> actual = run.read();
+  for (size_t b = 0; b < expected.size(); ++b) {
+    if (expected[b] == actual[b]) continue;
+    size_t i = 0;
+    while (expected[b][i] == actual[b][i]) ++i;
+    ADD_FAILURE() << "buffer " << b << " differs first at byte " << i << " (expected " << int(expected[b][i])
+                  << ", got " << int(actual[b][i]) << ")\n"
+                  << ptx::printFunction(*module.findFunction(r.fused_name));
+  }
+  return r;
+}
+
+LaunchShape shape1d(uint32_t grid, uint32_t block, uint32_t dynamic = 0) {
+  LaunchShape s;
+  s.grid = {grid, 1, 1};
+  s.block = {block, 1, 1};
+  s.dynamic_shared_bytes = dynamic;
+  return s;
+}
+uint32_t blocksFor(uint32_t n, uint32_t block) { return (n + block - 1) / block; }
+
+// axpb(x, y, a, b, n) on buffers 0 -> 1 and square(x, y, n) on buffers 2 -> 3.
+std::vector<Launch> smallKernels(uint32_t na, uint32_t ba, uint32_t ns, uint32_t bs) {
+  return {
+      {"axpb", shape1d(blocksFor(na, ba), ba), {buf(0), buf(1), scalar(1.5f), scalar(-0.25f), scalar<int32_t>(na)}},
+      {"square", shape1d(blocksFor(ns, bs), bs), {buf(2), buf(3), scalar<int32_t>(ns)}},
+  };
+}
+std::vector<std::vector<uint8_t>> smallKernelBuffers(uint32_t na, uint32_t ns) {
+  // Outputs start as random data too: elements past n must stay as they were.
+  return {randomFloats(na + 7, 1), randomFloats(na + 7, 2), randomFloats(ns + 7, 3), randomFloats(ns + 7, 4)};
+}
+
+TEST(HorizontalFusion, BlockPartitionedRunsEachKernelOnItsOwnBlocks) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  auto launches = smallKernels(1000, 128, 3001, 64);  // different grids and blocks; n not a block multiple
+  HorizontalFusion spec = specOf(launches, HorizontalLayout::kBlockPartitioned);
+  FusionResult r = fuseAndCompare(m, spec, launches, smallKernelBuffers(1000, 3001));
+  EXPECT_EQ(r.fused_name, "kfuse_horizontal_axpb_square");
+  EXPECT_EQ(r.shape.grid, (std::array<uint32_t, 3>{8 + 47, 1, 1}));
+  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{128, 1, 1}));
+  ASSERT_EQ(r.parts.size(), 2u);
+  EXPECT_EQ(r.parts[0].first_block, 0u);
+  EXPECT_EQ(r.parts[0].blocks, 8u);
+  EXPECT_EQ(r.parts[1].first_block, 8u);
+  EXPECT_EQ(r.parts[1].blocks, 47u);
+  EXPECT_EQ(r.parts[1].threads, 64u);
+  ASSERT_EQ(r.params.size(), 8u);  // 5 + 3, nothing merged
+  EXPECT_EQ(r.params[5].sources, (std::vector<ArgRef>{{1, 0}}));
+}
+
+TEST(HorizontalFusion, ThreadPartitionedRunsEachKernelOnItsOwnThreadsAndMergesEqualArguments) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  auto launches = smallKernels(1000, 128, 2500, 64);
+  launches[1].args[0] = buf(0);  // both read x
+  HorizontalFusion spec = specOf(launches, HorizontalLayout::kThreadPartitioned);
+  spec.equal_args = {{ArgRef{0, 0}, ArgRef{1, 0}}};
+  FusionResult r = fuseAndCompare(m, spec, launches, smallKernelBuffers(2500, 2500));
+  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{192, 1, 1}));
+  EXPECT_EQ(r.shape.grid, (std::array<uint32_t, 3>{40, 1, 1}));  // max(8, 40)
+  ASSERT_EQ(r.parts.size(), 2u);
+  EXPECT_EQ(r.parts[1].first_thread, 128u);
+  EXPECT_EQ(r.parts[1].threads, 64u);
+  ASSERT_EQ(r.params.size(), 7u);
+  EXPECT_EQ(r.params[0].sources, (std::vector<ArgRef>{{0, 0}, {1, 0}}));
+}
+
+// reduce_sum twice (bar.sync + dynamic shared memory in both parts) on different sizes.
+std::vector<Launch> twoReductions() {
+  return {
+      {"reduce_sum", shape1d(16, 256, 256 * 4), {buf(0), buf(1), scalar<int32_t>(5001)}},
+      {"reduce_sum", shape1d(7, 128, 128 * 4), {buf(2), buf(3), scalar<int32_t>(3333)}},
+  };
+}
+std::vector<std::vector<uint8_t>> twoReductionBuffers() {
+  return {randomFloats(5001, 5), randomFloats(16, 6), randomFloats(3333, 7), randomFloats(7, 8)};
+}
+
+TEST(HorizontalFusion, BlockPartitionedReductionsCountOnlyTheirOwnThreadsAtBarriers) {
+  ptx::Module m = moduleOf({examplePtx("reduction")});
+  auto launches = twoReductions();
+  FusionResult r = fuseAndCompare(m, specOf(launches, HorizontalLayout::kBlockPartitioned), launches,
+                                  twoReductionBuffers());
+  EXPECT_EQ(r.shape.dynamic_shared_bytes, 1024u);  // overlaid: the larger part's
+  ASSERT_EQ(r.parts.size(), 2u);
+  EXPECT_EQ(r.parts[0].barrier_id, -1);  // the full block: bar.sync 0 stays
+  EXPECT_EQ(r.parts[1].barrier_id, 0);   // 128 of 256 threads: bar.sync 0, 128
+}
+
+TEST(HorizontalFusion, ThreadPartitionedReductionsGetDistinctNamedBarriersAndSharedMemory) {
+  ptx::Module m = moduleOf({examplePtx("reduction")});
+  auto launches = twoReductions();
+  FusionResult r = fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches,
+                                  twoReductionBuffers());
+  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{384, 1, 1}));
+  EXPECT_EQ(r.shape.dynamic_shared_bytes, 1024u + 512u);  // side by side
+  ASSERT_EQ(r.parts.size(), 2u);
+  EXPECT_EQ(r.parts[0].barrier_id, 0);
+  EXPECT_EQ(r.parts[1].barrier_id, 1);
+}
+
+// histogram (static shared + bar.sync + atomics) and reduce_sum (dynamic shared + bar.sync + shuffles).
+std::vector<Launch> histogramAndReduction() {
+  return {
+      {"histogram", shape1d(6, 256), {buf(0), buf(1), scalar<int32_t>(7777)}},
+      {"reduce_sum", shape1d(9, 64, 64 * 4), {buf(2), buf(3), scalar<int32_t>(2049)}},
+  };
+}
+std::vector<std::vector<uint8_t>> histogramAndReductionBuffers() {
+  return {randomBytes(7777, 9), std::vector<uint8_t>(256 * 4, 0), randomFloats(2049, 10), randomFloats(9, 11)};
+}
+
+TEST(HorizontalFusion, HistogramAndReductionFuseInBothLayouts) {
+  for (HorizontalLayout layout : {HorizontalLayout::kBlockPartitioned, HorizontalLayout::kThreadPartitioned}) {
+    SCOPED_TRACE(horizontalLayoutName(layout));
+    ptx::Module m = moduleOf({examplePtx("histogram"), examplePtx("reduction")});
+    auto launches = histogramAndReduction();
+    FusionResult r = fuseAndCompare(m, specOf(launches, layout), launches, histogramAndReductionBuffers());
+    ASSERT_EQ(r.parts.size(), 2u);
+    EXPECT_EQ(r.parts[1].barrier_id, layout == HorizontalLayout::kThreadPartitioned ? 1 : 0);
+  }
+}
+
+// Moves `kernel`'s body-local .shared declarations to module scope (how other compilers, or separate
+// compilation, declare static shared memory).
+void hoistSharedToModule(ptx::Module& m, const std::string& kernel) {
+  ptx::Function* f = m.findFunction(kernel);
+  ASSERT_NE(f, nullptr);
+  std::vector<ptx::Statement> kept;
+  for (ptx::Statement& s : f->body) {
+    if (s.kind == ptx::StatementKind::kDeclaration && s.decl.space == ptx::StateSpace::kShared) {
+      m.variables.push_back(s.decl);
+      m.order.insert(m.order.begin(), {ptx::TopLevelKind::kVariable, m.variables.size() - 1});
+    } else {
+      kept.push_back(std::move(s));
+    }
+  }
+  f->body = std::move(kept);
+}
+
+TEST(HorizontalFusion, ThreadPartitionedGivesEachPartItsOwnStaticSharedMemory) {
+  std::vector<Launch> launches = {
+      {"histogram", shape1d(5, 128), {buf(0), buf(1), scalar<int32_t>(4000)}},
+      {"histogram", shape1d(3, 256), {buf(2), buf(3), scalar<int32_t>(1500)}},
+  };
+  std::vector<std::vector<uint8_t>> buffers = {randomBytes(4000, 12), std::vector<uint8_t>(1024, 0),
+                                               randomBytes(1500, 13), std::vector<uint8_t>(1024, 0)};
+  for (bool module_scope : {false, true}) {
+    SCOPED_TRACE(module_scope ? "module-scope .shared" : "body-local .shared");
+    ptx::Module m = moduleOf({examplePtx("histogram")});
+    if (module_scope) hoistSharedToModule(m, "histogram");
+    const size_t variables = m.variables.size();
+    std::string printed;
+    FusionResult r = fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches, buffers,
+                                    &printed);
+    ASSERT_EQ(r.parts.size(), 2u);
+    auto reparsed = ptx::parseModule(printed);
+    ASSERT_TRUE(reparsed.ok());
+    const ptx::Function* fused = reparsed->findFunction(r.fused_name);
+    ASSERT_NE(fused, nullptr);
+    std::set<std::string> shared;
+    for (const ptx::Statement& s : fused->body) {
+      if (s.kind == ptx::StatementKind::kDeclaration && s.decl.space == ptx::StateSpace::kShared) {
+        shared.insert(s.decl.name);
+      }
+    }
+    if (module_scope) {
+      // The second part reads a copy of the module variable.
+      EXPECT_EQ(reparsed->variables.size(), variables + 1);
+      EXPECT_TRUE(shared.empty());
+    } else {
+      // Body-local bins are renamed apart with the rest of each part's body.
+      EXPECT_EQ(reparsed->variables.size(), variables);
+      EXPECT_EQ(shared.size(), 2u);
+    }
+  }
+}
+
+std::string testPtx(const std::string& name) {
+  return readFile(std::string(KFUSE_REWRITER_TEST_PTX_DIR) + "/" + name + ".ptx");
+}
+
+// 2-D grids and blocks: scale2d (16x8 threads) and transpose (32x8 threads, bar.sync, static shared tile).
+std::vector<Launch> twoDimensional(uint32_t w, uint32_t h) {
+  LaunchShape s;
+  s.grid = {blocksFor(w, 16), blocksFor(h, 8), 1};
+  s.block = {16, 8, 1};
+  LaunchShape t;
+  t.grid = {blocksFor(w, 32), blocksFor(h, 32), 1};
+  t.block = {32, 8, 1};
+  return {
+      {"scale2d", s, {buf(0), buf(1), scalar<int32_t>(w), scalar<int32_t>(h), scalar(0.75f)}},
+      {"transpose", t, {buf(2), buf(3), scalar<int32_t>(w), scalar<int32_t>(h)}},
+  };
+}
+
+TEST(HorizontalFusion, MultiDimensionalShapesAreRebuiltFromLinearIndicesInBothLayouts) {
+  const uint32_t w = 70, h = 45;
+  for (HorizontalLayout layout : {HorizontalLayout::kBlockPartitioned, HorizontalLayout::kThreadPartitioned}) {
+    SCOPED_TRACE(horizontalLayoutName(layout));
+    ptx::Module m = moduleOf({testPtx("kernels2d")});
+    auto launches = twoDimensional(w, h);
+    std::vector<std::vector<uint8_t>> buffers = {randomFloats(w * h, 14), randomFloats(w * h, 15),
+                                                 randomFloats(w * h, 16), randomFloats(w * h, 17)};
+    FusionResult r = fuseAndCompare(m, specOf(launches, layout), launches, buffers);
+    if (layout == HorizontalLayout::kBlockPartitioned) {
+      EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{32, 8, 1}));  // the larger block, kept 2-D
+      EXPECT_EQ(r.shape.grid[0], 5u * 6u + 3u * 2u);
+    } else {
+      EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{128 + 256, 1, 1}));
+      EXPECT_EQ(r.shape.grid[0], 30u);
+    }
+  }
+}
+
+// ---- refusals ----
+
+TEST(HorizontalFusion, RefusesThreadPartitionedPartsThatAreNotWholeWarps) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  auto launches = smallKernels(1000, 100, 1000, 64);
+  auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a multiple of 32"), std::string::npos) << r.status().message();
+  EXPECT_EQ(m.findFunction("kfuse_horizontal_axpb_square"), nullptr);  // nothing half-written
+}
+
+TEST(HorizontalFusion, RefusesThreadPartitionedBlocksOverTheThreadLimit) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  auto launches = smallKernels(10000, 768, 10000, 512);
+  auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("1280 threads per block, more than 1024"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(HorizontalFusion, RefusesBarriersOfASmallerBlockThatNamedBarriersCannotCount) {
+  ptx::Module m = moduleOf({examplePtx("reduction")});
+  std::vector<Launch> launches = {
+      {"reduce_sum", shape1d(4, 256, 1024), {}},
+      {"reduce_sum", shape1d(4, 100, 400), {}},
+  };
+  auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kBlockPartitioned));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("100 threads"), std::string::npos) << r.status().message();
+}
+
+TEST(HorizontalFusion, RefusesBadSpecifications) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  auto launches = smallKernels(1000, 128, 1000, 128);
+  HorizontalFusion one = specOf({launches[0]}, HorizontalLayout::kBlockPartitioned);
+  EXPECT_FALSE(fuseHorizontal(m, one).ok());
+  HorizontalFusion missing = specOf(launches, HorizontalLayout::kBlockPartitioned);
+  missing.kernels[1] = "no_such_kernel";
+  auto r = fuseHorizontal(m, missing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no_such_kernel"), std::string::npos);
+  HorizontalFusion empty = specOf(launches, HorizontalLayout::kThreadPartitioned);
+  empty.shapes[0].grid[0] = 0;
+  EXPECT_FALSE(fuseHorizontal(m, empty).ok());
+  HorizontalFusion bad_equal = specOf(launches, HorizontalLayout::kBlockPartitioned);
+  bad_equal.equal_args = {{ArgRef{0, 0}, ArgRef{1, 2}}};  // a pointer and an int
+  EXPECT_FALSE(fuseHorizontal(m, bad_equal).ok());
+}
+
+TEST(HorizontalFusion, RefusesGridWideSynchronisation) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  // What cooperative groups' grid.sync() compiles to reads the grid workspace from %envreg1/%envreg2.
+  ptx::Function* square = m.findFunction("square");
+  ptx::Instruction in;
+  in.opcode = ptx::Opcode::kMov;
+  in.addModifier(".u32");
+  in.operands = {ptx::Operand::reg("%r3"), ptx::Operand::reg("%envreg1")};
+  ptx::Statement s;
+  s.kind = ptx::StatementKind::kInstruction;
+  s.inst = in;
+  square->body.insert(square->body.begin() + static_cast<std::ptrdiff_t>(square->body.size() - 2), s);
+  auto launches = smallKernels(1000, 128, 1000, 128);
+  auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kBlockPartitioned));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("grid-wide"), std::string::npos) << r.status().message();
+}
+
+// Golden: the printed module with the block-partitioned axpb + square. Regenerate after an intended change with
+//   KFUSE_UPDATE_GOLDEN=1 ./kfuse_rewriter_test --gtest_filter='HorizontalFusion.Golden*'
+TEST(HorizontalFusion, GoldenBlockPartitionedSmallKernels) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  auto launches = smallKernels(1000, 128, 3001, 64);
+  auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kBlockPartitioned));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string printed = ptx::printModule(m);
+  const std::string golden = std::string(KFUSE_REWRITER_TESTDATA) + "/horizontal/block_axpb_square.golden.ptx";
+  if (const char* update = std::getenv("KFUSE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+    std::ofstream(golden, std::ios::binary) << printed;
+  }
+  EXPECT_EQ(printed, readFile(golden)) << "regenerate with KFUSE_UPDATE_GOLDEN=1 if the change is intended";
+}
+
+}  // namespace
+}  // namespace kfuse::rewriter
