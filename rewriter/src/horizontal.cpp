@@ -124,6 +124,13 @@ std::string dims(const std::array<uint32_t, 3>& d) {
   return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
 }
 
+// Where references to a shared variable go in a part: another variable, at a byte offset into it.
+struct Relocation {
+  std::string to;
+  int64_t offset = 0;
+};
+using Relocations = std::map<std::string, Relocation, std::less<>>;
+
 // What one part needs and where it runs.
 struct Part {
   int index = 0;
@@ -140,7 +147,7 @@ struct Part {
   bool has_barriers = false;
   bool register_barrier_id = false;
   uint32_t dynamic_offset = 0;  // thread-partitioned: where its dynamic shared memory starts
-  std::map<std::string, std::string, std::less<>> shared_renames;  // module .shared variable -> its copy
+  Relocations shared;  // its .shared variables: copies (thread-partitioned) or places in the overlay (block)
   std::map<int64_t, int64_t> barrier_map;                           // original id -> fused id
 };
 
@@ -319,19 +326,25 @@ std::string fusedLinearThread(PartCode& code, const std::array<uint32_t, 3>& blo
   return lin;
 }
 
-// Adds `offset` to every reference of a dynamic shared array (`sym`, `[sym+k]`).
-void offsetSymbol(Operand& o, const std::set<std::string, std::less<>>& names, int64_t offset) {
-  if (o.kind == OperandKind::kAddress) {
-    if (!o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol && names.count(o.elements[0].name)) {
-      o.offset += offset;
+// Rewrites every reference to a relocated variable (`sym`, `sym+k`, `[sym+k]`).
+void relocate(Operand& o, const Relocations& relocations) {
+  if (o.kind == OperandKind::kAddress && !o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol) {
+    if (auto it = relocations.find(o.elements[0].name); it != relocations.end()) {
+      o.elements[0].name = it->second.to;
+      o.offset += it->second.offset;  // the parser keeps `[sym+k]`'s k on the address, not on the symbol
       return;
     }
-  } else if (o.kind == OperandKind::kSymbol && names.count(o.name)) {
-    o.offset += offset;
-    return;
+  } else if (o.kind == OperandKind::kSymbol) {
+    if (auto it = relocations.find(o.name); it != relocations.end()) {
+      o.name = it->second.to;
+      o.offset += it->second.offset;
+      return;
+    }
   }
-  for (Operand& e : o.elements) offsetSymbol(e, names, offset);
+  for (Operand& e : o.elements) relocate(e, relocations);
 }
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
 bool sameParamType(const VariableDecl& a, const VariableDecl& b) {
   return a.byteSize() == b.byteSize() && a.elementSize() == b.elementSize();
@@ -488,27 +501,89 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   for (const Function& f : module.functions) taken.emplace(f.name, 0);
   taken.emplace(fused_name, 0);
   std::vector<VariableDecl> new_variables;
+  // The module-scope static .shared variables each part reads.
+  std::vector<std::set<std::string, std::less<>>> module_shared_used(parts.size());
+  for (Part& p : parts) {
+    for (const Statement& s : p.f->body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      Instruction in = s.inst;
+      detail::forEachOperand(in, [&](Operand& o) {
+        if (o.kind == OperandKind::kSymbol && static_shared.count(o.name)) module_shared_used[p.index].insert(o.name);
+      });
+    }
+    if (thread_layout && p.dynamic_offset != 0) {
+      for (const std::string& name : dynamic_shared) p.shared[name] = Relocation{name, p.dynamic_offset};
+    }
+  }
+  auto moduleVariable = [&](const std::string& name) -> const VariableDecl& {
+    for (const VariableDecl& v : module.variables) {
+      if (v.name == name) return v;
+    }
+    KFUSE_CHECK(false);
+    return module.variables.front();
+  };
+  std::optional<VariableDecl> overlay;  // block-partitioned: the one buffer all parts' static shared share
+  if (!thread_layout) {
+    // A block runs one part only, so the parts' static .shared variables can overlap: each part's variables are
+    // laid out from offset 0 of one buffer as large as the largest part needs (ptxas never overlays two
+    // variables by itself, and the sum would lower occupancy for nothing). Body-local declarations (nvcc's form)
+    // and module-scope variables are both moved; a part with an unsized one keeps its own.
+    std::vector<std::vector<std::pair<std::string, VariableDecl>>> vars(parts.size());
+    size_t parts_with_shared = 0;
+    uint64_t bytes = 0;
+    uint32_t align = 1;
+    for (Part& p : parts) {
+      auto& v = vars[p.index];
+      for (const Statement& s : p.f->body) {
+        if (s.kind == StatementKind::kDeclaration && ptx::baseSpace(s.decl.space) == StateSpace::kShared &&
+            s.decl.linkage != ptx::Linkage::kExtern) {
+          v.emplace_back(detail::renamedVariable(s.decl.name, p.tag), s.decl);
+        }
+      }
+      for (const std::string& name : module_shared_used[p.index]) v.emplace_back(name, moduleVariable(name));
+      bool sized = std::all_of(v.begin(), v.end(), [](const auto& e) { return e.second.byteSize() > 0; });
+      if (v.empty() || !sized) {
+        v.clear();
+        continue;
+      }
+      ++parts_with_shared;
+      uint64_t offset = 0;
+      for (const auto& [name, decl] : v) {
+        uint32_t a = std::max<uint32_t>({decl.align, decl.elementSize(), 1});
+        offset = alignUp(offset, a);
+        p.shared[name] = Relocation{"", static_cast<int64_t>(offset)};
+        offset += decl.byteSize();
+        align = std::max(align, a);
+      }
+      bytes = std::max(bytes, offset);
+    }
+    if (parts_with_shared >= 2) {
+      VariableDecl d;
+      d.space = StateSpace::kShared;
+      d.align = align;
+      d.type = ptx::DataType::kB8;
+      d.name = detail::uniqueName("kfuse_h_shared", taken);
+      d.dims = {static_cast<int64_t>(bytes)};
+      for (Part& p : parts) {
+        for (auto& [name, r] : p.shared) r.to = d.name;
+      }
+      result.notes.push_back("static shared memory of the parts overlaid in " + d.name + " (" +
+                             std::to_string(bytes) + " bytes)");
+      overlay = std::move(d);
+    } else {
+      for (Part& p : parts) p.shared.clear();
+    }
+  }
   if (thread_layout) {
     // Two parts run in the same block: a static .shared buffer read by both must become two buffers.
     std::set<std::string, std::less<>> used_before;
     for (Part& p : parts) {
-      std::set<std::string, std::less<>> used;
-      for (const Statement& s : p.f->body) {
-        if (s.kind != StatementKind::kInstruction) continue;
-        Instruction in = s.inst;
-        detail::forEachOperand(in, [&](Operand& o) {
-          if (o.kind == OperandKind::kSymbol && static_shared.count(o.name)) used.insert(o.name);
-        });
-      }
+      const std::set<std::string, std::less<>>& used = module_shared_used[p.index];
       for (const std::string& name : used) {
         if (!used_before.count(name)) continue;
-        const VariableDecl* original = nullptr;
-        for (const VariableDecl& v : module.variables) {
-          if (v.name == name) original = &v;
-        }
-        VariableDecl copy = *original;
+        VariableDecl copy = moduleVariable(name);
         copy.name = detail::uniqueName(name + "_" + p.tag + "kfuse", taken);
-        p.shared_renames[name] = copy.name;
+        p.shared[name] = Relocation{copy.name, 0};
         result.notes.push_back("shared variable " + name + " duplicated as " + copy.name + " for part " +
                                std::to_string(p.index) + " (" + p.f->name + ")");
         new_variables.push_back(std::move(copy));
@@ -613,20 +688,23 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     }
 
     std::vector<Statement> body = detail::renamedBody(*p.f, renamings[p.index]);
-    detail::hoistDeclarations(body, &decls);
+    std::vector<Statement> part_decls;
+    detail::hoistDeclarations(body, &part_decls);
+    for (Statement& d : part_decls) {
+      // Overlaid static shared variables now live in the overlay buffer.
+      if (overlay && p.shared.count(d.decl.name)) continue;
+      decls.push_back(std::move(d));
+    }
     const bool count_barriers = thread_layout || p.shape.threads() < shape.threads();
     for (Statement& s : body) {
       if (s.kind != StatementKind::kInstruction) continue;
       Instruction& in = s.inst;
       detail::forEachOperand(in, [&](Operand& o) {
-        if (o.kind == OperandKind::kRegister) {
-          if (auto it = specials.find(o.name); it != specials.end()) o.name = it->second;
-        } else if (o.kind == OperandKind::kSymbol) {
-          if (auto it = p.shared_renames.find(o.name); it != p.shared_renames.end()) o.name = it->second;
-        }
+        if (o.kind != OperandKind::kRegister) return;
+        if (auto it = specials.find(o.name); it != specials.end()) o.name = it->second;
       });
-      if (p.dynamic_offset != 0) {
-        for (Operand& o : in.operands) offsetSymbol(o, dynamic_shared, p.dynamic_offset);
+      if (!p.shared.empty()) {
+        for (Operand& o : in.operands) relocate(o, p.shared);
       }
       if (!isCtaBarrier(in)) continue;
       BarrierOperands b = barrierOperands(in);
@@ -671,6 +749,12 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   ret.opcode = Opcode::kRet;
   code.push_back(detail::instructionStatement(std::move(ret)));
 
+  if (overlay) {
+    Statement d;
+    d.kind = StatementKind::kDeclaration;
+    d.decl = std::move(*overlay);
+    decls.insert(decls.begin(), std::move(d));
+  }
   fused.body = std::move(decls);
   fused.body.insert(fused.body.end(), std::make_move_iterator(code.begin()), std::make_move_iterator(code.end()));
   KFUSE_RETURN_IF_ERROR(ptx::verify(fused).withContext("horizontal fusion produced an invalid kernel"));

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -196,6 +198,7 @@ FusionResult fuseAndCompare(ptx::Module module, const HorizontalFusion& spec, co
   EXPECT_TRUE(v.ok()) << v.message();
   std::string text = ptx::printModule(module);
   if (printed) *printed = text;
+  if (std::getenv("KFUSE_DUMP_FUSED") != nullptr) std::cerr << ptx::printFunction(*module.findFunction(r.fused_name));
   auto reparsed = ptx::parseModule(text);
   EXPECT_TRUE(reparsed.ok()) << reparsed.status().message() << "\n" << text;
   expectCompiles(module);
@@ -432,6 +435,52 @@ TEST(HorizontalFusion, MultiDimensionalShapesAreRebuiltFromLinearIndicesInBothLa
       EXPECT_EQ(r.shape.grid[0], 30u);
     }
   }
+}
+
+// The .shared declarations of the fused kernel in `printed`: name -> bytes.
+std::map<std::string, uint64_t> fusedSharedDeclarations(const std::string& printed, const std::string& fused) {
+  std::map<std::string, uint64_t> out;
+  auto m = ptx::parseModule(printed);
+  EXPECT_TRUE(m.ok());
+  if (!m.ok() || m->findFunction(fused) == nullptr) return out;
+  for (const ptx::Statement& s : m->findFunction(fused)->body) {
+    if (s.kind == ptx::StatementKind::kDeclaration && s.decl.space == ptx::StateSpace::kShared) {
+      out[s.decl.name] = s.decl.byteSize();
+    }
+  }
+  return out;
+}
+
+TEST(HorizontalFusion, BlockPartitionedOverlaysTheStaticSharedMemoryOfItsParts) {
+  // histogram (256 threads, 1 KiB of bins) and transpose (32x8 threads, a 4224-byte tile).
+  const uint32_t w = 50, h = 70;
+  std::vector<Launch> launches = {{"histogram", shape1d(4, 256), {buf(0), buf(1), scalar<int32_t>(3000)}},
+                                  twoDimensional(w, h)[1]};
+  std::vector<std::vector<uint8_t>> buffers = {randomBytes(3000, 18), std::vector<uint8_t>(1024, 0),
+                                               randomFloats(w * h, 19), randomFloats(w * h, 20)};
+  ptx::Module m = moduleOf({examplePtx("histogram"), testPtx("kernels2d")});
+  std::string printed;
+  FusionResult r =
+      fuseAndCompare(m, specOf(launches, HorizontalLayout::kBlockPartitioned), launches, buffers, &printed);
+  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{256, 1, 1}));  // the first of the largest blocks
+  auto shared = fusedSharedDeclarations(printed, r.fused_name);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared.begin()->second, 4224u);  // max(1024, 4224), not the sum
+
+  // Module-scope variables are overlaid too (here one variable that both parts read).
+  std::vector<Launch> twice = {
+      {"histogram", shape1d(5, 128), {buf(0), buf(1), scalar<int32_t>(4000)}},
+      {"histogram", shape1d(3, 256), {buf(2), buf(3), scalar<int32_t>(1500)}},
+  };
+  ptx::Module hm = moduleOf({examplePtx("histogram")});
+  hoistSharedToModule(hm, "histogram");
+  r = fuseAndCompare(hm, specOf(twice, HorizontalLayout::kBlockPartitioned), twice,
+                     {randomBytes(4000, 21), std::vector<uint8_t>(1024, 0), randomBytes(1500, 22),
+                      std::vector<uint8_t>(1024, 0)},
+                     &printed);
+  shared = fusedSharedDeclarations(printed, r.fused_name);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared.begin()->second, 1024u);
 }
 
 // ---- refusals ----
