@@ -145,6 +145,7 @@ struct Part {
   bool rewrite_block_geometry = false;   // %ctaid/%nctaid get the part's own values
   std::set<int64_t> barrier_ids;         // immediate ids of its CTA barriers
   bool has_barriers = false;
+  bool warp_synchronous = false;  // shfl / vote / match / redux / activemask
   bool register_barrier_id = false;
   uint32_t dynamic_offset = 0;  // thread-partitioned: where its dynamic shared memory starts
   Relocations shared;  // its .shared variables: copies (thread-partitioned) or places in the overlay (block)
@@ -159,6 +160,7 @@ Status inspectPart(const ptx::Module& module, Part& p) {
   if (usage.grid_sync) return unsupported(who + " uses a grid-wide barrier (cooperative groups); a fused launch " +
                                           "changes the grid that barrier spans");
   if (usage.indirect_calls) return unsupported(who + " makes an indirect call; its callee cannot be checked");
+  p.warp_synchronous = usage.shuffles > 0 || usage.votes > 0;
   // Callees see the fused launch's special registers and barriers unchanged: refuse those that read them.
   std::vector<std::string> pending = usage.callees;
   std::set<std::string> seen;
@@ -734,6 +736,14 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       result.notes.push_back("part " + std::to_string(p.index) + ": CTA barriers become named barrier " +
                              std::to_string(rp.barrier_id) + " counting " + std::to_string(p.shape.threads()) +
                              " threads");
+    }
+    if (p.warp_synchronous) {
+      // Warps are formed from the linear thread index. Thread-partitioned parts start at a multiple of 32 and
+      // hold whole warps; block-partitioned parts start at thread 0 of their block, and a part whose thread
+      // count is not a multiple of 32 has the same partial last warp it had in its own launch (the fused
+      // block's extra lanes skip the part), so full-mask shuffles and votes see the same lanes as before.
+      result.notes.push_back("part " + std::to_string(p.index) + ": warp-synchronous code keeps its warps (part " +
+                             "starts at thread " + std::to_string(p.first_thread) + ")");
     }
     if (p.dynamic_offset != 0) {
       result.notes.push_back("part " + std::to_string(p.index) + ": dynamic shared memory at byte offset " +

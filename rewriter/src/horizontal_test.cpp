@@ -311,6 +311,20 @@ TEST(HorizontalFusion, BlockPartitionedReductionsCountOnlyTheirOwnThreadsAtBarri
   EXPECT_EQ(r.parts[1].barrier_id, 0);   // 128 of 256 threads: bar.sync 0, 128
 }
 
+TEST(HorizontalFusion, BlockPartitionedBarriersOfASmallerPartCountItsThreads) {
+  ptx::Module m = moduleOf({examplePtx("reduction")});
+  auto launches = twoReductions();
+  ASSERT_TRUE(fuseHorizontal(m, specOf(launches, HorizontalLayout::kBlockPartitioned)).ok());
+  std::string fused = ptx::printFunction(*m.findFunction("kfuse_horizontal_reduce_sum_reduce_sum"));
+  size_t first_part = fused.find("$kfuse_h_end0:");
+  ASSERT_NE(first_part, std::string::npos);
+  EXPECT_NE(fused.find("bar.sync\t0;"), std::string::npos);
+  EXPECT_GT(fused.find("bar.sync\t0;"), 0u);
+  EXPECT_LT(fused.find("bar.sync\t0;"), first_part);      // the 256-thread part: whole block
+  EXPECT_GT(fused.find("bar.sync\t0, 128;"), first_part);  // the 128-thread part: its own threads
+  EXPECT_NE(fused.find("bar.sync\t0, 128;"), std::string::npos);
+}
+
 TEST(HorizontalFusion, ThreadPartitionedReductionsGetDistinctNamedBarriersAndSharedMemory) {
   ptx::Module m = moduleOf({examplePtx("reduction")});
   auto launches = twoReductions();
@@ -548,6 +562,77 @@ TEST(HorizontalFusion, RefusesGridWideSynchronisation) {
   auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kBlockPartitioned));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("grid-wide"), std::string::npos) << r.status().message();
+}
+
+TEST(HorizontalFusion, RefusesAFusedBlockThatViolatesReqntidOrMaxntid) {
+  auto launches = smallKernels(1000, 128, 1000, 64);
+  for (const char* directive : {".reqntid", ".maxntid"}) {
+    SCOPED_TRACE(directive);
+    ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+    m.findFunction("axpb")->directives.push_back({directive, {128}});
+    // Block-partitioned keeps axpb's 128 threads: allowed.
+    ptx::Module copy = m;
+    EXPECT_TRUE(fuseHorizontal(copy, specOf(launches, HorizontalLayout::kBlockPartitioned)).ok());
+    // Thread-partitioned needs 192.
+    auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(std::string(directive) + " 128 but the fused block has 192 threads"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
+ptx::Statement barrierStatement(ptx::Operand id, std::vector<ptx::Operand> rest = {}) {
+  ptx::Statement s;
+  s.kind = ptx::StatementKind::kInstruction;
+  s.inst.opcode = ptx::Opcode::kBar;
+  s.inst.addModifier(".sync");
+  s.inst.operands.push_back(std::move(id));
+  for (ptx::Operand& o : rest) s.inst.operands.push_back(std::move(o));
+  return s;
+}
+
+TEST(HorizontalFusion, RefusesThreadPartitionedBarriersItCannotRenumber) {
+  auto launches = twoReductions();
+  {
+    // A barrier id held in a register cannot be given a per-part id.
+    ptx::Module m = moduleOf({examplePtx("reduction")});
+    ptx::Function* f = m.findFunction("reduce_sum");
+    f->body.insert(f->body.end() - 2, barrierStatement(ptx::Operand::reg("%r3")));
+    auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("names a barrier by a register"), std::string::npos) << r.status().message();
+    // Block-partitioned keeps the ids: allowed.
+    EXPECT_TRUE(fuseHorizontal(m, specOf(launches, HorizontalLayout::kBlockPartitioned)).ok());
+  }
+  {
+    // Each part uses barriers 0..8: 18 named barriers, more than 16.
+    ptx::Module m = moduleOf({examplePtx("reduction")});
+    ptx::Function* f = m.findFunction("reduce_sum");
+    for (int id = 1; id <= 8; ++id) {
+      f->body.insert(f->body.end() - 2, barrierStatement(ptx::Operand::imm(std::to_string(id))));
+    }
+    auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("18 named barriers, more than 16"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(HorizontalFusion, RefusesDynamicParallelism) {
+  ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+  ptx::Statement call;
+  call.kind = ptx::StatementKind::kInstruction;
+  call.inst.opcode = ptx::Opcode::kCall;
+  call.inst.addModifier(".uni");
+  ptx::Operand args;
+  args.kind = ptx::OperandKind::kList;
+  call.inst.operands = {ptx::Operand::sym("cudaLaunchDeviceV2"), args};
+  ptx::Function* f = m.findFunction("square");
+  f->body.insert(f->body.end() - 2, call);
+  auto r = fuseHorizontal(m, specOf(smallKernels(1000, 128, 1000, 128), HorizontalLayout::kBlockPartitioned));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("dynamic parallelism"), std::string::npos) << r.status().message();
 }
 
 // Golden: the printed module with the block-partitioned axpb + square. Regenerate after an intended change with
