@@ -62,11 +62,11 @@ constexpr uint32_t kDynamicSharedAlign = 16;
 
 // The launch-geometry special registers a part may need to see with its own values. Index = family * 3 + dim.
 enum Family { kTid = 0, kNtid = 1, kCtaid = 2, kNctaid = 3 };
-constexpr std::array<const char*, 12> kGeometryNames = {"%tid.x",   "%tid.y",   "%tid.z",   "%ntid.x",
-                                                        "%ntid.y",  "%ntid.z",  "%ctaid.x", "%ctaid.y",
+constexpr std::array<const char*, 12> kGeometryNames = {"%tid.x",   "%tid.y",    "%tid.z",    "%ntid.x",
+                                                        "%ntid.y",  "%ntid.z",   "%ctaid.x",  "%ctaid.y",
                                                         "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"};
-constexpr std::array<const char*, 12> kGeometrySuffix = {"tid_x",   "tid_y",   "tid_z",    "ntid_x",
-                                                         "ntid_y",  "ntid_z",  "ctaid_x",  "ctaid_y",
+constexpr std::array<const char*, 12> kGeometrySuffix = {"tid_x",   "tid_y",    "tid_z",    "ntid_x",
+                                                         "ntid_y",  "ntid_z",   "ctaid_x",  "ctaid_y",
                                                          "ctaid_z", "nctaid_x", "nctaid_y", "nctaid_z"};
 constexpr const char* kDynamicSmemSize = "%dynamic_smem_size";
 
@@ -79,9 +79,9 @@ std::optional<int> geometryIndex(std::string_view name) {
 
 // Special registers whose meaning the fused launch changes in a way no per-part value can restore.
 bool refusedSpecialRegister(std::string_view name) {
-  static constexpr std::string_view kRefused[] = {"%cluster",          "%nclusterid",         "%clusterid",
-                                                  "%is_explicit_cluster", "%total_smem_size", "%aggr_smem_size",
-                                                  "%current_graph_exec"};
+  static constexpr std::string_view kRefused[] = {
+      "%cluster",         "%nclusterid",     "%clusterid",         "%is_explicit_cluster",
+      "%total_smem_size", "%aggr_smem_size", "%current_graph_exec"};
   for (std::string_view p : kRefused) {
     if (name.substr(0, p.size()) == p) return true;
   }
@@ -139,7 +139,7 @@ struct Part {
   std::string tag;  // renaming tag "k<index>_"
   uint64_t first_block = 0;
   uint32_t first_thread = 0;
-  std::array<bool, 12> reads{};      // geometry special registers the body reads
+  std::array<bool, 12> reads{};  // geometry special registers the body reads
   bool reads_dynamic_smem_size = false;
   bool rewrite_thread_geometry = false;  // %tid/%ntid get the part's own values
   bool rewrite_block_geometry = false;   // %ctaid/%nctaid get the part's own values
@@ -148,8 +148,8 @@ struct Part {
   bool warp_synchronous = false;  // shfl / vote / match / redux / activemask
   bool register_barrier_id = false;
   uint32_t dynamic_offset = 0;  // thread-partitioned: where its dynamic shared memory starts
-  Relocations shared;  // its .shared variables: copies (thread-partitioned) or places in the overlay (block)
-  std::map<int64_t, int64_t> barrier_map;                           // original id -> fused id
+  Relocations shared;           // its .shared variables: copies (thread-partitioned) or places in the overlay (block)
+  std::map<int64_t, int64_t> barrier_map;  // original id -> fused id
 };
 
 // Checks a part for what horizontal fusion cannot keep, and records what it reads.
@@ -157,8 +157,9 @@ Status inspectPart(const ptx::Module& module, Part& p) {
   const Function& f = *p.f;
   const std::string who = "kernel " + f.name;
   ptx::UsageSummary usage = ptx::summarizeUsage(&module, f);
-  if (usage.grid_sync) return unsupported(who + " uses a grid-wide barrier (cooperative groups); a fused launch " +
-                                          "changes the grid that barrier spans");
+  if (usage.grid_sync)
+    return unsupported(who + " uses a grid-wide barrier (cooperative groups); a fused launch " +
+                       "changes the grid that barrier spans");
   if (usage.indirect_calls) return unsupported(who + " makes an indirect call; its callee cannot be checked");
   p.warp_synchronous = usage.shuffles > 0 || usage.votes > 0;
   // Callees see the fused launch's special registers and barriers unchanged: refuse those that read them.
@@ -181,8 +182,8 @@ Status inspectPart(const ptx::Module& module, Part& p) {
       Instruction in = s.inst;
       std::string bad;
       detail::forEachOperand(in, [&](Operand& o) {
-        if (o.kind == OperandKind::kRegister && (geometryIndex(o.name) || o.name == kDynamicSmemSize ||
-                                                 refusedSpecialRegister(o.name))) {
+        if (o.kind == OperandKind::kRegister &&
+            (geometryIndex(o.name) || o.name == kDynamicSmemSize || refusedSpecialRegister(o.name))) {
           bad = o.name;
         }
       });
@@ -230,8 +231,12 @@ Instruction make(Opcode op, std::initializer_list<const char*> modifiers, std::v
   in.operands = std::move(operands);
   return in;
 }
-Operand imm(uint64_t v) { return Operand::imm(std::to_string(v)); }
-Operand reg(const std::string& n) { return Operand::reg(n); }
+Operand imm(uint64_t v) {
+  return Operand::imm(std::to_string(v));
+}
+Operand reg(const std::string& n) {
+  return Operand::reg(n);
+}
 
 VariableDecl registerDecl(const std::string& name, ptx::DataType type) {
   VariableDecl d;
@@ -346,7 +351,9 @@ void relocate(Operand& o, const Relocations& relocations) {
   for (Operand& e : o.elements) relocate(e, relocations);
 }
 
-uint64_t alignUp(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+uint64_t alignUp(uint64_t v, uint64_t a) {
+  return a <= 1 ? v : (v + a - 1) / a * a;
+}
 
 bool sameParamType(const VariableDecl& a, const VariableDecl& b) {
   return a.byteSize() == b.byteSize() && a.elementSize() == b.elementSize();
@@ -569,8 +576,8 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       for (Part& p : parts) {
         for (auto& [name, r] : p.shared) r.to = d.name;
       }
-      result.notes.push_back("static shared memory of the parts overlaid in " + d.name + " (" +
-                             std::to_string(bytes) + " bytes)");
+      result.notes.push_back("static shared memory of the parts overlaid in " + d.name + " (" + std::to_string(bytes) +
+                             " bytes)");
       overlay = std::move(d);
     } else {
       for (Part& p : parts) p.shared.clear();
@@ -724,12 +731,12 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     code.insert(code.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
     code.push_back(detail::labelStatement(end_label));
 
-    std::string where = thread_layout ? "threads [" + std::to_string(p.first_thread) + ", " +
-                                            std::to_string(p.first_thread + p.shape.threads()) + ") of blocks [0, " +
-                                            std::to_string(p.shape.blocks()) + ")"
-                                      : "blocks [" + std::to_string(p.first_block) + ", " +
-                                            std::to_string(p.first_block + p.shape.blocks()) + "), threads [0, " +
-                                            std::to_string(p.shape.threads()) + ")";
+    std::string where =
+        thread_layout
+            ? "threads [" + std::to_string(p.first_thread) + ", " + std::to_string(p.first_thread + p.shape.threads()) +
+                  ") of blocks [0, " + std::to_string(p.shape.blocks()) + ")"
+            : "blocks [" + std::to_string(p.first_block) + ", " + std::to_string(p.first_block + p.shape.blocks()) +
+                  "), threads [0, " + std::to_string(p.shape.threads()) + ")";
     result.notes.push_back("part " + std::to_string(p.index) + " (" + p.f->name + ", grid " + dims(p.shape.grid) +
                            ", block " + dims(p.shape.block) + "): " + where);
     if (rp.barrier_id >= 0) {
@@ -776,9 +783,9 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   }
   module.functions.push_back(std::move(fused));
   module.order.push_back({ptx::TopLevelKind::kFunction, module.functions.size() - 1});
-  result.notes.insert(result.notes.begin(),
-                      layout_name + ": grid " + dims(shape.grid) + ", block " + dims(shape.block) + ", " +
-                          std::to_string(shape.dynamic_shared_bytes) + " bytes of dynamic shared memory");
+  result.notes.insert(result.notes.begin(), layout_name + ": grid " + dims(shape.grid) + ", block " +
+                                                dims(shape.block) + ", " + std::to_string(shape.dynamic_shared_bytes) +
+                                                " bytes of dynamic shared memory");
   return result;
 }
 

@@ -66,7 +66,9 @@ struct Arg {
   int buffer = -1;
   std::vector<uint8_t> bytes;
 };
-Arg buf(int i) { return Arg{i, {}}; }
+Arg buf(int i) {
+  return Arg{i, {}};
+}
 template <typename T>
 Arg scalar(T v) {
   Arg a;
@@ -100,8 +102,7 @@ std::vector<uint8_t> randomBytes(size_t n, uint32_t seed) {
 
 class Runner {
  public:
-  Runner(const std::string& ptx_text, std::vector<std::vector<uint8_t>> buffers)
-      : dev_(2), init_(std::move(buffers)) {
+  Runner(const std::string& ptx_text, std::vector<std::vector<uint8_t>> buffers) : dev_(2), init_(std::move(buffers)) {
     auto program = dev_.loadPtx(ptx_text, "fused");
     EXPECT_TRUE(program.ok()) << program.status().message();
     if (!program.ok()) return;
@@ -241,7 +242,9 @@ LaunchShape shape1d(uint32_t grid, uint32_t block, uint32_t dynamic = 0) {
   s.dynamic_shared_bytes = dynamic;
   return s;
 }
-uint32_t blocksFor(uint32_t n, uint32_t block) { return (n + block - 1) / block; }
+uint32_t blocksFor(uint32_t n, uint32_t block) {
+  return (n + block - 1) / block;
+}
 
 // axpb(x, y, a, b, n) on buffers 0 -> 1 and square(x, y, n) on buffers 2 -> 3.
 std::vector<Launch> smallKernels(uint32_t na, uint32_t ba, uint32_t ns, uint32_t bs) {
@@ -303,8 +306,8 @@ std::vector<std::vector<uint8_t>> twoReductionBuffers() {
 TEST(HorizontalFusion, BlockPartitionedReductionsCountOnlyTheirOwnThreadsAtBarriers) {
   ptx::Module m = moduleOf({examplePtx("reduction")});
   auto launches = twoReductions();
-  FusionResult r = fuseAndCompare(m, specOf(launches, HorizontalLayout::kBlockPartitioned), launches,
-                                  twoReductionBuffers());
+  FusionResult r =
+      fuseAndCompare(m, specOf(launches, HorizontalLayout::kBlockPartitioned), launches, twoReductionBuffers());
   EXPECT_EQ(r.shape.dynamic_shared_bytes, 1024u);  // overlaid: the larger part's
   ASSERT_EQ(r.parts.size(), 2u);
   EXPECT_EQ(r.parts[0].barrier_id, -1);  // the full block: bar.sync 0 stays
@@ -320,7 +323,7 @@ TEST(HorizontalFusion, BlockPartitionedBarriersOfASmallerPartCountItsThreads) {
   ASSERT_NE(first_part, std::string::npos);
   EXPECT_NE(fused.find("bar.sync\t0;"), std::string::npos);
   EXPECT_GT(fused.find("bar.sync\t0;"), 0u);
-  EXPECT_LT(fused.find("bar.sync\t0;"), first_part);      // the 256-thread part: whole block
+  EXPECT_LT(fused.find("bar.sync\t0;"), first_part);       // the 256-thread part: whole block
   EXPECT_GT(fused.find("bar.sync\t0, 128;"), first_part);  // the 128-thread part: its own threads
   EXPECT_NE(fused.find("bar.sync\t0, 128;"), std::string::npos);
 }
@@ -328,8 +331,8 @@ TEST(HorizontalFusion, BlockPartitionedBarriersOfASmallerPartCountItsThreads) {
 TEST(HorizontalFusion, ThreadPartitionedReductionsGetDistinctNamedBarriersAndSharedMemory) {
   ptx::Module m = moduleOf({examplePtx("reduction")});
   auto launches = twoReductions();
-  FusionResult r = fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches,
-                                  twoReductionBuffers());
+  FusionResult r =
+      fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches, twoReductionBuffers());
   EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{384, 1, 1}));
   EXPECT_EQ(r.shape.dynamic_shared_bytes, 1024u + 512u);  // side by side
   ASSERT_EQ(r.parts.size(), 2u);
@@ -389,8 +392,8 @@ TEST(HorizontalFusion, ThreadPartitionedGivesEachPartItsOwnStaticSharedMemory) {
     if (module_scope) hoistSharedToModule(m, "histogram");
     const size_t variables = m.variables.size();
     std::string printed;
-    FusionResult r = fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches, buffers,
-                                    &printed);
+    FusionResult r =
+        fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches, buffers, &printed);
     ASSERT_EQ(r.parts.size(), 2u);
     auto reparsed = ptx::parseModule(printed);
     ASSERT_TRUE(reparsed.ok());
@@ -488,10 +491,10 @@ TEST(HorizontalFusion, BlockPartitionedOverlaysTheStaticSharedMemoryOfItsParts) 
   };
   ptx::Module hm = moduleOf({examplePtx("histogram")});
   hoistSharedToModule(hm, "histogram");
-  r = fuseAndCompare(hm, specOf(twice, HorizontalLayout::kBlockPartitioned), twice,
-                     {randomBytes(4000, 21), std::vector<uint8_t>(1024, 0), randomBytes(1500, 22),
-                      std::vector<uint8_t>(1024, 0)},
-                     &printed);
+  r = fuseAndCompare(
+      hm, specOf(twice, HorizontalLayout::kBlockPartitioned), twice,
+      {randomBytes(4000, 21), std::vector<uint8_t>(1024, 0), randomBytes(1500, 22), std::vector<uint8_t>(1024, 0)},
+      &printed);
   shared = fusedSharedDeclarations(printed, r.fused_name);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared.begin()->second, 1024u);
@@ -614,8 +617,7 @@ TEST(HorizontalFusion, RefusesThreadPartitionedBarriersItCannotRenumber) {
     }
     auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.status().message().find("18 named barriers, more than 16"), std::string::npos)
-        << r.status().message();
+    EXPECT_NE(r.status().message().find("18 named barriers, more than 16"), std::string::npos) << r.status().message();
   }
 }
 
