@@ -14,12 +14,17 @@
 //
 // Why a part's `ret`/`exit` stays as it is: in both layouts every thread of the fused launch runs at most one
 // part (the range checks are disjoint), so when a thread of part k returns it has no other work left, exactly as
-// it had none when the original kernel returned. A returned thread also interacts with barriers as it did in the
-// original launch: each part's barriers become named barriers that count only that part's threads (`bar.sync id,
-// count`), and those are the same threads that the original whole-CTA barrier counted. A part whose threads exit
-// before a barrier that the rest of its threads wait at behaves as the original would have on the same hardware;
-// threads of the other parts never take part in it. A fall-through at the end of a part (no `ret`) reaches the
-// next part's range check, which fails for every thread of this part, and so ends at the final `ret`.
+// it had none when the original kernel returned; turning it into a branch would gain nothing. Barriers: a part's
+// CTA barriers become named barriers counting exactly the threads the original barrier counted (the part's own
+// block), so threads of the other parts neither wait for them nor are waited for. An exited thread never arrives
+// at a counted barrier: a part whose threads all exit together (a block-uniform early return) leaves its barrier
+// unused, as before. A part where *some* threads exit and the rest synchronise was already outside CUDA's rules
+// (`__syncthreads` must be reached by all threads of the block or none); on hardware it may have worked because a
+// whole-CTA barrier stops expecting warps that exited, which a counted barrier does not: the fused kernel would
+// hang there. That cannot be told from the PTX alone (the guard usually depends on the arguments); the emulator
+// reports it as a barrier deadlock, so the differential validation refuses such a fusion.
+// A fall-through at the end of a part (no `ret`) reaches the next part's range check, which fails for every
+// thread of this part, and so ends at the final `ret`.
 #include <algorithm>
 #include <array>
 #include <map>

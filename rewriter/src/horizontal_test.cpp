@@ -500,6 +500,11 @@ TEST(HorizontalFusion, BlockPartitionedOverlaysTheStaticSharedMemoryOfItsParts) 
   EXPECT_EQ(shared.begin()->second, 1024u);
 }
 
+TEST(HorizontalFusion, NamesItsLayouts) {
+  EXPECT_STREQ(horizontalLayoutName(HorizontalLayout::kBlockPartitioned), "block-partitioned");
+  EXPECT_STREQ(horizontalLayoutName(HorizontalLayout::kThreadPartitioned), "thread-partitioned");
+}
+
 // ---- refusals ----
 
 TEST(HorizontalFusion, RefusesThreadPartitionedPartsThatAreNotWholeWarps) {
