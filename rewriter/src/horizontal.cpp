@@ -431,14 +431,23 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     if (blocks > kMaxGridX) return unsupported("thread-partitioned fusion: grid too large");
     shape.block = {static_cast<uint32_t>(threads), 1, 1};
     shape.grid = {static_cast<uint32_t>(blocks), 1, 1};
-    uint32_t dynamic = 0;
+    // Each part's dynamic shared memory starts at the alignment its `.extern .shared` arrays declare (at least
+    // 16 bytes, what the driver guarantees for the start of dynamic shared memory).
+    uint64_t align = kDynamicSharedAlign;
+    for (const VariableDecl& v : module.variables) {
+      if (ptx::baseSpace(v.space) == StateSpace::kShared && v.linkage == ptx::Linkage::kExtern) {
+        align = std::max<uint64_t>(align, v.align);
+      }
+    }
+    uint64_t dynamic = 0;
     for (Part& p : parts) {
       if (p.shape.dynamic_shared_bytes == 0) continue;
-      dynamic = (dynamic + kDynamicSharedAlign - 1) / kDynamicSharedAlign * kDynamicSharedAlign;
-      p.dynamic_offset = dynamic;
+      dynamic = alignUp(dynamic, align);
+      p.dynamic_offset = static_cast<uint32_t>(dynamic);
       dynamic += p.shape.dynamic_shared_bytes;
     }
-    shape.dynamic_shared_bytes = dynamic;
+    if (dynamic > UINT32_MAX) return unsupported("thread-partitioned fusion: too much dynamic shared memory");
+    shape.dynamic_shared_bytes = static_cast<uint32_t>(dynamic);
     for (Part& p : parts) {
       p.rewrite_thread_geometry = true;
       p.rewrite_block_geometry = p.shape.grid != shape.grid;
