@@ -505,6 +505,43 @@ TEST(HorizontalFusion, NamesItsLayouts) {
   EXPECT_STREQ(horizontalLayoutName(HorizontalLayout::kThreadPartitioned), "thread-partitioned");
 }
 
+// The limit documented in horizontal.cpp: a part that exits some threads before a barrier the others reach runs
+// alone (a whole-CTA barrier stops waiting for exited warps) but hangs fused (a counted barrier waits for them).
+// Fusion cannot see it in the PTX; the emulator reports the deadlock, which is what makes validation refuse it.
+TEST(HorizontalFusion, EarlyExitBeforeABarrierIsCaughtAsADeadlockOnTheEmulator) {
+  ptx::Module m = moduleOf({testPtx("kernels2d")});
+  std::vector<Launch> launches = {twoDimensional(40, 20)[0],
+                                  {"early_exit_sync", shape1d(1, 128), {buf(2), buf(3), scalar<int32_t>(64)}}};
+  auto r = fuseHorizontal(m, specOf(launches, HorizontalLayout::kThreadPartitioned));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  emulator::Device dev(1);
+  auto program = dev.loadPtx(ptx::printModule(m));
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  std::vector<emulator::DevicePtr> ptrs;
+  for (int i = 0; i < 4; ++i) {
+    auto p = dev.memory().allocate(40 * 20 * sizeof(float));
+    ASSERT_TRUE(p.ok());
+    ptrs.push_back(p.value());
+  }
+  auto run = [&](const std::string& name, const LaunchShape& s, std::vector<std::vector<uint8_t>> values) {
+    const emulator::Kernel* k = program.value()->findKernel(name);
+    std::vector<void*> args;
+    for (auto& v : values) args.push_back(v.data());
+    emulator::LaunchConfig cfg;
+    cfg.grid = {s.grid[0], s.grid[1], s.grid[2]};
+    cfg.block = {s.block[0], s.block[1], s.block[2]};
+    return dev.launch(*k, cfg, emulator::Device::packParams(k->info(), args.data()));
+  };
+  auto bytes = [](auto v) { return scalar(v).bytes; };
+  EXPECT_TRUE(run("early_exit_sync", launches[1].shape, {bytes(ptrs[2]), bytes(ptrs[3]), bytes(int32_t{64})}).ok());
+  Status fused = run(r->fused_name, r->shape,
+                     {bytes(ptrs[0]), bytes(ptrs[1]), bytes(int32_t{40}), bytes(int32_t{20}), bytes(0.75f),
+                      bytes(ptrs[2]), bytes(ptrs[3]), bytes(int32_t{64})});
+  EXPECT_FALSE(fused.ok());
+  EXPECT_NE(fused.message().find("barrier deadlock"), std::string::npos) << fused.message();
+  for (emulator::DevicePtr p : ptrs) EXPECT_TRUE(dev.memory().free(p).ok());
+}
+
 // ---- refusals ----
 
 TEST(HorizontalFusion, RefusesThreadPartitionedPartsThatAreNotWholeWarps) {

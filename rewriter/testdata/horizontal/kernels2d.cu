@@ -19,3 +19,15 @@ extern "C" __global__ void transpose(const float* in, float* out, int w, int h) 
   for (int j = 0; j < 32; j += blockDim.y)
     if (x < h && y + j < w) out[(y + j) * h + x] = tile[threadIdx.x][threadIdx.y + j];
 }
+
+// Returns some threads early and synchronises the others: outside CUDA's rules for __syncthreads, yet it runs
+// when the returning threads are whole warps, because a whole-CTA barrier stops waiting for exited warps. A
+// counted named barrier does not, so a fused version hangs (the emulator reports a barrier deadlock).
+extern "C" __global__ void early_exit_sync(const float* in, float* out, int n) {
+  __shared__ float s[256];
+  int i = threadIdx.x;
+  if (i >= n) return;
+  s[i] = in[i];
+  __syncthreads();
+  out[i] = s[(i + 1) % n];
+}
