@@ -162,9 +162,10 @@ Status inspectPart(const ptx::Module& module, Part& p) {
   const Function& f = *p.f;
   const std::string who = "kernel " + f.name;
   ptx::UsageSummary usage = ptx::summarizeUsage(&module, f);
-  if (usage.grid_sync)
-    return unsupported(who + " uses a grid-wide barrier (cooperative groups); a fused launch " +
-                       "changes the grid that barrier spans");
+  if (usage.grid_sync) {
+    return unsupported(who + " uses a grid-wide barrier (cooperative groups); a fused launch changes the grid " +
+                       "that barrier spans");
+  }
   if (usage.indirect_calls) return unsupported(who + " makes an indirect call; its callee cannot be checked");
   p.warp_synchronous = usage.shuffles > 0 || usage.votes > 0;
   // Callees see the fused launch's special registers and barriers unchanged: refuse those that read them.
@@ -180,8 +181,8 @@ Status inspectPart(const ptx::Module& module, Part& p) {
     const Function* c = module.findFunction(callee);
     if (c == nullptr || !c->has_body) continue;
     ptx::UsageSummary cu = ptx::summarizeUsage(&module, *c);
-    if (cu.barriers > 0) return unsupported(who + " calls ." + "func " + callee + ", which synchronises the CTA");
-    if (cu.indirect_calls) return unsupported(who + " calls " + callee + ", which makes an indirect call");
+    if (cu.barriers > 0) return unsupported(who + " calls .func " + callee + ", which synchronises the CTA");
+    if (cu.indirect_calls) return unsupported(who + " calls .func " + callee + ", which makes an indirect call");
     for (const Statement& s : c->body) {
       if (s.kind != StatementKind::kInstruction) continue;
       Instruction in = s.inst;
@@ -524,6 +525,21 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   for (const Function& f : module.functions) taken.emplace(f.name, 0);
   taken.emplace(fused_name, 0);
   std::vector<VariableDecl> new_variables;
+  // Module-scope .shared variables that device functions use: the fused entry cannot move, copy or offset them,
+  // since the callees would keep using the original.
+  std::set<std::string, std::less<>> shared_used_by_callees;
+  for (const Function& f : module.functions) {
+    if (f.is_entry || !f.has_body) continue;
+    for (const Statement& s : f.body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      Instruction in = s.inst;
+      detail::forEachOperand(in, [&](Operand& o) {
+        if (o.kind == OperandKind::kSymbol && (static_shared.count(o.name) || dynamic_shared.count(o.name))) {
+          shared_used_by_callees.insert(o.name);
+        }
+      });
+    }
+  }
   // The module-scope static .shared variables each part reads.
   std::vector<std::set<std::string, std::less<>>> module_shared_used(parts.size());
   for (Part& p : parts) {
@@ -535,7 +551,13 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       });
     }
     if (thread_layout && p.dynamic_offset != 0) {
-      for (const std::string& name : dynamic_shared) p.shared[name] = Relocation{name, p.dynamic_offset};
+      for (const std::string& name : dynamic_shared) {
+        if (shared_used_by_callees.count(name)) {
+          return unsupported("thread-partitioned fusion: kernel " + p.f->name + " needs its dynamic shared memory " +
+                             "at an offset, but device functions address " + name + " from its start");
+        }
+        p.shared[name] = Relocation{name, p.dynamic_offset};
+      }
     }
   }
   auto moduleVariable = [&](const std::string& name) -> const VariableDecl& {
@@ -564,7 +586,9 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
         }
       }
       for (const std::string& name : module_shared_used[p.index]) v.emplace_back(name, moduleVariable(name));
-      bool sized = std::all_of(v.begin(), v.end(), [](const auto& e) { return e.second.byteSize() > 0; });
+      bool sized = std::all_of(v.begin(), v.end(), [&](const auto& e) {
+        return e.second.byteSize() > 0 && !shared_used_by_callees.count(e.first);
+      });
       if (v.empty() || !sized) {
         v.clear();
         continue;
@@ -604,6 +628,11 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       const std::set<std::string, std::less<>>& used = module_shared_used[p.index];
       for (const std::string& name : used) {
         if (!used_before.count(name)) continue;
+        if (shared_used_by_callees.count(name)) {
+          return unsupported("thread-partitioned fusion: kernel " + p.f->name + " uses the shared variable " + name +
+                             " that an earlier part uses too, and device functions use it as well: the " +
+                             "parts cannot get a copy each");
+        }
         VariableDecl copy = moduleVariable(name);
         copy.name = detail::uniqueName(name + "_" + p.tag + "kfuse", taken);
         p.shared[name] = Relocation{copy.name, 0};

@@ -679,6 +679,70 @@ TEST(HorizontalFusion, RefusesDynamicParallelism) {
   EXPECT_NE(r.status().message().find("dynamic parallelism"), std::string::npos) << r.status().message();
 }
 
+// A device function in `m` whose body is `mov.u32 %r1, <source>; ret;`; `caller` (if given) calls it first thing.
+void addDeviceFunction(ptx::Module& m, const std::string& name, ptx::Operand source, const std::string& caller) {
+  ptx::Function f;
+  f.name = name;
+  f.has_param_list = true;
+  f.has_body = true;
+  ptx::Statement decl;
+  decl.kind = ptx::StatementKind::kDeclaration;
+  decl.decl.space = ptx::StateSpace::kReg;
+  decl.decl.type = ptx::DataType::kB32;
+  decl.decl.name = "%r";
+  decl.decl.range = 2;
+  ptx::Statement mov;
+  mov.kind = ptx::StatementKind::kInstruction;
+  mov.inst.opcode = ptx::Opcode::kMov;
+  mov.inst.addModifier(".u32");
+  mov.inst.operands = {ptx::Operand::reg("%r1"), std::move(source)};
+  ptx::Statement ret;
+  ret.kind = ptx::StatementKind::kInstruction;
+  ret.inst.opcode = ptx::Opcode::kRet;
+  f.body = {decl, mov, ret};
+  m.functions.insert(m.functions.begin(), f);
+  for (ptx::TopLevel& t : m.order) {
+    if (t.kind == ptx::TopLevelKind::kFunction) ++t.index;
+  }
+  m.order.insert(m.order.begin(), {ptx::TopLevelKind::kFunction, 0});
+  if (caller.empty()) return;
+  ptx::Statement call;
+  call.kind = ptx::StatementKind::kInstruction;
+  call.inst.opcode = ptx::Opcode::kCall;
+  call.inst.addModifier(".uni");
+  ptx::Operand args;
+  args.kind = ptx::OperandKind::kList;
+  call.inst.operands = {ptx::Operand::sym(name), args};
+  ptx::Function* c = m.findFunction(caller);
+  c->body.insert(c->body.end() - 2, call);
+}
+
+TEST(HorizontalFusion, RefusesDeviceFunctionsThatWouldSeeTheFusedLaunch) {
+  {
+    // A callee reading %tid.x would see the fused block's thread index.
+    ptx::Module m = moduleOf({examplePtx("many_small_kernels")});
+    addDeviceFunction(m, "where_am_i", ptx::Operand::reg("%tid.x"), "square");
+    auto r = fuseHorizontal(m, specOf(smallKernels(1000, 128, 1000, 128), HorizontalLayout::kThreadPartitioned));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("calls .func where_am_i, which reads %tid.x"), std::string::npos)
+        << r.status().message();
+  }
+  {
+    // A module-scope shared buffer that a device function also uses cannot be copied per part...
+    ptx::Module m = moduleOf({examplePtx("histogram")});
+    hoistSharedToModule(m, "histogram");
+    addDeviceFunction(m, "touch_bins", ptx::Operand::sym(m.variables.back().name), "");
+    std::vector<Launch> twice = {{"histogram", shape1d(5, 128), {}}, {"histogram", shape1d(3, 256), {}}};
+    auto r = fuseHorizontal(m, specOf(twice, HorizontalLayout::kThreadPartitioned));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("device functions use it as well"), std::string::npos) << r.status().message();
+    // ...nor overlaid: block-partitioned keeps it where it is.
+    auto b = fuseHorizontal(m, specOf(twice, HorizontalLayout::kBlockPartitioned));
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    EXPECT_EQ(ptx::printFunction(*m.findFunction(b->fused_name)).find("kfuse_h_shared"), std::string::npos);
+  }
+}
+
 // Golden: the printed module with the block-partitioned axpb + square. Regenerate after an intended change with
 //   KFUSE_UPDATE_GOLDEN=1 ./kfuse_rewriter_test --gtest_filter='HorizontalFusion.Golden*'
 TEST(HorizontalFusion, GoldenBlockPartitionedSmallKernels) {
