@@ -303,6 +303,42 @@ TEST(Analysis, FindsSmallIndependentKernelsOnTwoStreamsForHorizontalFusion) {
   EXPECT_GT(h->cost.saving_ns, 0);
 }
 
+TEST(Analysis, MarksCandidatesThatShareALaunchAsConflicting) {
+  // produce -> consume on stream 1 (a vertical chain), and beside consume an independent small produce on stream 2
+  // (a horizontal pair consume + produce): both candidates want the same launch of consume.
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    b.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
+        .launch(TraceBuilder::kConsume, {2, 3}, 1000, /*stream=*/1, /*grid=*/4)
+        .launch(TraceBuilder::kProduce, {4, 5}, 1000, /*stream=*/2, /*grid=*/4);
+  }
+  AnalysisOptions options;
+  options.keep_no_gain = true;
+  const Report r = run(b, options);
+  const Candidate* chain = nullptr;
+  const Candidate* pair = nullptr;
+  for (const Candidate& c : r.candidates) {
+    if (c.kind == CandidateKind::kVertical) chain = &c;
+    if (c.kind == CandidateKind::kHorizontal) pair = &c;
+  }
+  ASSERT_NE(chain, nullptr);
+  ASSERT_NE(pair, nullptr);
+  EXPECT_EQ(chain->mangled_names, (std::vector<std::string>{"_Z7producePKfPfi", "_Z7consumePKfPfi"}));
+  EXPECT_EQ(pair->mangled_names, (std::vector<std::string>{"_Z7consumePKfPfi", "_Z7producePKfPfi"}));
+  EXPECT_EQ(chain->conflicts_with, (std::vector<int>{pair->rank}));
+  EXPECT_EQ(pair->conflicts_with, (std::vector<int>{chain->rank}));
+  const nlohmann::json j = reportToJson(r);
+  for (const nlohmann::json& c : j["candidates"]) {
+    if (c["rank"] == chain->rank) {
+      EXPECT_EQ(c["conflicts_with"], nlohmann::json::array({pair->rank}));
+    }
+    if (c["rank"] == pair->rank) {
+      EXPECT_EQ(c["conflicts_with"], nlohmann::json::array({chain->rank}));
+    }
+  }
+  EXPECT_NE(reportToText(r, 10).find("shares a launch with #"), std::string::npos);
+}
+
 TEST(Analysis, KernelsSharingAWrittenBufferAreNotHorizontal) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 4).launch(TraceBuilder::kConsume, {2, 3}, 1000, 2, 8);

@@ -945,6 +945,31 @@ std::optional<ImportResult> withoutEmulatorTimes(const ImportResult& input, int6
   return copy;
 }
 
+// A launch can belong to one fusion only: two candidates conflict when an occurrence of one shares a launch with
+// an occurrence of the other (a chain A -> B and a pair B + C over the same launch of B). Ranks, ascending.
+void markConflicts(std::vector<Candidate>& candidates) {
+  std::unordered_map<size_t, std::vector<size_t>> by_op;  // op index -> candidates using it, each once
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    for (const auto& occurrence : candidates[i].occurrences) {
+      for (size_t op : occurrence) {
+        std::vector<size_t>& users = by_op[op];
+        if (users.empty() || users.back() != i) users.push_back(i);
+      }
+    }
+  }
+  std::vector<std::set<int>> conflicts(candidates.size());
+  for (const auto& [op, users] : by_op) {
+    for (size_t a : users) {
+      for (size_t b : users) {
+        if (a != b) conflicts[a].insert(candidates[b].rank);
+      }
+    }
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    candidates[i].conflicts_with.assign(conflicts[i].begin(), conflicts[i].end());
+  }
+}
+
 }  // namespace
 
 Expected<Report> analyze(const ImportResult& original, const std::string& input_path, const AnalysisOptions& options) {
@@ -1082,6 +1107,7 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     return a.occurrences.size() > b.occurrences.size();
   });
   for (size_t i = 0; i < candidates.size(); ++i) candidates[i].rank = static_cast<int>(i + 1);
+  markConflicts(candidates);
   r.candidates = std::move(candidates);
 
   // Roofline points: each kernel's achieved FLOP/s against its arithmetic intensity, where both are known.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -300,3 +301,64 @@ CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool block
 }
 
 }  // namespace kfuse::analyzer::cost
+
+namespace kfuse::analyzer {
+namespace {
+
+bool validOccupancy(double x) { return x > 0 && x <= 1; }
+
+std::string percentText(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+  return buf;
+}
+
+}  // namespace
+
+Expected<CostEstimate> costWithOccupancy(const CostEstimate& estimate, double fused_occupancy,
+                                         double originals_occupancy) {
+  if (!validOccupancy(fused_occupancy) || !validOccupancy(originals_occupancy)) {
+    return invalidArgument("occupancy must be in (0, 1]: fused " + std::to_string(fused_occupancy) +
+                           ", originals " + std::to_string(originals_occupancy));
+  }
+  const double f = std::min(1.0, fused_occupancy / originals_occupancy);
+  CostEstimate out = estimate;
+  if (f >= 1) return out;
+  out.fused_ns = estimate.fused_ns / f;
+  out.saving_ns = estimate.saving_ns - (out.fused_ns - estimate.fused_ns);
+  out.note += (out.note.empty() ? "" : "; ") + std::string("fused kernel's occupancy ") +
+              percentText(fused_occupancy) + " vs the originals' " + percentText(originals_occupancy) +
+              ": achieved fraction and fused time scaled by " + percentText(f);
+  return out;
+}
+
+Expected<Candidate> candidateWithOccupancy(const Candidate& candidate, double fused_occupancy,
+                                           double originals_occupancy) {
+  auto cost = costWithOccupancy(candidate.cost, fused_occupancy, originals_occupancy);
+  if (!cost.ok()) return cost.status();
+  Candidate out = candidate;
+  const double growth = cost->fused_ns - candidate.cost.fused_ns;
+  out.cost = std::move(cost).value();
+  out.total_saving_ns = candidate.total_saving_ns - static_cast<double>(candidate.occurrences.size()) * growth;
+  out.share_of_gpu_busy = candidate.share_of_gpu_busy > 0 && candidate.total_saving_ns > 0
+                              ? out.total_saving_ns * (candidate.share_of_gpu_busy / candidate.total_saving_ns)
+                              : 0;
+  return out;
+}
+
+double meanOccupancy(const std::vector<double>& occupancies, const std::vector<double>& times_ns) {
+  KFUSE_CHECK(times_ns.empty() || times_ns.size() == occupancies.size());
+  double weighted = 0, weights = 0;
+  for (size_t i = 0; i < occupancies.size(); ++i) {
+    const double w = times_ns.empty() ? 0 : times_ns[i];
+    weighted += w * occupancies[i];
+    weights += w;
+  }
+  if (weights > 0) return weighted / weights;
+  if (occupancies.empty()) return 0;
+  double sum = 0;
+  for (double o : occupancies) sum += o;
+  return sum / static_cast<double>(occupancies.size());
+}
+
+}  // namespace kfuse::analyzer

@@ -281,5 +281,69 @@ TEST(CostModel, SavingsArePerOccurrenceMediansAndATotal) {
   EXPECT_NEAR(median({10, 20, 30, 40}), 25, kTol);  // even count: mean of the middle two
 }
 
+// Rule 11: re-prediction with the fused kernel's occupancy (public: analysis.h).
+TEST(CostModel, LowerOccupancyScalesTheCarriedOverAchievedFractionDown) {
+  // A chain: 30,000 ns measured + 2,000 ns idle; the fused kernel's roof is 6,000 ns and the originals achieved
+  // 0.5 of theirs, so fused = 6,000 / 0.5 = 12,000 ns and saving = 30,000 + 2,000 - 12,000 = 20,000 ns.
+  CostEstimate e;
+  e.measured_ns = 30'000;
+  e.gap_ns = 2'000;
+  e.fused_ns = 12'000;
+  e.saving_ns = 20'000;
+  // Fused occupancy 50% where the originals had 100%: f = 0.5, achieved 0.25, fused = 6,000 / 0.25 = 24,000 ns;
+  // saving = 20,000 - (24,000 - 12,000) = 8,000 ns.
+  auto half = costWithOccupancy(e, 0.5, 1.0);
+  ASSERT_TRUE(half.ok());
+  EXPECT_NEAR(half->fused_ns, 24'000, kTol);
+  EXPECT_NEAR(half->saving_ns, 8'000, kTol);
+  EXPECT_NEAR(half->measured_ns, 30'000, kTol);
+  EXPECT_NE(half->note.find("occupancy 50.0% vs the originals' 100.0%"), std::string::npos) << half->note;
+  // 25% against 100%: f = 0.25, fused = 48,000 ns; saving = 20,000 - 36,000 = -16,000 ns: a predicted loss.
+  auto quarter = costWithOccupancy(e, 0.25, 1.0);
+  ASSERT_TRUE(quarter.ok());
+  EXPECT_NEAR(quarter->fused_ns, 48'000, kTol);
+  EXPECT_NEAR(quarter->saving_ns, -16'000, kTol);
+  // Only the ratio counts: 37.5% against 75% is f = 0.5 again.
+  EXPECT_NEAR(costWithOccupancy(e, 0.375, 0.75)->fused_ns, 24'000, kTol);
+  // As high as the originals', or higher: unchanged (a higher occupancy is not credited).
+  for (double fused : {0.75, 1.0}) {
+    auto same = costWithOccupancy(e, fused, 0.75);
+    ASSERT_TRUE(same.ok());
+    EXPECT_NEAR(same->fused_ns, 12'000, kTol);
+    EXPECT_NEAR(same->saving_ns, 20'000, kTol);
+    EXPECT_TRUE(same->note.empty());
+  }
+  EXPECT_FALSE(costWithOccupancy(e, 0, 1.0).ok());
+  EXPECT_FALSE(costWithOccupancy(e, 0.5, 0).ok());
+  EXPECT_FALSE(costWithOccupancy(e, 1.5, 1.0).ok());
+}
+
+TEST(CostModel, ACandidatesTotalFallsByEachOccurrencesGrowth) {
+  // 4 occurrences saving 80,000 ns in all, 8% of GPU busy time (so busy = 1,000,000 ns); fused 12,000 ns each.
+  Candidate c;
+  c.occurrences.resize(4);
+  c.cost.fused_ns = 12'000;
+  c.cost.saving_ns = 20'000;
+  c.total_saving_ns = 80'000;
+  c.share_of_gpu_busy = 0.08;
+  c.rank = 3;
+  // f = 0.5: each fused time grows by 12,000 ns; total = 80,000 - 4 x 12,000 = 32,000 ns = 3.2% of 1,000,000 ns.
+  auto r = candidateWithOccupancy(c, 0.5, 1.0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->cost.fused_ns, 24'000, kTol);
+  EXPECT_NEAR(r->total_saving_ns, 32'000, kTol);
+  EXPECT_NEAR(r->share_of_gpu_busy, 0.032, kTol);
+  EXPECT_EQ(r->rank, 3);
+}
+
+TEST(CostModel, OriginalsOccupancyIsTheirTimeWeightedMean) {
+  // 100% for 3,000 ns and 50% for 1,000 ns: (3,000 x 1 + 1,000 x 0.5) / 4,000 = 0.875.
+  EXPECT_NEAR(meanOccupancy({1.0, 0.5}, {3'000, 1'000}), 0.875, kTol);
+  // Without times: the plain mean.
+  EXPECT_NEAR(meanOccupancy({1.0, 0.5}, {}), 0.75, kTol);
+  EXPECT_NEAR(meanOccupancy({1.0, 0.5}, {0, 0}), 0.75, kTol);
+  EXPECT_NEAR(meanOccupancy({}, {}), 0, kTol);
+}
+
 }  // namespace
 }  // namespace kfuse::analyzer::cost

@@ -32,6 +32,13 @@ std::string kernelsText(const Candidate& c) {
   return out;
 }
 
+// "shares a launch with #2, #5: only one of them can be applied".
+std::string conflictsText(const Candidate& c) {
+  std::string ranks;
+  for (int r : c.conflicts_with) ranks += (ranks.empty() ? "#" : ", #") + std::to_string(r);
+  return "shares a launch with " + ranks + ": only one of them can be applied";
+}
+
 // Savings of non-blocked candidates taken greedily by rank, skipping any that shares a launch with one taken:
 // what applying the recommendations together would save, without counting a launch twice.
 double disjointSaving(const Report& r) {
@@ -172,6 +179,7 @@ nlohmann::json reportToJson(const Report& r) {
                      {"predicted_saving_ns_total", c.total_saving_ns},
                      {"share_of_gpu_busy", c.share_of_gpu_busy},
                      {"on_critical_path", c.on_critical_path},
+                     {"conflicts_with", c.conflicts_with},
                      {"cost",
                       {{"measured_ns", c.cost.measured_ns},
                        {"fused_ns", c.cost.fused_ns},
@@ -229,6 +237,7 @@ std::string reportToText(const Report& r, size_t top) {
     const Candidate& c = r.candidates[i];
     out += "\n#" + std::to_string(c.rank) + " " + kernelsText(c) + "\n";
     for (const std::string& reason : c.reasons) out += "  - " + reason + "\n";
+    if (!c.conflicts_with.empty()) out += "  - " + conflictsText(c) + "\n";
     out += "  cost: " + durationText(c.cost.measured_ns) + " measured + " + durationText(c.cost.gap_ns) +
            " idle -> " + durationText(c.cost.fused_ns) + " fused per occurrence; DRAM " +
            fmt("%.3g", c.cost.bytes_before) + " -> " + fmt("%.3g", c.cost.bytes_after) + " bytes (" +
@@ -267,6 +276,7 @@ std::string reportToMarkdown(const Report& r) {
   for (const Candidate& c : r.candidates) {
     out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(kernelsText(c)) + "\n\n";
     for (const std::string& reason : c.reasons) out += "- " + mdEscape(reason) + "\n";
+    if (!c.conflicts_with.empty()) out += "- " + conflictsText(c) + "\n";
     if (!c.cost.note.empty()) out += "- cost: " + mdEscape(c.cost.note) + "\n";
   }
   if (!r.why_none.empty()) {
@@ -293,6 +303,7 @@ std::string reportToHtml(const Report& r) {
   for (const Candidate& c : r.candidates) {
     std::string why;
     for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
+    if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
     out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
            candidateKindName(c.kind) + "</td><td>" + htmlEscape(kernelsText(c)) + "</td><td>" +
            std::to_string(c.occurrences.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +

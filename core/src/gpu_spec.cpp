@@ -20,51 +20,64 @@ constexpr uint64_t kGiB = 1024 * kMiB;
 // Per-SM limits depend only on the compute capability. Source for every row: CUDA C++ Programming Guide, table
 // "Technical Specifications per Compute Capability" (resident blocks/warps/threads per SM, 32-bit registers per SM,
 // registers per thread, threads per block, shared memory per SM and per block). The per-block figure is the opt-in
-// maximum: CUDA keeps 1 KB of the SM's shared memory per block, hence 163 of 164 KB on 8.0 and 227 of 228 KB on 9.0
-// and 10.0 (Blackwell Tuning Guide says the same for 10.0). Cross-checked against real traces in
-// ../shared/data: A100 167936/166912 B and H100 233472/232448 B (Kineto deviceProperties); RTX 3080 102400/101376 B,
-// 48 warps and 16 blocks per SM (Nsight Systems TARGET_INFO_GPU); RTX 4090 24 blocks, 1536 threads (nvbench output
-// in NVIDIA/nvbench#207).
-struct SmLimits {
-  int cc_major;
-  int cc_minor;
-  int max_threads_per_sm;
-  int max_warps_per_sm;
-  int max_blocks_per_sm;
-  int registers_per_sm;
-  int max_registers_per_thread;
-  int max_threads_per_block;
-  uint64_t max_shared_per_sm;
-  uint64_t max_shared_per_block_optin;
-};
+// maximum: CUDA keeps 1 KB of the SM's shared memory per block from 8.0 on, hence 163 of 164 KB on 8.0 and 227 of
+// 228 KB on 9.0 and 10.0 (Blackwell Tuning Guide says the same for 10.0). Allocation granularities (registers per
+// warp, shared bytes per block), register-file partitions and barrier slots (2 per resident block, 1 on 8.6, 8.7,
+// 8.9 and 12.x) are those of the occupancy calculator shipped with CUDA 13.0 (cuda_occupancy.h), which also gives
+// 24 blocks per SM for 12.x. Cross-checked against real traces in ../shared/data: A100 167936/166912 B and H100
+// 233472/232448 B (Kineto deviceProperties); RTX 3080 102400/101376 B, 48 warps and 16 blocks per SM (Nsight
+// Systems TARGET_INFO_GPU); RTX 4090 24 blocks, 1536 threads (nvbench output in NVIDIA/nvbench#207).
+SmLimits limits(int major, int minor, int warps, int blocks, uint64_t shared_kib, int barriers_per_block) {
+  SmLimits l;
+  l.cc_major = major;
+  l.cc_minor = minor;
+  l.max_threads_per_sm = warps * 32;
+  l.max_warps_per_sm = warps;
+  l.max_blocks_per_sm = blocks;
+  l.registers_per_sm = 65536;
+  l.max_registers_per_thread = 255;
+  l.register_allocation_unit = 256;
+  l.register_file_partitions = 4;
+  l.max_threads_per_block = 1024;
+  l.max_shared_per_sm = shared_kib * kKiB;
+  const bool ampere_or_later = major >= 8;
+  l.reserved_shared_per_block = ampere_or_later ? 1024 : 0;
+  l.max_shared_per_block_optin = l.max_shared_per_sm - l.reserved_shared_per_block;
+  l.shared_allocation_unit = ampere_or_later ? 128 : 256;
+  l.barriers_per_sm = blocks * barriers_per_block;
+  return l;
+}
 
-constexpr SmLimits kSmLimits[] = {
-    {7, 0, 2048, 64, 32, 65536, 255, 1024, 96 * kKiB, 96 * kKiB},     // Volta
-    {8, 0, 2048, 64, 32, 65536, 255, 1024, 164 * kKiB, 163 * kKiB},   // GA100
-    {8, 6, 1536, 48, 16, 65536, 255, 1024, 100 * kKiB, 99 * kKiB},    // GA10x
-    {8, 9, 1536, 48, 24, 65536, 255, 1024, 100 * kKiB, 99 * kKiB},    // Ada
-    {9, 0, 2048, 64, 32, 65536, 255, 1024, 228 * kKiB, 227 * kKiB},   // Hopper
-    {10, 0, 2048, 64, 32, 65536, 255, 1024, 228 * kKiB, 227 * kKiB},  // Blackwell data centre
-};
+std::vector<SmLimits> buildSmLimits() {
+  return {
+      limits(7, 0, /*warps=*/64, /*blocks=*/32, /*shared_kib=*/96, /*barriers_per_block=*/2),  // Volta
+      limits(7, 5, 32, 16, 64, 2),    // Turing
+      limits(8, 0, 64, 32, 164, 2),   // GA100
+      limits(8, 6, 48, 16, 100, 1),   // GA10x
+      limits(8, 7, 48, 16, 164, 1),   // Orin
+      limits(8, 9, 48, 24, 100, 1),   // Ada
+      limits(9, 0, 64, 32, 228, 2),   // Hopper
+      limits(10, 0, 64, 32, 228, 2),  // Blackwell data centre (B200)
+      limits(10, 3, 64, 32, 228, 2),  // Blackwell Ultra (B300)
+      limits(12, 0, 48, 24, 100, 1),  // Blackwell GeForce / workstation
+  };
+}
 
 void applySmLimits(GpuSpec& spec) {
-  for (const SmLimits& limits : kSmLimits) {
-    if (limits.cc_major != spec.cc_major || limits.cc_minor != spec.cc_minor) continue;
-    spec.max_threads_per_sm = limits.max_threads_per_sm;
-    spec.max_warps_per_sm = limits.max_warps_per_sm;
-    spec.max_blocks_per_sm = limits.max_blocks_per_sm;
-    spec.registers_per_sm = limits.registers_per_sm;
-    spec.max_registers_per_thread = limits.max_registers_per_thread;
-    spec.max_threads_per_block = limits.max_threads_per_block;
-    spec.max_shared_per_sm = limits.max_shared_per_sm;
-    spec.max_shared_per_block_optin = limits.max_shared_per_block_optin;
-    return;
-  }
-  KFUSE_CHECK(false && "GPU spec entry with a compute capability missing from kSmLimits");
+  const SmLimits* l = findSmLimits(spec.cc_major, spec.cc_minor);
+  KFUSE_CHECK(l != nullptr && "GPU spec entry with a compute capability missing from the SmLimits table");
+  spec.max_threads_per_sm = l->max_threads_per_sm;
+  spec.max_warps_per_sm = l->max_warps_per_sm;
+  spec.max_blocks_per_sm = l->max_blocks_per_sm;
+  spec.registers_per_sm = l->registers_per_sm;
+  spec.max_registers_per_thread = l->max_registers_per_thread;
+  spec.max_threads_per_block = l->max_threads_per_block;
+  spec.max_shared_per_sm = l->max_shared_per_sm;
+  spec.max_shared_per_block_optin = l->max_shared_per_block_optin;
 }
 
 // What the documents say about one product. The per-SM limits are not here: they follow from the compute
-// capability (kSmLimits). Every field is given in every entry, so nothing is left at a default by accident.
+// capability (findSmLimits). Every field is given in every entry, so nothing is left at a default by accident.
 struct Product {
   std::string short_name;
   std::string marketing_name;
@@ -550,6 +563,18 @@ std::string gpuNameKey(std::string_view name) {
 }
 
 const std::vector<GpuSpec>& gpuSpecs() { return specIndex().specs(); }
+
+const std::vector<SmLimits>& smLimitsTable() {
+  static const std::vector<SmLimits> table = buildSmLimits();
+  return table;
+}
+
+const SmLimits* findSmLimits(int cc_major, int cc_minor) {
+  for (const SmLimits& l : smLimitsTable()) {
+    if (l.cc_major == cc_major && l.cc_minor == cc_minor) return &l;
+  }
+  return nullptr;
+}
 
 std::optional<GpuSpec> findGpuSpec(std::string_view name) {
   const GpuSpec* spec = specIndex().find(name);

@@ -227,6 +227,31 @@ TEST(GpuSpecTest, EveryEntryIsInternallyConsistent) {
   }
 }
 
+TEST(GpuSpecTest, PerSmLimitsComeFromTheComputeCapabilityTable) {
+  for (const GpuSpec& spec : gpuSpecs()) {
+    SCOPED_TRACE(spec.short_name);
+    const SmLimits* limits = findSmLimits(spec.cc_major, spec.cc_minor);
+    ASSERT_NE(limits, nullptr);
+    EXPECT_EQ(spec.max_warps_per_sm, limits->max_warps_per_sm);
+    EXPECT_EQ(spec.max_blocks_per_sm, limits->max_blocks_per_sm);
+    EXPECT_EQ(spec.max_shared_per_sm, limits->max_shared_per_sm);
+    EXPECT_EQ(spec.max_shared_per_block_optin, limits->max_shared_per_block_optin);
+  }
+  int previous = 0;
+  for (const SmLimits& l : smLimitsTable()) {
+    const int cc = l.cc_major * 10 + l.cc_minor;
+    EXPECT_GT(cc, previous);
+    previous = cc;
+    EXPECT_EQ(l.max_threads_per_sm, l.max_warps_per_sm * 32);
+    // The driver's 1 KiB per block (8.0 on) is what separates the per-block opt-in from the per-SM carveout.
+    EXPECT_EQ(l.max_shared_per_block_optin + l.reserved_shared_per_block, l.max_shared_per_sm);
+    EXPECT_EQ(l.reserved_shared_per_block, l.cc_major >= 8 ? 1024u : 0u);
+  }
+  EXPECT_EQ(findSmLimits(12, 0)->max_blocks_per_sm, 24);
+  EXPECT_EQ(findSmLimits(7, 5)->max_warps_per_sm, 32);
+  EXPECT_EQ(findSmLimits(6, 1), nullptr);
+}
+
 TEST(GpuSpecTest, A100FiguresMatchTheDatasheet) {
   const GpuSpec sxm80 = *findGpuSpec("NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(sxm80.sm_count, 108);

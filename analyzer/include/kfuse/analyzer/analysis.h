@@ -262,6 +262,31 @@ struct Report {
 // Runs the whole analysis on an imported trace.
 Expected<Report> analyze(const ImportResult& input, const std::string& input_path, const AnalysisOptions& options);
 
+// ---------------------------------------------------------------------------------------------------------------
+// Re-prediction with the fused kernel's occupancy (for the rewriter, once ptxas has compiled the fused kernel)
+
+// Re-predicts a per-occurrence estimate for a fused kernel of theoretical occupancy `fused_occupancy` where the
+// originals ran at `originals_occupancy` (both in (0, 1]; for several originals see meanOccupancy()). The rule
+// (docs/analyzer.md, "Cost model", rule 11): the achieved fraction carried over to the fused kernel scales with
+// f = min(1, fused_occupancy / originals_occupancy), so the fused time becomes fused_ns / f and the saving falls by
+// as much as the fused time grew. The result is not bounded like the analyzer's: fused_ns may exceed the originals'
+// time and saving_ns may be negative (the fusion is predicted to lose). f = 1 (no loss of occupancy) returns the
+// estimate unchanged; a higher occupancy is not credited. The note says what changed. kInvalidArgument for an
+// occupancy outside (0, 1].
+Expected<CostEstimate> costWithOccupancy(const CostEstimate& estimate, double fused_occupancy,
+                                         double originals_occupancy);
+
+// The same for a whole candidate: `cost` as costWithOccupancy(); total_saving_ns falls by occurrences x the growth
+// of the per-occurrence fused time; share_of_gpu_busy is the new total over the same GPU busy time (0 when the
+// candidate had no share to scale). Everything else is copied.
+Expected<Candidate> candidateWithOccupancy(const Candidate& candidate, double fused_occupancy,
+                                           double originals_occupancy);
+
+// The occupancy several original kernels ran at, as one figure: their occupancies weighted by their GPU times
+// (`times_ns`, the same length; empty or all 0: equal weights). The achieved fraction is a time-weighted mean over
+// the kernels in the same way (rule 4). 0 for no kernels.
+double meanOccupancy(const std::vector<double>& occupancies, const std::vector<double>& times_ns);
+
 // Report writers. JSON follows schemas/report.schema.json.
 nlohmann::json reportToJson(const Report& report);
 std::string reportToText(const Report& report, size_t top);

@@ -53,8 +53,7 @@ struct GpuSpec {
   double bf16_flops = 0;  // non-tensor
   double bf16_tensor_flops = 0;
 
-  // Per-SM limits: these depend only on the compute capability (CUDA C++ Programming Guide, "Technical
-  // Specifications per Compute Capability").
+  // Per-SM limits: these depend only on the compute capability and are copied from its SmLimits entry.
   int max_threads_per_sm = 0;
   int max_warps_per_sm = 0;
   int max_blocks_per_sm = 0;
@@ -67,6 +66,33 @@ struct GpuSpec {
 
   std::string source;  // the documents the figures come from
 };
+
+// Per-SM limits of one compute capability: what an SM can hold at once, the same for every product of that
+// capability (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; the allocation
+// granularities and barrier slots are those of the CUDA occupancy calculator, cuda_occupancy.h). GpuSpec's per-SM
+// fields are copied from here, and the rewriter's occupancy calculator reads it, so each fact is stated once.
+struct SmLimits {
+  int cc_major = 0;
+  int cc_minor = 0;
+  int max_threads_per_sm = 0;
+  int max_warps_per_sm = 0;
+  int max_blocks_per_sm = 0;
+  int registers_per_sm = 0;           // 32-bit registers (65536 = 256 KiB); also the most one block may use
+  int max_registers_per_thread = 0;
+  int register_allocation_unit = 0;   // registers: a warp's registers are allocated in multiples of this
+  int register_file_partitions = 0;   // warp schedulers; registers are allocated within one partition's share
+  int max_threads_per_block = 0;
+  uint64_t max_shared_per_sm = 0;           // bytes, largest shared-memory carveout
+  uint64_t max_shared_per_block_optin = 0;  // bytes, with cudaFuncAttributeMaxDynamicSharedMemorySize
+  uint32_t reserved_shared_per_block = 0;   // bytes the driver keeps per resident block (1 KiB from 8.0 on)
+  uint32_t shared_allocation_unit = 0;      // bytes: a block's shared memory is allocated in multiples of this
+  int barriers_per_sm = 0;                  // hardware barriers (bar.sync ids) of all resident blocks together
+};
+
+// Every compute capability kfuse knows, in ascending order.
+const std::vector<SmLimits>& smLimitsTable();
+// The limits of compute capability `cc_major`.`cc_minor`; nullptr when it is not in the table.
+const SmLimits* findSmLimits(int cc_major, int cc_minor);
 
 // Facts a trace records about a device besides its name (Kineto deviceProperties, Nsight Systems
 // TARGET_INFO_GPU, CUPTI device records). 0 = not recorded.

@@ -92,7 +92,7 @@ struct KernelResources {
   uint64_t static_shared_bytes = 0;
   uint32_t threads_per_block = 0;  // of the launch the occupancy is for
   double occupancy = 0;            // active warps / maximum warps per SM, 0..1
-  std::string occupancy_limiter;   // "registers", "shared memory", "blocks", "warps"
+  std::string occupancy_limiter;   // "warps", "blocks", "registers", "shared memory", "barriers"
 };
 
 struct Prediction {
