@@ -52,4 +52,9 @@ struct ValidationResult {
 // all (missing file, PTX that does not parse); a wrong result is `passed == false` with the reason.
 Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir, const ValidationOptions& options);
 
+// Records `result` in the plan's validation block: the backend's verdict ("passed"/"failed"), the seed, the runs,
+// the first mismatch as a sentence (or the failure), and `validated_at` (ISO 8601 UTC, now). Whoever stores
+// validation elsewhere (the trace database) takes the same ValidationResult.
+void recordValidation(PlanValidation& validation, const ValidationOptions& options, const ValidationResult& result);
+
 }  // namespace kfuse::rewriter
