@@ -129,4 +129,52 @@ inline Plan writeScaleAddPlanDir(const std::filesystem::path& dir, const std::st
   return plan;
 }
 
+// The whole chain scale -> add -> relu -> mul over buffers x=0, t1=1, bias=2, t2=3, t3=4, gate=5, out=6 of `n`
+// floats, block 256, with the hand-written fused kernel of testdata/elementwise_chain_fused.ptx.
+inline ArgumentSet chainArguments(uint32_t n, const std::string& origin) {
+  ArgumentSet s;
+  s.origin = origin;
+  s.buffer_bytes.assign(7, 4ull * n);
+  float alpha = 1.75f;
+  uint32_t alpha_bits;
+  std::memcpy(&alpha_bits, &alpha, 4);
+  s.args = {{ptrArg(0), ptrArg(1), scalarArg(le32(alpha_bits)), scalarArg(le32(n))},
+            {ptrArg(1), ptrArg(2), ptrArg(3), scalarArg(le32(n))},
+            {ptrArg(3), ptrArg(4), scalarArg(le32(n))},
+            {ptrArg(4), ptrArg(5), ptrArg(6), scalarArg(le32(n))}};
+  uint32_t grid = (n + 255) / 256;
+  s.shapes.assign(4, shape1d(grid, 256));
+  s.fused_shape = shape1d(grid, 256);
+  return s;
+}
+
+inline Plan writeChainPlanDir(const std::filesystem::path& dir, std::vector<ArgumentSet> sets) {
+  std::string originals = readFile(std::filesystem::path(KFUSE_EXAMPLE_PTX_DIR) / "elementwise_chain.ptx");
+  std::string hash = core::sha256Hex(reinterpret_cast<const uint8_t*>(originals.data()), originals.size());
+  Plan p = scaleAddPlan(hash);
+  PlanKernel relu{
+      "relu",
+      hash,
+      p.kernels[0].ptx_file,
+      shape1d(128, 256),
+      {param(0, 0, 8, true, "read", "f32"), param(1, 8, 8, true, "write", "f32"), param(2, 16, 4, false, "", "")}};
+  PlanKernel mul = p.kernels[1];
+  mul.mangled_name = "mul";
+  p.kernels.push_back(relu);
+  p.kernels.push_back(mul);
+  p.predicates.clear();
+  p.fused.name = "kfuse_elementwise_chain";
+  p.fused.params = {{"kfuse_chain_x", {{0, 0}}},          {"kfuse_chain_t1", {{0, 1}, {1, 0}}},
+                    {"kfuse_chain_alpha", {{0, 2}}},      {"kfuse_chain_n", {{0, 3}, {1, 3}, {2, 2}, {3, 3}}},
+                    {"kfuse_chain_bias", {{1, 1}}},       {"kfuse_chain_t2", {{1, 2}, {2, 0}}},
+                    {"kfuse_chain_t3", {{2, 1}, {3, 0}}}, {"kfuse_chain_gate", {{3, 1}}},
+                    {"kfuse_chain_out", {{3, 2}}}};
+  p.argument_sets = std::move(sets);
+  writeFile(dir / p.kernels[0].ptx_file, originals);
+  writeFile(dir / "fused.ptx",
+            readFile(std::filesystem::path(KFUSE_REWRITER_TESTDATA) / "elementwise_chain_fused.ptx"));
+  (void)writePlan(dir.string(), p);
+  return p;
+}
+
 }  // namespace kfuse::rewriter::testing
