@@ -293,6 +293,8 @@ Expected<Loaded> load(const Plan& plan, const std::string& dir, Backend which) {
   return out;
 }
 
+constexpr uint64_t kMaxArgumentSetBytes = uint64_t{8} << 30;
+
 // Checks that the plan gives every kernel arguments of the sizes it declares, before anything runs.
 Status checkArguments(const Plan& plan, const Loaded& l, size_t set_index) {
   const ArgumentSet& set = plan.argument_sets[set_index];
@@ -300,6 +302,16 @@ Status checkArguments(const Plan& plan, const Loaded& l, size_t set_index) {
   if (set.args.size() != plan.kernels.size()) {
     return invalidArgument(where + " gives arguments for " + std::to_string(set.args.size()) +
                            " kernels, the pattern has " + std::to_string(plan.kernels.size()));
+  }
+  // Each buffer exists four times (two device copies, the input and the read-back): refuse sizes no machine can
+  // validate before allocating any of it.
+  uint64_t total = 0;
+  for (uint64_t b : set.buffer_bytes) {
+    if (b > kMaxArgumentSetBytes - total) {
+      return invalidArgument(where + " needs more than " + std::to_string(kMaxArgumentSetBytes >> 30) +
+                             " GiB of buffers, more than kfuse validates with");
+    }
+    total += b;
   }
   auto size = [&](const ArgValue& v) { return v.pointer ? size_t{8} : v.bytes.size(); };
   for (size_t k = 0; k < set.args.size(); ++k) {

@@ -198,7 +198,9 @@ class DriverBackend final : public ValidationBackend {
     if (r != CUDA_SUCCESS) return unsupported("cuDeviceGet failed: " + cuError(api_, r));
     // A context of our own rather than the primary one: a fault poisons the context, and validation then starts
     // a new one without disturbing anything else in the process.
-    r = api_.ctxCreate(&ctx_, /*ctxCreateParams=*/nullptr, /*flags=*/0, dev);
+    // Zeroed parameters (no execution affinity, no CIG) rather than NULL, which not every driver version accepts.
+    CUctxCreateParams params{};
+    r = api_.ctxCreate(&ctx_, &params, /*flags=*/0, dev);
     if (r != CUDA_SUCCESS) {
       ctx_ = nullptr;
       return unsupported("cuCtxCreate failed: " + cuError(api_, r));

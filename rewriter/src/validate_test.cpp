@@ -127,6 +127,13 @@ TEST(Validate, PlansThatCannotRunAreErrorsNamingTheFile) {
   EXPECT_EQ(absent.status().message(), (dir / "fused.ptx").string() + ": no .entry no_such_kernel");
 
   plan.fused.name = "kfuse_scale_add";
+  Plan huge = plan;
+  huge.argument_sets[0].buffer_bytes[2] = uint64_t{1} << 62;
+  auto too_big = validatePlan(huge, dir.string(), emu());
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("argument set 0 needs more than 8 GiB"), std::string::npos)
+      << too_big.status().message();
+
   plan.fused.params.pop_back();
   auto short_params = validatePlan(plan, dir.string(), emu());
   ASSERT_FALSE(short_params.ok());
