@@ -3,6 +3,7 @@
 #include "kfuse/rewriter/validate.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -247,10 +248,16 @@ void fillBuffer(std::vector<uint8_t>& data, const ElementType& t, const Trial& t
 
 // ---- the plan, resolved against a backend ----
 
+constexpr size_t kNoSet = ~size_t{0};
+
+// A backend with the plan's kernels loaded, and the buffers of the argument set being validated (two copies:
+// [0] for the originals, [1] for the fused kernel). The backend frees them when it goes.
 struct Loaded {
   std::unique_ptr<ValidationBackend> backend;
   std::vector<BackendKernel> originals;
   BackendKernel fused;
+  std::array<std::vector<uint64_t>, 2> buffers;
+  size_t buffers_of_set = kNoSet;
 };
 
 Expected<std::string> readText(const std::filesystem::path& path) {
@@ -302,6 +309,10 @@ Status checkArguments(const Plan& plan, const Loaded& l, size_t set_index) {
   if (set.args.size() != plan.kernels.size()) {
     return invalidArgument(where + " gives arguments for " + std::to_string(set.args.size()) +
                            " kernels, the pattern has " + std::to_string(plan.kernels.size()));
+  }
+  if (!set.shapes.empty() && set.shapes.size() != plan.kernels.size()) {
+    return invalidArgument(where + " gives " + std::to_string(set.shapes.size()) + " launch shapes for " +
+                           std::to_string(plan.kernels.size()) + " kernels");
   }
   // Each buffer exists four times (two device copies, the input and the read-back): refuse sizes no machine can
   // validate before allocating any of it.
@@ -410,23 +421,26 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
     fillBuffer(input[i], types[i], trial, set_index * 7919 + i);
   }
   // Both copies live at once, so a kernel that strays out of its buffer hits a guard gap, not the other copy.
-  std::vector<uint64_t> side[2];
-  struct Releaser {
-    ValidationBackend& b;
-    std::vector<uint64_t>* sides;
-    ~Releaser() {
-      for (int s = 0; s < 2; ++s) {
-        for (uint64_t p : sides[s]) (void)b.release(p);
+  // They are allocated once per argument set: fresh allocations for every trial cost page faults and zeroing that
+  // showed in profiles of large sets. Every trial overwrites every byte of them before it runs.
+  if (l.buffers_of_set != set_index) {
+    for (auto& copies : l.buffers) {
+      for (uint64_t p : copies) (void)b.release(p);
+      copies.clear();
+    }
+    l.buffers_of_set = kNoSet;
+    for (auto& copies : l.buffers) {
+      for (size_t i = 0; i < nbuf; ++i) {
+        // The emulator and the driver refuse empty allocations; a zero-byte buffer gets one unused byte.
+        KFUSE_ASSIGN_OR_RETURN(uint64_t p, b.allocate(std::max<uint64_t>(set.buffer_bytes[i], 1)));
+        copies.push_back(p);
       }
     }
-  } releaser{b, side};
-  for (int s = 0; s < 2; ++s) {
-    for (size_t i = 0; i < nbuf; ++i) {
-      // The emulator and the driver refuse empty allocations; a zero-byte buffer gets one unused byte.
-      KFUSE_ASSIGN_OR_RETURN(uint64_t p, b.allocate(std::max<uint64_t>(set.buffer_bytes[i], 1)));
-      side[s].push_back(p);
-      KFUSE_RETURN_IF_ERROR(b.copyIn(p, input[i].data(), input[i].size()));
-    }
+    l.buffers_of_set = set_index;
+  }
+  const auto& side = l.buffers;
+  for (const auto& copies : side) {
+    for (size_t i = 0; i < nbuf; ++i) KFUSE_RETURN_IF_ERROR(b.copyIn(copies[i], input[i].data(), input[i].size()));
   }
   RunOutcome out;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
