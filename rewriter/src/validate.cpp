@@ -513,6 +513,10 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
 
 }  // namespace
 
+std::string formatElement(const std::string& ptx_type, uint64_t bits) {
+  return formatValue(elementType(ptx_type), bits);
+}
+
 const char* backendName(Backend b) {
   return b == Backend::kGpu ? "gpu" : "emu";
 }

@@ -162,6 +162,26 @@ TEST(Validate, MillionElementChainValidatesQuickly) {
   EXPECT_LT(r->seconds, 10.0);  // generous: the machine is shared; the measured time is in the README
 }
 
+TEST(Validate, PrintsElementsAsNumbersAndNaNsWithTheirBits) {
+  EXPECT_EQ(formatElement("f32", 0x3fc00000), "1.5");
+  EXPECT_EQ(formatElement("f32", 0x80000000), "-0");
+  EXPECT_EQ(formatElement("f32", 0xff800000), "-inf");
+  EXPECT_EQ(formatElement("f32", 0x7fc01234), "nan (0x7fc01234)");
+  EXPECT_EQ(formatElement("f32", 0x00000001), "1.40129846e-45");
+  EXPECT_EQ(formatElement("f64", 0x3ff0000000000000), "1");
+  EXPECT_EQ(formatElement("f64", 0x7ff8000000001234), "nan (0x7ff8000000001234)");
+  EXPECT_EQ(formatElement("f16", 0x3c00), "1");
+  EXPECT_EQ(formatElement("f16", 0x0001), "5.9605e-08");
+  EXPECT_EQ(formatElement("f16x2", 0xbc00), "-1");
+  EXPECT_EQ(formatElement("bf16", 0x7fc1), "nan (0x7fc1)");
+  EXPECT_EQ(formatElement("bf16", 0x3f80), "1");
+  EXPECT_EQ(formatElement("s32", 0xffffffff), "-1");
+  EXPECT_EQ(formatElement("s32", 0x80000000), "-2147483648");
+  EXPECT_EQ(formatElement("u32", 0xffffffff), "4294967295");
+  EXPECT_EQ(formatElement("s8", 0x80), "-128");
+  EXPECT_EQ(formatElement("", 0xff), "255");
+}
+
 // ---- the driver backend ----
 // Runs wherever libcuda.so.1 can be loaded: on a GPU, or on kfuse's CPU stand-in (ctest runs these twice, as
 // rewriter.DriverBackendOnStandin with LD_LIBRARY_PATH at the stand-in, label emulator, and as

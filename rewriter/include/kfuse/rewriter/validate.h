@@ -39,6 +39,10 @@ struct Mismatch {
   std::string sentence() const;
 };
 
+// How a mismatch prints one element of PTX type `ptx_type` ("f32", "bf16", "s32", ...; "" = a byte) from its
+// little-endian bits: integers in decimal, floats with enough digits to round-trip, NaNs as "nan (0x7fc01234)".
+std::string formatElement(const std::string& ptx_type, uint64_t bits);
+
 struct ValidationResult {
   bool passed = false;
   int runs = 0;
