@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   registerMetricVerbs(app, ctx);
   registerAnalyzeVerbs(app, ctx);
   registerPtxVerbs(app, ctx);
+  registerValidateVerbs(app, ctx);
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     try {

@@ -32,5 +32,6 @@ void registerPtxVerbs(CLI::App& app, VerbContext& ctx);    // ptx list|extract|c
 void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);  // analyze
 void registerRecordVerbs(CLI::App& app, VerbContext& ctx);   // record
 void registerMetricVerbs(CLI::App& app, VerbContext& ctx);   // metrics
+void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate
 
 }  // namespace kfuse::cli

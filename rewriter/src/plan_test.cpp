@@ -1,1 +1,191 @@
-// Placeholder: filled in by the change that implements it.
+#include "kfuse/rewriter/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "temp_dir.h"
+#include "test_plans.h"
+
+namespace kfuse::rewriter {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kHash(64, 'a');
+
+// Every field set, so a round trip shows that none is lost.
+Plan fullPlan() {
+  Plan p = testing::scaleAddPlan(kHash);
+  p.layout = "";
+  Predicate value;
+  value.kind = Predicate::Kind::kArgValue;
+  value.a = {0, 3};
+  value.value = {0xe8, 0x03, 0, 0};
+  p.predicates.push_back(value);
+  p.fused.parts = {{0, 0, 128, 0, 256, -1}, {1, 0, 128, 0, 256, 3}};
+  p.resources = {{"scale", "sm_90", 8, 0, 0, 0, 0, 0, 256, 1.0, "warps"},
+                 {"kfuse_scale_add", "sm_90", 12, 1, 4, 8, 16, 0, 256, 0.75, "registers"}};
+  p.aggressive = true;
+  p.dropped_buffers = {{0, 1}};
+  p.prediction = {"H100 SXM5", 3, 5200.5, 3100.25, 2100.25, 300, 630075, "memory bound"};
+  p.validation = {true, {"sm_80", "sm_90"}, "passed", "not-run", 7, 8, "", "2026-11-25T14:00:00Z"};
+  return p;
+}
+
+Expected<Plan> parse(const json& j) {
+  return planFromJson(j, "plan/plan.json");
+}
+
+TEST(PlanJson, RoundTripsEveryField) {
+  json j = planToJson(fullPlan());
+  auto back = parse(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(planToJson(*back), j);
+  EXPECT_EQ(back->predicates.back().value, (std::vector<uint8_t>{0xe8, 0x03, 0, 0}));
+  EXPECT_EQ(back->argument_sets[1].fused_shape->grid[0], 4u);
+  EXPECT_EQ(back->fused.parts[1].barrier_id, 3);
+  EXPECT_EQ(back->validation.validated_at, "2026-11-25T14:00:00Z");
+}
+
+TEST(PlanJson, NamesFileAndFieldOfABadModuleHash) {
+  json j = planToJson(fullPlan());
+  j["pattern"]["kernels"][1]["module_hash"] = "abc";
+  auto p = parse(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(), "plan/plan.json: pattern.kernels[1].module_hash: expected 64 hex digits");
+}
+
+TEST(PlanJson, RefusesOtherVersionsAndSaysWhatToDo) {
+  json j = planToJson(fullPlan());
+  j["version"] = 1;
+  auto p = parse(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ErrorCode::kUnsupportedVersion);
+  EXPECT_EQ(p.status().message(),
+            "plan/plan.json: plan version 1 is not supported by this kfuse (reads version 2); re-run kfuse rewrite");
+}
+
+TEST(PlanJson, NamesMissingAndUnknownFields) {
+  json j = planToJson(fullPlan());
+  j["fused_kernel"].erase("name");
+  EXPECT_EQ(parse(j).status().message(), "plan/plan.json: fused_kernel.name: missing required field");
+  j = planToJson(fullPlan());
+  j["argument_sets"][0]["args"][1][2]["colour"] = "red";
+  EXPECT_EQ(parse(j).status().message(), "plan/plan.json: argument_sets[0].args[1][2].colour: unknown field");
+}
+
+TEST(PlanJson, ChecksReferencesIntoThePattern) {
+  json j = planToJson(fullPlan());
+  j["fused_kernel"]["params"][1]["sources"][1]["kernel"] = 5;
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: fused_kernel.params[1].sources[1].kernel: no kernel 5 in the pattern (it has 2)");
+  j = planToJson(fullPlan());
+  j["argument_sets"][0]["args"][0][0]["buffer"] = 9;
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: argument_sets[0].args[0][0].buffer: no buffer 9 (the set has 4)");
+}
+
+TEST(PlanJson, RejectsOutOfRangeNumbers) {
+  json j = planToJson(fullPlan());
+  j["pattern"]["kernels"][0]["grid"][0] = 1ull << 40;
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: pattern.kernels[0].grid[0]: integer out of range (at most 4294967295)");
+  j = planToJson(fullPlan());
+  j["validation"]["runs"] = -3;
+  EXPECT_EQ(parse(j).status().message(), "plan/plan.json: validation.runs: integer out of range (at least 0)");
+}
+
+// Replaces every value of the document, one at a time, with values of every other type and extreme numbers:
+// the reader must answer with a Status each time, never throw or crash.
+void mutateEverywhere(const json& doc, json& node, int& checked) {
+  const json kHostile[] = {nullptr,
+                           "x",
+                           1e308,
+                           -1,
+                           json(18446744073709551615ull),
+                           json::array(),
+                           json::object(),
+                           true,
+                           -9223372036854775807ll - 1,
+                           0.5};
+  for (const json& h : kHostile) {
+    json saved = node;
+    node = h;
+    auto p = parse(doc);
+    if (p.ok()) (void)planToJson(*p);
+    node = saved;
+    ++checked;
+  }
+  if (node.is_object()) {
+    for (auto& [key, value] : node.items()) mutateEverywhere(doc, value, checked);
+  } else if (node.is_array()) {
+    for (auto& value : node) mutateEverywhere(doc, value, checked);
+  }
+}
+
+TEST(PlanJson, HostileInputGivesAStatusNeverAnException) {
+  json doc = planToJson(fullPlan());
+  int checked = 0;
+  mutateEverywhere(doc, doc, checked);
+  EXPECT_GT(checked, 1000);
+  EXPECT_FALSE(parse(json::array()).ok());
+  EXPECT_FALSE(parse(json("plan")).ok());
+  EXPECT_EQ(parse(nullptr).status().message(), "plan/plan.json: (document): expected an object");
+}
+
+TEST(PlanFiles, WriteIsAtomicAndReadsBack) {
+  fs::path dir = kfuse::testing::processTempDir("kfuse_plan_test_") / "write";
+  Plan plan = fullPlan();
+  ASSERT_TRUE(writePlan(dir.string(), plan).ok());
+  plan.validation.emulator = "failed";
+  ASSERT_TRUE(writePlan(dir.string(), plan).ok());  // over an existing plan
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "plan.json") << "temporary file left behind";
+  }
+  EXPECT_EQ(files, 1);
+  auto back = readPlan(dir.string());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->validation.emulator, "failed");
+  EXPECT_EQ(planToJson(*back), planToJson(plan));
+}
+
+TEST(PlanFiles, ReadNamesTheFileThatIsMissingOrBroken) {
+  fs::path dir = kfuse::testing::processTempDir("kfuse_plan_test_") / "broken";
+  auto missing = readPlan((dir / "absent").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("absent"), std::string::npos);
+  testing::writeFile(dir / "plan.json", "{\"format\": \"kfuse-plan\", ");
+  auto broken = readPlan(dir.string());
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().message(), (dir / "plan.json").string() + ": not valid JSON");
+}
+
+TEST(PlanReadme, ShowsThePlanForPeople) {
+  std::string r = planReadme(fullPlan());
+  for (const char* want : {"# kfuse plan: `kfuse_scale_add`", "## Pattern", "## Predicates", "## Fused kernel",
+                           "### Parameter mapping", "### Launch mapping", "## Resources", "## Prediction",
+                           "## Validation", "argument 1 of `scale` equals argument 0 of `add`",
+                           "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%",
+                           "emulator: passed", "Aggressive"}) {
+    EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
+  }
+}
+
+// tests/schemas/examples/plan.scale_add.json is what planToJson writes for fullPlan(); check_schemas.py
+// validates it against schemas/plan.schema.json (ctest -L schema), so the schema describes the writer.
+// Regenerate with KFUSE_UPDATE_GOLDEN=1.
+TEST(PlanSchema, ExampleIsWhatThePlanWriterWrites) {
+  fs::path example = fs::path(KFUSE_SOURCE_DIR) / "tests/schemas/examples/plan.scale_add.json";
+  std::string want = planToJson(fullPlan()).dump(1) + "\n";
+  if (std::getenv("KFUSE_UPDATE_GOLDEN")) testing::writeFile(example, want);
+  EXPECT_EQ(testing::readFile(example), want) << "regenerate with KFUSE_UPDATE_GOLDEN=1 and review the diff";
+}
+
+}  // namespace
+}  // namespace kfuse::rewriter

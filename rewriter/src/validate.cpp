@@ -1,1 +1,603 @@
-// Placeholder: filled in by the change that implements it.
+// Differential validation: originals and fused kernel on two identical copies of every buffer, compared byte for
+// byte. The trial data and the comparison live here; where kernels run is a ValidationBackend.
+#include "kfuse/rewriter/validate.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "validate_backend.h"
+
+namespace kfuse::rewriter {
+
+namespace {
+
+// ---- element types ----
+
+struct ElementType {
+  enum class Kind { kFloat, kSigned, kUnsigned };
+  Kind kind = Kind::kUnsigned;
+  int bytes = 1;
+  bool bf16 = false;
+  std::string name = "u8";  // what a mismatch prints
+};
+
+ElementType elementType(const std::string& ptx_type) {
+  ElementType t;
+  if (ptx_type.empty()) return t;  // unknown: compared and filled as bytes
+  std::string base = ptx_type;
+  if (auto x = base.find('x'); x != std::string::npos) base = base.substr(0, x);  // f16x2 -> f16
+  t.name = base;
+  if (base == "bf16") {
+    t.kind = ElementType::Kind::kFloat;
+    t.bytes = 2;
+    t.bf16 = true;
+    return t;
+  }
+  int bits = 0;
+  if (base.size() >= 2) bits = std::atoi(base.c_str() + 1);
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return ElementType{};
+  t.bytes = bits / 8;
+  switch (base[0]) {
+    case 'f': t.kind = ElementType::Kind::kFloat; break;
+    case 's': t.kind = ElementType::Kind::kSigned; break;
+    case 'u':
+    case 'b': t.kind = ElementType::Kind::kUnsigned; break;
+    default: return ElementType{};
+  }
+  if (t.kind == ElementType::Kind::kFloat && t.bytes == 1) return ElementType{};
+  return t;
+}
+
+double halfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0) {
+    v = std::ldexp(mant, -24);
+  } else if (exp == 31) {
+    v = mant ? NAN : INFINITY;
+  } else {
+    v = std::ldexp(mant + 1024, exp - 25);
+  }
+  return sign ? -v : v;
+}
+
+// The value of `bits` as a number; NaNs also show their bits, since two NaNs can differ only there.
+std::string formatValue(const ElementType& t, uint64_t bits) {
+  char buf[96];
+  if (t.kind == ElementType::Kind::kFloat) {
+    double v = 0;
+    int digits = 17;
+    if (t.bytes == 8) {
+      std::memcpy(&v, &bits, 8);
+    } else if (t.bytes == 4) {
+      uint32_t b = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &b, 4);
+      v = f;
+      digits = 9;
+    } else if (t.bf16) {
+      uint32_t b = static_cast<uint32_t>(bits) << 16;
+      float f;
+      std::memcpy(&f, &b, 4);
+      v = f;
+      digits = 4;
+    } else {
+      v = halfToDouble(static_cast<uint16_t>(bits));
+      digits = 5;
+    }
+    if (std::isnan(v)) {
+      std::snprintf(buf, sizeof buf, "nan (0x%0*" PRIx64 ")", t.bytes * 2, bits);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    }
+    return buf;
+  }
+  if (t.kind == ElementType::Kind::kSigned) {
+    int shift = 64 - 8 * t.bytes;
+    int64_t s = static_cast<int64_t>(bits << shift) >> shift;
+    std::snprintf(buf, sizeof buf, "%" PRId64, s);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%" PRIu64, bits);
+  return buf;
+}
+
+std::string hexValue(const ElementType& t, uint64_t bits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%0*" PRIx64, t.bytes * 2, bits);
+  return buf;
+}
+
+// ---- trial data ----
+
+enum class TrialKind { kRandom, kEdge, kZeros, kSmall };
+
+struct Trial {
+  TrialKind kind;
+  uint64_t seed = 0;
+  std::string name;
+};
+
+std::vector<Trial> trialsFor(const ValidationOptions& o) {
+  std::vector<Trial> all = {
+      {TrialKind::kRandom, o.seed, "random (seed " + std::to_string(o.seed) + ")"},
+      {TrialKind::kEdge, 0, "edge values"},
+      {TrialKind::kZeros, 0, "zeros"},
+      {TrialKind::kSmall, o.seed, "small values (seed " + std::to_string(o.seed) + ")"},
+  };
+  if (o.trials <= 0) return all;
+  std::vector<Trial> out;
+  for (int i = 0; i < o.trials; ++i) {
+    if (static_cast<size_t>(i) < all.size()) {
+      out.push_back(all[static_cast<size_t>(i)]);
+    } else {
+      uint64_t seed = o.seed + static_cast<uint64_t>(i);
+      out.push_back({TrialKind::kRandom, seed, "random (seed " + std::to_string(seed) + ")"});
+    }
+  }
+  return out;
+}
+
+uint64_t mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111eb;
+  return x ^ (x >> 31);
+}
+
+// Counter-based splitmix64: reproducible from the seed alone and several times faster than a Mersenne twister,
+// which matters when a trial fills millions of elements.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t operator()() { return mix(state_++); }
+
+ private:
+  uint64_t state_;
+};
+
+// Edge values of each type, cycled through a buffer: NaNs (quiet, with a payload, negative), ±0, ±inf, the
+// smallest and largest denormals, ±1, ±max finite, the smallest normal; for integers 0, 1, -1 (UINT_MAX), INT_MIN,
+// INT_MAX and alternating bits.
+std::vector<uint64_t> edgeValues(const ElementType& t) {
+  if (t.kind == ElementType::Kind::kFloat) {
+    if (t.bytes == 8) {
+      return {0x7ff8000000000000, 0x7ff8000000001234, 0xfff8000000000000, 0x0000000000000000, 0x8000000000000000,
+              0x7ff0000000000000, 0xfff0000000000000, 0x0000000000000001, 0x800fffffffffffff, 0x000fffffffffffff,
+              0x3ff0000000000000, 0xbff0000000000000, 0x7fefffffffffffff, 0xffefffffffffffff, 0x0010000000000000};
+    }
+    if (t.bytes == 4) {
+      return {0x7fc00000, 0x7fc01234, 0xffc00000, 0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x00000001,
+              0x807fffff, 0x007fffff, 0x3f800000, 0xbf800000, 0x7f7fffff, 0xff7fffff, 0x00800000};
+    }
+    if (t.bf16) {
+      return {0x7fc0, 0x7fc1, 0xffc0, 0x0000, 0x8000, 0x7f80, 0xff80, 0x0001,
+              0x807f, 0x007f, 0x3f80, 0xbf80, 0x7f7f, 0xff7f, 0x0080};
+    }
+    return {0x7e00, 0x7e12, 0xfe00, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x0001,
+            0x83ff, 0x03ff, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x0400};
+  }
+  int bits = 8 * t.bytes;
+  uint64_t all = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  uint64_t sign = uint64_t{1} << (bits - 1);
+  return {0, 1, all, sign, sign - 1, 2, all - 1, 0x5555555555555555 & all, 0xaaaaaaaaaaaaaaaa & all};
+}
+
+// A random finite value with a magnitude in [2^-8, 2^8): the range where arithmetic of the kernels is exercised
+// without drowning every result in infinities.
+uint64_t randomFloat(const ElementType& t, Rng& rng) {
+  uint64_t r = rng();
+  if (t.bytes == 8) return (r & 0x800fffffffffffff) | (uint64_t{1015 + (r >> 52) % 16} << 52);
+  if (t.bytes == 4) return (r & 0x807fffff) | (uint64_t{119 + (r >> 40) % 16} << 23);
+  if (t.bf16) return (r & 0x807f) | (uint64_t{119 + (r >> 40) % 16} << 7);
+  return (r & 0x83ff) | (uint64_t{7 + (r >> 40) % 16} << 10);
+}
+
+uint64_t smallValue(const ElementType& t, Rng& rng) {
+  int v = static_cast<int>(rng() % 17) - 8;  // -8..8: exact in every float type
+  if (t.kind != ElementType::Kind::kFloat) return static_cast<uint64_t>(rng() % 16);
+  if (t.bytes == 8) {
+    double d = v;
+    uint64_t b;
+    std::memcpy(&b, &d, 8);
+    return b;
+  }
+  float f = static_cast<float>(v);
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if (t.bytes == 4) return b;
+  if (t.bf16) return b >> 16;
+  // f16: small integers are exact; build the bits from the float's exponent and top mantissa bits.
+  if (v == 0) return 0;
+  uint32_t sign = (b >> 31) << 15, exp = ((b >> 23) & 0xff) - 127 + 15, mant = (b >> 13) & 0x3ff;
+  return sign | (exp << 10) | mant;
+}
+
+void fillBuffer(std::vector<uint8_t>& data, const ElementType& t, const Trial& trial, uint64_t stream_seed) {
+  if (trial.kind == TrialKind::kZeros) {
+    std::fill(data.begin(), data.end(), 0);
+    return;
+  }
+  Rng rng(mix(trial.seed ^ mix(stream_seed)));
+  std::vector<uint64_t> edges;
+  if (trial.kind == TrialKind::kEdge) edges = edgeValues(t);
+  size_t n = data.size() / static_cast<size_t>(t.bytes);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v = 0;
+    switch (trial.kind) {
+      case TrialKind::kRandom: v = t.kind == ElementType::Kind::kFloat ? randomFloat(t, rng) : rng(); break;
+      case TrialKind::kEdge: v = edges[i % edges.size()]; break;
+      case TrialKind::kSmall: v = smallValue(t, rng); break;
+      case TrialKind::kZeros: break;
+    }
+    std::memcpy(data.data() + i * static_cast<size_t>(t.bytes), &v, static_cast<size_t>(t.bytes));  // little-endian
+  }
+  for (size_t i = n * static_cast<size_t>(t.bytes); i < data.size(); ++i) data[i] = static_cast<uint8_t>(rng());
+}
+
+// ---- the plan, resolved against a backend ----
+
+constexpr size_t kNoSet = ~size_t{0};
+
+// A backend with the plan's kernels loaded, and the buffers of the argument set being validated (two copies:
+// [0] for the originals, [1] for the fused kernel). The backend frees them when it goes.
+struct Loaded {
+  std::unique_ptr<ValidationBackend> backend;
+  std::vector<BackendKernel> originals;
+  BackendKernel fused;
+  std::array<std::vector<uint64_t>, 2> buffers;
+  size_t buffers_of_set = kNoSet;
+};
+
+Expected<std::string> readText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return notFound(path.string() + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Expected<Loaded> load(const Plan& plan, const std::string& dir, Backend which) {
+  Loaded out;
+  if (which == Backend::kEmulator) {
+    out.backend = makeEmulatorBackend();
+  } else {
+    auto b = makeDriverBackend();
+    if (!b.ok()) return b.status();
+    out.backend = std::move(b).value();
+  }
+  std::map<std::string, int> modules;  // several kernels often come from one module
+  auto kernel = [&](const std::string& file, const std::string& entry) -> Expected<BackendKernel> {
+    std::filesystem::path path = std::filesystem::path(dir) / file;
+    auto it = modules.find(file);
+    if (it == modules.end()) {
+      KFUSE_ASSIGN_OR_RETURN(std::string text, readText(path));
+      auto m = out.backend->loadModule(text);
+      if (!m.ok()) return Status(m.status().code(), path.string() + ": " + m.status().message());
+      it = modules.emplace(file, *m).first;
+    }
+    auto k = out.backend->findKernel(it->second, entry);
+    if (!k.ok()) return Status(k.status().code(), path.string() + ": " + k.status().message());
+    return k;
+  };
+  for (const PlanKernel& k : plan.kernels) {
+    if (k.ptx_file.empty()) return invalidArgument("plan: kernel " + k.mangled_name + " has no ptx_file");
+    KFUSE_ASSIGN_OR_RETURN(BackendKernel bk, kernel(k.ptx_file, k.mangled_name));
+    out.originals.push_back(std::move(bk));
+  }
+  KFUSE_ASSIGN_OR_RETURN(out.fused, kernel(plan.fused.ptx_file, plan.fused.name));
+  return out;
+}
+
+constexpr uint64_t kMaxArgumentSetBytes = uint64_t{8} << 30;
+
+// Checks that the plan gives every kernel arguments of the sizes it declares, before anything runs.
+Status checkArguments(const Plan& plan, const Loaded& l, size_t set_index) {
+  const ArgumentSet& set = plan.argument_sets[set_index];
+  std::string where = "argument set " + std::to_string(set_index);
+  if (set.args.size() != plan.kernels.size()) {
+    return invalidArgument(where + " gives arguments for " + std::to_string(set.args.size()) +
+                           " kernels, the pattern has " + std::to_string(plan.kernels.size()));
+  }
+  if (!set.shapes.empty() && set.shapes.size() != plan.kernels.size()) {
+    return invalidArgument(where + " gives " + std::to_string(set.shapes.size()) + " launch shapes for " +
+                           std::to_string(plan.kernels.size()) + " kernels");
+  }
+  // Each buffer exists four times (two device copies, the input and the read-back): refuse sizes no machine can
+  // validate before allocating any of it.
+  uint64_t total = 0;
+  for (uint64_t b : set.buffer_bytes) {
+    if (b > kMaxArgumentSetBytes - total) {
+      return invalidArgument(where + " needs more than " + std::to_string(kMaxArgumentSetBytes >> 30) +
+                             " GiB of buffers, more than kfuse validates with");
+    }
+    total += b;
+  }
+  auto size = [&](const ArgValue& v) { return v.pointer ? size_t{8} : v.bytes.size(); };
+  for (size_t k = 0; k < set.args.size(); ++k) {
+    const auto& declared = l.originals[k].param_sizes;
+    if (declared.empty()) continue;
+    if (declared.size() != set.args[k].size()) {
+      return invalidArgument(where + ": " + plan.kernels[k].mangled_name + " takes " + std::to_string(declared.size()) +
+                             " parameters, the plan gives " + std::to_string(set.args[k].size()));
+    }
+    for (size_t p = 0; p < declared.size(); ++p) {
+      if (declared[p] != size(set.args[k][p])) {
+        return invalidArgument(where + ": parameter " + std::to_string(p) + " of " + plan.kernels[k].mangled_name +
+                               " is " + std::to_string(declared[p]) + " bytes, the plan gives " +
+                               std::to_string(size(set.args[k][p])));
+      }
+    }
+    for (const ArgValue& v : set.args[k]) {
+      if (v.pointer && (v.buffer < 0 || static_cast<size_t>(v.buffer) >= set.buffer_bytes.size())) {
+        return invalidArgument(where + ": an argument of " + plan.kernels[k].mangled_name + " names buffer " +
+                               std::to_string(v.buffer) + ", which the set does not have");
+      }
+    }
+  }
+  const auto& fdecl = l.fused.param_sizes;
+  if (!fdecl.empty() && fdecl.size() != plan.fused.params.size()) {
+    return invalidArgument(plan.fused.name + " takes " + std::to_string(fdecl.size()) + " parameters, the plan maps " +
+                           std::to_string(plan.fused.params.size()));
+  }
+  for (size_t i = 0; i < plan.fused.params.size(); ++i) {
+    const FusedParam& fp = plan.fused.params[i];
+    if (fp.sources.empty()) return invalidArgument("fused parameter " + fp.name + " has no source argument");
+    const ArgRef& r = fp.sources.front();
+    if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= set.args.size() || r.param < 0 ||
+        static_cast<size_t>(r.param) >= set.args[static_cast<size_t>(r.kernel)].size()) {
+      return invalidArgument("fused parameter " + fp.name + " takes argument " + std::to_string(r.param) +
+                             " of kernel " + std::to_string(r.kernel) + ", which " + where + " does not have");
+    }
+    size_t got = size(set.args[static_cast<size_t>(r.kernel)][static_cast<size_t>(r.param)]);
+    if (!fdecl.empty() && fdecl[i] != got) {
+      return invalidArgument(where + ": parameter " + std::to_string(i) + " (" + fp.name + ") of " + plan.fused.name +
+                             " is " + std::to_string(fdecl[i]) + " bytes, its source is " + std::to_string(got));
+    }
+  }
+  return Status::okStatus();
+}
+
+std::vector<uint8_t> argBytes(const ArgValue& v, const std::vector<uint64_t>& buffers) {
+  if (!v.pointer) return v.bytes;
+  uint64_t address = buffers[static_cast<size_t>(v.buffer)] + v.offset;
+  std::vector<uint8_t> b(8);
+  std::memcpy(b.data(), &address, 8);
+  return b;
+}
+
+// What a buffer is called in a mismatch: the kernel arguments that point into it.
+std::string bufferName(const Plan& plan, const ArgumentSet& set, int buffer) {
+  std::string refs;
+  for (size_t k = 0; k < set.args.size(); ++k) {
+    for (size_t p = 0; p < set.args[k].size(); ++p) {
+      const ArgValue& v = set.args[k][p];
+      if (!v.pointer || v.buffer != buffer) continue;
+      refs += std::string(refs.empty() ? "" : ", ") + "argument " + std::to_string(p) + " of " +
+              plan.kernels[k].mangled_name;
+    }
+  }
+  return "buffer " + std::to_string(buffer) + (refs.empty() ? "" : " (" + refs + ")");
+}
+
+ElementType bufferType(const Plan& plan, const ArgumentSet& set, int buffer) {
+  for (size_t k = 0; k < set.args.size() && k < plan.kernels.size(); ++k) {
+    for (size_t p = 0; p < set.args[k].size() && p < plan.kernels[k].params.size(); ++p) {
+      const ArgValue& v = set.args[k][p];
+      const PlanParam& pp = plan.kernels[k].params[p];
+      if (v.pointer && v.buffer == buffer && !pp.element_type.empty()) return elementType(pp.element_type);
+    }
+  }
+  return ElementType{};
+}
+
+struct RunOutcome {
+  enum class Kind { kEqual, kMismatch, kFusedFailed, kOriginalFailed } kind = Kind::kEqual;
+  std::string message;
+  Mismatch mismatch;
+};
+
+// One argument set x one trial: both sides on fresh buffers holding the same data.
+Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, const Trial& trial) {
+  const ArgumentSet& set = plan.argument_sets[set_index];
+  ValidationBackend& b = *l.backend;
+  size_t nbuf = set.buffer_bytes.size();
+  std::vector<ElementType> types(nbuf);
+  std::vector<std::vector<uint8_t>> input(nbuf);
+  for (size_t i = 0; i < nbuf; ++i) {
+    types[i] = bufferType(plan, set, static_cast<int>(i));
+    input[i].resize(set.buffer_bytes[i]);
+    fillBuffer(input[i], types[i], trial, set_index * 7919 + i);
+  }
+  // Both copies live at once, so a kernel that strays out of its buffer hits a guard gap, not the other copy.
+  // They are allocated once per argument set: fresh allocations for every trial cost page faults and zeroing that
+  // showed in profiles of large sets. Every trial overwrites every byte of them before it runs.
+  if (l.buffers_of_set != set_index) {
+    for (auto& copies : l.buffers) {
+      for (uint64_t p : copies) (void)b.release(p);
+      copies.clear();
+    }
+    l.buffers_of_set = kNoSet;
+    for (auto& copies : l.buffers) {
+      for (size_t i = 0; i < nbuf; ++i) {
+        // The emulator and the driver refuse empty allocations; a zero-byte buffer gets one unused byte.
+        KFUSE_ASSIGN_OR_RETURN(uint64_t p, b.allocate(std::max<uint64_t>(set.buffer_bytes[i], 1)));
+        copies.push_back(p);
+      }
+    }
+    l.buffers_of_set = set_index;
+  }
+  const auto& side = l.buffers;
+  for (const auto& copies : side) {
+    for (size_t i = 0; i < nbuf; ++i) KFUSE_RETURN_IF_ERROR(b.copyIn(copies[i], input[i].data(), input[i].size()));
+  }
+  RunOutcome out;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    std::vector<std::vector<uint8_t>> params;
+    for (const ArgValue& v : set.args[k]) params.push_back(argBytes(v, side[0]));
+    const LaunchShape& shape = set.shapes.empty() ? plan.kernels[k].shape : set.shapes[k];
+    Status s = b.launch(l.originals[k].id, shape, params);
+    if (!s.ok()) {
+      out.kind = RunOutcome::Kind::kOriginalFailed;
+      out.message = "the original " + plan.kernels[k].mangled_name + " failed: " + s.message();
+      return out;
+    }
+  }
+  {
+    std::vector<std::vector<uint8_t>> params;
+    for (const FusedParam& fp : plan.fused.params) {
+      const ArgRef& r = fp.sources.front();
+      params.push_back(argBytes(set.args[static_cast<size_t>(r.kernel)][static_cast<size_t>(r.param)], side[1]));
+    }
+    Status s = b.launch(l.fused.id, set.fused_shape ? *set.fused_shape : plan.fused.shape, params);
+    if (!s.ok()) {
+      out.kind = RunOutcome::Kind::kFusedFailed;
+      out.message = "the fused kernel " + plan.fused.name + " failed: " + s.message();
+      return out;
+    }
+  }
+  std::set<int> dropped;
+  for (const ArgRef& r : plan.dropped_buffers) {
+    if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= set.args.size()) continue;
+    const auto& args = set.args[static_cast<size_t>(r.kernel)];
+    if (r.param >= 0 && static_cast<size_t>(r.param) < args.size() && args[static_cast<size_t>(r.param)].pointer) {
+      dropped.insert(args[static_cast<size_t>(r.param)].buffer);
+    }
+  }
+  std::vector<uint8_t> a, f;
+  for (size_t i = 0; i < nbuf; ++i) {
+    if (dropped.count(static_cast<int>(i))) continue;
+    a.resize(set.buffer_bytes[i]);
+    f.resize(set.buffer_bytes[i]);
+    KFUSE_RETURN_IF_ERROR(b.copyOut(a.data(), side[0][i], a.size()));
+    KFUSE_RETURN_IF_ERROR(b.copyOut(f.data(), side[1][i], f.size()));
+    if (a == f) continue;
+    size_t byte = 0;
+    while (a[byte] == f[byte]) ++byte;
+    const ElementType& t = types[i];
+    size_t element = byte / static_cast<size_t>(t.bytes);
+    size_t start = element * static_cast<size_t>(t.bytes);
+    uint64_t va = 0, vf = 0;
+    size_t n = std::min(static_cast<size_t>(t.bytes), a.size() - start);
+    std::memcpy(&va, a.data() + start, n);
+    std::memcpy(&vf, f.data() + start, n);
+    Mismatch& m = out.mismatch;
+    m.argument_set = set_index;
+    m.trial = trial.name;
+    m.buffer = static_cast<int>(i);
+    m.buffer_name = bufferName(plan, set, static_cast<int>(i));
+    m.element = element;
+    m.element_type = t.name;
+    m.original = formatValue(t, va);
+    m.fused = formatValue(t, vf);
+    if (m.original == m.fused) {  // -0 vs 0 print apart; two NaNs or a partial tail may not
+      m.original += " (" + hexValue(t, va) + ")";
+      m.fused += " (" + hexValue(t, vf) + ")";
+    }
+    out.kind = RunOutcome::Kind::kMismatch;
+    return out;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string formatElement(const std::string& ptx_type, uint64_t bits) {
+  return formatValue(elementType(ptx_type), bits);
+}
+
+const char* backendName(Backend b) {
+  return b == Backend::kGpu ? "gpu" : "emu";
+}
+
+std::string Mismatch::sentence() const {
+  return buffer_name + " differs first at element " + std::to_string(element) + " (" + element_type + "): original " +
+         original + ", fused " + fused + " (argument set " + std::to_string(argument_set) + ", " + trial + ")";
+}
+
+Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir,
+                                        const ValidationOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  if (plan.kernels.empty()) return invalidArgument(plan_dir + ": the plan has no kernels");
+  if (plan.argument_sets.empty()) return invalidArgument(plan_dir + ": the plan has no argument sets to validate with");
+  KFUSE_ASSIGN_OR_RETURN(Loaded loaded, load(plan, plan_dir, options.backend));
+  for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
+    Status st = checkArguments(plan, loaded, s);
+    if (!st.ok()) return st.withContext(plan_dir + "/plan.json");
+  }
+
+  ValidationResult result;
+  std::vector<Trial> trials = trialsFor(options);
+  int skipped = 0;
+  std::string skip_reason;
+  auto finish = [&](bool passed) {
+    result.passed = passed;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+  for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
+    const ArgumentSet& set = plan.argument_sets[s];
+    for (const Trial& trial : trials) {
+      std::string line = "argument set " + std::to_string(s) + (set.origin.empty() ? "" : " (" + set.origin + ")") +
+                         ", " + trial.name + ": ";
+      KFUSE_ASSIGN_OR_RETURN(RunOutcome o, runOnce(plan, loaded, s, trial));
+      ++result.runs;
+      switch (o.kind) {
+        case RunOutcome::Kind::kEqual: line += "identical"; break;
+        case RunOutcome::Kind::kMismatch: line += "MISMATCH: " + o.mismatch.sentence(); break;
+        case RunOutcome::Kind::kFusedFailed: line += "FAILED: " + o.message; break;
+        case RunOutcome::Kind::kOriginalFailed:
+          // Inputs the original kernels cannot take (random indices, NaN sizes) say nothing about the fusion.
+          line += "skipped: " + o.message;
+          ++skipped;
+          skip_reason = o.message;
+          break;
+      }
+      result.trials.push_back(line);
+      if (options.progress) options.progress(line);
+      if (o.kind == RunOutcome::Kind::kMismatch) {
+        result.mismatch = o.mismatch;
+        return finish(false);
+      }
+      if (o.kind == RunOutcome::Kind::kFusedFailed) {
+        result.failure = o.message;
+        return finish(false);
+      }
+      if (o.kind == RunOutcome::Kind::kOriginalFailed && loaded.backend->failedLaunchIsSticky()) {
+        KFUSE_ASSIGN_OR_RETURN(loaded, load(plan, plan_dir, options.backend));
+      }
+    }
+  }
+  if (skipped == result.runs) {
+    result.failure = "no run could compare anything: " + skip_reason;
+    return finish(false);
+  }
+  return finish(true);
+}
+
+void recordValidation(PlanValidation& validation, const ValidationOptions& options, const ValidationResult& result) {
+  std::string verdict = result.passed ? "passed" : "failed";
+  (options.backend == Backend::kGpu ? validation.gpu : validation.emulator) = verdict;
+  validation.seed = options.seed;
+  validation.runs = result.runs;
+  validation.mismatch = result.mismatch ? result.mismatch->sentence() : result.failure;
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  validation.validated_at = buf;
+}
+
+}  // namespace kfuse::rewriter

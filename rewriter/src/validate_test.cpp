@@ -1,1 +1,253 @@
-// Placeholder: filled in by the change that implements it.
+#include "kfuse/rewriter/validate.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "temp_dir.h"
+#include "test_plans.h"
+
+namespace kfuse::rewriter {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::writeFile;
+
+fs::path planDir(const std::string& name) {
+  return kfuse::testing::processTempDir("kfuse_validate_test_") / name;
+}
+
+ValidationOptions emu() {
+  return ValidationOptions{};
+}
+
+TEST(Validate, HandWrittenFusionOfScaleAndAddPassesEveryTrial) {
+  fs::path dir = planDir("good");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  std::vector<std::string> lines;
+  ValidationOptions o;
+  o.seed = 7;
+  o.progress = [&](const std::string& line) { lines.push_back(line); };
+  auto r = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << r->failure;
+  EXPECT_FALSE(r->mismatch);
+  EXPECT_EQ(r->runs, 8);  // 2 argument sets x 4 built-in trials
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0], "argument set 0 (launches 0-1 of the trace), random (seed 7): identical");
+  EXPECT_EQ(lines[5], "argument set 1 (ragged: n = 1000 with block 256), edge values: identical");
+  EXPECT_EQ(r->trials, lines);
+}
+
+TEST(Validate, CorruptedFusionNamesBufferElementAndBothValues) {
+  fs::path dir = planDir("corrupt");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused_corrupt.ptx");
+  ValidationOptions o;
+  o.seed = 3;
+  auto r = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->passed);
+  ASSERT_TRUE(r->mismatch);
+  const Mismatch& m = *r->mismatch;
+  EXPECT_EQ(m.buffer, 3);
+  EXPECT_EQ(m.buffer_name, "buffer 3 (argument 2 of add)");
+  EXPECT_EQ(m.element, 0u);
+  EXPECT_EQ(m.element_type, "f32");
+  EXPECT_EQ(r->runs, 1);  // stops at the first mismatch
+  EXPECT_NE(m.original, m.fused);
+  EXPECT_EQ(m.sentence(), "buffer 3 (argument 2 of add) differs first at element 0 (f32): original " + m.original +
+                              ", fused " + m.fused + " (argument set 0, random (seed 3))");
+}
+
+TEST(Validate, DroppedIntermediatesAreNotCompared) {
+  fs::path dir = planDir("dropped");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused_corrupt.ptx");
+  plan.aggressive = true;
+  plan.dropped_buffers = {{1, 2}};  // the corrupted output, as if it were a dead intermediate
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << (r->mismatch ? r->mismatch->sentence() : r->failure);
+}
+
+TEST(Validate, FusedKernelThatFaultsFailsValidationWithTheEmulatorsMessage) {
+  fs::path dir = planDir("fault");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  // The fused kernel without its bounds check: the ragged set's last block runs past the end of x.
+  std::string ptx = readFile(dir / "fused.ptx");
+  size_t guard = ptx.find("@%p1 bra");
+  ASSERT_NE(guard, std::string::npos);
+  ptx.insert(guard, "// ");
+  writeFile(dir / "fused.ptx", ptx);
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->passed);
+  EXPECT_FALSE(r->mismatch);
+  EXPECT_NE(r->failure.find("the fused kernel kfuse_scale_add failed"), std::string::npos) << r->failure;
+  EXPECT_NE(r->failure.find("out-of-bounds"), std::string::npos) << r->failure;
+}
+
+TEST(Validate, TrialsOptionChoosesHowManyRunsPerArgumentSet) {
+  fs::path dir = planDir("trials");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  plan.argument_sets.resize(1);
+  ValidationOptions o;
+  o.trials = 1;
+  auto one = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->runs, 1);
+  o.trials = 6;
+  auto six = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(six.ok());
+  EXPECT_TRUE(six->passed);
+  ASSERT_EQ(six->runs, 6);
+  EXPECT_NE(six->trials[5].find("random (seed 6)"), std::string::npos) << six->trials[5];
+}
+
+TEST(Validate, PlansThatCannotRunAreErrorsNamingTheFile) {
+  fs::path dir = planDir("errors");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  fs::remove(dir / "fused.ptx");
+  auto missing = validatePlan(plan, dir.string(), emu());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find((dir / "fused.ptx").string()), std::string::npos);
+
+  writeFile(dir / "fused.ptx", "this is not PTX");
+  auto garbage = validatePlan(plan, dir.string(), emu());
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find((dir / "fused.ptx").string()), std::string::npos);
+
+  writeFile(dir / "fused.ptx", readFile(fs::path(KFUSE_REWRITER_TESTDATA) / "scale_add_fused.ptx"));
+  plan.fused.name = "no_such_kernel";
+  auto absent = validatePlan(plan, dir.string(), emu());
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(absent.status().message(), (dir / "fused.ptx").string() + ": no .entry no_such_kernel");
+
+  plan.fused.name = "kfuse_scale_add";
+  Plan huge = plan;
+  huge.argument_sets[0].buffer_bytes[2] = uint64_t{1} << 62;
+  auto too_big = validatePlan(huge, dir.string(), emu());
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("argument set 0 needs more than 8 GiB"), std::string::npos)
+      << too_big.status().message();
+
+  plan.fused.params.pop_back();
+  auto short_params = validatePlan(plan, dir.string(), emu());
+  ASSERT_FALSE(short_params.ok());
+  EXPECT_NE(short_params.status().message().find("takes 6 parameters, the plan maps 5"), std::string::npos)
+      << short_params.status().message();
+}
+
+TEST(Validate, FourKernelChainPassesWithRaggedSize) {
+  fs::path dir = planDir("chain");
+  Plan plan = testing::writeChainPlanDir(dir, {testing::chainArguments(1000, "ragged: n = 1000 with block 256")});
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << (r->mismatch ? r->mismatch->sentence() : r->failure);
+  EXPECT_EQ(r->runs, 4);
+}
+
+// ~1M elements through the four-kernel chain, every built-in trial: what `kfuse validate` costs on a real-sized
+// launch sequence.
+TEST(Validate, MillionElementChainValidatesQuickly) {
+  fs::path dir = planDir("large");
+  Plan plan = testing::writeChainPlanDir(dir, {testing::chainArguments(1 << 20, "1M elements")});
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << (r->mismatch ? r->mismatch->sentence() : r->failure);
+  std::printf("validation of the 4-kernel chain over 1M elements, %d runs: %.3f s\n", r->runs, r->seconds);
+  EXPECT_LT(r->seconds, 10.0);  // generous: the machine is shared; the measured time is in the README
+}
+
+TEST(Validate, PrintsElementsAsNumbersAndNaNsWithTheirBits) {
+  EXPECT_EQ(formatElement("f32", 0x3fc00000), "1.5");
+  EXPECT_EQ(formatElement("f32", 0x80000000), "-0");
+  EXPECT_EQ(formatElement("f32", 0xff800000), "-inf");
+  EXPECT_EQ(formatElement("f32", 0x7fc01234), "nan (0x7fc01234)");
+  EXPECT_EQ(formatElement("f32", 0x00000001), "1.40129846e-45");
+  EXPECT_EQ(formatElement("f64", 0x3ff0000000000000), "1");
+  EXPECT_EQ(formatElement("f64", 0x7ff8000000001234), "nan (0x7ff8000000001234)");
+  EXPECT_EQ(formatElement("f16", 0x3c00), "1");
+  EXPECT_EQ(formatElement("f16", 0x0001), "5.9605e-08");
+  EXPECT_EQ(formatElement("f16x2", 0xbc00), "-1");
+  EXPECT_EQ(formatElement("bf16", 0x7fc1), "nan (0x7fc1)");
+  EXPECT_EQ(formatElement("bf16", 0x3f80), "1");
+  EXPECT_EQ(formatElement("s32", 0xffffffff), "-1");
+  EXPECT_EQ(formatElement("s32", 0x80000000), "-2147483648");
+  EXPECT_EQ(formatElement("u32", 0xffffffff), "4294967295");
+  EXPECT_EQ(formatElement("s8", 0x80), "-128");
+  EXPECT_EQ(formatElement("", 0xff), "255");
+}
+
+// ---- the driver backend ----
+// Runs wherever libcuda.so.1 can be loaded: on a GPU, or on kfuse's CPU stand-in (ctest runs these twice, as
+// rewriter.DriverBackendOnStandin with LD_LIBRARY_PATH at the stand-in, label emulator, and as
+// rewriter.DriverBackendOnGpu, label gpu). KFUSE_REQUIRE_DRIVER=1 turns "no driver" into a failure.
+bool driverAvailable() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  return h != nullptr;  // kept open: the backend opens it again
+}
+
+#define KFUSE_NEED_DRIVER()                                                                     \
+  do {                                                                                          \
+    if (!driverAvailable()) {                                                                   \
+      if (std::getenv("KFUSE_REQUIRE_DRIVER")) FAIL() << "libcuda.so.1 cannot be loaded";       \
+      GTEST_SKIP() << "no libcuda.so.1 (set LD_LIBRARY_PATH to the stand-in, or run on a GPU)"; \
+    }                                                                                           \
+  } while (false)
+
+TEST(DriverBackend, IsTheDriverTheTestAskedFor) {
+  KFUSE_NEED_DRIVER();
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  bool standin = dlsym(h, "cuKfuseNotAGpu") != nullptr;
+  if (std::getenv("KFUSE_REQUIRE_REAL_GPU")) {
+    EXPECT_FALSE(standin) << "loaded kfuse's stand-in, not a GPU driver";
+  }
+  std::printf("driver: %s\n", standin ? "kfuse CPU stand-in" : "real");
+}
+
+TEST(DriverBackend, HandWrittenFusionPasses) {
+  KFUSE_NEED_DRIVER();
+  fs::path dir = planDir("driver_good");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  ValidationOptions o;
+  o.backend = Backend::kGpu;
+  auto r = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << r->failure;
+  EXPECT_EQ(r->runs, 8);
+}
+
+TEST(DriverBackend, CorruptedFusionIsCaught) {
+  KFUSE_NEED_DRIVER();
+  fs::path dir = planDir("driver_corrupt");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused_corrupt.ptx");
+  ValidationOptions o;
+  o.backend = Backend::kGpu;
+  auto r = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->mismatch);
+  EXPECT_EQ(r->mismatch->buffer_name, "buffer 3 (argument 2 of add)");
+}
+
+TEST(DriverBackend, FaultingFusedKernelFailsValidation) {
+  KFUSE_NEED_DRIVER();
+  fs::path dir = planDir("driver_fault");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  std::string ptx = readFile(dir / "fused.ptx");
+  ptx.insert(ptx.find("@%p1 bra"), "// ");
+  writeFile(dir / "fused.ptx", ptx);
+  plan.argument_sets = {testing::scaleAddArguments(1000, "ragged")};
+  ValidationOptions o;
+  o.backend = Backend::kGpu;
+  auto r = validatePlan(plan, dir.string(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->passed);
+  EXPECT_NE(r->failure.find("the fused kernel kfuse_scale_add failed"), std::string::npos) << r->failure;
+}
+
+}  // namespace
+}  // namespace kfuse::rewriter

@@ -79,6 +79,7 @@ struct ArgumentSet {
   std::vector<uint64_t> buffer_bytes;
   std::vector<std::vector<ArgValue>> args;  // [kernel][param]
   std::vector<LaunchShape> shapes;          // [kernel]; empty = the plan's recorded shapes
+  std::optional<LaunchShape> fused_shape;   // the fused launch for these shapes; empty = Plan::fused.shape
 };
 
 // ptxas's report for one kernel on one architecture, with the theoretical occupancy it allows.

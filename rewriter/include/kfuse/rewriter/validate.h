@@ -39,6 +39,10 @@ struct Mismatch {
   std::string sentence() const;
 };
 
+// How a mismatch prints one element of PTX type `ptx_type` ("f32", "bf16", "s32", ...; "" = a byte) from its
+// little-endian bits: integers in decimal, floats with enough digits to round-trip, NaNs as "nan (0x7fc01234)".
+std::string formatElement(const std::string& ptx_type, uint64_t bits);
+
 struct ValidationResult {
   bool passed = false;
   int runs = 0;
@@ -49,7 +53,18 @@ struct ValidationResult {
 };
 
 // Runs the plan's originals and fused kernel from `plan_dir`. An error Status is for a plan that cannot be run at
-// all (missing file, PTX that does not parse); a wrong result is `passed == false` with the reason.
+// all (missing file, PTX that does not parse, a kernel the PTX lacks, arguments of the wrong size); a wrong result
+// is `passed == false` with the reason: the first mismatch, or a fused launch that failed (fault, deadlock,
+// unsupported instruction) in `failure`. A run whose *original* launches fail is skipped (its line in `trials`
+// says why): such inputs are outside what the kernels accept (random indices, say), and the fused kernel is not
+// held to them; when every run is skipped, validation fails. Runs stop at the first mismatch or failure.
+// Trials per argument set: random (options.seed), edge values, zeros, small values; `trials` > 4 adds random
+// trials with seeds seed+4, seed+5, ...
 Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir, const ValidationOptions& options);
+
+// Records `result` in the plan's validation block: the backend's verdict ("passed"/"failed"), the seed, the runs,
+// the first mismatch as a sentence (or the failure), and `validated_at` (ISO 8601 UTC, now). Whoever stores
+// validation elsewhere (the trace database) takes the same ValidationResult.
+void recordValidation(PlanValidation& validation, const ValidationOptions& options, const ValidationResult& result);
 
 }  // namespace kfuse::rewriter

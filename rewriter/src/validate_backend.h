@@ -1,0 +1,57 @@
+// Where validation runs its kernels: the in-process PTX emulator, or the CUDA driver (the real libcuda.so.1 on a
+// GPU, or kfuse's CPU stand-in with the same name). The validator (validate.cpp) does all the trial and compare
+// logic over this interface, so both backends run exactly the same checks.
+//
+// A backend owns everything it allocates or loads and releases it when destroyed. Not thread-safe: one
+// validation uses one backend from one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kfuse/core/status.h"
+#include "kfuse/rewriter/fusion.h"
+
+namespace kfuse::rewriter {
+
+struct BackendKernel {
+  int id = -1;
+  // Byte size of each declared parameter, when the backend can tell (the emulator always can; the driver from
+  // CUDA 12.4 on). Empty when unknown.
+  std::vector<uint32_t> param_sizes;
+};
+
+class ValidationBackend {
+ public:
+  virtual ~ValidationBackend() = default;
+
+  // Loads a module from PTX text. Errors carry the loader's message; the caller names the file.
+  virtual Expected<int> loadModule(std::string_view ptx) = 0;
+  // The .entry `name` of a loaded module; kNotFound when there is none.
+  virtual Expected<BackendKernel> findKernel(int module, const std::string& name) = 0;
+
+  virtual Expected<uint64_t> allocate(uint64_t bytes) = 0;
+  virtual Status release(uint64_t ptr) = 0;
+  virtual Status copyIn(uint64_t dst, const void* src, uint64_t bytes) = 0;
+  virtual Status copyOut(void* dst, uint64_t src, uint64_t bytes) = 0;
+
+  // Runs `kernel` to completion. `params` holds each parameter's bytes, in declaration order. A non-ok Status is a
+  // launch that failed (a fault, a deadlock, an instruction the backend cannot run), with the backend's message.
+  virtual Status launch(int kernel, const LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) = 0;
+
+  // True when a failed launch leaves the backend unusable (a CUDA context after a fault): the validator then
+  // opens a fresh backend before the next run.
+  virtual bool failedLaunchIsSticky() const = 0;
+};
+
+// The PTX emulator, with one worker thread per host core (KFUSE_EMU_THREADS overrides).
+std::unique_ptr<ValidationBackend> makeEmulatorBackend();
+
+// The CUDA driver API from libcuda.so.1, loaded with dlopen when first needed (kfuse never links it), on device
+// 0 in a context of its own. kUnsupported when there is no driver or no device.
+Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend();
+
+}  // namespace kfuse::rewriter
