@@ -7,9 +7,15 @@ KFUSE_BUILD=${KFUSE_BUILD:-$(dirname "$here")/build-release}
 source "$here/common.sh"
 mkdir -p "$KFUSE_BUILD"
 kfuse_configure -DCMAKE_BUILD_TYPE=Release
-benches=(store_bench ptx_parse_bench import_bench analyze_bench emulator_bench collector_bench)
-kfuse_build "${benches[@]}" kfuse_ptx_corpus   # the PTX parse benchmark reads the nvcc-built corpus
+benches=(store_bench ptx_parse_bench import_bench analyze_bench emulator_bench collector_bench rewrite_bench)
+# The PTX parse benchmark reads the nvcc-built corpus; the rewrite benchmark a recording of an example.
+kfuse_build "${benches[@]}" kfuse_ptx_corpus kfuse example_elementwise_chain kfuse_standin_cuda
 export KFUSE_PTX_CORPUS="$KFUSE_BUILD/tests/ptx_corpus"
+chain_trace=$(mktemp -d)/elementwise_chain.sqlite
+trap 'rm -rf "$(dirname "$chain_trace")"' EXIT
+LD_LIBRARY_PATH="$KFUSE_BUILD/standin" "$KFUSE_BUILD/bin/kfuse" -q record -o "$chain_trace" -- \
+  "$KFUSE_BUILD/examples/driver_api/elementwise_chain" >/dev/null
+export KFUSE_BENCH_CHAIN_TRACE="$chain_trace"
 filter=${1:-.}
 for name in "${benches[@]}"; do
   [[ "$name" =~ $filter ]] || continue

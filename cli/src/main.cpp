@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   registerAnalyzeVerbs(app, ctx);
   registerPtxVerbs(app, ctx);
   registerValidateVerbs(app, ctx);
+  registerRewriteVerbs(app, ctx);
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     try {

@@ -33,5 +33,6 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);  // analyze
 void registerRecordVerbs(CLI::App& app, VerbContext& ctx);   // record
 void registerMetricVerbs(CLI::App& app, VerbContext& ctx);   // metrics
 void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate
+void registerRewriteVerbs(CLI::App& app, VerbContext& ctx);  // rewrite, ptx opt (after registerPtxVerbs)
 
 }  // namespace kfuse::cli

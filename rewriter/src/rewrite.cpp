@@ -1,1 +1,796 @@
-// Placeholder: filled in by the change that implements it.
+// The rewrite driver: a proven candidate of a report becomes a plan directory. See rewrite.h for the steps.
+#include "kfuse/rewriter/rewrite.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/fatbin.h"
+#include "kfuse/ptx/parser.h"
+#include "kfuse/ptx/printer.h"
+#include "kfuse/rewriter/fusion.h"
+#include "kfuse/rewriter/pass.h"
+#include "kfuse/rewriter/resources.h"
+
+namespace kfuse::rewriter {
+namespace {
+
+namespace fs = std::filesystem;
+using analyzer::Candidate;
+using analyzer::CandidateKind;
+
+// One kernel of the pattern, as the trace and the PTX describe it.
+struct PatternKernel {
+  const core::KernelFunction* function = nullptr;
+  const core::Module* module = nullptr;
+  std::string ptx_text;      // the whole module the kernel is defined in
+  size_t source_module = 0;  // index among the distinct modules (merge input)
+  std::string entry;         // the kernel's name in the merged module
+  const ptx::Function* original = nullptr;  // in the parsed source module
+};
+
+void progress(const RewriteOptions& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+std::string imageText(const core::Module& m) {
+  return std::string(reinterpret_cast<const char*>(m.image.data()), m.image.size());
+}
+
+// The PTX text of the module defining `mangled`: the trace's image (PTX, or a PTX entry of a fatbin), else the
+// application's fatbin when `binary` is given.
+Expected<std::string> ptxForKernel(const core::Module& m, const std::string& mangled, const std::string& binary) {
+  auto fromFatbin = [&](std::span<const uint8_t> bytes, const std::string& what) -> Expected<std::string> {
+    auto entries = ptx::listEntries(bytes);
+    if (!entries.ok()) return entries.status().withContext(what);
+    const ptx::FatbinEntry* best = nullptr;
+    for (const ptx::FatbinEntry& e : *entries) {
+      if (e.kind != ptx::EntryKind::kPtx) continue;
+      if (std::find(e.kernels.begin(), e.kernels.end(), mangled) == e.kernels.end()) continue;
+      if (!best || e.arch > best->arch) best = &e;
+    }
+    if (!best) return notFound(what + " holds no PTX for kernel '" + mangled + "'");
+    return ptx::extractEntry(bytes, *best);
+  };
+  if (!m.image.empty() && m.kind == core::ImageKind::kPtx) return imageText(m);
+  if (!m.image.empty() && m.kind == core::ImageKind::kFatbin) {
+    auto text = fromFatbin(std::span<const uint8_t>(m.image.data(), m.image.size()), "module " + std::to_string(m.id));
+    if (text.ok() || binary.empty()) return text;
+  }
+  if (binary.empty()) {
+    return notFound("the trace holds no PTX for kernel '" + mangled + "' (module " + std::to_string(m.id) + " is " +
+                    (m.image.empty() ? std::string("not captured") : "a " + std::string(core::toString(m.kind))) +
+                    "); pass --binary APP to take it from the application's fatbin");
+  }
+  auto bytes = ptx::readBinaryFile(binary);
+  if (!bytes.ok()) return bytes.status();
+  return fromFatbin(std::span<const uint8_t>(bytes->data(), bytes->size()), binary);
+}
+
+std::vector<uint8_t> argBytes(const core::Launch& l, const core::KernelParam& p) {
+  const size_t off = static_cast<size_t>(std::max(0, p.offset));
+  const size_t size = static_cast<size_t>(std::max(0, p.size));
+  if (off + size > l.arg_bytes.size()) return {};
+  return {l.arg_bytes.begin() + static_cast<std::ptrdiff_t>(off),
+          l.arg_bytes.begin() + static_cast<std::ptrdiff_t>(off + size)};
+}
+
+const core::PointerArg* pointerArg(const core::Launch& l, int param) {
+  for (const core::PointerArg& p : l.pointer_args) {
+    if (p.param_index == param) return &p;
+  }
+  return nullptr;
+}
+
+LaunchShape shapeOf(const core::Launch& l) {
+  LaunchShape s;
+  s.grid = {l.grid.x, l.grid.y, l.grid.z};
+  s.block = {l.block.x, l.block.y, l.block.z};
+  s.dynamic_shared_bytes = l.dynamic_shared_bytes;
+  return s;
+}
+
+std::string archOf(const core::GpuSpec& gpu) {
+  return "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
+}
+
+Status writeText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return ioError("cannot write " + path.string());
+  return {};
+}
+
+// The element type of the accesses through each pointer parameter of `f`: "f32", "u32"...; "" when unknown.
+std::vector<std::string> elementTypes(const ptx::Module& m, const ptx::Function& f) {
+  std::vector<std::string> out(f.params.size());
+  ptx::FunctionAnalyses fa(&m, f);
+  for (const ptx::MemoryAccess& a : fa.memoryAccesses()) {
+    if (a.base_param < 0 || static_cast<size_t>(a.base_param) >= out.size() || !out[a.base_param].empty()) continue;
+    const ptx::DataType t = f.body[a.stmt].inst.type();
+    std::string_view name = ptx::typeName(t);
+    if (!name.empty()) out[static_cast<size_t>(a.base_param)] = std::string(name.substr(1));
+  }
+  return out;
+}
+
+// Scalar parameters of `f` its access guards compare against ("param3" in `tid.x + ... < param3`).
+std::set<int> guardParams(const ptx::Module& m, const ptx::Function& f) {
+  std::set<int> out;
+  ptx::FunctionAnalyses fa(&m, f);
+  auto note = [&](const ptx::AffineExpr& e) {
+    for (const auto& [atoms, coef] : e.terms) {
+      for (const std::string& a : atoms) {
+        if (a.rfind("param", 0) == 0 && a.size() > 5) out.insert(std::atoi(a.c_str() + 5));
+      }
+    }
+  };
+  for (const ptx::MemoryAccess& a : fa.memoryAccesses()) {
+    for (const ptx::GuardCondition& g : a.guard) {
+      if (!g.structured) continue;
+      note(g.lhs);
+      note(g.rhs);
+    }
+  }
+  return out;
+}
+
+class Rewriter {
+ public:
+  Rewriter(const analyzer::ImportResult& input, const analyzer::Report& report, const Candidate& c,
+           const RewriteOptions& options, RewriteDiagnostics* diagnostics)
+      : trace_(input.trace), report_(report), c_(c), options_(options), diagnostics_(diagnostics) {}
+
+  Expected<Plan> run(const std::string& plan_dir) {
+    if (c_.legality != analyzer::Legality::kProven) {
+      std::string why = c_.reasons.empty() ? std::string("no reason recorded") : c_.reasons.front();
+      return unsupported("candidate " + std::to_string(c_.rank) + " is " + analyzer::legalityName(c_.legality) +
+                         ", not proven: " + why + " — kfuse rewrites proven candidates only");
+    }
+    if (c_.occurrence_launches.empty() || c_.occurrence_launches.front().size() != c_.function_ids.size()) {
+      return invalidArgument("candidate " + std::to_string(c_.rank) + " lists no launches to rewrite");
+    }
+    KFUSE_RETURN_IF_ERROR(loadKernels());
+    KFUSE_RETURN_IF_ERROR(collectArguments());
+    KFUSE_RETURN_IF_ERROR(fuse());
+    KFUSE_RETURN_IF_ERROR(compileAll(plan_dir));
+    KFUSE_RETURN_IF_ERROR(repredict());
+    buildPlan();
+    return writeAndValidate(plan_dir);
+  }
+
+ private:
+  const core::Launch& launch(size_t occurrence, size_t k) const {
+    return *launches_.at(c_.occurrence_launches[occurrence][k]);
+  }
+
+  Status loadKernels() {
+    for (const core::Launch& l : trace_.launches) launches_[l.id] = &l;
+    for (const auto& occ : c_.occurrence_launches) {
+      for (core::Id id : occ) {
+        if (!launches_.count(id)) return badFormat("the trace has no launch " + std::to_string(id));
+      }
+    }
+    std::map<std::string, size_t> module_index;  // hash -> distinct module
+    for (size_t k = 0; k < c_.function_ids.size(); ++k) {
+      PatternKernel pk;
+      for (const core::KernelFunction& f : trace_.functions) {
+        if (f.id == c_.function_ids[k]) pk.function = &f;
+      }
+      if (!pk.function) return badFormat("the trace has no function " + std::to_string(c_.function_ids[k]));
+      for (const core::Module& m : trace_.modules) {
+        if (m.id == pk.function->module_id) pk.module = &m;
+      }
+      if (!pk.module) return notFound("the trace names no module for kernel '" + pk.function->mangled_name + "'");
+      auto [it, added] = module_index.emplace(pk.module->hash, sources_.size());
+      if (added) {
+        progress(options_, "reading the PTX of module " + pk.module->hash.substr(0, 12));
+        auto text = ptxForKernel(*pk.module, pk.function->mangled_name, options_.binary);
+        if (!text.ok()) return text.status();
+        auto parsed = ptx::parseModule(*text, "module " + pk.module->hash.substr(0, 12));
+        if (!parsed.ok()) return parsed.status();
+        source_texts_.push_back(std::move(text).value());
+        sources_.push_back(std::move(parsed).value());
+      }
+      pk.source_module = it->second;
+      pk.ptx_text = source_texts_[pk.source_module];
+      pk.original = sources_[pk.source_module].findFunction(pk.function->mangled_name);
+      if (!pk.original) {
+        return notFound("module " + pk.module->hash.substr(0, 12) + " does not define kernel '" +
+                        pk.function->mangled_name + "'");
+      }
+      kernels_.push_back(pk);
+    }
+    return {};
+  }
+
+  // Equal arguments, buffers and argument sets from the recorded launches.
+  Status collectArguments() {
+    const size_t n = kernels_.size();
+    struct Ref {
+      ArgRef ref;
+      size_t size;
+    };
+    std::vector<Ref> refs;
+    for (size_t k = 0; k < n; ++k) {
+      for (const core::KernelParam& p : kernels_[k].function->params) {
+        refs.push_back({{static_cast<int>(k), p.index}, static_cast<size_t>(p.size)});
+      }
+    }
+    for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
+      for (size_t k = 0; k < n; ++k) {
+        const core::Launch& l = launch(occ, k);
+        if (l.arg_bytes.empty() && !kernels_[k].function->params.empty()) {
+          return unsupported("launch " + std::to_string(l.id) + " of '" + kernels_[k].function->mangled_name +
+                             "' has no recorded argument values; re-record the application with `kfuse record`");
+        }
+      }
+    }
+    auto value = [&](size_t occ, ArgRef r) {
+      const core::Launch& l = launch(occ, static_cast<size_t>(r.kernel));
+      return argBytes(l, kernels_[static_cast<size_t>(r.kernel)].function->params[static_cast<size_t>(r.param)]);
+    };
+    // Two arguments are one parameter of the fused kernel when they are equal at every occurrence.
+    std::vector<int> cls(refs.size(), -1);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (cls[i] >= 0) continue;
+      cls[i] = static_cast<int>(i);
+      for (size_t j = i + 1; j < refs.size(); ++j) {
+        if (cls[j] >= 0 || refs[j].size != refs[i].size || refs[j].ref.kernel == refs[i].ref.kernel) continue;
+        bool equal = true;
+        for (size_t occ = 0; occ < c_.occurrence_launches.size() && equal; ++occ) {
+          equal = value(occ, refs[i].ref) == value(occ, refs[j].ref);
+        }
+        if (equal) {
+          cls[j] = static_cast<int>(i);
+          equal_args_.emplace_back(refs[i].ref, refs[j].ref);
+        }
+      }
+    }
+    // Pointer classes in distinct allocations at every occurrence: then stores through one never alias another.
+    disjoint_ = true;
+    for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
+      std::map<core::Id, int> owner;  // allocation -> class
+      for (size_t i = 0; i < refs.size(); ++i) {
+        const core::PointerArg* p = pointerArg(launch(occ, static_cast<size_t>(refs[i].ref.kernel)), refs[i].ref.param);
+        if (!p || p->allocation_id == core::kNoId) continue;
+        auto [it, added] = owner.emplace(p->allocation_id, cls[i]);
+        if (!added && it->second != cls[i]) disjoint_ = false;
+      }
+    }
+
+    // Argument sets: occurrences with distinct argument values, then a ragged variant of the first.
+    std::set<std::vector<std::vector<uint8_t>>> seen;
+    for (size_t occ = 0; occ < c_.occurrence_launches.size() && sets_.size() < options_.max_argument_sets; ++occ) {
+      std::vector<std::vector<uint8_t>> key;
+      for (const Ref& r : refs) key.push_back(value(occ, r.ref));
+      if (!seen.insert(key).second) continue;
+      KFUSE_ASSIGN_OR_RETURN(ArgumentSet set, argumentSet(occ));
+      sets_.push_back(std::move(set));
+    }
+    if (!sets_.empty()) {
+      if (auto ragged = raggedVariant(sets_.front())) sets_.push_back(std::move(*ragged));
+    }
+    return {};
+  }
+
+  Expected<ArgumentSet> argumentSet(size_t occ) {
+    ArgumentSet set;
+    set.origin = "launches";
+    std::map<core::Id, int> buffer_of;
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const core::Launch& l = launch(occ, k);
+      set.origin += (k ? ", " : " ") + std::to_string(l.id);
+      set.shapes.push_back(shapeOf(l));
+      std::vector<ArgValue>& args = set.args.emplace_back();
+      for (const core::KernelParam& p : kernels_[k].function->params) {
+        ArgValue v;
+        const core::PointerArg* ptr = pointerArg(l, p.index);
+        if (ptr && ptr->allocation_id != core::kNoId) {
+          const core::Allocation* a = nullptr;
+          for (const core::Allocation& x : trace_.allocations) {
+            if (x.id == ptr->allocation_id) a = &x;
+          }
+          if (!a) return badFormat("launch " + std::to_string(l.id) + " points into allocation " +
+                                   std::to_string(ptr->allocation_id) + ", which the trace does not have");
+          auto [it, added] = buffer_of.emplace(a->id, static_cast<int>(set.buffer_bytes.size()));
+          if (added) set.buffer_bytes.push_back(a->size);
+          v.pointer = true;
+          v.buffer = it->second;
+          v.offset = ptr->offset;
+        } else {
+          v.bytes = argBytes(l, p);
+          if (ptr && ptr->address != 0) {
+            return unsupported("argument " + std::to_string(p.index) + " of launch " + std::to_string(l.id) +
+                               " points outside every recorded allocation: its buffer cannot be recreated for "
+                               "validation");
+          }
+        }
+        args.push_back(std::move(v));
+      }
+    }
+    return set;
+  }
+
+  // The first set with each size its guards compare against lowered so it is no multiple of the block size.
+  std::optional<ArgumentSet> raggedVariant(const ArgumentSet& base) {
+    std::map<std::vector<uint8_t>, std::vector<uint8_t>> changes;
+    std::string what;
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const ptx::Module& m = sources_[kernels_[k].source_module];
+      const uint32_t block = base.shapes[k].block[0] * base.shapes[k].block[1] * base.shapes[k].block[2];
+      for (int p : guardParams(m, *kernels_[k].original)) {
+        if (p < 0 || static_cast<size_t>(p) >= base.args[k].size()) continue;
+        const ArgValue& v = base.args[k][static_cast<size_t>(p)];
+        if (v.pointer || (v.bytes.size() != 4 && v.bytes.size() != 8) || changes.count(v.bytes)) continue;
+        int64_t x = 0;
+        std::memcpy(&x, v.bytes.data(), v.bytes.size());
+        if (v.bytes.size() == 4) x = static_cast<int32_t>(x);
+        const int64_t lowered = x - block / 2 - 1;
+        if (x <= static_cast<int64_t>(block) || lowered <= 0 || lowered % block == 0) continue;
+        std::vector<uint8_t> nb(v.bytes.size());
+        std::memcpy(nb.data(), &lowered, nb.size());
+        changes[v.bytes] = nb;
+        what += (what.empty() ? "" : ", ") + std::to_string(x) + " -> " + std::to_string(lowered);
+      }
+    }
+    if (changes.empty()) return std::nullopt;
+    ArgumentSet set = base;
+    set.origin = "ragged sizes (" + what + ") of " + base.origin;
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const std::set<int> guards = guardParams(sources_[kernels_[k].source_module], *kernels_[k].original);
+      for (int p : guards) {
+        if (p < 0 || static_cast<size_t>(p) >= set.args[k].size()) continue;
+        ArgValue& v = set.args[k][static_cast<size_t>(p)];
+        if (auto it = changes.find(v.bytes); !v.pointer && it != changes.end()) v.bytes = it->second;
+      }
+    }
+    return set;
+  }
+
+  // Whether the buffer behind argument `r` is dead after every occurrence: the next thing that touches its
+  // allocation overwrites it without reading (or nothing touches it again).
+  bool deadAfterEveryOccurrence(ArgRef r) const {
+    for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
+      const core::Launch& l = launch(occ, static_cast<size_t>(r.kernel));
+      const core::PointerArg* p = pointerArg(l, r.param);
+      if (!p || p->allocation_id == core::kNoId) return false;
+      const core::Launch& last = launch(occ, kernels_.size() - 1);
+      // Later launches in issue order touching the allocation: the first decides.
+      const core::Launch* next = nullptr;
+      for (const core::Launch& x : trace_.launches) {
+        if (x.id <= last.id) continue;
+        if (std::none_of(x.pointer_args.begin(), x.pointer_args.end(),
+                         [&](const core::PointerArg& a) { return a.allocation_id == p->allocation_id; })) {
+          continue;
+        }
+        next = &x;
+        break;
+      }
+      // A copy out of the allocation after the pattern reads it.
+      for (const core::Memcpy& m : trace_.memcpys) {
+        if (m.src_allocation_id != p->allocation_id) continue;
+        if (m.api_start_ns == core::kNoTime || last.api_end_ns == core::kNoTime) return false;
+        if (m.api_start_ns > last.api_end_ns && (!next || next->api_start_ns == core::kNoTime ||
+                                                 m.api_start_ns < next->api_start_ns)) {
+          return false;
+        }
+      }
+      if (!next) continue;
+      // Only the producer kernel writing the same parameter again counts as a whole overwrite.
+      const core::Launch& producer = launch(occ, static_cast<size_t>(r.kernel));
+      const core::PointerArg* again = pointerArg(*next, r.param);
+      if (next->function_id != producer.function_id || !again || again->allocation_id != p->allocation_id ||
+          again->offset != p->offset) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  Status fuse() {
+    std::vector<Rename> renames;
+    auto merged = mergeModules(sources_, &renames);
+    if (!merged.ok()) return merged.status();
+    merged_ = std::move(merged).value();
+    for (PatternKernel& k : kernels_) {
+      k.entry = k.function->mangled_name;
+      for (const Rename& r : renames) {
+        if (r.module == k.source_module && r.from == k.entry) k.entry = r.to;
+      }
+    }
+    std::vector<std::string> entries;
+    std::string joined;
+    for (const PatternKernel& k : kernels_) {
+      entries.push_back(k.entry);
+      joined += k.function->mangled_name + ";";
+    }
+    fused_name_ = "kfuse_" + std::string(c_.kind == CandidateKind::kVertical ? "vertical" : "horizontal") + "_" +
+                  core::sha256Hex(reinterpret_cast<const uint8_t*>(joined.data()), joined.size()).substr(0, 12);
+    if (c_.kind == CandidateKind::kVertical) {
+      VerticalFusion spec;
+      spec.kernels = entries;
+      spec.fused_name = fused_name_;
+      spec.equal_args = equal_args_;
+      spec.params_disjoint = disjoint_;
+      if (options_.aggressive) spec.drop_stores = deadIntermediates();
+      progress(options_, "fusing " + std::to_string(entries.size()) + " kernels vertically");
+      auto r = fuseVertical(merged_, spec);
+      if (!r.ok()) return r.status();
+      result_ = std::move(r).value();
+      result_.shape = shapeOf(launch(0, 0));  // every part runs in the launch shape they all share
+    } else {
+      KFUSE_RETURN_IF_ERROR(fuseHorizontally(entries));
+    }
+    std::vector<int> kept;
+    auto cleaned = cleanupFunction(merged_, fused_name_, /*remove_params=*/true, &kept);
+    if (!cleaned.ok()) return cleaned.status();
+    std::vector<FusedParam> params;
+    for (int p : kept) params.push_back(result_.params[static_cast<size_t>(p)]);
+    result_.params = std::move(params);
+    if (cleaned->removed_params > 0) {
+      result_.notes.push_back("removed " + std::to_string(cleaned->removed_params) +
+                              " parameter(s) the fused kernel no longer reads");
+    }
+    ptx::Module only = merged_;
+    auto pm = PassManager::fromPipeline("keep-only{kernels=" + fused_name_ + "}");
+    if (!pm.ok()) return pm.status();
+    KFUSE_RETURN_IF_ERROR(pm->run(only));
+    fused_module_ = only;
+    fused_ptx_ = "// Fused by kfuse: " + std::string(analyzer::candidateKindName(c_.kind)) + " fusion of candidate " +
+                 std::to_string(c_.rank) + " (" + joinNames() + ")\n" + ptx::printModule(only);
+    return {};
+  }
+
+  std::vector<ArgRef> deadIntermediates() const {
+    // Buffers an earlier kernel writes that a later kernel reads: candidates for dropping.
+    std::vector<ArgRef> out;
+    for (size_t k = 0; k + 1 < kernels_.size(); ++k) {
+      for (const core::KernelParam& p : kernels_[k].function->params) {
+        const ArgRef r{static_cast<int>(k), p.index};
+        const core::PointerArg* ptr = pointerArg(launch(0, k), p.index);
+        if (!ptr || ptr->allocation_id == core::kNoId) continue;
+        if (p.access != core::AccessMode::kWrite) continue;
+        if (deadAfterEveryOccurrence(r)) out.push_back(r);
+      }
+    }
+    return out;
+  }
+
+  Status fuseHorizontally(const std::vector<std::string>& entries) {
+    HorizontalFusion spec;
+    spec.kernels = entries;
+    spec.fused_name = fused_name_;
+    spec.equal_args = equal_args_;
+    for (size_t k = 0; k < kernels_.size(); ++k) spec.shapes.push_back(shapeOf(launch(0, k)));
+    std::vector<HorizontalLayout> layouts = {HorizontalLayout::kBlockPartitioned,
+                                             HorizontalLayout::kThreadPartitioned};
+    if (options_.layout) layouts = {*options_.layout};
+    const std::string arch = archOf(report_.gpu);
+    std::optional<double> best_waves;
+    std::string refusals;
+    for (HorizontalLayout layout : layouts) {
+      ptx::Module trial = merged_;
+      spec.layout = layout;
+      auto r = fuseHorizontal(trial, spec);
+      if (!r.ok()) {
+        refusals += std::string(refusals.empty() ? "" : "; ") + horizontalLayoutName(layout) + ": " +
+                    r.status().message();
+        continue;
+      }
+      // The layout with fewer waves of blocks on the GPU is predicted faster (the work per thread is the same).
+      double waves = 0;
+      auto res = compileResources(retargeted(trial, arch), arch);
+      if (res.ok()) {
+        for (KernelResources& kr : *res) {
+          if (kr.kernel != fused_name_) continue;
+          if (computeOccupancy(kr, static_cast<uint32_t>(r->shape.threads()), r->shape.dynamic_shared_bytes).ok() &&
+              kr.occupancy > 0) {
+            const double blocks_per_sm = kr.occupancy * 64.0 * 32.0 / static_cast<double>(r->shape.threads());
+            waves = std::ceil(static_cast<double>(r->shape.blocks()) /
+                              std::max(1.0, std::floor(blocks_per_sm) * std::max(1, report_.gpu.sm_count)));
+          }
+        }
+      }
+      r->notes.push_back(std::string(horizontalLayoutName(layout)) + ": " + std::to_string(r->shape.blocks()) +
+                         " blocks of " + std::to_string(r->shape.threads()) + " threads, " +
+                         std::to_string(static_cast<int64_t>(waves)) + " wave(s) on " + report_.gpu.short_name);
+      if (!best_waves || waves < *best_waves) {
+        best_waves = waves;
+        result_ = std::move(r).value();
+        layout_ = layout;
+        chosen_ = std::move(trial);
+      }
+    }
+    if (!best_waves) return unsupported("no horizontal layout applies: " + refusals);
+    merged_ = std::move(chosen_);
+    return {};
+  }
+
+  std::string joinNames() const {
+    std::string s;
+    for (const PatternKernel& k : kernels_) {
+      const std::string& name = k.function->demangled_name.empty() ? k.function->mangled_name : k.function->demangled_name;
+      s += (s.empty() ? "" : c_.kind == CandidateKind::kVertical ? " -> " : " + ") + name;
+    }
+    return s;
+  }
+
+  // The PTX of `m` for `arch`: ptxas compiles only for architectures at least as new as the .target.
+  static std::string retargeted(ptx::Module m, const std::string& arch) {
+    m.target = arch;
+    return ptx::printModule(m);
+  }
+
+  Status compileAll(const std::string& plan_dir) {
+    targets_ = {archOf(report_.gpu)};
+    for (const std::string& a : options_.archs) {
+      if (std::find(targets_.begin(), targets_.end(), a) == targets_.end()) targets_.push_back(a);
+    }
+    std::vector<std::string> compiled;
+    for (const std::string& arch : targets_) {
+      progress(options_, "ptxas -v -arch=" + arch);
+      // The originals first: an architecture they cannot be built for is not one the fusion can be judged on.
+      std::vector<KernelResources> originals;
+      std::string original_problem;
+      for (size_t m = 0; m < sources_.size() && original_problem.empty(); ++m) {
+        auto orig = compileResources(retargeted(sources_[m], arch), arch);
+        if (!orig.ok()) {
+          original_problem = orig.status().message();
+          break;
+        }
+        for (KernelResources& r : *orig) {
+          for (size_t k = 0; k < kernels_.size(); ++k) {
+            if (kernels_[k].source_module != m || r.kernel != kernels_[k].function->mangled_name) continue;
+            const LaunchShape s = shapeOf(launch(0, k));
+            (void)computeOccupancy(r, static_cast<uint32_t>(s.threads()), s.dynamic_shared_bytes);
+            originals.push_back(r);
+            break;
+          }
+        }
+      }
+      if (!original_problem.empty()) {
+        result_.notes.push_back("not compiled for " + arch + ": the original kernels do not build for it either (" +
+                                original_problem.substr(0, 200) + ")");
+        continue;
+      }
+      auto fused = compileResources(retargeted(fused_module_, arch), arch);
+      if (!fused.ok()) {
+        // Keep what ptxas rejected for inspection, outside the plan directory (which stays untouched).
+        const fs::path kept = fs::path(plan_dir).parent_path() / (fs::path(plan_dir).filename().string() +
+                                                                  ".rejected.ptx");
+        (void)writeText(kept, retargeted(fused_module_, arch));
+        if (diagnostics_) {
+          diagnostics_->ptxas_log = fused.status().message();
+          diagnostics_->kept_ptx = kept.string();
+        }
+        return unsupported("ptxas rejected the fused kernel for " + arch + " (the fused PTX is kept in " +
+                           kept.string() + "): " + fused.status().message());
+      }
+      for (KernelResources& r : *fused) {
+        if (r.kernel != fused_name_) continue;
+        (void)computeOccupancy(r, static_cast<uint32_t>(result_.shape.threads()), result_.shape.dynamic_shared_bytes);
+        resources_.push_back(r);
+      }
+      resources_.insert(resources_.end(), originals.begin(), originals.end());
+      compiled.push_back(arch);
+    }
+    if (compiled.empty()) {
+      return unsupported("the kernels compile for none of the target architectures (" +
+                         (result_.notes.empty() ? std::string() : result_.notes.back()) + ")");
+    }
+    targets_ = compiled;
+    return {};
+  }
+
+  // The analyzer predicted the saving before the fused kernel existed; with its occupancy on the trace's GPU known,
+  // the prediction is redone (docs/analyzer.md, cost model rule 11) and a fusion predicted to lose is refused.
+  Status repredict() {
+    const std::string& arch = targets_.front();
+    double fused = 0;
+    std::vector<double> originals, times;
+    for (const KernelResources& r : resources_) {
+      if (r.arch != arch) continue;
+      if (r.kernel == fused_name_) fused = r.occupancy;
+    }
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      for (const KernelResources& r : resources_) {
+        if (r.arch != arch || r.kernel != kernels_[k].function->mangled_name) continue;
+        originals.push_back(r.occupancy);
+        const int64_t d = launch(0, k).gpuDurationNs();
+        times.push_back(d == core::kNoTime ? 0.0 : static_cast<double>(d));
+        break;
+      }
+    }
+    candidate_ = c_;
+    const double before = analyzer::meanOccupancy(originals, times);
+    if (fused <= 0 || before <= 0 || originals.size() != kernels_.size()) {
+      result_.notes.push_back("occupancy on " + arch + " unknown: the analyzer's prediction is kept as it was");
+      return {};
+    }
+    auto adjusted = analyzer::candidateWithOccupancy(c_, std::min(1.0, fused), std::min(1.0, before));
+    if (!adjusted.ok()) return adjusted.status();
+    candidate_ = std::move(adjusted).value();
+    char line[256];
+    std::snprintf(line, sizeof line, "occupancy on %s: fused %.0f%%, originals %.0f%%; predicted saving %.0f ns per "
+                  "occurrence (analyzer: %.0f ns)", arch.c_str(), fused * 100, before * 100,
+                  candidate_.cost.saving_ns, c_.cost.saving_ns);
+    result_.notes.push_back(line);
+    if (candidate_.cost.saving_ns <= 0) {
+      return unsupported("the fused kernel is predicted to lose: " + std::string(line) +
+                         "; kfuse does not rewrite fusions that make the application slower");
+    }
+    return {};
+  }
+
+  void buildPlan() {
+    plan_.source_trace = report_.input_path;
+    plan_.candidate_rank = c_.rank;
+    plan_.kind = analyzer::candidateKindName(c_.kind);
+    if (c_.kind == CandidateKind::kHorizontal) plan_.layout = horizontalLayoutName(layout_);
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const PatternKernel& pk = kernels_[k];
+      PlanKernel p;
+      p.mangled_name = pk.function->mangled_name;
+      p.module_hash = pk.module->hash;
+      p.ptx_file = "originals/" + pk.module->hash.substr(0, 16) + ".ptx";
+      p.shape = shapeOf(launch(0, k));
+      const std::vector<std::string> types = elementTypes(sources_[pk.source_module], *pk.original);
+      for (const core::KernelParam& kp : pk.function->params) {
+        PlanParam pp;
+        pp.index = kp.index;
+        pp.offset = static_cast<uint32_t>(std::max(0, kp.offset));
+        pp.size = static_cast<uint32_t>(std::max(0, kp.size));
+        const core::PointerArg* ptr = pointerArg(launch(0, k), kp.index);
+        pp.pointer = (ptr && ptr->allocation_id != core::kNoId) || kp.type == "ptr";
+        if (pp.pointer) pp.access = core::toString(kp.access);
+        if (static_cast<size_t>(kp.index) < types.size()) pp.element_type = types[static_cast<size_t>(kp.index)];
+        p.params.push_back(pp);
+      }
+      plan_.kernels.push_back(std::move(p));
+    }
+    Predicate same;
+    same.kind = Predicate::Kind::kSameLaunchConfig;
+    plan_.predicates.push_back(same);
+    for (const auto& [a, b] : equal_args_) {
+      Predicate p;
+      p.kind = Predicate::Kind::kArgEqual;
+      p.a = a;
+      p.b = b;
+      plan_.predicates.push_back(p);
+    }
+    // Distinct pointer parameters in distinct allocations: the injector checks they still do not overlap.
+    if (disjoint_) {
+      Predicate p;
+      p.kind = Predicate::Kind::kNoOverlap;
+      for (const FusedParam& fp : result_.params) {
+        const ArgRef r = fp.sources.front();
+        const core::PointerArg* ptr = pointerArg(launch(0, static_cast<size_t>(r.kernel)), r.param);
+        if (!ptr || ptr->allocation_id == core::kNoId) continue;
+        for (const core::Allocation& a : trace_.allocations) {
+          if (a.id == ptr->allocation_id) {
+            p.buffers.push_back(r);
+            p.bytes.push_back(a.size - std::min(a.size, ptr->offset));
+          }
+        }
+      }
+      if (p.buffers.size() >= 2) plan_.predicates.push_back(p);
+    }
+    if (!c_.checked.tuples.empty() && !c_.checked.tuples.front().empty()) {
+      Predicate p;
+      p.kind = Predicate::Kind::kProvenValues;
+      for (const analyzer::ProofArgument& a : c_.checked.tuples.front()) {
+        p.proof_args.push_back({{a.kernel, a.param}, a.pointer_offset});
+      }
+      for (const auto& tuple : c_.checked.tuples) {
+        std::vector<int64_t>& values = p.tuples.emplace_back();
+        for (const analyzer::ProofArgument& a : tuple) values.push_back(a.value);
+      }
+      plan_.predicates.push_back(p);
+    }
+    plan_.fused.name = fused_name_;
+    plan_.fused.arch = targets_.front();
+    plan_.fused.params = result_.params;
+    plan_.fused.shape = result_.shape;
+    plan_.fused.parts = result_.parts;
+    plan_.targets = targets_;
+    plan_.resources = resources_;
+    plan_.aggressive = options_.aggressive;
+    plan_.dropped_buffers = result_.dropped_buffers;
+    plan_.prediction.gpu = report_.gpu.short_name;
+    plan_.prediction.cost_model_version = report_.cost_model_version;
+    plan_.prediction.measured_ns = candidate_.cost.measured_ns;
+    plan_.prediction.fused_ns = candidate_.cost.fused_ns;
+    plan_.prediction.saving_ns = candidate_.cost.saving_ns;
+    plan_.prediction.occurrences = candidate_.occurrences.size();
+    plan_.prediction.total_saving_ns = candidate_.total_saving_ns;
+    plan_.prediction.note = candidate_.cost.note;
+    plan_.argument_sets = sets_;
+    plan_.notes = result_.notes;
+  }
+
+  Expected<Plan> writeAndValidate(const std::string& plan_dir) {
+    const fs::path dir(plan_dir);
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) && !fs::exists(dir / "plan.json", ec)) {
+      return invalidArgument(plan_dir + " exists and is not a kfuse plan directory; choose another -o");
+    }
+    const fs::path tmp = dir.parent_path() / (dir.filename().string() + ".kfuse-partial");
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp / "originals", ec);
+    if (ec) return ioError("cannot create " + tmp.string() + ": " + ec.message());
+    auto cleanupOnError = [&](Status s) {
+      std::error_code ignored;
+      fs::remove_all(tmp, ignored);
+      return s;
+    };
+    for (const PatternKernel& k : kernels_) {
+      Status s = writeText(tmp / ("originals/" + k.module->hash.substr(0, 16) + ".ptx"), k.ptx_text);
+      if (!s.ok()) return cleanupOnError(s);
+    }
+    Status s = writeText(tmp / plan_.fused.ptx_file, fused_ptx_);
+    if (!s.ok()) return cleanupOnError(s);
+    if (options_.validate) {
+      progress(options_, "validating on the " + std::string(options_.validation.backend == Backend::kGpu ? "GPU" : "emulator"));
+      auto v = validatePlan(plan_, tmp.string(), options_.validation);
+      if (!v.ok()) return cleanupOnError(v.status());
+      recordValidation(plan_.validation, options_.validation, *v);
+    }
+    plan_.validation.ptxas_ok = true;
+    plan_.validation.ptxas_archs = targets_;
+    s = writePlan(tmp.string(), plan_);
+    if (!s.ok()) return cleanupOnError(s);
+    s = writeText(tmp / "README.md", planReadme(plan_));
+    if (!s.ok()) return cleanupOnError(s);
+    fs::remove_all(dir, ec);
+    fs::rename(tmp, dir, ec);
+    if (ec) return cleanupOnError(ioError("cannot move " + tmp.string() + " to " + plan_dir + ": " + ec.message()));
+    if (options_.validate) {
+      // The trace keeps the history of what was validated; a trace that cannot be written only loses that.
+      auto recorded = recordValidationInTrace(report_.input_path, plan_, plan_dir, options_.validation.backend);
+      if (!recorded.ok()) progress(options_, "note: " + recorded.status().message());
+    }
+    return plan_;
+  }
+
+  const core::Trace& trace_;
+  const analyzer::Report& report_;
+  const Candidate& c_;
+  const RewriteOptions& options_;
+  RewriteDiagnostics* diagnostics_;
+  std::map<core::Id, const core::Launch*> launches_;
+  std::vector<PatternKernel> kernels_;
+  std::vector<ptx::Module> sources_;
+  std::vector<std::string> source_texts_;
+  std::vector<std::pair<ArgRef, ArgRef>> equal_args_;
+  bool disjoint_ = false;
+  std::vector<ArgumentSet> sets_;
+  ptx::Module merged_, chosen_, fused_module_;
+  std::string fused_name_;
+  FusionResult result_;
+  HorizontalLayout layout_ = HorizontalLayout::kBlockPartitioned;
+  std::string fused_ptx_;
+  std::vector<std::string> targets_;
+  std::vector<KernelResources> resources_;
+  Plan plan_;
+  analyzer::Candidate candidate_;  // the candidate with the cost re-predicted for the fused kernel's occupancy
+};
+
+}  // namespace
+
+Expected<Plan> rewriteCandidate(const analyzer::ImportResult& input, const analyzer::Report& report,
+                                const analyzer::Candidate& candidate, const RewriteOptions& options,
+                                const std::string& plan_dir, RewriteDiagnostics* diagnostics) {
+  Rewriter r(input, report, candidate, options, diagnostics);
+  return r.run(plan_dir);
+}
+
+}  // namespace kfuse::rewriter

@@ -67,4 +67,10 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
 // validation elsewhere (the trace database) takes the same ValidationResult.
 void recordValidation(PlanValidation& validation, const ValidationOptions& options, const ValidationResult& result);
 
+// Appends the plan's validation result for `backend` to the kfuse_validation table of the SQLite trace at
+// `trace_path` (created on first use). Returns false, writing nothing, when the trace is not a SQLite file (a JSON
+// or imported trace); an error when the file cannot be written.
+Expected<bool> recordValidationInTrace(const std::string& trace_path, const Plan& plan, const std::string& plan_dir,
+                                       Backend backend);
+
 }  // namespace kfuse::rewriter

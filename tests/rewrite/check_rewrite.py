@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""End-to-end rewriter test: record the driver-API examples on the emulator's stand-in libcuda.so.1, rewrite
+every proven candidate with `kfuse rewrite` (ptxas for sm_80, sm_90 and sm_100, validation on the emulator),
+check each plan against schemas/plan.schema.json and re-validate it with `kfuse validate`; the blocked stencil is
+refused with the analyzer's reason; a hand-corrupted fused.ptx fails validation naming the buffer and element;
+bad plans are refused with exit 2.
+
+Usage: check_rewrite.py --kfuse BIN --source SRC --build BUILD
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+EXAMPLES = ["elementwise_chain", "mlp_block", "many_small_kernels", "stencil"]
+ARCHS = "sm_80,sm_90,sm_100"
+
+
+class Checker:
+    def __init__(self, args, tmp):
+        self.args = args
+        self.tmp = tmp
+        self.failures = []
+        self.passed = 0
+        with open(os.path.join(args.source, "schemas", "plan.schema.json")) as f:
+            self.plan_schema = json.load(f)
+
+    def run(self, *argv, env=None, timeout=300):
+        return subprocess.run([self.args.kfuse, "-q", *argv], capture_output=True, text=True, env=env,
+                              timeout=timeout)
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append(what + (": " + detail if detail else ""))
+            print("FAIL " + what + (": " + detail[-1500:] if detail else ""))
+
+    def record(self, name):
+        path = os.path.join(self.tmp, name + ".sqlite")
+        program = os.path.join(self.args.build, "examples", "driver_api", name)
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(self.args.build, "standin"))
+        p = self.run("record", "-o", path, "--", program, env=env)
+        self.check(p.returncode == 0, f"record {name}", p.stderr)
+        return path
+
+    def candidates(self, trace):
+        out = os.path.join(self.tmp, os.path.basename(trace) + ".report.json")
+        p = self.run("analyze", trace, "--json", out, "--no-store")
+        self.check(p.returncode == 0, f"analyze {trace}", p.stderr)
+        with open(out) as f:
+            return json.load(f)["candidates"]
+
+    def validate_schema(self, plan_path):
+        try:
+            import jsonschema
+        except ImportError:
+            self.check(False, "python3-jsonschema is installed (scripts/setup-deps.sh installs it)")
+            return
+        with open(plan_path) as f:
+            plan = json.load(f)
+        errors = sorted(jsonschema.Draft202012Validator(self.plan_schema).iter_errors(plan), key=str)
+        self.check(not errors, f"{plan_path} follows plan.schema.json", "; ".join(e.message for e in errors[:3]))
+        return plan
+
+    def rewrite_all_proven(self, name, trace):
+        plans = []
+        for c in self.candidates(trace):
+            rank = c["rank"]
+            out = os.path.join(self.tmp, f"{name}-plan-{rank}")
+            p = self.run("rewrite", trace, "--candidate", str(rank), "--arch", ARCHS, "-o", out)
+            if c["legality"] != "proven":
+                self.check(p.returncode == 2 and "not proven" in p.stderr and not os.path.exists(out),
+                           f"{name} #{rank} ({c['legality']}) is refused with the analyzer's reason",
+                           f"exit {p.returncode}: {p.stderr}")
+                reason = (c.get("reasons") or [""])[0]
+                self.check(reason[:40] in p.stderr, f"{name} #{rank}: the refusal quotes the analyzer",
+                           f"reason {reason!r} not in {p.stderr!r}")
+                continue
+            self.check(p.returncode == 0, f"{name} #{rank} ({c['kind']}) rewrites and validates",
+                       f"exit {p.returncode}: {p.stdout}{p.stderr}")
+            if p.returncode != 0:
+                continue
+            plan = self.validate_schema(os.path.join(out, "plan.json"))
+            if plan is None:
+                continue
+            v = plan.get("validation", {})
+            self.check(v.get("emulator") == "passed", f"{name} #{rank}: the plan records a passed validation",
+                       json.dumps(v))
+            archs = set(v.get("ptxas_archs", []))
+            self.check({"sm_80", "sm_90", "sm_100"} <= archs, f"{name} #{rank}: compiled for sm_80, sm_90, sm_100",
+                       str(sorted(archs)))
+            self.check(os.path.exists(os.path.join(out, "README.md")), f"{name} #{rank}: README.md written")
+            p = self.run("validate", out, "--seed", "7")
+            self.check(p.returncode == 0, f"{name} #{rank}: kfuse validate passes", p.stdout + p.stderr)
+            plans.append((c, out, plan))
+        return plans
+
+    def corrupted_plan_fails(self, plan_dir):
+        bad = plan_dir + "-corrupted"
+        shutil.copytree(plan_dir, bad)
+        fused = os.path.join(bad, "fused.ptx")
+        with open(fused) as f:
+            text = f.read()
+        changed, n = re.subn(r"\b(add|mul)\.f32\b", "sub.f32", text, count=1)
+        self.check(n == 1, "the fused kernel has an f32 add or mul to corrupt")
+        with open(fused, "w") as f:
+            f.write(changed)
+        p = self.run("validate", bad)
+        out = p.stdout + p.stderr
+        self.check(p.returncode == 1, "a corrupted fused.ptx fails validation with exit 1", f"exit {p.returncode}: {out}")
+        self.check("buffer" in out and "element" in out, "the mismatch names the buffer and the element", out)
+
+    def bad_plans_are_refused(self, plan_dir):
+        cases = {
+            "version": lambda plan: plan.update(version=99),
+            "missing pattern": lambda plan: plan.pop("pattern", None),
+            "module hash": lambda plan: plan["pattern"]["kernels"][0].update(module_hash="0" * 64),
+        }
+        for what, mutate in cases.items():
+            bad = f"{plan_dir}-bad-{what.replace(' ', '-')}"
+            shutil.copytree(plan_dir, bad)
+            path = os.path.join(bad, "plan.json")
+            with open(path) as f:
+                plan = json.load(f)
+            mutate(plan)
+            with open(path, "w") as f:
+                json.dump(plan, f)
+            before = open(path).read()
+            p = self.run("validate", bad)
+            self.check(p.returncode == 2 and "plan.json" in p.stderr, f"a plan with a bad {what} is refused (exit 2)",
+                       f"exit {p.returncode}: {p.stdout}{p.stderr}")
+            self.check(open(path).read() == before, f"a refused plan ({what}) is left as it was")
+        p = self.run("validate", os.path.join(self.tmp, "no-such-plan"))
+        self.check(p.returncode == 2, "a missing plan directory is refused (exit 2)", p.stderr)
+
+    def rewrite_all(self, trace):
+        out = os.path.join(self.tmp, "all-plans")
+        p = self.run("rewrite", trace, "--all", "--arch", ARCHS, "-o", out)
+        self.check(p.returncode == 0, "rewrite --all writes the chosen consistent set", p.stdout + p.stderr)
+        dirs = sorted(os.listdir(out)) if os.path.isdir(out) else []
+        self.check(len(dirs) >= 1 and all(d.startswith("candidate-") for d in dirs), "one directory per candidate",
+                   str(dirs))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kfuse", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--build", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kfuse_rewrite_") as tmp:
+        c = Checker(args, tmp)
+        traces = {name: c.record(name) for name in EXAMPLES}
+        plans = {}
+        for name in EXAMPLES:
+            plans[name] = c.rewrite_all_proven(name, traces[name])
+        kinds = {(plan["kind"], plan.get("layout", "")) for ps in plans.values() for _, _, plan in ps}
+        c.check(("vertical", "") in kinds, "some vertical fusion was rewritten", str(kinds))
+        c.check(any(k == "horizontal" for k, _ in kinds), "some horizontal fusion was rewritten", str(kinds))
+        chain = [out for cand, out, plan in plans["elementwise_chain"] if plan["kind"] == "vertical"]
+        c.check(bool(chain), "the elementwise chain rewrote")
+        if chain:
+            c.corrupted_plan_fails(chain[0])
+            c.bad_plans_are_refused(chain[0])
+        c.rewrite_all(traces["many_small_kernels"])
+        print(f"{c.passed} checks passed, {len(c.failures)} failed")
+        return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
