@@ -80,6 +80,17 @@ json predicateJson(const Predicate& p) {
       j["a"] = argRefJson(p.a);
       j["value"] = hexBytes(p.value);
       break;
+    case Predicate::Kind::kProvenValues: {
+      json args = json::array();
+      for (const Predicate::ProofRef& r : p.proof_args) {
+        json a = argRefJson(r.arg);
+        a["pointer_offset"] = r.pointer_offset;
+        args.push_back(std::move(a));
+      }
+      j["proof_args"] = std::move(args);
+      j["tuples"] = p.tuples;
+      break;
+    }
   }
   return j;
 }
@@ -339,7 +350,7 @@ void readKernel(Reader& r, const json& j, const std::string& path, PlanKernel& k
 }
 
 void readPredicate(Reader& r, const json& j, const std::string& path, Predicate& p) {
-  if (!r.object(j, path, {"kind", "a", "b", "buffers", "bytes", "value"})) return;
+  if (!r.object(j, path, {"kind", "a", "b", "buffers", "bytes", "value", "proof_args", "tuples"})) return;
   std::string kind;
   r.str(j, path, "kind", kind, true);
   if (!r.ok()) return;
@@ -365,8 +376,29 @@ void readPredicate(Reader& r, const json& j, const std::string& path, Predicate&
     p.kind = Predicate::Kind::kArgValue;
     r.argRefMember(j, path, "a", p.a);
     r.hex(j, path, "value", p.value, true);
+  } else if (kind == "proven_values") {
+    p.kind = Predicate::Kind::kProvenValues;
+    r.array(j, path, "proof_args", true, [&](const json& e, const std::string& ep) {
+      Predicate::ProofRef pr;
+      if (!r.object(e, ep, {"kernel", "arg", "pointer_offset"})) return;
+      r.integer(e, ep, "kernel", pr.arg.kernel, true, 0, 1u << 20);
+      r.integer(e, ep, "arg", pr.arg.param, true, 0, 1u << 20);
+      r.boolean(e, ep, "pointer_offset", pr.pointer_offset);
+      p.proof_args.push_back(pr);
+    });
+    if (r.ok() && p.proof_args.empty()) r.fail(join(path, "proof_args"), "expected at least one argument");
+    r.array(j, path, "tuples", true, [&](const json& e, const std::string& ep) {
+      if (!e.is_array() || e.size() != p.proof_args.size()) {
+        return r.fail(ep, "expected an array of " + std::to_string(p.proof_args.size()) + " integers");
+      }
+      std::vector<int64_t> tuple(e.size());
+      for (size_t i = 0; i < e.size() && r.ok(); ++i) {
+        r.integerValue(e[i], indexed(ep, i), tuple[i], std::numeric_limits<int64_t>::min());
+      }
+      p.tuples.push_back(std::move(tuple));
+    });
   } else {
-    r.oneOf(kind, join(path, "kind"), {"arg_equal", "no_overlap", "same_launch_config", "arg_value"});
+    r.oneOf(kind, join(path, "kind"), {"arg_equal", "no_overlap", "same_launch_config", "arg_value", "proven_values"});
   }
 }
 
@@ -503,6 +535,7 @@ void checkReferences(Reader& r, const Plan& plan) {
     if (p.kind == Predicate::Kind::kArgEqual || p.kind == Predicate::Kind::kArgValue) ref(p.a, path + ".a");
     if (p.kind == Predicate::Kind::kArgEqual) ref(p.b, path + ".b");
     for (size_t b = 0; b < p.buffers.size(); ++b) ref(p.buffers[b], indexed(path + ".buffers", b));
+    for (size_t a = 0; a < p.proof_args.size(); ++a) ref(p.proof_args[a].arg, indexed(path + ".proof_args", a));
   }
   for (size_t i = 0; i < plan.fused.params.size(); ++i) {
     for (size_t s = 0; s < plan.fused.params[i].sources.size(); ++s) {
@@ -637,6 +670,7 @@ const char* predicateKindName(Predicate::Kind k) {
     case Predicate::Kind::kNoOverlap: return "no_overlap";
     case Predicate::Kind::kSameLaunchConfig: return "same_launch_config";
     case Predicate::Kind::kArgValue: return "arg_value";
+    case Predicate::Kind::kProvenValues: return "proven_values";
   }
   return "unknown";
 }
@@ -831,6 +865,22 @@ std::string planReadme(const Plan& plan) {
       case Predicate::Kind::kArgValue:
         o << "- " << argRefText(plan, p.a) << " has the value 0x" << hexBytes(p.value) << " (little-endian bytes)\n";
         break;
+      case Predicate::Kind::kProvenValues: {
+        o << "- (";
+        for (size_t i = 0; i < p.proof_args.size(); ++i) {
+          o << (i ? ", " : "") << (p.proof_args[i].pointer_offset ? "the byte offset of " : "")
+            << argRefText(plan, p.proof_args[i].arg);
+        }
+        o << ") is one of the values the legality proof covers:";
+        for (size_t t = 0; t < p.tuples.size() && t < 8; ++t) {
+          o << (t ? "," : "") << " (";
+          for (size_t i = 0; i < p.tuples[t].size(); ++i) o << (i ? ", " : "") << p.tuples[t][i];
+          o << ")";
+        }
+        if (p.tuples.size() > 8) o << " and " << p.tuples.size() - 8 << " more";
+        o << "\n";
+        break;
+      }
     }
   }
   o << "\n## Fused kernel\n\n`" << plan.fused.name << "` in `" << plan.fused.ptx_file << "`";

@@ -26,6 +26,11 @@ Plan fullPlan() {
   value.a = {0, 3};
   value.value = {0xe8, 0x03, 0, 0};
   p.predicates.push_back(value);
+  Predicate proven;
+  proven.kind = Predicate::Kind::kProvenValues;
+  proven.proof_args = {{{0, 3}, false}, {{1, 2}, true}};
+  proven.tuples = {{1000, 0}, {32768, -4}};
+  p.predicates.push_back(proven);
   p.fused.parts = {{0, 0, 128, 0, 256, -1}, {1, 0, 128, 0, 256, 3}};
   p.resources = {{"scale", "sm_90", 8, 0, 0, 0, 0, 0, 256, 1.0, "warps"},
                  {"kfuse_scale_add", "sm_90", 12, 1, 4, 8, 16, 0, 256, 0.75, "registers"}};
@@ -45,7 +50,9 @@ TEST(PlanJson, RoundTripsEveryField) {
   auto back = parse(j);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(planToJson(*back), j);
-  EXPECT_EQ(back->predicates.back().value, (std::vector<uint8_t>{0xe8, 0x03, 0, 0}));
+  EXPECT_EQ(back->predicates[4].value, (std::vector<uint8_t>{0xe8, 0x03, 0, 0}));
+  EXPECT_EQ(back->predicates[5].tuples[1], (std::vector<int64_t>{32768, -4}));
+  EXPECT_TRUE(back->predicates[5].proof_args[1].pointer_offset);
   EXPECT_EQ(back->argument_sets[1].fused_shape->grid[0], 4u);
   EXPECT_EQ(back->fused.parts[1].barrier_id, 3);
   EXPECT_EQ(back->validation.validated_at, "2026-11-25T14:00:00Z");
@@ -87,6 +94,15 @@ TEST(PlanJson, ChecksReferencesIntoThePattern) {
   j["argument_sets"][0]["args"][0][0]["buffer"] = 9;
   EXPECT_EQ(parse(j).status().message(),
             "plan/plan.json: argument_sets[0].args[0][0].buffer: no buffer 9 (the set has 4)");
+}
+
+TEST(PlanJson, ProvenValuesTuplesMatchTheirArguments) {
+  json j = planToJson(fullPlan());
+  json& proven = j["pattern"]["predicates"][5];
+  ASSERT_EQ(proven["kind"], "proven_values");
+  proven["tuples"][1] = json::array({1, 2, 3});
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: pattern.predicates[5].tuples[1]: expected an array of 2 integers");
 }
 
 TEST(PlanJson, RejectsOutOfRangeNumbers) {
@@ -172,7 +188,9 @@ TEST(PlanReadme, ShowsThePlanForPeople) {
                            "### Parameter mapping", "### Launch mapping", "## Resources", "## Prediction",
                            "## Validation", "argument 1 of `scale` equals argument 0 of `add`",
                            "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%",
-                           "emulator: passed", "Aggressive"}) {
+                           "emulator: passed", "Aggressive",
+                           "(argument 3 of `scale`, the byte offset of argument 2 of `add`) is one of the values the "
+                           "legality proof covers: (1000, 0), (32768, -4)"}) {
     EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
   }
 }

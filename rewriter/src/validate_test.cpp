@@ -150,6 +150,22 @@ TEST(Validate, FourKernelChainPassesWithRaggedSize) {
   EXPECT_EQ(r->runs, 4);
 }
 
+// The vertical pass's own fusion of the chain (its golden file, testdata/vertical/elementwise_chain.fused.ptx:
+// the fused function alone, parameters in the same order as the hand-written one) validates too.
+TEST(Validate, VerticalPassFusionOfTheChainPasses) {
+  fs::path dir = planDir("chain_pass");
+  Plan plan = testing::writeChainPlanDir(dir, {testing::chainArguments(1000, "ragged: n = 1000 with block 256"),
+                                               testing::chainArguments(4096, "n = 4096")});
+  fs::path golden = fs::path(KFUSE_REWRITER_TESTDATA) / "vertical" / "elementwise_chain.fused.ptx";
+  if (!fs::exists(golden)) GTEST_SKIP() << golden << " is not there";
+  writeFile(dir / "fused.ptx", ".version 9.0\n.target sm_90\n.address_size 64\n\n" + readFile(golden));
+  plan.fused.name = "fused_chain";
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << (r->mismatch ? r->mismatch->sentence() : r->failure);
+  EXPECT_EQ(r->runs, 8);
+}
+
 // ~1M elements through the four-kernel chain, every built-in trial: what `kfuse validate` costs on a real-sized
 // launch sequence.
 TEST(Validate, MillionElementChainValidatesQuickly) {
