@@ -2,8 +2,9 @@
 # Builds kfuse and runs its main job on the embedded default, on a CPU: the driver-API example programs
 # (examples/driver_api) run unmodified on kfuse's emulator (the stand-in libcuda.so.1) under `kfuse record`, and
 # `kfuse analyze` finds their fusion candidates — the elementwise chain and bias-add -> GELU proven, the stencil
-# blocked with its reason. Also analyzes the bundled demo trace (examples/traces/demo_chain.json, recorded on an
-# H100). Reports land in build/demo/.
+# blocked with its reason — and `kfuse rewrite` writes the chain's fused kernel, compiles it with ptxas and validates
+# it bit for bit on the emulator. Also analyzes the bundled synthetic demo trace (examples/traces/demo_chain.json:
+# hand-made, times invented). Reports and the plan land in build/demo/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup-deps.sh"
@@ -25,6 +26,14 @@ for example in elementwise_chain mlp_block stencil; do
   "$kfuse" analyze "$out/$example.sqlite" --html "$out/$example.html" --top 5
 done
 
+echo
+echo "kfuse: kfuse rewrite $out/elementwise_chain.sqlite --candidate 1 -o $out/chain-plan --arch sm_80,sm_90,sm_100"
+"$kfuse" rewrite "$out/elementwise_chain.sqlite" --candidate 1 -o "$out/chain-plan" --arch sm_80,sm_90,sm_100
+echo
+echo "kfuse: kfuse validate $out/chain-plan --seed 7"
+"$kfuse" validate "$out/chain-plan" --seed 7
+sed -n '1,/^## Fused kernel/p' "$out/chain-plan/README.md" | head -40
+
 demo="$out/demo_chain.sqlite"
 echo
 echo "kfuse: importing examples/traces/demo_chain.json (synthetic: hand-made by make_demo_chain.py, times invented) -> $demo"
@@ -34,4 +43,4 @@ echo
 echo "kfuse: kfuse analyze $demo --html $out/demo_chain.html"
 "$kfuse" analyze "$demo" --html "$out/demo_chain.html"
 echo
-echo "kfuse: reports in $out/*.html"
+echo "kfuse: reports in $out/*.html; the fused chain and its plan in $out/chain-plan/"

@@ -454,11 +454,13 @@ class Rewriter {
     // Buffers an earlier kernel writes that a later kernel reads: candidates for dropping.
     std::vector<ArgRef> out;
     for (size_t k = 0; k + 1 < kernels_.size(); ++k) {
-      for (const core::KernelParam& p : kernels_[k].function->params) {
-        const ArgRef r{static_cast<int>(k), p.index};
-        const core::PointerArg* ptr = pointerArg(launch(0, k), p.index);
+      // Only pointers the kernel writes and never reads (the PTX says so): their old contents do not matter.
+      ptx::FunctionAnalyses fa(&sources_[kernels_[k].source_module], *kernels_[k].original);
+      for (const ptx::ParamAccess& a : fa.paramAccess()) {
+        if (a.mode != ptx::AccessMode::kWrite) continue;
+        const ArgRef r{static_cast<int>(k), a.index};
+        const core::PointerArg* ptr = pointerArg(launch(0, k), a.index);
         if (!ptr || ptr->allocation_id == core::kNoId) continue;
-        if (p.access != core::AccessMode::kWrite) continue;
         if (deadAfterEveryOccurrence(r)) out.push_back(r);
       }
     }

@@ -138,6 +138,22 @@ class Checker:
         p = self.run("validate", os.path.join(self.tmp, "no-such-plan"))
         self.check(p.returncode == 2, "a missing plan directory is refused (exit 2)", p.stderr)
 
+    def aggressive(self, trace):
+        out = os.path.join(self.tmp, "chain-aggressive")
+        p = self.run("rewrite", trace, "--candidate", "1", "--aggressive", "-o", out)
+        self.check(p.returncode == 0, "--aggressive rewrites the chain", p.stdout + p.stderr)
+        if p.returncode != 0:
+            return
+        plan = self.validate_schema(os.path.join(out, "plan.json"))
+        dropped = plan.get("dropped_buffers", []) if plan else []
+        # scale -> add -> relu -> mul: t1, t2 and t3 are overwritten by the next iteration before anything reads them.
+        self.check(len(dropped) == 3, "--aggressive drops the three intermediates of the chain", json.dumps(dropped))
+        with open(os.path.join(out, "fused.ptx")) as f:
+            stores = len(re.findall(r"\bst\.global", f.read()))
+        self.check(stores == 1, "only the output is stored", f"{stores} stores")
+        p = self.run("validate", out)
+        self.check(p.returncode == 0, "the aggressive plan validates (dropped buffers left out)", p.stdout + p.stderr)
+
     def rewrite_all(self, trace):
         out = os.path.join(self.tmp, "all-plans")
         p = self.run("rewrite", trace, "--all", "--arch", ARCHS, "-o", out)
@@ -167,6 +183,7 @@ def main():
         if chain:
             c.corrupted_plan_fails(chain[0])
             c.bad_plans_are_refused(chain[0])
+        c.aggressive(traces["elementwise_chain"])
         c.rewrite_all(traces["many_small_kernels"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0
