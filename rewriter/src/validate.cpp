@@ -258,6 +258,8 @@ struct Loaded {
   BackendKernel fused;
   std::array<std::vector<uint64_t>, 2> buffers;
   size_t buffers_of_set = kNoSet;
+  std::vector<std::vector<uint8_t>> host_input;  // scratch of runOnce, kept between runs
+  std::vector<uint8_t> host_original, host_fused;
 };
 
 Expected<std::string> readText(const std::filesystem::path& path) {
@@ -414,7 +416,10 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
   ValidationBackend& b = *l.backend;
   size_t nbuf = set.buffer_bytes.size();
   std::vector<ElementType> types(nbuf);
-  std::vector<std::vector<uint8_t>> input(nbuf);
+  // Host buffers are kept from run to run: allocating and zeroing tens of megabytes per run showed in profiles,
+  // and fillBuffer writes every byte anyway.
+  std::vector<std::vector<uint8_t>>& input = l.host_input;
+  input.resize(nbuf);
   for (size_t i = 0; i < nbuf; ++i) {
     types[i] = bufferType(plan, set, static_cast<int>(i));
     input[i].resize(set.buffer_bytes[i]);
@@ -475,7 +480,8 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
       dropped.insert(args[static_cast<size_t>(r.param)].buffer);
     }
   }
-  std::vector<uint8_t> a, f;
+  std::vector<uint8_t>& a = l.host_original;
+  std::vector<uint8_t>& f = l.host_fused;
   for (size_t i = 0; i < nbuf; ++i) {
     if (dropped.count(static_cast<int>(i))) continue;
     a.resize(set.buffer_bytes[i]);
