@@ -44,11 +44,19 @@ int runValidate(const ValidateOptions& o, const VerbContext& ctx) {
   }
   auto result = rewriter::validatePlan(*plan, o.plan_dir, options);
   if (!result.ok()) return reportError(result.status());
-  // The trace database gets the same ValidationResult when that is wired up (issue 10: "results are written into
-  // the plan and into the trace's database"); today only the plan records it.
   rewriter::recordValidation(plan->validation, options, *result);
   Status written = rewriter::writePlan(o.plan_dir, *plan);
   if (!written.ok()) return reportError(written);
+  // The trace the plan came from keeps the history of validations too, when it is a SQLite trace that is still
+  // where the plan says (a JSON or imported trace is left alone). Failing to write there does not change the
+  // verdict: it is reported and the exit code stays the validation's.
+  auto recorded = rewriter::recordValidationInTrace(plan->source_trace, *plan, o.plan_dir, options.backend);
+  if (!recorded.ok()) {
+    std::fprintf(stderr, "kfuse: warning: %s: validation not recorded in the trace: %s\n", plan->source_trace.c_str(),
+                 recorded.status().message().c_str());
+  } else if (*recorded && !ctx.quiet && !o.json) {
+    std::fprintf(stderr, "  recorded in %s\n", plan->source_trace.c_str());
+  }
 
   if (o.json) {
     std::cout << resultJson(o, *result).dump(2) << '\n';

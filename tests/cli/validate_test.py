@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,24 @@ class Validate(unittest.TestCase):
         v = self.read_plan()["validation"]
         self.assertEqual((v["emulator"], v["gpu"], v["seed"], v["runs"], v["mismatch"]), ("passed", "not-run", 5, 8, ""))
         self.assertRegex(v["validated_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+    def test_verdict_is_recorded_in_the_sqlite_trace_the_plan_names(self):
+        trace = os.path.join(self.dir, "trace.sqlite")
+        demo = os.path.join(ARGS.source, "examples", "traces", "demo_chain.json")
+        subprocess.run([ARGS.kfuse, "import", demo, "-o", trace], check=True, capture_output=True)
+        with open(os.path.join(self.plan_dir, "plan.json")) as f:
+            plan = json.load(f)
+        plan["source_trace"] = trace
+        self.write_plan(plan)
+        self.corrupt_fused()
+        code, _, err = kfuse("validate", self.plan_dir, "--trials", "1")
+        self.assertEqual(code, 1, err)
+        self.assertIn(f"recorded in {trace}", err)
+        rows = sqlite3.connect(trace).execute(
+            "SELECT plan_dir, fused_kernel, backend, result, runs, seed, mismatch FROM kfuse_validation").fetchall()
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0][:6], (self.plan_dir, "kfuse_scale_add", "emu", "failed", 1, 1))
+        self.assertIn("buffer 3 (argument 2 of add)", rows[0][6])
 
     def test_corrupted_fused_ptx_exits_1_naming_buffer_and_element(self):
         self.corrupt_fused()
