@@ -293,8 +293,18 @@ Expected<Loaded> load(const Plan& plan, const std::string& dir, Backend which) {
     if (!k.ok()) return Status(k.status().code(), path.string() + ": " + k.status().message());
     return k;
   };
-  for (const PlanKernel& k : plan.kernels) {
-    if (k.ptx_file.empty()) return invalidArgument("plan: kernel " + k.mangled_name + " has no ptx_file");
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const PlanKernel& k = plan.kernels[i];
+    std::string where =
+        (std::filesystem::path(dir) / "plan.json").string() + ": pattern.kernels[" + std::to_string(i) + "]";
+    if (k.ptx_file.empty()) return invalidArgument(where + ".ptx_file: kernel " + k.mangled_name + " has no PTX file");
+    // A kernel's identity is its module's hash, and its PTX is stored under that hash (plan.h): a hash that names
+    // no stored module means the plan was edited or mixed up, and validating it would prove nothing about it.
+    std::string stem = std::filesystem::path(k.ptx_file).stem().string();
+    if (k.module_hash.size() < 16 || stem != k.module_hash.substr(0, 16)) {
+      return invalidArgument(where + ".module_hash: " + k.module_hash.substr(0, 16) +
+                             "... matches no module of the plan (" + k.mangled_name + "'s PTX is " + k.ptx_file + ")");
+    }
     KFUSE_ASSIGN_OR_RETURN(BackendKernel bk, kernel(k.ptx_file, k.mangled_name));
     out.originals.push_back(std::move(bk));
   }

@@ -127,6 +127,15 @@ TEST(Validate, PlansThatCannotRunAreErrorsNamingTheFile) {
   EXPECT_EQ(absent.status().message(), (dir / "fused.ptx").string() + ": no .entry no_such_kernel");
 
   plan.fused.name = "kfuse_scale_add";
+  Plan other_hash = plan;
+  other_hash.kernels[1].module_hash = std::string(64, '0');
+  auto unmatched = validatePlan(other_hash, dir.string(), emu());
+  ASSERT_FALSE(unmatched.ok());
+  EXPECT_EQ(unmatched.status().message(), (dir / "plan.json").string() +
+                                              ": pattern.kernels[1].module_hash: 0000000000000000... matches no module "
+                                              "of the plan (add's PTX is " +
+                                              plan.kernels[1].ptx_file + ")");
+
   Plan huge = plan;
   huge.argument_sets[0].buffer_bytes[2] = uint64_t{1} << 62;
   auto too_big = validatePlan(huge, dir.string(), emu());
