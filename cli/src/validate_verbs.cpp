@@ -4,6 +4,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "kfuse/ptx/parser.h"
+#include "kfuse/ptx/printer.h"
+#include "kfuse/ptx/ptxas.h"
 #include "kfuse/rewriter/plan.h"
 #include "kfuse/rewriter/validate.h"
 #include "verbs.h"
@@ -41,6 +44,19 @@ int runValidate(const ValidateOptions& o, const VerbContext& ctx) {
   options.backend = o.backend == "gpu" ? rewriter::Backend::kGpu : rewriter::Backend::kEmulator;
   if (!ctx.quiet && !o.json) {
     options.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+  }
+  // Validation is never only the emulator: the fused kernel must also compile for the architecture it is for.
+  const std::string fused_path = o.plan_dir + "/" + plan->fused.ptx_file;
+  auto fused = ptx::parseFile(fused_path);
+  if (!fused.ok()) return reportError(fused.status());
+  const std::string arch = plan->fused.arch.empty() ? fused->primaryTarget() : plan->fused.arch;
+  fused->target = arch;
+  auto compiled = ptx::runPtxas(ptx::printModule(*fused), arch);
+  if (!compiled.ok()) return reportError(compiled.status());
+  if (compiled->exit_code != 0) {
+    std::fprintf(stderr, "kfuse: %s: ptxas rejects the fused kernel for %s (the file is left as it is):\n%s",
+                 fused_path.c_str(), arch.c_str(), compiled->log.c_str());
+    return kExitBadInput;
   }
   auto result = rewriter::validatePlan(*plan, o.plan_dir, options);
   if (!result.ok()) return reportError(result.status());

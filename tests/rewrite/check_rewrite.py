@@ -135,6 +135,20 @@ class Checker:
             self.check(p.returncode == 2 and "plan.json" in p.stderr, f"a plan with a bad {what} is refused (exit 2)",
                        f"exit {p.returncode}: {p.stdout}{p.stderr}")
             self.check(open(path).read() == before, f"a refused plan ({what}) is left as it was")
+        # PTX our parser takes but ptxas does not (a float type on an integer-only instruction).
+        bad = f"{plan_dir}-bad-ptxas"
+        shutil.copytree(plan_dir, bad)
+        fused = os.path.join(bad, "fused.ptx")
+        with open(fused) as f:
+            text = f.read()
+        text, n = re.subn(r"\bmad\.lo\.s32\b", "mad.lo.f32", text, count=1)
+        self.check(n == 1, "the fused kernel has a mad.lo.s32 to break")
+        with open(fused, "w") as f:
+            f.write(text)
+        p = self.run("validate", bad)
+        self.check(p.returncode == 2 and "ptxas" in p.stderr and "mad" in p.stderr,
+                   "PTX that ptxas rejects: exit 2 with ptxas's log", f"exit {p.returncode}: {p.stderr}")
+        self.check(open(fused).read() == text, "the rejected fused PTX is kept for inspection")
         p = self.run("validate", os.path.join(self.tmp, "no-such-plan"))
         self.check(p.returncode == 2, "a missing plan directory is refused (exit 2)", p.stderr)
 
@@ -153,6 +167,40 @@ class Checker:
         self.check(stores == 1, "only the output is stored", f"{stores} stores")
         p = self.run("validate", out)
         self.check(p.returncode == 0, "the aggressive plan validates (dropped buffers left out)", p.stdout + p.stderr)
+
+    def ptx_opt(self):
+        """`kfuse ptx opt`, one pipeline per pass, on the examples' nvcc PTX; every output must pass ptxas."""
+        ptx_dir = os.path.join(self.args.build, "examples", "driver_api", "ptx")
+        chain = os.path.join(ptx_dir, "elementwise_chain.ptx")
+        small = os.path.join(ptx_dir, "many_small_kernels.ptx")
+        mlp = os.path.join(ptx_dir, "mlp_block.ptx")
+        cases = {
+            "fuse-vertical": ([chain], "fuse-vertical{kernels=scale+add,name=f,equal=0.1=1.0+0.3=1.3}", "f"),
+            "fuse-horizontal": ([small], "fuse-horizontal{kernels=axpb+square,shapes=4/256+2/128,layout=thread,name=f}",
+                                "f"),
+            "cleanup": ([chain], "fuse-vertical{kernels=relu+mul,name=f,equal=0.1=1.0},cleanup{kernels=f,params=true}",
+                        "f"),
+            "keep-only": ([chain], "keep-only{kernels=add}", "add"),
+            "merge": ([chain, mlp], "fuse-vertical{kernels=scale+gelu,name=f,equal=0.1=1.0+0.3=1.2}", "f"),
+        }
+        for what, (inputs, pipeline, kernel) in cases.items():
+            out = os.path.join(self.tmp, f"opt-{what}.ptx")
+            p = self.run("ptx", "opt", *inputs, "--passes=" + pipeline, "-o", out)
+            self.check(p.returncode == 0 and os.path.exists(out), f"ptx opt runs {what}", p.stderr)
+            if p.returncode != 0:
+                continue
+            with open(out) as f:
+                text = f.read()
+            self.check(f".entry {kernel}(" in text, f"ptx opt {what}: the output has kernel {kernel}")
+            if what == "keep-only":
+                self.check(text.count(".entry") == 1, "keep-only leaves one kernel", str(text.count(".entry")))
+            p = self.run("ptx", "roundtrip", out, "--arch", "sm_90")
+            self.check(p.returncode == 0, f"ptx opt {what}: the output compiles with ptxas and round-trips",
+                       p.stdout + p.stderr)
+        p = self.run("ptx", "opt", chain, "--passes=fuse-vertical{kernels=scale}")
+        self.check(p.returncode == 2 and "at least two kernels" in p.stderr, "ptx opt refuses a bad pipeline", p.stderr)
+        p = self.run("ptx", "opt", "--list")
+        self.check(p.returncode == 0 and "fuse-horizontal" in p.stdout, "ptx opt --list names the passes", p.stdout)
 
     def rewrite_all(self, trace):
         out = os.path.join(self.tmp, "all-plans")
@@ -184,6 +232,7 @@ def main():
             c.corrupted_plan_fails(chain[0])
             c.bad_plans_are_refused(chain[0])
         c.aggressive(traces["elementwise_chain"])
+        c.ptx_opt()
         c.rewrite_all(traces["many_small_kernels"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0
