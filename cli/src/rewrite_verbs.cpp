@@ -89,6 +89,11 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
   if (!ctx.quiet) std::fprintf(stderr, "kfuse: importing %s\n", o.input.c_str());
   auto imported = analyzer::importTrace(o.input);
   if (!imported) return reportError(imported.status());
+  if (!o.binary.empty()) {
+    auto attached = rewriter::attachPtxFromBinary(imported->trace, o.binary);
+    if (!attached) return reportError(attached.status());
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: PTX from %s for %zu module(s)\n", o.binary.c_str(), *attached);
+  }
   analyzer::AnalysisOptions analysis;
   analysis.gpu = o.gpu;
   analysis.top = SIZE_MAX;

@@ -152,6 +152,20 @@ class Rewriter {
   Expected<Plan> run(const std::string& plan_dir) {
     if (c_.legality != analyzer::Legality::kProven) {
       std::string why = c_.reasons.empty() ? std::string("no reason recorded") : c_.reasons.front();
+      // Without PTX nothing can be proven: say how to get it.
+      for (core::Id fid : c_.function_ids) {
+        for (const core::KernelFunction& f : trace_.functions) {
+          if (f.id != fid) continue;
+          for (const core::Module& m : trace_.modules) {
+            if (m.id != f.module_id || (!m.image.empty() && m.kind != core::ImageKind::kCubin)) continue;
+            why += " (the trace holds no PTX for '" + f.mangled_name +
+                   "': pass --binary APP to take it from the application's fatbin)";
+            break;
+          }
+          break;
+        }
+        if (why.find("--binary") != std::string::npos) break;
+      }
       return unsupported("candidate " + std::to_string(c_.rank) + " is " + analyzer::legalityName(c_.legality) +
                          ", not proven: " + why + " — kfuse rewrites proven candidates only");
     }
@@ -787,6 +801,42 @@ class Rewriter {
 };
 
 }  // namespace
+
+Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& binary) {
+  auto bytes = ptx::readBinaryFile(binary);
+  if (!bytes.ok()) return bytes.status();
+  const std::span<const uint8_t> span(bytes->data(), bytes->size());
+  auto entries = ptx::listEntries(span);
+  if (!entries.ok()) return entries.status().withContext(binary);
+  if (std::none_of(entries->begin(), entries->end(), [](const auto& e) { return e.kind == ptx::EntryKind::kPtx; })) {
+    return notFound(binary + " holds no PTX (only cubins): rebuild it with PTX embedded (nvcc -gencode "
+                    "arch=compute_XX,code=compute_XX) to let kfuse rewrite its kernels");
+  }
+  size_t attached = 0;
+  for (core::Module& m : trace.modules) {
+    if (!m.image.empty() && m.kind != core::ImageKind::kCubin) continue;
+    std::vector<std::string> names;
+    for (const core::KernelFunction& f : trace.functions) {
+      if (f.module_id == m.id) names.push_back(f.mangled_name);
+    }
+    if (names.empty()) continue;
+    const ptx::FatbinEntry* best = nullptr;
+    for (const ptx::FatbinEntry& e : *entries) {
+      if (e.kind != ptx::EntryKind::kPtx) continue;
+      const bool all = std::all_of(names.begin(), names.end(), [&](const std::string& n) {
+        return std::find(e.kernels.begin(), e.kernels.end(), n) != e.kernels.end();
+      });
+      if (all && (!best || e.arch > best->arch)) best = &e;
+    }
+    if (!best) continue;
+    auto text = ptx::extractEntry(span, *best);
+    if (!text.ok()) return text.status().withContext(binary);
+    m.image.assign(text->begin(), text->end());
+    m.kind = core::ImageKind::kPtx;
+    ++attached;
+  }
+  return attached;
+}
 
 Expected<Plan> rewriteCandidate(const analyzer::ImportResult& input, const analyzer::Report& report,
                                 const analyzer::Candidate& candidate, const RewriteOptions& options,

@@ -202,6 +202,27 @@ class Checker:
         p = self.run("ptx", "opt", "--list")
         self.check(p.returncode == 0 and "fuse-horizontal" in p.stdout, "ptx opt --list names the passes", p.stdout)
 
+    def from_binary(self, trace):
+        """A trace without module images: refused with a hint, then rewritten from the application's fatbin."""
+        import sqlite3
+        stripped = os.path.join(self.tmp, "chain-no-images.sqlite")
+        shutil.copy(trace, stripped)
+        db = sqlite3.connect(stripped)
+        db.execute("DELETE FROM module_image")
+        db.commit()
+        db.close()
+        out = os.path.join(self.tmp, "plan-from-binary")
+        p = self.run("rewrite", stripped, "--candidate", "1", "-o", out)
+        self.check(p.returncode == 2 and "--binary" in p.stderr and not os.path.exists(out),
+                   "a trace without module images is refused with a hint to pass --binary", p.stderr)
+        fatbin = os.path.join(self.tmp, "elementwise_chain.fatbin")
+        cu = os.path.join(self.args.source, "examples", "driver_api", "elementwise_chain.cu")
+        nvcc = subprocess.run([self.args.nvcc, "-fatbin", "-gencode", "arch=compute_90,code=compute_90", "-o", fatbin,
+                               cu], capture_output=True, text=True)
+        self.check(nvcc.returncode == 0, "nvcc builds the example's fatbin", nvcc.stderr)
+        p = self.run("rewrite", stripped, "--candidate", "1", "--binary", fatbin, "-o", out)
+        self.check(p.returncode == 0, "--binary takes the PTX from the application's fatbin", p.stdout + p.stderr)
+
     def rewrite_all(self, trace):
         out = os.path.join(self.tmp, "all-plans")
         p = self.run("rewrite", trace, "--all", "--arch", ARCHS, "-o", out)
@@ -216,6 +237,7 @@ def main():
     ap.add_argument("--kfuse", required=True)
     ap.add_argument("--source", required=True)
     ap.add_argument("--build", required=True)
+    ap.add_argument("--nvcc", default="nvcc")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kfuse_rewrite_") as tmp:
         c = Checker(args, tmp)
@@ -233,6 +255,7 @@ def main():
             c.bad_plans_are_refused(chain[0])
         c.aggressive(traces["elementwise_chain"])
         c.ptx_opt()
+        c.from_binary(traces["elementwise_chain"])
         c.rewrite_all(traces["many_small_kernels"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0
