@@ -95,6 +95,9 @@ CREATE TABLE launch (
   block_x              INTEGER NOT NULL,
   block_y              INTEGER NOT NULL,
   block_z              INTEGER NOT NULL,
+  cluster_x            INTEGER NOT NULL DEFAULT 1,  -- thread block cluster dimensions (sm_90+); 1,1,1: no clusters
+  cluster_y            INTEGER NOT NULL DEFAULT 1,
+  cluster_z            INTEGER NOT NULL DEFAULT 1,
   dynamic_shared_bytes INTEGER NOT NULL DEFAULT 0,
   static_shared_bytes  INTEGER NOT NULL DEFAULT 0,
   registers_per_thread INTEGER NOT NULL DEFAULT 0,

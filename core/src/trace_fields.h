@@ -207,6 +207,7 @@ void forEachField(S& s, F&& f) {
     f(ref("function_id", "function"), s.function_id);
     f(col("grid", kND), s.grid);
     f(col("block", kND), s.block);
+    f(col("cluster").withDoc("thread block cluster dimensions (sm_90+); 1,1,1: no clusters"), s.cluster);
     f(col("dynamic_shared_bytes"), s.dynamic_shared_bytes);
     f(col("static_shared_bytes"), s.static_shared_bytes);
     f(col("registers_per_thread"), s.registers_per_thread);
