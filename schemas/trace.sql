@@ -1,13 +1,24 @@
 -- kfuse trace schema. PRAGMA user_version carries the schema version (see kTraceSchemaVersion in
 -- core/include/kfuse/core/trace_store.h); kfuse_meta('format') = 'kfuse-trace' marks the file as a kfuse trace.
 --
+-- Generated from the field list in core/src/trace_fields.h by kfuse_schema_gen (`kfuse_schema_gen --write
+-- <source dir>`); edit that list, not this file. The trace writer creates new files with exactly this text.
+--
 -- Conventions: times are nanoseconds (NULL = not known); ids are per table, 0/NULL = none; 64-bit addresses and
 -- handles are stored as SQLite INTEGER (two's complement, so values >= 2^63 read back negative in plain sqlite3);
 -- enumerations are stored as their lower-case names (see core/src/trace.cpp).
 
 CREATE TABLE kfuse_meta (
-  key   TEXT PRIMARY KEY,   -- format, schema_version, producer, producer_version, command_line, host,
-  value TEXT NOT NULL       -- start_time_ns, and 'extra.<name>' for free-form metadata
+  key   TEXT PRIMARY KEY,   -- format, schema_version, and each field of the JSON metadata object
+  value TEXT NOT NULL       -- ('extra.<name>' for each free-form pair)
+) WITHOUT ROWID;
+
+-- Module images, stored once per distinct content.
+CREATE TABLE module_image (
+  hash  TEXT PRIMARY KEY,   -- hex SHA-256 of bytes
+  kind  TEXT NOT NULL,      -- ptx | cubin | fatbin | unknown
+  size  INTEGER NOT NULL,
+  bytes BLOB NOT NULL
 ) WITHOUT ROWID;
 
 CREATE TABLE process (
@@ -22,9 +33,9 @@ CREATE TABLE device (
   name         TEXT NOT NULL,
   cc_major     INTEGER NOT NULL DEFAULT 0,
   cc_minor     INTEGER NOT NULL DEFAULT 0,
-  sm_count     INTEGER NOT NULL DEFAULT 0,
-  memory_bytes INTEGER NOT NULL DEFAULT 0,
-  clock_khz    INTEGER NOT NULL DEFAULT 0,
+  sm_count     INTEGER NOT NULL DEFAULT 0,  -- 0 = unknown
+  memory_bytes INTEGER NOT NULL DEFAULT 0,  -- 0 = unknown
+  clock_khz    INTEGER NOT NULL DEFAULT 0,  -- 0 = unknown
   uuid         TEXT NOT NULL DEFAULT ''
 );
 
@@ -32,31 +43,25 @@ CREATE TABLE context (
   id         INTEGER PRIMARY KEY,
   device_id  INTEGER REFERENCES device(id),
   process_id INTEGER REFERENCES process(id),
-  handle     INTEGER NOT NULL DEFAULT 0
+  handle     INTEGER NOT NULL DEFAULT 0  -- CUcontext value (0 = unknown)
 );
 
 CREATE TABLE stream (
   id         INTEGER PRIMARY KEY,
   context_id INTEGER REFERENCES context(id),
-  handle     INTEGER NOT NULL DEFAULT 0,
-  native_id  INTEGER NOT NULL DEFAULT -1,
+  handle     INTEGER NOT NULL DEFAULT 0,  -- CUstream value (0 = legacy default stream)
+  native_id  INTEGER NOT NULL DEFAULT -1,  -- CUPTI stream id, -1 = unknown
   priority   INTEGER NOT NULL DEFAULT 0,
   is_default INTEGER NOT NULL DEFAULT 0
 );
 
--- Module images, stored once per distinct content.
-CREATE TABLE module_image (
-  hash  TEXT PRIMARY KEY,   -- hex SHA-256 of bytes
-  kind  TEXT NOT NULL,      -- ptx | cubin | fatbin | unknown
-  size  INTEGER NOT NULL,
-  bytes BLOB NOT NULL
-) WITHOUT ROWID;
-
+-- A loaded module; its image (base64) may be empty when only the hash is known
 CREATE TABLE module (
   id         INTEGER PRIMARY KEY,
   context_id INTEGER REFERENCES context(id),
-  kind       TEXT NOT NULL,
-  image_hash TEXT NOT NULL DEFAULT '',  -- module_image.hash, or a hash whose image was not captured
+  kind       TEXT NOT NULL,  -- unknown | ptx | cubin | fatbin
+  -- hex SHA-256 of the image (module_image.hash), or of bytes whose image was not captured
+  image_hash TEXT NOT NULL DEFAULT '',
   load_ns    INTEGER
 );
 
@@ -70,99 +75,104 @@ CREATE TABLE function (
 CREATE TABLE function_param (
   function_id INTEGER NOT NULL REFERENCES function(id),
   idx         INTEGER NOT NULL,
-  offset      INTEGER NOT NULL,
-  size        INTEGER NOT NULL,
-  type        TEXT NOT NULL DEFAULT '',
+  offset      INTEGER NOT NULL,  -- bytes into the argument buffer
+  size        INTEGER NOT NULL,  -- bytes
+  type        TEXT NOT NULL DEFAULT '',  -- "ptr", "u32", "f32", "struct", or a C++ type from the mangled name
   access      TEXT NOT NULL DEFAULT 'unknown',  -- unknown | none | read | write | read_write
   PRIMARY KEY (function_id, idx)
 ) WITHOUT ROWID;
 
--- One row per kernel launch; id is the sequence number in API call order.
+-- One kernel launch; id is the sequence number in API call order
 CREATE TABLE launch (
-  id             INTEGER PRIMARY KEY,
-  correlation_id INTEGER NOT NULL DEFAULT 0,
-  thread_id      INTEGER NOT NULL DEFAULT 0,
-  stream_id      INTEGER REFERENCES stream(id),
-  function_id    INTEGER REFERENCES function(id),
-  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
-  block_x INTEGER NOT NULL, block_y INTEGER NOT NULL, block_z INTEGER NOT NULL,
+  id                   INTEGER PRIMARY KEY,
+  correlation_id       INTEGER NOT NULL DEFAULT 0,
+  thread_id            INTEGER NOT NULL DEFAULT 0,
+  stream_id            INTEGER REFERENCES stream(id),
+  function_id          INTEGER REFERENCES function(id),
+  grid_x               INTEGER NOT NULL,
+  grid_y               INTEGER NOT NULL,
+  grid_z               INTEGER NOT NULL,
+  block_x              INTEGER NOT NULL,
+  block_y              INTEGER NOT NULL,
+  block_z              INTEGER NOT NULL,
+  cluster_x            INTEGER NOT NULL DEFAULT 1,  -- thread block cluster dimensions (sm_90+); 1,1,1: no clusters
+  cluster_y            INTEGER NOT NULL DEFAULT 1,
+  cluster_z            INTEGER NOT NULL DEFAULT 1,
   dynamic_shared_bytes INTEGER NOT NULL DEFAULT 0,
   static_shared_bytes  INTEGER NOT NULL DEFAULT 0,
   registers_per_thread INTEGER NOT NULL DEFAULT 0,
-  api_start_ns INTEGER, api_end_ns INTEGER,
-  gpu_start_ns INTEGER, gpu_end_ns INTEGER,
-  arg_bytes BLOB,         -- raw argument buffer laid out per function_param
-  -- Pointer arguments resolved to allocations, as a JSON array of [param_index, address, allocation_id, offset]
-  -- (allocation_id null: the pointer matched no known allocation); NULL when there are none. Kept inline
-  -- because a row per pointer would more than double the cost of recording a launch; the view
-  -- launch_pointer_arg below gives them one row each for SQL users.
-  pointer_args TEXT
+  api_start_ns         INTEGER,
+  api_end_ns           INTEGER,
+  gpu_start_ns         INTEGER,
+  gpu_end_ns           INTEGER,
+  arg_bytes            BLOB,  -- raw argument buffer laid out per the function's params
+  -- pointer arguments resolved to allocations; in SQLite a JSON array of [param_index, address, allocation_id,
+  -- offset] (allocation_id null: no known allocation), NULL when there are none, kept inline because a row per
+  -- pointer would more than double the cost of recording a launch; the view launch_pointer_arg gives them one row
+  -- each
+  pointer_args         TEXT
 );
-
-CREATE VIEW launch_pointer_arg AS
-  SELECT l.id AS launch_id,
-         json_extract(a.value, '$[0]') AS param_index,
-         json_extract(a.value, '$[1]') AS address,
-         json_extract(a.value, '$[2]') AS allocation_id,
-         json_extract(a.value, '$[3]') AS offset
-  FROM launch AS l, json_each(l.pointer_args) AS a
-  WHERE l.pointer_args IS NOT NULL;
 
 CREATE TABLE allocation (
   id         INTEGER PRIMARY KEY,
   context_id INTEGER REFERENCES context(id),
   address    INTEGER NOT NULL,
   size       INTEGER NOT NULL,
-  kind       TEXT NOT NULL,   -- unknown | device | host_pinned | managed | pool | array
-  alloc_ns   INTEGER,         -- NULL: existed before recording started
-  free_ns    INTEGER          -- NULL: still live when recording ended
+  kind       TEXT NOT NULL,  -- unknown | device | host_pinned | managed | pool | array
+  alloc_ns   INTEGER,  -- null: existed before recording started
+  free_ns    INTEGER  -- null: still live when recording ended
 );
 
 CREATE TABLE memcpy (
-  id             INTEGER PRIMARY KEY,
-  correlation_id INTEGER NOT NULL DEFAULT 0,
-  thread_id      INTEGER NOT NULL DEFAULT 0,
-  stream_id      INTEGER REFERENCES stream(id),
-  kind           TEXT NOT NULL,   -- unknown | htod | dtoh | dtod | htoh | peer
-  src_address    INTEGER NOT NULL DEFAULT 0,
-  dst_address    INTEGER NOT NULL DEFAULT 0,
+  id                INTEGER PRIMARY KEY,
+  correlation_id    INTEGER NOT NULL DEFAULT 0,
+  thread_id         INTEGER NOT NULL DEFAULT 0,
+  stream_id         INTEGER REFERENCES stream(id),
+  kind              TEXT NOT NULL,  -- unknown | htod | dtoh | dtod | htoh | peer
+  src_address       INTEGER NOT NULL DEFAULT 0,
+  dst_address       INTEGER NOT NULL DEFAULT 0,
   src_allocation_id INTEGER REFERENCES allocation(id),
   dst_allocation_id INTEGER REFERENCES allocation(id),
-  bytes          INTEGER NOT NULL,
-  async          INTEGER NOT NULL DEFAULT 0,
-  api_start_ns INTEGER, api_end_ns INTEGER,
-  gpu_start_ns INTEGER, gpu_end_ns INTEGER
+  bytes             INTEGER NOT NULL,
+  async             INTEGER NOT NULL DEFAULT 0,
+  api_start_ns      INTEGER,
+  api_end_ns        INTEGER,
+  gpu_start_ns      INTEGER,
+  gpu_end_ns        INTEGER
 );
 
 CREATE TABLE memset (
-  id             INTEGER PRIMARY KEY,
-  correlation_id INTEGER NOT NULL DEFAULT 0,
-  thread_id      INTEGER NOT NULL DEFAULT 0,
-  stream_id      INTEGER REFERENCES stream(id),
-  dst_address    INTEGER NOT NULL DEFAULT 0,
+  id                INTEGER PRIMARY KEY,
+  correlation_id    INTEGER NOT NULL DEFAULT 0,
+  thread_id         INTEGER NOT NULL DEFAULT 0,
+  stream_id         INTEGER REFERENCES stream(id),
+  dst_address       INTEGER NOT NULL DEFAULT 0,
   dst_allocation_id INTEGER REFERENCES allocation(id),
-  bytes          INTEGER NOT NULL,
-  value          INTEGER NOT NULL DEFAULT 0,
-  element_size   INTEGER NOT NULL DEFAULT 1,
-  async          INTEGER NOT NULL DEFAULT 0,
-  api_start_ns INTEGER, api_end_ns INTEGER,
-  gpu_start_ns INTEGER, gpu_end_ns INTEGER
+  bytes             INTEGER NOT NULL,
+  value             INTEGER NOT NULL DEFAULT 0,
+  element_size      INTEGER NOT NULL DEFAULT 1,
+  async             INTEGER NOT NULL DEFAULT 0,
+  api_start_ns      INTEGER,
+  api_end_ns        INTEGER,
+  gpu_start_ns      INTEGER,
+  gpu_end_ns        INTEGER
 );
 
 CREATE TABLE sync (
   id             INTEGER PRIMARY KEY,
   correlation_id INTEGER NOT NULL DEFAULT 0,
   thread_id      INTEGER NOT NULL DEFAULT 0,
-  kind           TEXT NOT NULL,   -- unknown | context | stream | event | stream_wait_event
-  stream_id      INTEGER REFERENCES stream(id),
-  event_id       INTEGER REFERENCES event(id),
-  start_ns INTEGER, end_ns INTEGER
+  kind           TEXT NOT NULL,  -- unknown | context | stream | event | stream_wait_event
+  stream_id      INTEGER REFERENCES stream(id),  -- the stream waited on, or that waits (stream_wait_event)
+  event_id       INTEGER REFERENCES event(id),  -- the event awaited, if any
+  start_ns       INTEGER,
+  end_ns         INTEGER
 );
 
 CREATE TABLE event (
   id             INTEGER PRIMARY KEY,
   correlation_id INTEGER NOT NULL DEFAULT 0,
-  handle         INTEGER NOT NULL DEFAULT 0,
+  handle         INTEGER NOT NULL DEFAULT 0,  -- CUevent value; the same handle may be recorded many times
   stream_id      INTEGER REFERENCES stream(id),
   record_ns      INTEGER
 );
@@ -172,29 +182,40 @@ CREATE TABLE nvtx_range (
   name      TEXT NOT NULL,
   domain    TEXT NOT NULL DEFAULT '',
   thread_id INTEGER NOT NULL DEFAULT 0,
-  start_ns INTEGER, end_ns INTEGER
+  start_ns  INTEGER,
+  end_ns    INTEGER
 );
 
 CREATE TABLE metric (
   launch_id INTEGER NOT NULL REFERENCES launch(id),
-  name      TEXT NOT NULL,
+  name      TEXT NOT NULL,  -- "dram_bytes_read", "flops_fp32", ...
   value     REAL NOT NULL,
-  unit      TEXT NOT NULL DEFAULT '',
-  source    TEXT NOT NULL,   -- measured | emulated | estimated
+  unit      TEXT NOT NULL DEFAULT '',  -- "bytes", "flop", "ns", "inst"
+  source    TEXT NOT NULL,  -- measured | emulated | estimated
   PRIMARY KEY (launch_id, name, source)
 ) WITHOUT ROWID;
 
--- Counts of bad or missing input data met while producing the trace (tier-1 errors).
+-- Counts of bad or missing input data met while producing the trace (tier-1 errors)
 CREATE TABLE stat (
-  name        TEXT PRIMARY KEY,
+  name        TEXT PRIMARY KEY,  -- "dropped_records", "unmatched_correlation", ...
   value       INTEGER NOT NULL,
-  severity    TEXT NOT NULL,   -- info | warning | error
+  severity    TEXT NOT NULL,  -- info | warning | error
   description TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 
+-- launch.pointer_args with one row per pointer, for SQL users.
+CREATE VIEW launch_pointer_arg AS
+  SELECT l.id AS launch_id,
+         json_extract(a.value, '$[0]') AS param_index,
+         json_extract(a.value, '$[1]') AS address,
+         json_extract(a.value, '$[2]') AS allocation_id,
+         json_extract(a.value, '$[3]') AS offset
+  FROM launch AS l, json_each(l.pointer_args) AS a
+  WHERE l.pointer_args IS NOT NULL;
+
 -- Analysis results (schema version 2): each `kfuse analyze` run on this trace stores its report here, as the
 -- JSON of schemas/report.schema.json, so the GUI can show it without re-running the analysis.
-CREATE TABLE analysis (
+CREATE TABLE IF NOT EXISTS analysis (
   id            INTEGER PRIMARY KEY,
   created_ns    INTEGER NOT NULL,   -- wall clock, Unix epoch ns
   kfuse_version TEXT NOT NULL,

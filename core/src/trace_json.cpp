@@ -8,201 +8,16 @@
 #include <sstream>
 #include <type_traits>
 
+#include "trace_fields.h"
+
 namespace kfuse::core {
 namespace {
 
 using nlohmann::json;
-
-// A nullable time: kNoTime <-> null. Wraps the member so the visitors can tell it from a plain integer.
-struct TimeRef {
-  int64_t& v;
-};
-struct ConstTimeRef {
-  const int64_t& v;
-};
-inline TimeRef timeRef(int64_t& v) { return {v}; }
-inline ConstTimeRef timeRef(const int64_t& v) { return {v}; }
-
-// Each record type lists its fields once; the same list drives writing and reading.
-// `f(name, member)`; S may be const.
-template <typename S, typename F>
-void fields(S& s, F&& f) {
-  using T = std::remove_const_t<S>;
-  if constexpr (std::is_same_v<T, TraceMetadata>) {
-    f("producer", s.producer);
-    f("producer_version", s.producer_version);
-    f("command_line", s.command_line);
-    f("host", s.host);
-    f("start_time_ns", timeRef(s.start_time_ns));
-    f("extra", s.extra);
-  } else if constexpr (std::is_same_v<T, Process>) {
-    f("id", s.id);
-    f("pid", s.pid);
-    f("name", s.name);
-  } else if constexpr (std::is_same_v<T, Device>) {
-    f("id", s.id);
-    f("ordinal", s.ordinal);
-    f("name", s.name);
-    f("cc_major", s.cc_major);
-    f("cc_minor", s.cc_minor);
-    f("sm_count", s.sm_count);
-    f("memory_bytes", s.memory_bytes);
-    f("clock_khz", s.clock_khz);
-    f("uuid", s.uuid);
-  } else if constexpr (std::is_same_v<T, Context>) {
-    f("id", s.id);
-    f("device_id", s.device_id);
-    f("process_id", s.process_id);
-    f("handle", s.handle);
-  } else if constexpr (std::is_same_v<T, Stream>) {
-    f("id", s.id);
-    f("context_id", s.context_id);
-    f("handle", s.handle);
-    f("native_id", s.native_id);
-    f("priority", s.priority);
-    f("is_default", s.is_default);
-  } else if constexpr (std::is_same_v<T, Module>) {
-    f("id", s.id);
-    f("context_id", s.context_id);
-    f("kind", s.kind);
-    f("hash", s.hash);
-    f("image", s.image);
-    f("load_ns", timeRef(s.load_ns));
-  } else if constexpr (std::is_same_v<T, KernelParam>) {
-    f("index", s.index);
-    f("offset", s.offset);
-    f("size", s.size);
-    f("type", s.type);
-    f("access", s.access);
-  } else if constexpr (std::is_same_v<T, KernelFunction>) {
-    f("id", s.id);
-    f("module_id", s.module_id);
-    f("mangled_name", s.mangled_name);
-    f("demangled_name", s.demangled_name);
-    f("params", s.params);
-  } else if constexpr (std::is_same_v<T, PointerArg>) {
-    f("param_index", s.param_index);
-    f("address", s.address);
-    f("allocation_id", s.allocation_id);
-    f("offset", s.offset);
-  } else if constexpr (std::is_same_v<T, Launch>) {
-    f("id", s.id);
-    f("correlation_id", s.correlation_id);
-    f("thread_id", s.thread_id);
-    f("stream_id", s.stream_id);
-    f("function_id", s.function_id);
-    f("grid", s.grid);
-    f("block", s.block);
-    f("dynamic_shared_bytes", s.dynamic_shared_bytes);
-    f("static_shared_bytes", s.static_shared_bytes);
-    f("registers_per_thread", s.registers_per_thread);
-    f("api_start_ns", timeRef(s.api_start_ns));
-    f("api_end_ns", timeRef(s.api_end_ns));
-    f("gpu_start_ns", timeRef(s.gpu_start_ns));
-    f("gpu_end_ns", timeRef(s.gpu_end_ns));
-    f("arg_bytes", s.arg_bytes);
-    f("pointer_args", s.pointer_args);
-  } else if constexpr (std::is_same_v<T, Allocation>) {
-    f("id", s.id);
-    f("context_id", s.context_id);
-    f("address", s.address);
-    f("size", s.size);
-    f("kind", s.kind);
-    f("alloc_ns", timeRef(s.alloc_ns));
-    f("free_ns", timeRef(s.free_ns));
-  } else if constexpr (std::is_same_v<T, Memcpy>) {
-    f("id", s.id);
-    f("correlation_id", s.correlation_id);
-    f("thread_id", s.thread_id);
-    f("stream_id", s.stream_id);
-    f("kind", s.kind);
-    f("src_address", s.src_address);
-    f("dst_address", s.dst_address);
-    f("src_allocation_id", s.src_allocation_id);
-    f("dst_allocation_id", s.dst_allocation_id);
-    f("bytes", s.bytes);
-    f("async", s.async);
-    f("api_start_ns", timeRef(s.api_start_ns));
-    f("api_end_ns", timeRef(s.api_end_ns));
-    f("gpu_start_ns", timeRef(s.gpu_start_ns));
-    f("gpu_end_ns", timeRef(s.gpu_end_ns));
-  } else if constexpr (std::is_same_v<T, Memset>) {
-    f("id", s.id);
-    f("correlation_id", s.correlation_id);
-    f("thread_id", s.thread_id);
-    f("stream_id", s.stream_id);
-    f("dst_address", s.dst_address);
-    f("dst_allocation_id", s.dst_allocation_id);
-    f("bytes", s.bytes);
-    f("value", s.value);
-    f("element_size", s.element_size);
-    f("async", s.async);
-    f("api_start_ns", timeRef(s.api_start_ns));
-    f("api_end_ns", timeRef(s.api_end_ns));
-    f("gpu_start_ns", timeRef(s.gpu_start_ns));
-    f("gpu_end_ns", timeRef(s.gpu_end_ns));
-  } else if constexpr (std::is_same_v<T, Sync>) {
-    f("id", s.id);
-    f("correlation_id", s.correlation_id);
-    f("thread_id", s.thread_id);
-    f("kind", s.kind);
-    f("stream_id", s.stream_id);
-    f("event_id", s.event_id);
-    f("start_ns", timeRef(s.start_ns));
-    f("end_ns", timeRef(s.end_ns));
-  } else if constexpr (std::is_same_v<T, Event>) {
-    f("id", s.id);
-    f("correlation_id", s.correlation_id);
-    f("handle", s.handle);
-    f("stream_id", s.stream_id);
-    f("record_ns", timeRef(s.record_ns));
-  } else if constexpr (std::is_same_v<T, NvtxRange>) {
-    f("id", s.id);
-    f("name", s.name);
-    f("domain", s.domain);
-    f("thread_id", s.thread_id);
-    f("start_ns", timeRef(s.start_ns));
-    f("end_ns", timeRef(s.end_ns));
-  } else if constexpr (std::is_same_v<T, Metric>) {
-    f("launch_id", s.launch_id);
-    f("name", s.name);
-    f("value", s.value);
-    f("unit", s.unit);
-    f("source", s.source);
-  } else if constexpr (std::is_same_v<T, Stat>) {
-    f("name", s.name);
-    f("value", s.value);
-    f("severity", s.severity);
-    f("description", s.description);
-  } else {
-    static_assert(!sizeof(T), "no field list for this type");
-  }
-}
-
-// The top-level arrays of a Trace, in document order.
-template <typename TraceT, typename F>
-void tables(TraceT& t, F&& f) {
-  f("processes", t.processes);
-  f("devices", t.devices);
-  f("contexts", t.contexts);
-  f("streams", t.streams);
-  f("modules", t.modules);
-  f("functions", t.functions);
-  f("launches", t.launches);
-  f("allocations", t.allocations);
-  f("memcpys", t.memcpys);
-  f("memsets", t.memsets);
-  f("syncs", t.syncs);
-  f("events", t.events);
-  f("nvtx_ranges", t.nvtx_ranges);
-  f("metrics", t.metrics);
-  f("stats", t.stats);
-}
-
-template <typename T>
-struct IsVector : std::false_type {};
-template <typename T>
-struct IsVector<std::vector<T>> : std::true_type {};
+using detail::ConstTimeRef;
+using detail::Field;
+using detail::IsVector;
+using detail::TimeRef;
 
 // ---- writing ----
 
@@ -227,7 +42,9 @@ json valueToJson(const T& v) {
 
 json toJson(const auto& record) {
   json j = json::object();
-  fields(record, [&](const char* name, const auto& member) { j[name] = valueToJson(member); });
+  detail::forEachField(record, [&](const Field& field, const auto& member) {
+    j[field.name] = valueToJson(member);
+  });
   return j;
 }
 
@@ -245,13 +62,13 @@ class JsonReader {
   template <typename T>
   void read(const json& j, const std::string& path, T& out) {
     if (!j.is_object()) return fail(path, "expected an object");
-    fields(out, [&](const char* name, auto&& member) {
-      auto it = j.find(name);
+    detail::forEachField(out, [&](const Field& field, auto&& member) {
+      auto it = j.find(field.name);
       if (it == j.end()) {
-        if (std::string_view(name) == "id") fail(path, "missing required field \"id\"");
+        if (field.has(detail::kRequired)) fail(path, std::string("missing required field \"") + field.name + "\"");
         return;  // absent optional field: keep the default
       }
-      readValue(*it, path + "." + name, member);
+      readValue(*it, path + "." + field.name, member);
     });
   }
 
@@ -304,7 +121,7 @@ class JsonReader {
   void readValue(const json& j, const std::string& path, T& v) {
     if constexpr (std::is_enum_v<T>) {
       std::optional<T> parsed;
-      if (j.is_string()) parsed = parseEnum(j.get<std::string>(), v);
+      if (j.is_string()) parsed = detail::parseEnum(j.get<std::string>(), v);
       if (!parsed) return fail(path, "unknown value " + j.dump());
       v = *parsed;
     } else if constexpr (IsVector<T>::value) {
@@ -332,16 +149,6 @@ class JsonReader {
       }
     }
   }
-
-  static std::optional<ImageKind> parseEnum(const std::string& s, ImageKind) { return parseImageKind(s); }
-  static std::optional<AccessMode> parseEnum(const std::string& s, AccessMode) { return parseAccessMode(s); }
-  static std::optional<MetricSource> parseEnum(const std::string& s, MetricSource) { return parseMetricSource(s); }
-  static std::optional<AllocationKind> parseEnum(const std::string& s, AllocationKind) {
-    return parseAllocationKind(s);
-  }
-  static std::optional<MemcpyKind> parseEnum(const std::string& s, MemcpyKind) { return parseMemcpyKind(s); }
-  static std::optional<SyncKind> parseEnum(const std::string& s, SyncKind) { return parseSyncKind(s); }
-  static std::optional<StatSeverity> parseEnum(const std::string& s, StatSeverity) { return parseStatSeverity(s); }
 
   std::string source_;
   Status status_;
@@ -378,7 +185,7 @@ nlohmann::json traceToJson(const Trace& trace) {
   j["format"] = kTraceJsonFormatName;
   j["version"] = kTraceJsonVersion;
   j["metadata"] = toJson(trace.metadata);
-  tables(trace, [&](const char* name, const auto& records) { j[name] = valueToJson(records); });
+  detail::forEachTable(trace, [&](const char* name, const auto& records) { j[name] = valueToJson(records); });
   return j;
 }
 
@@ -398,7 +205,7 @@ Expected<Trace> traceFromJson(const nlohmann::json& j, const std::string& source
   Trace t;
   JsonReader reader(source);
   if (auto m = j.find("metadata"); m != j.end()) reader.read(*m, "metadata", t.metadata);
-  tables(t, [&](const char* name, auto& records) {
+  detail::forEachTable(t, [&](const char* name, auto& records) {
     auto it = j.find(name);
     if (it == j.end() || !reader.status().ok()) return;
     if (!it->is_array()) return reader.fail(name, "expected an array");

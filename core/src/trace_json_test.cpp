@@ -25,6 +25,17 @@ TEST(TraceJson, RoundTripsEveryRecordKind) {
   EXPECT_EQ(*again, original);
 }
 
+TEST(TraceJson, LaunchClusterIsAnArrayAndDefaultsToNoClusters) {
+  json j = traceToJson(testing::makeEveryKindTrace());
+  EXPECT_EQ(j["launches"][1]["cluster"], json::array({2, 1, 1}));
+  EXPECT_EQ(j["launches"][0]["cluster"], json::array({1, 1, 1}));
+  // A document written before launches had clusters reads as launched without them.
+  j["launches"][1].erase("cluster");
+  auto back = traceFromJson(j, "mem.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->launches[1].cluster, (Dim3{1, 1, 1}));
+}
+
 TEST(TraceJson, UnknownTimesAreNull) {
   const json j = traceToJson(testing::makeEveryKindTrace());
   EXPECT_TRUE(j["launches"][1]["gpu_start_ns"].is_null());

@@ -12,7 +12,8 @@
 #include <unordered_set>
 
 #include "kfuse/core/sqlite_db.h"
-#include "trace_sql.h"
+#include "trace_fields.h"
+#include "trace_schema.h"
 
 namespace kfuse::core {
 
@@ -20,8 +21,6 @@ using sqlite::Db;
 using sqlite::Stmt;
 
 namespace {
-
-constexpr int64_t kNullId = kNoId;
 
 // Reads a big-endian integer of `n` bytes.
 uint64_t readBigEndian(const unsigned char* p, int n) {
@@ -126,10 +125,161 @@ bool decodePointerArgs(std::string_view text, std::vector<PointerArg>& out) {
   return eat(']') && pos == text.size();
 }
 
+using detail::Column;
+using detail::ConstTimeRef;
+using detail::Field;
+using detail::kIsChildTable;
+using detail::kRecord;
+using detail::TimeRef;
+
+std::string joinColumns(const std::vector<Column>& cols, bool keys_only = false) {
+  std::string out;
+  for (const Column& c : cols) {
+    if (keys_only && !c.key) continue;
+    if (!out.empty()) out += ", ";
+    out += c.name;
+  }
+  return out;
+}
+
+// INSERT of one row of R's table, with one parameter per column in tableColumns<R>() order.
+template <typename R>
+std::string insertSql() {
+  const std::vector<Column> cols = detail::tableColumns<R>();
+  std::string values;
+  for (size_t i = 1; i <= cols.size(); ++i) values += (i > 1 ? ", ?" : "?") + std::to_string(i);
+  return std::string(kRecord<R>.replace ? "INSERT OR REPLACE INTO " : "INSERT INTO ") + kRecord<R>.table + "(" +
+         joinColumns(cols) + ") VALUES (" + values + ")";
+}
+
+// Binds a record's fields to consecutive parameters of an INSERT built by insertSql.
+class RowBinder {
+ public:
+  RowBinder(Stmt& stmt, int first, std::string& scratch) : s_(stmt), i_(first), scratch_(scratch) {}
+
+  template <typename M>
+  void operator()(const Field& f, const M& m) {
+    if constexpr (kIsChildTable<M>) {
+      return;  // written as rows of their own table
+    } else if constexpr (std::is_same_v<M, ConstTimeRef>) {
+      s_.bindNullIf(i_++, m.v, kNoTime);
+    } else if constexpr (std::is_same_v<M, Dim3>) {
+      for (uint32_t v : {m.x, m.y, m.z}) s_.bind(i_++, int64_t{v});
+    } else if constexpr (std::is_same_v<M, std::string>) {
+      s_.bind(i_++, std::string_view(m));
+    } else if constexpr (std::is_same_v<M, std::vector<uint8_t>>) {
+      if (!f.has(detail::kNotInTable)) s_.bindBlob(i_++, m);
+    } else if constexpr (std::is_same_v<M, std::vector<PointerArg>>) {
+      if (m.empty()) {
+        sqlite3_bind_null(s_.get(), i_++);
+      } else {
+        encodePointerArgs(m, scratch_);
+        s_.bind(i_++, std::string_view(scratch_));
+      }
+    } else if constexpr (std::is_enum_v<M>) {
+      s_.bind(i_++, toString(m));
+    } else if constexpr (std::is_same_v<M, double>) {
+      s_.bind(i_++, m);
+    } else if constexpr (std::is_same_v<M, uint64_t>) {
+      s_.bindU64(i_++, m);
+    } else {
+      static_assert(std::is_integral_v<M>, "no SQL binding for this member");
+      if (f.references && !f.has(detail::kRequired)) {
+        s_.bindNullIf(i_++, m, kNoId);
+      } else {
+        s_.bind(i_++, static_cast<int64_t>(m));
+      }
+    }
+  }
+
+ private:
+  Stmt& s_;
+  int i_;
+  std::string& scratch_;
+};
+
+// Reads a record's fields from consecutive columns of a SELECT built by selectSql. The first problem (an
+// unknown enum name, malformed pointer_args) is kept in `error`.
+class RowReader {
+ public:
+  RowReader(const Stmt& stmt, int first, const char* table, Status& error)
+      : s_(stmt), c_(first), table_(table), error_(error) {}
+
+  template <typename M>
+  void operator()(const Field& f, M&& member) {
+    using T = std::remove_cvref_t<M>;
+    if constexpr (kIsChildTable<T>) {
+      return;
+    } else if constexpr (std::is_same_v<T, TimeRef>) {
+      member.v = s_.i64Or(c_++, kNoTime);
+    } else if constexpr (std::is_same_v<T, Dim3>) {
+      member = {u32(c_), u32(c_ + 1), u32(c_ + 2)};
+      c_ += 3;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      member = s_.text(c_++);
+    } else if constexpr (std::is_same_v<T, std::vector<uint8_t>>) {
+      if (!f.has(detail::kNotInTable)) member = s_.blob(c_++);
+    } else if constexpr (std::is_same_v<T, std::vector<PointerArg>>) {
+      member.clear();
+      const int c = c_++;
+      if (s_.isNull(c)) return;
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), c));
+      const int size = sqlite3_column_bytes(s_.get(), c);
+      if (!decodePointerArgs(std::string_view(text, static_cast<size_t>(size)), member)) {
+        fail(std::string("malformed ") + f.name + " '" + std::string(text, static_cast<size_t>(std::min(size, 80))) +
+             "'");
+      }
+    } else if constexpr (std::is_enum_v<T>) {
+      const std::string text = s_.text(c_++);
+      auto parsed = detail::parseEnum(text, T{});
+      if (parsed) {
+        member = *parsed;
+      } else {
+        fail("unknown " + std::string(f.name) + " '" + text + "'");
+      }
+    } else if constexpr (std::is_same_v<T, double>) {
+      member = s_.f64(c_++);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      member = s_.i64(c_++) != 0;
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      member = s_.u64(c_++);
+    } else {
+      static_assert(std::is_integral_v<T>, "no SQL reading for this member");
+      const int64_t none = f.references && !f.has(detail::kRequired) ? kNoId : 0;
+      member = static_cast<T>(s_.i64Or(c_++, none));
+    }
+  }
+
+  // Names the row in messages ("launch 3") instead of the table.
+  void setRow(std::string row) { row_ = std::move(row); }
+
+ private:
+  uint32_t u32(int c) const { return static_cast<uint32_t>(s_.i64(c)); }
+  void fail(const std::string& what) {
+    if (error_.ok()) error_ = badFormat((row_.empty() ? std::string("table ") + table_ : row_) + ": " + what);
+  }
+
+  const Stmt& s_;
+  int c_;
+  const char* table_;
+  std::string row_;
+  Status& error_;
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
 // Writer
+
+// One prepared INSERT per record kind (bases of Inserts, so insert<R>() finds it by type).
+template <typename R>
+struct InsertStmt {
+  Stmt stmt;
+};
+struct Inserts : InsertStmt<Process>, InsertStmt<Device>, InsertStmt<Context>, InsertStmt<Stream>,
+                 InsertStmt<Module>, InsertStmt<KernelFunction>, InsertStmt<KernelParam>, InsertStmt<Launch>,
+                 InsertStmt<Allocation>, InsertStmt<Memcpy>, InsertStmt<Memset>, InsertStmt<Sync>,
+                 InsertStmt<Event>, InsertStmt<NvtxRange>, InsertStmt<Metric>, InsertStmt<Stat> {};
 
 struct TraceWriter::Impl {
   Db db;
@@ -140,64 +290,60 @@ struct TraceWriter::Impl {
   std::unordered_set<std::string> stored_images;
   std::string pointer_args_text;  // reused buffer for launch.pointer_args
 
-  Stmt meta, process, device, context, stream, module_image, module, function, param, launch, allocation, allocation_freed, memcpy, memset, sync, event, nvtx, metric, stat;
+  Stmt meta, module_image, allocation_freed;
+  Inserts inserts;
+
+  template <typename R>
+  Stmt& insert() {
+    return static_cast<InsertStmt<R>&>(inserts).stmt;
+  }
+
+  template <typename R>
+  Status prepareInsert() {
+    KFUSE_ASSIGN_OR_RETURN(insert<R>(), db.prepare(insertSql<R>()));
+    // And the tables of its children.
+    Status s;
+    const R defaults{};
+    detail::forEachField(defaults, [&](const Field&, const auto& member) {
+      using M = std::remove_cvref_t<decltype(member)>;
+      if constexpr (kIsChildTable<M>) {
+        if (s.ok()) s = prepareInsert<typename M::value_type>();
+      }
+    });
+    return s;
+  }
 
   Status prepareAll() {
-    struct Entry {
-      Stmt* stmt;
-      const char* sql;
-    };
-    const Entry entries[] = {
-        {&meta, "INSERT OR REPLACE INTO kfuse_meta(key, value) VALUES (?1, ?2)"},
-        {&process, "INSERT INTO process(id, pid, name) VALUES (?1, ?2, ?3)"},
-        {&device,
-         "INSERT INTO device(id, ordinal, name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz, uuid) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
-        {&context, "INSERT INTO context(id, device_id, process_id, handle) VALUES (?1, ?2, ?3, ?4)"},
-        {&stream,
-         "INSERT INTO stream(id, context_id, handle, native_id, priority, is_default) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
-        {&module_image, "INSERT OR IGNORE INTO module_image(hash, kind, size, bytes) VALUES (?1, ?2, ?3, ?4)"},
-        {&module, "INSERT INTO module(id, context_id, kind, image_hash, load_ns) VALUES (?1, ?2, ?3, ?4, ?5)"},
-        {&function,
-         "INSERT INTO function(id, module_id, mangled_name, demangled_name) VALUES (?1, ?2, ?3, ?4)"},
-        {&param,
-         "INSERT INTO function_param(function_id, idx, offset, size, type, access) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
-        {&launch,
-         "INSERT INTO launch(id, correlation_id, thread_id, stream_id, function_id, grid_x, grid_y, grid_z, "
-         "block_x, block_y, block_z, dynamic_shared_bytes, static_shared_bytes, registers_per_thread, "
-         "api_start_ns, api_end_ns, gpu_start_ns, gpu_end_ns, arg_bytes, pointer_args) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"},
-        {&allocation,
-         "INSERT INTO allocation(id, context_id, address, size, kind, alloc_ns, free_ns) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
-        {&allocation_freed, "UPDATE allocation SET free_ns = ?2 WHERE id = ?1"},
-        {&memcpy,
-         "INSERT INTO memcpy(id, correlation_id, thread_id, stream_id, kind, src_address, dst_address, "
-         "src_allocation_id, dst_allocation_id, bytes, async, api_start_ns, api_end_ns, gpu_start_ns, "
-         "gpu_end_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
-        {&memset,
-         "INSERT INTO memset(id, correlation_id, thread_id, stream_id, dst_address, dst_allocation_id, bytes, "
-         "value, element_size, async, api_start_ns, api_end_ns, gpu_start_ns, gpu_end_ns) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
-        {&sync,
-         "INSERT INTO sync(id, correlation_id, thread_id, kind, stream_id, event_id, start_ns, end_ns) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-        {&event,
-         "INSERT INTO event(id, correlation_id, handle, stream_id, record_ns) VALUES (?1, ?2, ?3, ?4, ?5)"},
-        {&nvtx,
-         "INSERT INTO nvtx_range(id, name, domain, thread_id, start_ns, end_ns) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
-        {&metric,
-         "INSERT OR REPLACE INTO metric(launch_id, name, value, unit, source) VALUES (?1, ?2, ?3, ?4, ?5)"},
-        {&stat,
-         "INSERT OR REPLACE INTO stat(name, value, severity, description) VALUES (?1, ?2, ?3, ?4)"},
-    };
-    for (const Entry& e : entries) {
-      KFUSE_ASSIGN_OR_RETURN(*e.stmt, db.prepare(e.sql));
-    }
-    return {};
+    KFUSE_ASSIGN_OR_RETURN(meta, db.prepare("INSERT OR REPLACE INTO kfuse_meta(key, value) VALUES (?1, ?2)"));
+    KFUSE_ASSIGN_OR_RETURN(
+        module_image, db.prepare("INSERT OR IGNORE INTO module_image(hash, kind, size, bytes) VALUES (?1, ?2, ?3, ?4)"));
+    KFUSE_ASSIGN_OR_RETURN(allocation_freed, db.prepare("UPDATE allocation SET free_ns = ?2 WHERE id = ?1"));
+    Status s;
+    Trace none;
+    detail::forEachTable(none, [&](const char*, const auto& records) {
+      if (s.ok()) s = prepareInsert<typename std::remove_cvref_t<decltype(records)>::value_type>();
+    });
+    return s;
+  }
+
+  // Writes one record: its row, then the rows of its children.
+  template <typename R>
+  Status addRecord(const R& v, int64_t parent_id = kNoId) {
+    Stmt& stmt = insert<R>();
+    int first = 1;
+    if constexpr (kRecord<R>.parent != nullptr) stmt.bind(first++, parent_id);
+    detail::forEachField(v, RowBinder(stmt, first, pointer_args_text));
+    KFUSE_RETURN_IF_ERROR(runRow(stmt));
+    Status s;
+    detail::forEachField(v, [&](const Field&, const auto& member) {
+      using M = std::remove_cvref_t<decltype(member)>;
+      if constexpr (kIsChildTable<M>) {
+        for (const auto& child : member) {
+          if (s.ok()) s = addRecord(child, v.id);
+        }
+      }
+    });
+    return s;
   }
 
   Status begin() {
@@ -251,7 +397,7 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& pa
   // transaction can be lost.
   KFUSE_RETURN_IF_ERROR(impl->db.exec("PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=8192;"));
   KFUSE_RETURN_IF_ERROR(impl->db.exec("BEGIN"));
-  KFUSE_RETURN_IF_ERROR(impl->db.exec(detail::kTraceSql));
+  KFUSE_RETURN_IF_ERROR(impl->db.exec(detail::traceSql().c_str()));
   KFUSE_RETURN_IF_ERROR(
       impl->db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
   KFUSE_RETURN_IF_ERROR(impl->prepareAll());
@@ -263,138 +409,49 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& pa
 }
 
 Status TraceWriter::setMetadata(const TraceMetadata& m) {
-  KFUSE_RETURN_IF_ERROR(impl_->putMeta("producer", m.producer));
-  KFUSE_RETURN_IF_ERROR(impl_->putMeta("producer_version", m.producer_version));
-  KFUSE_RETURN_IF_ERROR(impl_->putMeta("command_line", m.command_line));
-  KFUSE_RETURN_IF_ERROR(impl_->putMeta("host", m.host));
-  KFUSE_RETURN_IF_ERROR(impl_->putMeta("start_time_ns", std::to_string(m.start_time_ns)));
-  for (const auto& [k, v] : m.extra) KFUSE_RETURN_IF_ERROR(impl_->putMeta("extra." + k, v));
-  return {};
+  Status s;
+  detail::forEachField(m, [&](const Field& f, const auto& member) {
+    using M = std::remove_cvref_t<decltype(member)>;
+    if (!s.ok()) return;
+    if constexpr (std::is_same_v<M, std::string>) {
+      s = impl_->putMeta(f.name, member);
+    } else if constexpr (std::is_same_v<M, ConstTimeRef>) {
+      s = impl_->putMeta(f.name, std::to_string(member.v));
+    } else {
+      static_assert(std::is_same_v<M, std::map<std::string, std::string>>, "no kfuse_meta form for this member");
+      for (const auto& [k, v] : member) {
+        if (s.ok()) s = impl_->putMeta(std::string(f.name) + "." + k, v);
+      }
+    }
+  });
+  return s;
 }
 
-Status TraceWriter::add(const Process& v) {
-  Stmt& s = impl_->process;
-  s.bind(1, v.id);
-  s.bind(2, v.pid);
-  s.bind(3, v.name);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Device& v) {
-  Stmt& s = impl_->device;
-  s.bind(1, v.id);
-  s.bind(2, int64_t{v.ordinal});
-  s.bind(3, v.name);
-  s.bind(4, int64_t{v.cc_major});
-  s.bind(5, int64_t{v.cc_minor});
-  s.bind(6, int64_t{v.sm_count});
-  s.bindU64(7, v.memory_bytes);
-  s.bind(8, v.clock_khz);
-  s.bind(9, v.uuid);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Context& v) {
-  Stmt& s = impl_->context;
-  s.bind(1, v.id);
-  s.bindNullIf(2, v.device_id, kNullId);
-  s.bindNullIf(3, v.process_id, kNullId);
-  s.bindU64(4, v.handle);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Stream& v) {
-  Stmt& s = impl_->stream;
-  s.bind(1, v.id);
-  s.bindNullIf(2, v.context_id, kNullId);
-  s.bindU64(3, v.handle);
-  s.bind(4, v.native_id);
-  s.bind(5, int64_t{v.priority});
-  s.bind(6, int64_t{v.is_default});
-  return impl_->runRow(s);
-}
+Status TraceWriter::add(const Process& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Device& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Context& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Stream& v) { return impl_->addRecord(v); }
 
 Status TraceWriter::add(const Module& v) {
-  std::string hash = v.hash;
-  if (hash.empty() && !v.image.empty()) hash = sha256Hex(v.image);
-  if (!v.image.empty() && impl_->stored_images.insert(hash).second) {
+  if (v.hash.empty() && !v.image.empty()) {
+    Module with_hash = v;
+    with_hash.hash = sha256Hex(v.image);
+    return add(with_hash);
+  }
+  if (!v.image.empty() && impl_->stored_images.insert(v.hash).second) {
     Stmt& img = impl_->module_image;
-    img.bind(1, hash);
+    img.bind(1, v.hash);
     img.bind(2, toString(v.kind));
     img.bind(3, static_cast<int64_t>(v.image.size()));
     img.bindBlob(4, v.image);
     KFUSE_RETURN_IF_ERROR(impl_->runRow(img));
   }
-  Stmt& s = impl_->module;
-  s.bind(1, v.id);
-  s.bindNullIf(2, v.context_id, kNullId);
-  s.bind(3, toString(v.kind));
-  s.bind(4, hash);
-  s.bindNullIf(5, v.load_ns, kNoTime);
-  return impl_->runRow(s);
+  return impl_->addRecord(v);
 }
 
-Status TraceWriter::add(const KernelFunction& v) {
-  Stmt& s = impl_->function;
-  s.bind(1, v.id);
-  s.bindNullIf(2, v.module_id, kNullId);
-  s.bind(3, v.mangled_name);
-  s.bind(4, v.demangled_name);
-  KFUSE_RETURN_IF_ERROR(impl_->runRow(s));
-  for (const KernelParam& p : v.params) {
-    Stmt& ps = impl_->param;
-    ps.bind(1, v.id);
-    ps.bind(2, int64_t{p.index});
-    ps.bind(3, int64_t{p.offset});
-    ps.bind(4, int64_t{p.size});
-    ps.bind(5, p.type);
-    ps.bind(6, toString(p.access));
-    KFUSE_RETURN_IF_ERROR(impl_->runRow(ps));
-  }
-  return {};
-}
-
-Status TraceWriter::add(const Launch& v) {
-  Stmt& s = impl_->launch;
-  s.bind(1, v.id);
-  s.bind(2, v.correlation_id);
-  s.bind(3, v.thread_id);
-  s.bindNullIf(4, v.stream_id, kNullId);
-  s.bindNullIf(5, v.function_id, kNullId);
-  s.bind(6, int64_t{v.grid.x});
-  s.bind(7, int64_t{v.grid.y});
-  s.bind(8, int64_t{v.grid.z});
-  s.bind(9, int64_t{v.block.x});
-  s.bind(10, int64_t{v.block.y});
-  s.bind(11, int64_t{v.block.z});
-  s.bind(12, int64_t{v.dynamic_shared_bytes});
-  s.bind(13, int64_t{v.static_shared_bytes});
-  s.bind(14, int64_t{v.registers_per_thread});
-  s.bindNullIf(15, v.api_start_ns, kNoTime);
-  s.bindNullIf(16, v.api_end_ns, kNoTime);
-  s.bindNullIf(17, v.gpu_start_ns, kNoTime);
-  s.bindNullIf(18, v.gpu_end_ns, kNoTime);
-  s.bindBlob(19, v.arg_bytes);
-  if (v.pointer_args.empty()) {
-    sqlite3_bind_null(s.get(), 20);
-  } else {
-    encodePointerArgs(v.pointer_args, impl_->pointer_args_text);
-    s.bind(20, std::string_view(impl_->pointer_args_text));
-  }
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Allocation& v) {
-  Stmt& s = impl_->allocation;
-  s.bind(1, v.id);
-  s.bindNullIf(2, v.context_id, kNullId);
-  s.bindU64(3, v.address);
-  s.bindU64(4, v.size);
-  s.bind(5, toString(v.kind));
-  s.bindNullIf(6, v.alloc_ns, kNoTime);
-  s.bindNullIf(7, v.free_ns, kNoTime);
-  return impl_->runRow(s);
-}
+Status TraceWriter::add(const KernelFunction& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Launch& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Allocation& v) { return impl_->addRecord(v); }
 
 Status TraceWriter::setAllocationFreed(Id allocation_id, int64_t free_ns) {
   Stmt& s = impl_->allocation_freed;
@@ -403,97 +460,13 @@ Status TraceWriter::setAllocationFreed(Id allocation_id, int64_t free_ns) {
   return impl_->runRow(s);
 }
 
-Status TraceWriter::add(const Memcpy& v) {
-  Stmt& s = impl_->memcpy;
-  s.bind(1, v.id);
-  s.bind(2, v.correlation_id);
-  s.bind(3, v.thread_id);
-  s.bindNullIf(4, v.stream_id, kNullId);
-  s.bind(5, toString(v.kind));
-  s.bindU64(6, v.src_address);
-  s.bindU64(7, v.dst_address);
-  s.bindNullIf(8, v.src_allocation_id, kNullId);
-  s.bindNullIf(9, v.dst_allocation_id, kNullId);
-  s.bindU64(10, v.bytes);
-  s.bind(11, int64_t{v.async});
-  s.bindNullIf(12, v.api_start_ns, kNoTime);
-  s.bindNullIf(13, v.api_end_ns, kNoTime);
-  s.bindNullIf(14, v.gpu_start_ns, kNoTime);
-  s.bindNullIf(15, v.gpu_end_ns, kNoTime);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Memset& v) {
-  Stmt& s = impl_->memset;
-  s.bind(1, v.id);
-  s.bind(2, v.correlation_id);
-  s.bind(3, v.thread_id);
-  s.bindNullIf(4, v.stream_id, kNullId);
-  s.bindU64(5, v.dst_address);
-  s.bindNullIf(6, v.dst_allocation_id, kNullId);
-  s.bindU64(7, v.bytes);
-  s.bind(8, int64_t{v.value});
-  s.bind(9, int64_t{v.element_size});
-  s.bind(10, int64_t{v.async});
-  s.bindNullIf(11, v.api_start_ns, kNoTime);
-  s.bindNullIf(12, v.api_end_ns, kNoTime);
-  s.bindNullIf(13, v.gpu_start_ns, kNoTime);
-  s.bindNullIf(14, v.gpu_end_ns, kNoTime);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Sync& v) {
-  Stmt& s = impl_->sync;
-  s.bind(1, v.id);
-  s.bind(2, v.correlation_id);
-  s.bind(3, v.thread_id);
-  s.bind(4, toString(v.kind));
-  s.bindNullIf(5, v.stream_id, kNullId);
-  s.bindNullIf(6, v.event_id, kNullId);
-  s.bindNullIf(7, v.start_ns, kNoTime);
-  s.bindNullIf(8, v.end_ns, kNoTime);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Event& v) {
-  Stmt& s = impl_->event;
-  s.bind(1, v.id);
-  s.bind(2, v.correlation_id);
-  s.bindU64(3, v.handle);
-  s.bindNullIf(4, v.stream_id, kNullId);
-  s.bindNullIf(5, v.record_ns, kNoTime);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const NvtxRange& v) {
-  Stmt& s = impl_->nvtx;
-  s.bind(1, v.id);
-  s.bind(2, v.name);
-  s.bind(3, v.domain);
-  s.bind(4, v.thread_id);
-  s.bindNullIf(5, v.start_ns, kNoTime);
-  s.bindNullIf(6, v.end_ns, kNoTime);
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Metric& v) {
-  Stmt& s = impl_->metric;
-  s.bind(1, v.launch_id);
-  s.bind(2, v.name);
-  s.bind(3, v.value);
-  s.bind(4, v.unit);
-  s.bind(5, toString(v.source));
-  return impl_->runRow(s);
-}
-
-Status TraceWriter::add(const Stat& v) {
-  Stmt& s = impl_->stat;
-  s.bind(1, v.name);
-  s.bind(2, v.value);
-  s.bind(3, toString(v.severity));
-  s.bind(4, v.description);
-  return impl_->runRow(s);
-}
+Status TraceWriter::add(const Memcpy& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Memset& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Sync& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Event& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const NvtxRange& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Metric& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Stat& v) { return impl_->addRecord(v); }
 
 Status TraceWriter::write(const Trace& t) {
   KFUSE_RETURN_IF_ERROR(setMetadata(t.metadata));
@@ -526,12 +499,8 @@ Status TraceWriter::close() {
   Status s = impl_->commit();
   impl_->closed = true;
   // Finalize statements before closing so SQLite can checkpoint the WAL into the main file.
-  for (Stmt* st : {&impl_->meta, &impl_->process, &impl_->device, &impl_->context, &impl_->stream,
-                   &impl_->module_image, &impl_->module, &impl_->function, &impl_->param, &impl_->launch,
-                   &impl_->allocation, &impl_->allocation_freed, &impl_->memcpy,
-                   &impl_->memset, &impl_->sync, &impl_->event, &impl_->nvtx, &impl_->metric, &impl_->stat}) {
-    *st = Stmt();
-  }
+  for (Stmt* st : {&impl_->meta, &impl_->module_image, &impl_->allocation_freed}) *st = Stmt();
+  impl_->inserts = Inserts();
   impl_->db.close();
   return s;
 }
@@ -552,6 +521,65 @@ struct TraceReader::Impl {
     const std::string sql = std::string("SELECT count(*) FROM ") + table;
     KFUSE_RETURN_IF_ERROR(query(sql.c_str(), [&](Stmt& s) { n = s.i64(0); }));
     return n;
+  }
+
+  // SELECT of R's table in tableColumns<R>() order, by primary key. A column the file lacks (it was written
+  // before the field existed) reads as the field's default.
+  template <typename R>
+  Expected<std::string> selectSql() {
+    std::unordered_set<std::string> present;
+    const std::string info = std::string("PRAGMA table_info(") + kRecord<R>.table + ")";
+    KFUSE_RETURN_IF_ERROR(query(info.c_str(), [&](Stmt& s) { present.insert(s.text(1)); }));
+    const std::vector<Column> cols = detail::tableColumns<R>();
+    std::string list;
+    for (const Column& c : cols) {
+      if (!list.empty()) list += ", ";
+      list += present.count(c.name) ? c.name : c.value_sql + " AS " + c.name;
+    }
+    return "SELECT " + list + " FROM " + kRecord<R>.table + " ORDER BY " + joinColumns(cols, /*keys_only=*/true);
+  }
+
+  // Reads every row of R's table (and of its child tables) into `out`, in key order.
+  template <typename R>
+  Status readTable(std::vector<R>& out, const std::string& path) {
+    KFUSE_ASSIGN_OR_RETURN(const std::string sql, selectSql<R>());
+    Status bad;
+    KFUSE_RETURN_IF_ERROR(query(sql.c_str(), [&](Stmt& s) {
+      R r{};
+      detail::forEachField(r, RowReader(s, 0, kRecord<R>.table, bad));
+      out.push_back(std::move(r));
+    }));
+    if (!bad.ok()) return badFormat(path + ": " + bad.message());
+    Status s;
+    const R defaults{};
+    detail::forEachField(defaults, [&](const Field&, const auto& member) {
+      using M = std::remove_cvref_t<decltype(member)>;
+      if constexpr (kIsChildTable<M>) {
+        if (s.ok()) s = readChildren<R, typename M::value_type>(out, path);
+      }
+    });
+    return s;
+  }
+
+  // Reads child table C (its first column the parent's id) into the matching vector of each parent in
+  // `parents` (sorted by id). Rows whose parent is missing are ignored.
+  template <typename R, typename C>
+  Status readChildren(std::vector<R>& parents, const std::string& path) {
+    KFUSE_ASSIGN_OR_RETURN(const std::string sql, selectSql<C>());
+    Status bad;
+    size_t pi = 0;
+    KFUSE_RETURN_IF_ERROR(query(sql.c_str(), [&](Stmt& s) {
+      const Id parent_id = s.i64(0);
+      while (pi < parents.size() && parents[pi].id < parent_id) ++pi;
+      if (pi == parents.size() || parents[pi].id != parent_id) return;  // orphan row
+      C c{};
+      detail::forEachField(c, RowReader(s, 1, kRecord<C>.table, bad));
+      detail::forEachField(parents[pi], [&](const Field&, auto&& member) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(member)>, std::vector<C>>) member.push_back(c);
+      });
+    }));
+    if (!bad.ok()) return badFormat(path + ": " + bad.message());
+    return {};
   }
 };
 
@@ -611,10 +639,7 @@ Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::
   Db db;
   KFUSE_RETURN_IF_ERROR(db.open(trace_path, SQLITE_OPEN_READWRITE));
   KFUSE_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout=5000; BEGIN IMMEDIATE"));
-  const char* kCreate =
-      "CREATE TABLE IF NOT EXISTS analysis (id INTEGER PRIMARY KEY, created_ns INTEGER NOT NULL, "
-      "kfuse_version TEXT NOT NULL, gpu TEXT NOT NULL, report TEXT NOT NULL)";
-  KFUSE_RETURN_IF_ERROR(db.exec(kCreate));
+  KFUSE_RETURN_IF_ERROR(db.exec(detail::kAnalysisTableSql));
   KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
   KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO analysis(created_ns, kfuse_version, gpu, report) "
                                              "VALUES (?1, ?2, ?3, ?4)"));
@@ -633,25 +658,29 @@ Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::
 }
 
 Expected<TraceMetadata> TraceReader::metadata() {
+  std::map<std::string, std::string> rows;
+  KFUSE_RETURN_IF_ERROR(
+      impl_->query("SELECT key, value FROM kfuse_meta", [&](Stmt& st) { rows[st.text(0)] = st.text(1); }));
   TraceMetadata m;
-  Status s = impl_->query("SELECT key, value FROM kfuse_meta", [&](Stmt& st) {
-    const std::string key = st.text(0);
-    std::string value = st.text(1);
-    if (key == "producer") {
-      m.producer = std::move(value);
-    } else if (key == "producer_version") {
-      m.producer_version = std::move(value);
-    } else if (key == "command_line") {
-      m.command_line = std::move(value);
-    } else if (key == "host") {
-      m.host = std::move(value);
-    } else if (key == "start_time_ns") {
-      m.start_time_ns = std::strtoll(value.c_str(), nullptr, 10);
-    } else if (key.rfind("extra.", 0) == 0) {
-      m.extra[key.substr(6)] = std::move(value);
+  detail::forEachField(m, [&](const Field& f, auto&& member) {
+    using M = std::remove_cvref_t<decltype(member)>;
+    if constexpr (std::is_same_v<M, std::map<std::string, std::string>>) {
+      const std::string prefix = std::string(f.name) + ".";
+      for (auto it = rows.lower_bound(prefix); it != rows.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+        member[it->first.substr(prefix.size())] = it->second;
+      }
+      return;
+    } else {
+      auto it = rows.find(f.name);
+      if (it == rows.end()) return;
+      if constexpr (std::is_same_v<M, std::string>) {
+        member = it->second;
+      } else {
+        static_assert(std::is_same_v<M, TimeRef>, "no kfuse_meta form for this member");
+        member.v = std::strtoll(it->second.c_str(), nullptr, 10);
+      }
     }
   });
-  if (!s.ok()) return s;
   return m;
 }
 
@@ -676,42 +705,17 @@ Expected<TraceCounts> TraceReader::counts() {
 }
 
 Status TraceReader::forEachLaunch(const std::function<bool(const Launch&)>& fn) {
-  // Two cursors walked in step: launches by id, pointer args by (launch_id, param_index).
-  KFUSE_ASSIGN_OR_RETURN(
-      Stmt launches,
-      impl_->db.prepare("SELECT id, correlation_id, thread_id, stream_id, function_id, grid_x, grid_y, grid_z, "
-                        "block_x, block_y, block_z, dynamic_shared_bytes, static_shared_bytes, "
-                        "registers_per_thread, api_start_ns, api_end_ns, gpu_start_ns, gpu_end_ns, arg_bytes, "
-                        "pointer_args FROM launch ORDER BY id"));
+  KFUSE_ASSIGN_OR_RETURN(const std::string sql, impl_->selectSql<Launch>());
+  KFUSE_ASSIGN_OR_RETURN(Stmt launches, impl_->db.prepare(sql));
   Launch l;
+  Status bad;
   while (true) {
     KFUSE_ASSIGN_OR_RETURN(bool have_launch, impl_->db.step(launches));
     if (!have_launch) return {};
-    const Stmt& s = launches;
-    l.id = s.i64(0);
-    l.correlation_id = s.i64(1);
-    l.thread_id = s.i64(2);
-    l.stream_id = s.i64Or(3, kNoId);
-    l.function_id = s.i64Or(4, kNoId);
-    l.grid = {static_cast<uint32_t>(s.i64(5)), static_cast<uint32_t>(s.i64(6)), static_cast<uint32_t>(s.i64(7))};
-    l.block = {static_cast<uint32_t>(s.i64(8)), static_cast<uint32_t>(s.i64(9)), static_cast<uint32_t>(s.i64(10))};
-    l.dynamic_shared_bytes = static_cast<uint32_t>(s.i64(11));
-    l.static_shared_bytes = static_cast<uint32_t>(s.i64(12));
-    l.registers_per_thread = static_cast<uint32_t>(s.i64(13));
-    l.api_start_ns = s.i64Or(14, kNoTime);
-    l.api_end_ns = s.i64Or(15, kNoTime);
-    l.gpu_start_ns = s.i64Or(16, kNoTime);
-    l.gpu_end_ns = s.i64Or(17, kNoTime);
-    l.arg_bytes = s.blob(18);
-    l.pointer_args.clear();
-    if (!s.isNull(19)) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 19));
-      const int size = sqlite3_column_bytes(s.get(), 19);
-      if (!decodePointerArgs(std::string_view(text, static_cast<size_t>(size)), l.pointer_args)) {
-        return badFormat(path_ + ": launch " + std::to_string(l.id) + ": malformed pointer_args '" +
-                         std::string(text, static_cast<size_t>(std::min(size, 80))) + "'");
-      }
-    }
+    RowReader reader(launches, 0, "launch", bad);
+    reader.setRow("launch " + std::to_string(launches.i64(0)));
+    detail::forEachField(l, reader);
+    if (!bad.ok()) return badFormat(path_ + ": " + bad.message());
     if (!fn(l)) return {};
   }
 }
@@ -719,109 +723,22 @@ Status TraceReader::forEachLaunch(const std::function<bool(const Launch&)>& fn) 
 Expected<Trace> TraceReader::readAllButLaunches() {
   Trace t;
   KFUSE_ASSIGN_OR_RETURN(t.metadata, metadata());
-  Impl& im = *impl_;
-  KFUSE_RETURN_IF_ERROR(im.query("SELECT id, pid, name FROM process ORDER BY id", [&](Stmt& s) {
-    t.processes.push_back(Process{s.i64(0), s.i64(1), s.text(2)});
-  }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, ordinal, name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz, uuid FROM device "
-      "ORDER BY id",
-      [&](Stmt& s) {
-        t.devices.push_back(Device{s.i64(0), static_cast<int>(s.i64(1)), s.text(2), static_cast<int>(s.i64(3)),
-                                   static_cast<int>(s.i64(4)), static_cast<int>(s.i64(5)), s.u64(6), s.i64(7),
-                                   s.text(8)});
-      }));
-  KFUSE_RETURN_IF_ERROR(
-      im.query("SELECT id, device_id, process_id, handle FROM context ORDER BY id", [&](Stmt& s) {
-        t.contexts.push_back(Context{s.i64(0), s.i64Or(1, kNoId), s.i64Or(2, kNoId), s.u64(3)});
-      }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, context_id, handle, native_id, priority, is_default FROM stream ORDER BY id", [&](Stmt& s) {
-        t.streams.push_back(Stream{s.i64(0), s.i64Or(1, kNoId), s.u64(2), s.i64(3), static_cast<int>(s.i64(4)),
-                                   s.i64(5) != 0});
-      }));
-  Status bad_enum;
-  auto enumOr = [&](auto parsed, std::string_view table, const std::string& text) {
-    if (!parsed && bad_enum.ok()) {
-      bad_enum = badFormat(path_ + ": table " + std::string(table) + " holds unknown value '" + text + "'");
+  Status s;
+  detail::forEachTable(t, [&](const char*, auto& records) {
+    using R = typename std::remove_cvref_t<decltype(records)>::value_type;
+    if constexpr (!std::is_same_v<R, Launch> && !std::is_same_v<R, Metric>) {
+      if (s.ok()) s = impl_->readTable(records, path_);
     }
-    return parsed.value_or(std::remove_cvref_t<decltype(*parsed)>{});
-  };
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT m.id, m.context_id, m.kind, m.image_hash, m.load_ns, i.bytes FROM module m "
-      "LEFT JOIN module_image i ON i.hash = m.image_hash ORDER BY m.id",
-      [&](Stmt& s) {
-        const std::string kind = s.text(2);
-        t.modules.push_back(Module{s.i64(0), s.i64Or(1, kNoId), enumOr(parseImageKind(kind), "module", kind),
-                                   s.text(3), s.blob(5), s.i64Or(4, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(
-      im.query("SELECT id, module_id, mangled_name, demangled_name FROM function ORDER BY id", [&](Stmt& s) {
-        t.functions.push_back(KernelFunction{s.i64(0), s.i64Or(1, kNoId), s.text(2), s.text(3), {}});
-      }));
-  {
-    size_t fi = 0;
-    KFUSE_RETURN_IF_ERROR(im.query(
-        "SELECT function_id, idx, offset, size, type, access FROM function_param ORDER BY function_id, idx",
-        [&](Stmt& s) {
-          const Id fid = s.i64(0);
-          while (fi < t.functions.size() && t.functions[fi].id < fid) ++fi;
-          if (fi == t.functions.size() || t.functions[fi].id != fid) return;  // orphan row: ignored
-          const std::string access = s.text(5);
-          t.functions[fi].params.push_back(KernelParam{static_cast<int>(s.i64(1)), static_cast<int>(s.i64(2)),
-                                                       static_cast<int>(s.i64(3)), s.text(4),
-                                                       enumOr(parseAccessMode(access), "function_param", access)});
-        }));
+  });
+  KFUSE_RETURN_IF_ERROR(s);
+  // Module images are stored once per hash in module_image.
+  KFUSE_ASSIGN_OR_RETURN(Stmt image, impl_->db.prepare("SELECT bytes FROM module_image WHERE hash = ?1"));
+  for (Module& m : t.modules) {
+    image.bind(1, std::string_view(m.hash));
+    KFUSE_ASSIGN_OR_RETURN(bool found, impl_->db.step(image));
+    if (found) m.image = image.blob(0);
+    sqlite3_reset(image.get());
   }
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, context_id, address, size, kind, alloc_ns, free_ns FROM allocation ORDER BY id", [&](Stmt& s) {
-        const std::string kind = s.text(4);
-        t.allocations.push_back(Allocation{s.i64(0), s.i64Or(1, kNoId), s.u64(2), s.u64(3),
-                                           enumOr(parseAllocationKind(kind), "allocation", kind),
-                                           s.i64Or(5, kNoTime), s.i64Or(6, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, correlation_id, thread_id, stream_id, kind, src_address, dst_address, src_allocation_id, "
-      "dst_allocation_id, bytes, async, api_start_ns, api_end_ns, gpu_start_ns, gpu_end_ns FROM memcpy ORDER BY id",
-      [&](Stmt& s) {
-        const std::string kind = s.text(4);
-        t.memcpys.push_back(Memcpy{s.i64(0), s.i64(1), s.i64(2), s.i64Or(3, kNoId),
-                                   enumOr(parseMemcpyKind(kind), "memcpy", kind), s.u64(5), s.u64(6),
-                                   s.i64Or(7, kNoId), s.i64Or(8, kNoId), s.u64(9), s.i64(10) != 0,
-                                   s.i64Or(11, kNoTime), s.i64Or(12, kNoTime), s.i64Or(13, kNoTime),
-                                   s.i64Or(14, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, correlation_id, thread_id, stream_id, dst_address, dst_allocation_id, bytes, value, "
-      "element_size, async, api_start_ns, api_end_ns, gpu_start_ns, gpu_end_ns FROM memset ORDER BY id",
-      [&](Stmt& s) {
-        t.memsets.push_back(Memset{s.i64(0), s.i64(1), s.i64(2), s.i64Or(3, kNoId), s.u64(4), s.i64Or(5, kNoId),
-                                   s.u64(6), static_cast<uint32_t>(s.i64(7)), static_cast<int>(s.i64(8)),
-                                   s.i64(9) != 0, s.i64Or(10, kNoTime), s.i64Or(11, kNoTime),
-                                   s.i64Or(12, kNoTime), s.i64Or(13, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, correlation_id, thread_id, kind, stream_id, event_id, start_ns, end_ns FROM sync ORDER BY id",
-      [&](Stmt& s) {
-        const std::string kind = s.text(3);
-        t.syncs.push_back(Sync{s.i64(0), s.i64(1), s.i64(2), enumOr(parseSyncKind(kind), "sync", kind),
-                               s.i64Or(4, kNoId), s.i64Or(5, kNoId), s.i64Or(6, kNoTime), s.i64Or(7, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, correlation_id, handle, stream_id, record_ns FROM event ORDER BY id", [&](Stmt& s) {
-        t.events.push_back(Event{s.i64(0), s.i64(1), s.u64(2), s.i64Or(3, kNoId), s.i64Or(4, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(im.query(
-      "SELECT id, name, domain, thread_id, start_ns, end_ns FROM nvtx_range ORDER BY id", [&](Stmt& s) {
-        t.nvtx_ranges.push_back(
-            NvtxRange{s.i64(0), s.text(1), s.text(2), s.i64(3), s.i64Or(4, kNoTime), s.i64Or(5, kNoTime)});
-      }));
-  KFUSE_RETURN_IF_ERROR(
-      im.query("SELECT name, value, severity, description FROM stat ORDER BY name", [&](Stmt& s) {
-        const std::string sev = s.text(2);
-        t.stats.push_back(Stat{s.text(0), s.i64(1), enumOr(parseStatSeverity(sev), "stat", sev), s.text(3)});
-      }));
-  KFUSE_RETURN_IF_ERROR(bad_enum);
   return t;
 }
 
@@ -831,15 +748,7 @@ Expected<Trace> TraceReader::readAll() {
     t.launches.push_back(l);
     return true;
   }));
-  Status bad_enum;
-  KFUSE_RETURN_IF_ERROR(impl_->query(
-      "SELECT launch_id, name, value, unit, source FROM metric ORDER BY launch_id, name, source", [&](Stmt& s) {
-        const std::string source = s.text(4);
-        auto parsed = parseMetricSource(source);
-        if (!parsed && bad_enum.ok()) bad_enum = badFormat(path_ + ": table metric holds unknown source '" + source + "'");
-        t.metrics.push_back(Metric{s.i64(0), s.text(1), s.f64(2), s.text(3), parsed.value_or(MetricSource::kMeasured)});
-      }));
-  KFUSE_RETURN_IF_ERROR(bad_enum);
+  KFUSE_RETURN_IF_ERROR(impl_->readTable(t.metrics, path_));
   return t;
 }
 

@@ -78,6 +78,31 @@ TEST_F(TraceStoreTest, RoundTripsEveryRecordKind) {
   EXPECT_EQ(*back, original);
 }
 
+TEST_F(TraceStoreTest, LaunchClusterRoundTripsAndAnOlderFileWithoutItReadsNoClusters) {
+  const Trace original = testing::makeEveryKindTrace();
+  ASSERT_EQ(original.launches[1].cluster, (Dim3{2, 1, 1}));
+  writeTrace(path("t.sqlite"), original);
+  {
+    auto reader = TraceReader::open(path("t.sqlite"));
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    auto back = (*reader)->readAll();
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->launches[1].cluster, (Dim3{2, 1, 1}));
+    EXPECT_EQ(back->launches[0].cluster, (Dim3{1, 1, 1}));
+  }
+  // A trace written before launches had clusters has no such columns: it reads as launched without them.
+  execSql(path("t.sqlite"),
+          "ALTER TABLE launch DROP COLUMN cluster_x; ALTER TABLE launch DROP COLUMN cluster_y; "
+          "ALTER TABLE launch DROP COLUMN cluster_z;");
+  auto reader = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto back = (*reader)->readAll();
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  Trace expected = original;
+  expected.launches[1].cluster = Dim3{};
+  EXPECT_EQ(*back, expected);
+}
+
 TEST_F(TraceStoreTest, StoresEachModuleImageOnce) {
   writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
   auto reader = TraceReader::open(path("t.sqlite"));

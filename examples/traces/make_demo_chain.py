@@ -82,7 +82,8 @@ for it in range(ITERS):
         t_gpu = max(t_gpu, t_api + 4_000)
         launches.append({
             "id": seq, "correlation_id": corr, "thread_id": 31337, "stream_id": 1, "function_id": k,
-            "grid": [GRID, 1, 1], "block": [BLOCK, 1, 1], "dynamic_shared_bytes": 0, "static_shared_bytes": 0,
+            "grid": [GRID, 1, 1], "block": [BLOCK, 1, 1], "cluster": [1, 1, 1],
+            "dynamic_shared_bytes": 0, "static_shared_bytes": 0,
             "registers_per_thread": 16, "api_start_ns": t_api, "api_end_ns": t_api + 2_600,
             "gpu_start_ns": t_gpu, "gpu_end_ns": t_gpu + gpu_ns + (seq * 37) % 400,
             "arg_bytes": base64.b64encode(bytes(args)).decode(), "pointer_args": pointer_args})

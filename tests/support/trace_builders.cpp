@@ -78,6 +78,7 @@ Trace makeEveryKindTrace() {
   t.launches[1].arg_bytes.clear();
   t.launches[2].pointer_args[0].allocation_id = kNoId;  // a pointer that matched no allocation
   t.launches[2].stream_id = kNoId;
+  t.launches[1].cluster = {2, 1, 1};  // launched with clusters of 2 blocks (its grid.x, 258, is even)
   t.memcpys = {{1, 5, 4242, 1, MemcpyKind::kHostToDevice, 0x55550000ull, 0x7f0000000000ull, kNoId, 1, 4096, false,
                 960'000, 970'000, 965'000, 968'000},
                {2, 6, 4242, 2, MemcpyKind::kDeviceToHost, 0x7f0000100000ull, 0x55560000ull, 2, kNoId, 1 << 20, true,

@@ -149,6 +149,7 @@ struct Launch {
   Id stream_id = kNoId;
   Id function_id = kNoId;
   Dim3 grid, block;
+  Dim3 cluster;  // thread block cluster (sm_90+, cuLaunchKernelEx / CUPTI clusterX..Z); 1,1,1: no clusters
   uint32_t dynamic_shared_bytes = 0;
   uint32_t static_shared_bytes = 0;
   uint32_t registers_per_thread = 0;
