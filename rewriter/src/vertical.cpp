@@ -451,7 +451,6 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   if (result.dropped_stores > 0) {
     result.notes.push_back("dropped " + std::to_string(result.dropped_stores) + " store(s) of intermediates");
   }
-  KFUSE_RETURN_IF_ERROR(ptx::verify(fused));
   module.functions.push_back(std::move(fused));
   module.order.push_back({ptx::TopLevelKind::kFunction, module.functions.size() - 1});
   return result;

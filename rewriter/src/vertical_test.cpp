@@ -57,6 +57,7 @@ TEST(VerticalFusion, ElementwiseChainIsBitIdenticalToTheFourLaunches) {
   ASSERT_EQ(r->params.size(), 9u);
   EXPECT_EQ(r->params[3].sources.size(), 4u);  // n is passed to all four kernels
   EXPECT_EQ(r->forwarded_loads, 3);            // t1, t2 and t3 are handed over in registers
+  EXPECT_TRUE(ptx::verify(m).ok()) << ptx::verify(m).message();
   const std::string fused = ptx::printModule(m);
   testing::expectCompiles(fused);
 

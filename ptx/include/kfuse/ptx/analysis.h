@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kfuse/ptx/ir.h"
@@ -82,10 +83,10 @@ class DefUse {
   std::vector<std::vector<std::string>> defs_, uses_;
   std::vector<char> guarded_;  // statement has a guard predicate
   bool approximate_ = false;
-  std::map<std::string, std::vector<size_t>> defs_of_;     // reg -> defining statements
+  std::unordered_map<std::string, std::vector<size_t>> defs_of_;     // reg -> defining statements
   std::vector<std::vector<uint64_t>> block_in_;            // reaching-def bitsets at block entry
   std::vector<std::pair<size_t, std::string>> def_ids_;    // def id -> (stmt, reg)
-  std::map<std::string, std::vector<size_t>> def_ids_of_;  // reg -> def ids
+  std::unordered_map<std::string, std::vector<size_t>> def_ids_of_;  // reg -> def ids
 };
 
 // ---------------------------------------------------------------------------------------------------------------

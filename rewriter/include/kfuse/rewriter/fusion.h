@@ -5,7 +5,8 @@
 // Preconditions are the analyzer's: a vertical chain was proven thread-local for the launches it will replace,
 // horizontal kernels are independent. The transforms check what they can see in the PTX (grid-wide sync, calls
 // the fused kernel cannot keep, conflicting .reqntid) and refuse with a reason; they never weaken a proof.
-// Pure functions of their inputs; thread-safe on distinct modules.
+// The transforms do not re-verify what they produce (a pass manager verifies after every pass, and so does the
+// rewrite driver); tests verify explicitly. Pure functions of their inputs; thread-safe on distinct modules.
 #pragma once
 
 #include <array>
