@@ -223,6 +223,18 @@ class Checker:
         p = self.run("rewrite", stripped, "--candidate", "1", "--binary", fatbin, "-o", out)
         self.check(p.returncode == 0, "--binary takes the PTX from the application's fatbin", p.stdout + p.stderr)
 
+    def forced_layouts(self, trace):
+        """Each horizontal layout on a recorded pair (the cost model picks block partitioning for these)."""
+        for layout, name in (("block", "block-partitioned"), ("thread", "thread-partitioned")):
+            out = os.path.join(self.tmp, f"small-{layout}")
+            p = self.run("rewrite", trace, "--candidate", "1", "--layout", layout, "--arch", ARCHS, "-o", out)
+            self.check(p.returncode == 0, f"--layout {layout} rewrites and validates a horizontal pair",
+                       p.stdout + p.stderr)
+            if p.returncode == 0:
+                plan = self.validate_schema(os.path.join(out, "plan.json"))
+                self.check(plan is not None and plan.get("layout") == name, f"the plan says {name}",
+                           str(plan.get("layout") if plan else None))
+
     def rewrite_all(self, trace):
         out = os.path.join(self.tmp, "all-plans")
         p = self.run("rewrite", trace, "--all", "--arch", ARCHS, "-o", out)
@@ -256,6 +268,7 @@ def main():
         c.aggressive(traces["elementwise_chain"])
         c.ptx_opt()
         c.from_binary(traces["elementwise_chain"])
+        c.forced_layouts(traces["many_small_kernels"])
         c.rewrite_all(traces["many_small_kernels"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0
