@@ -399,11 +399,11 @@ class Rewriter {
         }
       }
       if (!next) continue;
-      // Only the producer kernel writing the same parameter again counts as a whole overwrite.
+      // Only the producer launched again with the very same arguments counts as a whole overwrite: it writes every
+      // element it wrote before (a smaller size, say, would leave stale elements a later kernel might read).
       const core::Launch& producer = launch(occ, static_cast<size_t>(r.kernel));
-      const core::PointerArg* again = pointerArg(*next, r.param);
-      if (next->function_id != producer.function_id || !again || again->allocation_id != p->allocation_id ||
-          again->offset != p->offset) {
+      if (next->function_id != producer.function_id || next->arg_bytes != producer.arg_bytes ||
+          next->grid != producer.grid || next->block != producer.block) {
         return false;
       }
     }
