@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -372,36 +373,51 @@ class Rewriter {
 
   // Whether the buffer behind argument `r` is dead after every occurrence: the next thing that touches its
   // allocation overwrites it without reading (or nothing touches it again).
-  bool deadAfterEveryOccurrence(ArgRef r) const {
-    for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
-      const core::Launch& l = launch(occ, static_cast<size_t>(r.kernel));
-      const core::PointerArg* p = pointerArg(l, r.param);
-      if (!p || p->allocation_id == core::kNoId) return false;
-      const core::Launch& last = launch(occ, kernels_.size() - 1);
-      // Later launches in issue order touching the allocation: the first decides.
-      const core::Launch* next = nullptr;
-      for (const core::Launch& x : trace_.launches) {
-        if (x.id <= last.id) continue;
-        if (std::none_of(x.pointer_args.begin(), x.pointer_args.end(),
-                         [&](const core::PointerArg& a) { return a.allocation_id == p->allocation_id; })) {
-          continue;
-        }
-        next = &x;
-        break;
+  // Per allocation: the launches that pass a pointer into it (in id order) and the start times of copies out of it
+  // (sorted; kNoTime first). Built once: a trace can have millions of launches and many occurrences.
+  void indexAllocationUses() {
+    if (indexed_) return;
+    indexed_ = true;
+    for (const core::Launch& x : trace_.launches) {
+      for (const core::PointerArg& a : x.pointer_args) {
+        if (a.allocation_id == core::kNoId) continue;
+        auto& v = touching_[a.allocation_id];
+        if (v.empty() || v.back() != &x) v.push_back(&x);
       }
-      // A copy out of the allocation after the pattern reads it.
-      for (const core::Memcpy& m : trace_.memcpys) {
-        if (m.src_allocation_id != p->allocation_id) continue;
-        if (m.api_start_ns == core::kNoTime || last.api_end_ns == core::kNoTime) return false;
-        if (m.api_start_ns > last.api_end_ns && (!next || next->api_start_ns == core::kNoTime ||
-                                                 m.api_start_ns < next->api_start_ns)) {
-          return false;
-        }
+    }
+    for (auto& [id, v] : touching_) {
+      std::sort(v.begin(), v.end(), [](const core::Launch* a, const core::Launch* b) { return a->id < b->id; });
+    }
+    for (const core::Memcpy& m : trace_.memcpys) {
+      if (m.src_allocation_id != core::kNoId) copied_out_[m.src_allocation_id].push_back(m.api_start_ns);
+    }
+    for (auto& [id, v] : copied_out_) std::sort(v.begin(), v.end());
+  }
+
+  bool deadAfterEveryOccurrence(ArgRef r) {
+    indexAllocationUses();
+    for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
+      const core::Launch& producer = launch(occ, static_cast<size_t>(r.kernel));
+      const core::PointerArg* p = pointerArg(producer, r.param);
+      if (!p || p->allocation_id == core::kNoId) return false;
+      const core::Launch& first = launch(occ, 0);
+      const core::Launch& last = launch(occ, kernels_.size() - 1);
+      // The first later launch touching the allocation decides.
+      const auto& uses = touching_[p->allocation_id];
+      auto it = std::upper_bound(uses.begin(), uses.end(), last.id,
+                                 [](core::Id id, const core::Launch* x) { return id < x->id; });
+      const core::Launch* next = it == uses.end() ? nullptr : *it;
+      // A copy out of the allocation from the pattern's start until that launch reads what is no longer stored.
+      if (auto c = copied_out_.find(p->allocation_id); c != copied_out_.end()) {
+        if (first.api_start_ns == core::kNoTime || c->second.front() == core::kNoTime) return false;
+        const int64_t until = next && next->api_start_ns != core::kNoTime ? next->api_start_ns : INT64_MAX;
+        auto copy = std::upper_bound(c->second.begin(), c->second.end(), first.api_start_ns);
+        if (copy != c->second.end() && *copy < until) return false;
+        if (next && next->api_start_ns == core::kNoTime) return false;
       }
       if (!next) continue;
       // Only the producer launched again with the very same arguments counts as a whole overwrite: it writes every
       // element it wrote before (a smaller size, say, would leave stale elements a later kernel might read).
-      const core::Launch& producer = launch(occ, static_cast<size_t>(r.kernel));
       if (next->function_id != producer.function_id || next->arg_bytes != producer.arg_bytes ||
           next->grid != producer.grid || next->block != producer.block) {
         return false;
@@ -464,7 +480,7 @@ class Rewriter {
     return {};
   }
 
-  std::vector<ArgRef> deadIntermediates() const {
+  std::vector<ArgRef> deadIntermediates() {
     // Buffers an earlier kernel writes that a later kernel reads: candidates for dropping.
     std::vector<ArgRef> out;
     for (size_t k = 0; k + 1 < kernels_.size(); ++k) {
@@ -788,6 +804,9 @@ class Rewriter {
   std::vector<std::string> source_texts_;
   std::vector<std::pair<ArgRef, ArgRef>> equal_args_;
   bool disjoint_ = false;
+  bool indexed_ = false;
+  std::map<core::Id, std::vector<const core::Launch*>> touching_;
+  std::map<core::Id, std::vector<int64_t>> copied_out_;
   std::vector<ArgumentSet> sets_;
   ptx::Module merged_, chosen_, fused_module_;
   std::string fused_name_;
