@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "kfuse/ptx/parser.h"
-#include "kfuse/ptx/printer.h"
 #include "kfuse/ptx/ptxas.h"
 #include "kfuse/rewriter/plan.h"
 #include "kfuse/rewriter/validate.h"
@@ -50,8 +49,7 @@ int runValidate(const ValidateOptions& o, const VerbContext& ctx) {
   auto fused = ptx::parseFile(fused_path);
   if (!fused.ok()) return reportError(fused.status());
   const std::string arch = plan->fused.arch.empty() ? fused->primaryTarget() : plan->fused.arch;
-  fused->target = arch;
-  auto compiled = ptx::runPtxas(ptx::printModule(*fused), arch);
+  auto compiled = ptx::runPtxas(ptx::printForArch(*fused, arch), arch);
   if (!compiled.ok()) return reportError(compiled.status());
   if (compiled->exit_code != 0) {
     std::fprintf(stderr, "kfuse: %s: ptxas rejects the fused kernel for %s (the file is left as it is):\n%s",

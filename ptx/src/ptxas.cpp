@@ -145,4 +145,9 @@ Expected<RoundTripResult> roundTrip(std::string_view ptx, const std::string& arc
   return r;
 }
 
+std::string printForArch(Module module, const std::string& arch) {
+  module.target = arch;
+  return printModule(module);
+}
+
 }  // namespace kfuse::ptx

@@ -47,18 +47,6 @@ bool isPure(const Instruction& in) {
   }
 }
 
-// Symbols an instruction names (parameters, variables, labels, functions), nested operands included.
-void collectSymbols(const Instruction& in, std::set<std::string, std::less<>>* out) {
-  std::vector<const Operand*> work;
-  for (const Operand& o : in.operands) work.push_back(&o);
-  while (!work.empty()) {
-    const Operand* o = work.back();
-    work.pop_back();
-    if (o->kind == OperandKind::kSymbol) out->insert(o->name);
-    for (const Operand& e : o->elements) work.push_back(&e);
-  }
-}
-
 // Removes side-effect-free instructions whose results nobody reads, until none is left. Registers are numbered
 // once so the work list runs on integers (kernels of tens of thousands of instructions are common after fusion).
 int eliminateDeadCode(std::vector<Statement>& body) {
@@ -150,7 +138,7 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   std::vector<std::string> defs, uses;
   for (const Statement& s : f->body) {
     if (s.kind != StatementKind::kInstruction) continue;
-    collectSymbols(s.inst, &symbols);
+    detail::collectSymbols(s.inst, &symbols);
     defs.clear();
     uses.clear();
     ptx::instructionDefsUses(s.inst, &defs, &uses);

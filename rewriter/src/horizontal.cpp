@@ -100,11 +100,6 @@ bool isDeviceRuntimeCall(std::string_view callee) {
          callee.rfind("cudaCGGet", 0) == 0 || callee.rfind("cudaGraph", 0) == 0;
 }
 
-bool isCtaBarrier(const Instruction& in) {
-  if (in.opcode != Opcode::kBar && in.opcode != Opcode::kBarrier) return false;
-  return !in.has(Mod::kWarp);  // bar.warp.sync is a warp-level barrier: untouched
-}
-
 // Operand positions of a CTA barrier: `bar.sync a{, b}`, `bar.arrive a, b`, `bar.red.op d, a{, b}, {!}c`.
 struct BarrierOperands {
   size_t id = 0;
@@ -215,7 +210,7 @@ Status inspectPart(const ptx::Module& module, Part& p) {
     if (in.opcode == Opcode::kBarrier && in.has(Mod::kCluster)) {
       return unsupported(who + " synchronises its cluster" + line);
     }
-    if (!isCtaBarrier(in)) continue;
+    if (!detail::isCtaBarrier(in)) continue;
     p.has_barriers = true;
     BarrierOperands b = barrierOperands(in);
     if (b.id >= in.operands.size()) {
@@ -359,10 +354,6 @@ void relocate(Operand& o, const Relocations& relocations) {
 
 uint64_t alignUp(uint64_t v, uint64_t a) {
   return a <= 1 ? v : (v + a - 1) / a * a;
-}
-
-bool sameParamType(const VariableDecl& a, const VariableDecl& b) {
-  return a.byteSize() == b.byteSize() && a.elementSize() == b.elementSize();
 }
 
 }  // namespace
@@ -645,52 +636,22 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   }
 
   // ---- parameters: concatenated, equal arguments merged ----
-  std::map<ArgRef, ArgRef> parent;
-  auto find = [&](ArgRef a) {
-    while (parent.count(a) && parent[a] != a) a = parent[a];
-    return a;
-  };
-  for (const auto& [a, b] : spec.equal_args) {
-    for (const ArgRef& r : {a, b}) {
-      if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
-          static_cast<size_t>(r.param) >= parts[r.kernel].f->params.size()) {
-        return invalidArgument("horizontal fusion: equal argument (kernel " + std::to_string(r.kernel) + ", param " +
-                               std::to_string(r.param) + ") does not exist");
-      }
-    }
-    const VariableDecl& pa = parts[a.kernel].f->params[a.param];
-    const VariableDecl& pb = parts[b.kernel].f->params[b.param];
-    if (!sameParamType(pa, pb)) {
-      return invalidArgument("horizontal fusion: equal arguments " + pa.name + " and " + pb.name +
-                             " have different sizes");
-    }
-    ArgRef ra = find(a), rb = find(b);
-    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
-  }
+  std::vector<const Function*> part_functions;
+  for (const Part& p : parts) part_functions.push_back(p.f);
+  auto merged = detail::mergeParameters(part_functions, spec.equal_args, fused_name);
+  if (!merged.ok()) return merged.status().withContext("horizontal fusion");
   Function fused;
   fused.linkage = ptx::Linkage::kVisible;
   fused.is_entry = true;
   fused.name = fused_name;
   fused.has_param_list = true;
   fused.has_body = true;
-  std::map<ArgRef, size_t> fused_param_of;  // class representative -> fused parameter index
+  fused.params = std::move(merged->decls);
+  result.params = std::move(merged->params);
   std::vector<detail::BodyRenaming> renamings(parts.size());
   for (Part& p : parts) {
     renamings[p.index].tag = p.tag;
-    for (size_t i = 0; i < p.f->params.size(); ++i) {
-      ArgRef ref{p.index, static_cast<int>(i)};
-      ArgRef root = find(ref);
-      auto it = fused_param_of.find(root);
-      if (it == fused_param_of.end()) {
-        VariableDecl d = p.f->params[i];
-        d.name = fused_name + "_param_" + std::to_string(fused.params.size());
-        it = fused_param_of.emplace(root, fused.params.size()).first;
-        fused.params.push_back(std::move(d));
-        result.params.push_back(FusedParam{fused.params.back().name, {}});
-      }
-      result.params[it->second].sources.push_back(ref);
-      renamings[p.index].params[p.f->params[i].name] = fused.params[it->second].name;
-    }
+    renamings[p.index].params = std::move(merged->names[static_cast<size_t>(p.index)]);
   }
 
   // ---- the body ----
@@ -758,7 +719,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       if (!p.shared.empty()) {
         for (Operand& o : in.operands) relocate(o, p.shared);
       }
-      if (!isCtaBarrier(in)) continue;
+      if (!detail::isCtaBarrier(in)) continue;
       BarrierOperands b = barrierOperands(in);
       if (b.id >= in.operands.size()) in.operands.push_back(imm(0));
       if (auto id = in.operands[b.id].intValue()) {

@@ -21,20 +21,13 @@
 #include "kfuse/ptx/printer.h"
 #include "kfuse/ptx/ptxas.h"
 #include "kfuse/rewriter/fusion.h"
+#include "test_kernels.h"
 
 namespace kfuse::rewriter {
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string examplePtx(const std::string& name) {
-  return readFile(std::string(KFUSE_EXAMPLE_PTX_DIR) + "/" + name + ".ptx");
-}
+using testing::examplePtx;
+using testing::readText;
 
 // One module holding the kernels of several nvcc PTX files (they share .version/.target; the test inputs have
 // distinct kernel and variable names).
@@ -179,9 +172,7 @@ void expectCompiles(const ptx::Module& module) {
   auto ptxas = ptx::findPtxas();
   if (!ptxas.ok()) GTEST_SKIP() << "ptxas not found: " << ptxas.status().message();
   for (const char* arch : {"sm_80", "sm_90", "sm_100"}) {
-    ptx::Module m = module;
-    m.target = arch;
-    auto report = ptx::runPtxas(ptx::printModule(m), arch, ptxas.value());
+    auto report = ptx::runPtxas(ptx::printForArch(module, arch), arch, ptxas.value());
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->exit_code, 0) << arch << ":\n" << report->log;
   }
@@ -417,9 +408,7 @@ TEST(HorizontalFusion, ThreadPartitionedGivesEachPartItsOwnStaticSharedMemory) {
   }
 }
 
-std::string testPtx(const std::string& name) {
-  return readFile(std::string(KFUSE_REWRITER_TEST_PTX_DIR) + "/" + name + ".ptx");
-}
+using testing::testPtx;
 
 // 2-D grids and blocks: scale2d (16x8 threads) and transpose (32x8 threads, bar.sync, static shared tile).
 std::vector<Launch> twoDimensional(uint32_t w, uint32_t h) {
@@ -755,7 +744,7 @@ TEST(HorizontalFusion, GoldenBlockPartitionedSmallKernels) {
   if (const char* update = std::getenv("KFUSE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::ofstream(golden, std::ios::binary) << printed;
   }
-  EXPECT_EQ(printed, readFile(golden)) << "regenerate with KFUSE_UPDATE_GOLDEN=1 if the change is intended";
+  EXPECT_EQ(printed, readText(golden)) << "regenerate with KFUSE_UPDATE_GOLDEN=1 if the change is intended";
 }
 
 }  // namespace

@@ -148,14 +148,10 @@ class CleanupPass : public Pass {
   bool params_;
 };
 
-// Names a function or a variable initialiser refers to.
-void referencedNames(const ptx::Function& f, std::set<std::string>* out) {
+// Names a function refers to.
+void referencedNames(const ptx::Function& f, std::set<std::string, std::less<>>* out) {
   for (const ptx::Statement& s : f.body) {
-    if (s.kind != ptx::StatementKind::kInstruction) continue;
-    ptx::Instruction copy = s.inst;
-    detail::forEachOperand(copy, [&](ptx::Operand& o) {
-      if (o.kind == ptx::OperandKind::kSymbol) out->insert(o.name);
-    });
+    if (s.kind == ptx::StatementKind::kInstruction) detail::collectSymbols(s.inst, out);
   }
 }
 
@@ -164,7 +160,7 @@ class KeepOnlyPass : public Pass {
   explicit KeepOnlyPass(std::vector<std::string> kernels) : kernels_(std::move(kernels)) {}
   std::string_view name() const override { return "keep-only"; }
   Status run(Module& module, AnalysisManager&, PassLog& log) override {
-    std::set<std::string> live(kernels_.begin(), kernels_.end());
+    std::set<std::string, std::less<>> live(kernels_.begin(), kernels_.end());
     for (const std::string& k : kernels_) {
       const ptx::Function* f = module.findFunction(k);
       if (!f || !f->is_entry) return notFound("no kernel named '" + k + "' in the module");

@@ -1,5 +1,6 @@
 #include "rename.h"
 
+#include <numeric>
 #include <set>
 
 #include "kfuse/ptx/analysis.h"
@@ -152,6 +153,77 @@ std::string uniqueName(const std::string& base, std::map<std::string, int, std::
   for (int i = 1; taken.count(name); ++i) name = base + "_" + std::to_string(i);
   taken.emplace(name, 0);
   return name;
+}
+
+Expected<MergedParams> mergeParameters(const std::vector<const ptx::Function*>& parts,
+                                       const std::vector<std::pair<ArgRef, ArgRef>>& equal_args,
+                                       const std::string& fused_name) {
+  // Union-find over the arguments flattened in launch order; the smaller id is the root, so the first argument of
+  // a class names its parameter.
+  std::vector<size_t> first;
+  size_t n = 0;
+  for (const ptx::Function* f : parts) {
+    first.push_back(n);
+    n += f->params.size();
+  }
+  std::vector<size_t> parent(n);
+  std::iota(parent.begin(), parent.end(), size_t{0});
+  auto find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (const auto& [a, b] : equal_args) {
+    for (ArgRef r : {a, b}) {
+      if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
+          static_cast<size_t>(r.param) >= parts[static_cast<size_t>(r.kernel)]->params.size()) {
+        return invalidArgument("equal arguments refer to kernel " + std::to_string(r.kernel) + " parameter " +
+                               std::to_string(r.param) + ", which does not exist");
+      }
+    }
+    const ptx::VariableDecl& da = parts[static_cast<size_t>(a.kernel)]->params[static_cast<size_t>(a.param)];
+    const ptx::VariableDecl& db = parts[static_cast<size_t>(b.kernel)]->params[static_cast<size_t>(b.param)];
+    if (da.byteSize() != db.byteSize() || da.elementSize() != db.elementSize()) {
+      return invalidArgument("equal arguments " + da.name + " and " + db.name + " have different sizes");
+    }
+    const size_t ra = find(first[static_cast<size_t>(a.kernel)] + static_cast<size_t>(a.param));
+    const size_t rb = find(first[static_cast<size_t>(b.kernel)] + static_cast<size_t>(b.param));
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+  }
+  MergedParams out;
+  out.index.resize(parts.size());
+  out.names.resize(parts.size());
+  std::map<size_t, size_t> fused_of_root;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    for (size_t p = 0; p < parts[k]->params.size(); ++p) {
+      auto [it, added] = fused_of_root.emplace(find(first[k] + p), out.decls.size());
+      if (added) {
+        ptx::VariableDecl d = parts[k]->params[p];
+        d.name = fused_name + "_param_" + std::to_string(out.decls.size());
+        out.params.push_back({d.name, {}});
+        out.decls.push_back(std::move(d));
+      }
+      out.params[it->second].sources.push_back({static_cast<int>(k), static_cast<int>(p)});
+      out.index[k].push_back(it->second);
+      out.names[k][parts[k]->params[p].name] = out.decls[it->second].name;
+    }
+  }
+  return out;
+}
+
+bool isCtaBarrier(const ptx::Instruction& in) {
+  if (in.opcode != ptx::Opcode::kBar && in.opcode != ptx::Opcode::kBarrier) return false;
+  return !in.has(ptx::Mod::kWarp);  // bar.warp.sync is a warp-level barrier
+}
+
+void collectSymbols(const ptx::Instruction& in, std::set<std::string, std::less<>>* out) {
+  std::vector<const Operand*> work;
+  for (const Operand& o : in.operands) work.push_back(&o);
+  while (!work.empty()) {
+    const Operand* o = work.back();
+    work.pop_back();
+    if (o->kind == OperandKind::kSymbol) out->insert(o->name);
+    for (const Operand& e : o->elements) work.push_back(&e);
+  }
 }
 
 }  // namespace kfuse::rewriter::detail

@@ -4,11 +4,14 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kfuse/core/status.h"
 #include "kfuse/ptx/ir.h"
+#include "kfuse/rewriter/fusion.h"
 
 namespace kfuse::rewriter::detail {
 
@@ -59,5 +62,24 @@ std::vector<std::string> registersWritten(const ptx::Instruction& in);
 
 // A name not yet used in `taken`, starting from `base` (base, base_1, base_2, ...); adds it to `taken`.
 std::string uniqueName(const std::string& base, std::map<std::string, int, std::less<>>& taken);
+
+// The parameters of a fused kernel: every part's parameters in order, each class of arguments known to be equal
+// (`equal_args`) becoming one parameter named `<fused_name>_param_<n>` after the first of its class.
+struct MergedParams {
+  std::vector<ptx::VariableDecl> decls;    // the fused kernel's parameter declarations
+  std::vector<FusedParam> params;          // the same, with the original arguments each takes
+  std::vector<std::vector<size_t>> index;  // [part][parameter] -> fused parameter
+  std::vector<std::map<std::string, std::string, std::less<>>> names;  // [part] original name -> fused name
+};
+// Errors name an equal argument that does not exist, or equal arguments whose declarations differ in size.
+Expected<MergedParams> mergeParameters(const std::vector<const ptx::Function*>& parts,
+                                       const std::vector<std::pair<ArgRef, ArgRef>>& equal_args,
+                                       const std::string& fused_name);
+
+// A barrier of the whole block (bar.sync / barrier.sync / bar.red / bar.arrive), not bar.warp.sync.
+bool isCtaBarrier(const ptx::Instruction& in);
+
+// The symbols `in` names (parameters, variables, labels, functions), nested operands included.
+void collectSymbols(const ptx::Instruction& in, std::set<std::string, std::less<>>* out);
 
 }  // namespace kfuse::rewriter::detail

@@ -16,6 +16,7 @@
 #include "kfuse/ptx/fatbin.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
+#include "kfuse/ptx/ptxas.h"
 #include "kfuse/rewriter/fusion.h"
 #include "kfuse/rewriter/pass.h"
 #include "kfuse/rewriter/resources.h"
@@ -520,7 +521,7 @@ class Rewriter {
       }
       // The layout with fewer waves of blocks on the GPU is predicted faster (the work per thread is the same).
       double waves = 0;
-      auto res = compileResources(retargeted(trial, arch), arch);
+      auto res = compileResources(ptx::printForArch(trial, arch), arch);
       if (res.ok()) {
         for (KernelResources& kr : *res) {
           if (kr.kernel != fused_name_) continue;
@@ -556,12 +557,6 @@ class Rewriter {
     return s;
   }
 
-  // The PTX of `m` for `arch`: ptxas compiles only for architectures at least as new as the .target.
-  static std::string retargeted(ptx::Module m, const std::string& arch) {
-    m.target = arch;
-    return ptx::printModule(m);
-  }
-
   Status compileAll(const std::string& plan_dir) {
     targets_ = {archOf(report_.gpu)};
     for (const std::string& a : options_.archs) {
@@ -574,7 +569,7 @@ class Rewriter {
       std::vector<KernelResources> originals;
       std::string original_problem;
       for (size_t m = 0; m < sources_.size() && original_problem.empty(); ++m) {
-        auto orig = compileResources(retargeted(sources_[m], arch), arch);
+        auto orig = compileResources(ptx::printForArch(sources_[m], arch), arch);
         if (!orig.ok()) {
           original_problem = orig.status().message();
           break;
@@ -594,12 +589,12 @@ class Rewriter {
                                 original_problem.substr(0, 200) + ")");
         continue;
       }
-      auto fused = compileResources(retargeted(fused_module_, arch), arch);
+      auto fused = compileResources(ptx::printForArch(fused_module_, arch), arch);
       if (!fused.ok()) {
         // Keep what ptxas rejected for inspection, outside the plan directory (which stays untouched).
         const fs::path kept = fs::path(plan_dir).parent_path() / (fs::path(plan_dir).filename().string() +
                                                                   ".rejected.ptx");
-        (void)writeText(kept, retargeted(fused_module_, arch));
+        (void)writeText(kept, ptx::printForArch(fused_module_, arch));
         if (diagnostics_) {
           diagnostics_->ptxas_log = fused.status().message();
           diagnostics_->kept_ptx = kept.string();

@@ -116,8 +116,7 @@ inline void expectCompiles(const std::string& text, std::initializer_list<const 
     // ptxas compiles for an architecture no older than the PTX's .target: retarget, as the rewriter does.
     auto m = ptx::parseModule(text);
     ASSERT_TRUE(m.ok()) << m.status().message();
-    m->target = arch;
-    auto r = ptx::runPtxas(ptx::printModule(*m), arch);
+    auto r = ptx::runPtxas(ptx::printForArch(*m, arch), arch);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->exit_code, 0) << arch << ":\n" << r->log << "\n" << text;
   }

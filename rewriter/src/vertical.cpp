@@ -14,7 +14,6 @@
 // inside a loop (each runs at most once per thread, under the same condition).
 #include <algorithm>
 #include <cctype>
-#include <numeric>
 #include <set>
 
 #include "kfuse/ptx/analysis.h"
@@ -31,40 +30,6 @@ using ptx::Statement;
 using ptx::StatementKind;
 
 namespace {
-
-// Union-find over the arguments of a pattern, to merge arguments known to be equal.
-class ArgSets {
- public:
-  explicit ArgSets(const std::vector<size_t>& param_counts) {
-    size_t n = 0;
-    for (size_t c : param_counts) {
-      first_.push_back(n);
-      n += c;
-    }
-    parent_.resize(n);
-    std::iota(parent_.begin(), parent_.end(), size_t{0});
-  }
-  size_t id(ArgRef a) const { return first_[static_cast<size_t>(a.kernel)] + static_cast<size_t>(a.param); }
-  size_t find(size_t x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
-    return x;
-  }
-  // The smaller id becomes the root, so the first argument in launch order names the merged parameter.
-  void unite(size_t a, size_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
-  }
-
- private:
-  std::vector<size_t> first_;
-  std::vector<size_t> parent_;
-};
-
-bool isBarrier(const Instruction& in) {
-  if (in.opcode == ptx::Opcode::kBarrier) return true;
-  return in.opcode == ptx::Opcode::kBar && !in.has(ptx::Mod::kWarp);
-}
 
 // Whether `name` or a device function it calls (transitively) executes `exit`, which would end the thread
 // before the later parts run.
@@ -337,14 +302,12 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
 Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& spec) {
   if (spec.kernels.size() < 2) return unsupported("vertical fusion needs at least two kernels");
   std::vector<const Function*> parts;
-  std::vector<size_t> param_counts;
   for (const std::string& name : spec.kernels) {
     const Function* f = module.findFunction(name);
     if (!f || !f->is_entry || !f->has_body) {
       return unsupported("no kernel (.entry with a body) named '" + name + "' in the module");
     }
     parts.push_back(f);
-    param_counts.push_back(f->params.size());
   }
   FusionResult result;
   result.fused_name = spec.fused_name;
@@ -357,7 +320,7 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   }
   for (size_t k = 0; k + 1 < parts.size(); ++k) {
     for (const Statement& s : parts[k]->body) {
-      if (s.kind == StatementKind::kInstruction && isBarrier(s.inst)) {
+      if (s.kind == StatementKind::kInstruction && detail::isCtaBarrier(s.inst)) {
         return unsupported("kernel '" + parts[k]->name + "' (part " + std::to_string(k + 1) + " of " +
                              std::to_string(parts.size()) + ") synchronises its block (" + s.inst.fullOpcode() +
                              ", line " + std::to_string(s.loc.line) +
@@ -372,52 +335,23 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   }
 
   // Parameters: one per class of equal arguments, named after the fused kernel.
-  ArgSets sets(param_counts);
-  for (const auto& [a, b] : spec.equal_args) {
-    for (ArgRef r : {a, b}) {
-      if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
-          static_cast<size_t>(r.param) >= param_counts[static_cast<size_t>(r.kernel)]) {
-        return unsupported("equal arguments refer to kernel " + std::to_string(r.kernel) + " parameter " +
-                             std::to_string(r.param) + ", which does not exist");
-      }
-    }
-    const auto& da = parts[static_cast<size_t>(a.kernel)]->params[static_cast<size_t>(a.param)];
-    const auto& db = parts[static_cast<size_t>(b.kernel)]->params[static_cast<size_t>(b.param)];
-    if (da.byteSize() != db.byteSize()) {
-      return unsupported("equal arguments " + da.name + " and " + db.name + " have different sizes");
-    }
-    sets.unite(sets.id(a), sets.id(b));
-  }
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
+                                                                              result.fused_name));
   Function fused;
   fused.linkage = ptx::Linkage::kVisible;
   fused.is_entry = true;
   fused.name = result.fused_name;
   fused.has_param_list = true;
   fused.has_body = true;
-  std::map<size_t, size_t> fused_index;  // class root -> fused parameter index
-  std::vector<std::map<std::string, std::string, std::less<>>> param_names(parts.size());
-  for (size_t k = 0; k < parts.size(); ++k) {
-    for (size_t p = 0; p < parts[k]->params.size(); ++p) {
-      const ArgRef ref{static_cast<int>(k), static_cast<int>(p)};
-      const size_t root = sets.find(sets.id(ref));
-      auto [it, added] = fused_index.emplace(root, fused.params.size());
-      if (added) {
-        ptx::VariableDecl d = parts[k]->params[p];
-        d.name = result.fused_name + "_param_" + std::to_string(fused.params.size());
-        fused.params.push_back(d);
-        result.params.push_back({d.name, {}});
-      }
-      result.params[it->second].sources.push_back(ref);
-      param_names[k][parts[k]->params[p].name] = fused.params[it->second].name;
-    }
-  }
+  fused.params = std::move(merged.decls);
+  result.params = std::move(merged.params);
   KFUSE_RETURN_IF_ERROR(mergeDirectives(parts, &fused.directives, &result.notes));
 
   // Body: hoisted declarations, then each part; a part's returns branch to its end label.
   std::vector<Statement> decls;
   std::vector<std::vector<Statement>> bodies;
   for (size_t k = 0; k < parts.size(); ++k) {
-    detail::BodyRenaming r{"k" + std::to_string(k) + "_", param_names[k]};
+    detail::BodyRenaming r{"k" + std::to_string(k) + "_", merged.names[k]};
     std::vector<Statement> body = detail::renamedBody(*parts[k], r);
     if (k + 1 < parts.size()) {
       const std::string end = "$kfuse_part" + std::to_string(k) + "_end";
@@ -437,10 +371,10 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   std::vector<int> dropped;
   for (ArgRef r : spec.drop_stores) {
     if (r.kernel < 0 || static_cast<size_t>(r.kernel) >= parts.size() || r.param < 0 ||
-        static_cast<size_t>(r.param) >= param_counts[static_cast<size_t>(r.kernel)]) {
+        static_cast<size_t>(r.param) >= parts[static_cast<size_t>(r.kernel)]->params.size()) {
       return unsupported("an intermediate to drop refers to a parameter that does not exist");
     }
-    dropped.push_back(static_cast<int>(fused_index.at(sets.find(sets.id(r)))));
+    dropped.push_back(static_cast<int>(merged.index[static_cast<size_t>(r.kernel)][static_cast<size_t>(r.param)]));
     result.dropped_buffers.push_back(r);
   }
   KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_begin, spec, dropped, &result));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kfuse/core/status.h"
+#include "kfuse/ptx/ir.h"
 
 namespace kfuse::ptx {
 
@@ -24,6 +25,10 @@ Expected<std::string> findPtxas();
 // Compiles `ptx` with `ptxas -v -arch=<arch>`; `arch` empty = ptxas's default. A non-zero exit code is reported
 // in the result, not as an error; errors are for failing to run ptxas at all.
 Expected<PtxasReport> runPtxas(std::string_view ptx, const std::string& arch, const std::string& ptxas = "");
+
+// `module` printed with its .target set to `arch` ("sm_80"): ptxas compiles only for architectures at least as new
+// as the PTX's .target, so building a module for an older one needs it retargeted.
+std::string printForArch(Module module, const std::string& arch);
 
 struct RoundTripResult {
   bool holds = false;  // printed PTX compiled and its resource report equals the original's
