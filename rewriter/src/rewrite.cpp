@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "kfuse/ptx/analysis.h"
@@ -36,6 +37,7 @@ struct PatternKernel {
   size_t source_module = 0;  // index among the distinct modules (merge input)
   std::string entry;         // the kernel's name in the merged module
   const ptx::Function* original = nullptr;  // in the parsed source module
+  std::shared_ptr<ptx::FunctionAnalyses> analyses;  // of `original`, computed once, shared by every question
 };
 
 void progress(const RewriteOptions& o, const std::string& line) {
@@ -112,9 +114,9 @@ Status writeText(const fs::path& path, const std::string& text) {
 }
 
 // The element type of the accesses through each pointer parameter of `f`: "f32", "u32"...; "" when unknown.
-std::vector<std::string> elementTypes(const ptx::Module& m, const ptx::Function& f) {
+std::vector<std::string> elementTypes(ptx::FunctionAnalyses& fa) {
+  const ptx::Function& f = fa.function();
   std::vector<std::string> out(f.params.size());
-  ptx::FunctionAnalyses fa(&m, f);
   for (const ptx::MemoryAccess& a : fa.memoryAccesses()) {
     if (a.base_param < 0 || static_cast<size_t>(a.base_param) >= out.size() || !out[a.base_param].empty()) continue;
     const ptx::DataType t = f.body[a.stmt].inst.type();
@@ -125,9 +127,8 @@ std::vector<std::string> elementTypes(const ptx::Module& m, const ptx::Function&
 }
 
 // Scalar parameters of `f` its access guards compare against ("param3" in `tid.x + ... < param3`).
-std::set<int> guardParams(const ptx::Module& m, const ptx::Function& f) {
+std::set<int> guardParams(ptx::FunctionAnalyses& fa) {
   std::set<int> out;
-  ptx::FunctionAnalyses fa(&m, f);
   auto note = [&](const ptx::AffineExpr& e) {
     for (const auto& [atoms, coef] : e.terms) {
       for (const std::string& a : atoms) {
@@ -224,6 +225,10 @@ class Rewriter {
                         pk.function->mangled_name + "'");
       }
       kernels_.push_back(pk);
+    }
+    // Only now: the analyses keep a pointer to their module, and sources_ has stopped growing.
+    for (PatternKernel& k : kernels_) {
+      k.analyses = std::make_shared<ptx::FunctionAnalyses>(&sources_[k.source_module], *k.original);
     }
     return {};
   }
@@ -340,10 +345,11 @@ class Rewriter {
   std::optional<ArgumentSet> raggedVariant(const ArgumentSet& base) {
     std::map<std::vector<uint8_t>, std::vector<uint8_t>> changes;
     std::string what;
+    std::vector<std::set<int>> guards;
+    for (const PatternKernel& k : kernels_) guards.push_back(guardParams(*k.analyses));
     for (size_t k = 0; k < kernels_.size(); ++k) {
-      const ptx::Module& m = sources_[kernels_[k].source_module];
       const uint32_t block = base.shapes[k].block[0] * base.shapes[k].block[1] * base.shapes[k].block[2];
-      for (int p : guardParams(m, *kernels_[k].original)) {
+      for (int p : guards[k]) {
         if (p < 0 || static_cast<size_t>(p) >= base.args[k].size()) continue;
         const ArgValue& v = base.args[k][static_cast<size_t>(p)];
         if (v.pointer || (v.bytes.size() != 4 && v.bytes.size() != 8) || changes.count(v.bytes)) continue;
@@ -362,8 +368,7 @@ class Rewriter {
     ArgumentSet set = base;
     set.origin = "ragged sizes (" + what + ") of " + base.origin;
     for (size_t k = 0; k < kernels_.size(); ++k) {
-      const std::set<int> guards = guardParams(sources_[kernels_[k].source_module], *kernels_[k].original);
-      for (int p : guards) {
+      for (int p : guards[k]) {
         if (p < 0 || static_cast<size_t>(p) >= set.args[k].size()) continue;
         ArgValue& v = set.args[k][static_cast<size_t>(p)];
         if (auto it = changes.find(v.bytes); !v.pointer && it != changes.end()) v.bytes = it->second;
@@ -486,8 +491,7 @@ class Rewriter {
     std::vector<ArgRef> out;
     for (size_t k = 0; k + 1 < kernels_.size(); ++k) {
       // Only pointers the kernel writes and never reads (the PTX says so): their old contents do not matter.
-      ptx::FunctionAnalyses fa(&sources_[kernels_[k].source_module], *kernels_[k].original);
-      for (const ptx::ParamAccess& a : fa.paramAccess()) {
+      for (const ptx::ParamAccess& a : kernels_[k].analyses->paramAccess()) {
         if (a.mode != ptx::AccessMode::kWrite) continue;
         const ArgRef r{static_cast<int>(k), a.index};
         const core::PointerArg* ptr = pointerArg(launch(0, k), a.index);
@@ -670,7 +674,7 @@ class Rewriter {
       p.module_hash = pk.module->hash;
       p.ptx_file = "originals/" + pk.module->hash.substr(0, 16) + ".ptx";
       p.shape = shapeOf(launch(0, k));
-      const std::vector<std::string> types = elementTypes(sources_[pk.source_module], *pk.original);
+      const std::vector<std::string> types = elementTypes(*pk.analyses);
       for (const core::KernelParam& kp : pk.function->params) {
         PlanParam pp;
         pp.index = kp.index;
