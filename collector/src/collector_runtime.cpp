@@ -116,8 +116,9 @@ void CollectorRuntime::init(CuptiApi* cupti, ProfilerApi* profiler) {
   cupti_api_ = cupti;
   profiler_api_ = profiler;
   config_ = CollectorConfig::fromEnvironment();
-  if (config_.output_pattern.empty()) return;  // loaded but not asked to record
+  // Direct exports must reach the driver even when the library is loaded but not asked to record.
   Interposer::setFallbackLookup(&fallbackLookup);
+  if (config_.output_pattern.empty()) return;  // loaded but not asked to record
   pthread_atfork(nullptr, nullptr, &CollectorRuntime::atForkChild);
 }
 

@@ -167,6 +167,16 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(EmuGetLaunch, "cuKfuseEmuGetLaunch");
   set(EmuThreadLastLaunch, "cuKfuseEmuThreadLastLaunch");
   set(StreamIsCapturing, "cuStreamIsCapturing");
+  set(ModuleGetFunction, "cuModuleGetFunction");
+  set(LibraryGetModule, "cuLibraryGetModule");
+  set(CtxGetCurrent, "cuCtxGetCurrent");
+  set(MemGetAddressRange, "cuMemGetAddressRange_v2");
+  set(CtxSynchronizeDirect, "cuCtxSynchronize");
+  set(MemAllocDirect, "cuMemAlloc_v2");
+  set(MemFreeDirect, "cuMemFree_v2");
+  set(MemcpyDtoDDirect, "cuMemcpyDtoD_v2");
+  set(MemcpyDtoHDirect, "cuMemcpyDtoH_v2");
+  set(MemcpyHtoDDirect, "cuMemcpyHtoD_v2");
 }
 
 DriverTable& Interposer::driver() {

@@ -1,11 +1,10 @@
 #include "kfuse/collector/record.h"
+#include "kfuse/collector/program.h"
 #include "kfuse/core/stats.h"
 #include "kfuse/emulator/standin.h"
 
 #include <dlfcn.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,11 +18,6 @@
 namespace kfuse::collector {
 namespace fs = std::filesystem;
 namespace {
-
-bool isFile(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 std::string joinCommand(const std::vector<std::string>& cmd) {
   std::string out;
@@ -62,22 +56,12 @@ RecordedTrace inspect(const std::string& path) {
 }  // namespace
 
 Expected<std::string> findCollectorLibrary() {
-  if (const char* env = std::getenv("KFUSE_COLLECTOR_LIB"); env && *env) {
-    if (isFile(env)) return std::string(env);
-    return notFound(std::string("KFUSE_COLLECTOR_LIB=") + env + ": no such file");
-  }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path candidate = exe.parent_path() / ".." / "lib" / "libkfuse_collector.so";
-    if (isFile(candidate.string())) return fs::weakly_canonical(candidate, ec).string();
-  }
 #ifdef KFUSE_COLLECTOR_BUILD_LIB
-  if (isFile(KFUSE_COLLECTOR_BUILD_LIB)) return std::string(KFUSE_COLLECTOR_BUILD_LIB);
+  const std::string build_copy = KFUSE_COLLECTOR_BUILD_LIB;
+#else
+  const std::string build_copy;
 #endif
-  return notFound(
-      "cannot find libkfuse_collector.so (looked next to the kfuse executable in ../lib and in the build tree); "
-      "set KFUSE_COLLECTOR_LIB");
+  return findKfuseLibrary("libkfuse_collector.so", "KFUSE_COLLECTOR_LIB", build_copy);
 }
 
 std::string detectBackend() {
@@ -133,48 +117,22 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out.string() + suffix, ec);
   }
 
-  std::string preload = lib;
-  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  const char* old_preload = std::getenv("LD_PRELOAD");
   const std::string command_line = joinCommand(o.command);
   const auto started = fs::file_time_type::clock::now();
-
-  // Signals meant for the program (Ctrl-C) reach it through the terminal; kfuse waits for it either way.
-  struct sigaction ignore {
-  }, old_int{}, old_quit{};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    return ioError(std::string("cannot start the program: fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("KFUSE_OUTPUT", out.c_str(), 1);
-    setenv("KFUSE_BACKEND", result.backend.c_str(), 1);
-    setenv("KFUSE_COMMAND_LINE", command_line.c_str(), 1);
-    if (o.overwrite) setenv("KFUSE_OVERWRITE", "1", 1);
-    if (metrics) setenv("KFUSE_METRICS", "1", 1);
-    if (o.gpu_time) setenv("KFUSE_GPU_TIME", "1", 1);
-    if (result.backend == "cupti") setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "kfuse: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  result.pid = pid;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  std::vector<std::pair<std::string, std::string>> env = {
+      // Under `kfuse run`, after the injector: the trace shows the launches the driver really gets.
+      {"LD_PRELOAD", preloadList(lib, old_preload ? old_preload : "", /*after_injector=*/true)},
+      {"KFUSE_OUTPUT", out.string()},
+      {"KFUSE_BACKEND", result.backend},
+      {"KFUSE_COMMAND_LINE", command_line}};
+  if (o.overwrite) env.emplace_back("KFUSE_OVERWRITE", "1");
+  if (metrics) env.emplace_back("KFUSE_METRICS", "1");
+  if (o.gpu_time) env.emplace_back("KFUSE_GPU_TIME", "1");
+  if (result.backend == "cupti") env.emplace_back("CUDA_INJECTION64_PATH", lib);
+  KFUSE_ASSIGN_OR_RETURN(const ProgramRun run, runProgram(o.command, env));
+  result.pid = run.pid;
+  result.exit_code = run.exit_code;
 
   if (!per_process) {
     if (fs::exists(out, ec)) result.traces.push_back(inspect(out.string()));

@@ -122,7 +122,30 @@ namespace kfuse::collector {
      CUstreamCaptureMode mode),                                                                                        \
     (stream, graph, deps, edges, n, mode))                                                                             \
   X(StreamEndCapture, "cuStreamEndCapture", 10000, 0, "cuStreamEndCapture", "cuStreamEndCapture_ptsz", 1,              \
-    (CUstream stream, CUgraph* graph), (stream, graph))
+    (CUstream stream, CUgraph* graph), (stream, graph))                                                                \
+  X(StreamQuery, "cuStreamQuery", 2000, 0, "cuStreamQuery", "cuStreamQuery_ptsz", 1, (CUstream stream), (stream))       \
+  X(EventQueryHook, "cuEventQuery", 2000, 0, "cuEventQuery", nullptr, 0, (CUevent event), (event))                    \
+  X(LaunchHostFunc, "cuLaunchHostFunc", 10000, 0, "cuLaunchHostFunc", "cuLaunchHostFunc_ptsz", 1,                      \
+    (CUstream stream, CUhostFn host_fn, void* data), (stream, host_fn, data))                                                    \
+  X(StreamAddCallback, "cuStreamAddCallback", 5000, 0, "cuStreamAddCallback", "cuStreamAddCallback_ptsz", 1,           \
+    (CUstream stream, CUstreamCallback callback, void* data, unsigned flags), (stream, callback, data, flags))                     \
+  X(Memcpy2D, "cuMemcpy2D", 3020, 0, "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", 1, (const CUDA_MEMCPY2D* copy), (copy))     \
+  X(Memcpy2DAsync, "cuMemcpy2DAsync", 3020, 0, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz", 1,                     \
+    (const CUDA_MEMCPY2D* copy, CUstream stream), (copy, stream))                                                      \
+  X(Memcpy3D, "cuMemcpy3D", 3020, 0, "cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds", 1, (const CUDA_MEMCPY3D* copy), (copy))     \
+  X(Memcpy3DAsync, "cuMemcpy3DAsync", 3020, 0, "cuMemcpy3DAsync_v2", "cuMemcpy3DAsync_v2_ptsz", 1,                     \
+    (const CUDA_MEMCPY3D* copy, CUstream stream), (copy, stream))                                                      \
+  X(MemcpyPeer, "cuMemcpyPeer", 4000, 0, "cuMemcpyPeer", "cuMemcpyPeer_ptds", 1,                                       \
+    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes),                           \
+    (dst, dst_ctx, src, src_ctx, bytes))                                                                               \
+  X(MemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0, "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz", 1,                   \
+    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes, CUstream stream),          \
+    (dst, dst_ctx, src, src_ctx, bytes, stream))                                                                       \
+  X(CtxDestroy, "cuCtxDestroy", 4000, 0, "cuCtxDestroy_v2", nullptr, 0, (CUcontext ctx), (ctx))                        \
+  X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2", nullptr, 0,        \
+    (CUdevice dev), (dev))                                                                                             \
+  X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 11000, 0, "cuDevicePrimaryCtxReset_v2", nullptr, 0,              \
+    (CUdevice dev), (dev))
 
 enum class Api : int {
 #define KFUSE_X(ID, ...) ID,
@@ -162,6 +185,17 @@ struct DriverTable {
   std::atomic<int (*)(uint64_t sequence, void* counters)> EmuGetLaunch{nullptr};
   std::atomic<uint64_t (*)()> EmuThreadLastLaunch{nullptr};  // the calling thread's last launch
   std::atomic<CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*)> StreamIsCapturing{nullptr};
+  // For the injector: loading fused kernels, knowing allocations, shadow copies for --validate.
+  std::atomic<CUresult(CUDAAPI*)(CUfunction*, CUmodule, const char*)> ModuleGetFunction{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUmodule*, CUlibrary)> LibraryGetModule{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUcontext*)> CtxGetCurrent{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUdeviceptr*, size_t*, CUdeviceptr)> MemGetAddressRange{nullptr};
+  std::atomic<CUresult(CUDAAPI*)()> CtxSynchronizeDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUdeviceptr*, size_t)> MemAllocDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUdeviceptr)> MemFreeDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUdeviceptr, CUdeviceptr, size_t)> MemcpyDtoDDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(void*, CUdeviceptr, size_t)> MemcpyDtoHDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUdeviceptr, const void*, size_t)> MemcpyHtoDDirect{nullptr};
 
   // Fills the query slots through `lookup(name)` (a dlsym-like function returning nullptr when absent).
   void resolveQueries(void* (*lookup)(const char* name, void* user), void* user);

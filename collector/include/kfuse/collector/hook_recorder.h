@@ -20,6 +20,7 @@
 
 #include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/events.h"
+#include "kfuse/collector/module_image.h"
 #include "kfuse/collector/trace_sink.h"
 
 namespace kfuse::collector {
@@ -178,13 +179,5 @@ int64_t collectorNowNs();
 // The calling thread's kernel id (cached per thread).
 int64_t collectorThreadId();
 
-// Classifies a module image given to cuModuleLoadData & co and finds its size (NUL-terminated PTX, ELF cubin,
-// fatbin or fatbin wrapper). Size 0 if it cannot tell.
-struct ImageInfo {
-  ImageKindCode kind = ImageKindCode::kUnknown;
-  const uint8_t* data = nullptr;
-  uint64_t size = 0;
-};
-ImageInfo inspectModuleImage(const void* image);
 
 }  // namespace kfuse::collector

@@ -1,0 +1,21 @@
+// What a module image handed to cuModuleLoadData & co is, and how long: the collector stores it, the injector
+// hashes it (a kernel's identity is its mangled name and the SHA-256 of its module image). Part of the hooking
+// layer; depends on nothing but the C library. Thread-safe (pure).
+#pragma once
+
+#include <cstdint>
+
+#include "kfuse/collector/events.h"
+
+namespace kfuse::collector {
+
+// Classifies a module image given to cuModuleLoadData & co and finds its size (NUL-terminated PTX, ELF cubin,
+// fatbin or fatbin wrapper). Size 0 if it cannot tell.
+struct ImageInfo {
+  ImageKindCode kind = ImageKindCode::kUnknown;
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+ImageInfo inspectModuleImage(const void* image);
+
+}  // namespace kfuse::collector

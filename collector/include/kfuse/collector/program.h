@@ -1,0 +1,32 @@
+// Running the user's program with a kfuse library preloaded: what `kfuse record` and `kfuse run` share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kfuse/core/status.h"
+
+namespace kfuse::collector {
+
+// A kfuse library that goes into applications (`file`: "libkfuse_collector.so", "libkfuse_inject.so"):
+// $`env_var`, <dir of this executable>/../lib/`file`, or `build_copy` (the build tree's).
+Expected<std::string> findKfuseLibrary(const std::string& file, const char* env_var, const std::string& build_copy);
+
+// LD_PRELOAD's value with `library` added to `current`: first, or right after an injector already there when
+// `after_injector` (a recording collector then sees what the injector launches).
+std::string preloadList(const std::string& library, const std::string& current, bool after_injector);
+
+struct ProgramRun {
+  int exit_code = 0;  // the program's exit status, 128 + signal number if a signal ended it
+  int64_t pid = 0;
+};
+
+// Runs `command` with `environment` set on top of this process's and waits for it. Ctrl-C reaches the program
+// through the terminal; kfuse waits for it either way. Errors are about starting it (fork failed); a program
+// that cannot be executed exits 127.
+Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
+                                const std::vector<std::pair<std::string, std::string>>& environment);
+
+}  // namespace kfuse::collector

@@ -1,0 +1,92 @@
+#include "kfuse/collector/program.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+namespace kfuse::collector {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool isFile(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+Expected<std::string> findKfuseLibrary(const std::string& file, const char* env_var, const std::string& build_copy) {
+  if (const char* env = std::getenv(env_var); env && *env) {
+    if (isFile(env)) return std::string(env);
+    return notFound(std::string(env_var) + "=" + env + ": no such file");
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path candidate = exe.parent_path() / ".." / "lib" / file;
+    if (isFile(candidate.string())) return fs::weakly_canonical(candidate, ec).string();
+  }
+  if (!build_copy.empty() && isFile(build_copy)) return build_copy;
+  return notFound("cannot find " + file + " (looked next to the kfuse executable in ../lib and in the build tree); set " +
+                  env_var);
+}
+
+std::string preloadList(const std::string& library, const std::string& current, bool after_injector) {
+  if (current.empty()) return library;
+  if (after_injector) {
+    // LD_PRELOAD separates entries with ':' or spaces; kfuse writes ':'.
+    const size_t at = current.find("libkfuse_inject.so");
+    if (at != std::string::npos) {
+      const size_t end = current.find_first_of(": ", at);
+      if (end == std::string::npos) return current + ":" + library;
+      return current.substr(0, end) + ":" + library + current.substr(end);
+    }
+  }
+  return library + ":" + current;
+}
+
+Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
+                                const std::vector<std::pair<std::string, std::string>>& environment) {
+  if (command.empty()) return invalidArgument("no program to run");
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    return ioError(std::string("cannot start the program: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "kfuse: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  ProgramRun run;
+  run.pid = pid;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  return run;
+}
+
+}  // namespace kfuse::collector
