@@ -34,5 +34,6 @@ void registerRecordVerbs(CLI::App& app, VerbContext& ctx);   // record
 void registerMetricVerbs(CLI::App& app, VerbContext& ctx);   // metrics
 void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate
 void registerRewriteVerbs(CLI::App& app, VerbContext& ctx);  // rewrite, ptx opt (after registerPtxVerbs)
+void registerRunVerbs(CLI::App& app, VerbContext& ctx);      // run
 
 }  // namespace kfuse::cli

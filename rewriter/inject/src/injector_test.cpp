@@ -1,0 +1,560 @@
+// The injector against an in-process fake driver: "device" pointers are host pointers, and the fake runs three
+// made-up kernels (and their fusions) on them in C++, so every decision can be checked by its effect.
+//   twice(const float* x, float* y, int n):   y = 2x
+//   plus1(const float* y, float* z, int n):   z = y + 1
+//   other(float* p, int n):                   p = -p
+//   fused_ok(x, y, z, n):   y = 2x, z = 2x + 1   (what the plan promises)
+//   fused_bad(x, y, z, n):  y = 2x, z = 2x + 2   (a deliberately wrong fused kernel)
+#include "kfuse/inject/injector.h"
+#include "kfuse/core/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kfuse::inject {
+namespace {
+
+using collector::DriverTable;
+
+struct Func {
+  std::string name;
+  CUmodule module;
+};
+
+struct Fake {
+  std::mutex mu;
+  std::vector<std::string> launches;   // kernel names, in the order the driver saw them
+  std::vector<std::string> calls;      // other calls that reached the driver
+  std::map<CUfunction, Func> functions;
+  std::map<uint64_t, size_t> allocations;  // base -> bytes
+  bool fail_module_load = false;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  int fused_module_loads = 0;
+};
+Fake* g = nullptr;
+
+const CUmodule kAppModule = reinterpret_cast<CUmodule>(0x1000);
+const CUmodule kOtherModule = reinterpret_cast<CUmodule>(0x1100);
+const CUmodule kFusedModule = reinterpret_cast<CUmodule>(0x2000);
+CUfunction fn(uintptr_t v) { return reinterpret_cast<CUfunction>(v); }
+const CUfunction kTwice = fn(0x1001), kPlus1 = fn(0x1002), kOther = fn(0x1003), kTwiceElsewhere = fn(0x1101);
+const CUfunction kFusedOk = fn(0x2001), kFusedBad = fn(0x2002);
+const char* kAppImage = "// app module\n.version 9.0\n.target sm_90\n";
+const char* kOtherImage = "// another build of the app module\n.version 9.0\n.target sm_90\n";
+
+template <class T>
+T arg(void** params, int i) {
+  T v;
+  std::memcpy(&v, params[i], sizeof v);
+  return v;
+}
+
+void run(const std::string& name, void** p) {
+  if (name == "twice") {
+    auto x = arg<float*>(p, 0), y = arg<float*>(p, 1);
+    for (int i = 0, n = arg<int>(p, 2); i < n; ++i) y[i] = 2 * x[i];
+  } else if (name == "plus1") {
+    auto y = arg<float*>(p, 0), z = arg<float*>(p, 1);
+    for (int i = 0, n = arg<int>(p, 2); i < n; ++i) z[i] = y[i] + 1;
+  } else if (name == "other") {
+    auto q = arg<float*>(p, 0);
+    for (int i = 0, n = arg<int>(p, 1); i < n; ++i) q[i] = -q[i];
+  } else if (name == "fused_ok" || name == "fused_bad") {
+    auto x = arg<float*>(p, 0), y = arg<float*>(p, 1), z = arg<float*>(p, 2);
+    for (int i = 0, n = arg<int>(p, 3); i < n; ++i) {
+      y[i] = 2 * x[i];
+      z[i] = y[i] + (name == "fused_ok" ? 1.f : 2.f);
+    }
+  }
+}
+
+CUresult CUDAAPI fLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               CUstream, void** params, void**) {
+  std::string name;
+  {
+    std::lock_guard lock(g->mu);
+    name = g->functions.at(f).name;
+    g->launches.push_back(name);
+  }
+  run(name, params);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
+  return fLaunchKernel(f, c->gridDimX, 1, 1, c->blockDimX, 1, 1, 0, c->hStream, params, extra);
+}
+CUresult CUDAAPI fFuncGetModule(CUmodule* m, CUfunction f) {
+  std::lock_guard lock(g->mu);
+  auto it = g->functions.find(f);
+  if (it == g->functions.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *m = it->second.module;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fFuncGetName(const char** name, CUfunction f) {
+  std::lock_guard lock(g->mu);
+  *name = g->functions.at(f).name.c_str();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fFuncGetParamInfo(CUfunction f, size_t i, size_t* offset, size_t* size) {
+  const std::string& name = g->functions.at(f).name;
+  const size_t n = name == "other" ? 2 : 3;
+  if (i >= n) return CUDA_ERROR_INVALID_VALUE;
+  *offset = i * 8;
+  *size = i + 1 == n ? 4 : 8;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fModuleLoadData(CUmodule* m, const void* image) {
+  std::lock_guard lock(g->mu);
+  const std::string text(static_cast<const char*>(image));
+  g->calls.push_back("cuModuleLoadData");
+  if (text == kAppImage) {
+    *m = kAppModule;
+  } else if (text == kOtherImage) {
+    *m = kOtherModule;
+  } else {
+    if (g->fail_module_load) return CUDA_ERROR_INVALID_PTX;
+    ++g->fused_module_loads;
+    *m = kFusedModule;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  if (m != kFusedModule) return CUDA_ERROR_NOT_FOUND;
+  *f = std::string(name) == "fused_ok" ? kFusedOk : kFusedBad;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fCtxGetCurrent(CUcontext* c) {
+  *c = reinterpret_cast<CUcontext>(0x77);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fCtxGetDevice(CUdevice* d) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  std::lock_guard lock(g->mu);
+  auto it = g->allocations.upper_bound(p);
+  if (it == g->allocations.begin()) return CUDA_ERROR_NOT_FOUND;
+  --it;
+  if (p >= it->first + it->second) return CUDA_ERROR_NOT_FOUND;
+  *base = it->first;
+  *size = it->second;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fStreamIsCapturing(CUstream, CUstreamCaptureStatus* s) {
+  *s = g->capture;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fNote(const char* what) {
+  std::lock_guard lock(g->mu);
+  g->calls.push_back(what);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fStreamSynchronize(CUstream) { return fNote("cuStreamSynchronize"); }
+CUresult CUDAAPI fCtxSynchronize() { return fNote("cuCtxSynchronize"); }
+CUresult CUDAAPI fMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return fNote("cuMemcpyHtoD");
+}
+CUresult CUDAAPI fMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  std::memcpy(dst, reinterpret_cast<void*>(src), n);
+  return fNote("cuMemcpyDtoH");
+}
+CUresult CUDAAPI fMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemAlloc(CUdeviceptr* p, size_t n) {
+  *p = reinterpret_cast<CUdeviceptr>(new uint8_t[n]);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemFree(CUdeviceptr p) {
+  delete[] reinterpret_cast<uint8_t*>(p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fBeginCapture(CUstream, CUstreamCaptureMode) {
+  g->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return fNote("cuStreamBeginCapture");
+}
+CUresult CUDAAPI fEndCapture(CUstream, CUgraph*) {
+  g->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return fNote("cuStreamEndCapture");
+}
+
+RuntimeKernel kernel(const std::string& name, int params) {
+  RuntimeKernel k;
+  k.name = name;
+  k.module_hash = core::sha256Hex(reinterpret_cast<const uint8_t*>(kAppImage), std::strlen(kAppImage) + 1);
+  k.shape.grid = {4, 1, 1};
+  k.shape.block = {64, 1, 1};
+  for (int i = 0; i < params; ++i) {
+    const bool last = i + 1 == params;
+    k.params.push_back({static_cast<uint32_t>(i * 8), last ? 4u : 8u, !last});
+  }
+  k.arg_bytes = static_cast<uint32_t>((params - 1) * 8 + 4);
+  return k;
+}
+
+// twice(x, t, n) -> plus1(t, z, n)  ==>  fused(x, t, z, n)
+RuntimePlan twicePlus1(const std::string& fused_name = "fused_ok") {
+  RuntimePlan p;
+  p.dir = "plan-" + fused_name;
+  p.label = p.dir;
+  p.kind = "vertical";
+  p.kernels = {kernel("twice", 3), kernel("plus1", 3)};
+  rewriter::Predicate same;
+  same.kind = rewriter::Predicate::Kind::kSameLaunchConfig;
+  rewriter::Predicate eq;
+  eq.kind = rewriter::Predicate::Kind::kArgEqual;
+  eq.a = {0, 1};
+  eq.b = {1, 0};
+  rewriter::Predicate n_eq = eq;
+  n_eq.a = {0, 2};
+  n_eq.b = {1, 2};
+  rewriter::Predicate disjoint;
+  disjoint.kind = rewriter::Predicate::Kind::kNoOverlap;
+  disjoint.buffers = {{0, 0}, {0, 1}, {1, 1}};
+  disjoint.bytes = {16, 16, 16};
+  p.predicates = {same, eq, n_eq, disjoint};
+  p.fused_name = fused_name;
+  p.fused_ptx = "// fused\n.entry " + fused_name + "()\n";
+  p.fused_shape = p.kernels[0].shape;
+  p.fused_args = {{0, 0}, {0, 1}, {1, 1}, {0, 2}};
+  p.targets = {"sm_90"};
+  return p;
+}
+
+class InjectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g = &fake_;
+    fake_.functions = {{kTwice, {"twice", kAppModule}},           {kPlus1, {"plus1", kAppModule}},
+                       {kOther, {"other", kAppModule}},           {kTwiceElsewhere, {"twice", kOtherModule}},
+                       {kFusedOk, {"fused_ok", kFusedModule}},     {kFusedBad, {"fused_bad", kFusedModule}}};
+    for (int v = 0; v < 2; ++v) {
+      table_.LaunchKernel[v] = &fLaunchKernel;
+      table_.LaunchKernelEx[v] = &fLaunchKernelEx;
+      table_.StreamSynchronize[v] = &fStreamSynchronize;
+      table_.MemcpyHtoD[v] = &fMemcpyHtoD;
+      table_.StreamBeginCapture[v] = &fBeginCapture;
+      table_.StreamEndCapture[v] = &fEndCapture;
+    }
+    table_.ModuleLoadData[0] = &fModuleLoadData;
+    table_.CtxSynchronize[0] = &fCtxSynchronize;
+    table_.FuncGetModule = &fFuncGetModule;
+    table_.FuncGetName = &fFuncGetName;
+    table_.FuncGetParamInfo = &fFuncGetParamInfo;
+    table_.ModuleGetFunction = &fModuleGetFunction;
+    table_.CtxGetCurrent = &fCtxGetCurrent;
+    table_.CtxGetDevice = &fCtxGetDevice;
+    table_.DeviceGetAttribute = &fDeviceGetAttribute;
+    table_.MemGetAddressRange = &fMemGetAddressRange;
+    table_.StreamIsCapturing = &fStreamIsCapturing;
+    table_.CtxSynchronizeDirect = &fCtxSynchronize;
+    table_.MemAllocDirect = &fMemAlloc;
+    table_.MemFreeDirect = &fMemFree;
+    table_.MemcpyDtoDDirect = &fMemcpyDtoD;
+    table_.MemcpyDtoHDirect = &fMemcpyDtoH;
+    table_.MemcpyHtoDDirect = &fMemcpyHtoD;
+  }
+  void TearDown() override { g = nullptr; }
+
+  std::unique_ptr<Injector> make(std::vector<RuntimePlan> plans, InjectorOptions o = {}) {
+    auto inj = std::make_unique<Injector>(table_, std::move(plans), o);
+    CUmodule m = nullptr;
+    EXPECT_EQ(inj->ModuleLoadData(0, &m, kAppImage), CUDA_SUCCESS);
+    EXPECT_EQ(inj->ModuleLoadData(0, &m, kOtherImage), CUDA_SUCCESS);
+    return inj;
+  }
+
+  // A buffer of n floats the fake's allocation table knows.
+  float* buffer(std::vector<float>& storage, float fill) {
+    storage.assign(n_, fill);
+    fake_.allocations[reinterpret_cast<uint64_t>(storage.data())] = storage.size() * sizeof(float);
+    return storage.data();
+  }
+
+  CUresult launch(Injector& inj, CUfunction f, void* a, void* b) { return launch(inj, f, a, b, stream_); }
+  CUresult launch(Injector& inj, CUfunction f, void* a, void* b, CUstream s, int variant = 0) {
+    int n = n_;
+    void* params[] = {&a, &b, &n};
+    return inj.LaunchKernel(variant, f, 4, 1, 1, 64, 1, 1, 0, s, params, nullptr);
+  }
+
+  Fake fake_;
+  DriverTable table_;
+  int n_ = 4;
+  CUstream stream_ = reinterpret_cast<CUstream>(0x5000);
+};
+
+TEST_F(InjectorTest, FusesAPatternWhosePredicatesHold) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  EXPECT_EQ(launch(*inj, kTwice, x, t), CUDA_SUCCESS);
+  EXPECT_TRUE(fake_.launches.empty()) << "the first launch of the pattern waits";
+  EXPECT_EQ(launch(*inj, kPlus1, t, z), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f));
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.launches_seen, 2u);
+  EXPECT_EQ(s.launches_issued, 1u);
+  EXPECT_EQ(s.plans[0].occurrences_fused, 1u);
+  EXPECT_EQ(fake_.fused_module_loads, 1);
+}
+
+TEST_F(InjectorTest, FlushesDeferredLaunchOnStreamSync) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  EXPECT_EQ(inj->StreamSynchronize(0, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"twice"});
+  EXPECT_EQ(fake_.calls.back(), "cuStreamSynchronize");
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f)) << "the launch ran before the sync returned";
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kStreamSync)], 1u);
+}
+
+TEST_F(InjectorTest, FlushesDeferredLaunchOnMemcpy) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, host(4, 9);
+  float *x = buffer(xs, 3), *t = buffer(ts, 0);
+  launch(*inj, kTwice, x, t);
+  EXPECT_EQ(inj->MemcpyHtoD(0, reinterpret_cast<CUdeviceptr>(x), host.data(), 16), CUDA_SUCCESS);
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f)) << "twice ran before the copy overwrote x";
+  EXPECT_EQ(xs, host);
+  EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kMemcpy)], 1u);
+}
+
+TEST_F(InjectorTest, FlushesInOrderOnLaunchOfAnotherKernel) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  int n = n_;
+  void* params[] = {&t, &n};
+  inj->LaunchKernel(0, kOther, 4, 1, 1, 64, 1, 1, 0, stream_, params, nullptr);
+  launch(*inj, kPlus1, t, z);
+  inj->StreamSynchronize(0, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "other", "plus1"}));
+  EXPECT_EQ(zs, std::vector<float>(4, -5.f));
+  EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kOtherKernel)], 1u);
+}
+
+TEST_F(InjectorTest, IssuesOriginalsWhenAPredicateFails) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, us, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *u = buffer(us, 5), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, u, z);  // reads u, not what twice wrote: arg_equal fails
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 6.f));
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kArgEqual)], 1u);
+  EXPECT_EQ(s.flushes[static_cast<int>(FlushReason::kPredicate)], 1u);
+}
+
+TEST_F(InjectorTest, RefusesOverlappingBuffers) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> all;
+  float* base = buffer(all, 1);
+  n_ = 2;
+  launch(*inj, kTwice, base, base + 2);  // x and t in one allocation: the extents overlap
+  launch(*inj, kPlus1, base + 2, base + 2);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)], 1u);
+}
+
+TEST_F(InjectorTest, TwoThreadsOnTwoStreamsBothFuse) {
+  auto inj = make({twicePlus1()});
+  constexpr int kRounds = 200;
+  auto worker = [&](CUstream s, float fill, std::vector<float>* out) {
+    std::vector<float> xs(4, fill), ts(4), zs(4);
+    {
+      std::lock_guard lock(fake_.mu);
+      for (auto* v : {&xs, &ts, &zs}) fake_.allocations[reinterpret_cast<uint64_t>(v->data())] = 16;
+    }
+    for (int i = 0; i < kRounds; ++i) {
+      launch(*inj, kTwice, xs.data(), ts.data(), s);
+      launch(*inj, kPlus1, ts.data(), zs.data(), s);
+    }
+    inj->StreamSynchronize(0, s);
+    *out = zs;
+  };
+  std::vector<float> a, b;
+  std::thread t1(worker, reinterpret_cast<CUstream>(0x5000), 1.f, &a);
+  std::thread t2(worker, reinterpret_cast<CUstream>(0x6000), 2.f, &b);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(a, std::vector<float>(4, 3.f));
+  EXPECT_EQ(b, std::vector<float>(4, 5.f));
+  EXPECT_EQ(inj->stats().plans[0].occurrences_fused, 2u * kRounds);
+  EXPECT_EQ(fake_.launches.size(), 2u * kRounds);
+}
+
+TEST_F(InjectorTest, PerThreadDefaultStreamsAreSeparate) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs, x2, t2, z2;
+  float *x = buffer(xs, 1), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *xb = buffer(x2, 2), *tb = buffer(t2, 0), *zb = buffer(z2, 0);
+  // Thread A defers twice on its per-thread default stream; thread B's launches on its own must not break it.
+  launch(*inj, kTwice, x, t, nullptr, /*variant=*/1);
+  std::thread other([&] {
+    launch(*inj, kTwice, xb, tb, nullptr, /*variant=*/1);
+    launch(*inj, kPlus1, tb, zb, nullptr, /*variant=*/1);
+  });
+  other.join();
+  launch(*inj, kPlus1, t, z, nullptr, /*variant=*/1);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"fused_ok", "fused_ok"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 3.f));
+  EXPECT_EQ(z2, std::vector<float>(4, 5.f));
+}
+
+TEST_F(InjectorTest, LegacyStreamWorkFlushesOtherStreams) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, ps;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *p = buffer(ps, 1);
+  launch(*inj, kTwice, x, t);
+  int n = n_;
+  void* params[] = {&p, &n};
+  inj->LaunchKernel(0, kOther, 4, 1, 1, 64, 1, 1, 0, nullptr, params, nullptr);  // legacy default stream
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "other"}));
+  EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kLegacyStream)], 1u);
+}
+
+TEST_F(InjectorTest, GraphCaptureInTheMiddleOfAPatternPassesThrough) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  EXPECT_EQ(inj->StreamBeginCapture(0, stream_, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"twice"}) << "issued before the capture began";
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "twice", "plus1"})) << "captured unchanged";
+  CUgraph graph = nullptr;
+  inj->StreamEndCapture(0, stream_, &graph);
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(fake_.launches.back(), "fused_ok") << "fusing again after the capture";
+}
+
+TEST_F(InjectorTest, PlanForAnotherModuleIsIgnoredAndCounted) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwiceElsewhere, x, t);  // a kernel named twice, from another module image
+  launch(*inj, kPlus1, t, z);
+  inj->StreamSynchronize(0, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().unknown_functions, 1u);
+}
+
+TEST_F(InjectorTest, FusedModuleThatFailsToLoadDisablesThePlan) {
+  fake_.fail_module_load = true;
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  for (int i = 0; i < 3; ++i) {
+    launch(*inj, kTwice, x, t);
+    launch(*inj, kPlus1, t, z);
+  }
+  inj->StreamSynchronize(0, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1", "twice", "plus1", "twice", "plus1"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  const InjectorStats s = inj->stats();
+  EXPECT_NE(s.plans[0].disabled.find("loading the fused kernel failed"), std::string::npos) << s.plans[0].disabled;
+  EXPECT_EQ(s.deferred, 2u) << "once disabled, the plan's kernels are not held back any more";
+}
+
+TEST_F(InjectorTest, PlanForAnotherArchitectureIsDisabled) {
+  RuntimePlan p = twicePlus1();
+  p.targets = {"sm_80"};
+  auto inj = make({p});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_NE(inj->stats().plans[0].disabled.find("sm_90"), std::string::npos);
+}
+
+TEST_F(InjectorTest, ValidateCatchesAWrongFusedKernel) {
+  InjectorOptions o;
+  o.validate = 2;
+  auto inj = make({twicePlus1("fused_bad")}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f)) << "the originals' results are what the application sees";
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].validations_failed, 1u);
+  EXPECT_NE(s.plans[0].disabled.find("validation failed"), std::string::npos) << s.plans[0].disabled;
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(fake_.launches.back(), "plus1") << "disabled after the mismatch";
+}
+
+TEST_F(InjectorTest, ValidatePassesACorrectFusedKernel) {
+  InjectorOptions o;
+  o.validate = 1;
+  auto inj = make({twicePlus1()}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  for (int i = 0; i < 2; ++i) {
+    launch(*inj, kTwice, x, t);
+    launch(*inj, kPlus1, t, z);
+  }
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].validations_passed, 1u);
+  EXPECT_EQ(s.plans[0].occurrences_fused, 2u);
+  EXPECT_TRUE(s.plans[0].disabled.empty());
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+}
+
+TEST_F(InjectorTest, LaunchExWithAttributesIsNeverFused) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  CUlaunchConfig c{};
+  c.gridDimX = 4, c.gridDimY = 1, c.gridDimZ = 1, c.blockDimX = 64, c.blockDimY = 1, c.blockDimZ = 1;
+  c.hStream = stream_;
+  c.attrs = &attr;
+  c.numAttrs = 1;
+  int n = n_;
+  void* params[] = {&t, &z, &n};
+  inj->LaunchKernelEx(0, &c, kPlus1, params, nullptr);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kLaunchAttributes)], 1u);
+}
+
+TEST_F(InjectorTest, StatisticsJsonNamesFlushReasonsAndPlans) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0);
+  launch(*inj, kTwice, x, t);
+  inj->flushAll(FlushReason::kExit);
+  const std::string json = Injector::statsJson(inj->stats());
+  EXPECT_NE(json.find("\"process exit\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"dir\": \"plan-fused_ok\""), std::string::npos) << json;
+  EXPECT_NE(Injector::statsSummary(inj->stats()).find("flushed 1x: process exit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfuse::inject

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""End-to-end injector test on the emulator's stand-in libcuda.so.1: record the driver-API examples, `kfuse rewrite`
+their proven candidates, then run each example under `kfuse run --plan`: it prints the same result and checksum as
+without kfuse, and the launches the driver saw (a trace recorded under the injector, and the injector's statistics)
+drop by exactly what the fusions remove. Also: statistics match schemas/run_stats.schema.json; a corrupt plan and
+a plan that was never validated are left out with a message while the program runs unchanged; KFUSE_DISABLE=1;
+the program's exit code passes through; --validate catches a deliberately wrong fused kernel and the program still
+prints the right result.
+
+Usage: check_run.py --kfuse BIN --source SRC --build BUILD
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+EXAMPLES = ["elementwise_chain", "mlp_block"]
+
+
+class Checker:
+    def __init__(self, args, tmp):
+        self.args = args
+        self.tmp = tmp
+        self.failures = []
+        self.passed = 0
+        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "standin"))
+        self.env.pop("KFUSE_DISABLE", None)
+        with open(os.path.join(args.source, "schemas", "run_stats.schema.json")) as f:
+            self.stats_schema = json.load(f)
+
+    def kfuse(self, *argv, env=None):
+        return subprocess.run([self.args.kfuse, *argv], capture_output=True, text=True, env=env or self.env,
+                              timeout=600)
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append(what)
+            print("FAIL " + what + (": " + detail[-2000:] if detail else ""))
+
+    def program(self, name):
+        return os.path.join(self.args.build, "examples", "driver_api", name)
+
+    def result_lines(self, stdout):
+        # The example's verdict and checksum; timings differ from run to run.
+        return [l for l in stdout.splitlines() if "checksum" in l or "PASSED" in l or "FAILED" in l]
+
+    def launches_in(self, trace):
+        with sqlite3.connect(trace) as db:
+            return db.execute("SELECT COUNT(*) FROM launch").fetchone()[0]
+
+    def check_stats(self, path, what):
+        with open(path) as f:
+            stats = json.load(f)
+        try:
+            import jsonschema
+            jsonschema.validate(stats, self.stats_schema)
+            self.check(True, what)
+        except ImportError:
+            pass
+        except Exception as e:  # jsonschema.ValidationError
+            self.check(False, what + ": statistics match run_stats.schema.json", str(e))
+        return stats
+
+    def plans_for(self, name):
+        trace = os.path.join(self.tmp, name + ".sqlite")
+        p = self.kfuse("-q", "record", "-o", trace, "--", self.program(name))
+        self.check(p.returncode == 0, f"record {name}", p.stderr)
+        out = os.path.join(self.tmp, name + "-plans")
+        p = self.kfuse("-q", "rewrite", trace, "--all", "-o", out)
+        self.check(p.returncode == 0, f"rewrite --all {name}", p.stdout + p.stderr)
+        plans = sorted(os.path.join(out, d) for d in os.listdir(out) if os.path.isfile(os.path.join(out, d, "plan.json")))
+        self.check(plans, f"{name}: kfuse rewrite --all wrote plans", p.stdout + p.stderr)
+        return trace, plans
+
+    def example(self, name):
+        trace, plans = self.plans_for(name)
+        if not plans:
+            return
+        base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
+        self.check(base.returncode == 0, f"{name} runs on the stand-in", base.stderr)
+        stats_path = os.path.join(self.tmp, name + ".stats.json")
+        fused_trace = os.path.join(self.tmp, name + ".fused.sqlite")
+        plan_args = [a for d in plans for a in ("--plan", d)]
+        p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "run", *plan_args, "--stats",
+                       stats_path, "--", self.program(name))
+        self.check(p.returncode == 0, f"{name} under kfuse record + kfuse run", p.stdout + p.stderr)
+        self.check(self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   f"{name}: same result and checksum with the fused kernels",
+                   f"without: {self.result_lines(base.stdout)} with: {self.result_lines(p.stdout)}")
+        stats = self.check_stats(stats_path, f"{name} statistics")
+        removed = 0
+        for plan_dir, plan_stats in zip(plans, stats["plans"]):
+            with open(os.path.join(plan_dir, "plan.json")) as f:
+                k = len(json.load(f)["pattern"]["kernels"])
+            removed += plan_stats["occurrences_fused"] * (k - 1)
+            self.check(plan_stats["occurrences_fused"] > 0 and plan_stats["disabled"] is None,
+                       f"{name}: {os.path.basename(plan_dir)} fused", json.dumps(plan_stats))
+        before, after = self.launches_in(trace), self.launches_in(fused_trace)
+        self.check(before - after == removed and removed > 0,
+                   f"{name}: the driver saw exactly the launches the fusions remove",
+                   f"recorded {before} launches without kfuse, {after} under it; fusions remove {removed}")
+        self.check(stats["launches_seen"] == before and stats["launches_issued"] == after,
+                   f"{name}: statistics count what the traces show", json.dumps(stats))
+        return plans
+
+    def bad_plans(self, good):
+        name = "elementwise_chain"
+        base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
+        corrupt = os.path.join(self.tmp, "corrupt-plan")
+        shutil.copytree(good, corrupt)
+        with open(os.path.join(corrupt, "plan.json"), "w") as f:
+            f.write('{"format": "kfuse-plan", "version": 2, "pattern": ')
+        unvalidated = os.path.join(self.tmp, "unvalidated-plan")
+        shutil.copytree(good, unvalidated)
+        with open(os.path.join(unvalidated, "plan.json")) as f:
+            text = f.read().replace('"emulator": "passed"', '"emulator": "not-run"')
+        with open(os.path.join(unvalidated, "plan.json"), "w") as f:
+            f.write(text)
+        for plan, why in ((corrupt, "plan.json"), (unvalidated, "kfuse validate")):
+            p = self.kfuse("run", "--plan", plan, "--", self.program(name))
+            self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                       f"{os.path.basename(plan)}: the program runs unchanged", p.stdout + p.stderr)
+            self.check("plan left out" in p.stderr and why in p.stderr,
+                       f"{os.path.basename(plan)}: a clear message", p.stderr)
+        stats_path = os.path.join(self.tmp, "disabled.stats.json")
+        p = self.kfuse("run", "--plan", good, "--stats", stats_path, "--", self.program(name),
+                       env=dict(self.env, KFUSE_DISABLE="1"))
+        self.check(p.returncode == 0 and "KFUSE_DISABLE" in p.stderr and not os.path.exists(stats_path),
+                   "KFUSE_DISABLE=1 runs the program without kfuse", p.stderr)
+        p = self.kfuse("run", "--plan", good, "--", "sh", "-c", "exit 3")
+        self.check(p.returncode == 3, "the program's exit code passes through", f"got {p.returncode}")
+
+        # A deliberately wrong fused kernel: its first multiply becomes an add.
+        wrong = os.path.join(self.tmp, "wrong-plan")
+        shutil.copytree(good, wrong)
+        ptx_path = os.path.join(wrong, "fused.ptx")
+        with open(ptx_path) as f:
+            ptx = f.read()
+        broken, n = re.subn(r"\bmul\.f32\b", "add.f32", ptx, count=1)
+        self.check(n == 1, "the fused kernel has a mul.f32 to break")
+        with open(ptx_path, "w") as f:
+            f.write(broken)
+        stats_path = os.path.join(self.tmp, "wrong.stats.json")
+        p = self.kfuse("run", "--plan", wrong, "--validate=2", "--stats", stats_path, "--", self.program(name))
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "--validate keeps the originals' results when the fused kernel is wrong", p.stdout + p.stderr)
+        self.check("validation failed" in p.stderr, "--validate reports the mismatch", p.stderr)
+        stats = self.check_stats(stats_path, "wrong-plan statistics")
+        self.check(stats["plans"][0]["validations_failed"] == 1 and stats["plans"][0]["occurrences_fused"] == 1,
+                   "--validate disables the fusion at the first mismatch", json.dumps(stats["plans"][0]))
+        p = self.kfuse("run", "--plan", good, "--validate", "--stats", stats_path, "--", self.program(name))
+        stats = self.check_stats(stats_path, "validated statistics")
+        self.check(p.returncode == 0 and stats["plans"][0]["validations_passed"] == 1 and
+                   stats["plans"][0]["disabled"] is None, "--validate passes the real fused kernel",
+                   p.stderr + json.dumps(stats))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kfuse", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--build", required=True)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="kfuse_run_")
+    try:
+        c = Checker(args, tmp)
+        first = None
+        for name in EXAMPLES:
+            plans = c.example(name)
+            if name == "elementwise_chain" and plans:
+                first = plans[0]
+        if first:
+            c.bad_plans(first)
+        print(f"{c.passed} checks passed, {len(c.failures)} failed")
+        return 1 if c.failures else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
