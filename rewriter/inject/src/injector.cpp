@@ -39,6 +39,8 @@ __attribute__((tls_model("initial-exec"))) thread_local int64_t t_tid = 0;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;
 // Time this thread spent in the driver on kfuse's behalf (issuing launches): not kfuse's own cost.
 __attribute__((tls_model("initial-exec"))) thread_local uint64_t t_driver_ns = 0;
+// Whether the current launch is one of the sampled ones whose time is measured.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_timed = false;
 
 int64_t threadId() {
   if (t_tid == 0) t_tid = static_cast<int64_t>(syscall(SYS_gettid));
@@ -106,7 +108,8 @@ struct alignas(64) Stripe {
   std::atomic<uint64_t> seen{0}, issued{0}, time_ns{0}, calls{0};
 };
 constexpr size_t kStripes = 16;
-// Passthrough launches are timed one in kTimedEvery (two clock reads would cost more than the work they time).
+// Launches are timed one in kTimedEvery (clock reads would cost more than much of the work they time); the
+// statistics scale the samples up.
 constexpr uint64_t kTimedEvery = 64;
 
 struct FunctionSlot {
@@ -128,8 +131,39 @@ struct LoadedFused {
   CUfunction fn = nullptr;
 };
 
+// A plan's predicates flattened for the launch path: every argument is a byte position in a stream slot's
+// argument storage (kernel * stride + parameter offset), checked cheapest first.
+struct CompiledPredicates {
+  struct Equal {
+    int index;  // in the plan's predicate list (for the statistics)
+    uint32_t a, b, size;
+  };
+  struct Value {
+    int index;
+    uint32_t at, size;
+    std::vector<uint8_t> bytes;
+  };
+  struct Disjoint {
+    int index;
+    std::vector<uint32_t> at;
+    std::vector<uint64_t> bytes;
+  };
+  struct Proven {
+    int index;
+    std::vector<uint32_t> at, size;
+    std::vector<uint8_t> pointer_offset;
+    std::vector<int64_t> tuples;  // row-major, at.size() values each
+  };
+  int same_shape = -1;
+  std::vector<Equal> equal;
+  std::vector<Value> values;
+  std::vector<Disjoint> disjoint;
+  std::vector<Proven> proven;
+};
+
 struct PlanState {
   RuntimePlan plan;
+  CompiledPredicates checks;
   std::atomic<bool> enabled{true};
   std::atomic<uint64_t> fused{0};
   std::atomic<uint64_t> predicate_failures[5] = {};
@@ -210,11 +244,54 @@ struct Injector::Impl {
       }
     }
     arg_stride = (arg_stride + 15) & ~size_t{15};
+    for (auto& st : plans) compile(*st);
     arg_storage.reset(new uint8_t[std::max<size_t>(1, slots.size() * kMaxPatternKernels * arg_stride)]());
     for (size_t i = 0; i < slots.size(); ++i) slots[i].args = arg_storage.get() + i * kMaxPatternKernels * arg_stride;
   }
 
   DriverTable& table() { return self.table(); }
+
+  uint32_t at(const RuntimePlan& p, ArgRef r) const {
+    return static_cast<uint32_t>(static_cast<size_t>(r.kernel) * arg_stride +
+                                 p.kernels[static_cast<size_t>(r.kernel)].params[static_cast<size_t>(r.param)].offset);
+  }
+  static uint32_t sizeOf(const RuntimePlan& p, ArgRef r) {
+    return p.kernels[static_cast<size_t>(r.kernel)].params[static_cast<size_t>(r.param)].size;
+  }
+
+  void compile(PlanState& st) const {
+    const RuntimePlan& p = st.plan;
+    CompiledPredicates& c = st.checks;
+    for (size_t i = 0; i < p.predicates.size(); ++i) {
+      const Predicate& pr = p.predicates[i];
+      const int index = static_cast<int>(i);
+      switch (pr.kind) {
+        case Predicate::Kind::kSameLaunchConfig: c.same_shape = index; break;
+        case Predicate::Kind::kArgEqual:
+          // Arguments of different sizes are never equal: a size of 0 marks that.
+          c.equal.push_back({index, at(p, pr.a), at(p, pr.b), sizeOf(p, pr.a) == sizeOf(p, pr.b) ? sizeOf(p, pr.a) : 0});
+          break;
+        case Predicate::Kind::kArgValue: c.values.push_back({index, at(p, pr.a), sizeOf(p, pr.a), pr.value}); break;
+        case Predicate::Kind::kNoOverlap: {
+          CompiledPredicates::Disjoint d{index, {}, pr.bytes};
+          for (const ArgRef& b : pr.buffers) d.at.push_back(at(p, b));
+          c.disjoint.push_back(std::move(d));
+          break;
+        }
+        case Predicate::Kind::kProvenValues: {
+          CompiledPredicates::Proven v{index, {}, {}, {}, {}};
+          for (const auto& a : pr.proof_args) {
+            v.at.push_back(at(p, a.arg));
+            v.size.push_back(sizeOf(p, a.arg));
+            v.pointer_offset.push_back(a.pointer_offset ? 1 : 0);
+          }
+          for (const auto& t : pr.tuples) v.tuples.insert(v.tuples.end(), t.begin(), t.end());
+          c.proven.push_back(std::move(v));
+          break;
+        }
+      }
+    }
+  }
 
   uint64_t planMask(const Identity& id, int pos) const { return id.at[pos]; }
 
@@ -397,6 +474,7 @@ struct Injector::Impl {
 
   CUresult launch(const PendingLaunch& l, CUfunction f, const unsigned grid[3], const unsigned block[3],
                   unsigned shmem, void** ptrs) {
+    if (!t_timed) return launchUntimed(l, f, grid, block, shmem, ptrs);
     const uint64_t t0 = nowNs();
     const CUresult r = launchUntimed(l, f, grid, block, shmem, ptrs);
     t_driver_ns += nowNs() - t0;
@@ -526,97 +604,104 @@ struct Injector::Impl {
     return v;
   }
 
+  // Allocations asked of the driver while checking one occurrence: each pointer is looked up once.
+  struct Allocations {
+    static constexpr int kEntries = 32;
+    uint64_t ptr[kEntries], base[kEntries], size[kEntries];
+    bool known[kEntries];
+    int n = 0;
+  };
+
   // The allocation holding `ptr`, from the driver: base and size (false if the driver does not know it).
-  bool allocationOf(uint64_t ptr, uint64_t& base, uint64_t& size) {
+  bool allocationOf(uint64_t ptr, uint64_t& base, uint64_t& size, Allocations* cache = nullptr) {
+    if (cache) {
+      for (int i = 0; i < cache->n; ++i) {
+        if (cache->ptr[i] != ptr) continue;
+        base = cache->base[i];
+        size = cache->size[i];
+        return cache->known[i];
+      }
+    }
     auto range = table().MemGetAddressRange.load();
-    if (!range) return false;
     CUdeviceptr b = 0;
     size_t n = 0;
-    if (range(&b, &n, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return false;
+    const bool known = range && range(&b, &n, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
     base = b;
     size = n;
-    return true;
+    if (cache && cache->n < Allocations::kEntries) {
+      const int i = cache->n++;
+      cache->ptr[i] = ptr;
+      cache->base[i] = base;
+      cache->size[i] = size;
+      cache->known[i] = known;
+    }
+    return known;
   }
 
   // Bytes from `ptr` the kernels may touch: to the end of its allocation, and at least what the plan recorded.
-  uint64_t extent(uint64_t ptr, uint64_t recorded) {
+  uint64_t extent(uint64_t ptr, uint64_t recorded, Allocations* cache = nullptr) {
     uint64_t base = 0, size = 0;
-    if (allocationOf(ptr, base, size) && ptr >= base && ptr - base <= size) {
+    if (allocationOf(ptr, base, size, cache) && ptr >= base && ptr - base <= size) {
       return std::max(recorded, base + size - ptr);
     }
     return recorded;
   }
 
-  // Which predicate of `plan` fails for the deferred launches, or -1 if all hold.
+  // Which predicate of `plan` fails for the deferred launches, or -1 if all hold. Allocates nothing.
   int failingPredicate(StreamSlot& s, const PlanState& st) {
     const RuntimePlan& p = st.plan;
-    for (size_t i = 0; i < p.predicates.size(); ++i) {
-      const Predicate& pr = p.predicates[i];
-      switch (pr.kind) {
-        case Predicate::Kind::kSameLaunchConfig:
-          for (size_t k = 0; k < p.kernels.size(); ++k) {
-            const PendingLaunch& l = s.launches[k];
-            const LaunchShape& want = p.kernels[k].shape;
-            for (int d = 0; d < 3; ++d) {
-              if (l.grid[d] != want.grid[d] || l.block[d] != want.block[d]) return static_cast<int>(i);
-            }
-            if (l.shmem != want.dynamic_shared_bytes) return static_cast<int>(i);
-          }
-          break;
-        case Predicate::Kind::kArgEqual: {
-          const uint32_t n = argSize(p, pr.a);
-          if (n != argSize(p, pr.b) || std::memcmp(argBytes(s, p, pr.a), argBytes(s, p, pr.b), n) != 0) {
-            return static_cast<int>(i);
-          }
-          break;
+    const CompiledPredicates& c = st.checks;
+    const uint8_t* args = s.args;
+    if (c.same_shape >= 0) {
+      for (size_t k = 0; k < p.kernels.size(); ++k) {
+        const PendingLaunch& l = s.launches[k];
+        const LaunchShape& want = p.kernels[k].shape;
+        for (int d = 0; d < 3; ++d) {
+          if (l.grid[d] != want.grid[d] || l.block[d] != want.block[d]) return c.same_shape;
         }
-        case Predicate::Kind::kArgValue:
-          if (pr.value.size() != argSize(p, pr.a) ||
-              std::memcmp(argBytes(s, p, pr.a), pr.value.data(), pr.value.size()) != 0) {
-            return static_cast<int>(i);
-          }
-          break;
-        case Predicate::Kind::kNoOverlap: {
-          uint64_t lo[kMaxPatternKernels * kMaxParams / 8], hi[kMaxPatternKernels * kMaxParams / 8];
-          const size_t n = std::min(pr.buffers.size(), sizeof lo / sizeof lo[0]);
-          if (n < pr.buffers.size()) return static_cast<int>(i);
-          for (size_t b = 0; b < n; ++b) {
-            lo[b] = pointerArg(s, p, pr.buffers[b]);
-            hi[b] = lo[b] + extent(lo[b], pr.bytes[b]);
-          }
-          for (size_t a = 0; a < n; ++a) {
-            for (size_t b = a + 1; b < n; ++b) {
-              if (lo[a] < hi[b] && lo[b] < hi[a]) return static_cast<int>(i);
-            }
-          }
-          break;
-        }
-        case Predicate::Kind::kProvenValues: {
-          int64_t values[kMaxPatternKernels * kMaxParams / 4];
-          const size_t n = pr.proof_args.size();
-          if (n > sizeof values / sizeof values[0]) return static_cast<int>(i);
-          for (size_t a = 0; a < n; ++a) {
-            const auto& ref = pr.proof_args[a];
-            if (ref.pointer_offset) {
-              const uint64_t ptr = pointerArg(s, p, ref.arg);
-              uint64_t base = 0, size = 0;
-              if (!allocationOf(ptr, base, size) || ptr < base) return static_cast<int>(i);
-              values[a] = static_cast<int64_t>(ptr - base);
-            } else {
-              values[a] = scalarValue(argBytes(s, p, ref.arg), argSize(p, ref.arg));
-            }
-          }
-          bool any = false;
-          for (const auto& t : pr.tuples) {
-            if (std::equal(t.begin(), t.end(), values)) {
-              any = true;
-              break;
-            }
-          }
-          if (!any) return static_cast<int>(i);
-          break;
+        if (l.shmem != want.dynamic_shared_bytes) return c.same_shape;
+      }
+    }
+    for (const auto& e : c.equal) {
+      if (e.size == 0 || std::memcmp(args + e.a, args + e.b, e.size) != 0) return e.index;
+    }
+    for (const auto& v : c.values) {
+      if (v.bytes.size() != v.size || std::memcmp(args + v.at, v.bytes.data(), v.size) != 0) return v.index;
+    }
+    Allocations allocations;
+    uint64_t lo[Allocations::kEntries], hi[Allocations::kEntries];
+    for (const auto& d : c.disjoint) {
+      const size_t n = d.at.size();
+      if (n > Allocations::kEntries) return d.index;
+      for (size_t b = 0; b < n; ++b) {
+        std::memcpy(&lo[b], args + d.at[b], 8);
+        hi[b] = lo[b] + extent(lo[b], d.bytes[b], &allocations);
+      }
+      for (size_t a = 0; a < n; ++a) {
+        for (size_t b = a + 1; b < n; ++b) {
+          if (lo[a] < hi[b] && lo[b] < hi[a]) return d.index;
         }
       }
+    }
+    int64_t values[kMaxPatternKernels * kMaxParams];
+    for (const auto& v : c.proven) {
+      const size_t n = v.at.size();
+      if (n == 0 || n > sizeof values / sizeof values[0]) return v.index;
+      for (size_t a = 0; a < n; ++a) {
+        if (v.pointer_offset[a]) {
+          uint64_t ptr = 0, base = 0, size = 0;
+          std::memcpy(&ptr, args + v.at[a], 8);
+          if (!allocationOf(ptr, base, size, &allocations) || ptr < base) return v.index;
+          values[a] = static_cast<int64_t>(ptr - base);
+        } else {
+          values[a] = scalarValue(args + v.at[a], v.size[a]);
+        }
+      }
+      bool any = false;
+      for (size_t row = 0; row + n <= v.tuples.size() && !any; row += n) {
+        any = std::equal(values, values + n, v.tuples.begin() + static_cast<ptrdiff_t>(row));
+      }
+      if (!any) return v.index;
     }
     return -1;
   }
@@ -727,20 +812,21 @@ struct Injector::Impl {
     counters.seen.fetch_add(1, std::memory_order_relaxed);
     const bool timed = counters.calls.fetch_add(1, std::memory_order_relaxed) % kTimedEvery == 0;
     const uint64_t t0 = timed ? nowNs() : 0;
-    const int id = identify(in.l.f);
-    if (id < 0 && pending_streams.load(std::memory_order_acquire) == 0) {
-      // No plan's kernel and nothing deferred anywhere: the launch goes straight through.
-      if (timed) counters.time_ns.fetch_add((nowNs() - t0) * kTimedEvery, std::memory_order_relaxed);
-      counters.issued.fetch_add(1, std::memory_order_relaxed);
-      return forward(in);
-    }
     const uint64_t driver_before = t_driver_ns;
-    const CUresult r = match(in, id, timed ? t0 : nowNs());
-    counters.time_ns.fetch_sub(t_driver_ns - driver_before, std::memory_order_relaxed);
+    t_timed = timed;
+    const int id = identify(in.l.f);
+    // No plan's kernel and nothing deferred anywhere: the launch goes straight through.
+    const CUresult r = id < 0 && pending_streams.load(std::memory_order_acquire) == 0 ? passThrough(in, CUDA_SUCCESS)
+                                                                                        : match(in, id);
+    if (timed) {
+      const uint64_t spent = nowNs() - t0 - (t_driver_ns - driver_before);
+      counters.time_ns.fetch_add(spent * kTimedEvery, std::memory_order_relaxed);
+      t_timed = false;
+    }
     return r;
   }
 
-  CUresult match(const Incoming& in, int id, uint64_t t0) {
+  CUresult match(const Incoming& in, int id) {
     const uint64_t key = streamKey(in.l.stream, in.l.variant);
     CUresult flushed = CUDA_SUCCESS;
     if (key == kLegacyKey) {
@@ -751,10 +837,10 @@ struct Injector::Impl {
     if (captures_open.load(std::memory_order_acquire) > 0 && capturing(in.l.stream)) {
       const CUresult r = flushSlot(findSlot(key), FlushReason::kGraph);
       if (flushed == CUDA_SUCCESS) flushed = r;
-      return passThrough(in, flushed, t0);
+      return passThrough(in, flushed);
     }
     StreamSlot* s = id >= 0 ? claimSlot(key) : findSlot(key);
-    if (!s) return passThrough(in, flushed, t0);
+    if (!s) return passThrough(in, flushed);
     std::unique_lock lock(s->mu);
     const Identity* ident = id >= 0 ? &identities[static_cast<size_t>(id)] : nullptr;
     if (s->count > 0) {
@@ -768,7 +854,6 @@ struct Injector::Impl {
         deferred.fetch_add(1, std::memory_order_relaxed);
         const CUresult r = tryComplete(*s);
         if (flushed == CUDA_SUCCESS) flushed = r;
-        stripe().time_ns.fetch_add(nowNs() - t0, std::memory_order_relaxed);
         return flushed;
       }
       const CUresult r = flushLocked(*s, FlushReason::kOtherKernel);
@@ -784,19 +869,24 @@ struct Injector::Impl {
         pending_streams.fetch_add(1, std::memory_order_release);
         if (key == kLegacyKey) legacy_pending.store(1, std::memory_order_release);
         deferred.fetch_add(1, std::memory_order_relaxed);
-        stripe().time_ns.fetch_add(nowNs() - t0, std::memory_order_relaxed);
         return flushed;
       }
       s->viable = 0;
     }
     lock.unlock();
-    return passThrough(in, flushed, t0);
+    return passThrough(in, flushed);
   }
 
-  CUresult passThrough(const Incoming& in, CUresult flushed, uint64_t t0) {
-    stripe().time_ns.fetch_add(nowNs() - t0, std::memory_order_relaxed);
+  CUresult passThrough(const Incoming& in, CUresult flushed) {
     stripe().issued.fetch_add(1, std::memory_order_relaxed);
-    const CUresult r = forward(in);
+    CUresult r;
+    if (t_timed) {
+      const uint64_t t0 = nowNs();
+      r = forward(in);
+      t_driver_ns += nowNs() - t0;
+    } else {
+      r = forward(in);
+    }
     return flushed != CUDA_SUCCESS ? flushed : r;
   }
 
