@@ -5,7 +5,8 @@ without kfuse, and the launches the driver saw (a trace recorded under the injec
 drop by exactly what the fusions remove. Also: statistics match schemas/run_stats.schema.json; a corrupt plan and
 a plan that was never validated are left out with a message while the program runs unchanged; KFUSE_DISABLE=1;
 the program's exit code passes through; --validate catches a deliberately wrong fused kernel and the program still
-prints the right result.
+prints the right result; a program that reaches the driver only through cuGetProcAddress (as cudart does), on
+per-thread default streams from 4 threads, has every pattern fused.
 
 Usage: check_run.py --kfuse BIN --source SRC --build BUILD
 """
@@ -110,6 +111,19 @@ class Checker:
                    f"{name}: statistics count what the traces show", json.dumps(stats))
         return plans
 
+    def cudart_like(self, good):
+        # Launches through cuGetProcAddress (flags 2: _ptsz functions, per-thread default streams), 4 threads.
+        program = os.path.join(self.args.build, "rewriter", "inject", "kfuse_test_gpa_chain")
+        ptx = os.path.join(self.args.build, "examples", "driver_api", "ptx", "elementwise_chain.ptx")
+        stats_path = os.path.join(self.tmp, "gpa.stats.json")
+        p = self.kfuse("run", "--plan", good, "--stats", stats_path, "--", program, ptx, "--threads", "4")
+        self.check(p.returncode == 0 and "gpa_chain: PASSED" in p.stdout,
+                   "a cudart-like program (cuGetProcAddress, _ptsz, 4 threads) runs under kfuse run",
+                   p.stdout + p.stderr)
+        stats = self.check_stats(stats_path, "cudart-like statistics")
+        self.check(stats["plans"][0]["occurrences_fused"] == 12 and stats["launches_issued"] == 12,
+                   "every pattern of every thread's per-thread default stream is fused", json.dumps(stats))
+
     def bad_plans(self, good):
         name = "elementwise_chain"
         base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
@@ -136,6 +150,19 @@ class Checker:
                    "KFUSE_DISABLE=1 runs the program without kfuse", p.stderr)
         p = self.kfuse("run", "--plan", good, "--", "sh", "-c", "exit 3")
         self.check(p.returncode == 3, "the program's exit code passes through", f"got {p.returncode}")
+
+        # A fused module the driver refuses to load: the fusion is disabled once, the program runs unchanged.
+        unloadable = os.path.join(self.tmp, "unloadable-plan")
+        shutil.copytree(good, unloadable)
+        with open(os.path.join(unloadable, "fused.ptx")) as f:
+            ptx = f.read()
+        with open(os.path.join(unloadable, "fused.ptx"), "w") as f:
+            f.write(ptx.replace("ret;", "this is not an instruction;", 1))
+        p = self.kfuse("run", "--plan", unloadable, "--", self.program(name))
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "a fused module that fails to load: the program runs unchanged", p.stdout + p.stderr)
+        self.check(p.stderr.count("fusion disabled") == 1 and "loading the fused kernel failed" in p.stderr,
+                   "a fused module that fails to load: one warning", p.stderr)
 
         # A deliberately wrong fused kernel: its first multiply becomes an add.
         wrong = os.path.join(self.tmp, "wrong-plan")
@@ -177,6 +204,7 @@ def main():
             if name == "elementwise_chain" and plans:
                 first = plans[0]
         if first:
+            c.cudart_like(first)
             c.bad_plans(first)
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0

@@ -109,14 +109,18 @@ void activate() {
   });
 }
 
-// Where the wrappers find the driver's function for a direct export: the next definition after this library (a
-// recording collector preloaded after us, or the driver itself), so that kfuse libraries chain.
+// Where the wrappers find the driver's function for a direct export: the next definition after this library in
+// the global scope (a recording collector preloaded after us, or a driver the program linked against), so that
+// kfuse libraries chain; else the driver's own (a driver the program dlopen'ed privately, as cudart does, is not
+// in the global scope).
 void* fallbackLookup(const char* symbol) {
+  void* driver = kfuse::collector::driverHandle(/*load=*/true);
   if (kfuse_preload::wanted()) {
-    resolveQueries(kfuse::collector::driverHandle(/*load=*/true));
+    resolveQueries(driver);
     activate();
   }
-  return kfuse::collector::realDlsym(RTLD_NEXT, symbol);
+  if (void* next = kfuse::collector::realDlsym(RTLD_NEXT, symbol)) return next;
+  return driver ? kfuse::collector::realDlsym(driver, symbol) : nullptr;
 }
 
 }  // namespace
