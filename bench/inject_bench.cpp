@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -72,7 +73,13 @@ CUresult CUDAAPI fakeAttribute(int* v, CUdevice_attribute a, CUdevice) {
   *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
   return CUDA_SUCCESS;
 }
-// Seven allocations of 128 KiB, 1 MiB apart.
+std::atomic<uint64_t> g_next_alloc{0};
+// Allocations of 128 KiB, 1 MiB apart, handed out in order.
+CUresult CUDAAPI fakeAlloc(CUdeviceptr* p, size_t) {
+  *p = kBase + g_next_alloc.fetch_add(1) * 0x100000;
+  return CUDA_SUCCESS;
+}
+// The driver's view of those allocations, for pointers kfuse did not see allocated.
 CUresult CUDAAPI fakeRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
   if (p < kBase) return CUDA_ERROR_NOT_FOUND;
   *base = kBase + ((p - kBase) & ~uint64_t{0xfffff});
@@ -106,6 +113,7 @@ struct Setup {
     t.DeviceGetAttribute = &fakeAttribute;
     t.MemGetAddressRange = &fakeRange;
     t.ModuleLoadData[0] = &fakeLoad;
+    t.MemAlloc[0] = &fakeAlloc;
     wrapper = reinterpret_cast<LaunchFn>(
         Interposer::resolveProc("cuLaunchKernel", 4000, 0, reinterpret_cast<void*>(&fakeLaunch)));
     injector = new inject::Injector(t, {*plan});
@@ -150,7 +158,7 @@ void BM_FusedOccurrence(benchmark::State& state) {
   Setup& s = setup();
   if (!s.injector) return state.SkipWithError(s.error.c_str());
   CUdeviceptr b[7];
-  for (int i = 0; i < 7; ++i) b[i] = kBase + (uint64_t{8} * state.thread_index() + i) * 0x100000;
+  for (CUdeviceptr& p : b) s.injector->MemAlloc(0, &p, kAllocBytes);  // as the application's cuMemAlloc would
   int n = 32768;
   float alpha = 1.75f;
   void* scale[] = {&b[0], &b[1], &alpha, &n};

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <shared_mutex>
+
 #include <nlohmann/json.hpp>
 
 #include "kfuse/collector/module_image.h"
@@ -193,6 +195,10 @@ struct Injector::Impl {
   std::unique_ptr<uint8_t[]> arg_storage;
   std::unique_ptr<FunctionSlot[]> functions{new FunctionSlot[kFunctionSlots]};
   std::mutex claim_mu, describe_mu, modules_mu;
+  // Device allocations made through the hooks: base -> size, sorted by base. Read on the launch path (one shared
+  // lock per checked occurrence), written by allocations and frees.
+  std::shared_mutex allocations_mu;
+  std::vector<std::pair<uint64_t, uint64_t>> allocations;
   std::vector<std::pair<uint64_t, int>> modules;  // module / library handle -> hash index (-1: no plan's)
   std::atomic<int> pending_streams{0};
   std::atomic<int> legacy_pending{0};
@@ -458,6 +464,15 @@ struct Injector::Impl {
     return reuse;
   }
 
+  // Frees a destroyed stream's slot for other streams (the stream's deferred launches were flushed).
+  void releaseSlot(uint64_t key) {
+    StreamSlot* s = findSlot(key);
+    if (!s || key == kLegacyKey) return;
+    std::lock_guard claim(claim_mu);
+    std::lock_guard lock(s->mu);
+    if (s->count == 0) s->key.store(kTombstone, std::memory_order_release);
+  }
+
   uint8_t* argsOf(StreamSlot& s, int pos) { return s.args + static_cast<size_t>(pos) * arg_stride; }
 
   // ---- issuing ----
@@ -612,7 +627,34 @@ struct Injector::Impl {
     int n = 0;
   };
 
-  // The allocation holding `ptr`, from the driver: base and size (false if the driver does not know it).
+  void noteAllocation(uint64_t base, uint64_t size) {
+    std::unique_lock lock(allocations_mu);
+    auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
+    if (it != allocations.end() && it->first == base) {
+      it->second = size;  // freed where kfuse did not see it, and handed out again
+    } else {
+      allocations.insert(it, {base, size});
+    }
+  }
+  void forgetAllocation(uint64_t base) {
+    std::unique_lock lock(allocations_mu);
+    auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
+    if (it != allocations.end() && it->first == base) allocations.erase(it);
+  }
+  // Caller holds allocations_mu (shared).
+  bool trackedAllocation(uint64_t ptr, uint64_t& base, uint64_t& size) const {
+    auto it = std::upper_bound(allocations.begin(), allocations.end(), ptr,
+                               [](uint64_t p, const std::pair<uint64_t, uint64_t>& a) { return p < a.first; });
+    if (it == allocations.begin()) return false;
+    --it;
+    if (ptr >= it->first + std::max<uint64_t>(it->second, 1)) return false;
+    base = it->first;
+    size = it->second;
+    return true;
+  }
+
+  // The allocation holding `ptr`: tracked, else from the driver (false if neither knows it). With a cache, the
+  // caller holds allocations_mu (shared).
   bool allocationOf(uint64_t ptr, uint64_t& base, uint64_t& size, Allocations* cache = nullptr) {
     if (cache) {
       for (int i = 0; i < cache->n; ++i) {
@@ -622,12 +664,15 @@ struct Injector::Impl {
         return cache->known[i];
       }
     }
-    auto range = table().MemGetAddressRange.load();
-    CUdeviceptr b = 0;
-    size_t n = 0;
-    const bool known = range && range(&b, &n, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
-    base = b;
-    size = n;
+    bool known = cache && trackedAllocation(ptr, base, size);
+    if (!known) {
+      auto range = table().MemGetAddressRange.load();
+      CUdeviceptr b = 0;
+      size_t n = 0;
+      known = range && range(&b, &n, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
+      base = b;
+      size = n;
+    }
     if (cache && cache->n < Allocations::kEntries) {
       const int i = cache->n++;
       cache->ptr[i] = ptr;
@@ -668,14 +713,15 @@ struct Injector::Impl {
     for (const auto& v : c.values) {
       if (v.bytes.size() != v.size || std::memcmp(args + v.at, v.bytes.data(), v.size) != 0) return v.index;
     }
-    Allocations allocations;
+    Allocations asked;
+    std::shared_lock allocations_lock(allocations_mu);
     uint64_t lo[Allocations::kEntries], hi[Allocations::kEntries];
     for (const auto& d : c.disjoint) {
       const size_t n = d.at.size();
       if (n > Allocations::kEntries) return d.index;
       for (size_t b = 0; b < n; ++b) {
         std::memcpy(&lo[b], args + d.at[b], 8);
-        hi[b] = lo[b] + extent(lo[b], d.bytes[b], &allocations);
+        hi[b] = lo[b] + extent(lo[b], d.bytes[b], &asked);
       }
       for (size_t a = 0; a < n; ++a) {
         for (size_t b = a + 1; b < n; ++b) {
@@ -691,7 +737,7 @@ struct Injector::Impl {
         if (v.pointer_offset[a]) {
           uint64_t ptr = 0, base = 0, size = 0;
           std::memcpy(&ptr, args + v.at[a], 8);
-          if (!allocationOf(ptr, base, size, &allocations) || ptr < base) return v.index;
+          if (!allocationOf(ptr, base, size, &asked) || ptr < base) return v.index;
           values[a] = static_cast<int64_t>(ptr - base);
         } else {
           values[a] = scalarValue(args + v.at[a], v.size[a]);
@@ -1258,16 +1304,46 @@ CUresult Injector::ModuleUnload(int variant, CUmodule module) {
   if (r == CUDA_SUCCESS) impl_->forgetModule(reinterpret_cast<uint64_t>(module));
   return flushed != CUDA_SUCCESS ? flushed : r;
 }
+CUresult Injector::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {
+  const CUresult r = HookClient::MemAlloc(variant, dptr, bytes);
+  if (r == CUDA_SUCCESS && dptr) impl_->noteAllocation(*dptr, bytes);
+  return r;
+}
+CUresult Injector::MemAllocPitch(int variant, CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                 unsigned elem) {
+  const CUresult r = HookClient::MemAllocPitch(variant, dptr, pitch, width, height, elem);
+  if (r == CUDA_SUCCESS && dptr && pitch) impl_->noteAllocation(*dptr, uint64_t{*pitch} * height);
+  return r;
+}
+CUresult Injector::MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) {
+  const CUresult r = HookClient::MemAllocManaged(variant, dptr, bytes, flags);
+  if (r == CUDA_SUCCESS && dptr) impl_->noteAllocation(*dptr, bytes);
+  return r;
+}
+CUresult Injector::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  const CUresult r = HookClient::MemAllocAsync(variant, dptr, bytes, stream);
+  if (r == CUDA_SUCCESS && dptr) impl_->noteAllocation(*dptr, bytes);
+  return r;
+}
+CUresult Injector::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  const CUresult r = HookClient::MemMap(variant, ptr, size, offset, handle, flags);
+  if (r == CUDA_SUCCESS) impl_->noteAllocation(ptr, size);
+  return r;
+}
 CUresult Injector::MemFree(int variant, CUdeviceptr dptr) {
+  impl_->forgetAllocation(dptr);
   KFUSE_GLOBAL(kFree, HookClient::MemFree(variant, dptr))
 }
 CUresult Injector::MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) {
+  impl_->forgetAllocation(dptr);
   KFUSE_GLOBAL(kFree, HookClient::MemFreeAsync(variant, dptr, stream))
 }
 CUresult Injector::MemFreeHost(int variant, void* p) {
   KFUSE_GLOBAL(kFree, HookClient::MemFreeHost(variant, p))
 }
 CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr, size_t size) {
+  impl_->forgetAllocation(ptr);
   KFUSE_GLOBAL(kFree, HookClient::MemUnmap(variant, ptr, size))
 }
 CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
@@ -1345,7 +1421,10 @@ CUresult Injector::StreamQuery(int variant, CUstream stream) {
   KFUSE_STREAM(kStreamQuery, stream, HookClient::StreamQuery(variant, stream))
 }
 CUresult Injector::StreamDestroy(int variant, CUstream stream) {
-  KFUSE_STREAM(kStreamDestroy, stream, HookClient::StreamDestroy(variant, stream))
+  const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kStreamDestroy);
+  impl_->releaseSlot(streamKey(stream, variant));  // its handle may come back for another stream
+  const CUresult r = HookClient::StreamDestroy(variant, stream);
+  return flushed != CUDA_SUCCESS ? flushed : r;
 }
 CUresult Injector::EventSynchronize(int variant, CUevent event) {
   KFUSE_GLOBAL(kEventSync, HookClient::EventSynchronize(variant, event))

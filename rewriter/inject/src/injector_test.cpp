@@ -377,6 +377,53 @@ TEST_F(InjectorTest, RefusesOverlappingBuffers) {
   EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)], 1u);
 }
 
+CUresult CUDAAPI fMemAllocHost(CUdeviceptr* p, size_t n) {
+  *p = reinterpret_cast<CUdeviceptr>(new float[n / sizeof(float)]());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemFreeHost(CUdeviceptr p) {
+  delete[] reinterpret_cast<float*>(p);
+  return CUDA_SUCCESS;
+}
+
+TEST_F(InjectorTest, KnowsAllocationsMadeThroughTheHooksWithoutAskingTheDriver) {
+  table_.MemGetAddressRange = nullptr;
+  table_.MemAlloc[0] = &fMemAllocHost;
+  table_.MemFree[0] = &fMemFreeHost;
+  auto inj = make({twicePlus1()});
+  CUdeviceptr x = 0, t = 0, z = 0, shared = 0;
+  for (CUdeviceptr* p : {&x, &t, &z}) ASSERT_EQ(inj->MemAlloc(0, p, 16), CUDA_SUCCESS);
+  auto* xs = reinterpret_cast<float*>(x);
+  std::fill(xs, xs + 4, 3.f);
+  launch(*inj, kTwice, xs, reinterpret_cast<void*>(t));
+  launch(*inj, kPlus1, reinterpret_cast<void*>(t), reinterpret_cast<void*>(z));
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(reinterpret_cast<float*>(z)[3], 7.f);
+  // Two tensors inside one allocation: the extent to the allocation's end overlaps the next one.
+  ASSERT_EQ(inj->MemAlloc(0, &shared, 32), CUDA_SUCCESS);
+  launch(*inj, kTwice, xs, reinterpret_cast<void*>(shared));
+  launch(*inj, kPlus1, reinterpret_cast<void*>(shared), reinterpret_cast<void*>(shared + 16));
+  EXPECT_EQ(fake_.launches.back(), "plus1");
+  EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)], 1u);
+  for (CUdeviceptr p : {x, t, z, shared}) EXPECT_EQ(inj->MemFree(0, p), CUDA_SUCCESS);
+}
+
+TEST_F(InjectorTest, DestroyedStreamsGiveTheirSlotsBack) {
+  table_.StreamDestroy[0] = [](CUstream) { return CUDA_SUCCESS; };
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0);
+  for (uintptr_t i = 0; i < 500; ++i) {
+    const CUstream s = reinterpret_cast<CUstream>(0x100000 + 0x100 * i);
+    launch(*inj, kTwice, x, t, s);
+    EXPECT_EQ(inj->StreamDestroy(0, s), CUDA_SUCCESS);
+  }
+  const InjectorStats st = inj->stats();
+  EXPECT_EQ(st.streams_over_capacity, 0u);
+  EXPECT_EQ(st.flushes[static_cast<int>(FlushReason::kStreamDestroy)], 500u);
+  EXPECT_EQ(fake_.launches.size(), 500u);
+}
+
 TEST_F(InjectorTest, TwoThreadsOnTwoStreamsBothFuse) {
   auto inj = make({twicePlus1()});
   constexpr int kRounds = 200;

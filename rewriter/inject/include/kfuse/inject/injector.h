@@ -11,7 +11,8 @@
 // every blocking stream, flushes every other stream, and work elsewhere flushes the legacy stream.
 //
 // Thread-safety: every hook may be called from any thread; streams are matched independently (one lock per
-// stream slot). The launch path allocates nothing: stream slots, argument storage and the function table are
+// stream slot). Allocations made through the hooks are tracked, so predicates about buffers rarely ask the driver.
+// The launch path allocates nothing: stream slots, argument storage and the function table are
 // sized when the injector is made. The injector must outlive every call through it (never destroyed while hooks
 // are live). A failure inside kfuse disables the plan concerned and passes through; it never changes what the
 // application computes.
@@ -111,6 +112,13 @@ class Injector : public collector::HookClient {
                            void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
                            void** library_values, unsigned n_library) override;
   CUresult ModuleUnload(int variant, CUmodule module) override;
+  CUresult MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) override;
+  CUresult MemAllocPitch(int variant, CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                         unsigned elem) override;
+  CUresult MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) override;
+  CUresult MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) override;
+  CUresult MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) override;
   CUresult MemFree(int variant, CUdeviceptr dptr) override;
   CUresult MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) override;
   CUresult MemFreeHost(int variant, void* p) override;
