@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   registerValidateVerbs(app, ctx);
   registerRewriteVerbs(app, ctx);
   registerRunVerbs(app, ctx);
+  registerDemoVerbs(app, ctx);
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     try {

@@ -35,5 +35,6 @@ void registerMetricVerbs(CLI::App& app, VerbContext& ctx);   // metrics
 void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate
 void registerRewriteVerbs(CLI::App& app, VerbContext& ctx);  // rewrite, ptx opt (after registerPtxVerbs)
 void registerRunVerbs(CLI::App& app, VerbContext& ctx);      // run
+void registerDemoVerbs(CLI::App& app, VerbContext& ctx);     // demo
 
 }  // namespace kfuse::cli

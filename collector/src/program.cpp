@@ -1,5 +1,6 @@
 #include "kfuse/collector/program.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,8 +55,14 @@ std::string preloadList(const std::string& library, const std::string& current, 
 }
 
 Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
-                                const std::vector<std::pair<std::string, std::string>>& environment) {
+                                const std::vector<std::pair<std::string, std::string>>& environment,
+                                const std::string& output_file) {
   if (command.empty()) return invalidArgument("no program to run");
+  int out_fd = -1;
+  if (!output_file.empty()) {
+    out_fd = open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) return ioError(output_file + ": cannot create: " + std::strerror(errno));
+  }
   struct sigaction ignore {
   }, old_int{}, old_quit{};
   ignore.sa_handler = SIG_IGN;
@@ -63,6 +70,7 @@ Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
   sigaction(SIGQUIT, &ignore, &old_quit);
   const pid_t pid = fork();
   if (pid < 0) {
+    if (out_fd >= 0) close(out_fd);
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     return ioError(std::string("cannot start the program: fork: ") + std::strerror(errno));
@@ -71,6 +79,10 @@ Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    if (out_fd >= 0) {
+      dup2(out_fd, STDOUT_FILENO);
+      dup2(out_fd, STDERR_FILENO);
+    }
     std::vector<char*> argv;
     for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -78,6 +90,7 @@ Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
     std::fprintf(stderr, "kfuse: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
+  if (out_fd >= 0) close(out_fd);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

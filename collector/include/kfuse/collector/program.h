@@ -24,9 +24,11 @@ struct ProgramRun {
 };
 
 // Runs `command` with `environment` set on top of this process's and waits for it. Ctrl-C reaches the program
-// through the terminal; kfuse waits for it either way. Errors are about starting it (fork failed); a program
-// that cannot be executed exits 127.
+// through the terminal; kfuse waits for it either way. `output_file`: where its stdout and stderr go (replaced);
+// empty: this process's. Errors are about starting it (fork failed, the output file cannot be created); a
+// program that cannot be executed exits 127.
 Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
-                                const std::vector<std::pair<std::string, std::string>>& environment);
+                                const std::vector<std::pair<std::string, std::string>>& environment,
+                                const std::string& output_file = "");
 
 }  // namespace kfuse::collector
