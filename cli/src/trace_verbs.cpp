@@ -1,9 +1,15 @@
-// Verbs over stored traces: info, export (SQLite -> JSON), import (JSON -> SQLite).
+// Verbs over stored traces: info, export (SQLite -> JSON, or any input -> Chrome trace JSON), import (JSON ->
+// SQLite).
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
+#include "kfuse/analyzer/chrome_trace.h"
+#include "kfuse/analyzer/importer.h"
 #include "kfuse/core/trace_json.h"
 #include "kfuse/core/trace_store.h"
 #include "kfuse/core/trace_summary.h"
@@ -34,9 +40,45 @@ int runInfo(const InfoOptions& o) {
 struct ExportOptions {
   std::string trace;
   std::string output;
+  std::string chrome;
+  std::string gpu;
+  bool no_candidates = false;
 };
 
+// --chrome: any input analyze reads, with the candidates of its analysis.
+int runChromeExport(const ExportOptions& o, const VerbContext& ctx) {
+  auto imported = analyzer::importTrace(o.trace);
+  if (!imported) return reportError(imported.status());
+  std::optional<analyzer::Report> report;
+  if (!o.no_candidates) {
+    analyzer::AnalysisOptions options;
+    options.gpu = o.gpu;
+    auto r = analyzer::analyze(*imported, o.trace, options);
+    if (r) {
+      report = std::move(*r);
+    } else if (!ctx.quiet) {
+      std::fprintf(stderr, "kfuse: %s: no candidates in the export: %s\n", o.trace.c_str(),
+                   r.status().message().c_str());
+    }
+  }
+  const nlohmann::json out = analyzer::toChromeTrace(imported->trace, report ? &*report : nullptr, o.trace);
+  const std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (o.chrome == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  std::ofstream f(o.chrome, std::ios::binary | std::ios::trunc);
+  if (!f || !(f << text) || !f.flush()) return reportError(ioError(o.chrome + ": cannot write"));
+  if (!ctx.quiet) {
+    std::fprintf(stderr, "kfuse: wrote %s (%zu events; open it in https://ui.perfetto.dev or chrome://tracing)\n",
+                 o.chrome.c_str(), out["traceEvents"].size());
+  }
+  return kExitOk;
+}
+
 int runExport(const ExportOptions& o, const VerbContext& ctx) {
+  if (!o.chrome.empty()) return runChromeExport(o, ctx);
+  if (o.output.empty()) return reportError(invalidArgument("export: give -o FILE.json (kfuse JSON) or --chrome FILE"));
   auto reader = core::TraceReader::open(o.trace);
   if (!reader) return reportError(reader.status());
   auto trace = (*reader)->readAll();
@@ -93,9 +135,18 @@ void registerTraceVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->callback([info, &ctx] { ctx.exit_code = runInfo(*info); });
 
   auto exp = std::make_shared<ExportOptions>();
-  cmd = app.add_subcommand("export", "Write a kfuse trace as JSON (schemas/trace.schema.json)");
-  cmd->add_option("trace", exp->trace, "kfuse trace (.sqlite)")->required();
-  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout")->required();
+  cmd = app.add_subcommand("export",
+                           "Write a kfuse trace as JSON (schemas/trace.schema.json), or any trace analyze reads as a "
+                           "Chrome trace for Perfetto UI with its fusion candidates (--chrome)");
+  cmd->add_option("trace", exp->trace, "kfuse trace (.sqlite); with --chrome also Kineto JSON or an Nsight Systems "
+                                       "SQLite export")
+      ->required();
+  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout");
+  cmd->add_option("--chrome", exp->chrome,
+                  "Write Chrome trace JSON (Trace Event Format) there instead, '-' for stdout: GPUs as processes, "
+                  "streams as tracks, kernels/copies/sets, NVTX ranges, candidates as flows and annotated slices");
+  cmd->add_option("--gpu", exp->gpu, "With --chrome: the GPU the candidates' savings are predicted for");
+  cmd->add_flag("--no-candidates", exp->no_candidates, "With --chrome: leave out the analysis");
   cmd->callback([exp, &ctx] { ctx.exit_code = runExport(*exp, ctx); });
 
   auto imp = std::make_shared<ImportOptions>();
