@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   registerRewriteVerbs(app, ctx);
   registerRunVerbs(app, ctx);
   registerDemoVerbs(app, ctx);
+  registerHelpVerbs(app, ctx);
   // CLI11 would report an unknown verb as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     try {

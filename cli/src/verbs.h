@@ -36,5 +36,6 @@ void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate
 void registerRewriteVerbs(CLI::App& app, VerbContext& ctx);  // rewrite, ptx opt (after registerPtxVerbs)
 void registerRunVerbs(CLI::App& app, VerbContext& ctx);      // run
 void registerDemoVerbs(CLI::App& app, VerbContext& ctx);     // demo
+void registerHelpVerbs(CLI::App& app, VerbContext& ctx);     // help
 
 }  // namespace kfuse::cli

@@ -96,7 +96,9 @@ doc = {
     "metadata": {"producer": "kfuse-demo", "producer_version": "0.1.0",
                  "command_line": "./elementwise_chain --n 1048576 --iters 50", "host": "demo",
                  "start_time_ns": 1_763_769_600_000_000_000,
-                 "extra": {"note": "hand-made demo trace (examples/traces/make_demo_chain.py)"}},
+                 "extra": {"note": "hand-made demo trace (examples/traces/make_demo_chain.py)",
+                           "origin": "synthetic: made by hand with examples/traces/make_demo_chain.py; the PTX is "
+                                     "nvcc's, the GPU times are invented, not measured"}},
     "processes": [{"id": 1, "pid": 31337, "name": "elementwise_chain"}],
     "devices": [{"id": 1, "ordinal": 0, "name": "NVIDIA H100 80GB HBM3", "cc_major": 9, "cc_minor": 0,
                  "sm_count": 132, "memory_bytes": 85_520_809_984, "clock_khz": 1_980_000, "uuid": ""}],

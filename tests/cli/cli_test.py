@@ -70,6 +70,19 @@ class Help(unittest.TestCase):
             code, vout, _ = kfuse(verb, "--help", check=0)
             self.assertIn("Usage", vout)
 
+    def test_help_verb_prints_the_guides_section(self):
+        with open(os.path.join(ARGS.source, "docs", "guide.md")) as f:
+            guide = f.read()
+        code, out, _ = kfuse("help", check=0)
+        self.assertEqual(out, guide)
+        for verb in ["record", "analyze", "rewrite", "validate", "run", "demo", "export", "import", "info", "ptx"]:
+            code, out, _ = kfuse("help", verb, check=0)
+            self.assertTrue(out.startswith("### ") and f"`kfuse {verb}`" in out.splitlines()[0], out[:200])
+            self.assertIn(out, guide)
+        code, _, err = kfuse("help", "frobnicate")
+        self.assertEqual(code, 2)
+        self.assertIn("frobnicate", err)
+
     def test_no_verb_is_a_usage_error(self):
         code, _, err = kfuse()
         self.assertEqual(code, 2)
@@ -79,6 +92,21 @@ class Help(unittest.TestCase):
         code, _, err = kfuse("frobnicate")
         self.assertEqual(code, 2)
         self.assertIn("frobnicate", err)
+
+
+class ExampleTraces(unittest.TestCase):
+    def test_every_example_trace_states_its_origin(self):
+        # A trace in the project that was not recorded says so in its metadata; a recorded one says where.
+        traces = glob.glob(os.path.join(ARGS.source, "examples", "traces", "*.json"))
+        self.assertTrue(traces)
+        for path in traces:
+            with open(path) as f:
+                meta = json.load(f)["metadata"]
+            origin = meta.get("extra", {}).get("origin", "")
+            self.assertTrue(origin, f"{path}: metadata.extra.origin is missing")
+            if "recorded" not in origin:
+                self.assertIn("synthetic", origin, f"{path}: an unrecorded trace must say it is synthetic")
+                self.assertIn("not measured", origin, path)
 
 
 class TraceVerbs(TempDirCase):
