@@ -174,7 +174,7 @@ void BM_FusedOccurrence(benchmark::State& state) {
     s.wrapper(function(3), 128, 1, 1, 256, 1, 1, 0, stream, mul, nullptr);
   }
   const uint64_t fused = s.injector->stats().fused_launches - fused_before;
-  if (state.thread_index() == 0 && state.threads() == 1 && fused != state.iterations()) {
+  if (state.thread_index() == 0 && state.threads() == 1 && fused != static_cast<uint64_t>(state.iterations())) {
     state.SkipWithError("the pattern was not fused every time");
   }
   state.SetItemsProcessed(state.iterations());

@@ -540,5 +540,31 @@ TEST(Reports, WritersAgreeWithTheReport) {
   EXPECT_NE(html.find("produce(float const*, float*, int) -&gt; consume"), std::string::npos);
 }
 
+TEST(Reports, ShortKernelNamesDropReturnTypeParametersAndNamespaces) {
+  EXPECT_EQ(shortKernelName("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<double>, "
+                            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<double>, "
+                            "at::detail::Array<char*, 3>)",
+                            200),
+            "vectorized_elementwise_kernel<4, CUDAFunctor_add<double>, Array<char*, 3> >");
+  EXPECT_EQ(shortKernelName("produce(float const*, float*, int)"), "produce");
+  EXPECT_EQ(shortKernelName("scale"), "scale");
+  EXPECT_EQ(shortKernelName("void ns::a_very_long_kernel_name_indeed(int)", 12), "a_very_lo...");
+}
+
+TEST(Reports, TextSaysInOneSentenceWhatDecidedTheVerdictAndMoreWhenVerbose) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  const Report r = run(b);
+  const std::string text = reportToText(r, 10);
+  EXPECT_NE(text.find("\n  proven: each thread reads only what the same thread wrote"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n  - same launch configuration"), std::string::npos) << "details only with --verbose";
+  const std::string verbose = reportToText(r, 10, /*verbose=*/true);
+  EXPECT_NE(verbose.find("\n  - same launch configuration"), std::string::npos) << verbose;
+  ASSERT_EQ(r.kernel_table.size(), 2u);
+  EXPECT_EQ(r.kernel_table[0].launches, 1u);
+  EXPECT_GT(r.kernel_table[0].ns, 0);
+  EXPECT_NE(verbose.find("kernels by GPU time"), std::string::npos) << verbose;
+}
+
 }  // namespace
 }  // namespace kfuse::analyzer

@@ -383,7 +383,18 @@ class Analysis {
     }
     void weaken(Legality l, std::string why) {
       lower(l);
+      if (l == Legality::kBlocked && blocked_by.empty()) blocked_by = why;
+      if (l == Legality::kLikely && likely_by.empty()) likely_by = why;
       reasons.push_back(std::move(why));
+    }
+    // The first reason given for each weaker verdict: what a one-line report says.
+    std::string blocked_by, likely_by;
+    void adoptDeciders(const Verdict& other) {
+      if (blocked_by.empty()) blocked_by = other.blocked_by;
+      if (likely_by.empty()) likely_by = other.likely_by;
+    }
+    std::string decider() const {
+      return legality == Legality::kBlocked ? blocked_by : legality == Legality::kLikely ? likely_by : std::string();
     }
   };
 
@@ -624,6 +635,10 @@ class Analysis {
     // Without pointer arguments nothing here depends on argument values: the common verdict is the whole story.
     if (!g_.has_pointer_data) {
       c.legality = common.legality;
+      c.verdict = common.decider();
+      if (c.verdict.empty() && c.legality == Legality::kLikely) {
+        c.verdict = "the trace has no pointer arguments: which buffers the kernels share is not known";
+      }
       c.reasons = std::move(common.reasons);
       c.confidence = Confidence::kLow;
       return {std::move(c)};
@@ -669,6 +684,7 @@ class Analysis {
       Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
       Part& part = parts[v.legality];
       part.verdict.legality = v.legality;
+      part.verdict.adoptDeciders(v);
       for (std::string& r : v.reasons) {
         if (part.seen.insert(r).second) part.verdict.reasons.push_back(std::move(r));
       }
@@ -696,6 +712,7 @@ class Analysis {
       for (size_t i : part.occurrences) p.occurrences.push_back(std::move(occurrences[i]));
       Verdict v = common;
       v.lower(part.verdict.legality);
+      v.adoptDeciders(part.verdict);
       for (std::string& r : part.verdict.reasons) v.reasons.push_back(std::move(r));
       const std::string which =
           part.checked.argument_tuples == 1 ? "one set" : std::to_string(part.checked.argument_tuples) + " sets";
@@ -715,6 +732,7 @@ class Analysis {
       }
       if (part.checked.argument_tuples > 0) v.reasons.push_back(std::move(checked));
       p.legality = v.legality;
+      p.verdict = v.decider();
       p.reasons = std::move(v.reasons);
       p.checked = std::move(part.checked);
       const bool have_ptx = std::all_of(p.function_ids.begin(), p.function_ids.end(), [&](core::Id f) {
@@ -1113,6 +1131,7 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   // Roofline points: each kernel's achieved FLOP/s against its arithmetic intensity, where both are known.
   struct Acc {
     double bytes = 0, flops = 0, ns = 0;
+    size_t launches = 0;
   };
   std::map<core::Id, Acc> per_function;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
@@ -1122,7 +1141,21 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     a.bytes += analysis.kernelBytes(i, bs);
     a.flops += analysis.kernelFlops(i, fs).total();
     a.ns += analysis.durationNs(i);
+    a.launches++;
   }
+  for (const auto& [fid, a] : per_function) {
+    const KernelFacts* k = catalog.find(fid);
+    KernelRow row{k ? k->name : "function " + std::to_string(fid), a.launches, a.ns, a.bytes, a.flops, 0};
+    if (a.bytes > 0 && a.flops > 0 && a.ns > 0 && r.gpu.fp32_flops > 0) {
+      const double roof = std::min(r.gpu.fp32_flops, a.flops / a.bytes * r.gpu.dram_bandwidth_bytes_per_s);
+      row.roof_share = std::min(1.0, a.flops / (a.ns * 1e-9) / roof);
+    } else if (a.bytes > 0 && a.ns > 0 && r.gpu.dram_bandwidth_bytes_per_s > 0) {
+      row.roof_share = std::min(1.0, a.bytes / (a.ns * 1e-9) / r.gpu.dram_bandwidth_bytes_per_s);
+    }
+    r.kernel_table.push_back(std::move(row));
+  }
+  std::stable_sort(r.kernel_table.begin(), r.kernel_table.end(),
+                   [](const KernelRow& x, const KernelRow& y) { return x.ns > y.ns; });
   for (const auto& [fid, a] : per_function) {
     if (a.bytes <= 0 || a.flops <= 0 || a.ns <= 0) continue;
     const KernelFacts* k = catalog.find(fid);

@@ -1,7 +1,9 @@
 // Report writers: JSON (schemas/report.schema.json), terminal text, Markdown, and one self-contained HTML file.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -25,11 +27,22 @@ std::string durationText(double ns) {
   return fmt("%.2f s", ns / 1e9);
 }
 
-std::string kernelsText(const Candidate& c) {
+std::string kernelsText(const Candidate& c, bool short_names = false) {
   std::string out;
   const char* sep = c.kind == CandidateKind::kVertical ? " -> " : " + ";
-  for (size_t i = 0; i < c.names.size(); ++i) out += (i ? sep : "") + c.names[i];
+  for (size_t i = 0; i < c.names.size(); ++i) out += (i ? sep : "") + (short_names ? shortKernelName(c.names[i], 40) : c.names[i]);
   return out;
+}
+
+// One sentence: what decided the candidate's legality.
+std::string verdictText(const Candidate& c) {
+  if (c.legality == Legality::kProven) {
+    return c.kind == CandidateKind::kVertical
+               ? "proven: each thread reads only what the same thread wrote, on every occurrence checked"
+               : "proven: no data flows between the kernels, and they fit one wave together";
+  }
+  const std::string why = !c.verdict.empty() ? c.verdict : c.reasons.empty() ? "" : c.reasons.back();
+  return std::string(legalityName(c.legality)) + ": " + why;
 }
 
 // "shares a launch with #2, #5: only one of them can be applied".
@@ -107,6 +120,23 @@ std::string rooflineSvg(const Report& r) {
   s += "<text x='" + fmt("%.1f", px(x1) - 4) + "' y='" + fmt("%.1f", py(peak) - 6) +
        "' font-size='11' text-anchor='end' fill='#c33'>FP32 peak " + fmt("%.1f", peak / 1e12) + " TFLOP/s, DRAM " +
        fmt("%.0f", bw / 1e9) + " GB/s</text>\n";
+  // Each predicted fused point is joined by a line to its candidate's member kernels, which are ringed in orange.
+  for (const RooflinePoint& fused : r.roofline) {
+    if (!fused.predicted) continue;
+    const int rank = std::atoi(fused.name.c_str() + 1);  // "#3 fused"
+    const auto c = std::find_if(r.candidates.begin(), r.candidates.end(), [&](const Candidate& k) { return k.rank == rank; });
+    if (c == r.candidates.end()) continue;
+    const double fx = px(std::clamp(fused.intensity, x0, x1)), fy = py(std::clamp(fused.flops_per_s, y0, y1));
+    for (const RooflinePoint& k : r.roofline) {
+      if (k.predicted || std::find(c->names.begin(), c->names.end(), k.name) == c->names.end()) continue;
+      const double kx = px(std::clamp(k.intensity, x0, x1)), ky = py(std::clamp(k.flops_per_s, y0, y1));
+      s += "<line x1='" + fmt("%.1f", kx) + "' y1='" + fmt("%.1f", ky) + "' x2='" + fmt("%.1f", fx) + "' y2='" +
+           fmt("%.1f", fy) + "' stroke='#e80' stroke-dasharray='4 3'/>\n<circle cx='" + fmt("%.1f", kx) + "' cy='" +
+           fmt("%.1f", ky) + "' r='8' fill='none' stroke='#e80'/>\n";
+    }
+    s += "<text x='" + fmt("%.1f", fx + 8) + "' y='" + fmt("%.1f", fy - 6) + "' font-size='11' fill='#e80'>#" +
+         std::to_string(rank) + "</text>\n";
+  }
   for (const RooflinePoint& p : r.roofline) {
     const double x = std::clamp(p.intensity, x0, x1), y = std::clamp(p.flops_per_s, y0, y1);
     s += "<circle cx='" + fmt("%.1f", px(x)) + "' cy='" + fmt("%.1f", py(y)) + "' r='5' " +
@@ -122,6 +152,37 @@ std::string rooflineSvg(const Report& r) {
 }
 
 }  // namespace
+
+std::string shortKernelName(const std::string& name, size_t max) {
+  std::string s = name;
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);
+  // Drop the parameter list: the last top-level "(...)".
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) {
+        if (i > 0) s.erase(i);
+        break;
+      }
+    }
+  }
+  // Drop namespace qualifiers ("at::native::"), outside and inside template arguments.
+  std::string out;
+  size_t word = 0;  // where the current identifier began in `out`
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    if (ch == ':' && i + 1 < s.size() && s[i + 1] == ':') {
+      out.erase(word);
+      ++i;
+      continue;
+    }
+    out += ch;
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) word = out.size();
+  }
+  if (out.size() > max && max > 3) out = out.substr(0, max - 3) + "...";
+  return out.empty() ? name : out;
+}
 
 nlohmann::json reportToJson(const Report& r) {
   json j;
@@ -207,7 +268,7 @@ nlohmann::json reportToJson(const Report& r) {
   return j;
 }
 
-std::string reportToText(const Report& r, size_t top) {
+std::string reportToText(const Report& r, size_t top, bool verbose) {
   std::string out;
   out += "input     " + r.input_path + " (" + r.input_format + (r.producer.empty() ? "" : ", " + r.producer) + ")\n";
   out += "gpu       " + r.gpu.marketing_name + " [" + r.gpu.short_name + ", from " + r.gpu_source + "]\n";
@@ -230,22 +291,38 @@ std::string reportToText(const Report& r, size_t top) {
                   legalityName(c.legality), confidenceName(c.confidence), c.occurrences.size(),
                   durationText(c.cost.saving_ns).c_str(), durationText(c.total_saving_ns).c_str(),
                   100 * c.share_of_gpu_busy);
-    out += line + kernelsText(c) + "\n";
+    out += line + kernelsText(c, !verbose) + "\n";
   }
   if (r.candidates.empty()) out += "      (no candidates)\n";
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
-    out += "\n#" + std::to_string(c.rank) + " " + kernelsText(c) + "\n";
-    for (const std::string& reason : c.reasons) out += "  - " + reason + "\n";
+    out += "\n#" + std::to_string(c.rank) + " " + kernelsText(c, !verbose) + "\n";
+    out += "  " + verdictText(c) + "\n";
+    if (verbose) {
+      for (const std::string& reason : c.reasons) out += "  - " + reason + "\n";
+    }
     if (!c.conflicts_with.empty()) out += "  - " + conflictsText(c) + "\n";
     out += "  cost: " + durationText(c.cost.measured_ns) + " measured + " + durationText(c.cost.gap_ns) +
            " idle -> " + durationText(c.cost.fused_ns) + " fused per occurrence; DRAM " +
            fmt("%.3g", c.cost.bytes_before) + " -> " + fmt("%.3g", c.cost.bytes_after) + " bytes (" +
            c.cost.bytes_source + ")" + (c.cost.note.empty() ? "" : "; " + c.cost.note) + "\n";
   }
+  if (!verbose && !r.candidates.empty()) out += "\n(kfuse analyze --verbose: every reason, full kernel names, kernels)\n";
   if (!r.why_none.empty()) {
     out += "\nno fusion candidate qualified:\n";
     for (const std::string& w : r.why_none) out += "  - " + w + "\n";
+  }
+  if (verbose && !r.kernel_table.empty()) {
+    out += "\nkernels by GPU time" + std::string(r.gpu_busy_estimated ? " (roofline estimates)" : "") + ":\n";
+    std::snprintf(line, sizeof line, "%12s %8s %12s %12s %10s %7s  %s\n", "time", "launches", "DRAM bytes", "FLOPs",
+                  "FLOP/byte", "of roof", "kernel");
+    out += line;
+    for (const KernelRow& k : r.kernel_table) {
+      std::snprintf(line, sizeof line, "%12s %8zu %12s %12s %10s %6.0f%%  ", durationText(k.ns).c_str(), k.launches,
+                    k.bytes > 0 ? fmt("%.3g", k.bytes).c_str() : "-", k.flops > 0 ? fmt("%.3g", k.flops).c_str() : "-",
+                    k.bytes > 0 && k.flops > 0 ? fmt("%.3g", k.flops / k.bytes).c_str() : "-", 100 * k.roof_share);
+      out += line + shortKernelName(k.name, 80) + "\n";
+    }
   }
   bool header = false;
   for (const core::Stat& s : r.stats) {
@@ -297,21 +374,38 @@ std::string reportToHtml(const Report& r) {
          "). " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) + " kernels; GPU busy " +
          durationText(static_cast<double>(r.gpu_busy_ns)) + "; predicted saving " + durationText(disjointSaving(r)) +
          ".</p>\n<h2>Roofline</h2>\n" + rooflineSvg(r) +
-         "<p>Dots: kernels as measured. Rings: fused kernels as predicted.</p>\n<h2>Candidates</h2>\n<table>\n"
+         "<p>Dots: kernels as measured. Rings: fused kernels as predicted, joined by dashed lines to their member "
+         "kernels (ringed in orange).</p>\n<h2>Candidates</h2>\n<table>\n"
          "<tr><th>rank</th><th>kind</th><th>kernels</th><th>occurrences</th><th>legality</th><th>confidence</th>"
          "<th>saving / occurrence</th><th>total</th><th>share</th><th>why</th></tr>\n";
   for (const Candidate& c : r.candidates) {
-    std::string why;
+    std::string why = "<li><b>" + htmlEscape(verdictText(c)) + "</b></li>";
     for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
     out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
-           candidateKindName(c.kind) + "</td><td>" + htmlEscape(kernelsText(c)) + "</td><td>" +
+           candidateKindName(c.kind) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
+           htmlEscape(kernelsText(c, /*short_names=*/true)) + "</td><td>" +
            std::to_string(c.occurrences.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
            confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +
            durationText(c.total_saving_ns) + "</td><td>" + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" +
            why + "</ul></td></tr>\n";
   }
   out += "</table>\n";
+  if (!r.kernel_table.empty()) {
+    out += std::string("<h2>Kernels</h2>\n<p>By GPU time") +
+           (r.gpu_busy_estimated ? " (the trace has no GPU times: the cost model's estimates)" : "") +
+           "; share of roof is achieved FLOP/s (or bytes/s) over the roof at the kernel's intensity.</p>\n<table>\n"
+           "<tr><th>kernel</th><th>launches</th><th>GPU time</th><th>DRAM bytes</th><th>FLOPs</th>"
+           "<th>FLOP / byte</th><th>share of roof</th></tr>\n";
+    for (const KernelRow& k : r.kernel_table) {
+      out += "<tr><td title='" + htmlEscape(k.name) + "'>" + htmlEscape(shortKernelName(k.name, 80)) + "</td><td>" +
+             std::to_string(k.launches) + "</td><td>" + durationText(k.ns) + "</td><td>" +
+             (k.bytes > 0 ? fmt("%.3g", k.bytes) : "-") + "</td><td>" + (k.flops > 0 ? fmt("%.3g", k.flops) : "-") +
+             "</td><td>" + (k.bytes > 0 && k.flops > 0 ? fmt("%.3g", k.flops / k.bytes) : "-") + "</td><td>" +
+             fmt("%.0f%%", 100 * k.roof_share) + "</td></tr>\n";
+    }
+    out += "</table>\n";
+  }
   if (!r.why_none.empty()) {
     out += "<h2>Why nothing qualified</h2><ul>";
     for (const std::string& w : r.why_none) out += "<li>" + htmlEscape(w) + "</li>";

@@ -23,6 +23,7 @@ struct AnalyzeOptions {
   std::string metrics_from;
   bool no_store = false;
   bool all = false;
+  bool verbose = false;
 };
 
 Status writeText(const std::string& path, const std::string& text) {
@@ -68,7 +69,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   auto report = analyzer::analyze(*imported, o.input, options);
   if (!report) return reportError(report.status());
 
-  std::cout << analyzer::reportToText(*report, o.top);
+  std::cout << analyzer::reportToText(*report, o.top, o.verbose);
   const nlohmann::json json = analyzer::reportToJson(*report);
   struct Output {
     const std::string& path;
@@ -114,6 +115,9 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
                   "A kfuse trace of the same program recorded with `kfuse record --metrics`: its measured DRAM bytes "
                   "and FLOPs are joined onto this trace's launches (same kernel, same position, same shape)");
   cmd->add_flag("--no-store", o->no_store, "Do not store the report in the kfuse trace");
+  cmd->add_flag("-v,--verbose", o->verbose,
+                "Every reason behind each verdict, full kernel names, and a per-kernel table (time, bytes, FLOPs, "
+                "intensity, share of roof)");
   cmd->add_flag("--all", o->all,
                 "List every fusable pattern with its legality, also those predicted to save no time (by default "
                 "they are only counted)");

@@ -214,6 +214,7 @@ struct Candidate {
   Legality legality = Legality::kLikely;
   Confidence confidence = Confidence::kLow;
   std::vector<std::string> reasons;  // why legal / why blocked / which heuristics
+  std::string verdict;  // the one reason that decided a blocked or likely verdict (empty when proven)
   std::vector<std::pair<EdgeKind, std::string>> edges;  // the edges inside the first occurrence, described
   LegalityCheck checked;
   CostEstimate cost;
@@ -228,6 +229,16 @@ struct RooflinePoint {
   double intensity = 0;     // FLOP per DRAM byte
   double flops_per_s = 0;   // achieved (kernels) or predicted (fused candidates)
   bool predicted = false;
+};
+
+// One kernel's totals over the trace, for the reports' per-kernel table.
+struct KernelRow {
+  std::string name;  // as the trace names it (demangled where it can)
+  size_t launches = 0;
+  double ns = 0;      // GPU time: measured, or the cost model's estimate when the trace has none
+  double bytes = 0;   // DRAM bytes (measured, emulated or estimated from the PTX); 0 = unknown
+  double flops = 0;   // 0 = unknown
+  double roof_share = 0;  // achieved FLOP/s over the roof at its intensity (FP32 peak or DRAM bandwidth), 0..1
 };
 
 struct AnalysisOptions {
@@ -256,6 +267,7 @@ struct Report {
   std::vector<Candidate> candidates;  // ranked, best first (blocked ones last)
   std::vector<std::string> why_none;  // when no candidate qualifies: what was looked at and why
   std::vector<RooflinePoint> roofline;
+  std::vector<KernelRow> kernel_table;  // by GPU time, longest first
   std::vector<core::Stat> stats;
 };
 
@@ -289,7 +301,12 @@ double meanOccupancy(const std::vector<double>& occupancies, const std::vector<d
 
 // Report writers. JSON follows schemas/report.schema.json.
 nlohmann::json reportToJson(const Report& report);
-std::string reportToText(const Report& report, size_t top);
+// Text for a terminal: candidates with short kernel names and the sentence that decided each verdict; `verbose`
+// adds every reason, the full kernel names and the per-kernel table.
+std::string reportToText(const Report& report, size_t top, bool verbose = false);
+// "void at::native::foo<float, at::Bar<int>>(int, float*)" -> "foo<float, Bar<int>>": without return type,
+// parameters and namespaces, at most `max` characters.
+std::string shortKernelName(const std::string& name, size_t max = 60);
 std::string reportToMarkdown(const Report& report);
 std::string reportToHtml(const Report& report);  // self-contained, with an SVG roofline chart
 
