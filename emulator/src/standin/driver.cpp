@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "kfuse/core/trace.h"
 #include "kfuse/emulator/emulator.h"
 #include "kfuse/emulator/standin.h"
+#include "standin_internal.h"
 
 using kfuse::emulator::Device;
 using kfuse::emulator::DevicePtr;
@@ -73,6 +75,16 @@ struct CUevent_st {
 };
 
 namespace {
+struct State;
+State& st();
+}  // namespace
+
+namespace kfuse::standin {
+void logOnce(const std::string& what);
+bool tracing();
+}  // namespace kfuse::standin
+
+namespace {
 
 constexpr int kDriverVersion = 13000;
 const std::string kDeviceName = std::string(kfuse::core::kEmulatorDeviceNamePrefix) + " (not a GPU, sm_90 PTX)";
@@ -101,11 +113,30 @@ State& st() {
 
 thread_local std::vector<CUctx_st*> tl_ctx_stack;
 
+}  // namespace
+
+namespace kfuse::standin {
 void logOnce(const std::string& what) {
   State& s = st();
   std::lock_guard lock(s.mu);
   if (s.logged.insert(what).second) std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", what.c_str());
 }
+
+// KFUSE_STANDIN_TRACE=1: every cuGetProcAddress lookup and cuGetExportTable request goes to stderr (to see what a
+// runtime library asks of the driver).
+bool tracing() {
+  static const bool on = [] {
+    const char* v = std::getenv("KFUSE_STANDIN_TRACE");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+}  // namespace kfuse::standin
+
+namespace {
+
+using kfuse::standin::logOnce;
+using kfuse::standin::tracing;
 
 CUresult notSupported(const char* name) {
   logOnce(std::string(name) + " is not supported by the emulator (returns CUDA_ERROR_NOT_SUPPORTED)");
@@ -397,6 +428,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d) {
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice d) {
   KF_REQUIRE_INIT();
   if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  kfuse::standin::destroyContextLocalStorage(&st().primary);
   st().primary.sticky = CUDA_SUCCESS;
   return CUDA_SUCCESS;
 }
@@ -442,6 +474,7 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
     if (!st().contexts.erase(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   }
   tl_ctx_stack.erase(std::remove(tl_ctx_stack.begin(), tl_ctx_stack.end(), ctx), tl_ctx_stack.end());
+  kfuse::standin::destroyContextLocalStorage(ctx);
   delete ctx;
   return CUDA_SUCCESS;
 }
@@ -1085,6 +1118,96 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
   return CUDA_SUCCESS;
 }
 
+// ---- what the CUDA runtime asks for besides the above -------------------------------------------------------
+CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_LAZY_LOADING;  // the default of CUDA 12.2+ drivers; loads here are eager either way
+  return CUDA_SUCCESS;
+}
+
+// Occupancy: limited by threads (2048 per SM), blocks (32 per SM) and shared memory (228 KiB per SM, 227 KiB per
+// block); registers are not counted (the PTX's declared registers overstate what ptxas would allocate).
+static int occupancy(CUfunction f, int block, size_t dynamic_shared) {
+  const auto& info = f->kernel->info();
+  if (block <= 0 || unsigned(block) > info.max_threads_per_block) return 0;
+  size_t shared = info.static_shared_bytes + dynamic_shared;
+  if (shared > 227 * 1024) return 0;
+  int warps = (block + 31) / 32;
+  int by_threads = 2048 / (warps * 32);
+  int by_shared = shared ? int(228 * 1024 / (shared + 1024)) : 32;  // 1 KiB per block reserved, as on sm_90
+  return std::max(0, std::min({32, by_threads, by_shared}));
+}
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction f, int block,
+                                                                      size_t dynamic_shared, unsigned int flags) {
+  (void)flags;
+  if (!blocks) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *blocks = occupancy(f, block, dynamic_shared);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block,
+                                                             size_t dynamic_shared) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block, dynamic_shared, 0);
+}
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction f,
+                                                           CUoccupancyB2DSize shared_of_block, size_t dynamic_shared,
+                                                           int limit, unsigned int flags) {
+  (void)flags;
+  if (!min_grid || !block_size) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  int max_block = int(f->kernel->info().max_threads_per_block);
+  if (limit > 0) max_block = std::min(max_block, limit);
+  int best = 0, best_threads = 0;
+  for (int b = 32; b <= max_block; b += 32) {
+    size_t shared = shared_of_block ? shared_of_block(b) : dynamic_shared;
+    int threads = occupancy(f, b, shared) * b;
+    if (threads >= best_threads) best = b, best_threads = threads;
+  }
+  int sms = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  *block_size = best;
+  *min_grid = best ? sms * (best_threads / best) : 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction f,
+                                                  CUoccupancyB2DSize shared_of_block, size_t dynamic_shared,
+                                                  int limit) {
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, shared_of_block, dynamic_shared, limit,
+                                                   0);
+}
+CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction f, int blocks, int block) {
+  if (!bytes || blocks <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  (void)block;
+  size_t per_block = 228 * 1024 / size_t(blocks);
+  per_block = per_block > 1024 ? per_block - 1024 : 0;
+  size_t stat = f->kernel->info().static_shared_bytes;
+  *bytes = std::min<size_t>(227 * 1024, per_block) > stat ? std::min<size_t>(227 * 1024, per_block) - stat : 0;
+  return CUDA_SUCCESS;
+}
+
+// 2D copies (cudaMemcpy2D, cudaMemcpy2DAsync, cudaMemcpyToArray's linear cases): row by row. Arrays are not
+// supported.
+static uint64_t memcpy2dBase(CUmemorytype type, const void* host, CUdeviceptr device) {
+  return type == CU_MEMORYTYPE_HOST ? reinterpret_cast<uint64_t>(host) : uint64_t(device);
+}
+CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
+  KF_REQUIRE_CTX();
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+    return notSupported("cuMemcpy2D with CUDA arrays");
+  uint64_t src = memcpy2dBase(c->srcMemoryType, c->srcHost, c->srcDevice) + c->srcY * c->srcPitch + c->srcXInBytes;
+  uint64_t dst = memcpy2dBase(c->dstMemoryType, c->dstHost, c->dstDevice) + c->dstY * c->dstPitch + c->dstXInBytes;
+  for (size_t row = 0; row < c->Height; ++row)
+    if (CUresult r = copyAny(dst + row * c->dstPitch, src + row * c->srcPitch, c->WidthInBytes); r != CUDA_SUCCESS)
+      return r;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D* c) { return cuMemcpy2DUnaligned(c); }
+CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
+  (void)s;
+  return cuMemcpy2DUnaligned(c);
+}
+
 // ---- errors --------------------------------------------------------------------------------------------------
 #define KF_ERRORS(X)                                                                           \
   X(CUDA_SUCCESS, "no error")                                                                  \
@@ -1129,10 +1252,9 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
     default: *str = nullptr; return CUDA_ERROR_INVALID_VALUE;
   }
 }
+// The runtime's private interface: see export_tables.cpp.
 CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
-  (void)id;
-  if (table) *table = nullptr;
-  return notSupported("cuGetExportTable (private driver interface)");
+  return kfuse::standin::exportTable(table, id);
 }
 
 // ---- legacy ABI names ----------------------------------------------------------------------------------------
@@ -1297,7 +1419,11 @@ const std::unordered_map<std::string, void*>& procTable() {
       KF_P(cuStreamWaitEvent), KF_P(cuStreamGetFlags), KF_P(cuStreamGetPriority), KF_P(cuStreamGetId),
       KF_P(cuStreamGetCtx), KF_P(cuStreamIsCapturing), KF_P(cuEventCreate), KF_P(cuEventDestroy),
       KF_P(cuEventRecord), KF_P(cuEventRecordWithFlags), KF_P(cuEventQuery), KF_P(cuEventSynchronize),
-      KF_P(cuEventElapsedTime),
+      KF_P(cuEventElapsedTime), KF_P(cuModuleGetLoadingMode),
+      KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessor), KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+      KF_P(cuOccupancyMaxPotentialBlockSize), KF_P(cuOccupancyMaxPotentialBlockSizeWithFlags),
+      KF_P(cuOccupancyAvailableDynamicSMemPerBlock), KF_P(cuMemcpy2D), KF_P(cuMemcpy2DUnaligned),
+      KF_P(cuMemcpy2DAsync),
 #undef KF_P
   };
   return *table;
@@ -1307,6 +1433,9 @@ const std::unordered_map<std::string, void*>& procTable() {
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
                 CUdriverProcAddressQueryResult* status) {
   (void)flags;  // per-thread and legacy default streams behave the same here
+  if (tracing())
+    std::fprintf(stderr, "kfuse stand-in trace: cuGetProcAddress %s %d %llu\n", symbol ? symbol : "(null)", version,
+                 (unsigned long long)flags);
   if (!pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
