@@ -182,6 +182,7 @@ class FunctionDecoder final : public FnBuilder {
   Expected<uint16_t> value(const ptx::Operand& o, Ty t) override {
     switch (o.kind) {
       case ptx::OperandKind::kRegister: {
+        if (auto c = ptx::predefinedConstant(o.name)) return constant(uint64_t(*c));
         if (ptx::isSpecialRegister(o.name)) return special(o.name);
         auto s = lookup(o.name);
         if (!s) return badFormat("undeclared register " + o.name);
@@ -197,6 +198,8 @@ class FunctionDecoder final : public FnBuilder {
       case ptx::OperandKind::kSymbol: {
         // Inline asm declares registers without '%' (`.reg .f16 low, high;`); those parse as symbols.
         if (auto s = lookup(o.name); s && s->kind == LSym::kReg && o.offset == 0) return uint16_t(s->index);
+        if (auto c = ptx::predefinedConstant(o.name); c && !lookup(o.name) && o.offset == 0)
+          return constant(uint64_t(*c));
         Space sp = Space::kGeneric;
         uint16_t slot = 0;
         int64_t off = 0;

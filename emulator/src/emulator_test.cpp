@@ -646,5 +646,12 @@ DONE:
   EXPECT_NE(s.message().find("barrier deadlock"), std::string::npos) << s.message();
 }
 
+TEST_F(EmulatorTest, PredefinedWarpSizeIdentifierIs32) {
+  DevicePtr d = zeros<int>(64);
+  ASSERT_TRUE(launch("warp_size", {1}, {64}, 0, d).ok());
+  auto v = download<int>(d, 64);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(v[i], 32000 + i % 32) << i;
+}
+
 }  // namespace
 }  // namespace kfuse::emulator

@@ -336,3 +336,6 @@ extern "C" __global__ void softmax_rows(const float* x, float* y, int cols) {
   s = red[0] + red[1] + red[2] + red[3];
   y[blockIdx.x * cols + t] = e / s;
 }
+
+// warpSize compiles to the predefined identifier WARP_SZ (no '%').
+extern "C" __global__ void warp_size(int* out) { out[threadIdx.x] = warpSize * 1000 + threadIdx.x % warpSize; }
