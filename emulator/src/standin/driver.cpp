@@ -226,7 +226,10 @@ std::vector<uint8_t> imageBytes(const void* image) {
 CUresult loadModule(CUmodule* out, std::span<const uint8_t> bytes, const std::string& name) {
   auto prog = dev()->loadImage(bytes, name);
   if (!prog.ok()) {
-    std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", prog.status().message().c_str());
+    const std::string& m = prog.status().message();
+    std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", m.c_str());
+    // A fatbin with cubins only is what a GPU without a matching cubin reports too: no binary for this device.
+    if (m.find("holds no PTX") != std::string::npos) return CUDA_ERROR_NO_BINARY_FOR_GPU;
     return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED
                                                                   : CUDA_ERROR_INVALID_IMAGE;
   }
@@ -1220,6 +1223,7 @@ CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
   X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                \
   X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                      \
   X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                    \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device")  \
   X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                               \
   X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                      \
   X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                            \
