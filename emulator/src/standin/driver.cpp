@@ -704,25 +704,87 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUs
   (void)s;
   return cuMemsetD32(dst, v, n);
 }
-CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  KF_REQUIRE_INIT();
+// The pinned host allocation containing `p` (base and size), if any.
+static bool hostAllocation(uint64_t p, uint64_t* base, size_t* size) {
+  std::lock_guard lock(st().mu);
+  for (auto& [b, n] : st().host_allocs)
+    if (p >= b && p < b + std::max<size_t>(n, 1)) {
+      *base = b, *size = n;
+      return true;
+    }
+  return false;
+}
+static CUresult pointerAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr, bool many) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
-  bool d = isDevice(ptr);
+  uint64_t base = 0, size = 0;
+  bool d = dev()->memory().rangeOf(ptr, &base, &size).ok();
+  size_t host_size = 0;
+  bool h = !d && hostAllocation(ptr, &base, &host_size);
+  if (h) size = host_size;
+  // cuPointerGetAttributes answers for unknown (unregistered host) pointers too; cuPointerGetAttribute fails.
+  if (!d && !h && !many) return CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      if (!d) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;
+      *static_cast<unsigned*>(data) = d ? CU_MEMORYTYPE_DEVICE : h ? CU_MEMORYTYPE_HOST : 0;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      if (!d) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUdeviceptr*>(data) = ptr;
+      if (!d && !h) return many ? (*static_cast<CUdeviceptr*>(data) = 0, CUDA_SUCCESS) : CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUdeviceptr*>(data) = ptr;  // unified addressing: pinned host memory has the same address
       return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      *static_cast<void**>(data) = h ? reinterpret_cast<void*>(ptr) : nullptr;
+      return h || many ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      if (!d) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUcontext*>(data) = current();
+      *static_cast<CUcontext*>(data) = d || h ? current() : nullptr;
       return CUDA_SUCCESS;
-    default: return notSupported("cuPointerGetAttribute (this attribute)");
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = d || h ? 0 : -2; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = 0; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<int*>(data) = d || h; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = base;  // allocations are never reused, so the base is unique
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *static_cast<int*>(data) = 1; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      *static_cast<int*>(data) = 0;
+      return CUDA_SUCCESS;
+    default:
+      logOnce("cuPointerGetAttribute(s): attribute " + std::to_string(int(attribute)) + " is not supported");
+      return CUDA_ERROR_NOT_SUPPORTED;
   }
+}
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  KF_REQUIRE_INIT();
+  return pointerAttribute(data, attribute, ptr, /*many=*/false);
+}
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes, void** data,
+                                        CUdeviceptr ptr) {
+  KF_REQUIRE_INIT();
+  if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; ++i)
+    if (CUresult r = pointerAttribute(data[i], attributes[i], ptr, /*many=*/true); r != CUDA_SUCCESS) return r;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* dptr, void* p, unsigned int flags) {
+  KF_REQUIRE_INIT();
+  (void)flags;
+  uint64_t base;
+  size_t size;
+  if (!dptr || !hostAllocation(reinterpret_cast<uint64_t>(p), &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
+  KF_REQUIRE_INIT();
+  uint64_t base;
+  size_t size;
+  if (!flags || !hostAllocation(reinterpret_cast<uint64_t>(p), &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+  *flags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP;
+  return CUDA_SUCCESS;
 }
 
 // ---- modules, libraries, functions ---------------------------------------------------------------------------
@@ -1211,6 +1273,150 @@ CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
   return cuMemcpy2DUnaligned(c);
 }
 
+// Pitched allocations and 2D memsets (cudaMallocPitch, cudaMemset2D): rows padded to 256 bytes.
+CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int elem) {
+  if (!pitch || (elem != 4 && elem != 8 && elem != 16)) return CUDA_ERROR_INVALID_VALUE;
+  *pitch = (width + 255) / 256 * 256;
+  return cuMemAlloc(dptr, *pitch * std::max<size_t>(height, 1));
+}
+extern "C++" {
+template <class T>
+static CUresult memset2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height) {
+  KF_REQUIRE_CTX();
+  std::vector<T> row(width, value);
+  for (size_t y = 0; y < height; ++y)
+    if (CUresult r = copyAny(dst + y * pitch, reinterpret_cast<uint64_t>(row.data()), width * sizeof(T));
+        r != CUDA_SUCCESS)
+      return r;
+  return CUDA_SUCCESS;
+}
+}  // extern "C++"
+CUresult CUDAAPI cuMemsetD2D8(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h) {
+  return memset2d<uint8_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D16(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h) {
+  return memset2d<uint16_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D32(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h) {
+  return memset2d<uint32_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s) {
+  (void)s;
+  return memset2d<uint8_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s) {
+  (void)s;
+  return memset2d<uint16_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s) {
+  (void)s;
+  return memset2d<uint32_t>(d, pitch, v, w, h);
+}
+// One device: peer copies are ordinary copies.
+CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
+  (void)dc;
+  (void)sc;
+  return cuMemcpy(dst, src, n);
+}
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+                                   CUstream s) {
+  (void)s;
+  return cuMemcpyPeer(dst, dc, src, sc, n);
+}
+CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice d, CUdevice peer) {
+  KF_REQUIRE_INIT();
+  if (!can) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0 || peer != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *can = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetPCIBusId(char* id, int len, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!id || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(id, size_t(len), "0000:00:00.0");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* d, const char* id) {
+  KF_REQUIRE_INIT();
+  if (!d || !id) return CUDA_ERROR_INVALID_VALUE;
+  if (std::strcmp(id, "0000:00:00.0") != 0 && std::strcmp(id, "00:00.0") != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+// Streams: callbacks run at once (the stream's earlier work is already done); attributes are accepted and read
+// back as zero; nothing is ever captured.
+CUresult CUDAAPI cuStreamAddCallback(CUstream s, CUstreamCallback fn, void* user, unsigned int flags) {
+  KF_REQUIRE_CTX();
+  if (!fn || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  fn(s, sticky(), user);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetAttribute(CUstream s, CUstreamAttrID attr, CUstreamAttrValue* value) {
+  (void)s;
+  (void)attr;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(value, 0, sizeof *value);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSetAttribute(CUstream s, CUstreamAttrID attr, const CUstreamAttrValue* value) {
+  (void)s;
+  (void)attr;
+  return value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuStreamCopyAttributes(CUstream dst, CUstream src) {
+  (void)dst;
+  (void)src;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetDevice(CUstream s, CUdevice* d) {
+  (void)s;
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                                        const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n) {
+  (void)s;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id) *id = 0;
+  if (graph) *graph = nullptr;
+  if (deps) *deps = nullptr;
+  if (edges) *edges = nullptr;
+  if (n) *n = 0;
+  return CUDA_SUCCESS;
+}
+thread_local CUstreamCaptureMode tl_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  std::swap(*mode, tl_capture_mode);
+  return CUDA_SUCCESS;
+}
+// Hints without effect on the emulator.
+CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel k, CUfunc_cache config, CUdevice d) {
+  (void)k;
+  (void)config;
+  (void)d;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetSharedMemConfig(CUfunction f, CUsharedconfig config) {
+  (void)config;
+  return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  (void)config;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* config) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  *config = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuProfilerStart(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuProfilerStop(void) { return CUDA_SUCCESS; }
+
 // ---- errors --------------------------------------------------------------------------------------------------
 #define KF_ERRORS(X)                                                                           \
   X(CUDA_SUCCESS, "no error")                                                                  \
@@ -1427,7 +1633,14 @@ const std::unordered_map<std::string, void*>& procTable() {
       KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessor), KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
       KF_P(cuOccupancyMaxPotentialBlockSize), KF_P(cuOccupancyMaxPotentialBlockSizeWithFlags),
       KF_P(cuOccupancyAvailableDynamicSMemPerBlock), KF_P(cuMemcpy2D), KF_P(cuMemcpy2DUnaligned),
-      KF_P(cuMemcpy2DAsync),
+      KF_P(cuMemcpy2DAsync), KF_P(cuPointerGetAttributes), KF_P(cuMemHostGetDevicePointer), KF_P(cuMemHostGetFlags),
+      KF_P(cuMemAllocPitch), KF_P(cuMemsetD2D8), KF_P(cuMemsetD2D16), KF_P(cuMemsetD2D32), KF_P(cuMemsetD2D8Async),
+      KF_P(cuMemsetD2D16Async), KF_P(cuMemsetD2D32Async), KF_P(cuMemcpyPeer), KF_P(cuMemcpyPeerAsync),
+      KF_P(cuDeviceCanAccessPeer), KF_P(cuDeviceGetPCIBusId), KF_P(cuDeviceGetByPCIBusId), KF_P(cuStreamAddCallback),
+      KF_P(cuStreamGetAttribute), KF_P(cuStreamSetAttribute), KF_P(cuStreamCopyAttributes), KF_P(cuStreamGetDevice),
+      KF_P(cuStreamGetCaptureInfo), KF_P(cuThreadExchangeStreamCaptureMode), KF_P(cuCtxResetPersistingL2Cache),
+      KF_P(cuKernelSetCacheConfig), KF_P(cuFuncSetSharedMemConfig), KF_P(cuCtxSetSharedMemConfig),
+      KF_P(cuCtxGetSharedMemConfig), KF_P(cuProfilerStart), KF_P(cuProfilerStop),
 #undef KF_P
   };
   return *table;
