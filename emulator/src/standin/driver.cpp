@@ -160,7 +160,11 @@ CUctx_st* current() { return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back(
 CUresult fromStatus(const kfuse::Status& s) {
   if (s.ok()) return CUDA_SUCCESS;
   const std::string& m = s.message();
-  std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", m.c_str());
+  // A kernel that failed to decode fails every launch the same way: say so once. Faults are printed each time.
+  if (s.code() == kfuse::ErrorCode::kUnsupported || s.code() == kfuse::ErrorCode::kBadFormat)
+    logOnce(m);
+  else
+    std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", m.c_str());
   if (m.find("misaligned") != std::string::npos) return CUDA_ERROR_MISALIGNED_ADDRESS;
   if (m.find("out-of-bounds") != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (m.find("assertion") != std::string::npos) return CUDA_ERROR_ASSERT;
