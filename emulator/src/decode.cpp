@@ -469,7 +469,16 @@ class FunctionDecoder final : public FnBuilder {
         {"%lanemask_eq", kLaneMaskEq}, {"%lanemask_lt", kLaneMaskLt}, {"%lanemask_le", kLaneMaskLe},
         {"%lanemask_gt", kLaneMaskGt}, {"%lanemask_ge", kLaneMaskGe},
         {"%dynamic_smem_size", kDynSmem}, {"%total_smem_size", kTotalSmem},
-        {"%tid", kTidX}, {"%ntid", kNtidX}, {"%ctaid", kCtaidX}, {"%nctaid", kNctaidX}};
+        {"%tid", kTidX}, {"%ntid", kNtidX}, {"%ctaid", kCtaidX}, {"%nctaid", kNctaidX},
+        // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
+        // the block ids and a block's place in its cluster is 0 (the cluster sizes are 1, below).
+        {"%clusterid.x", kCtaidX}, {"%clusterid.y", kCtaidY}, {"%clusterid.z", kCtaidZ},
+        {"%nclusterid.x", kNctaidX}, {"%nclusterid.y", kNctaidY}, {"%nclusterid.z", kNctaidZ}};
+    if (name.rfind("%cluster_nctaid", 0) == 0 || name == "%cluster_nctarank") {
+      uint16_t one = constant(1);
+      specials_[name] = one;
+      return one;
+    }
     SpecialReg what = kZero;
     bool found = false;
     for (auto& [n, w] : kRegs)
