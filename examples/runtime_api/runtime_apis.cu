@@ -1,6 +1,7 @@
 // The runtime calls around kernels that programs use besides cudaMalloc/cudaMemcpy: pitched 2D memory
 // (cudaMallocPitch, cudaMemset2D, cudaMemcpy2D), pointer attributes, mapped pinned memory, stream-ordered
-// allocation, stream callbacks, function attributes, occupancy, error strings and device reset.
+// allocation and memory pools, stream callbacks, function attributes, occupancy, error strings and device reset.
+#include <cstdint>
 #include <cstring>
 
 #include "common.h"
@@ -62,6 +63,28 @@ int main() {
   CUDA_CHECK(cudaStreamSynchronize(s));
   expect(done == 1, "stream callback");
   expect(std::memcmp(pinned, want.data(), 64 * sizeof(float)) == 0, "peer copy");
+  // Memory pools: the default pool's release threshold and usage, a pool of the program's own.
+  cudaMemPool_t pool = nullptr, mine = nullptr;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+  uint64_t threshold = UINT64_MAX, used = 1;
+  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  CUDA_CHECK(cudaMallocAsync(&tmp, 4096, s));
+  CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  expect(used >= 4096, "default pool usage");
+  CUDA_CHECK(cudaFreeAsync(tmp, s));
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  CUDA_CHECK(cudaMemPoolCreate(&mine, &props));
+  CUDA_CHECK(cudaMallocFromPoolAsync(&tmp, 256, mine, s));
+  CUDA_CHECK(cudaMemsetAsync(tmp, 0, 256, s));
+  CUDA_CHECK(cudaFreeAsync(tmp, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  CUDA_CHECK(cudaMemPoolGetAttribute(mine, cudaMemPoolAttrUsedMemCurrent, &used));
+  expect(used == 0, "own pool usage after free");
+  CUDA_CHECK(cudaMemPoolTrimTo(mine, 0));
+  CUDA_CHECK(cudaMemPoolDestroy(mine));
   // Function attributes and occupancy.
   cudaFuncAttributes fa{};
   CUDA_CHECK(cudaFuncGetAttributes(&fa, add_rows));

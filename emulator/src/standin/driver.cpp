@@ -67,6 +67,13 @@ struct CUstream_st {
   int priority = 0;
   unsigned long long id = 0;
 };
+struct CUmemPoolHandle_st {
+  uint32_t magic = 0x6b706f6c;
+  bool is_default = false;
+  uint64_t release_threshold = 0;
+  int reuse[3] = {1, 1, 1};  // follow event dependencies, opportunistic, internal dependencies
+  uint64_t used = 0, used_high = 0;
+};
 struct CUevent_st {
   uint32_t magic = 0x6b65766e;
   unsigned flags = 0;
@@ -329,7 +336,8 @@ int attribute(CUdevice_attribute a) {
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: return 0;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 0;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 0;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 0;
@@ -586,18 +594,188 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
   *dptr = *p;
   return CUDA_SUCCESS;
 }
+static void releaseFromPool(CUdeviceptr dptr);
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   KF_REQUIRE_CTX();
   if (dptr == 0) return CUDA_SUCCESS;
-  return dev()->memory().free(dptr).ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!dev()->memory().free(dptr).ok()) return CUDA_ERROR_INVALID_VALUE;
+  releaseFromPool(dptr);  // an allocation from a pool may be freed either way
+  return CUDA_SUCCESS;
+}
+// ---- memory pools: accounting only (every allocation is an ordinary one; nothing is cached for reuse) ---------
+}  // extern "C"
+namespace {
+struct Pools {
+  std::mutex mu;
+  CUmemPoolHandle_st default_pool;
+  CUmemoryPool current = nullptr;  // the device's pool for cuMemAllocAsync; null: the default one
+  std::set<CUmemoryPool> created;
+  std::unordered_map<uint64_t, std::pair<CUmemoryPool, size_t>> owner;  // allocation -> pool, size
+};
+Pools& pools() {
+  static auto* p = [] {
+    auto* q = new Pools();
+    q->default_pool.is_default = true;
+    return q;
+  }();
+  return *p;
+}
+bool validPool(CUmemoryPool pool) {
+  return pool && (pool == &pools().default_pool || pools().created.count(pool));
+}
+CUresult allocFromPool(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
+  CUresult r = cuMemAlloc(dptr, bytes);
+  if (r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(pools().mu);
+  pools().owner[*dptr] = {pool, bytes};
+  pool->used += bytes;
+  pool->used_high = std::max(pool->used_high, pool->used);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+static void releaseFromPool(CUdeviceptr dptr) {
+  std::lock_guard lock(pools().mu);
+  auto it = pools().owner.find(dptr);
+  if (it == pools().owner.end()) return;
+  it->second.first->used -= it->second.second;
+  pools().owner.erase(it);
+}
+extern "C" {
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream s) {
+  (void)s;
+  {
+    std::lock_guard lock(pools().mu);
+    if (!validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return allocFromPool(dptr, bytes, pool);
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream s) {
-  (void)s;
-  return cuMemAlloc(dptr, bytes);
+  CUmemoryPool pool;
+  {
+    std::lock_guard lock(pools().mu);
+    pool = pools().current ? pools().current : &pools().default_pool;
+  }
+  return cuMemAllocFromPoolAsync(dptr, bytes, pool, s);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   (void)s;
   return cuMemFree(dptr);
+}
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = &pools().default_pool;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(pools().mu);
+  *pool = pools().current ? pools().current : &pools().default_pool;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool) {
+  KF_REQUIRE_INIT();
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  pools().current = pool;
+  return CUDA_SUCCESS;
+}
+static bool deviceLocation(const CUmemLocation* location, CUmemAllocationType type) {
+  return location && location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0 &&
+         type == CU_MEM_ALLOCATION_TYPE_PINNED;
+}
+CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  if (!deviceLocation(location, type)) return notSupported("cuMemGetDefaultMemPool (other than device 0 memory)");
+  return cuDeviceGetDefaultMemPool(pool, 0);
+}
+CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  if (!deviceLocation(location, type)) return notSupported("cuMemGetMemPool (other than device 0 memory)");
+  return cuDeviceGetMemPool(pool, 0);
+}
+CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  if (!deviceLocation(location, type)) return notSupported("cuMemSetMemPool (other than device 0 memory)");
+  return cuDeviceSetMemPool(0, pool);
+}
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  KF_REQUIRE_INIT();
+  if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
+  if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id != 0 ||
+      props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+    return notSupported("cuMemPoolCreate (other than device 0 memory)");
+  auto* p = new CUmemPoolHandle_st();
+  std::lock_guard lock(pools().mu);
+  pools().created.insert(p);
+  *pool = p;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
+  std::lock_guard lock(pools().mu);
+  if (!pools().created.erase(pool)) return CUDA_ERROR_INVALID_VALUE;
+  if (pools().current == pool) pools().current = nullptr;
+  for (auto& [ptr, owner] : pools().owner)
+    if (owner.first == pool) owner.first = &pools().default_pool;  // still live: accounted to the default pool
+  delete pool;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  (void)keep;
+  std::lock_guard lock(pools().mu);
+  return validPool(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool) || !value) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *static_cast<int*>(value);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: pool->release_threshold = *static_cast<cuuint64_t*>(value); return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;  // only resets are allowed
+      pool->used_high = pool->used;
+      return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool) || !value) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      *static_cast<int*>(value) = pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *static_cast<cuuint64_t*>(value) = pool->release_threshold; return CUDA_SUCCESS;
+    // Nothing is cached, so what the pool reserves is what is in use.
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = pool->used; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *static_cast<cuuint64_t*>(value) = pool->used_high; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool) || (count && !map)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || map[i].location.id != 0)
+      return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation* location) {
+  std::lock_guard lock(pools().mu);
+  if (!flags || !location || !validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  *flags = location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0 ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                                                              : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
   KF_REQUIRE_CTX();
@@ -1645,6 +1823,10 @@ const std::unordered_map<std::string, void*>& procTable() {
       KF_P(cuStreamGetCaptureInfo), KF_P(cuThreadExchangeStreamCaptureMode), KF_P(cuCtxResetPersistingL2Cache),
       KF_P(cuKernelSetCacheConfig), KF_P(cuFuncSetSharedMemConfig), KF_P(cuCtxSetSharedMemConfig),
       KF_P(cuCtxGetSharedMemConfig), KF_P(cuProfilerStart), KF_P(cuProfilerStop),
+      KF_P(cuMemAllocFromPoolAsync), KF_P(cuDeviceGetDefaultMemPool), KF_P(cuDeviceGetMemPool),
+      KF_P(cuDeviceSetMemPool), KF_P(cuMemGetDefaultMemPool), KF_P(cuMemGetMemPool), KF_P(cuMemSetMemPool),
+      KF_P(cuMemPoolCreate), KF_P(cuMemPoolDestroy), KF_P(cuMemPoolTrimTo), KF_P(cuMemPoolSetAttribute),
+      KF_P(cuMemPoolGetAttribute), KF_P(cuMemPoolSetAccess), KF_P(cuMemPoolGetAccess),
 #undef KF_P
   };
   return *table;
