@@ -221,7 +221,8 @@ CUuuid uuid(std::initializer_list<int> bytes) {
 TEST_F(StandinTest, ExportTablesHaveTheirSizeHeadersAndUnknownTablesAreNotFound) {
   auto get_table = get<decltype(&cuGetExportTable)>("cuGetExportTable");
   const void* table = nullptr;
-  CUuuid cudart = uuid({0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9});
+  CUuuid cudart =
+      uuid({0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9});
   ASSERT_EQ(get_table(&table, &cudart), CUDA_SUCCESS);
   auto slots = static_cast<void* const*>(table);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(slots[0]), 13 * sizeof(void*));
@@ -238,7 +239,8 @@ TEST_F(StandinTest, ExportTablesHaveTheirSizeHeadersAndUnknownTablesAreNotFound)
   table = &unknown;
   EXPECT_EQ(get_table(&table, &unknown), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(table, nullptr);
-  CUuuid declined = uuid({0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9});
+  CUuuid declined =
+      uuid({0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9});
   EXPECT_EQ(get_table(&table, &declined), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(get_table(nullptr, &cudart), CUDA_ERROR_INVALID_VALUE);
 }
