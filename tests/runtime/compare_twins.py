@@ -5,7 +5,10 @@ dynamic shared memory, scalar argument bytes, and pointer arguments resolved to 
 allocation) and offset -- and that `kfuse analyze --all` finds the same candidates (kind, kernels, occurrences,
 legality; ranks and predicted savings depend on the emulated run times and are not compared).
 
-Usage: compare_twins.py --kfuse BIN --build BUILD [NAME...]
+`vector_add_shared_cudart` (the same program built with -cudart shared) is compared with vector_add's driver-API
+twin as well.
+
+Usage: compare_twins.py --kfuse BIN --build BUILD [--cuda-lib DIR] [NAME...]
 """
 import argparse
 import json
@@ -15,11 +18,15 @@ import subprocess
 import sys
 import tempfile
 
-TWINS = ["vector_add", "elementwise_chain", "mlp_block", "many_small_kernels", "histogram", "reduction", "stencil"]
+TWINS = ["vector_add", "elementwise_chain", "mlp_block", "many_small_kernels", "histogram", "reduction", "stencil",
+         "vector_add_shared_cudart"]
+# Runtime-API program -> its driver-API twin, where the names differ.
+DRIVER_TWIN = {"vector_add_shared_cudart": "vector_add"}
 
 
-def record(kfuse, build, program, out):
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "standin"))
+def record(kfuse, build, program, out, cuda_lib=None):
+    path = os.path.join(build, "standin") + (os.pathsep + cuda_lib if cuda_lib else "")
+    env = dict(os.environ, LD_LIBRARY_PATH=path)
     p = subprocess.run([kfuse, "-q", "record", "--backend", "hook", "-o", out, "--", program], env=env,
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
@@ -66,6 +73,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kfuse", required=True)
     ap.add_argument("--build", required=True)
+    ap.add_argument("--cuda-lib", help="directory of libcudart.so.13 (for the -cudart shared build)")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     failures = 0
@@ -74,8 +82,10 @@ def main():
             try:
                 traces = {}
                 for api in ("driver_api", "runtime_api"):
+                    program = DRIVER_TWIN.get(name, name) if api == "driver_api" else name
                     traces[api] = os.path.join(tmp, f"{name}.{api}.sqlite")
-                    record(args.kfuse, args.build, os.path.join(args.build, "examples", api, name), traces[api])
+                    record(args.kfuse, args.build, os.path.join(args.build, "examples", api, program), traces[api],
+                           args.cuda_lib)
                 d, r = launches(traces["driver_api"]), launches(traces["runtime_api"])
                 problems = []
                 if not d:
