@@ -95,9 +95,9 @@ constexpr TableInfo kTables[kTableCount] = {
      true},
 };
 
-// Tables the stand-in deliberately does not provide. The runtime treats "not found" as "absent" and carries on;
-// success would make cudart 13 take another start-up path (f8cff951 holds several sub-tables whose slots are
-// unknown).
+// Tables the stand-in deliberately does not provide. cudart 13.0 treats "not found" as "absent" and carries on
+// (checked here); other projects' notes say that success makes it take another start-up path, and f8cff951 holds
+// several sub-tables whose slots are unknown.
 constexpr std::array<uint8_t, 16> kDeclinedTables[] = {
     {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9},
 };
@@ -127,7 +127,8 @@ std::array<void*, kMaxSlots> stubsFor(std::index_sequence<S...>) {
 
 // ---- cudart interface -----------------------------------------------------------------------------------------
 // Slots 1, 6 and 8 register a fatbin as a module: 1 and 6 get the __fatBinC_Wrapper_t, 8 the fatbin itself.
-// The extra arguments of 6 and 8 are unused here (null in every observed call).
+// The extra arguments of 6 and 8 are unused here (ZLUDA's notes saw them null). cudart 13.0 calls none of the
+// three: it loads fatbins with cuLibraryLoadData.
 CUresult CUDAAPI moduleFromWrapper(CUmodule* module, const void* wrapper) {
   if (tracing()) std::fprintf(stderr, "kfuse stand-in trace: cudart slot 1 (fatbin wrapper %p)\n", wrapper);
   if (!module || !wrapper) return CUDA_ERROR_INVALID_VALUE;
