@@ -182,6 +182,7 @@ class FunctionDecoder final : public FnBuilder {
   Expected<uint16_t> value(const ptx::Operand& o, Ty t) override {
     switch (o.kind) {
       case ptx::OperandKind::kRegister: {
+        if (auto c = ptx::predefinedConstant(o.name)) return constant(uint64_t(*c));
         if (ptx::isSpecialRegister(o.name)) return special(o.name);
         auto s = lookup(o.name);
         if (!s) return badFormat("undeclared register " + o.name);
@@ -197,6 +198,8 @@ class FunctionDecoder final : public FnBuilder {
       case ptx::OperandKind::kSymbol: {
         // Inline asm declares registers without '%' (`.reg .f16 low, high;`); those parse as symbols.
         if (auto s = lookup(o.name); s && s->kind == LSym::kReg && o.offset == 0) return uint16_t(s->index);
+        if (auto c = ptx::predefinedConstant(o.name); c && !lookup(o.name) && o.offset == 0)
+          return constant(uint64_t(*c));
         Space sp = Space::kGeneric;
         uint16_t slot = 0;
         int64_t off = 0;
@@ -466,7 +469,16 @@ class FunctionDecoder final : public FnBuilder {
         {"%lanemask_eq", kLaneMaskEq}, {"%lanemask_lt", kLaneMaskLt}, {"%lanemask_le", kLaneMaskLe},
         {"%lanemask_gt", kLaneMaskGt}, {"%lanemask_ge", kLaneMaskGe},
         {"%dynamic_smem_size", kDynSmem}, {"%total_smem_size", kTotalSmem},
-        {"%tid", kTidX}, {"%ntid", kNtidX}, {"%ctaid", kCtaidX}, {"%nctaid", kNctaidX}};
+        {"%tid", kTidX}, {"%ntid", kNtidX}, {"%ctaid", kCtaidX}, {"%nctaid", kNctaidX},
+        // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
+        // the block ids and a block's place in its cluster is 0 (the cluster sizes are 1, below).
+        {"%clusterid.x", kCtaidX}, {"%clusterid.y", kCtaidY}, {"%clusterid.z", kCtaidZ},
+        {"%nclusterid.x", kNctaidX}, {"%nclusterid.y", kNctaidY}, {"%nclusterid.z", kNctaidZ}};
+    if (name.rfind("%cluster_nctaid", 0) == 0 || name == "%cluster_nctarank") {
+      uint16_t one = constant(1);
+      specials_[name] = one;
+      return one;
+    }
     SpecialReg what = kZero;
     bool found = false;
     for (auto& [n, w] : kRegs)

@@ -129,10 +129,23 @@ Expected<std::shared_ptr<Program>> Device::loadImage(std::span<const uint8_t> im
     for (auto& e : *entries)
       if (e.kind == ptx::EntryKind::kPtx && (!best || e.arch < best->arch)) best = &e;
   }
-  if (!best)
-    return unsupported(std::string(name) +
-                       ": the image holds no PTX (the emulator cannot run cubins; compile with PTX, e.g. "
-                       "-gencode arch=compute_90,code=compute_90)");
+  if (!best) {
+    // SASS only: say which architectures and kernels it holds and how to add PTX.
+    std::string archs, kernels;
+    for (auto& e : *entries) {
+      if (e.kind != ptx::EntryKind::kCubin) continue;
+      std::string a = "sm_" + std::to_string(e.arch);
+      if (archs.find(a) == std::string::npos) archs += (archs.empty() ? "" : ", ") + a;
+      for (auto& k : e.kernels)
+        if (kernels.find(k) == std::string::npos && kernels.size() < 200) kernels += (kernels.empty() ? "" : ", ") + k;
+    }
+    return unsupported(std::string(name) + ": the image holds no PTX" +
+                       (archs.empty() ? std::string() : ", only cubins for " + archs) +
+                       (kernels.empty() ? std::string() : " (kernels " + kernels + ")") +
+                       "; the emulator runs PTX only: rebuild with PTX for a virtual architecture, e.g. nvcc "
+                       "-gencode arch=compute_90,code=compute_90 (or keep the SASS and add it: "
+                       "-gencode arch=compute_90,code=[sm_90,compute_90])");
+  }
   auto text = ptx::extractEntry(image, *best);
   if (!text.ok()) return text.status().withContext(std::string(name));
   return loadPtx(*text, name);

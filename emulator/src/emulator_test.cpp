@@ -646,5 +646,24 @@ DONE:
   EXPECT_NE(s.message().find("barrier deadlock"), std::string::npos) << s.message();
 }
 
+TEST_F(EmulatorTest, ClusterRegistersDescribeClustersOfOneBlock) {
+  DevicePtr d = zeros<unsigned>(12);
+  ASSERT_TRUE(launch("cluster_ids", {3}, {32}, 0, d).ok());
+  auto v = download<unsigned>(d, 12);
+  for (unsigned b = 0; b < 3; ++b) {
+    EXPECT_EQ(v[b * 4 + 0], b);   // %clusterid.x = %ctaid.x
+    EXPECT_EQ(v[b * 4 + 1], 3u);  // %nclusterid.x = %nctaid.x
+    EXPECT_EQ(v[b * 4 + 2], 1u);  // %cluster_nctaid.x
+    EXPECT_EQ(v[b * 4 + 3], 0u);  // %cluster_ctarank
+  }
+}
+
+TEST_F(EmulatorTest, PredefinedWarpSizeIdentifierIs32) {
+  DevicePtr d = zeros<int>(64);
+  ASSERT_TRUE(launch("warp_size", {1}, {64}, 0, d).ok());
+  auto v = download<int>(d, 64);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(v[i], 32000 + i % 32) << i;
+}
+
 }  // namespace
 }  // namespace kfuse::emulator

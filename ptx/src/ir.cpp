@@ -163,6 +163,11 @@ uint32_t Module::versionNumber() const {
   return major * 10 + minor;
 }
 
+std::optional<int64_t> predefinedConstant(std::string_view name) {
+  if (name == "WARP_SZ" || name == "%WARP_SZ") return 32;
+  return std::nullopt;
+}
+
 bool isSpecialRegister(std::string_view name) {
   static constexpr std::string_view kPrefixes[] = {"%tid",
                                                    "%ntid",

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "kfuse/core/trace.h"
 #include "kfuse/emulator/emulator.h"
 #include "kfuse/emulator/standin.h"
+#include "standin_internal.h"
 
 using kfuse::emulator::Device;
 using kfuse::emulator::DevicePtr;
@@ -65,12 +67,29 @@ struct CUstream_st {
   int priority = 0;
   unsigned long long id = 0;
 };
+struct CUmemPoolHandle_st {
+  uint32_t magic = 0x6b706f6c;
+  bool is_default = false;
+  uint64_t release_threshold = 0;
+  int reuse[3] = {1, 1, 1};  // follow event dependencies, opportunistic, internal dependencies
+  uint64_t used = 0, used_high = 0;
+};
 struct CUevent_st {
   uint32_t magic = 0x6b65766e;
   unsigned flags = 0;
   bool recorded = false;
   std::chrono::steady_clock::time_point when;
 };
+
+namespace {
+struct State;
+State& st();
+}  // namespace
+
+namespace kfuse::standin {
+void logOnce(const std::string& what);
+bool tracing();
+}  // namespace kfuse::standin
 
 namespace {
 
@@ -101,11 +120,30 @@ State& st() {
 
 thread_local std::vector<CUctx_st*> tl_ctx_stack;
 
+}  // namespace
+
+namespace kfuse::standin {
 void logOnce(const std::string& what) {
   State& s = st();
   std::lock_guard lock(s.mu);
   if (s.logged.insert(what).second) std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", what.c_str());
 }
+
+// KFUSE_STANDIN_TRACE=1: every cuGetProcAddress lookup and cuGetExportTable request goes to stderr (to see what a
+// runtime library asks of the driver).
+bool tracing() {
+  static const bool on = [] {
+    const char* v = std::getenv("KFUSE_STANDIN_TRACE");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+}  // namespace kfuse::standin
+
+namespace {
+
+using kfuse::standin::logOnce;
+using kfuse::standin::tracing;
 
 CUresult notSupported(const char* name) {
   logOnce(std::string(name) + " is not supported by the emulator (returns CUDA_ERROR_NOT_SUPPORTED)");
@@ -129,7 +167,11 @@ CUctx_st* current() { return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back(
 CUresult fromStatus(const kfuse::Status& s) {
   if (s.ok()) return CUDA_SUCCESS;
   const std::string& m = s.message();
-  std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", m.c_str());
+  // A kernel that failed to decode fails every launch the same way: say so once. Faults are printed each time.
+  if (s.code() == kfuse::ErrorCode::kUnsupported || s.code() == kfuse::ErrorCode::kBadFormat)
+    logOnce(m);
+  else
+    std::fprintf(stderr, "kfuse stand-in libcuda: %s\n", m.c_str());
   if (m.find("misaligned") != std::string::npos) return CUDA_ERROR_MISALIGNED_ADDRESS;
   if (m.find("out-of-bounds") != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (m.find("assertion") != std::string::npos) return CUDA_ERROR_ASSERT;
@@ -195,7 +237,10 @@ std::vector<uint8_t> imageBytes(const void* image) {
 CUresult loadModule(CUmodule* out, std::span<const uint8_t> bytes, const std::string& name) {
   auto prog = dev()->loadImage(bytes, name);
   if (!prog.ok()) {
-    std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", prog.status().message().c_str());
+    const std::string& m = prog.status().message();
+    std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", m.c_str());
+    // A fatbin with cubins only is what a GPU without a matching cubin reports too: no binary for this device.
+    if (m.find("holds no PTX") != std::string::npos) return CUDA_ERROR_NO_BINARY_FOR_GPU;
     return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED
                                                                   : CUDA_ERROR_INVALID_IMAGE;
   }
@@ -291,7 +336,8 @@ int attribute(CUdevice_attribute a) {
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: return 0;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 0;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 0;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 0;
@@ -397,6 +443,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d) {
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice d) {
   KF_REQUIRE_INIT();
   if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  kfuse::standin::destroyContextLocalStorage(&st().primary);
   st().primary.sticky = CUDA_SUCCESS;
   return CUDA_SUCCESS;
 }
@@ -442,6 +489,7 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
     if (!st().contexts.erase(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   }
   tl_ctx_stack.erase(std::remove(tl_ctx_stack.begin(), tl_ctx_stack.end(), ctx), tl_ctx_stack.end());
+  kfuse::standin::destroyContextLocalStorage(ctx);
   delete ctx;
   return CUDA_SUCCESS;
 }
@@ -546,18 +594,192 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
   *dptr = *p;
   return CUDA_SUCCESS;
 }
+static void releaseFromPool(CUdeviceptr dptr);
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   KF_REQUIRE_CTX();
   if (dptr == 0) return CUDA_SUCCESS;
-  return dev()->memory().free(dptr).ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!dev()->memory().free(dptr).ok()) return CUDA_ERROR_INVALID_VALUE;
+  releaseFromPool(dptr);  // an allocation from a pool may be freed either way
+  return CUDA_SUCCESS;
+}
+// ---- memory pools: accounting only (every allocation is an ordinary one; nothing is cached for reuse) ---------
+}  // extern "C"
+namespace {
+struct Pools {
+  std::mutex mu;
+  CUmemPoolHandle_st default_pool;
+  CUmemoryPool current = nullptr;  // the device's pool for cuMemAllocAsync; null: the default one
+  std::set<CUmemoryPool> created;
+  std::unordered_map<uint64_t, std::pair<CUmemoryPool, size_t>> owner;  // allocation -> pool, size
+};
+Pools& pools() {
+  static auto* p = [] {
+    auto* q = new Pools();
+    q->default_pool.is_default = true;
+    return q;
+  }();
+  return *p;
+}
+bool validPool(CUmemoryPool pool) {
+  return pool && (pool == &pools().default_pool || pools().created.count(pool));
+}
+CUresult allocFromPool(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
+  CUresult r = cuMemAlloc(dptr, bytes);
+  if (r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(pools().mu);
+  pools().owner[*dptr] = {pool, bytes};
+  pool->used += bytes;
+  pool->used_high = std::max(pool->used_high, pool->used);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+static void releaseFromPool(CUdeviceptr dptr) {
+  std::lock_guard lock(pools().mu);
+  auto it = pools().owner.find(dptr);
+  if (it == pools().owner.end()) return;
+  it->second.first->used -= it->second.second;
+  pools().owner.erase(it);
+}
+extern "C" {
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream s) {
+  (void)s;
+  {
+    std::lock_guard lock(pools().mu);
+    if (!validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return allocFromPool(dptr, bytes, pool);
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream s) {
-  (void)s;
-  return cuMemAlloc(dptr, bytes);
+  CUmemoryPool pool;
+  {
+    std::lock_guard lock(pools().mu);
+    pool = pools().current ? pools().current : &pools().default_pool;
+  }
+  return cuMemAllocFromPoolAsync(dptr, bytes, pool, s);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   (void)s;
   return cuMemFree(dptr);
+}
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = &pools().default_pool;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(pools().mu);
+  *pool = pools().current ? pools().current : &pools().default_pool;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool) {
+  KF_REQUIRE_INIT();
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  pools().current = pool;
+  return CUDA_SUCCESS;
+}
+static bool deviceLocation(const CUmemLocation* location, CUmemAllocationType type) {
+  return location && location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0 &&
+         type == CU_MEM_ALLOCATION_TYPE_PINNED;
+}
+CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  if (!deviceLocation(location, type)) return notSupported("cuMemGetDefaultMemPool (other than device 0 memory)");
+  return cuDeviceGetDefaultMemPool(pool, 0);
+}
+CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  if (!deviceLocation(location, type)) return notSupported("cuMemGetMemPool (other than device 0 memory)");
+  return cuDeviceGetMemPool(pool, 0);
+}
+CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  if (!deviceLocation(location, type)) return notSupported("cuMemSetMemPool (other than device 0 memory)");
+  return cuDeviceSetMemPool(0, pool);
+}
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  KF_REQUIRE_INIT();
+  if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
+  if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id != 0 ||
+      props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+    return notSupported("cuMemPoolCreate (other than device 0 memory)");
+  auto* p = new CUmemPoolHandle_st();
+  std::lock_guard lock(pools().mu);
+  pools().created.insert(p);
+  *pool = p;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
+  std::lock_guard lock(pools().mu);
+  if (!pools().created.erase(pool)) return CUDA_ERROR_INVALID_VALUE;
+  if (pools().current == pool) pools().current = nullptr;
+  for (auto& [ptr, owner] : pools().owner)
+    if (owner.first == pool) owner.first = &pools().default_pool;  // still live: accounted to the default pool
+  delete pool;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  (void)keep;
+  std::lock_guard lock(pools().mu);
+  return validPool(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool) || !value) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *static_cast<int*>(value);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      pool->release_threshold = *static_cast<cuuint64_t*>(value);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;  // only resets are allowed
+      pool->used_high = pool->used;
+      return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool) || !value) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      *static_cast<int*>(value) = pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      *static_cast<cuuint64_t*>(value) = pool->release_threshold;
+      return CUDA_SUCCESS;
+    // Nothing is cached, so what the pool reserves is what is in use.
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = pool->used; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *static_cast<cuuint64_t*>(value) = pool->used_high; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  std::lock_guard lock(pools().mu);
+  if (!validPool(pool) || (count && !map)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || map[i].location.id != 0)
+      return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation* location) {
+  std::lock_guard lock(pools().mu);
+  if (!flags || !location || !validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  *flags = location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0 ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                                                              : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
   KF_REQUIRE_CTX();
@@ -668,25 +890,87 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUs
   (void)s;
   return cuMemsetD32(dst, v, n);
 }
-CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  KF_REQUIRE_INIT();
+// The pinned host allocation containing `p` (base and size), if any.
+static bool hostAllocation(uint64_t p, uint64_t* base, size_t* size) {
+  std::lock_guard lock(st().mu);
+  for (auto& [b, n] : st().host_allocs)
+    if (p >= b && p < b + std::max<size_t>(n, 1)) {
+      *base = b, *size = n;
+      return true;
+    }
+  return false;
+}
+static CUresult pointerAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr, bool many) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
-  bool d = isDevice(ptr);
+  uint64_t base = 0, size = 0;
+  bool d = dev()->memory().rangeOf(ptr, &base, &size).ok();
+  size_t host_size = 0;
+  bool h = !d && hostAllocation(ptr, &base, &host_size);
+  if (h) size = host_size;
+  // cuPointerGetAttributes answers for unknown (unregistered host) pointers too; cuPointerGetAttribute fails.
+  if (!d && !h && !many) return CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      if (!d) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;
+      *static_cast<unsigned*>(data) = d ? CU_MEMORYTYPE_DEVICE : h ? CU_MEMORYTYPE_HOST : 0;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      if (!d) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUdeviceptr*>(data) = ptr;
+      if (!d && !h) return many ? (*static_cast<CUdeviceptr*>(data) = 0, CUDA_SUCCESS) : CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUdeviceptr*>(data) = ptr;  // unified addressing: pinned host memory has the same address
       return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      *static_cast<void**>(data) = h ? reinterpret_cast<void*>(ptr) : nullptr;
+      return h || many ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      if (!d) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUcontext*>(data) = current();
+      *static_cast<CUcontext*>(data) = d || h ? current() : nullptr;
       return CUDA_SUCCESS;
-    default: return notSupported("cuPointerGetAttribute (this attribute)");
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = d || h ? 0 : -2; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = 0; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<int*>(data) = d || h; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = base;  // allocations are never reused, so the base is unique
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *static_cast<int*>(data) = 1; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      *static_cast<int*>(data) = 0;
+      return CUDA_SUCCESS;
+    default:
+      logOnce("cuPointerGetAttribute(s): attribute " + std::to_string(int(attribute)) + " is not supported");
+      return CUDA_ERROR_NOT_SUPPORTED;
   }
+}
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  KF_REQUIRE_INIT();
+  return pointerAttribute(data, attribute, ptr, /*many=*/false);
+}
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes, void** data,
+                                        CUdeviceptr ptr) {
+  KF_REQUIRE_INIT();
+  if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; ++i)
+    if (CUresult r = pointerAttribute(data[i], attributes[i], ptr, /*many=*/true); r != CUDA_SUCCESS) return r;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* dptr, void* p, unsigned int flags) {
+  KF_REQUIRE_INIT();
+  (void)flags;
+  uint64_t base;
+  size_t size;
+  if (!dptr || !hostAllocation(reinterpret_cast<uint64_t>(p), &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
+  KF_REQUIRE_INIT();
+  uint64_t base;
+  size_t size;
+  if (!flags || !hostAllocation(reinterpret_cast<uint64_t>(p), &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+  *flags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP;
+  return CUDA_SUCCESS;
 }
 
 // ---- modules, libraries, functions ---------------------------------------------------------------------------
@@ -1085,6 +1369,240 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
   return CUDA_SUCCESS;
 }
 
+// ---- what the CUDA runtime asks for besides the above -------------------------------------------------------
+CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_LAZY_LOADING;  // the default of CUDA 12.2+ drivers; loads here are eager either way
+  return CUDA_SUCCESS;
+}
+
+// Occupancy: limited by threads (2048 per SM), blocks (32 per SM) and shared memory (228 KiB per SM, 227 KiB per
+// block); registers are not counted (the PTX's declared registers overstate what ptxas would allocate).
+static int occupancy(CUfunction f, int block, size_t dynamic_shared) {
+  const auto& info = f->kernel->info();
+  if (block <= 0 || unsigned(block) > info.max_threads_per_block) return 0;
+  size_t shared = info.static_shared_bytes + dynamic_shared;
+  if (shared > 227 * 1024) return 0;
+  int warps = (block + 31) / 32;
+  int by_threads = 2048 / (warps * 32);
+  int by_shared = shared ? int(228 * 1024 / (shared + 1024)) : 32;  // 1 KiB per block reserved, as on sm_90
+  return std::max(0, std::min({32, by_threads, by_shared}));
+}
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction f, int block,
+                                                                      size_t dynamic_shared, unsigned int flags) {
+  (void)flags;
+  if (!blocks) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *blocks = occupancy(f, block, dynamic_shared);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block,
+                                                             size_t dynamic_shared) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block, dynamic_shared, 0);
+}
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction f,
+                                                           CUoccupancyB2DSize shared_of_block, size_t dynamic_shared,
+                                                           int limit, unsigned int flags) {
+  (void)flags;
+  if (!min_grid || !block_size) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  int max_block = int(f->kernel->info().max_threads_per_block);
+  if (limit > 0) max_block = std::min(max_block, limit);
+  int best = 0, best_threads = 0;
+  for (int b = 32; b <= max_block; b += 32) {
+    size_t shared = shared_of_block ? shared_of_block(b) : dynamic_shared;
+    int threads = occupancy(f, b, shared) * b;
+    if (threads >= best_threads) best = b, best_threads = threads;
+  }
+  int sms = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  *block_size = best;
+  *min_grid = best ? sms * (best_threads / best) : 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction f,
+                                                  CUoccupancyB2DSize shared_of_block, size_t dynamic_shared,
+                                                  int limit) {
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, shared_of_block, dynamic_shared, limit,
+                                                   0);
+}
+CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction f, int blocks, int block) {
+  if (!bytes || blocks <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  (void)block;
+  size_t per_block = 228 * 1024 / size_t(blocks);
+  per_block = per_block > 1024 ? per_block - 1024 : 0;
+  size_t stat = f->kernel->info().static_shared_bytes;
+  *bytes = std::min<size_t>(227 * 1024, per_block) > stat ? std::min<size_t>(227 * 1024, per_block) - stat : 0;
+  return CUDA_SUCCESS;
+}
+
+// 2D copies (cudaMemcpy2D, cudaMemcpy2DAsync, cudaMemcpyToArray's linear cases): row by row. Arrays are not
+// supported.
+static uint64_t memcpy2dBase(CUmemorytype type, const void* host, CUdeviceptr device) {
+  return type == CU_MEMORYTYPE_HOST ? reinterpret_cast<uint64_t>(host) : uint64_t(device);
+}
+CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
+  KF_REQUIRE_CTX();
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+    return notSupported("cuMemcpy2D with CUDA arrays");
+  uint64_t src = memcpy2dBase(c->srcMemoryType, c->srcHost, c->srcDevice) + c->srcY * c->srcPitch + c->srcXInBytes;
+  uint64_t dst = memcpy2dBase(c->dstMemoryType, c->dstHost, c->dstDevice) + c->dstY * c->dstPitch + c->dstXInBytes;
+  for (size_t row = 0; row < c->Height; ++row)
+    if (CUresult r = copyAny(dst + row * c->dstPitch, src + row * c->srcPitch, c->WidthInBytes); r != CUDA_SUCCESS)
+      return r;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D* c) { return cuMemcpy2DUnaligned(c); }
+CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
+  (void)s;
+  return cuMemcpy2DUnaligned(c);
+}
+
+// Pitched allocations and 2D memsets (cudaMallocPitch, cudaMemset2D): rows padded to 256 bytes.
+CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int elem) {
+  if (!pitch || (elem != 4 && elem != 8 && elem != 16)) return CUDA_ERROR_INVALID_VALUE;
+  *pitch = (width + 255) / 256 * 256;
+  return cuMemAlloc(dptr, *pitch * std::max<size_t>(height, 1));
+}
+extern "C++" {
+template <class T>
+static CUresult memset2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height) {
+  KF_REQUIRE_CTX();
+  std::vector<T> row(width, value);
+  for (size_t y = 0; y < height; ++y)
+    if (CUresult r = copyAny(dst + y * pitch, reinterpret_cast<uint64_t>(row.data()), width * sizeof(T));
+        r != CUDA_SUCCESS)
+      return r;
+  return CUDA_SUCCESS;
+}
+}  // extern "C++"
+CUresult CUDAAPI cuMemsetD2D8(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h) {
+  return memset2d<uint8_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D16(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h) {
+  return memset2d<uint16_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D32(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h) {
+  return memset2d<uint32_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s) {
+  (void)s;
+  return memset2d<uint8_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s) {
+  (void)s;
+  return memset2d<uint16_t>(d, pitch, v, w, h);
+}
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s) {
+  (void)s;
+  return memset2d<uint32_t>(d, pitch, v, w, h);
+}
+// One device: peer copies are ordinary copies.
+CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
+  (void)dc;
+  (void)sc;
+  return cuMemcpy(dst, src, n);
+}
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+                                   CUstream s) {
+  (void)s;
+  return cuMemcpyPeer(dst, dc, src, sc, n);
+}
+CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice d, CUdevice peer) {
+  KF_REQUIRE_INIT();
+  if (!can) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0 || peer != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *can = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetPCIBusId(char* id, int len, CUdevice d) {
+  KF_REQUIRE_INIT();
+  if (!id || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(id, size_t(len), "0000:00:00.0");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* d, const char* id) {
+  KF_REQUIRE_INIT();
+  if (!d || !id) return CUDA_ERROR_INVALID_VALUE;
+  if (std::strcmp(id, "0000:00:00.0") != 0 && std::strcmp(id, "00:00.0") != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+// Streams: callbacks run at once (the stream's earlier work is already done); attributes are accepted and read
+// back as zero; nothing is ever captured.
+CUresult CUDAAPI cuStreamAddCallback(CUstream s, CUstreamCallback fn, void* user, unsigned int flags) {
+  KF_REQUIRE_CTX();
+  if (!fn || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  fn(s, sticky(), user);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetAttribute(CUstream s, CUstreamAttrID attr, CUstreamAttrValue* value) {
+  (void)s;
+  (void)attr;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(value, 0, sizeof *value);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSetAttribute(CUstream s, CUstreamAttrID attr, const CUstreamAttrValue* value) {
+  (void)s;
+  (void)attr;
+  return value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuStreamCopyAttributes(CUstream dst, CUstream src) {
+  (void)dst;
+  (void)src;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetDevice(CUstream s, CUdevice* d) {
+  (void)s;
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                                        const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n) {
+  (void)s;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id) *id = 0;
+  if (graph) *graph = nullptr;
+  if (deps) *deps = nullptr;
+  if (edges) *edges = nullptr;
+  if (n) *n = 0;
+  return CUDA_SUCCESS;
+}
+thread_local CUstreamCaptureMode tl_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  std::swap(*mode, tl_capture_mode);
+  return CUDA_SUCCESS;
+}
+// Hints without effect on the emulator.
+CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel k, CUfunc_cache config, CUdevice d) {
+  (void)k;
+  (void)config;
+  (void)d;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetSharedMemConfig(CUfunction f, CUsharedconfig config) {
+  (void)config;
+  return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  (void)config;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* config) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  *config = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuProfilerStart(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuProfilerStop(void) { return CUDA_SUCCESS; }
+
 // ---- errors --------------------------------------------------------------------------------------------------
 #define KF_ERRORS(X)                                                                           \
   X(CUDA_SUCCESS, "no error")                                                                  \
@@ -1097,6 +1615,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
   X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                \
   X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                      \
   X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                    \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device")  \
   X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                               \
   X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                      \
   X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                            \
@@ -1129,10 +1648,9 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
     default: *str = nullptr; return CUDA_ERROR_INVALID_VALUE;
   }
 }
+// The runtime's private interface: see export_tables.cpp.
 CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
-  (void)id;
-  if (table) *table = nullptr;
-  return notSupported("cuGetExportTable (private driver interface)");
+  return kfuse::standin::exportTable(table, id);
 }
 
 // ---- legacy ABI names ----------------------------------------------------------------------------------------
@@ -1297,7 +1815,22 @@ const std::unordered_map<std::string, void*>& procTable() {
       KF_P(cuStreamWaitEvent), KF_P(cuStreamGetFlags), KF_P(cuStreamGetPriority), KF_P(cuStreamGetId),
       KF_P(cuStreamGetCtx), KF_P(cuStreamIsCapturing), KF_P(cuEventCreate), KF_P(cuEventDestroy),
       KF_P(cuEventRecord), KF_P(cuEventRecordWithFlags), KF_P(cuEventQuery), KF_P(cuEventSynchronize),
-      KF_P(cuEventElapsedTime),
+      KF_P(cuEventElapsedTime), KF_P(cuModuleGetLoadingMode),
+      KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessor), KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+      KF_P(cuOccupancyMaxPotentialBlockSize), KF_P(cuOccupancyMaxPotentialBlockSizeWithFlags),
+      KF_P(cuOccupancyAvailableDynamicSMemPerBlock), KF_P(cuMemcpy2D), KF_P(cuMemcpy2DUnaligned),
+      KF_P(cuMemcpy2DAsync), KF_P(cuPointerGetAttributes), KF_P(cuMemHostGetDevicePointer), KF_P(cuMemHostGetFlags),
+      KF_P(cuMemAllocPitch), KF_P(cuMemsetD2D8), KF_P(cuMemsetD2D16), KF_P(cuMemsetD2D32), KF_P(cuMemsetD2D8Async),
+      KF_P(cuMemsetD2D16Async), KF_P(cuMemsetD2D32Async), KF_P(cuMemcpyPeer), KF_P(cuMemcpyPeerAsync),
+      KF_P(cuDeviceCanAccessPeer), KF_P(cuDeviceGetPCIBusId), KF_P(cuDeviceGetByPCIBusId), KF_P(cuStreamAddCallback),
+      KF_P(cuStreamGetAttribute), KF_P(cuStreamSetAttribute), KF_P(cuStreamCopyAttributes), KF_P(cuStreamGetDevice),
+      KF_P(cuStreamGetCaptureInfo), KF_P(cuThreadExchangeStreamCaptureMode), KF_P(cuCtxResetPersistingL2Cache),
+      KF_P(cuKernelSetCacheConfig), KF_P(cuFuncSetSharedMemConfig), KF_P(cuCtxSetSharedMemConfig),
+      KF_P(cuCtxGetSharedMemConfig), KF_P(cuProfilerStart), KF_P(cuProfilerStop),
+      KF_P(cuMemAllocFromPoolAsync), KF_P(cuDeviceGetDefaultMemPool), KF_P(cuDeviceGetMemPool),
+      KF_P(cuDeviceSetMemPool), KF_P(cuMemGetDefaultMemPool), KF_P(cuMemGetMemPool), KF_P(cuMemSetMemPool),
+      KF_P(cuMemPoolCreate), KF_P(cuMemPoolDestroy), KF_P(cuMemPoolTrimTo), KF_P(cuMemPoolSetAttribute),
+      KF_P(cuMemPoolGetAttribute), KF_P(cuMemPoolSetAccess), KF_P(cuMemPoolGetAccess),
 #undef KF_P
   };
   return *table;
@@ -1307,6 +1840,9 @@ const std::unordered_map<std::string, void*>& procTable() {
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
                 CUdriverProcAddressQueryResult* status) {
   (void)flags;  // per-thread and legacy default streams behave the same here
+  if (tracing())
+    std::fprintf(stderr, "kfuse stand-in trace: cuGetProcAddress %s %d %llu\n", symbol ? symbol : "(null)", version,
+                 (unsigned long long)flags);
   if (!pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;

@@ -208,3 +208,94 @@ TEST_F(StandinTest, RunsKernelsFromPtxAndFatbinsAndReportsFaults) {
 }
 
 }  // namespace
+
+namespace {
+CUuuid uuid(std::initializer_list<int> bytes) {
+  CUuuid u{};
+  int i = 0;
+  for (int b : bytes) u.bytes[i++] = char(b);
+  return u;
+}
+}  // namespace
+
+TEST_F(StandinTest, ExportTablesHaveTheirSizeHeadersAndUnknownTablesAreNotFound) {
+  auto get_table = get<decltype(&cuGetExportTable)>("cuGetExportTable");
+  const void* table = nullptr;
+  CUuuid cudart =
+      uuid({0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9});
+  ASSERT_EQ(get_table(&table, &cudart), CUDA_SUCCESS);
+  auto slots = static_cast<void* const*>(table);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(slots[0]), 13 * sizeof(void*));
+  // Slot 2: the primary context of a device.
+  auto primary = reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(slots[2]);
+  CUcontext ctx = nullptr, retained = nullptr;
+  ASSERT_EQ(primary(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&retained, 0), CUDA_SUCCESS);
+  EXPECT_EQ(ctx, retained);
+  // A slot whose meaning is unknown fails instead of doing something silently.
+  EXPECT_EQ(reinterpret_cast<CUresult (*)()>(slots[3])(), CUDA_ERROR_NOT_SUPPORTED);
+  // Tables the stand-in does not know, and the one it declines, are "not found" (table set to null).
+  CUuuid unknown = uuid({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  table = &unknown;
+  EXPECT_EQ(get_table(&table, &unknown), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(table, nullptr);
+  CUuuid declined =
+      uuid({0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9});
+  EXPECT_EQ(get_table(&table, &declined), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(get_table(nullptr, &cudart), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(StandinTest, ContextLocalStorageKeepsValuesPerContextAndRunsDestructorsOnReset) {
+  auto get_table = get<decltype(&cuGetExportTable)>("cuGetExportTable");
+  const void* table = nullptr;
+  CUuuid id = uuid({0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95, 0x93});
+  ASSERT_EQ(get_table(&table, &id), CUDA_SUCCESS);
+  auto slots = static_cast<void* const*>(table);
+  using Dtor = void (*)(CUcontext, void*, void*);
+  auto put = reinterpret_cast<CUresult (*)(CUcontext, void*, void*, Dtor)>(slots[0]);
+  auto remove = reinterpret_cast<CUresult (*)(CUcontext, void*)>(slots[1]);
+  auto lookup = reinterpret_cast<CUresult (*)(void**, CUcontext, void*)>(slots[2]);
+  static int destroyed = 0;
+  static void* destroyed_value = nullptr;
+  int key1 = 0, key2 = 0, value = 0;
+  void* out = &value;
+  EXPECT_NE(lookup(&out, nullptr, &key1), CUDA_SUCCESS);  // nothing stored yet
+  EXPECT_EQ(out, nullptr);
+  ASSERT_EQ(put(nullptr, &key1, &value, [](CUcontext, void*, void* v) { ++destroyed, destroyed_value = v; }),
+            CUDA_SUCCESS);
+  ASSERT_EQ(lookup(&out, nullptr, &key1), CUDA_SUCCESS);  // null context = the current one
+  EXPECT_EQ(out, &value);
+  ASSERT_EQ(put(nullptr, &key2, &value, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(remove(nullptr, &key2), CUDA_SUCCESS);
+  EXPECT_NE(lookup(&out, nullptr, &key2), CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuDevicePrimaryCtxReset)>("cuDevicePrimaryCtxReset")(0), CUDA_SUCCESS);
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_EQ(destroyed_value, &value);
+  EXPECT_NE(lookup(&out, nullptr, &key1), CUDA_SUCCESS);
+}
+
+TEST_F(StandinTest, IntegrityCheckAnswersTheDocumentedConstantsAndAnHmacOtherwise) {
+  auto get_table = get<decltype(&cuGetExportTable)>("cuGetExportTable");
+  const void* table = nullptr;
+  CUuuid id = uuid({0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2});
+  ASSERT_EQ(get_table(&table, &id), CUDA_SUCCESS);
+  auto slots = static_cast<void* const*>(table);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(slots[0]), 3 * sizeof(void*));
+  auto check = reinterpret_cast<CUresult (*)(uint32_t, uint64_t, uint64_t*)>(slots[1]);
+  uint64_t r[2] = {};
+  ASSERT_EQ(check(13000, 1700000000, r), CUDA_SUCCESS);
+  EXPECT_EQ(r[0], 0x3341181c03cb675cull);
+  EXPECT_EQ(r[1], 0x8ed383aa1f4cd1e8ull);
+  ASSERT_EQ(check(13001, 1700000000, r), CUDA_SUCCESS);
+  EXPECT_EQ(r[0], 0x1841181c03cb675cull);
+  // Other versions hash the process, the time and the devices: deterministic within a process and thread,
+  // different for another time.
+  uint64_t a[2] = {}, b[2] = {}, c[2] = {};
+  ASSERT_EQ(check(13002, 1700000000, a), CUDA_SUCCESS);
+  ASSERT_EQ(check(13002, 1700000000, b), CUDA_SUCCESS);
+  ASSERT_EQ(check(13002, 1700000001, c), CUDA_SUCCESS);
+  EXPECT_EQ(a[0], b[0]);
+  EXPECT_EQ(a[1], b[1]);
+  EXPECT_NE(a[0], c[0]);
+  EXPECT_EQ(check(13002, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+}

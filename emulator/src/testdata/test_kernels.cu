@@ -336,3 +336,21 @@ extern "C" __global__ void softmax_rows(const float* x, float* y, int cols) {
   s = red[0] + red[1] + red[2] + red[3];
   y[blockIdx.x * cols + t] = e / s;
 }
+
+// warpSize compiles to the predefined identifier WARP_SZ (no '%').
+extern "C" __global__ void warp_size(int* out) { out[threadIdx.x] = warpSize * 1000 + threadIdx.x % warpSize; }
+
+// Cluster special registers without clusters: each block is a cluster of one.
+extern "C" __global__ void cluster_ids(unsigned* out) {
+  unsigned id, n, size, rank;
+  asm("mov.u32 %0, %%clusterid.x;" : "=r"(id));
+  asm("mov.u32 %0, %%nclusterid.x;" : "=r"(n));
+  asm("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(size));
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  if (threadIdx.x == 0) {
+    out[blockIdx.x * 4 + 0] = id;
+    out[blockIdx.x * 4 + 1] = n;
+    out[blockIdx.x * 4 + 2] = size;
+    out[blockIdx.x * 4 + 3] = rank;
+  }
+}

@@ -205,4 +205,8 @@ std::optional<int64_t> parseIntegerLiteral(std::string_view text);
 // True for special registers (%tid.x, %ctaid.y, %laneid, %clock64, %envreg3, ...).
 bool isSpecialRegister(std::string_view name);
 
+// The value of a PTX predefined constant: `WARP_SZ` (what `warpSize` compiles to; spelled without '%') and its
+// `%WARP_SZ` form are 32. nullopt for any other name.
+std::optional<int64_t> predefinedConstant(std::string_view name);
+
 }  // namespace kfuse::ptx
