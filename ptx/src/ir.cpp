@@ -189,8 +189,10 @@ bool isSpecialRegister(std::string_view name) {
                                                    "%reserved_smem",
                                                    "%current_graph_exec",
                                                    "%WARP_SZ"};
+  if (name.size() < 2 || name[0] != '%') return false;
   for (auto p : kPrefixes) {
-    if (name.substr(0, p.size()) == p) return true;
+    // The letter after '%' rules out most prefixes cheaply: this runs for every register operand of a pass.
+    if (p[1] == name[1] && name.substr(0, p.size()) == p) return true;
   }
   return false;
 }

@@ -21,7 +21,13 @@ bool isLocalRegister(std::string_view name) {
 }  // namespace
 
 std::string renamedRegister(std::string_view reg, std::string_view tag) {
-  return "%" + std::string(tag) + std::string(reg.substr(1));
+  // Built in place: a fusion renames every register operand it copies.
+  std::string out;
+  out.reserve(reg.size() + tag.size());
+  out += '%';
+  out += tag;
+  out += reg.substr(1);
+  return out;
 }
 std::string renamedLabel(std::string_view label, std::string_view tag) {
   std::string t(tag);
