@@ -257,14 +257,8 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   du.use_begin_.assign(n + 1, 0);
   du.guarded_.assign(n, 0);
   auto& guarded = du.guarded_;
-  auto idOf = [&](std::string_view r) {
-    auto [it, added] = du.reg_ids_.try_emplace(r, static_cast<int>(du.reg_ids_.size()));
-    if (added) {
-      du.defs_of_.emplace_back();
-      du.def_ids_of_.emplace_back();
-    }
-    return it->second;
-  };
+  du.reg_ids_ = NameTable(/*expected=*/n);
+  auto idOf = [&](std::string_view r) { return du.reg_ids_.intern(r); };
   std::vector<std::string_view> defs, uses;
   for (size_t i = 0; i < n; ++i) {
     du.def_begin_[i] = du.def_regs_.size();
@@ -276,10 +270,7 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
     instructionDefsUsesViews(st.inst, &defs, &uses);
     guarded[i] = !st.inst.guard.empty();
     for (std::string_view r : defs) {
-      const int id = idOf(r);
-      du.defs_of_[static_cast<size_t>(id)].push_back(i);
-      du.def_ids_of_[static_cast<size_t>(id)].push_back(du.def_regs_.size());
-      du.def_regs_.push_back(id);
+      du.def_regs_.push_back(idOf(r));
       du.def_stmt_.push_back(i);
     }
     for (std::string_view r : uses) du.use_regs_.push_back(idOf(r));
@@ -287,6 +278,15 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   du.def_begin_[n] = du.def_regs_.size();
   du.use_begin_[n] = du.use_regs_.size();
   const size_t ndefs = du.def_regs_.size();
+  // Def ids grouped by register (counted, then placed in def-id order).
+  du.reg_def_begin_.assign(du.reg_ids_.size() + 1, 0);
+  for (int r : du.def_regs_) ++du.reg_def_begin_[static_cast<size_t>(r) + 1];
+  for (size_t r = 0; r < du.reg_ids_.size(); ++r) du.reg_def_begin_[r + 1] += du.reg_def_begin_[r];
+  du.reg_defs_.resize(ndefs);
+  {
+    std::vector<size_t> next(du.reg_def_begin_.begin(), du.reg_def_begin_.end() - 1);
+    for (size_t id = 0; id < ndefs; ++id) du.reg_defs_[next[static_cast<size_t>(du.def_regs_[id])]++] = id;
+  }
   const size_t words = (ndefs + 63) / 64;
   const auto& blocks = cfg.blocks();
   const size_t nb = blocks.size();
@@ -304,9 +304,10 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
     for (size_t i = blocks[b].begin; i < blocks[b].end; ++i) {
       for (size_t id = du.def_begin_[i]; id < du.def_begin_[i + 1]; ++id) {
         if (!guarded[i]) {
-          for (size_t other : du.def_ids_of_[static_cast<size_t>(du.def_regs_[id])]) {
-            clear(gen[b], other);
-            set(kill[b], other);
+          const auto r = static_cast<size_t>(du.def_regs_[id]);
+          for (size_t k = du.reg_def_begin_[r]; k < du.reg_def_begin_[r + 1]; ++k) {
+            clear(gen[b], du.reg_defs_[k]);
+            set(kill[b], du.reg_defs_[k]);
           }
         }
         set(gen[b], id);
@@ -338,10 +339,7 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   return du;
 }
 
-int DefUse::regId(std::string_view reg) const {
-  auto it = reg_ids_.find(reg);
-  return it == reg_ids_.end() ? -1 : it->second;
-}
+int DefUse::regId(std::string_view reg) const { return reg_ids_.find(reg); }
 
 std::vector<size_t> DefUse::reachingDefs(size_t stmt, std::string_view reg) const {
   return reachingDefsOf(stmt, regId(reg));
@@ -351,7 +349,7 @@ std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
   std::vector<size_t> out;
   const int b = cfg_->blockOf(stmt);
   if (b < 0 || reg < 0) return out;
-  if (approximate_) return defs_of_[static_cast<size_t>(reg)];
+  if (approximate_) return allDefsOf(reg);
   const BasicBlock& bb = cfg_->blocks()[static_cast<size_t>(b)];
   for (size_t i = stmt; i > bb.begin;) {
     --i;
@@ -363,7 +361,9 @@ std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
     if (!guarded_[i]) return out;
   }
   const auto& in = block_in_[static_cast<size_t>(b)];
-  for (size_t id : def_ids_of_[static_cast<size_t>(reg)]) {
+  const auto r = static_cast<size_t>(reg);
+  for (size_t k = reg_def_begin_[r]; k < reg_def_begin_[r + 1]; ++k) {
+    const size_t id = reg_defs_[k];
     if (in[id / 64] >> (id % 64) & 1) out.push_back(def_stmt_[id]);
   }
   return out;
@@ -383,10 +383,14 @@ std::vector<size_t> DefUse::usersOf(size_t def_stmt, std::string_view reg) const
   return out;
 }
 
-const std::vector<size_t>& DefUse::allDefs(std::string_view reg) const {
-  static const std::vector<size_t> kNone;
-  const int id = regId(reg);
-  return id < 0 ? kNone : defs_of_[static_cast<size_t>(id)];
+std::vector<size_t> DefUse::allDefs(std::string_view reg) const { return allDefsOf(regId(reg)); }
+
+std::vector<size_t> DefUse::allDefsOf(int reg) const {
+  std::vector<size_t> out;
+  if (reg < 0) return out;
+  const auto r = static_cast<size_t>(reg);
+  for (size_t k = reg_def_begin_[r]; k < reg_def_begin_[r + 1]; ++k) out.push_back(def_stmt_[reg_defs_[k]]);
+  return out;
 }
 
 }  // namespace kfuse::ptx

@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "kfuse/rewriter/fusion.h"
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/name_table.h"
 #include "rename.h"
 
 namespace kfuse::rewriter {
@@ -63,8 +62,7 @@ void eraseMarked(std::vector<Statement>& body, const std::vector<char>& drop) {
 // list runs on integers: kernels of tens of thousands of instructions are common after fusion.
 int eliminateDeadCode(std::vector<Statement>& body) {
   const size_t n = body.size();
-  std::unordered_map<std::string_view, int> ids;
-  auto idOf = [&](std::string_view r) { return ids.try_emplace(r, static_cast<int>(ids.size())).first->second; };
+  ptx::NameTable ids(/*expected=*/n);
   // Registers read / written by statement i: reads[read_begin[i] .. read_begin[i + 1]), likewise for writes.
   std::vector<size_t> read_begin(n + 1, 0), write_begin(n + 1, 0);
   std::vector<int> reads, writes;
@@ -76,8 +74,8 @@ int eliminateDeadCode(std::vector<Statement>& body) {
     defs.clear();
     uses.clear();
     ptx::instructionDefsUsesViews(body[i].inst, &defs, &uses);
-    for (std::string_view r : uses) reads.push_back(idOf(r));
-    for (std::string_view r : defs) writes.push_back(idOf(r));
+    for (std::string_view r : uses) reads.push_back(ids.intern(r));
+    for (std::string_view r : defs) writes.push_back(ids.intern(r));
   }
   read_begin[n] = reads.size();
   write_begin[n] = writes.size();
@@ -121,8 +119,8 @@ int eliminateDeadCode(std::vector<Statement>& body) {
   return count;
 }
 
-void addSymbols(const Operand& o, std::unordered_set<std::string_view>* out) {
-  if (o.kind == OperandKind::kSymbol) out->insert(o.name);
+void addSymbols(const Operand& o, ptx::NameTable* out) {
+  if (o.kind == OperandKind::kSymbol) out->intern(o.name);
   for (const Operand& e : o.elements) addSymbols(e, out);
 }
 
@@ -161,7 +159,7 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
 
   // What the body still refers to, as views of the names in it: every decision below is taken before the body
   // changes. A register of a range declaration (%r<10>) is named by its prefix.
-  std::unordered_set<std::string_view> symbols, registers, prefixes;
+  ptx::NameTable symbols, registers(/*expected=*/f->body.size()), prefixes;
   std::vector<std::string_view> defs, uses;
   for (const Statement& s : f->body) {
     if (s.kind != StatementKind::kInstruction) continue;
@@ -173,8 +171,8 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
       for (std::string_view r : *list) {
         size_t end = r.size();
         while (end > 0 && std::isdigit(static_cast<unsigned char>(r[end - 1]))) --end;
-        if (end < r.size()) prefixes.insert(r.substr(0, end));
-        registers.insert(r);
+        if (end < r.size()) prefixes.intern(r.substr(0, end));
+        registers.intern(r);
       }
     }
   }
@@ -183,14 +181,14 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   for (size_t i = 0; i < f->body.size(); ++i) {
     const Statement& s = f->body[i];
     if (s.kind == StatementKind::kLabel) {
-      drop[i] = !symbols.count(s.text);
+      drop[i] = !symbols.contains(s.text);
     } else if (s.kind == StatementKind::kDeclaration) {
       if (s.decl.space != ptx::StateSpace::kReg) {
-        drop[i] = !symbols.count(s.decl.name);
+        drop[i] = !symbols.contains(s.decl.name);
       } else if (s.decl.range < 0) {
-        drop[i] = !registers.count(s.decl.name);
+        drop[i] = !registers.contains(s.decl.name);
       } else {
-        drop[i] = !prefixes.count(s.decl.name);
+        drop[i] = !prefixes.contains(s.decl.name);
       }
       stats.removed_declarations += drop[i];
     }
@@ -199,7 +197,7 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   if (kept_params) kept_params->clear();
   std::vector<ptx::VariableDecl> params;
   for (size_t p = 0; p < f->params.size(); ++p) {
-    if (!remove_params || !f->is_entry || symbols.count(f->params[p].name)) {
+    if (!remove_params || !f->is_entry || symbols.contains(f->params[p].name)) {
       params.push_back(f->params[p]);
       if (kept_params) kept_params->push_back(static_cast<int>(p));
     } else {

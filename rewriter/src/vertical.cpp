@@ -347,25 +347,43 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   result.params = std::move(merged.params);
   KFUSE_RETURN_IF_ERROR(mergeDirectives(parts, &fused.directives, &result.notes));
 
-  // Body: hoisted declarations, then each part; a part's returns branch to its end label.
-  std::vector<Statement> decls;
-  std::vector<std::vector<Statement>> bodies;
+  // Body: the parts' outermost declarations (hoisted), then each part; a part's returns branch to its end label.
+  // Every statement is renamed straight into its place in one vector sized up front: the fused body of long
+  // kernels is megabytes, and building a body per part to move it twice more cost as much as the renaming.
+  std::vector<detail::BodyRenaming> renamings;
+  std::vector<detail::BodyRenamer> renamers;
+  size_t total = 0;
   for (size_t k = 0; k < parts.size(); ++k) {
-    detail::BodyRenaming r{"k" + std::to_string(k) + "_", merged.names[k]};
-    std::vector<Statement> body = detail::renamedBody(*parts[k], r);
-    if (k + 1 < parts.size()) {
-      const std::string end = "$kfuse_part" + std::to_string(k) + "_end";
-      detail::replaceReturns(body, end);
-      body.push_back(detail::labelStatement(end));
-    }
-    detail::hoistDeclarations(body, &decls);
-    bodies.push_back(std::move(body));
+    renamings.push_back({"k" + std::to_string(k) + "_", merged.names[k]});
+    total += parts[k]->body.size() + 1;
   }
-  fused.body = std::move(decls);
+  for (size_t k = 0; k < parts.size(); ++k) renamers.emplace_back(*parts[k], renamings[k]);
+  // Declarations outside every `{ }` scope are hoisted (`depth` is the scope depth at each statement).
+  auto forEachStatement = [](const Function& f, auto&& fn) {
+    int depth = 0;
+    for (const Statement& s : f.body) {
+      if (s.kind == StatementKind::kBlockBegin) ++depth;
+      if (s.kind == StatementKind::kBlockEnd) --depth;
+      fn(s, depth == 0 && s.kind == StatementKind::kDeclaration);
+    }
+  };
+  fused.body.reserve(total);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
+      if (hoisted) fused.body.push_back(renamers[k].renamed(s));
+    });
+  }
   std::vector<size_t> part_begin;
-  for (auto& body : bodies) {
+  for (size_t k = 0; k < parts.size(); ++k) {
     part_begin.push_back(fused.body.size());
-    fused.body.insert(fused.body.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+    const bool last = k + 1 == parts.size();
+    const std::string end = last ? "" : "$kfuse_part" + std::to_string(k) + "_end";
+    forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
+      if (hoisted || detail::BodyRenamer::dropped(s)) return;
+      fused.body.push_back(renamers[k].renamed(s));
+      if (!last) detail::replaceReturn(fused.body.back(), end);
+    });
+    if (!last) fused.body.push_back(detail::labelStatement(end));
   }
 
   std::vector<int> dropped;

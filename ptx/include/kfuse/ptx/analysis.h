@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kfuse/ptx/ir.h"
+#include "kfuse/ptx/name_table.h"
 
 namespace kfuse::ptx {
 
@@ -78,7 +79,7 @@ class DefUse {
   // Statements that use the value of `reg` defined at `def_stmt`.
   std::vector<size_t> usersOf(size_t def_stmt, std::string_view reg) const;
   // All statements defining `reg`.
-  const std::vector<size_t>& allDefs(std::string_view reg) const;
+  std::vector<size_t> allDefs(std::string_view reg) const;
   // True when the function was too large for exact reaching definitions (reachingDefs() = allDefs()).
   bool approximate() const { return approximate_; }
 
@@ -87,9 +88,10 @@ class DefUse {
   // integers: a function of tens of thousands of instructions would otherwise copy and hash a string per operand.
   int regId(std::string_view reg) const;  // -1 for a register the function never names
   std::vector<size_t> reachingDefsOf(size_t stmt, int reg) const;
+  std::vector<size_t> allDefsOf(int reg) const;
 
   const Cfg* cfg_ = nullptr;
-  std::unordered_map<std::string_view, int> reg_ids_;  // views into the function's operands
+  NameTable reg_ids_;  // views into the function's operands
   // Registers written / read by statement i: def_regs_[def_begin_[i] .. def_begin_[i + 1]), likewise for uses.
   // A statement's def ids are its positions in def_regs_.
   std::vector<size_t> def_begin_, use_begin_;
@@ -97,8 +99,8 @@ class DefUse {
   std::vector<size_t> def_stmt_;  // def id -> statement
   std::vector<char> guarded_;     // statement has a guard predicate
   bool approximate_ = false;
-  std::vector<std::vector<size_t>> defs_of_;     // reg id -> defining statements
-  std::vector<std::vector<size_t>> def_ids_of_;  // reg id -> def ids
+  // The def ids of register r, in statement order: reg_defs_[reg_def_begin_[r] .. reg_def_begin_[r + 1]).
+  std::vector<size_t> reg_def_begin_, reg_defs_;
   std::vector<std::vector<uint64_t>> block_in_;  // reaching-def bitsets at block entry
 };
 
