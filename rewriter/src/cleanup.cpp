@@ -57,17 +57,21 @@ void eraseMarked(std::vector<Statement>& body, const std::vector<char>& drop) {
   body.erase(body.begin() + static_cast<std::ptrdiff_t>(kept), body.end());
 }
 
-// Removes side-effect-free instructions whose results nobody reads, until none is left. Registers are numbered
-// once (by views of their names in `body`, which stays unchanged until the dead statements are erased) so the work
-// list runs on integers: kernels of tens of thousands of instructions are common after fusion.
-int eliminateDeadCode(std::vector<Statement>& body) {
-  const size_t n = body.size();
-  ptx::NameTable ids(/*expected=*/n);
+// The registers each statement of a body reads and writes, numbered once by views of their names: the passes
+// below run on integers (kernels of tens of thousands of instructions are common after fusion). The body must not
+// change while this is used.
+struct RegisterRefs {
+  explicit RegisterRefs(const std::vector<Statement>& body);
+  ptx::NameTable ids;
   // Registers read / written by statement i: reads[read_begin[i] .. read_begin[i + 1]), likewise for writes.
-  std::vector<size_t> read_begin(n + 1, 0), write_begin(n + 1, 0);
+  std::vector<size_t> read_begin, write_begin;
   std::vector<int> reads, writes;
+};
+
+RegisterRefs::RegisterRefs(const std::vector<Statement>& body)
+    : ids(/*expected=*/body.size()), read_begin(body.size() + 1, 0), write_begin(body.size() + 1, 0) {
   std::vector<std::string_view> defs, uses;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < body.size(); ++i) {
     read_begin[i] = reads.size();
     write_begin[i] = writes.size();
     if (body[i].kind != StatementKind::kInstruction) continue;
@@ -77,22 +81,32 @@ int eliminateDeadCode(std::vector<Statement>& body) {
     for (std::string_view r : uses) reads.push_back(ids.intern(r));
     for (std::string_view r : defs) writes.push_back(ids.intern(r));
   }
-  read_begin[n] = reads.size();
-  write_begin[n] = writes.size();
+  read_begin[body.size()] = reads.size();
+  write_begin[body.size()] = writes.size();
+}
+
+// Marks in `removed` the side-effect-free instructions whose results nobody reads, until none is left; returns how
+// many it marked.
+int markDeadCode(const std::vector<Statement>& body, const RegisterRefs& refs, std::vector<char>* removed) {
+  const size_t n = body.size();
+  const size_t nregs = refs.ids.size();
+  const auto& reads = refs.reads;
+  const auto& writes = refs.writes;
   // The statements defining each register: defined_at[def_begin[r] .. def_begin[r + 1]), in statement order.
-  std::vector<int> use_count(ids.size(), 0);
-  std::vector<size_t> def_begin(ids.size() + 1, 0);
+  std::vector<int> use_count(nregs, 0);
+  std::vector<size_t> def_begin(nregs + 1, 0);
   for (int r : reads) ++use_count[static_cast<size_t>(r)];
   for (int r : writes) ++def_begin[static_cast<size_t>(r) + 1];
-  for (size_t r = 0; r < ids.size(); ++r) def_begin[r + 1] += def_begin[r];
+  for (size_t r = 0; r < nregs; ++r) def_begin[r + 1] += def_begin[r];
   std::vector<size_t> defined_at(writes.size());
   {
     std::vector<size_t> next(def_begin.begin(), def_begin.end() - 1);
     for (size_t i = 0; i < n; ++i) {
-      for (size_t k = write_begin[i]; k < write_begin[i + 1]; ++k) defined_at[next[static_cast<size_t>(writes[k])]++] = i;
+      for (size_t k = refs.write_begin[i]; k < refs.write_begin[i + 1]; ++k) {
+        defined_at[next[static_cast<size_t>(writes[k])]++] = i;
+      }
     }
   }
-  std::vector<char> removed(n, 0);
   std::vector<size_t> work;
   for (size_t i = 0; i < n; ++i) {
     if (body[i].kind == StatementKind::kInstruction) work.push_back(i);
@@ -101,21 +115,21 @@ int eliminateDeadCode(std::vector<Statement>& body) {
   while (!work.empty()) {
     const size_t i = work.back();
     work.pop_back();
-    if (removed[i] || write_begin[i] == write_begin[i + 1] || !isPure(body[i].inst)) continue;
-    const bool dead = std::all_of(writes.begin() + static_cast<std::ptrdiff_t>(write_begin[i]),
-                                  writes.begin() + static_cast<std::ptrdiff_t>(write_begin[i + 1]),
-                                  [&](int r) { return use_count[static_cast<size_t>(r)] == 0; });
+    const auto first_write = writes.begin() + static_cast<std::ptrdiff_t>(refs.write_begin[i]);
+    const auto last_write = writes.begin() + static_cast<std::ptrdiff_t>(refs.write_begin[i + 1]);
+    if ((*removed)[i] || first_write == last_write || !isPure(body[i].inst)) continue;
+    const bool dead =
+        std::all_of(first_write, last_write, [&](int r) { return use_count[static_cast<size_t>(r)] == 0; });
     if (!dead) continue;
-    removed[i] = 1;
+    (*removed)[i] = 1;
     ++count;
-    for (size_t k = read_begin[i]; k < read_begin[i + 1]; ++k) {
+    for (size_t k = refs.read_begin[i]; k < refs.read_begin[i + 1]; ++k) {
       const auto r = static_cast<size_t>(reads[k]);
       if (--use_count[r] == 0) {
         for (size_t d = def_begin[r]; d < def_begin[r + 1]; ++d) work.push_back(defined_at[d]);
       }
     }
   }
-  if (count > 0) eraseMarked(body, removed);
   return count;
 }
 
@@ -155,29 +169,36 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   CleanupStats stats;
   // Removing a branch frees no register, so one round of each reaches the fixpoint (DCE iterates internally).
   stats.removed_instructions += removeBranchesToNext(f->body);
-  stats.removed_instructions += eliminateDeadCode(f->body);
+  // From here on every decision is taken on the body as it is now (by views of its names), and the statements
+  // dropped are erased once at the end.
+  const RegisterRefs refs(f->body);
+  std::vector<char> drop(f->body.size(), 0);
+  stats.removed_instructions += markDeadCode(f->body, refs, &drop);
 
-  // What the body still refers to, as views of the names in it: every decision below is taken before the body
-  // changes. A register of a range declaration (%r<10>) is named by its prefix.
-  ptx::NameTable symbols, registers(/*expected=*/f->body.size()), prefixes;
-  std::vector<std::string_view> defs, uses;
-  for (const Statement& s : f->body) {
-    if (s.kind != StatementKind::kInstruction) continue;
-    for (const Operand& o : s.inst.operands) addSymbols(o, &symbols);
-    defs.clear();
-    uses.clear();
-    ptx::instructionDefsUsesViews(s.inst, &defs, &uses);
-    for (const std::vector<std::string_view>* list : {&defs, &uses}) {
-      for (std::string_view r : *list) {
-        size_t end = r.size();
-        while (end > 0 && std::isdigit(static_cast<unsigned char>(r[end - 1]))) --end;
-        if (end < r.size()) prefixes.intern(r.substr(0, end));
-        registers.intern(r);
-      }
+  // What the remaining instructions still refer to. A register of a range declaration (%r<10>) is named by its
+  // prefix.
+  ptx::NameTable symbols, prefixes;
+  std::vector<char> named(refs.ids.size(), 0);
+  for (size_t i = 0; i < f->body.size(); ++i) {
+    if (f->body[i].kind != StatementKind::kInstruction || drop[i]) continue;
+    for (const Operand& o : f->body[i].inst.operands) addSymbols(o, &symbols);
+    for (size_t k = refs.read_begin[i]; k < refs.read_begin[i + 1]; ++k) named[static_cast<size_t>(refs.reads[k])] = 1;
+    for (size_t k = refs.write_begin[i]; k < refs.write_begin[i + 1]; ++k) {
+      named[static_cast<size_t>(refs.writes[k])] = 1;
     }
   }
+  for (size_t id = 0; id < named.size(); ++id) {
+    if (!named[id]) continue;
+    const std::string_view r = refs.ids.name(static_cast<int>(id));
+    size_t end = r.size();
+    while (end > 0 && std::isdigit(static_cast<unsigned char>(r[end - 1]))) --end;
+    if (end < r.size()) prefixes.intern(r.substr(0, end));
+  }
+  auto isNamed = [&](std::string_view reg) {
+    const int id = refs.ids.find(reg);
+    return id >= 0 && named[static_cast<size_t>(id)];
+  };
   // Labels nobody branches to, and declarations nobody uses.
-  std::vector<char> drop(f->body.size(), 0);
   for (size_t i = 0; i < f->body.size(); ++i) {
     const Statement& s = f->body[i];
     if (s.kind == StatementKind::kLabel) {
@@ -186,7 +207,7 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
       if (s.decl.space != ptx::StateSpace::kReg) {
         drop[i] = !symbols.contains(s.decl.name);
       } else if (s.decl.range < 0) {
-        drop[i] = !registers.contains(s.decl.name);
+        drop[i] = !isNamed(s.decl.name);
       } else {
         drop[i] = !prefixes.contains(s.decl.name);
       }

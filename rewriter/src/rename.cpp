@@ -18,6 +18,10 @@ bool isLocalRegister(std::string_view name) {
   return name.size() > 1 && name[0] == '%' && !ptx::isSpecialRegister(name);
 }
 
+// renamedRegister() in place: a copied body renames every register operand, and most names stay within the
+// string's inline buffer this way.
+void renameRegisterInPlace(std::string& reg, std::string_view tag) { reg.insert(1, tag); }
+
 }  // namespace
 
 std::string renamedRegister(std::string_view reg, std::string_view tag) {
@@ -49,7 +53,7 @@ bool BodyRenamer::dropped(const Statement& s) {
 
 void BodyRenamer::renameName(std::string& name) const {
   if (isLocalRegister(name)) {
-    name = renamedRegister(name, r_.tag);
+    renameRegisterInPlace(name, r_.tag);
   } else if (labels_.count(name)) {
     name = renamedLabel(name, r_.tag);
   } else if (variables_.count(name)) {
@@ -59,30 +63,28 @@ void BodyRenamer::renameName(std::string& name) const {
   }
 }
 
-Statement BodyRenamer::renamed(const Statement& s) const {
-  Statement c = s;
+void BodyRenamer::rename(Statement& c) const {
   switch (c.kind) {
     case StatementKind::kLabel:
       c.text = renamedLabel(c.text, r_.tag);
       break;
     case StatementKind::kDeclaration:
       if (isLocalRegister(c.decl.name)) {
-        c.decl.name = renamedRegister(c.decl.name, r_.tag);
+        renameRegisterInPlace(c.decl.name, r_.tag);
       } else {
         c.decl.name = renamedVariable(c.decl.name, r_.tag);
       }
       break;
     case StatementKind::kInstruction:
-      if (!c.inst.guard.empty() && isLocalRegister(c.inst.guard)) c.inst.guard = renamedRegister(c.inst.guard, r_.tag);
+      if (!c.inst.guard.empty() && isLocalRegister(c.inst.guard)) renameRegisterInPlace(c.inst.guard, r_.tag);
       forEachOperand(c.inst, [&](Operand& o) {
         if (o.kind == OperandKind::kRegister || o.kind == OperandKind::kSymbol) renameName(o.name);
-        if (!o.pair.empty() && isLocalRegister(o.pair)) o.pair = renamedRegister(o.pair, r_.tag);
+        if (!o.pair.empty() && isLocalRegister(o.pair)) renameRegisterInPlace(o.pair, r_.tag);
       });
       break;
     default:
       break;
   }
-  return c;
 }
 
 std::vector<Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r) {
@@ -90,7 +92,9 @@ std::vector<Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r
   std::vector<Statement> out;
   out.reserve(f.body.size());
   for (const Statement& s : f.body) {
-    if (!BodyRenamer::dropped(s)) out.push_back(renamer.renamed(s));
+    if (BodyRenamer::dropped(s)) continue;
+    out.push_back(s);
+    renamer.rename(out.back());
   }
   return out;
 }

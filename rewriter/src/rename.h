@@ -46,8 +46,8 @@ class BodyRenamer {
   // Whether a copy leaves `s` out: `.loc` and `.file` directives (a fused kernel carries no line info: its lines
   // come from several sources).
   static bool dropped(const ptx::Statement& s);
-  // A copy of `s`, a statement of `f`, renamed.
-  ptx::Statement renamed(const ptx::Statement& s) const;
+  // Renames `copy`, a copy of a statement of `f`, in place (so a caller can copy it straight into its place).
+  void rename(ptx::Statement& copy) const;
 
  private:
   void renameName(std::string& name) const;

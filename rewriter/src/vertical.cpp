@@ -283,8 +283,14 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
         f.body.erase(at);
         break;
       case Edit::Kind::kReplace:
-        at = f.body.erase(at);
-        f.body.insert(at, e.replacement.begin(), e.replacement.end());
+        // Overwriting the statement in place moves the rest of the (long) body only for extra statements.
+        if (e.replacement.empty()) {
+          f.body.erase(at);
+        } else {
+          *at = std::move(e.replacement.front());
+          f.body.insert(at + 1, std::make_move_iterator(e.replacement.begin() + 1),
+                        std::make_move_iterator(e.replacement.end()));
+        }
         break;
       case Edit::Kind::kStripNonCoherent: {
         Instruction& in = at->inst;
@@ -370,7 +376,9 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   fused.body.reserve(total);
   for (size_t k = 0; k < parts.size(); ++k) {
     forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
-      if (hoisted) fused.body.push_back(renamers[k].renamed(s));
+      if (!hoisted) return;
+      fused.body.push_back(s);
+      renamers[k].rename(fused.body.back());
     });
   }
   std::vector<size_t> part_begin;
@@ -380,7 +388,8 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
     const std::string end = last ? "" : "$kfuse_part" + std::to_string(k) + "_end";
     forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
       if (hoisted || detail::BodyRenamer::dropped(s)) return;
-      fused.body.push_back(renamers[k].renamed(s));
+      fused.body.push_back(s);
+      renamers[k].rename(fused.body.back());
       if (!last) detail::replaceReturn(fused.body.back(), end);
     });
     if (!last) fused.body.push_back(detail::labelStatement(end));
