@@ -49,7 +49,9 @@ bool noDestination(const Instruction& in) {
   }
 }
 
-void collectRegs(const Operand& o, std::vector<std::string>* out) {
+// `Name` is std::string (copies) or std::string_view (views into the instruction).
+template <typename Name>
+void collectRegs(const Operand& o, std::vector<Name>* out) {
   switch (o.kind) {
     case OperandKind::kRegister:
       out->push_back(o.name);
@@ -64,9 +66,8 @@ void collectRegs(const Operand& o, std::vector<std::string>* out) {
   }
 }
 
-}  // namespace
-
-void instructionDefsUses(const Instruction& in, std::vector<std::string>* defs, std::vector<std::string>* uses) {
+template <typename Name>
+void defsUses(const Instruction& in, std::vector<Name>* defs, std::vector<Name>* uses) {
   if (!in.guard.empty() && uses) uses->push_back(in.guard);
   size_t first_use = 0;
   if (!in.operands.empty()) {
@@ -80,6 +81,17 @@ void instructionDefsUses(const Instruction& in, std::vector<std::string>* defs, 
   }
   if (!uses) return;
   for (size_t i = first_use; i < in.operands.size(); ++i) collectRegs(in.operands[i], uses);
+}
+
+}  // namespace
+
+void instructionDefsUses(const Instruction& in, std::vector<std::string>* defs, std::vector<std::string>* uses) {
+  defsUses(in, defs, uses);
+}
+
+void instructionDefsUsesViews(const Instruction& in, std::vector<std::string_view>* defs,
+                              std::vector<std::string_view>* uses) {
+  defsUses(in, defs, uses);
 }
 
 Cfg Cfg::build(const Function& f) {
@@ -241,22 +253,40 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   DefUse du;
   du.cfg_ = &cfg;
   const size_t n = f.body.size();
-  du.defs_.resize(n);
-  du.uses_.resize(n);
+  du.def_begin_.assign(n + 1, 0);
+  du.use_begin_.assign(n + 1, 0);
   du.guarded_.assign(n, 0);
   auto& guarded = du.guarded_;
+  du.reg_ids_ = NameTable(/*expected=*/n);
+  auto idOf = [&](std::string_view r) { return du.reg_ids_.intern(r); };
+  std::vector<std::string_view> defs, uses;
   for (size_t i = 0; i < n; ++i) {
+    du.def_begin_[i] = du.def_regs_.size();
+    du.use_begin_[i] = du.use_regs_.size();
     const Statement& st = f.body[i];
     if (st.kind != StatementKind::kInstruction) continue;
-    instructionDefsUses(st.inst, &du.defs_[i], &du.uses_[i]);
+    defs.clear();
+    uses.clear();
+    instructionDefsUsesViews(st.inst, &defs, &uses);
     guarded[i] = !st.inst.guard.empty();
-    for (const auto& r : du.defs_[i]) {
-      du.defs_of_[r].push_back(i);
-      du.def_ids_of_[r].push_back(du.def_ids_.size());
-      du.def_ids_.emplace_back(i, r);
+    for (std::string_view r : defs) {
+      du.def_regs_.push_back(idOf(r));
+      du.def_stmt_.push_back(i);
     }
+    for (std::string_view r : uses) du.use_regs_.push_back(idOf(r));
   }
-  const size_t ndefs = du.def_ids_.size();
+  du.def_begin_[n] = du.def_regs_.size();
+  du.use_begin_[n] = du.use_regs_.size();
+  const size_t ndefs = du.def_regs_.size();
+  // Def ids grouped by register (counted, then placed in def-id order).
+  du.reg_def_begin_.assign(du.reg_ids_.size() + 1, 0);
+  for (int r : du.def_regs_) ++du.reg_def_begin_[static_cast<size_t>(r) + 1];
+  for (size_t r = 0; r < du.reg_ids_.size(); ++r) du.reg_def_begin_[r + 1] += du.reg_def_begin_[r];
+  du.reg_defs_.resize(ndefs);
+  {
+    std::vector<size_t> next(du.reg_def_begin_.begin(), du.reg_def_begin_.end() - 1);
+    for (size_t id = 0; id < ndefs; ++id) du.reg_defs_[next[static_cast<size_t>(du.def_regs_[id])]++] = id;
+  }
   const size_t words = (ndefs + 63) / 64;
   const auto& blocks = cfg.blocks();
   const size_t nb = blocks.size();
@@ -268,27 +298,16 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
     return du;
   }
   std::vector<std::vector<uint64_t>> gen(nb, std::vector<uint64_t>(words)), kill(nb, std::vector<uint64_t>(words));
-  // def id lookup by statement
-  std::vector<size_t> first_def_of_stmt(n + 1, 0);
-  {
-    size_t id = 0;
-    for (size_t i = 0; i < n; ++i) {
-      first_def_of_stmt[i] = id;
-      id += du.defs_[i].size();
-    }
-    first_def_of_stmt[n] = id;
-  }
   auto set = [](std::vector<uint64_t>& v, size_t bit) { v[bit / 64] |= uint64_t{1} << (bit % 64); };
   auto clear = [](std::vector<uint64_t>& v, size_t bit) { v[bit / 64] &= ~(uint64_t{1} << (bit % 64)); };
   for (size_t b = 0; b < nb; ++b) {
     for (size_t i = blocks[b].begin; i < blocks[b].end; ++i) {
-      for (size_t k = 0; k < du.defs_[i].size(); ++k) {
-        const size_t id = first_def_of_stmt[i] + k;
-        const std::string& r = du.defs_[i][k];
+      for (size_t id = du.def_begin_[i]; id < du.def_begin_[i + 1]; ++id) {
         if (!guarded[i]) {
-          for (size_t other : du.def_ids_of_[r]) {
-            clear(gen[b], other);
-            set(kill[b], other);
+          const auto r = static_cast<size_t>(du.def_regs_[id]);
+          for (size_t k = du.reg_def_begin_[r]; k < du.reg_def_begin_[r + 1]; ++k) {
+            clear(gen[b], du.reg_defs_[k]);
+            set(kill[b], du.reg_defs_[k]);
           }
         }
         set(gen[b], id);
@@ -320,44 +339,58 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   return du;
 }
 
-std::vector<size_t> DefUse::reachingDefs(size_t stmt, const std::string& reg) const {
+int DefUse::regId(std::string_view reg) const { return reg_ids_.find(reg); }
+
+std::vector<size_t> DefUse::reachingDefs(size_t stmt, std::string_view reg) const {
+  return reachingDefsOf(stmt, regId(reg));
+}
+
+std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
   std::vector<size_t> out;
   const int b = cfg_->blockOf(stmt);
-  if (b < 0) return out;
-  if (approximate_) return allDefs(reg);
+  if (b < 0 || reg < 0) return out;
+  if (approximate_) return allDefsOf(reg);
   const BasicBlock& bb = cfg_->blocks()[static_cast<size_t>(b)];
   for (size_t i = stmt; i > bb.begin;) {
     --i;
-    if (std::find(defs_[i].begin(), defs_[i].end(), reg) == defs_[i].end()) continue;
+    const auto first = def_regs_.begin() + static_cast<std::ptrdiff_t>(def_begin_[i]);
+    const auto last = def_regs_.begin() + static_cast<std::ptrdiff_t>(def_begin_[i + 1]);
+    if (std::find(first, last, reg) == last) continue;
     out.push_back(i);
     // a guarded definition may not execute, so earlier ones still reach; an unguarded one hides them
     if (!guarded_[i]) return out;
   }
-  auto it = def_ids_of_.find(reg);
-  if (it == def_ids_of_.end()) return out;
   const auto& in = block_in_[static_cast<size_t>(b)];
-  for (size_t id : it->second) {
-    if (in[id / 64] >> (id % 64) & 1) out.push_back(def_ids_[id].first);
+  const auto r = static_cast<size_t>(reg);
+  for (size_t k = reg_def_begin_[r]; k < reg_def_begin_[r + 1]; ++k) {
+    const size_t id = reg_defs_[k];
+    if (in[id / 64] >> (id % 64) & 1) out.push_back(def_stmt_[id]);
   }
   return out;
 }
 
-std::vector<size_t> DefUse::usersOf(size_t def_stmt, const std::string& reg) const {
+std::vector<size_t> DefUse::usersOf(size_t def_stmt, std::string_view reg) const {
   std::vector<size_t> out;
-  for (size_t i = 0; i < uses_.size(); ++i) {
-    bool uses_reg = false;
-    for (const auto& u : uses_[i]) uses_reg = uses_reg || u == reg;
-    if (!uses_reg) continue;
-    auto defs = reachingDefs(i, reg);
+  const int id = regId(reg);
+  if (id < 0) return out;
+  for (size_t i = 0; i + 1 < use_begin_.size(); ++i) {
+    const auto first = use_regs_.begin() + static_cast<std::ptrdiff_t>(use_begin_[i]);
+    const auto last = use_regs_.begin() + static_cast<std::ptrdiff_t>(use_begin_[i + 1]);
+    if (std::find(first, last, id) == last) continue;
+    auto defs = reachingDefsOf(i, id);
     if (std::find(defs.begin(), defs.end(), def_stmt) != defs.end()) out.push_back(i);
   }
   return out;
 }
 
-const std::vector<size_t>& DefUse::allDefs(const std::string& reg) const {
-  static const std::vector<size_t> kNone;
-  auto it = defs_of_.find(reg);
-  return it == defs_of_.end() ? kNone : it->second;
+std::vector<size_t> DefUse::allDefs(std::string_view reg) const { return allDefsOf(regId(reg)); }
+
+std::vector<size_t> DefUse::allDefsOf(int reg) const {
+  std::vector<size_t> out;
+  if (reg < 0) return out;
+  const auto r = static_cast<size_t>(reg);
+  for (size_t k = reg_def_begin_[r]; k < reg_def_begin_[r + 1]; ++k) out.push_back(def_stmt_[reg_defs_[k]]);
+  return out;
 }
 
 }  // namespace kfuse::ptx

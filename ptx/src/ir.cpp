@@ -1,5 +1,6 @@
 #include "kfuse/ptx/ir.h"
 
+#include <array>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -194,7 +195,15 @@ bool isSpecialRegister(std::string_view name) {
                                                    "%reserved_smem",
                                                    "%current_graph_exec",
                                                    "%WARP_SZ"};
-  for (auto p : kPrefixes) {
+  // The prefixes by the letter after '%', so that a register like %rd5 is compared with %reserved_smem only: this
+  // runs for every register operand a pass visits.
+  static const auto kByLetter = [] {
+    std::array<std::vector<std::string_view>, 128> t;
+    for (auto p : kPrefixes) t[static_cast<unsigned char>(p[1])].push_back(p);
+    return t;
+  }();
+  if (name.size() < 2 || name[0] != '%' || static_cast<unsigned char>(name[1]) >= kByLetter.size()) return false;
+  for (auto p : kByLetter[static_cast<unsigned char>(name[1])]) {
     if (name.substr(0, p.size()) == p) return true;
   }
   return false;

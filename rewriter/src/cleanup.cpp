@@ -6,12 +6,11 @@
 // synchronises, communicates across lanes or sets the carry flag stays, whether or not its result is read.
 #include <algorithm>
 #include <cctype>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <string_view>
 
 #include "kfuse/rewriter/fusion.h"
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/name_table.h"
 #include "rename.h"
 
 namespace kfuse::rewriter {
@@ -47,56 +46,96 @@ bool isPure(const Instruction& in) {
   }
 }
 
-// Removes side-effect-free instructions whose results nobody reads, until none is left. Registers are numbered
-// once so the work list runs on integers (kernels of tens of thousands of instructions are common after fusion).
-int eliminateDeadCode(std::vector<Statement>& body) {
-  std::unordered_map<std::string, int> ids;
-  auto idOf = [&](const std::string& r) { return ids.try_emplace(r, static_cast<int>(ids.size())).first->second; };
-  std::vector<std::vector<int>> reads(body.size()), writes(body.size());
-  std::vector<std::string> defs, uses;
+// Keeps the statements of `body` not marked in `drop`, in order. In place: the body of a fused kernel is megabytes.
+void eraseMarked(std::vector<Statement>& body, const std::vector<char>& drop) {
+  size_t kept = 0;
   for (size_t i = 0; i < body.size(); ++i) {
+    if (drop[i]) continue;
+    if (kept != i) body[kept] = std::move(body[i]);
+    ++kept;
+  }
+  body.erase(body.begin() + static_cast<std::ptrdiff_t>(kept), body.end());
+}
+
+// The registers each statement of a body reads and writes, numbered once by views of their names: the passes
+// below run on integers (kernels of tens of thousands of instructions are common after fusion). The body must not
+// change while this is used.
+struct RegisterRefs {
+  explicit RegisterRefs(const std::vector<Statement>& body);
+  ptx::NameTable ids;
+  // Registers read / written by statement i: reads[read_begin[i] .. read_begin[i + 1]), likewise for writes.
+  std::vector<size_t> read_begin, write_begin;
+  std::vector<int> reads, writes;
+};
+
+RegisterRefs::RegisterRefs(const std::vector<Statement>& body)
+    : ids(/*expected=*/body.size()), read_begin(body.size() + 1, 0), write_begin(body.size() + 1, 0) {
+  std::vector<std::string_view> defs, uses;
+  for (size_t i = 0; i < body.size(); ++i) {
+    read_begin[i] = reads.size();
+    write_begin[i] = writes.size();
     if (body[i].kind != StatementKind::kInstruction) continue;
     defs.clear();
     uses.clear();
-    ptx::instructionDefsUses(body[i].inst, &defs, &uses);
-    for (const std::string& r : uses) reads[i].push_back(idOf(r));
-    for (const std::string& r : defs) writes[i].push_back(idOf(r));
+    ptx::instructionDefsUsesViews(body[i].inst, &defs, &uses);
+    for (std::string_view r : uses) reads.push_back(ids.intern(r));
+    for (std::string_view r : defs) writes.push_back(ids.intern(r));
   }
-  std::vector<int> use_count(ids.size(), 0);
-  std::vector<std::vector<size_t>> defined_at(ids.size());
-  for (size_t i = 0; i < body.size(); ++i) {
-    for (int r : reads[i]) ++use_count[static_cast<size_t>(r)];
-    for (int r : writes[i]) defined_at[static_cast<size_t>(r)].push_back(i);
+  read_begin[body.size()] = reads.size();
+  write_begin[body.size()] = writes.size();
+}
+
+// Marks in `removed` the side-effect-free instructions whose results nobody reads, until none is left; returns how
+// many it marked.
+int markDeadCode(const std::vector<Statement>& body, const RegisterRefs& refs, std::vector<char>* removed) {
+  const size_t n = body.size();
+  const size_t nregs = refs.ids.size();
+  const auto& reads = refs.reads;
+  const auto& writes = refs.writes;
+  // The statements defining each register: defined_at[def_begin[r] .. def_begin[r + 1]), in statement order.
+  std::vector<int> use_count(nregs, 0);
+  std::vector<size_t> def_begin(nregs + 1, 0);
+  for (int r : reads) ++use_count[static_cast<size_t>(r)];
+  for (int r : writes) ++def_begin[static_cast<size_t>(r) + 1];
+  for (size_t r = 0; r < nregs; ++r) def_begin[r + 1] += def_begin[r];
+  std::vector<size_t> defined_at(writes.size());
+  {
+    std::vector<size_t> next(def_begin.begin(), def_begin.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = refs.write_begin[i]; k < refs.write_begin[i + 1]; ++k) {
+        defined_at[next[static_cast<size_t>(writes[k])]++] = i;
+      }
+    }
   }
-  std::vector<char> removed(body.size(), 0);
   std::vector<size_t> work;
-  for (size_t i = 0; i < body.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (body[i].kind == StatementKind::kInstruction) work.push_back(i);
   }
   int count = 0;
   while (!work.empty()) {
     const size_t i = work.back();
     work.pop_back();
-    if (removed[i] || writes[i].empty() || !isPure(body[i].inst)) continue;
-    const bool dead = std::all_of(writes[i].begin(), writes[i].end(),
-                                  [&](int r) { return use_count[static_cast<size_t>(r)] == 0; });
+    const auto first_write = writes.begin() + static_cast<std::ptrdiff_t>(refs.write_begin[i]);
+    const auto last_write = writes.begin() + static_cast<std::ptrdiff_t>(refs.write_begin[i + 1]);
+    if ((*removed)[i] || first_write == last_write || !isPure(body[i].inst)) continue;
+    const bool dead =
+        std::all_of(first_write, last_write, [&](int r) { return use_count[static_cast<size_t>(r)] == 0; });
     if (!dead) continue;
-    removed[i] = 1;
+    (*removed)[i] = 1;
     ++count;
-    for (int r : reads[i]) {
-      if (--use_count[static_cast<size_t>(r)] == 0) {
-        for (size_t d : defined_at[static_cast<size_t>(r)]) work.push_back(d);
+    for (size_t k = refs.read_begin[i]; k < refs.read_begin[i + 1]; ++k) {
+      const auto r = static_cast<size_t>(reads[k]);
+      if (--use_count[r] == 0) {
+        for (size_t d = def_begin[r]; d < def_begin[r + 1]; ++d) work.push_back(defined_at[d]);
       }
     }
   }
-  if (count == 0) return 0;
-  std::vector<Statement> kept;
-  kept.reserve(body.size() - static_cast<size_t>(count));
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(body[i]));
-  }
-  body = std::move(kept);
   return count;
+}
+
+void addSymbols(const Operand& o, ptx::NameTable* out) {
+  if (o.kind == OperandKind::kSymbol) out->intern(o.name);
+  for (const Operand& e : o.elements) addSymbols(e, out);
 }
 
 // `bra L` immediately followed by `L:` (with only labels between) does nothing.
@@ -130,49 +169,63 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   CleanupStats stats;
   // Removing a branch frees no register, so one round of each reaches the fixpoint (DCE iterates internally).
   stats.removed_instructions += removeBranchesToNext(f->body);
-  stats.removed_instructions += eliminateDeadCode(f->body);
+  // From here on every decision is taken on the body as it is now (by views of its names), and the statements
+  // dropped are erased once at the end.
+  const RegisterRefs refs(f->body);
+  std::vector<char> drop(f->body.size(), 0);
+  stats.removed_instructions += markDeadCode(f->body, refs, &drop);
 
-  // What the body still refers to. A register of a range declaration (%r<10>) is named by its prefix.
-  std::set<std::string, std::less<>> symbols;
-  std::unordered_set<std::string> registers, prefixes;
-  std::vector<std::string> defs, uses;
-  for (const Statement& s : f->body) {
-    if (s.kind != StatementKind::kInstruction) continue;
-    detail::collectSymbols(s.inst, &symbols);
-    defs.clear();
-    uses.clear();
-    ptx::instructionDefsUses(s.inst, &defs, &uses);
-    for (std::vector<std::string>* list : {&defs, &uses}) {
-      for (std::string& r : *list) {
-        size_t end = r.size();
-        while (end > 0 && std::isdigit(static_cast<unsigned char>(r[end - 1]))) --end;
-        if (end < r.size()) prefixes.insert(r.substr(0, end));
-        registers.insert(std::move(r));
-      }
+  // What the remaining instructions still refer to. A register of a range declaration (%r<10>) is named by its
+  // prefix.
+  ptx::NameTable symbols, prefixes;
+  std::vector<char> named(refs.ids.size(), 0);
+  for (size_t i = 0; i < f->body.size(); ++i) {
+    if (f->body[i].kind != StatementKind::kInstruction || drop[i]) continue;
+    for (const Operand& o : f->body[i].inst.operands) addSymbols(o, &symbols);
+    for (size_t k = refs.read_begin[i]; k < refs.read_begin[i + 1]; ++k) named[static_cast<size_t>(refs.reads[k])] = 1;
+    for (size_t k = refs.write_begin[i]; k < refs.write_begin[i + 1]; ++k) {
+      named[static_cast<size_t>(refs.writes[k])] = 1;
     }
   }
-  // Labels nobody branches to.
-  std::erase_if(f->body, [&](const Statement& s) { return s.kind == StatementKind::kLabel && !symbols.count(s.text); });
-  // Declarations nobody uses.
-  const size_t before = f->body.size();
-  std::erase_if(f->body, [&](const Statement& s) {
-    if (s.kind != StatementKind::kDeclaration) return false;
-    if (s.decl.space != ptx::StateSpace::kReg) return !symbols.count(s.decl.name);
-    if (s.decl.range < 0) return !registers.count(s.decl.name);
-    return !prefixes.count(s.decl.name);
-  });
-  stats.removed_declarations = static_cast<int>(before - f->body.size());
+  for (size_t id = 0; id < named.size(); ++id) {
+    if (!named[id]) continue;
+    const std::string_view r = refs.ids.name(static_cast<int>(id));
+    size_t end = r.size();
+    while (end > 0 && std::isdigit(static_cast<unsigned char>(r[end - 1]))) --end;
+    if (end < r.size()) prefixes.intern(r.substr(0, end));
+  }
+  auto isNamed = [&](std::string_view reg) {
+    const int id = refs.ids.find(reg);
+    return id >= 0 && named[static_cast<size_t>(id)];
+  };
+  // Labels nobody branches to, and declarations nobody uses.
+  for (size_t i = 0; i < f->body.size(); ++i) {
+    const Statement& s = f->body[i];
+    if (s.kind == StatementKind::kLabel) {
+      drop[i] = !symbols.contains(s.text);
+    } else if (s.kind == StatementKind::kDeclaration) {
+      if (s.decl.space != ptx::StateSpace::kReg) {
+        drop[i] = !symbols.contains(s.decl.name);
+      } else if (s.decl.range < 0) {
+        drop[i] = !isNamed(s.decl.name);
+      } else {
+        drop[i] = !prefixes.contains(s.decl.name);
+      }
+      stats.removed_declarations += drop[i];
+    }
+  }
 
   if (kept_params) kept_params->clear();
   std::vector<ptx::VariableDecl> params;
   for (size_t p = 0; p < f->params.size(); ++p) {
-    if (!remove_params || !f->is_entry || symbols.count(f->params[p].name)) {
+    if (!remove_params || !f->is_entry || symbols.contains(f->params[p].name)) {
       params.push_back(f->params[p]);
       if (kept_params) kept_params->push_back(static_cast<int>(p));
     } else {
       ++stats.removed_params;
     }
   }
+  eraseMarked(f->body, drop);
   f->params = std::move(params);
   return stats;
 }

@@ -18,10 +18,20 @@ bool isLocalRegister(std::string_view name) {
   return name.size() > 1 && name[0] == '%' && !ptx::isSpecialRegister(name);
 }
 
+// renamedRegister() in place: a copied body renames every register operand, and most names stay within the
+// string's inline buffer this way.
+void renameRegisterInPlace(std::string& reg, std::string_view tag) { reg.insert(1, tag); }
+
 }  // namespace
 
 std::string renamedRegister(std::string_view reg, std::string_view tag) {
-  return "%" + std::string(tag) + std::string(reg.substr(1));
+  // Built in place: a fusion renames every register operand it copies.
+  std::string out;
+  out.reserve(reg.size() + tag.size());
+  out += '%';
+  out += tag;
+  out += reg.substr(1);
+  return out;
 }
 std::string renamedLabel(std::string_view label, std::string_view tag) {
   std::string t(tag);
@@ -30,67 +40,77 @@ std::string renamedLabel(std::string_view label, std::string_view tag) {
 }
 std::string renamedVariable(std::string_view var, std::string_view tag) { return std::string(tag) + std::string(var); }
 
-std::vector<Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r) {
-  // Names the body defines: labels and declared variables (registers are recognised by their '%').
-  std::set<std::string, std::less<>> labels, variables;
+BodyRenamer::BodyRenamer(const ptx::Function& f, const BodyRenaming& r) : r_(r) {
   for (const Statement& s : f.body) {
-    if (s.kind == StatementKind::kLabel) labels.insert(s.text);
-    if (s.kind == StatementKind::kDeclaration && !isLocalRegister(s.decl.name)) variables.insert(s.decl.name);
+    if (s.kind == StatementKind::kLabel) labels_.insert(s.text);
+    if (s.kind == StatementKind::kDeclaration && !isLocalRegister(s.decl.name)) variables_.insert(s.decl.name);
   }
-  auto renameName = [&](std::string& name) {
-    if (isLocalRegister(name)) {
-      name = renamedRegister(name, r.tag);
-    } else if (labels.count(name)) {
-      name = renamedLabel(name, r.tag);
-    } else if (variables.count(name)) {
-      name = renamedVariable(name, r.tag);
-    } else if (auto p = r.params.find(name); p != r.params.end()) {
-      name = p->second;
-    }
-  };
+}
+
+bool BodyRenamer::dropped(const Statement& s) {
+  return s.kind == StatementKind::kDirective && (s.text.rfind(".loc", 0) == 0 || s.text.rfind(".file", 0) == 0);
+}
+
+void BodyRenamer::renameName(std::string& name) const {
+  if (isLocalRegister(name)) {
+    renameRegisterInPlace(name, r_.tag);
+  } else if (labels_.count(name)) {
+    name = renamedLabel(name, r_.tag);
+  } else if (variables_.count(name)) {
+    name = renamedVariable(name, r_.tag);
+  } else if (auto p = r_.params.find(name); p != r_.params.end()) {
+    name = p->second;
+  }
+}
+
+void BodyRenamer::rename(Statement& c) const {
+  switch (c.kind) {
+    case StatementKind::kLabel:
+      c.text = renamedLabel(c.text, r_.tag);
+      break;
+    case StatementKind::kDeclaration:
+      if (isLocalRegister(c.decl.name)) {
+        renameRegisterInPlace(c.decl.name, r_.tag);
+      } else {
+        c.decl.name = renamedVariable(c.decl.name, r_.tag);
+      }
+      break;
+    case StatementKind::kInstruction:
+      if (!c.inst.guard.empty() && isLocalRegister(c.inst.guard)) renameRegisterInPlace(c.inst.guard, r_.tag);
+      forEachOperand(c.inst, [&](Operand& o) {
+        if (o.kind == OperandKind::kRegister || o.kind == OperandKind::kSymbol) renameName(o.name);
+        if (!o.pair.empty() && isLocalRegister(o.pair)) renameRegisterInPlace(o.pair, r_.tag);
+      });
+      break;
+    default:
+      break;
+  }
+}
+
+std::vector<Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r) {
+  const BodyRenamer renamer(f, r);
   std::vector<Statement> out;
   out.reserve(f.body.size());
   for (const Statement& s : f.body) {
-    if (s.kind == StatementKind::kDirective && (s.text.rfind(".loc", 0) == 0 || s.text.rfind(".file", 0) == 0)) {
-      continue;
-    }
-    Statement c = s;
-    switch (c.kind) {
-      case StatementKind::kLabel:
-        c.text = renamedLabel(c.text, r.tag);
-        break;
-      case StatementKind::kDeclaration:
-        if (isLocalRegister(c.decl.name)) {
-          c.decl.name = renamedRegister(c.decl.name, r.tag);
-        } else {
-          c.decl.name = renamedVariable(c.decl.name, r.tag);
-        }
-        break;
-      case StatementKind::kInstruction:
-        if (!c.inst.guard.empty() && isLocalRegister(c.inst.guard)) c.inst.guard = renamedRegister(c.inst.guard, r.tag);
-        forEachOperand(c.inst, [&](Operand& o) {
-          if (o.kind == OperandKind::kRegister || o.kind == OperandKind::kSymbol) renameName(o.name);
-          if (!o.pair.empty() && isLocalRegister(o.pair)) o.pair = renamedRegister(o.pair, r.tag);
-        });
-        break;
-      default:
-        break;
-    }
-    out.push_back(std::move(c));
+    if (BodyRenamer::dropped(s)) continue;
+    out.push_back(s);
+    renamer.rename(out.back());
   }
   return out;
 }
 
+bool replaceReturn(Statement& s, const std::string& label) {
+  if (s.kind != StatementKind::kInstruction) return false;
+  if (s.inst.opcode != ptx::Opcode::kRet && s.inst.opcode != ptx::Opcode::kExit) return false;
+  ptx::Instruction b = branchTo(label, s.inst.guard, s.inst.guard_negated);
+  b.loc = s.inst.loc;
+  s.inst = std::move(b);
+  return true;
+}
+
 int replaceReturns(std::vector<Statement>& body, const std::string& label) {
   int n = 0;
-  for (Statement& s : body) {
-    if (s.kind != StatementKind::kInstruction) continue;
-    if (s.inst.opcode != ptx::Opcode::kRet && s.inst.opcode != ptx::Opcode::kExit) continue;
-    ptx::Instruction b = branchTo(label, s.inst.guard, s.inst.guard_negated);
-    b.loc = s.inst.loc;
-    s.inst = std::move(b);
-    ++n;
-  }
+  for (Statement& s : body) n += replaceReturn(s, label);
   return n;
 }
 

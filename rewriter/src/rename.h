@@ -38,13 +38,32 @@ std::string renamedRegister(std::string_view reg, std::string_view tag);
 std::string renamedLabel(std::string_view label, std::string_view tag);
 std::string renamedVariable(std::string_view var, std::string_view tag);
 
+// Renames the statements of one function's body one at a time, as renamedBody() does for all of them, so that a
+// transform can put each copy straight where it belongs. `f` and `r` must outlive the renamer.
+class BodyRenamer {
+ public:
+  BodyRenamer(const ptx::Function& f, const BodyRenaming& r);
+  // Whether a copy leaves `s` out: `.loc` and `.file` directives (a fused kernel carries no line info: its lines
+  // come from several sources).
+  static bool dropped(const ptx::Statement& s);
+  // Renames `copy`, a copy of a statement of `f`, in place (so a caller can copy it straight into its place).
+  void rename(ptx::Statement& copy) const;
+
+ private:
+  void renameName(std::string& name) const;
+
+  const BodyRenaming& r_;
+  std::set<std::string, std::less<>> labels_, variables_;  // names the body defines (registers start with '%')
+};
+
 // A copy of `f.body` with every register, label and body-local variable (including call-site `.param`
 // declarations) renamed with `r.tag`, and parameter references mapped by `r.params`. Special registers and
-// module-scope names are kept. `.loc` directives are dropped (a fused kernel carries no line info: its lines
-// come from several sources).
+// module-scope names are kept. `.loc` directives are dropped (see BodyRenamer::dropped).
 std::vector<ptx::Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r);
 
-// Replaces every `ret`/`exit` in `body` with a branch to `label` (keeping its guard). Returns how many.
+// Replaces a `ret`/`exit` statement with a branch to `label` (keeping its guard); false for any other statement.
+bool replaceReturn(ptx::Statement& s, const std::string& label);
+// Replaces every `ret`/`exit` in `body` with a branch to `label`. Returns how many.
 int replaceReturns(std::vector<ptx::Statement>& body, const std::string& label);
 
 // Moves the declarations at the outermost level of `body` (not inside `{ }` scopes) to `decls`, in order.

@@ -283,8 +283,14 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
         f.body.erase(at);
         break;
       case Edit::Kind::kReplace:
-        at = f.body.erase(at);
-        f.body.insert(at, e.replacement.begin(), e.replacement.end());
+        // Overwriting the statement in place moves the rest of the (long) body only for extra statements.
+        if (e.replacement.empty()) {
+          f.body.erase(at);
+        } else {
+          *at = std::move(e.replacement.front());
+          f.body.insert(at + 1, std::make_move_iterator(e.replacement.begin() + 1),
+                        std::make_move_iterator(e.replacement.end()));
+        }
         break;
       case Edit::Kind::kStripNonCoherent: {
         Instruction& in = at->inst;
@@ -347,25 +353,46 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   result.params = std::move(merged.params);
   KFUSE_RETURN_IF_ERROR(mergeDirectives(parts, &fused.directives, &result.notes));
 
-  // Body: hoisted declarations, then each part; a part's returns branch to its end label.
-  std::vector<Statement> decls;
-  std::vector<std::vector<Statement>> bodies;
+  // Body: the parts' outermost declarations (hoisted), then each part; a part's returns branch to its end label.
+  // Every statement is renamed straight into its place in one vector sized up front: the fused body of long
+  // kernels is megabytes, and building a body per part to move it twice more cost as much as the renaming.
+  std::vector<detail::BodyRenaming> renamings;
+  std::vector<detail::BodyRenamer> renamers;
+  size_t total = 0;
   for (size_t k = 0; k < parts.size(); ++k) {
-    detail::BodyRenaming r{"k" + std::to_string(k) + "_", merged.names[k]};
-    std::vector<Statement> body = detail::renamedBody(*parts[k], r);
-    if (k + 1 < parts.size()) {
-      const std::string end = "$kfuse_part" + std::to_string(k) + "_end";
-      detail::replaceReturns(body, end);
-      body.push_back(detail::labelStatement(end));
-    }
-    detail::hoistDeclarations(body, &decls);
-    bodies.push_back(std::move(body));
+    renamings.push_back({"k" + std::to_string(k) + "_", merged.names[k]});
+    total += parts[k]->body.size() + 1;
   }
-  fused.body = std::move(decls);
+  for (size_t k = 0; k < parts.size(); ++k) renamers.emplace_back(*parts[k], renamings[k]);
+  // Declarations outside every `{ }` scope are hoisted (`depth` is the scope depth at each statement).
+  auto forEachStatement = [](const Function& f, auto&& fn) {
+    int depth = 0;
+    for (const Statement& s : f.body) {
+      if (s.kind == StatementKind::kBlockBegin) ++depth;
+      if (s.kind == StatementKind::kBlockEnd) --depth;
+      fn(s, depth == 0 && s.kind == StatementKind::kDeclaration);
+    }
+  };
+  fused.body.reserve(total);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
+      if (!hoisted) return;
+      fused.body.push_back(s);
+      renamers[k].rename(fused.body.back());
+    });
+  }
   std::vector<size_t> part_begin;
-  for (auto& body : bodies) {
+  for (size_t k = 0; k < parts.size(); ++k) {
     part_begin.push_back(fused.body.size());
-    fused.body.insert(fused.body.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+    const bool last = k + 1 == parts.size();
+    const std::string end = last ? "" : "$kfuse_part" + std::to_string(k) + "_end";
+    forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
+      if (hoisted || detail::BodyRenamer::dropped(s)) return;
+      fused.body.push_back(s);
+      renamers[k].rename(fused.body.back());
+      if (!last) detail::replaceReturn(fused.body.back(), end);
+    });
+    if (!last) fused.body.push_back(detail::labelStatement(end));
   }
 
   std::vector<int> dropped;

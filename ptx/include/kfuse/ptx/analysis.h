@@ -11,10 +11,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "kfuse/ptx/ir.h"
+#include "kfuse/ptx/name_table.h"
 
 namespace kfuse::ptx {
 
@@ -63,30 +65,43 @@ class Dominators {
 
 // Registers an instruction writes and reads (guard included in uses; address bases are uses).
 void instructionDefsUses(const Instruction& in, std::vector<std::string>* defs, std::vector<std::string>* uses);
+// The same, as views of the names inside `in` (valid while `in` lives unchanged). Passes that visit every
+// instruction of a long function use this one: it allocates nothing per register.
+void instructionDefsUsesViews(const Instruction& in, std::vector<std::string_view>* defs,
+                              std::vector<std::string_view>* uses);
 
+// Reaching definitions. Keeps views of `f`'s register names: `f` must outlive the result and not change.
 class DefUse {
  public:
   static DefUse compute(const Function& f, const Cfg& cfg);
-  const std::vector<std::string>& defs(size_t stmt) const { return defs_[stmt]; }
-  const std::vector<std::string>& uses(size_t stmt) const { return uses_[stmt]; }
   // Statements whose definition of `reg` may reach the point just before `stmt`.
-  std::vector<size_t> reachingDefs(size_t stmt, const std::string& reg) const;
+  std::vector<size_t> reachingDefs(size_t stmt, std::string_view reg) const;
   // Statements that use the value of `reg` defined at `def_stmt`.
-  std::vector<size_t> usersOf(size_t def_stmt, const std::string& reg) const;
+  std::vector<size_t> usersOf(size_t def_stmt, std::string_view reg) const;
   // All statements defining `reg`.
-  const std::vector<size_t>& allDefs(const std::string& reg) const;
+  std::vector<size_t> allDefs(std::string_view reg) const;
   // True when the function was too large for exact reaching definitions (reachingDefs() = allDefs()).
   bool approximate() const { return approximate_; }
 
  private:
+  // Registers are numbered once per function, so the per-statement lists and per-register indexes below hold
+  // integers: a function of tens of thousands of instructions would otherwise copy and hash a string per operand.
+  int regId(std::string_view reg) const;  // -1 for a register the function never names
+  std::vector<size_t> reachingDefsOf(size_t stmt, int reg) const;
+  std::vector<size_t> allDefsOf(int reg) const;
+
   const Cfg* cfg_ = nullptr;
-  std::vector<std::vector<std::string>> defs_, uses_;
-  std::vector<char> guarded_;  // statement has a guard predicate
+  NameTable reg_ids_;  // views into the function's operands
+  // Registers written / read by statement i: def_regs_[def_begin_[i] .. def_begin_[i + 1]), likewise for uses.
+  // A statement's def ids are its positions in def_regs_.
+  std::vector<size_t> def_begin_, use_begin_;
+  std::vector<int> def_regs_, use_regs_;
+  std::vector<size_t> def_stmt_;  // def id -> statement
+  std::vector<char> guarded_;     // statement has a guard predicate
   bool approximate_ = false;
-  std::unordered_map<std::string, std::vector<size_t>> defs_of_;     // reg -> defining statements
-  std::vector<std::vector<uint64_t>> block_in_;            // reaching-def bitsets at block entry
-  std::vector<std::pair<size_t, std::string>> def_ids_;    // def id -> (stmt, reg)
-  std::unordered_map<std::string, std::vector<size_t>> def_ids_of_;  // reg -> def ids
+  // The def ids of register r, in statement order: reg_defs_[reg_def_begin_[r] .. reg_def_begin_[r + 1]).
+  std::vector<size_t> reg_def_begin_, reg_defs_;
+  std::vector<std::vector<uint64_t>> block_in_;  // reaching-def bitsets at block entry
 };
 
 // ---------------------------------------------------------------------------------------------------------------
