@@ -653,7 +653,15 @@ CUresult HookRecorder::LibraryLoadData(int variant, CUlibrary* library, const vo
                                        void** library_values, unsigned n_library) {
   KFUSE_FORWARD(LibraryLoadData, library, code, jit_options, jit_values, n_jit, library_options, library_values,
                 n_library)
-  if (r == CUDA_SUCCESS && library) recordModule(reinterpret_cast<uint64_t>(*library), code);
+  if (r == CUDA_SUCCESS && library) {
+    // Launches name functions of the library's module in the current context (cuFuncGetModule says which): the
+    // image is recorded under that module, so the trace links the kernels to it; else under the library.
+    if (auto resolve = query_resolver_.load()) resolve();
+    CUmodule module = nullptr;
+    auto get_module = table().LibraryGetModule.load();
+    if (!get_module || get_module(&module, *library) != CUDA_SUCCESS) module = nullptr;
+    recordModule(module ? reinterpret_cast<uint64_t>(module) : reinterpret_cast<uint64_t>(*library), code);
+  }
   return r;
 }
 

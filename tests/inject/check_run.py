@@ -20,7 +20,10 @@ import subprocess
 import sys
 import tempfile
 
-EXAMPLES = ["elementwise_chain", "mlp_block"]
+# Driver-API programs, and their runtime-API twins (`<<<>>>`, nvcc defaults: static cudart) that reach the driver
+# through cudart's cuGetProcAddress lookups and load their kernels from the fatbin with cuLibraryLoadData.
+EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "runtime_api/elementwise_chain",
+            "runtime_api/mlp_block"]
 
 
 class Checker:
@@ -46,7 +49,7 @@ class Checker:
             print("FAIL " + what + (": " + detail[-2000:] if detail else ""))
 
     def program(self, name):
-        return os.path.join(self.args.build, "examples", "driver_api", name)
+        return os.path.join(self.args.build, "examples", *(name.split("/") if "/" in name else ("driver_api", name)))
 
     def result_lines(self, stdout):
         # The example's verdict and checksum; timings differ from run to run.
@@ -70,10 +73,10 @@ class Checker:
         return stats
 
     def plans_for(self, name):
-        trace = os.path.join(self.tmp, name + ".sqlite")
+        trace = os.path.join(self.tmp, name.replace("/", "_") + ".sqlite")
         p = self.kfuse("-q", "record", "-o", trace, "--", self.program(name))
         self.check(p.returncode == 0, f"record {name}", p.stderr)
-        out = os.path.join(self.tmp, name + "-plans")
+        out = os.path.join(self.tmp, name.replace("/", "_") + "-plans")
         p = self.kfuse("-q", "rewrite", trace, "--all", "-o", out)
         self.check(p.returncode == 0, f"rewrite --all {name}", p.stdout + p.stderr)
         plans = sorted(os.path.join(out, d) for d in os.listdir(out) if os.path.isfile(os.path.join(out, d, "plan.json")))
@@ -86,8 +89,8 @@ class Checker:
             return
         base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
         self.check(base.returncode == 0, f"{name} runs on the stand-in", base.stderr)
-        stats_path = os.path.join(self.tmp, name + ".stats.json")
-        fused_trace = os.path.join(self.tmp, name + ".fused.sqlite")
+        stats_path = os.path.join(self.tmp, name.replace("/", "_") + ".stats.json")
+        fused_trace = os.path.join(self.tmp, name.replace("/", "_") + ".fused.sqlite")
         plan_args = [a for d in plans for a in ("--plan", d)]
         p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "run", *plan_args, "--stats",
                        stats_path, "--", self.program(name))
@@ -201,7 +204,7 @@ def main():
         first = None
         for name in EXAMPLES:
             plans = c.example(name)
-            if name == "elementwise_chain" and plans:
+            if name == "driver_api/elementwise_chain" and plans:
                 first = plans[0]
         if first:
             c.cudart_like(first)
