@@ -16,4 +16,14 @@ else
   echo "kfuse: no GPU visible: skipping tests labelled 'gpu'"
   ctest_args+=(-LE gpu)
 fi
-ctest "${ctest_args[@]}"
+# Tests must leave nothing behind in the temporary directory: they run with a private one, checked afterwards.
+test_tmp=$(mktemp -d)
+status=0
+TMPDIR=$test_tmp ctest "${ctest_args[@]}" || status=$?
+if [[ -n "$(ls -A "$test_tmp")" ]]; then
+  echo "kfuse: the tests left files in the temporary directory:" >&2
+  ls -A "$test_tmp" | head -20 >&2
+  status=1
+fi
+rm -rf "$test_tmp"
+exit "$status"
