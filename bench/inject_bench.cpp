@@ -1,6 +1,8 @@
 // The injector's CPU cost (README's performance table): a launch no plan names (target <= 50 ns added), and a
 // matched occurrence of a real plan (target <= 500 ns per occurrence), both against a do-nothing driver.
 //
+// BM_FusedOccurrence repeats one occurrence (a loop over the same buffers: after the first, identical occurrences
+// are not re-checked); BM_FusedOccurrenceNewArguments alternates two sets of buffers, so every check is in full.
 // The plan is rewriter/inject/testdata/chain-plan, what `kfuse rewrite` wrote for the elementwise-chain example:
 // four kernels (scale -> add -> relu -> mul) become one, guarded by a launch-shape check, six argument
 // equalities, a no-overlap check of seven buffers (one allocation lookup each) and the proven argument values.
@@ -181,6 +183,35 @@ void BM_FusedOccurrence(benchmark::State& state) {
 }
 BENCHMARK(BM_FusedOccurrence);
 BENCHMARK(BM_FusedOccurrence)->Threads(8)->UseRealTime();
+
+// The same, alternating between two sets of buffers: every occurrence's predicates are checked in full (an
+// occurrence identical to the previous one is not re-checked; see the injector's failingPredicateMemo).
+void BM_FusedOccurrenceNewArguments(benchmark::State& state) {
+  Setup& s = setup();
+  if (!s.injector) return state.SkipWithError(s.error.c_str());
+  CUdeviceptr b[2][7];
+  for (auto& set : b) {
+    for (CUdeviceptr& p : set) s.injector->MemAlloc(0, &p, kAllocBytes);
+  }
+  int n = 32768;
+  float alpha = 1.75f;
+  const CUstream stream = reinterpret_cast<CUstream>(0xa000 + 0x100 * state.thread_index());
+  int which = 0;
+  for (auto _ : state) {
+    CUdeviceptr* p = b[which];
+    which ^= 1;
+    void* scale[] = {&p[0], &p[1], &alpha, &n};
+    void* add[] = {&p[1], &p[2], &p[3], &n};
+    void* relu[] = {&p[3], &p[4], &n};
+    void* mul[] = {&p[4], &p[5], &p[6], &n};
+    s.wrapper(function(0), 128, 1, 1, 256, 1, 1, 0, stream, scale, nullptr);
+    s.wrapper(function(1), 128, 1, 1, 256, 1, 1, 0, stream, add, nullptr);
+    s.wrapper(function(2), 128, 1, 1, 256, 1, 1, 0, stream, relu, nullptr);
+    s.wrapper(function(3), 128, 1, 1, 256, 1, 1, 0, stream, mul, nullptr);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FusedOccurrenceNewArguments);
 
 }  // namespace
 

@@ -103,6 +103,12 @@ struct StreamSlot {
   uint64_t viable = 0;   // plans whose pattern the deferred launches begin
   PendingLaunch launches[kMaxPatternKernels];
   uint8_t* args = nullptr;  // [kMaxPatternKernels][arg_stride]
+  // The last occurrence whose predicates all held, to skip re-checking an identical one (a loop launching the
+  // same pattern on the same buffers): its arguments, shapes, plan, and the allocation map's version then.
+  uint8_t* verified = nullptr;  // [kMaxPatternKernels][arg_stride]
+  unsigned verified_shape[kMaxPatternKernels][7] = {};
+  int verified_plan = -1;
+  uint64_t verified_version = 0;
 };
 
 // Counters every launch touches, one cache line per stripe of threads: 8 launching threads do not share a line.
@@ -147,16 +153,24 @@ struct CompiledPredicates {
   };
   struct Disjoint {
     int index;
-    std::vector<uint32_t> at;
+    std::vector<uint16_t> pointer;  // into `pointers`
     std::vector<uint64_t> bytes;
   };
   struct Proven {
     int index;
     std::vector<uint32_t> at, size;
-    std::vector<uint8_t> pointer_offset;
-    std::vector<int64_t> tuples;  // row-major, at.size() values each
+    std::vector<int32_t> pointer;  // into `pointers` for a pointer's offset into its allocation, else -1
+    std::vector<int64_t> tuples;   // row-major, at.size() values each
   };
   int same_shape = -1;
+  // The argument positions holding pointers whose allocations the predicates need: each is looked up once per
+  // check (a pointer passed to several kernels, once).
+  std::vector<uint32_t> pointers;
+  uint16_t pointerIndex(uint32_t at) {
+    auto it = std::find(pointers.begin(), pointers.end(), at);
+    if (it == pointers.end()) it = pointers.insert(pointers.end(), at);
+    return static_cast<uint16_t>(it - pointers.begin());
+  }
   std::vector<Equal> equal;
   std::vector<Value> values;
   std::vector<Disjoint> disjoint;
@@ -199,6 +213,7 @@ struct Injector::Impl {
   // lock per checked occurrence), written by allocations and frees.
   std::shared_mutex allocations_mu;
   std::vector<std::pair<uint64_t, uint64_t>> allocations;
+  std::atomic<uint64_t> allocations_version{1};  // changes with every tracked allocation and free
   std::vector<std::pair<uint64_t, int>> modules;  // module / library handle -> hash index (-1: no plan's)
   std::atomic<int> pending_streams{0};
   std::atomic<int> legacy_pending{0};
@@ -251,8 +266,12 @@ struct Injector::Impl {
     }
     arg_stride = (arg_stride + 15) & ~size_t{15};
     for (auto& st : plans) compile(*st);
-    arg_storage.reset(new uint8_t[std::max<size_t>(1, slots.size() * kMaxPatternKernels * arg_stride)]());
-    for (size_t i = 0; i < slots.size(); ++i) slots[i].args = arg_storage.get() + i * kMaxPatternKernels * arg_stride;
+    const size_t per_slot = kMaxPatternKernels * arg_stride;
+    arg_storage.reset(new uint8_t[std::max<size_t>(1, slots.size() * 2 * per_slot)]());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      slots[i].args = arg_storage.get() + i * 2 * per_slot;
+      slots[i].verified = slots[i].args + per_slot;
+    }
   }
 
   DriverTable& table() { return self.table(); }
@@ -280,7 +299,7 @@ struct Injector::Impl {
         case Predicate::Kind::kArgValue: c.values.push_back({index, at(p, pr.a), sizeOf(p, pr.a), pr.value}); break;
         case Predicate::Kind::kNoOverlap: {
           CompiledPredicates::Disjoint d{index, {}, pr.bytes};
-          for (const ArgRef& b : pr.buffers) d.at.push_back(at(p, b));
+          for (const ArgRef& b : pr.buffers) d.pointer.push_back(c.pointerIndex(at(p, b)));
           c.disjoint.push_back(std::move(d));
           break;
         }
@@ -289,7 +308,7 @@ struct Injector::Impl {
           for (const auto& a : pr.proof_args) {
             v.at.push_back(at(p, a.arg));
             v.size.push_back(sizeOf(p, a.arg));
-            v.pointer_offset.push_back(a.pointer_offset ? 1 : 0);
+            v.pointer.push_back(a.pointer_offset ? c.pointerIndex(at(p, a.arg)) : -1);
           }
           for (const auto& t : pr.tuples) v.tuples.insert(v.tuples.end(), t.begin(), t.end());
           c.proven.push_back(std::move(v));
@@ -619,16 +638,11 @@ struct Injector::Impl {
     return v;
   }
 
-  // Allocations asked of the driver while checking one occurrence: each pointer is looked up once.
-  struct Allocations {
-    static constexpr int kEntries = 32;
-    uint64_t ptr[kEntries], base[kEntries], size[kEntries];
-    bool known[kEntries];
-    int n = 0;
-  };
+  static constexpr size_t kMaxCheckedPointers = 32;
 
   void noteAllocation(uint64_t base, uint64_t size) {
     std::unique_lock lock(allocations_mu);
+    allocations_version.fetch_add(1, std::memory_order_release);
     auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
     if (it != allocations.end() && it->first == base) {
       it->second = size;  // freed where kfuse did not see it, and handed out again
@@ -638,6 +652,7 @@ struct Injector::Impl {
   }
   void forgetAllocation(uint64_t base) {
     std::unique_lock lock(allocations_mu);
+    allocations_version.fetch_add(1, std::memory_order_release);
     auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
     if (it != allocations.end() && it->first == base) allocations.erase(it);
   }
@@ -653,47 +668,61 @@ struct Injector::Impl {
     return true;
   }
 
-  // The allocation holding `ptr`: tracked, else from the driver (false if neither knows it). With a cache, the
-  // caller holds allocations_mu (shared).
-  bool allocationOf(uint64_t ptr, uint64_t& base, uint64_t& size, Allocations* cache = nullptr) {
-    if (cache) {
-      for (int i = 0; i < cache->n; ++i) {
-        if (cache->ptr[i] != ptr) continue;
-        base = cache->base[i];
-        size = cache->size[i];
-        return cache->known[i];
-      }
-    }
-    bool known = cache && trackedAllocation(ptr, base, size);
-    if (!known) {
-      auto range = table().MemGetAddressRange.load();
-      CUdeviceptr b = 0;
-      size_t n = 0;
-      known = range && range(&b, &n, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
-      base = b;
-      size = n;
-    }
-    if (cache && cache->n < Allocations::kEntries) {
-      const int i = cache->n++;
-      cache->ptr[i] = ptr;
-      cache->base[i] = base;
-      cache->size[i] = size;
-      cache->known[i] = known;
-    }
+  // The allocation holding `ptr`: from the tracked ones when the caller holds allocations_mu (shared), else or if
+  // it is not tracked from the driver (then *asked_driver is set). False if neither knows it.
+  bool allocationOf(uint64_t ptr, uint64_t& base, uint64_t& size, bool tracked_locked = false,
+                    bool* asked_driver = nullptr) {
+    if (tracked_locked && trackedAllocation(ptr, base, size)) return true;
+    if (asked_driver) *asked_driver = true;
+    auto range = table().MemGetAddressRange.load();
+    CUdeviceptr b = 0;
+    size_t n = 0;
+    const bool known = range && range(&b, &n, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
+    base = b;
+    size = n;
     return known;
   }
 
   // Bytes from `ptr` the kernels may touch: to the end of its allocation, and at least what the plan recorded.
-  uint64_t extent(uint64_t ptr, uint64_t recorded, Allocations* cache = nullptr) {
+  uint64_t extent(uint64_t ptr, uint64_t recorded) {
     uint64_t base = 0, size = 0;
-    if (allocationOf(ptr, base, size, cache) && ptr >= base && ptr - base <= size) {
+    if (allocationOf(ptr, base, size) && ptr >= base && ptr - base <= size) {
       return std::max(recorded, base + size - ptr);
     }
     return recorded;
   }
 
-  // Which predicate of `plan` fails for the deferred launches, or -1 if all hold. Allocates nothing.
-  int failingPredicate(StreamSlot& s, const PlanState& st) {
+  // Which predicate of plan `pi` fails for the deferred launches, or -1 if all hold. An occurrence identical to
+  // the last one that passed (arguments, shapes, no allocation or free since) passes without being re-checked.
+  // Allocates nothing. Caller holds s.mu.
+  int failingPredicateMemo(StreamSlot& s, size_t pi) {
+    const size_t bytes = static_cast<size_t>(s.count) * arg_stride;
+    const uint64_t version = allocations_version.load(std::memory_order_acquire);
+    unsigned shape[kMaxPatternKernels][7];
+    for (int k = 0; k < s.count; ++k) {
+      const PendingLaunch& l = s.launches[k];
+      const unsigned v[7] = {l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shmem};
+      std::memcpy(shape[k], v, sizeof v);
+    }
+    const size_t shape_bytes = static_cast<size_t>(s.count) * sizeof shape[0];
+    if (s.verified_plan == static_cast<int>(pi) && s.verified_version == version &&
+        std::memcmp(s.verified, s.args, bytes) == 0 && std::memcmp(s.verified_shape, shape, shape_bytes) == 0) {
+      return -1;
+    }
+    bool reusable = false;
+    const int failed = failingPredicate(s, *plans[pi], &reusable);
+    if (failed < 0 && reusable) {
+      std::memcpy(s.verified, s.args, bytes);
+      std::memcpy(s.verified_shape, shape, shape_bytes);
+      s.verified_plan = static_cast<int>(pi);
+      s.verified_version = version;
+    }
+    return failed;
+  }
+
+  // Which predicate of `plan` fails for the deferred launches, or -1 if all hold. `reusable`: the answer depends
+  // only on the arguments, the shapes and the tracked allocations. Allocates nothing.
+  int failingPredicate(StreamSlot& s, const PlanState& st, bool* reusable) {
     const RuntimePlan& p = st.plan;
     const CompiledPredicates& c = st.checks;
     const uint8_t* args = s.args;
@@ -713,15 +742,34 @@ struct Injector::Impl {
     for (const auto& v : c.values) {
       if (v.bytes.size() != v.size || std::memcmp(args + v.at, v.bytes.data(), v.size) != 0) return v.index;
     }
-    Allocations asked;
-    std::shared_lock allocations_lock(allocations_mu);
-    uint64_t lo[Allocations::kEntries], hi[Allocations::kEntries];
+    // Every pointer's allocation, once (equal pointers share a lookup).
+    const size_t np = c.pointers.size();
+    if (np > kMaxCheckedPointers) return c.disjoint.empty() ? c.proven.front().index : c.disjoint.front().index;
+    bool asked_driver = false;
+    std::shared_lock allocations_lock(allocations_mu, std::defer_lock);
+    uint64_t ptr[kMaxCheckedPointers], base[kMaxCheckedPointers], size[kMaxCheckedPointers];
+    bool known[kMaxCheckedPointers];
+    if (np) allocations_lock.lock();
+    for (size_t i = 0; i < np; ++i) {
+      std::memcpy(&ptr[i], args + c.pointers[i], 8);
+      size_t same = 0;
+      while (same < i && ptr[same] != ptr[i]) ++same;
+      if (same < i) {
+        base[i] = base[same], size[i] = size[same], known[i] = known[same];
+      } else {
+        known[i] = allocationOf(ptr[i], base[i], size[i], /*tracked_locked=*/true, &asked_driver);
+      }
+    }
     for (const auto& d : c.disjoint) {
-      const size_t n = d.at.size();
-      if (n > Allocations::kEntries) return d.index;
+      const size_t n = d.pointer.size();
+      uint64_t lo[kMaxCheckedPointers], hi[kMaxCheckedPointers];
+      if (n > kMaxCheckedPointers) return d.index;
       for (size_t b = 0; b < n; ++b) {
-        std::memcpy(&lo[b], args + d.at[b], 8);
-        hi[b] = lo[b] + extent(lo[b], d.bytes[b], &asked);
+        const size_t i = d.pointer[b];
+        lo[b] = ptr[i];
+        // Bytes the kernels may touch: to the end of the allocation, and at least what the plan recorded.
+        const bool inside = known[i] && ptr[i] >= base[i] && ptr[i] - base[i] <= size[i];
+        hi[b] = lo[b] + (inside ? std::max(d.bytes[b], base[i] + size[i] - ptr[i]) : d.bytes[b]);
       }
       for (size_t a = 0; a < n; ++a) {
         for (size_t b = a + 1; b < n; ++b) {
@@ -734,11 +782,10 @@ struct Injector::Impl {
       const size_t n = v.at.size();
       if (n == 0 || n > sizeof values / sizeof values[0]) return v.index;
       for (size_t a = 0; a < n; ++a) {
-        if (v.pointer_offset[a]) {
-          uint64_t ptr = 0, base = 0, size = 0;
-          std::memcpy(&ptr, args + v.at[a], 8);
-          if (!allocationOf(ptr, base, size, &asked) || ptr < base) return v.index;
-          values[a] = static_cast<int64_t>(ptr - base);
+        if (v.pointer[a] >= 0) {
+          const size_t i = static_cast<size_t>(v.pointer[a]);
+          if (!known[i] || ptr[i] < base[i]) return v.index;
+          values[a] = static_cast<int64_t>(ptr[i] - base[i]);
         } else {
           values[a] = scalarValue(args + v.at[a], v.size[a]);
         }
@@ -749,6 +796,7 @@ struct Injector::Impl {
       }
       if (!any) return v.index;
     }
+    *reusable = !asked_driver;
     return -1;
   }
 
@@ -971,7 +1019,7 @@ struct Injector::Impl {
     for (uint64_t m = complete; m; m &= m - 1) {
       const size_t pi = static_cast<size_t>(std::countr_zero(m));
       PlanState& st = *plans[pi];
-      const int failed = failingPredicate(s, st);
+      const int failed = failingPredicateMemo(s, pi);
       if (failed >= 0) {
         predicate_failed = true;
         st.predicate_failures[static_cast<int>(st.plan.predicates[static_cast<size_t>(failed)].kind)].fetch_add(1);

@@ -408,6 +408,43 @@ TEST_F(InjectorTest, KnowsAllocationsMadeThroughTheHooksWithoutAskingTheDriver) 
   for (CUdeviceptr p : {x, t, z, shared}) EXPECT_EQ(inj->MemFree(0, p), CUDA_SUCCESS);
 }
 
+// Allocations at chosen places inside one host buffer: the next one at g_next_at.
+uintptr_t g_next_at = 0;
+CUresult CUDAAPI fMemAllocAt(CUdeviceptr* p, size_t) {
+  *p = g_next_at;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemFreeNothing(CUdeviceptr) { return CUDA_SUCCESS; }
+
+TEST_F(InjectorTest, AnIdenticalOccurrenceIsNotRecheckedUntilAnAllocationChanges) {
+  table_.MemGetAddressRange = nullptr;
+  table_.MemAlloc[0] = &fMemAllocAt;
+  table_.MemFree[0] = &fMemFreeNothing;
+  auto inj = make({twicePlus1()});
+  std::vector<float> host(64, 1.f);
+  const auto base = reinterpret_cast<uintptr_t>(host.data());
+  CUdeviceptr x = 0, t = 0, z = 0;
+  for (auto [p, at] : {std::pair{&x, 0}, std::pair{&t, 64}, std::pair{&z, 128}}) {
+    g_next_at = base + at;
+    ASSERT_EQ(inj->MemAlloc(0, p, 16), CUDA_SUCCESS);
+  }
+  auto occurrence = [&] {
+    launch(*inj, kTwice, reinterpret_cast<void*>(x), reinterpret_cast<void*>(t));
+    launch(*inj, kPlus1, reinterpret_cast<void*>(t), reinterpret_cast<void*>(z));
+  };
+  occurrence();
+  occurrence();
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"fused_ok", "fused_ok"}));
+  // t's allocation is freed and a larger one made in its place: it now reaches z. The same arguments must be
+  // checked again, and the buffers overlap.
+  ASSERT_EQ(inj->MemFree(0, t), CUDA_SUCCESS);
+  g_next_at = base + 64;
+  ASSERT_EQ(inj->MemAlloc(0, &t, 128), CUDA_SUCCESS);
+  occurrence();
+  EXPECT_EQ(fake_.launches.back(), "plus1");
+  EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)], 1u);
+}
+
 TEST_F(InjectorTest, DestroyedStreamsGiveTheirSlotsBack) {
   table_.StreamDestroy[0] = [](CUstream) { return CUDA_SUCCESS; };
   auto inj = make({twicePlus1()});
