@@ -151,6 +151,12 @@ class Checker:
                        env=dict(self.env, KFUSE_DISABLE="1"))
         self.check(p.returncode == 0 and "KFUSE_DISABLE" in p.stderr and not os.path.exists(stats_path),
                    "KFUSE_DISABLE=1 runs the program without kfuse", p.stderr)
+        # kfuse record under kfuse run (the other order than example() uses): the trace shows the fused launches.
+        inner = os.path.join(self.tmp, "run-then-record.sqlite")
+        p = self.kfuse("-q", "run", "--plan", good, "--", self.args.kfuse, "-q", "record", "-o", inner, "--",
+                       self.program(name))
+        self.check(p.returncode == 0 and os.path.exists(inner) and self.launches_in(inner) == 3,
+                   "kfuse run -- kfuse record: the trace holds the 3 fused launches", p.stdout + p.stderr)
         p = self.kfuse("run", "--plan", good, "--", "sh", "-c", "exit 3")
         self.check(p.returncode == 3, "the program's exit code passes through", f"got {p.returncode}")
 

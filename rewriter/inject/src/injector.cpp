@@ -31,6 +31,7 @@ constexpr const char* kFlushNames[] = {
     "cooperative launch", "cuLaunchKernelEx with attributes", "stream destroy", "plan unavailable", "process exit"};
 static_assert(sizeof kFlushNames / sizeof kFlushNames[0] == static_cast<size_t>(FlushReason::kCount));
 
+constexpr int kPerThread = collector::kPerThread;
 constexpr uint64_t kLegacyKey = 1;  // stream keys: real streams are pointers (even); per-thread ones odd (> 1)
 constexpr uint64_t kTombstone = ~uint64_t{0};
 constexpr size_t kFunctionSlots = 4096;  // power of two
@@ -1305,6 +1306,12 @@ CUresult Injector::LaunchKernelEx(int variant, const CUlaunchConfig* c, CUfuncti
 
 #define KFUSE_STREAM(WHY, STREAM, CALL) KFUSE_AFTER(impl_->beforeStreamWork(STREAM, variant, FlushReason::WHY), CALL)
 #define KFUSE_GLOBAL(WHY, CALL) KFUSE_AFTER(impl_->beforeGlobalWork(FlushReason::WHY), CALL)
+// A synchronous copy or set is ordered on the legacy default stream (so after every blocking stream's work), or,
+// called through its _ptds function, on the calling thread's per-thread default stream only.
+#define KFUSE_SYNC_COPY(WHY, CALL)                                                                            \
+  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::WHY)             \
+                                    : impl_->beforeGlobalWork(FlushReason::WHY),                              \
+              CALL)
 
 CUresult Injector::LaunchCooperativeKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                            unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream stream,
@@ -1395,19 +1402,19 @@ CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr, size_t size) {
   KFUSE_GLOBAL(kFree, HookClient::MemUnmap(variant, ptr, size))
 }
 CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::Memcpy(variant, dst, src, bytes))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy(variant, dst, src, bytes))
 }
 CUresult Injector::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyAsync(variant, dst, src, bytes, stream))
 }
 CUresult Injector::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::MemcpyHtoD(variant, dst, src, bytes))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyHtoD(variant, dst, src, bytes))
 }
 CUresult Injector::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))
 }
 CUresult Injector::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::MemcpyDtoD(variant, dst, src, bytes))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoD(variant, dst, src, bytes))
 }
 CUresult Injector::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
   KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyHtoDAsync(variant, dst, src, bytes, stream))
@@ -1419,33 +1426,33 @@ CUresult Injector::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src
   KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoDAsync(variant, dst, src, bytes, stream))
 }
 CUresult Injector::Memcpy2D(int variant, const CUDA_MEMCPY2D* copy) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::Memcpy2D(variant, copy))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy2D(variant, copy))
 }
 CUresult Injector::Memcpy2DAsync(int variant, const CUDA_MEMCPY2D* copy, CUstream stream) {
   KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy2DAsync(variant, copy, stream))
 }
 CUresult Injector::Memcpy3D(int variant, const CUDA_MEMCPY3D* copy) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::Memcpy3D(variant, copy))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy3D(variant, copy))
 }
 CUresult Injector::Memcpy3DAsync(int variant, const CUDA_MEMCPY3D* copy, CUstream stream) {
   KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy3DAsync(variant, copy, stream))
 }
 CUresult Injector::MemcpyPeer(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                               size_t bytes) {
-  KFUSE_GLOBAL(kMemcpy, HookClient::MemcpyPeer(variant, dst, dst_ctx, src, src_ctx, bytes))
+  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyPeer(variant, dst, dst_ctx, src, src_ctx, bytes))
 }
 CUresult Injector::MemcpyPeerAsync(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
                                    CUcontext src_ctx, size_t bytes, CUstream stream) {
   KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyPeerAsync(variant, dst, dst_ctx, src, src_ctx, bytes, stream))
 }
 CUresult Injector::MemsetD8(int variant, CUdeviceptr dst, unsigned char value, size_t n) {
-  KFUSE_GLOBAL(kMemset, HookClient::MemsetD8(variant, dst, value, n))
+  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD8(variant, dst, value, n))
 }
 CUresult Injector::MemsetD16(int variant, CUdeviceptr dst, unsigned short value, size_t n) {
-  KFUSE_GLOBAL(kMemset, HookClient::MemsetD16(variant, dst, value, n))
+  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD16(variant, dst, value, n))
 }
 CUresult Injector::MemsetD32(int variant, CUdeviceptr dst, unsigned int value, size_t n) {
-  KFUSE_GLOBAL(kMemset, HookClient::MemsetD32(variant, dst, value, n))
+  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD32(variant, dst, value, n))
 }
 CUresult Injector::MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream) {
   KFUSE_STREAM(kMemset, stream, HookClient::MemsetD8Async(variant, dst, value, n, stream))

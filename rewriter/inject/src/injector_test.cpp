@@ -506,6 +506,24 @@ TEST_F(InjectorTest, PerThreadDefaultStreamsAreSeparate) {
   EXPECT_EQ(z2, std::vector<float>(4, 5.f));
 }
 
+TEST_F(InjectorTest, PerThreadCopiesFlushOnlyTheirOwnThreadsStream) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs, host(4, 9), other(4);
+  float *x = buffer(xs, 1), *t = buffer(ts, 0), *z = buffer(zs, 0), *o = buffer(other, 0);
+  launch(*inj, kTwice, x, t, nullptr, /*variant=*/1);  // deferred on this thread's per-thread default stream
+  std::thread([&] {
+    // Another thread's synchronous copy through the _ptds function: ordered on its own per-thread stream only.
+    EXPECT_EQ(inj->MemcpyHtoD(1, reinterpret_cast<CUdeviceptr>(o), host.data(), 16), CUDA_SUCCESS);
+  }).join();
+  EXPECT_TRUE(fake_.launches.empty());
+  launch(*inj, kPlus1, t, z, nullptr, /*variant=*/1);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  // Through the legacy function the copy is ordered after every blocking stream's work: it flushes them.
+  launch(*inj, kTwice, x, t, nullptr, /*variant=*/1);
+  std::thread([&] { inj->MemcpyHtoD(0, reinterpret_cast<CUdeviceptr>(o), host.data(), 16); }).join();
+  EXPECT_EQ(fake_.launches.back(), "twice");
+}
+
 TEST_F(InjectorTest, LegacyStreamWorkFlushesOtherStreams) {
   auto inj = make({twicePlus1()});
   std::vector<float> xs, ts, ps;

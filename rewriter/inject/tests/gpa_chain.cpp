@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <barrier>
 #include <thread>
 #include <vector>
 
@@ -96,6 +97,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 4; ++i) CHECK(getFunction(&f[i], module, names[i]));
 
   std::vector<size_t> bad(static_cast<size_t>(threads), 0);
+  // Frees wait until every thread has checked its result: a free orders against all streams (kfuse then issues
+  // every stream's deferred launches), and the test wants each thread's patterns left whole.
+  std::barrier done(threads);
   auto work = [&](int t) {
     CHECK(setCurrent(ctx));
     std::vector<float> x(kN), bias(kN), gate(kN), want(kN), got(kN);
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
     CHECK(sync(nullptr));
     CHECK(dtoh(got.data(), out, kN * sizeof(float)));
     for (int i = 0; i < kN; ++i) bad[static_cast<size_t>(t)] += got[i] != want[i];
+    done.arrive_and_wait();
     for (CUdeviceptr p : {dx, db, dg, t1, t2, t3, out}) CHECK(memFree(p));
   };
   std::vector<std::thread> pool;
