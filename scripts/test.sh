@@ -9,7 +9,7 @@ mkdir -p "$KFUSE_BUILD"
 kfuse_configure -DKFUSE_WERROR=ON
 start=$(date +%s)
 kfuse_build
-echo "kfuse: built in $(($(date +%s) - start)) s; running the tests (about 10 minutes on 2 cores)"
+echo "kfuse: built in $(($(date +%s) - start)) s; running the tests (about a minute on 2 cores)"
 cd "$KFUSE_BUILD"
 ctest_args=(--output-on-failure -j "$KFUSE_JOBS" --timeout 600)
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
