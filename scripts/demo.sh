@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup-deps.sh"
 source "$here/common.sh"
 mkdir -p "$KFUSE_BUILD"
-kfuse_configure -DKFUSE_WERROR=ON
+kfuse_configure "${KFUSE_SCRIPT_CMAKE_ARGS[@]}"
 start=$(date +%s)
 kfuse_build kfuse kfuse_standin_cuda example_elementwise_chain
 echo "kfuse: built in $(($(date +%s) - start)) s"

@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup-deps.sh"
 source "$here/common.sh"
 mkdir -p "$KFUSE_BUILD"
-kfuse_configure -DKFUSE_WERROR=ON
+kfuse_configure "${KFUSE_SCRIPT_CMAKE_ARGS[@]}"
 start=$(date +%s)
 kfuse_build
 echo "kfuse: built in $(($(date +%s) - start)) s; running the tests (about a minute on 2 cores)"
