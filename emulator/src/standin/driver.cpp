@@ -1837,9 +1837,39 @@ const std::unordered_map<std::string, void*>& procTable() {
 }
 #pragma GCC diagnostic pop
 
+// What CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM asks for: the _ptsz/_ptds function of a base name, where
+// the stand-in has one. They behave as the legacy ones here (every launch runs to completion), but a tool between
+// the program and the driver (kfuse's hooks) must see which stream the program meant, as with a real driver.
+void* perThreadFunction(const std::string& name) {
+  static const std::unordered_map<std::string, void*> table = {
+      {"cuLaunchKernel", reinterpret_cast<void*>(&cuLaunchKernel_ptsz)},
+      {"cuLaunchKernelEx", reinterpret_cast<void*>(&cuLaunchKernelEx_ptsz)},
+      {"cuMemcpyHtoD", reinterpret_cast<void*>(&cuMemcpyHtoD_v2_ptds)},
+      {"cuMemcpyDtoH", reinterpret_cast<void*>(&cuMemcpyDtoH_v2_ptds)},
+      {"cuMemcpyDtoD", reinterpret_cast<void*>(&cuMemcpyDtoD_v2_ptds)},
+      {"cuMemcpy", reinterpret_cast<void*>(&cuMemcpy_ptds)},
+      {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&cuMemcpyHtoDAsync_v2_ptsz)},
+      {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&cuMemcpyDtoHAsync_v2_ptsz)},
+      {"cuMemcpyAsync", reinterpret_cast<void*>(&cuMemcpyAsync_ptsz)},
+      {"cuStreamSynchronize", reinterpret_cast<void*>(&cuStreamSynchronize_ptsz)},
+      {"cuStreamQuery", reinterpret_cast<void*>(&cuStreamQuery_ptsz)},
+      {"cuStreamWaitEvent", reinterpret_cast<void*>(&cuStreamWaitEvent_ptsz)},
+      {"cuEventRecord", reinterpret_cast<void*>(&cuEventRecord_ptsz)},
+      {"cuEventRecordWithFlags", reinterpret_cast<void*>(&cuEventRecordWithFlags_ptsz)},
+      {"cuMemsetD8", reinterpret_cast<void*>(&cuMemsetD8_v2_ptds)},
+      {"cuMemsetD32", reinterpret_cast<void*>(&cuMemsetD32_v2_ptds)},
+      {"cuMemsetD8Async", reinterpret_cast<void*>(&cuMemsetD8Async_ptsz)},
+      {"cuMemsetD32Async", reinterpret_cast<void*>(&cuMemsetD32Async_ptsz)},
+      {"cuLaunchHostFunc", reinterpret_cast<void*>(&cuLaunchHostFunc_ptsz)},
+      {"cuMemAllocAsync", reinterpret_cast<void*>(&cuMemAllocAsync_ptsz)},
+      {"cuMemFreeAsync", reinterpret_cast<void*>(&cuMemFreeAsync_ptsz)},
+  };
+  auto it = table.find(name);
+  return it == table.end() ? nullptr : it->second;
+}
+
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
                 CUdriverProcAddressQueryResult* status) {
-  (void)flags;  // per-thread and legacy default streams behave the same here
   if (tracing())
     std::fprintf(stderr, "kfuse stand-in trace: cuGetProcAddress %s %d %llu\n", symbol ? symbol : "(null)", version,
                  (unsigned long long)flags);
@@ -1857,6 +1887,8 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
     fn = version >= 12050 ? reinterpret_cast<void*>(&cuCtxCreate)
          : version >= 11040 ? reinterpret_cast<void*>(&cuCtxCreate_v3)
                             : reinterpret_cast<void*>(&cuCtxCreate_v2);
+  } else if (void* ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? perThreadFunction(name) : nullptr) {
+    fn = ptsz;  // "If a per-thread version is not found, the API will return the legacy version" (cuda.h)
   } else if (auto it = procTable().find(name); it != procTable().end()) {
     fn = it->second;
   } else {

@@ -45,6 +45,19 @@ __attribute__((tls_model("initial-exec"))) thread_local uint64_t t_driver_ns = 0
 // Whether the current launch is one of the sampled ones whose time is measured.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_timed = false;
 
+// Marks kfuse's own calls into the next layer: a driver that calls its own exported functions (kfuse's stand-in
+// does, through the PLT) comes back into the hooks, which must then pass straight through instead of matching or
+// flushing again (and taking a stream's lock twice).
+struct Inside {
+  bool entered;
+  Inside() : entered(!t_inside) { t_inside = true; }
+  ~Inside() {
+    if (entered) t_inside = false;
+  }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+};
+
 int64_t threadId() {
   if (t_tid == 0) t_tid = static_cast<int64_t>(syscall(SYS_gettid));
   return t_tid;
@@ -509,6 +522,7 @@ struct Injector::Impl {
 
   CUresult launch(const PendingLaunch& l, CUfunction f, const unsigned grid[3], const unsigned block[3],
                   unsigned shmem, void** ptrs) {
+    Inside inside;
     if (!t_timed) return launchUntimed(l, f, grid, block, shmem, ptrs);
     const uint64_t t0 = nowNs();
     const CUresult r = launchUntimed(l, f, grid, block, shmem, ptrs);
@@ -840,18 +854,19 @@ struct Injector::Impl {
       return nullptr;
     }
     CUmodule module = nullptr;
-    t_inside = true;
     // Through the next layer (a recording collector sees the fused module too); through our own export when the
     // application never loaded a module that way (the wrapper finds the driver's function).
     CUresult r;
-    if (table().ModuleLoadData[0].load()) {
-      r = self.HookClient::ModuleLoadData(0, &module, p.fused_ptx.c_str());
-    } else {
-      using Fn = DriverTable::ModuleLoadDataFn;
-      r = reinterpret_cast<Fn>(collector::Interposer::wrapper(collector::Api::ModuleLoadData, 0))(
-          &module, p.fused_ptx.c_str());
+    {
+      Inside inside;
+      if (table().ModuleLoadData[0].load()) {
+        r = self.HookClient::ModuleLoadData(0, &module, p.fused_ptx.c_str());
+      } else {
+        using Fn = DriverTable::ModuleLoadDataFn;
+        r = reinterpret_cast<Fn>(collector::Interposer::wrapper(collector::Api::ModuleLoadData, 0))(
+            &module, p.fused_ptx.c_str());
+      }
     }
-    t_inside = false;
     if (r == CUDA_ERROR_NOT_INITIALIZED) {
       disableLocked(st, "cuModuleLoadData is not reachable through the hooks");
       return nullptr;
@@ -974,6 +989,7 @@ struct Injector::Impl {
 
   CUresult passThrough(const Incoming& in, CUresult flushed) {
     stripe().issued.fetch_add(1, std::memory_order_relaxed);
+    Inside inside;
     CUresult r;
     if (t_timed) {
       const uint64_t t0 = nowNs();
@@ -1284,7 +1300,11 @@ CUresult Injector::LaunchKernelEx(int variant, const CUlaunchConfig* c, CUfuncti
     const CUresult flushed = impl_->beforeStreamWork(c->hStream, variant, FlushReason::kLaunchAttributes);
     impl_->stripe().seen.fetch_add(1, std::memory_order_relaxed);
     impl_->stripe().issued.fetch_add(1, std::memory_order_relaxed);
-    const CUresult r = HookClient::LaunchKernelEx(variant, c, f, params, extra);
+    CUresult r;
+    {
+      Inside inside;
+      r = HookClient::LaunchKernelEx(variant, c, f, params, extra);
+    }
     return flushed != CUDA_SUCCESS ? flushed : r;
   }
   Impl::Incoming in{{f,
@@ -1301,7 +1321,11 @@ CUresult Injector::LaunchKernelEx(int variant, const CUlaunchConfig* c, CUfuncti
 
 #define KFUSE_AFTER(FLUSH, CALL)                    \
   const CUresult flushed_ = (FLUSH);                \
-  const CUresult r_ = CALL;                         \
+  CUresult r_;                                      \
+  {                                                 \
+    Inside inside_;                                 \
+    r_ = CALL;                                      \
+  }                                                 \
   return flushed_ != CUDA_SUCCESS ? flushed_ : r_;
 
 #define KFUSE_STREAM(WHY, STREAM, CALL) KFUSE_AFTER(impl_->beforeStreamWork(STREAM, variant, FlushReason::WHY), CALL)
