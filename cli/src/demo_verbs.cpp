@@ -130,7 +130,8 @@ struct Demo {
                    program.c_str(), o.example.c_str());
       return kExitBadInput;
     }
-    const bool gpu = collector::detectBackend() == "cupti";
+    gpu_ = collector::detectBackend() == "cupti";
+    const bool gpu = gpu_;
     if (!gpu) {
       const fs::path standin = build / "standin";
       if (!fs::exists(standin / "libcuda.so.1")) {
@@ -283,7 +284,7 @@ struct Demo {
     return kExitOk;
   }
 
-  bool gpu_ = false;
+  bool gpu_ = false;  // a real driver with a device is here (set by go())
 };
 
 int runDemo(const DemoOptions& o) {
@@ -299,7 +300,6 @@ int runDemo(const DemoOptions& o) {
     if (ec) return reportError(ioError(o.dir + ": cannot create: " + ec.message()));
   }
   Demo demo{o, "", fs::absolute(dir), {}, 0};
-  demo.gpu_ = collector::detectBackend() == "cupti";
   const int code = demo.go();
   if (temporary && !o.keep) {
     fs::remove_all(dir, ec);
