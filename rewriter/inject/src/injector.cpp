@@ -332,8 +332,6 @@ struct Injector::Impl {
     }
   }
 
-  uint64_t planMask(const Identity& id, int pos) const { return id.at[pos]; }
-
   uint64_t enabledMask() const {
     uint64_t m = 0;
     for (size_t i = 0; i < plans.size(); ++i) {
