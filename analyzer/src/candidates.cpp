@@ -9,11 +9,20 @@
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/stats.h"
 #include "cost_model.h"
+#include "epilogue.h"
 #include "thread_locality.h"
 
 namespace kfuse::analyzer {
 
 const char* candidateKindName(CandidateKind k) { return k == CandidateKind::kVertical ? "vertical" : "horizontal"; }
+const char* fusionKindName(FusionKind k) {
+  switch (k) {
+    case FusionKind::kThreadLocal: return "thread-local";
+    case FusionKind::kEpilogue: return "epilogue";
+    case FusionKind::kHorizontal: return "horizontal";
+  }
+  return "?";
+}
 const char* legalityName(Legality l) {
   switch (l) {
     case Legality::kProven: return "proven";
@@ -396,6 +405,7 @@ class Analysis {
     std::string decider() const {
       return legality == Legality::kBlocked ? blocked_by : legality == Legality::kLikely ? likely_by : std::string();
     }
+    std::optional<EpilogueMap> epilogue;  // a proven epilogue fusion's element map
   };
 
   static bool fullyFollowed(const ParamFacts& p) {
@@ -470,6 +480,11 @@ class Analysis {
         }
         // Every access through the two parameters must have been followed to an address; one that was not could
         // touch any element of the buffer.
+        if (ua.param_index < 0 || static_cast<size_t>(ua.param_index) >= ka->params.size() || ub.param_index < 0 ||
+            static_cast<size_t>(ub.param_index) >= kb->params.size()) {
+          v.weaken(Legality::kLikely, "a pointer into " + buf + " is a parameter the kernels' PTX does not have");
+          continue;
+        }
         const ParamFacts& pa = ka->params[static_cast<size_t>(ua.param_index)];
         const ParamFacts& pb = kb->params[static_cast<size_t>(ub.param_index)];
         if (!fullyFollowed(pa) || !fullyFollowed(pb)) {
@@ -540,6 +555,32 @@ class Analysis {
     }
   }
 
+  bool sameShape(size_t a, size_t b) const {
+    const core::Launch& la = launch(a);
+    const core::Launch& lb = launch(b);
+    return la.grid == lb.grid && la.block == lb.block;
+  }
+
+  // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
+  void checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
+    std::vector<epilogue::Part> parts;
+    for (size_t op : occ) {
+      const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+      if (!k || !k->has_ptx) return;  // checkVisibility said so
+      const core::Launch& l = launch(op);
+      parts.push_back(epilogue::Part{k, locality::Shape{l.grid, l.block}, atomValues(op), g_.ops[op].uses});
+    }
+    const epilogue::Part producer = parts.front();
+    parts.erase(parts.begin());
+    const epilogue::Result r = epilogue::check(producer, parts);
+    if (r.legality != Legality::kProven) {
+      v.weaken(r.legality, r.why);
+      return;
+    }
+    v.reasons.push_back(r.why);
+    v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes};
+  }
+
   // The values a legality verdict for this occurrence depends on, beyond the pattern's identity: the arguments
   // the kernels' access forms read, where each pointer argument points inside its allocation, and which pointer
   // arguments resolved at all. Occurrences with equal keys get equal verdicts.
@@ -578,9 +619,13 @@ class Analysis {
     if (!g_.has_pointer_data) return v;
     for (size_t op : occ) checkVisibility(op, v);
     if (kind == CandidateKind::kVertical) {
-      for (size_t i = 0; i < occ.size(); ++i) {
+      // A producer whose launch shape differs from its consumers' can only be an epilogue fusion; the consumers,
+      // which share one shape, must still be thread-local among themselves.
+      const bool remapped = !sameShape(occ[0], occ[1]);
+      for (size_t i = remapped ? 1 : 0; i < occ.size(); ++i) {
         for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
       }
+      if (remapped) checkEpilogue(occ, v);
     }
     for (const auto& [key, kernels] : v.local) {
       std::string names;
@@ -601,7 +646,17 @@ class Analysis {
     Verdict common;
     if (c.kind == CandidateKind::kVertical) {
       const core::Launch& l = launch(first.front());
-      common.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) + ")");
+      if (sameShape(first[0], first[1])) {
+        c.fusion = FusionKind::kThreadLocal;
+        common.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) +
+                                 ")");
+      } else {
+        c.fusion = FusionKind::kEpilogue;
+        const core::Launch& lc = launch(first[1]);
+        common.reasons.push_back("the producer runs on grid " + dimText(l.grid) + ", block " + dimText(l.block) +
+                                 ", its consumers on grid " + dimText(lc.grid) + ", block " + dimText(lc.block) +
+                                 ": an epilogue fusion, consumers remapped to the producer's elements");
+      }
       common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
                                " with no host synchronization between them");
       if (!g_.has_pointer_data) {
@@ -614,6 +669,7 @@ class Analysis {
         }
       }
     } else {
+      c.fusion = FusionKind::kHorizontal;
       const bool same_stream = g_.ops[first[0]].stream_id == g_.ops[first[1]].stream_id;
       common.reasons.push_back(same_stream ? "adjacent on one stream with no data dependence between them"
                                            : "on different streams with no event or synchronization ordering them");
@@ -680,8 +736,16 @@ class Analysis {
       LegalityCheck checked;
     };
     std::map<Legality, Part> parts;
+    std::optional<EpilogueMap> map;
     for (const Tuple& tuple : tuples) {
       Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
+      if (v.legality == Legality::kProven && v.epilogue) {
+        if (!map) map = v.epilogue;
+        if (!(*map == *v.epilogue)) {
+          v.weaken(Legality::kLikely, "these arguments put the consumers' elements elsewhere than the first proven "
+                                      "occurrence's: one fused kernel cannot serve both");
+        }
+      }
       Part& part = parts[v.legality];
       part.verdict.legality = v.legality;
       part.verdict.adoptDeciders(v);
@@ -734,6 +798,7 @@ class Analysis {
       p.legality = v.legality;
       p.verdict = v.decider();
       p.reasons = std::move(v.reasons);
+      if (p.legality == Legality::kProven && p.fusion == FusionKind::kEpilogue) p.epilogue = map;
       p.checked = std::move(part.checked);
       const bool have_ptx = std::all_of(p.function_ids.begin(), p.function_ids.end(), [&](core::Id f) {
         const KernelFacts* k = cat_.find(f);
@@ -816,10 +881,12 @@ class Analysis {
         const core::Launch& la = launch(a);
         const core::Launch& lb = launch(b);
         bool linked = true;
+        const bool same_shape = la.grid == lb.grid && la.block == lb.block;
         if (shapeUnknown(la) || shapeUnknown(lb)) {
           ++stats.pairs_config_unknown;
           linked = false;
-        } else if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
+        } else if (!same_shape && !g_.has_pointer_data) {
+          // Without pointer data there is no element map to check: shapes must agree.
           ++stats.pairs_config_differs;
           linked = false;
         } else if (g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
@@ -837,6 +904,9 @@ class Analysis {
           flush();
           continue;
         }
+        // A change of launch shape starts an epilogue chain: `a` produces, `b` and the kernels of its shape after
+        // it consume.
+        if (!same_shape) flush();
         if (run.empty()) run.push_back(a);
         run.push_back(b);
       }

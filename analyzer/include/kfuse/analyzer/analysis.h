@@ -46,6 +46,8 @@ struct ParamMemoryAccess {
   uint32_t line = 0;
   std::optional<ptx::AffineExpr> offset_form;     // the same offset as structure (when affine)
   std::vector<ptx::GuardCondition> guard_conditions;  // the guard's conjuncts as structure, where understood
+  bool guard_exact = false;  // the guard is also sufficient (ptx::MemoryAccess::guard_exact)
+  bool in_loop = false;      // the access may run more than once per thread
 };
 
 struct ParamFacts {
@@ -167,6 +169,25 @@ struct DependencyGraph {
 // Candidates and cost
 
 enum class CandidateKind { kVertical, kHorizontal };
+// How the kernels of a candidate share the fused launch (docs/analyzer.md, "Fusion kinds"):
+//  thread-local  vertical, one launch shape: each thread runs every kernel's body for itself;
+//  epilogue      vertical, the producer's launch: each consumer runs per element right after the producer's store
+//                of that element (element-remapped; the consumers are element-wise and 1-D);
+//  horizontal    independent kernels side by side in one launch.
+enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal };
+const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal"
+
+// How a proven epilogue fusion maps the consumers onto the producer's elements: element e of the intermediate is
+// at (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer
+// writes it through its argument `producer_param` (kernel 0). Kernel positions are within the candidate.
+struct EpilogueMap {
+  int producer_param = -1;
+  int consumer = -1;
+  int consumer_param = -1;
+  int64_t consumer_offset = 0;
+  uint32_t element_bytes = 0;
+  friend bool operator==(const EpilogueMap&, const EpilogueMap&) = default;
+};
 enum class Legality { kProven, kLikely, kBlocked };
 enum class Confidence { kHigh, kMedium, kLow };
 const char* candidateKindName(CandidateKind k);  // "vertical", "horizontal"
@@ -206,6 +227,8 @@ struct LegalityCheck {
 struct Candidate {
   int rank = 0;
   CandidateKind kind = CandidateKind::kVertical;
+  FusionKind fusion = FusionKind::kThreadLocal;
+  std::optional<EpilogueMap> epilogue;  // fusion == kEpilogue and proven
   std::vector<core::Id> function_ids;
   std::vector<std::string> names;
   std::vector<std::string> mangled_names;
