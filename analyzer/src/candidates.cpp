@@ -10,6 +10,7 @@
 #include "kfuse/core/stats.h"
 #include "cost_model.h"
 #include "epilogue.h"
+#include "footprint.h"
 #include "thread_locality.h"
 
 namespace kfuse::analyzer {
@@ -365,14 +366,9 @@ class Analysis {
   }
 
   locality::AtomValues atomValues(size_t op) const {
-    locality::AtomValues values;
     const core::Launch& l = launch(op);
     const KernelFacts* k = cat_.find(l.function_id);
-    if (!k) return values;
-    for (const ParamFacts& p : k->params) {
-      if (auto v = argValue(l, p)) values["param" + std::to_string(p.index)] = *v;
-    }
-    return values;
+    return k ? launchValues(*k, l) : locality::AtomValues{};
   }
 
   struct Verdict {
@@ -407,15 +403,6 @@ class Analysis {
     }
     std::optional<EpilogueMap> epilogue;  // a proven epilogue fusion's element map
   };
-
-  static bool fullyFollowed(const ParamFacts& p) {
-    int reads = 0, writes = 0;
-    for (const ParamMemoryAccess& a : p.accesses) {
-      reads += a.is_read ? 1 : 0;
-      writes += a.is_write ? 1 : 0;
-    }
-    return reads >= p.ptx_reads && writes >= p.ptx_writes;
-  }
 
   // What a proof about one launch of a kernel needs beyond its shared buffers: every global access attributed to
   // a pointer parameter, no device-function calls, and every pointer it accesses resolved to an allocation (an
@@ -464,7 +451,7 @@ class Analysis {
     std::optional<locality::AtomValues> va, vb;
     for (const BufferUse& ua : g_.ops[a].uses) {
       for (const BufferUse& ub : g_.ops[b].uses) {
-        if (ua.allocation_id != ub.allocation_id) continue;
+        if (!ua.overlaps(ub)) continue;  // other tensors, or other bytes of one allocation
         if (!writesMode(ua.mode) && !writesMode(ub.mode)) continue;
         const std::string buf = "allocation " + std::to_string(ua.allocation_id);
         // A kernel without PTX: checkVisibility, run on every kernel of the occurrence, already said so.
@@ -489,8 +476,12 @@ class Analysis {
         const ParamFacts& pb = kb->params[static_cast<size_t>(ub.param_index)];
         if (!fullyFollowed(pa) || !fullyFollowed(pb)) {
           const KernelFacts* k = fullyFollowed(pa) ? kb : ka;
-          v.weaken(Legality::kLikely, k->name + " accesses " + buf + " at an address the PTX analysis could not "
-                                                "follow: thread locality not proven");
+          // Typically an index that changes in a loop (a row or grid-stride loop): such a thread touches many
+          // elements, so calling the pair likely thread-local would be a guess against the evidence.
+          v.weaken(Legality::kBlocked, k->name + " accesses " + buf + " at an address the PTX analysis could not "
+                                                 "follow (inside a loop, or not derived from its thread index): it "
+                                                 "may touch elements other threads write, so thread locality cannot "
+                                                 "be shown");
           continue;
         }
         bool affine = true, atomic = false;

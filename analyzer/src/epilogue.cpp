@@ -1,6 +1,8 @@
 // Element-remapped (epilogue) fusion legality; see epilogue.h for the rules.
 #include "epilogue.h"
 
+#include "footprint.h"
+
 #include <algorithm>
 #include <set>
 
@@ -9,15 +11,6 @@ namespace {
 
 bool reads(core::AccessMode m) { return m == core::AccessMode::kRead || m == core::AccessMode::kReadWrite; }
 bool writes(core::AccessMode m) { return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite; }
-
-bool fullyFollowed(const ParamFacts& p) {
-  int r = 0, w = 0;
-  for (const ParamMemoryAccess& a : p.accesses) {
-    r += a.is_read ? 1 : 0;
-    w += a.is_write ? 1 : 0;
-  }
-  return r >= p.ptx_reads && w >= p.ptx_writes;
-}
 
 const ParamFacts* param(const Part& k, int index) {
   if (index < 0 || static_cast<size_t>(index) >= k.facts->params.size()) return nullptr;
@@ -83,50 +76,50 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
     if (ck.grid_sync) return refuse(Legality::kBlocked, ck.name + " synchronizes the whole grid");
   }
 
-  // The intermediate: the allocation the producer writes and a consumer reads.
-  std::set<core::Id> produced, consumed_read, consumed_written, producer_read;
+  // The intermediate: the bytes the producer writes through one argument and a consumer reads (tensors inside one
+  // allocation are told apart by their byte ranges).
+  const BufferUse* pu = nullptr;
+  int intermediates = 0;
   for (const BufferUse& u : producer.uses) {
-    if (writes(u.mode)) produced.insert(u.allocation_id);
-    if (reads(u.mode)) producer_read.insert(u.allocation_id);
-  }
-  for (const Part& c : consumers) {
-    for (const BufferUse& u : c.uses) {
-      if (reads(u.mode)) consumed_read.insert(u.allocation_id);
-      if (writes(u.mode)) consumed_written.insert(u.allocation_id);
+    if (!writes(u.mode)) continue;
+    bool read = false;
+    for (const Part& c : consumers) {
+      for (const BufferUse& v : c.uses) read = read || (reads(v.mode) && u.overlaps(v));
     }
+    if (!read) continue;
+    ++intermediates;
+    if (!pu) pu = &u;
   }
-  std::vector<core::Id> intermediates;
-  for (core::Id a : produced) {
-    if (consumed_read.count(a)) intermediates.push_back(a);
-  }
-  if (intermediates.empty()) return refuse(Legality::kBlocked, "no consumer reads what " + pk.name + " writes");
-  if (intermediates.size() > 1) {
-    return refuse(Legality::kLikely, pk.name + " writes " + std::to_string(intermediates.size()) +
+  if (!pu) return refuse(Legality::kBlocked, "no consumer reads what " + pk.name + " writes");
+  if (intermediates > 1) {
+    return refuse(Legality::kLikely, pk.name + " writes " + std::to_string(intermediates) +
                                          " buffers the consumers read: only one intermediate is remapped");
   }
-  const core::Id x = intermediates.front();
-  const std::string xs = "allocation " + std::to_string(x);
-  for (core::Id a : produced) {
-    if (a != x && consumed_written.count(a)) {
-      return refuse(Legality::kBlocked, pk.name + " and a consumer both write allocation " + std::to_string(a));
+  const std::string xs = "allocation " + std::to_string(pu->allocation_id) +
+                         (pu->wholeAllocation() ? std::string()
+                                                : " bytes [" + std::to_string(pu->lo) + ", " + std::to_string(pu->hi) + ")");
+  bool consumers_write_x = false;
+  for (const Part& c : consumers) {
+    for (const BufferUse& v : c.uses) {
+      if (!writes(v.mode)) continue;
+      consumers_write_x = consumers_write_x || v.overlaps(*pu);
+      for (const BufferUse& u : producer.uses) {
+        if (&u == pu || !u.overlaps(v)) continue;
+        return refuse(Legality::kBlocked,
+                      pk.name + (writes(u.mode) ? " and a consumer both write" : " reads") + " allocation " +
+                          std::to_string(u.allocation_id) + " (argument " + std::to_string(u.param_index) + ")" +
+                          (writes(u.mode) ? std::string()
+                                          : ", which a consumer writes: consumers running inside the producer would "
+                                            "change what its other threads read"));
+      }
     }
   }
-  for (core::Id a : producer_read) {
-    if (a != x && consumed_written.count(a)) {
-      return refuse(Legality::kBlocked, pk.name + " reads allocation " + std::to_string(a) +
-                                            ", which a consumer writes: consumers running inside the producer "
-                                            "would change what its other threads read");
-    }
-  }
-  const bool consumers_write_x = consumed_written.count(x) > 0;
-
-  // The producer's one store to X.
-  const BufferUse* pu = nullptr;
   for (const BufferUse& u : producer.uses) {
-    if (u.allocation_id != x) continue;
-    if (pu) return refuse(Legality::kLikely, pk.name + " passes two pointers into " + xs + ": not remapped");
-    pu = &u;
+    if (&u != pu && u.overlaps(*pu)) {
+      return refuse(Legality::kLikely, pk.name + " passes two pointers into the bytes of " + xs + ": not remapped");
+    }
   }
+
   const ParamFacts* pp = param(producer, pu->param_index);
   if (!pp) return refuse(Legality::kLikely, pk.name + ": the pointer into " + xs + " is not a parameter the PTX has");
   if (!fullyFollowed(*pp)) {
@@ -182,7 +175,7 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
     const Part& c = consumers[j];
     const KernelFacts& ck = *c.facts;
     for (const BufferUse& u : c.uses) {
-      if (u.allocation_id != x) continue;
+      if (!u.overlaps(*pu)) continue;
       const ParamFacts* cp = param(c, u.param_index);
       if (!cp || !fullyFollowed(*cp)) {
         return refuse(Legality::kBlocked, ck.name + " accesses " + xs + " at an address the PTX analysis could not "

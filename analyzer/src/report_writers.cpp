@@ -37,9 +37,16 @@ std::string kernelsText(const Candidate& c, bool short_names = false) {
 // One sentence: what decided the candidate's legality.
 std::string verdictText(const Candidate& c) {
   if (c.legality == Legality::kProven) {
-    return c.kind == CandidateKind::kVertical
-               ? "proven: each thread reads only what the same thread wrote, on every occurrence checked"
-               : "proven: no data flows between the kernels, and they fit one wave together";
+    switch (c.fusion) {
+      case FusionKind::kThreadLocal:
+        return "proven: each thread reads only what the same thread wrote, on every occurrence checked";
+      case FusionKind::kEpilogue:
+        return "proven epilogue: the producer writes each element once and each consumer thread touches only its "
+               "own element, on every occurrence checked";
+      case FusionKind::kHorizontal:
+        break;
+    }
+    return "proven: no data flows between the kernels, and they fit one wave together";
   }
   const std::string why = !c.verdict.empty() ? c.verdict : c.reasons.empty() ? "" : c.reasons.back();
   return std::string(legalityName(c.legality)) + ": " + why;

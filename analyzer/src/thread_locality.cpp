@@ -377,6 +377,14 @@ int64_t evaluate(const LinearForm& f, const Thread& t) {
   return static_cast<int64_t>(std::clamp<Wide>(v, INT64_MIN, INT64_MAX));
 }
 
+std::optional<std::pair<int64_t, int64_t>> range(const LinearForm& f, const Domain& d, const Shape& shape) {
+  if (d.never) return std::nullopt;
+  const auto r = domainRange(f, d.constraints, shape);
+  if (!r) return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(std::clamp<Wide>(r->first, INT64_MIN, INT64_MAX)),
+                        static_cast<int64_t>(std::clamp<Wide>(r->second, INT64_MIN, INT64_MAX)));
+}
+
 bool contains(const Domain& d, const Thread& t) {
   if (d.never) return false;
   for (const Constraint& c : d.constraints) {

@@ -70,6 +70,9 @@ using Thread = std::array<int64_t, kVarCount>;
 int64_t evaluate(const LinearForm& f, const Thread& t);
 // Whether thread `t` satisfies every constraint of `d` (false when `d.never`).
 bool contains(const Domain& d, const Thread& t);
+// The least and greatest value of `f` over the threads of the launch in `d` (bounds that hold; tight for the box
+// and for constraints on independent variables); nullopt when no thread is in `d`.
+std::optional<std::pair<int64_t, int64_t>> range(const LinearForm& f, const Domain& d, const Shape& shape);
 
 // What a guard's conjuncts say about the thread variables, for one launch.
 Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& shape, const AtomValues& values);

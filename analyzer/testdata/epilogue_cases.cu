@@ -69,3 +69,11 @@ extern "C" __global__ void skip_last_row2d(const float* a, float* c, int m, int 
   if (row >= m - 1 || col >= n) return;
   c[row * n + col] = a[row * n + col] + 1.f;
 }
+
+// A 2-D element-wise producer (no loop): its reads have an affine footprint too.
+extern "C" __global__ void scale2d(const float* a, float* c, int m, int n) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= m || col >= n) return;
+  c[row * n + col] = 2.f * a[row * n + col];
+}

@@ -125,6 +125,12 @@ struct BufferUse {
   uint64_t offset = 0;
   int param_index = -1;  // -1 for memcpy/memset
   core::AccessMode mode = core::AccessMode::kReadWrite;
+  // The bytes of the allocation the operation may touch through this argument, [lo, hi) from the allocation's
+  // start: from the PTX's affine access forms bound to the launch's values (a sound over-approximation), a copy's
+  // or set's extent, or the whole allocation when that cannot be computed. Data edges need overlapping ranges.
+  uint64_t lo = 0, hi = UINT64_MAX;
+  bool overlaps(const BufferUse& o) const { return allocation_id == o.allocation_id && lo < o.hi && o.lo < hi; }
+  bool wholeAllocation() const { return lo == 0 && hi == UINT64_MAX; }
 };
 
 struct GpuOp {
