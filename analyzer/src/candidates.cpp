@@ -661,9 +661,14 @@ class Analysis {
       }
     } else {
       c.fusion = FusionKind::kHorizontal;
-      const bool same_stream = g_.ops[first[0]].stream_id == g_.ops[first[1]].stream_id;
-      common.reasons.push_back(same_stream ? "adjacent on one stream with no data dependence between them"
-                                           : "on different streams with no event or synchronization ordering them");
+      std::set<core::Id> streams;
+      for (size_t op : first) streams.insert(g_.ops[op].stream_id);
+      const std::string what = first.size() == 2 ? "" : std::to_string(first.size()) + " kernels ";
+      common.reasons.push_back(streams.size() == 1 ? what + "adjacent on one stream with no data dependence between them"
+                               : streams.size() == first.size()
+                                   ? what + "on different streams with no event or synchronization ordering them"
+                                   : what + "on " + std::to_string(streams.size()) + " streams, with no data "
+                                            "dependence, event or synchronization ordering any two of them");
       common.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
       if (!g_.has_pointer_data) {
         common.weaken(Legality::kLikely, "no pointer arguments in this trace: independence assumes the program has "
@@ -905,45 +910,86 @@ class Analysis {
     }
   }
 
+  // Whether `b` may join horizontal group `group` (kernels issued before it): independent of every member, in the
+  // same host-sync epoch, and the group still fits in one wave.
+  bool joinsGroup(const std::vector<size_t>& group, size_t b, SearchStats& stats) const {
+    const core::Launch& lb = launch(b);
+    if (shapeUnknown(lb)) {
+      ++stats.pairs_config_unknown;
+      return false;
+    }
+    std::vector<cost::LaunchShape> shapes;
+    for (size_t a : group) shapes.push_back(shape(launch(a)));
+    shapes.push_back(shape(lb));
+    if (cost::waves(shapes, gpu_) > 1.0) {
+      ++stats.horizontal_not_small;
+      return false;
+    }
+    for (size_t a : group) {
+      const bool same_stream = g_.ops[a].stream_id == g_.ops[b].stream_id;
+      // Without pointer data, kernels on one stream may depend on each other in ways the trace cannot show.
+      if ((same_stream && !g_.has_pointer_data) || g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
+        ++stats.horizontal_dependent;
+        return false;
+      }
+      bool dependent = false;
+      for (const Edge* e : g_.edgesBetween(a, b)) dependent = dependent || e->kind != EdgeKind::kStreamOrder;
+      if (!same_stream) {
+        dependent = dependent || g_.reaches(a, b);
+      } else {
+        // On one stream every op orders the next: a copy or set between two members could carry data from one
+        // to the other, so it ends the group.
+        for (size_t x = a + 1; x < b && !dependent; ++x) {
+          dependent = g_.ops[x].stream_id == g_.ops[a].stream_id && g_.ops[x].kind != OpKind::kKernel;
+        }
+      }
+      if (dependent) {
+        ++stats.horizontal_dependent;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Groups of consecutive independent kernels that fit in one wave together (N-way, up to --max-group). Of each
+  // maximal group, the cost model picks the prefix of at least two kernels with the largest predicted saving; the
+  // rest starts the next group.
   void findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
     std::map<std::string, size_t> index;
     std::vector<size_t> kernels;
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       if (g_.ops[i].kind == OpKind::kKernel) kernels.push_back(i);
     }
-    std::vector<char> used(g_.ops.size(), 0);
-    for (size_t n = 0; n + 1 < kernels.size(); ++n) {
-      const size_t a = kernels[n], b = kernels[n + 1];
-      if (used[a]) continue;
+    const size_t max_group = std::max<size_t>(2, opt_.max_group);
+    size_t n = 0;
+    while (n + 1 < kernels.size()) {
+      std::vector<size_t> group{kernels[n]};
+      if (shapeUnknown(launch(kernels[n]))) {
+        ++n;
+        continue;
+      }
       ++stats.horizontal_pairs;
-      const core::Launch& la = launch(a);
-      const core::Launch& lb = launch(b);
-      if (shapeUnknown(la) || shapeUnknown(lb)) {
-        ++stats.pairs_config_unknown;
+      for (size_t m = n + 1; m < kernels.size() && group.size() < max_group; ++m) {
+        if (!joinsGroup(group, kernels[m], stats)) break;
+        group.push_back(kernels[m]);
+      }
+      if (group.size() < 2) {
+        ++n;
         continue;
       }
-      const double waves = cost::waves({shape(la), shape(lb)}, gpu_);
-      if (waves > 1.0) {
-        ++stats.horizontal_not_small;
-        continue;
+      size_t best = 2;
+      double best_saving = -1;
+      for (size_t len = 2; len <= group.size() && group.size() > 2; ++len) {
+        const std::vector<size_t> prefix(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(len));
+        const double saving = occurrenceCost(CandidateKind::kHorizontal, prefix, {}).saving_ns;
+        if (saving > best_saving) {
+          best_saving = saving;
+          best = len;
+        }
       }
-      const bool same_stream = g_.ops[a].stream_id == g_.ops[b].stream_id;
-      // Without pointer data, kernels on one stream may depend on each other in ways the trace cannot show.
-      if ((same_stream && !g_.has_pointer_data) || g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
-        ++stats.horizontal_dependent;
-        continue;
-      }
-      bool dependent = false;
-      for (const Edge* e : g_.edgesBetween(a, b)) {
-        dependent = dependent || e->kind != EdgeKind::kStreamOrder;
-      }
-      if (!same_stream) dependent = dependent || g_.reaches(a, b);
-      if (dependent) {
-        ++stats.horizontal_dependent;
-        continue;
-      }
-      group(index, out, CandidateKind::kHorizontal, {a, b});
-      used[a] = used[b] = 1;
+      group.resize(best);
+      this->group(index, out, CandidateKind::kHorizontal, group);
+      n += best;
     }
   }
 

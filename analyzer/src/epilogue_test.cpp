@@ -231,6 +231,11 @@ std::vector<NearMiss> nearMisses() {
          c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
              .launch("row_total", {1, 1, 1}, {kM, 1, 1}, {Ptr{c.c}, Ptr{c.y}, kM, kN});
        }, {"rowsum2d", "row_total"}, "could not follow"},
+      {"row loop on the same launch shape", [=](Chain& c) {
+         // Thread-local, not epilogue: both launches have one shape, and the consumer reads a whole row in a loop.
+         c.b.launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn})
+             .launch("row_total", cgrid, cblock, {Ptr{c.y}, Ptr{c.a}, kM, kN});
+       }, {"act", "row_total"}, "could not follow"},
       {"element written twice", [=](Chain& c) {
          c.b.launch("colfill2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
              .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
@@ -258,7 +263,7 @@ TEST_P(EpilogueNearMiss, IsBlockedWithItsReason) {
   EXPECT_FALSE(c->epilogue.has_value());
 }
 
-INSTANTIATE_TEST_SUITE_P(All, EpilogueNearMiss, testing::Range(0, 7), [](const testing::TestParamInfo<int>& i) {
+INSTANTIATE_TEST_SUITE_P(All, EpilogueNearMiss, testing::Range(0, 8), [](const testing::TestParamInfo<int>& i) {
   std::string n = nearMisses()[static_cast<size_t>(i.param)].name;
   for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   return n;

@@ -273,6 +273,7 @@ struct KernelRow {
 struct AnalysisOptions {
   std::string gpu;            // spec table name; "" = the trace's device, else h100-sxm
   size_t max_chain_length = 4;
+  size_t max_group = 8;       // most kernels in one horizontal group
   size_t top = 10;
   bool keep_no_gain = false;  // list patterns predicted to save nothing too (a legality audit), ranked last
 };
