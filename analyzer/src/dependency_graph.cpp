@@ -53,6 +53,7 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
   DependencyGraph g;
   std::unordered_map<core::Id, const core::Allocation*> allocations;
   for (const core::Allocation& a : trace.allocations) allocations[a.id] = &a;
+  FootprintCache footprints;
   auto orderOf = [](int64_t api, int64_t gpu) { return api != core::kNoTime ? api : gpu; };
   for (size_t i = 0; i < trace.launches.size(); ++i) {
     const core::Launch& l = trace.launches[i];
@@ -66,7 +67,7 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     op.gpu_start_ns = l.gpu_start_ns;
     op.gpu_end_ns = l.gpu_end_ns;
     const KernelFacts* k = catalog.find(l.function_id);
-    std::optional<locality::AtomValues> values;
+    const std::vector<RelativeRange>* ranges = nullptr;
     for (const core::PointerArg& p : l.pointer_args) {
       if (p.allocation_id == core::kNoId) continue;
       g.has_pointer_data = true;
@@ -78,10 +79,12 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
       if (mode == core::AccessMode::kUnknown) mode = core::AccessMode::kReadWrite;
       BufferUse use{p.allocation_id, p.offset, p.param_index, mode};
       if (k && k->has_ptx) {
-        if (!values) values = launchValues(*k, l);
-        const ByteRange r = footprint(k, l, p.param_index, p.offset, *values);
-        use.lo = r.lo;
-        use.hi = r.hi;
+        if (!ranges) ranges = &footprints.of(*k, l);
+        if (p.param_index >= 0 && static_cast<size_t>(p.param_index) < ranges->size()) {
+          const ByteRange r = (*ranges)[static_cast<size_t>(p.param_index)].at(p.offset);
+          use.lo = r.lo;
+          use.hi = r.hi;
+        }
       }
       op.uses.push_back(use);
     }

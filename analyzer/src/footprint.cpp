@@ -33,9 +33,17 @@ locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l) {
   return values;
 }
 
-ByteRange footprint(const KernelFacts* k, const core::Launch& l, int param, uint64_t pointer_offset,
-                    const locality::AtomValues& values) {
-  const ByteRange whole;
+ByteRange RelativeRange::at(uint64_t pointer_offset) const {
+  constexpr int64_t kLimit = int64_t{1} << 60;
+  if (!bounded || pointer_offset > static_cast<uint64_t>(kLimit)) return ByteRange{};
+  const int64_t base = static_cast<int64_t>(pointer_offset);
+  if (lo == hi) return ByteRange{pointer_offset, pointer_offset};  // nothing is accessed
+  if (base + lo < 0) return ByteRange{};  // before the allocation's start: not a range kfuse can trust
+  return ByteRange{static_cast<uint64_t>(base + lo), static_cast<uint64_t>(base + hi)};
+}
+
+RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values) {
+  const RelativeRange whole;
   if (!k || !k->has_ptx || param < 0 || static_cast<size_t>(param) >= k->params.size()) return whole;
   const ParamFacts& p = k->params[static_cast<size_t>(param)];
   if (p.source != AccessSource::kPtx || !fullyFollowed(p)) return whole;
@@ -53,10 +61,29 @@ ByteRange footprint(const KernelFacts* k, const core::Launch& l, int param, uint
     lo = std::min(lo, r->first);
     hi = std::max(hi, r->second + static_cast<int64_t>(a.bytes));
   }
-  if (lo > hi) return ByteRange{pointer_offset, pointer_offset};  // nothing is accessed
-  const int64_t base = static_cast<int64_t>(std::min<uint64_t>(pointer_offset, kLimit));
-  if (base + lo < 0) return whole;  // before the allocation's start: not a range kfuse can trust
-  return ByteRange{static_cast<uint64_t>(base + lo), static_cast<uint64_t>(base + hi)};
+  if (lo > hi) return RelativeRange{true, 0, 0};
+  return RelativeRange{true, lo, hi};
+}
+
+const std::vector<RelativeRange>& FootprintCache::of(const KernelFacts& k, const core::Launch& l) {
+  key_.assign(reinterpret_cast<const char*>(&k.function_id), sizeof k.function_id);
+  for (const uint32_t v : {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z}) {
+    key_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  for (int fp : k.form_params) {
+    if (fp < 0 || static_cast<size_t>(fp) >= k.params.size()) continue;
+    const ParamFacts& p = k.params[static_cast<size_t>(fp)];
+    if (p.offset >= 0 && p.size > 0 && static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) <= l.arg_bytes.size()) {
+      key_.append(reinterpret_cast<const char*>(l.arg_bytes.data() + p.offset), static_cast<size_t>(p.size));
+    }
+    key_.push_back('|');
+  }
+  auto it = cache_.find(key_);
+  if (it != cache_.end()) return it->second;
+  const locality::AtomValues values = launchValues(k, l);
+  std::vector<RelativeRange> ranges;
+  for (size_t i = 0; i < k.params.size(); ++i) ranges.push_back(footprint(&k, l, static_cast<int>(i), values));
+  return cache_.emplace(key_, std::move(ranges)).first->second;
 }
 
 }  // namespace kfuse::analyzer

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "kfuse/analyzer/analysis.h"
 #include "thread_locality.h"
@@ -24,8 +27,27 @@ struct ByteRange {
   uint64_t lo = 0, hi = UINT64_MAX;  // [lo, hi) from the allocation's start; the default is the whole allocation
 };
 
-// The bytes argument `param` of launch `l` may touch, its pointer being `pointer_offset` bytes into its allocation.
-ByteRange footprint(const KernelFacts* k, const core::Launch& l, int param, uint64_t pointer_offset,
-                    const locality::AtomValues& values);
+// The same relative to the pointer: [lo, hi) bytes from where the argument points, or unbounded.
+struct RelativeRange {
+  bool bounded = false;
+  int64_t lo = 0, hi = 0;  // lo == hi: nothing is accessed
+  ByteRange at(uint64_t pointer_offset) const;
+};
+
+// The bytes argument `param` of launch `l` may touch, relative to its pointer. Depends only on the kernel, the
+// launch shape and the values of the kernel's form parameters (KernelFacts::form_params): callers may cache on them.
+RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values);
+
+// Footprints of every parameter of a launch, cached by (kernel, launch shape, form-parameter values): a trace of a
+// million launches repeats a few distinct keys. Not thread-safe.
+class FootprintCache {
+ public:
+  // Relative ranges by parameter index (empty when the kernel has no PTX).
+  const std::vector<RelativeRange>& of(const KernelFacts& k, const core::Launch& l);
+
+ private:
+  std::unordered_map<std::string, std::vector<RelativeRange>> cache_;
+  std::string key_;
+};
 
 }  // namespace kfuse::analyzer
