@@ -102,12 +102,19 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   ptx::FunctionAnalyses fa(&module, producer);
   size_t store_stmt = SIZE_MAX;
   for (const ptx::MemoryAccess& a : fa.memoryAccesses()) {
-    if (a.base_param != spec.producer_param || !a.is_write) continue;
+    const bool through = a.base_param == spec.producer_param ||
+                         (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(),
+                                                        spec.producer_param) != a.pointer_params.end());
+    if (!through || !a.is_write) continue;
+    if (a.in_loop) return unsupported("'" + producer.name + "' stores the intermediate inside a loop");
+    if (a.base_param < 0) {
+      return unsupported("'" + producer.name + "' stores the intermediate at an address the PTX analysis cannot "
+                         "follow (line " + std::to_string(a.line) + ")");
+    }
     if (store_stmt != SIZE_MAX) {
       return unsupported("'" + producer.name + "' stores through parameter " + std::to_string(spec.producer_param) +
                          " more than once");
     }
-    if (a.in_loop) return unsupported("'" + producer.name + "' stores the intermediate inside a loop");
     store_stmt = a.stmt;
   }
   if (store_stmt == SIZE_MAX) {
