@@ -264,13 +264,14 @@ void MainWindow::sessionLoaded(std::shared_ptr<const Session> session) {
   setWindowTitle(QString("kfuse-gui — %1").arg(QFileInfo(QString::fromStdString(session_->path)).fileName()));
   const analyzer::Report& r = session_->report;
   const TimelineData& t = session_->timeline;
-  QString info = tr("%1 (%2): %3 kernels, %4 copies, %5 sets, %6 ranges on %7 lanes; %8 candidates; GPU %9 (%10)")
+  QString info = tr("%1 (%2): %3 kernels, %4 copies, %5 sets, %6 ranges/CPU ops on %7 lanes; %8 candidates; "
+                    "GPU %9 (%10)")
                      .arg(QString::fromStdString(session_->path))
                      .arg(QString::fromStdString(session_->input.format))
                      .arg(t.kernels)
                      .arg(t.copies)
                      .arg(t.sets)
-                     .arg(t.ranges)
+                     .arg(t.ranges + t.cpu_ops)
                      .arg(t.lanes.size())
                      .arg(r.candidates.size())
                      .arg(QString::fromStdString(r.gpu.short_name))

@@ -144,6 +144,18 @@ QString TimelineWidget::describe(SliceRef ref) const {
     case SliceKind::kMemcpy: text += QString("\n%1 bytes").arg(trace.memcpys[s.record_index].bytes); break;
     case SliceKind::kMemset: text += QString("\n%1 bytes").arg(trace.memsets[s.record_index].bytes); break;
     case SliceKind::kRange: text += "\n" + QString::fromStdString(trace.nvtx_ranges[s.record_index].domain); break;
+    case SliceKind::kCpuOp: {
+      const analyzer::CpuOp& op = session_->input.cpu_ops[s.record_index];
+      QStringList dims;
+      for (const auto& d : op.input_dims) {
+        QStringList one;
+        for (int64_t v : d) one << QString::number(v);
+        dims << "[" + one.join(", ") + "]";
+      }
+      if (!dims.isEmpty()) text += "\ninputs " + dims.join(" ");
+      if (op.external_id) text += QString("\nExternal id %1").arg(op.external_id);
+      break;
+    }
   }
   return text;
 }

@@ -65,6 +65,25 @@ class GuiModelsTest : public QObject {
     QCOMPARE(emu_->timeline.kernels, emu_->input.trace.launches.size());
   }
 
+  void cpuOperatorsAreNestedRangeLanesPerThread() {
+    const TimelineData& t = six_->timeline;
+    size_t with_time = 0;
+    for (const analyzer::CpuOp& op : six_->input.cpu_ops) with_time += op.start_ns != core::kNoTime;
+    QVERIFY(with_time > 0);
+    QCOMPARE(t.cpu_ops, with_time);
+    size_t placed = 0;
+    for (const Lane& lane : t.lanes) {
+      if (lane.kind != LaneKind::kRanges) continue;
+      for (size_t i = 0; i < lane.slices.size(); ++i) {
+        QCOMPARE(lane.slices[i].kind, SliceKind::kCpuOp);
+        // One row per nesting depth: ranges on a row do not overlap.
+        if (i > 0) QVERIFY(lane.slices[i - 1].end <= lane.slices[i].start);
+      }
+      placed += lane.slices.size();
+    }
+    QCOMPARE(placed, with_time);
+  }
+
   void kernelsAreMarkedWithTheirCandidate() {
     for (const auto& session : {alexnet_, emu_}) {
       const auto& cands = session->report.candidates;

@@ -61,7 +61,8 @@ class GuiScreenshots : public QObject {
       QTest::qWait(50);
       const QImage image = w.grab().toImage();
       const QString file = QDir(KFUSE_GUI_SCREENSHOT_DIR).filePath(QString("%1-%2.png").arg(stem, names[tab]));
-      QVERIFY(image.save(file));
+      // 256 colours are plenty for a UI and keep the files small enough for docs/images.
+      QVERIFY(image.convertToFormat(QImage::Format_Indexed8, Qt::AvoidDither).save(file, "PNG", 0));
       // Not blank: many distinct colours.
       QSet<QRgb> colours;
       for (int y = 0; y < image.height(); y += 7) {
@@ -73,7 +74,8 @@ class GuiScreenshots : public QObject {
     w.tabs()->setCurrentIndex(0);
     w.timeline()->fit();
     QTest::qWait(50);
-    QVERIFY(w.timeline()->grab().save(QDir(KFUSE_GUI_SCREENSHOT_DIR).filePath(stem + "-timeline-whole.png")));
+    QVERIFY(w.timeline()->grab().toImage().convertToFormat(QImage::Format_Indexed8, Qt::AvoidDither).save(
+        QDir(KFUSE_GUI_SCREENSHOT_DIR).filePath(stem + "-timeline-whole.png"), "PNG", 0));
   }
 };
 

@@ -1,6 +1,8 @@
 #include "kfuse/gui/timeline_data.h"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 #include <map>
 #include <tuple>
 
@@ -32,7 +34,50 @@ Placement place(const R& r, bool api_time) {
 
 }  // namespace
 
-TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& report) {
+namespace {
+
+struct RangeIn {
+  int64_t thread = 0, start = 0, end = 0;
+  uint32_t index = 0;
+  std::string_view name;
+};
+
+// One lane per thread and nesting depth, ranges sorted outer (longer) first at equal starts.
+void addRangeLanes(TimelineData& out, std::vector<RangeIn> ranges, SliceKind kind, const std::string& what,
+                   const std::function<uint32_t(std::string_view)>& label) {
+  std::stable_sort(ranges.begin(), ranges.end(), [](const RangeIn& a, const RangeIn& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start != b.start) return a.start < b.start;
+    return a.end > b.end;
+  });
+  size_t i = 0;
+  while (i < ranges.size()) {
+    const int64_t thread = ranges[i].thread;
+    std::vector<int64_t> open_ends;
+    std::vector<Lane> rows;
+    for (; i < ranges.size() && ranges[i].thread == thread; ++i) {
+      const RangeIn& r = ranges[i];
+      while (!open_ends.empty() && open_ends.back() <= r.start) open_ends.pop_back();
+      const size_t depth = open_ends.size();
+      open_ends.push_back(r.end);
+      if (rows.size() <= depth) {
+        Lane lane;
+        lane.kind = LaneKind::kRanges;
+        lane.thread_id = thread;
+        lane.depth = static_cast<int>(depth);
+        lane.title = depth == 0 ? "thread " + std::to_string(thread) + " · " + what : "";
+        rows.push_back(std::move(lane));
+      }
+      rows[depth].slices.push_back({r.start, r.end, r.index, kind, -1, label(r.name)});
+    }
+    for (Lane& l : rows) out.lanes.push_back(std::move(l));
+  }
+}
+
+}  // namespace
+
+TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& report,
+                           const std::vector<analyzer::CpuOp>* cpu_ops) {
   TimelineData out;
   // GPU times where the trace has any; else the API calls' times (and the timeline says so).
   bool any_gpu_time = false;
@@ -69,9 +114,9 @@ TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& rep
     fn_label[f.id] = analyzer::shortKernelName(f.demangled_name.empty() ? f.mangled_name : f.demangled_name, 80);
   }
   std::unordered_map<std::string, uint32_t> label_index;
-  auto label = [&](const std::string& s) {
-    auto [it, inserted] = label_index.emplace(s, static_cast<uint32_t>(out.labels.size()));
-    if (inserted) out.labels.push_back(s);
+  std::function<uint32_t(std::string_view)> label = [&](std::string_view s) {
+    auto [it, inserted] = label_index.emplace(std::string(s), static_cast<uint32_t>(out.labels.size()));
+    if (inserted) out.labels.emplace_back(s);
     return it->second;
   };
 
@@ -145,42 +190,26 @@ TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& rep
     return std::tie(na, a.stream_id) < std::tie(nb, b.stream_id);
   });
 
-  // NVTX / annotation ranges: one lane per thread and nesting depth.
-  std::map<int64_t, std::vector<size_t>> by_thread;
+  // NVTX ranges, then a PyTorch profile's CPU operators: lanes per thread and nesting depth.
+  std::vector<RangeIn> nvtx;
   for (size_t i = 0; i < trace.nvtx_ranges.size(); ++i) {
     const core::NvtxRange& r = trace.nvtx_ranges[i];
     if (r.start_ns == core::kNoTime) continue;
-    by_thread[r.thread_id].push_back(i);
+    const int64_t end = r.end_ns == core::kNoTime || r.end_ns < r.start_ns ? r.start_ns : r.end_ns;
+    nvtx.push_back({r.thread_id, r.start_ns, end, static_cast<uint32_t>(i), r.name});
   }
-  for (auto& [thread, idx] : by_thread) {
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-      const auto& ra = trace.nvtx_ranges[a];
-      const auto& rb = trace.nvtx_ranges[b];
-      const int64_t ea = ra.end_ns == core::kNoTime ? ra.start_ns : ra.end_ns;
-      const int64_t eb = rb.end_ns == core::kNoTime ? rb.start_ns : rb.end_ns;
-      return std::tie(ra.start_ns, eb) < std::tie(rb.start_ns, ea);  // outer (longer) first
-    });
-    std::vector<int64_t> open_ends;  // stack of end times
-    std::vector<Lane> rows;
-    for (size_t i : idx) {
-      const core::NvtxRange& r = trace.nvtx_ranges[i];
-      const int64_t end = r.end_ns == core::kNoTime || r.end_ns < r.start_ns ? r.start_ns : r.end_ns;
-      while (!open_ends.empty() && open_ends.back() <= r.start_ns) open_ends.pop_back();
-      const size_t depth = open_ends.size();
-      open_ends.push_back(end);
-      if (rows.size() <= depth) {
-        Lane lane;
-        lane.kind = LaneKind::kRanges;
-        lane.thread_id = thread;
-        lane.depth = static_cast<int>(depth);
-        lane.title = depth == 0 ? "thread " + std::to_string(thread) + " · ranges" : "";
-        rows.push_back(std::move(lane));
-      }
-      rows[depth].slices.push_back(
-          {r.start_ns, end, static_cast<uint32_t>(i), SliceKind::kRange, -1, label(r.name)});
-      ++out.ranges;
+  out.ranges = nvtx.size();
+  addRangeLanes(out, std::move(nvtx), SliceKind::kRange, "NVTX", label);
+  if (cpu_ops) {
+    std::vector<RangeIn> ops;
+    for (size_t i = 0; i < cpu_ops->size(); ++i) {
+      const analyzer::CpuOp& op = (*cpu_ops)[i];
+      if (op.start_ns == core::kNoTime) continue;
+      const int64_t end = op.end_ns == core::kNoTime || op.end_ns < op.start_ns ? op.start_ns : op.end_ns;
+      ops.push_back({op.thread_id, op.start_ns, end, static_cast<uint32_t>(i), op.name});
     }
-    for (Lane& l : rows) out.lanes.push_back(std::move(l));
+    out.cpu_ops = ops.size();
+    addRangeLanes(out, std::move(ops), SliceKind::kCpuOp, "CPU ops", label);
   }
 
   bool first = true;

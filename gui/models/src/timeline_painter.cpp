@@ -40,6 +40,7 @@ QColor sliceColor(const Slice& s, const TimelineHighlight& h) {
     case SliceKind::kMemcpy: c = QColor(0xe0, 0xa0, 0x30); break;
     case SliceKind::kMemset: c = QColor(0xb0, 0x80, 0xd0); break;
     case SliceKind::kRange: c = QColor::fromHsv(static_cast<int>((s.label * 47) % 360), 60, 235); break;
+    case SliceKind::kCpuOp: c = QColor::fromHsv(static_cast<int>((s.label * 47) % 360), 35, 225); break;
   }
   if (h.candidate >= 0 && s.kind == SliceKind::kKernel && s.candidate != h.candidate) c = c.lighter(150);
   return c;

@@ -15,11 +15,11 @@
 
 namespace kfuse::gui {
 
-enum class SliceKind : uint8_t { kKernel, kMemcpy, kMemset, kRange };
+enum class SliceKind : uint8_t { kKernel, kMemcpy, kMemset, kRange, kCpuOp };
 
 struct Slice {
   int64_t start = 0, end = 0;  // ns on the trace's clock
-  uint32_t record_index = 0;   // into trace.launches / memcpys / memsets / nvtx_ranges by kind
+  uint32_t record_index = 0;   // into trace.launches / memcpys / memsets / nvtx_ranges, or ImportResult::cpu_ops
   SliceKind kind = SliceKind::kKernel;
   int32_t candidate = -1;      // index into report.candidates of the first candidate this launch belongs to
   uint32_t label = 0;          // into TimelineData::labels
@@ -55,13 +55,15 @@ struct TimelineData {
   // true when the trace has no GPU times and work is placed at the launch calls' CPU times (emulator recordings,
   // hook recordings without GPU timing): durations then are those of the API calls.
   bool placed_at_api_time = false;
-  size_t kernels = 0, copies = 0, sets = 0, ranges = 0;
+  size_t kernels = 0, copies = 0, sets = 0, ranges = 0, cpu_ops = 0;
   std::unordered_map<core::Id, SliceRef> by_launch;  // launch id -> its slice
 
   const Slice& slice(SliceRef r) const { return lanes[r.lane].slices[r.slice]; }
 };
 
-// Lanes for `trace`, kernels marked with the candidates of `report` they belong to (first by rank wins).
-TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& report);
+// Lanes for `trace`, kernels marked with the candidates of `report` they belong to (first by rank wins). `cpu_ops`
+// (a PyTorch profile's operators, ImportResult::cpu_ops) become range lanes per thread too, after the NVTX ones.
+TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& report,
+                           const std::vector<analyzer::CpuOp>* cpu_ops = nullptr);
 
 }  // namespace kfuse::gui
