@@ -38,6 +38,48 @@ class GuiViewsTest : public QObject {
  private slots:
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
 
+  // Every real trace of ../shared/data opens and every view paints it (or the window shows why it cannot be opened:
+  // the CPU-only profile and the Execution Trace, which is not a Kineto trace).
+  void everySharedTraceOpensInEveryView_data() {
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<bool>("opens");
+    for (const char* sub : {"kineto", "nsys"}) {
+      const QDir dir(sharedTrace(sub));
+      for (const QString& f : dir.entryList(QDir::Files, QDir::Name)) {
+        const bool opens = !f.contains("cpu_only") && !f.endsWith("_et.json.gz");
+        QTest::newRow(qPrintable(f)) << dir.filePath(f) << opens;
+      }
+    }
+  }
+
+  void everySharedTraceOpensInEveryView() {
+    QFETCH(QString, path);
+    QFETCH(bool, opens);
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    open(w, path);
+    if (!opens) {
+      QVERIFY(!w.session());
+      QVERIFY2(w.bannerText().contains(path), qPrintable(w.bannerText()));
+      return;
+    }
+    QVERIFY2(w.session(), qPrintable(w.bannerText()));
+    QVERIFY(w.session()->timeline.kernels > 0);
+    const int candidates = static_cast<int>(w.session()->report.candidates.size());
+    for (int c = 0; c < std::min(candidates, 3); ++c) {
+      w.selection()->setCandidate(c);
+      for (int tab = 0; tab < w.tabs()->count(); ++tab) {
+        w.tabs()->setCurrentIndex(tab);
+        QVERIFY(!w.grab().isNull());
+      }
+      QCOMPARE(w.detailModel()->index(0, 0).data().toString(),
+               QString("Candidate #%1").arg(w.session()->report.candidates[static_cast<size_t>(c)].rank));
+    }
+    w.timeline()->fit();
+    QVERIFY(!w.timeline()->grab().isNull());
+  }
+
   void pickingACandidateHighlightsItEverywhere() {
     MainWindow w;
     w.show();
