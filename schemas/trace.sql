@@ -222,3 +222,15 @@ CREATE TABLE IF NOT EXISTS analysis (
   gpu           TEXT NOT NULL,      -- spec table short name the costs were computed for
   report        TEXT NOT NULL       -- JSON
 );
+
+-- Review decisions (schema version 3): a performance engineer's accept/reject of a candidate, with a note
+-- (kfuse-gui writes them; the latest row per candidate_key counts).
+CREATE TABLE IF NOT EXISTS review (
+  id            INTEGER PRIMARY KEY,
+  candidate_key TEXT NOT NULL,      -- kind:mangled,names (core::reviewCandidateKey)
+  rank          INTEGER NOT NULL,   -- the candidate's rank when decided (not its identity)
+  verdict       TEXT NOT NULL,      -- accepted | rejected
+  note          TEXT NOT NULL DEFAULT '',
+  reviewer      TEXT NOT NULL DEFAULT '',
+  decided_ns    INTEGER NOT NULL    -- wall clock, Unix epoch ns
+);

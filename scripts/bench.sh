@@ -9,6 +9,8 @@ mkdir -p "$KFUSE_BUILD"
 kfuse_configure -DCMAKE_BUILD_TYPE=Release
 benches=(store_bench ptx_parse_bench import_bench analyze_bench emulator_bench collector_bench rewrite_bench inject_bench
   standin_startup_bench)
+# kfuse-gui's benchmark where the GUI is configured (scripts/setup-deps.sh --gui).
+if [[ -d "$KFUSE_BUILD/gui" ]]; then benches+=(gui_bench); fi
 # The PTX parse benchmark reads the nvcc-built corpus; the rewrite benchmark a recording of an example.
 kfuse_build "${benches[@]}" kfuse_ptx_corpus kfuse example_elementwise_chain kfuse_standin_cuda
 export KFUSE_PTX_CORPUS="$KFUSE_BUILD/tests/ptx_corpus"

@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev python3-jsonschema
 )
 if [[ "${1:-}" == "--gui" ]]; then
-  packages+=(qt6-base-dev libqt6charts6-dev libgraphviz-dev xvfb)
+  packages+=(qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgraphviz-dev xvfb)
 fi
 
 missing=()

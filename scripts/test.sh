@@ -3,10 +3,11 @@
 # visible (nvidia-smi lists one); elsewhere they are skipped and the script says so.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-"$here/setup-deps.sh"
+# With the GUI's packages: kfuse-gui is built and its tests (offscreen Qt, no display needed) run too.
+"$here/setup-deps.sh" --gui
 source "$here/common.sh"
 mkdir -p "$KFUSE_BUILD"
-kfuse_configure "${KFUSE_SCRIPT_CMAKE_ARGS[@]}"
+kfuse_configure "${KFUSE_SCRIPT_CMAKE_ARGS[@]}" -DKFUSE_BUILD_GUI=ON
 start=$(date +%s)
 kfuse_build
 echo "kfuse: built in $(($(date +%s) - start)) s; running the tests (about a minute on 2 cores)"

@@ -219,6 +219,9 @@ std::string traceSql() {
   });
   out += kSqlFooter;
   out += kAnalysisTableSql;
+  out += "\n-- Review decisions (schema version 3): a performance engineer's accept/reject of a candidate, with a note\n"
+         "-- (kfuse-gui writes them; the latest row per candidate_key counts).\n";
+  out += kReviewTableSql;
   return out;
 }
 

@@ -18,6 +18,19 @@ inline constexpr const char kAnalysisTableSql[] =
     "  report        TEXT NOT NULL       -- JSON\n"
     ");\n";
 
+// The `review` table (schema version 3): accept/reject decisions on candidates with a note, appended (a log; the
+// latest row per candidate_key counts). Also created in older traces when a decision or a report is first stored.
+inline constexpr const char kReviewTableSql[] =
+    "CREATE TABLE IF NOT EXISTS review (\n"
+    "  id            INTEGER PRIMARY KEY,\n"
+    "  candidate_key TEXT NOT NULL,      -- kind:mangled,names (core::reviewCandidateKey)\n"
+    "  rank          INTEGER NOT NULL,   -- the candidate's rank when decided (not its identity)\n"
+    "  verdict       TEXT NOT NULL,      -- accepted | rejected\n"
+    "  note          TEXT NOT NULL DEFAULT '',\n"
+    "  reviewer      TEXT NOT NULL DEFAULT '',\n"
+    "  decided_ns    INTEGER NOT NULL    -- wall clock, Unix epoch ns\n"
+    ");\n";
+
 // The whole SQLite schema: every table, view and comment of schemas/trace.sql (not PRAGMA user_version,
 // which the writer sets from kTraceSchemaVersion).
 std::string traceSql();

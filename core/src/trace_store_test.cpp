@@ -280,7 +280,7 @@ TEST_F(TraceStoreTest, StoringAReportUpgradesAVersionOneTrace) {
   ASSERT_TRUE(storeAnalysisReport(path("t.sqlite"), "h100-sxm", "{}").ok());
   auto r = TraceReader::open(path("t.sqlite"));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ((*r)->schemaVersion(), 2);
+  EXPECT_EQ((*r)->schemaVersion(), kTraceSchemaVersion);
   EXPECT_EQ((*r)->latestAnalysisReport()->value_or(""), "{}");
 }
 

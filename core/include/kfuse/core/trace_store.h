@@ -20,8 +20,9 @@ namespace kfuse::core {
 
 // The schema version this build writes and the newest it reads (PRAGMA user_version).
 // 1: the first release. 2: adds the `analysis` table (version-1 traces are upgraded in place when a report is
-// stored in them; readers accept both).
-inline constexpr int kTraceSchemaVersion = 2;
+// stored in them; readers accept both). 3: adds the `review` table (trace_review.h); storing a report or a review
+// decision upgrades an older trace in place (the migration only creates tables; readers accept 1 to 3).
+inline constexpr int kTraceSchemaVersion = 3;
 inline constexpr const char* kTraceFormatName = "kfuse-trace";
 
 struct TraceCounts {

@@ -1,0 +1,200 @@
+#include "kfuse/gui/candidates_model.h"
+
+#include <QLocale>
+
+namespace kfuse::gui {
+
+using analyzer::Candidate;
+
+QString candidateTitle(const Candidate& c) {
+  QStringList names;
+  for (const std::string& n : c.names) names << QString::fromStdString(analyzer::shortKernelName(n, 40));
+  return names.join(c.kind == analyzer::CandidateKind::kVertical ? QStringLiteral(" → ") : QStringLiteral(" + "));
+}
+
+namespace {
+
+QString us(double ns) { return QString::number(ns / 1000.0, 'f', ns < 10'000 ? 2 : 1); }
+
+int confidenceLevel(analyzer::Confidence c) {
+  switch (c) {
+    case analyzer::Confidence::kHigh: return 2;
+    case analyzer::Confidence::kMedium: return 1;
+    case analyzer::Confidence::kLow: return 0;
+  }
+  return 0;
+}
+
+int legalityLevel(analyzer::Legality l) {
+  switch (l) {
+    case analyzer::Legality::kProven: return 2;
+    case analyzer::Legality::kLikely: return 1;
+    case analyzer::Legality::kBlocked: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const std::vector<CandidateColumn>& candidateColumns() {
+  static const std::vector<CandidateColumn> columns = {
+      {"Rank", [](const Candidate& c) { return c.rank; }, {}, "The analyzer's rank (best first, blocked last)"},
+      {"Kind", [](const Candidate& c) { return QString(analyzer::candidateKindName(c.kind)); }, {},
+       "vertical: a producer-consumer chain; horizontal: independent kernels launched as one"},
+      {"Legality", [](const Candidate& c) { return QString(analyzer::legalityName(c.legality)); },
+       [](const Candidate& c) { return legalityLevel(c.legality); }, "proven / likely / blocked"},
+      {"Confidence", [](const Candidate& c) { return QString(analyzer::confidenceName(c.confidence)); },
+       [](const Candidate& c) { return confidenceLevel(c.confidence); }, "How much data the verdict rests on"},
+      {"Kernels", [](const Candidate& c) { return candidateTitle(c); }, {}, "The member kernels in launch order"},
+      {"Occurrences", [](const Candidate& c) { return static_cast<qulonglong>(c.occurrences.size()); }, {},
+       "How often the pattern occurs in the trace"},
+      {"Saving/occ (µs)", [](const Candidate& c) { return us(c.cost.saving_ns); },
+       [](const Candidate& c) { return c.cost.saving_ns; }, "Predicted saving per occurrence"},
+      {"Total saving (µs)", [](const Candidate& c) { return us(c.total_saving_ns); },
+       [](const Candidate& c) { return c.total_saving_ns; }, "Predicted saving over the whole trace"},
+      {"GPU busy %", [](const Candidate& c) { return QString::number(100.0 * c.share_of_gpu_busy, 'f', 2); },
+       [](const Candidate& c) { return c.share_of_gpu_busy; }, "Total saving as a share of GPU busy time"},
+      {"Critical path", [](const Candidate& c) { return c.on_critical_path ? QString("yes") : QString(); },
+       [](const Candidate& c) { return c.on_critical_path ? 1 : 0; }, "On the trace's critical path"},
+  };
+  return columns;
+}
+
+CandidatesModel::CandidatesModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void CandidatesModel::setSession(std::shared_ptr<const Session> session) {
+  beginResetModel();
+  session_ = std::move(session);
+  report_ = session_ ? session_->report : analyzer::Report{};
+  decisions_.clear();
+  endResetModel();
+}
+
+void CandidatesModel::setReport(const analyzer::Report& report) {
+  if (!session_ || report.candidates.size() != report_.candidates.size()) return;
+  report_ = report;
+  if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+}
+
+void CandidatesModel::setDecisions(const std::map<std::string, core::ReviewDecision>& decisions) {
+  decisions_ = decisions;
+  if (rowCount() > 0) emit dataChanged(index(0, reviewColumn()), index(rowCount() - 1, reviewColumn()));
+}
+
+int CandidatesModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || !session_) return 0;
+  return static_cast<int>(report_.candidates.size());
+}
+
+int CandidatesModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(candidateColumns().size()) + 1;
+}
+
+QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !session_ || index.row() >= rowCount() || index.column() >= columnCount()) return {};
+  const Candidate& c = report_.candidates[static_cast<size_t>(index.row())];
+  if (role == CandidateIndexRole) return index.row();
+  if (index.column() == reviewColumn()) {
+    const std::string& key = session_->candidate_keys[static_cast<size_t>(index.row())];
+    auto it = decisions_.find(key);
+    if (role == Qt::DisplayRole || role == SortRole || role == ReviewRole) {
+      if (it == decisions_.end()) return role == ReviewRole ? QVariant() : QVariant(QString());
+      return QString(core::reviewVerdictName(it->second.verdict));
+    }
+    if (role == Qt::ToolTipRole && it != decisions_.end()) return QString::fromStdString(it->second.note);
+    return {};
+  }
+  const CandidateColumn& col = candidateColumns()[static_cast<size_t>(index.column())];
+  switch (role) {
+    case Qt::DisplayRole: return col.display(c);
+    case SortRole: return col.sort ? col.sort(c) : col.display(c);
+    case Qt::ToolTipRole:
+      if (index.column() == 4) {
+        QStringList full;
+        for (const std::string& n : c.names) full << QString::fromStdString(n);
+        return full.join('\n');
+      }
+      return c.verdict.empty() ? QVariant() : QVariant(QString::fromStdString(c.verdict));
+    case Qt::TextAlignmentRole: {
+      const QVariant v = col.sort ? col.sort(c) : col.display(c);
+      const bool number = v.typeId() == QMetaType::Int || v.typeId() == QMetaType::Double ||
+                          v.typeId() == QMetaType::ULongLong;
+      return QVariant::fromValue(Qt::Alignment(number && index.column() != 2 && index.column() != 3
+                                                   ? Qt::AlignRight | Qt::AlignVCenter
+                                                   : Qt::AlignLeft | Qt::AlignVCenter));
+    }
+    default: return {};
+  }
+}
+
+QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
+  if (section == reviewColumn()) {
+    if (role == Qt::DisplayRole) return QStringLiteral("Review");
+    if (role == Qt::ToolTipRole) return QStringLiteral("Your decision (stored in the trace)");
+    return {};
+  }
+  const CandidateColumn& col = candidateColumns()[static_cast<size_t>(section)];
+  if (role == Qt::DisplayRole) return col.header;
+  if (role == Qt::ToolTipRole) return col.tooltip;
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+CandidateFilter::CandidateFilter(QObject* parent) : QSortFilterProxyModel(parent) {
+  setSortRole(CandidatesModel::SortRole);
+  setDynamicSortFilter(true);
+}
+
+void CandidateFilter::setKinds(std::set<analyzer::CandidateKind> kinds) {
+  kinds_ = std::move(kinds);
+  invalidateFilter();
+}
+void CandidateFilter::setLegalities(std::set<analyzer::Legality> legalities) {
+  legalities_ = std::move(legalities);
+  invalidateFilter();
+}
+void CandidateFilter::setMinConfidence(analyzer::Confidence c) {
+  min_confidence_ = c;
+  invalidateFilter();
+}
+void CandidateFilter::setMinTotalSavingUs(double v) {
+  min_saving_us_ = v;
+  invalidateFilter();
+}
+void CandidateFilter::setMinOccurrences(int n) {
+  min_occurrences_ = n;
+  invalidateFilter();
+}
+void CandidateFilter::setNameFilter(const QString& text) {
+  name_ = text;
+  invalidateFilter();
+}
+
+bool CandidateFilter::filterAcceptsRow(int source_row, const QModelIndex& source_parent) const {
+  if (source_parent.isValid()) return false;
+  const auto* model = qobject_cast<const CandidatesModel*>(sourceModel());
+  if (!model || !model->report()) return true;
+  const auto& candidates = model->report()->candidates;
+  if (source_row < 0 || static_cast<size_t>(source_row) >= candidates.size()) return false;
+  const Candidate& c = candidates[static_cast<size_t>(source_row)];
+  if (!kinds_.empty() && !kinds_.count(c.kind)) return false;
+  if (!legalities_.empty() && !legalities_.count(c.legality)) return false;
+  if (confidenceLevel(c.confidence) < confidenceLevel(min_confidence_)) return false;
+  if (c.total_saving_ns / 1000.0 < min_saving_us_) return false;
+  if (static_cast<int>(c.occurrences.size()) < min_occurrences_) return false;
+  if (!name_.isEmpty()) {
+    bool any = false;
+    for (const std::string& n : c.names) {
+      if (QString::fromStdString(n).contains(name_, Qt::CaseInsensitive)) any = true;
+    }
+    for (const std::string& n : c.mangled_names) {
+      if (QString::fromStdString(n).contains(name_, Qt::CaseInsensitive)) any = true;
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
+}  // namespace kfuse::gui

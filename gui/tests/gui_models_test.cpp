@@ -1,0 +1,379 @@
+// The GUI's models and helpers (no widgets): every item model under QAbstractItemModelTester, the filter against
+// counts recomputed from the report, the timeline's culling against brute force, the painter's level of detail,
+// graph layout with graphviz, PTX highlighting, review decisions persisted, and the loader's errors and cancel.
+#include <QAbstractItemModelTester>
+#include <QImage>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+
+#include <random>
+
+#include "kfuse/gui/candidates_model.h"
+#include "kfuse/gui/detail_model.h"
+#include "kfuse/gui/graph_layout.h"
+#include "kfuse/gui/jobs.h"
+#include "kfuse/gui/ptx_highlighter.h"
+#include "kfuse/gui/review_book.h"
+#include "kfuse/gui/timeline_painter.h"
+#include "test_support.h"
+
+using namespace kfuse;
+using namespace kfuse::gui;
+using kfuse::gui::testing::emulatorTrace;
+using kfuse::gui::testing::sharedTrace;
+
+namespace {
+
+std::shared_ptr<const Session> load(const QString& path) {
+  auto s = loadSession(path.toStdString(), {});
+  if (!s.ok()) qFatal("%s", s.status().message().c_str());
+  return *s;
+}
+
+}  // namespace
+
+class GuiModelsTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    alexnet_ = load(sharedTrace("kineto/hta_alexnet_a100.json.gz"));
+    six_ = load(sharedTrace("kineto/hta_six_streams_rank0.json.gz"));
+    emu_ = load(emulatorTrace());
+  }
+
+  void timelineHasALanePerStreamWithEveryOperation() {
+    const TimelineData& t = alexnet_->timeline;
+    // The data README: 79 kernels, 16 memcpy, 3 memset.
+    QCOMPARE(t.kernels, size_t{79});
+    QCOMPARE(t.copies, size_t{16});
+    QCOMPARE(t.sets, size_t{3});
+    size_t placed = 0;
+    std::set<core::Id> streams;
+    for (const Lane& lane : t.lanes) {
+      if (lane.kind != LaneKind::kStream) continue;
+      QVERIFY(streams.insert(lane.stream_id).second);  // one lane per stream
+      placed += lane.slices.size();
+      for (size_t i = 1; i < lane.slices.size(); ++i) QVERIFY(lane.slices[i - 1].start <= lane.slices[i].start);
+    }
+    QCOMPARE(placed, size_t{79 + 16 + 3});
+    QCOMPARE(t.by_launch.size(), size_t{79});
+    QVERIFY(!t.placed_at_api_time);
+    // The emulator recording has no GPU times: placed at the launch calls.
+    QVERIFY(emu_->timeline.placed_at_api_time);
+    QCOMPARE(emu_->timeline.kernels, emu_->input.trace.launches.size());
+  }
+
+  void cpuOperatorsAreNestedRangeLanesPerThread() {
+    const TimelineData& t = six_->timeline;
+    size_t with_time = 0;
+    for (const analyzer::CpuOp& op : six_->input.cpu_ops) with_time += op.start_ns != core::kNoTime;
+    QVERIFY(with_time > 0);
+    QCOMPARE(t.cpu_ops, with_time);
+    size_t placed = 0;
+    for (const Lane& lane : t.lanes) {
+      if (lane.kind != LaneKind::kRanges) continue;
+      for (size_t i = 0; i < lane.slices.size(); ++i) {
+        QCOMPARE(lane.slices[i].kind, SliceKind::kCpuOp);
+        // One row per nesting depth: ranges on a row do not overlap.
+        if (i > 0) QVERIFY(lane.slices[i - 1].end <= lane.slices[i].start);
+      }
+      placed += lane.slices.size();
+    }
+    QCOMPARE(placed, with_time);
+  }
+
+  void kernelsAreMarkedWithTheirCandidate() {
+    for (const auto& session : {alexnet_, emu_}) {
+      const auto& cands = session->report.candidates;
+      for (size_t ci = 0; ci < cands.size(); ++ci) {
+        for (const auto& occ : cands[ci].occurrence_launches) {
+          for (core::Id id : occ) {
+            auto it = session->timeline.by_launch.find(id);
+            QVERIFY(it != session->timeline.by_launch.end());
+            const int marked = session->timeline.slice(it->second).candidate;
+            QVERIFY(marked >= 0 && marked <= static_cast<int>(ci));  // the first candidate (by rank) wins
+          }
+        }
+      }
+    }
+    QVERIFY(!emu_->report.candidates.empty());
+  }
+
+  void cullingFindsExactlyTheOverlappingSlices() {
+    const TimelineData& t = six_->timeline;
+    std::mt19937_64 rng(7);
+    std::uniform_int_distribution<int64_t> at(t.start_ns, t.end_ns);
+    for (int trial = 0; trial < 200; ++trial) {
+      int64_t a = at(rng), b = at(rng);
+      if (a > b) std::swap(a, b);
+      for (const Lane& lane : t.lanes) {
+        std::vector<size_t> brute, culled;
+        for (size_t i = 0; i < lane.slices.size(); ++i) {
+          if (lane.slices[i].end > a && lane.slices[i].start < b) brute.push_back(i);
+        }
+        for (size_t i = lane.firstVisible(a); i < lane.endVisible(b); ++i) {
+          if (lane.slices[i].end > a) culled.push_back(i);
+        }
+        QCOMPARE(culled, brute);
+      }
+    }
+  }
+
+  void painterWorkIsBoundedByPixelsNotSlices() {
+    const TimelineData& t = six_->timeline;
+    QImage image(1200, 600, QImage::Format_RGB32);
+    QPainter p(&image);
+    TimelinePainter painter;
+    TimelineWindow all{static_cast<double>(t.start_ns), static_cast<double>(t.end_ns), 0};
+    const TimelinePaintStats whole = painter.paint(p, image.size(), t, all, {});
+    size_t visible_lanes = 0;
+    for (size_t i = 0; i < t.lanes.size(); ++i) visible_lanes += TimelinePainter::laneTop(t, i) < 600;
+    // At most one box or column per pixel column per lane, far fewer than the 7747 operations.
+    QVERIFY(whole.boxes + whole.columns <= visible_lanes * 1020);
+    QVERIFY(whole.columns > 0);
+    QVERIFY(whole.boxes + whole.columns < t.kernels);
+    // Zoomed in on 20 µs the slices are boxes of their own.
+    const Slice& s = t.lanes[0].slices[t.lanes[0].slices.size() / 2];
+    TimelineWindow zoom{static_cast<double>(s.start) - 10'000, static_cast<double>(s.start) + 10'000, 0};
+    const TimelinePaintStats close = painter.paint(p, image.size(), t, zoom, {});
+    QVERIFY(close.boxes >= 1);
+    // The box under a slice's middle is that slice.
+    const double mid = (static_cast<double>(s.start) + static_cast<double>(s.end)) / 2;
+    const int x = static_cast<int>(TimelinePainter::xAt(mid, image.size(), zoom));
+    const int y = TimelinePainter::laneTop(t, 0) + 5;
+    auto hit = painter.hitTest(QPoint(x, y), image.size(), t, zoom);
+    QVERIFY(hit.has_value());
+    QCOMPARE(hit->lane, 0u);
+    QCOMPARE(t.slice(*hit).start, s.start);
+  }
+
+  void candidatesModelPassesTheModelTester() {
+    CandidatesModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setSession(alexnet_);
+    model.setSession(emu_);
+    QCOMPARE(model.rowCount(), static_cast<int>(emu_->report.candidates.size()));
+    CandidateFilter filter;
+    QAbstractItemModelTester tester2(&filter, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    filter.setSourceModel(&model);
+    filter.setNameFilter("zzz-no-such-kernel");
+    QCOMPARE(filter.rowCount(), 0);
+    filter.setNameFilter({});
+    model.setSession(six_);
+    filter.sort(7, Qt::DescendingOrder);
+  }
+
+  void filterAgreesWithTheReport() {
+    CandidatesModel model;
+    model.setSession(six_);
+    CandidateFilter filter;
+    filter.setSourceModel(&model);
+    const auto& cands = six_->report.candidates;
+    QVERIFY(cands.size() > 2);
+    auto count = [&](auto pred) {
+      return static_cast<int>(std::count_if(cands.begin(), cands.end(), pred));
+    };
+    filter.setKinds({analyzer::CandidateKind::kHorizontal});
+    QCOMPARE(filter.rowCount(), count([](const auto& c) { return c.kind == analyzer::CandidateKind::kHorizontal; }));
+    filter.setKinds({});
+    filter.setLegalities({analyzer::Legality::kBlocked});
+    QCOMPARE(filter.rowCount(), count([](const auto& c) { return c.legality == analyzer::Legality::kBlocked; }));
+    filter.setLegalities({});
+    filter.setMinConfidence(analyzer::Confidence::kMedium);
+    QCOMPARE(filter.rowCount(), count([](const auto& c) { return c.confidence != analyzer::Confidence::kLow; }));
+    filter.setMinConfidence(analyzer::Confidence::kLow);
+    const double median_us = cands[cands.size() / 2].total_saving_ns / 1000.0;
+    filter.setMinTotalSavingUs(median_us);
+    QCOMPARE(filter.rowCount(), count([&](const auto& c) { return c.total_saving_ns / 1000.0 >= median_us; }));
+    filter.setMinTotalSavingUs(0);
+    filter.setMinOccurrences(10);
+    QCOMPARE(filter.rowCount(), count([](const auto& c) { return c.occurrences.size() >= 10; }));
+    filter.setMinOccurrences(0);
+    const QString part = QString::fromStdString(cands.front().names.front()).left(6);
+    filter.setNameFilter(part.toUpper());  // case-insensitive
+    QCOMPARE(filter.rowCount(), count([&](const auto& c) {
+               for (const auto& n : c.names) {
+                 if (QString::fromStdString(n).contains(part, Qt::CaseInsensitive)) return true;
+               }
+               for (const auto& n : c.mangled_names) {
+                 if (QString::fromStdString(n).contains(part, Qt::CaseInsensitive)) return true;
+               }
+               return false;
+             }));
+  }
+
+  void sortingBySavingIsNumeric() {
+    CandidatesModel model;
+    model.setSession(six_);
+    CandidateFilter filter;
+    filter.setSourceModel(&model);
+    filter.sort(7, Qt::DescendingOrder);  // total saving
+    double last = 1e300;
+    for (int r = 0; r < filter.rowCount(); ++r) {
+      const int index = filter.index(r, 0).data(CandidatesModel::CandidateIndexRole).toInt();
+      const double v = six_->report.candidates[static_cast<size_t>(index)].total_saving_ns;
+      QVERIFY(v <= last);
+      last = v;
+    }
+  }
+
+  void detailModelPassesTheModelTesterAndNamesTheCost() {
+    DetailModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const analyzer::Candidate& c = emu_->report.candidates.front();
+    model.setTree(candidateDetail(*emu_, emu_->report, c));
+    QVERIFY(model.rowCount() >= 5);
+    QStringList sections;
+    for (int r = 0; r < model.rowCount(); ++r) sections << model.index(r, 0).data().toString();
+    QVERIFY(sections.contains("Members"));
+    QVERIFY(sections.contains("Dependency edges"));
+    QVERIFY(sections.contains("Legality"));
+    QVERIFY(sections.filter("Cost on " + QString::fromStdString(emu_->report.gpu.short_name)).size() == 1);
+    const QModelIndex members = model.index(sections.indexOf("Members"), 0);
+    QCOMPARE(model.rowCount(members), static_cast<int>(c.names.size()));
+    const QModelIndex edges = model.index(sections.indexOf("Dependency edges"), 0);
+    QCOMPARE(model.rowCount(edges), static_cast<int>(c.edges.size()));
+    model.setTree(launchDetail(*alexnet_, alexnet_->input.trace.launches.front().id));
+    QCOMPARE(model.rowCount(), 1);
+    model.setTree({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void graphvizLaysOutACandidateNeighbourhood() {
+    const DependencyContext ctx = buildDependencyContext(emu_->input.trace);
+    const analyzer::Candidate& c = emu_->report.candidates.front();
+    size_t omitted = 0;
+    const auto ops = neighbourhood(ctx.graph, c.occurrences.front(), 1, 24, &omitted);
+    QVERIFY(ops.size() >= c.occurrences.front().size());
+    auto laid = layoutGraph(ctx.graph, emu_->input.trace, ctx.catalog, ops, c.occurrences.front());
+    QVERIFY2(laid.ok(), laid.ok() ? "" : laid.status().message().c_str());
+    QCOMPARE(laid->nodes.size(), ops.size());
+    QVERIFY(laid->width > 0 && laid->height > 0);
+    size_t members = 0;
+    std::set<std::pair<int, int>> centres;
+    for (const GraphNode& n : laid->nodes) {
+      members += n.member;
+      QVERIFY(n.center.x >= 0 && n.center.x <= laid->width && n.center.y >= 0 && n.center.y <= laid->height);
+      centres.insert({static_cast<int>(n.center.x), static_cast<int>(n.center.y)});
+    }
+    QCOMPARE(members, c.occurrences.front().size());
+    QCOMPARE(centres.size(), laid->nodes.size());  // no two nodes on top of each other
+    QVERIFY(!laid->edges.empty());
+    for (const GraphEdge& e : laid->edges) {
+      QVERIFY(e.spline.size() >= 4);
+      QVERIFY(QString::fromStdString(e.label).startsWith(analyzer::edgeKindName(e.kind)));
+      QVERIFY(!e.reason.empty());
+    }
+    // A dot layout is top-down: an edge's target sits below its source.
+    for (const GraphEdge& e : laid->edges) QVERIFY(laid->nodes[e.to].center.y > laid->nodes[e.from].center.y);
+  }
+
+  void ptxOfARecordedKernelIsItsEntry() {
+    const analyzer::Candidate& c = emu_->report.candidates.front();
+    auto ptx = kernelPtx(emu_->input.trace, c.function_ids.front());
+    QVERIFY2(ptx.ok(), ptx.ok() ? "" : ptx.status().message().c_str());
+    QVERIFY(QString::fromStdString(*ptx).contains(".entry " + QString::fromStdString(c.mangled_names.front())));
+    auto none = kernelPtx(alexnet_->input.trace, alexnet_->input.trace.functions.front().id);
+    QVERIFY(!none.ok());  // Kineto traces carry no module images
+  }
+
+  void ptxHighlighterTellsTokensApart() {
+    using T = PtxHighlighter::Token;
+    const auto t = PtxHighlighter::tokens("\t@%p1 ld.global.f32 %f1, [%rd4+8]; // load");
+    QVERIFY(t.size() >= 5);
+    QCOMPARE(t[0].first, T::kPredicate);
+    QCOMPARE(t[0].second, QString("@%p1"));
+    QCOMPARE(t[1].first, T::kInstruction);
+    QCOMPARE(t[1].second, QString("ld.global.f32"));
+    QCOMPARE(t[2].first, T::kRegister);
+    QCOMPARE(t.back().first, T::kComment);
+    const auto d = PtxHighlighter::tokens(".visible .entry _Z3addPf(");
+    QCOMPARE(d[0].first, T::kDirective);
+    QCOMPARE(d[1].second, QString(".entry"));
+    const auto l = PtxHighlighter::tokens("$L__BB0_2:");
+    QCOMPARE(l[0].first, T::kLabel);
+  }
+
+  void reviewDecisionsAreStoredInTheTraceAndReloaded() {
+    QTemporaryDir dir;
+    const QString copy = testing::scratchCopy(dir, emulatorTrace());
+    auto session = load(copy);
+    {
+      ReviewBook book;
+      QCOMPARE(book.setSession(session), QString());
+      QVERIFY(book.decisions().empty());
+      QSignalSpy changed(&book, &ReviewBook::changed);
+      QCOMPARE(book.decide(0, core::ReviewVerdict::kAccepted, "fuse it"), QString());
+      QCOMPARE(changed.count(), 1);
+      QCOMPARE(book.accepted(), std::vector<int>{0});
+    }
+    ReviewBook again;
+    QCOMPARE(again.setSession(load(copy)), QString());
+    const core::ReviewDecision* d = again.decisionFor(0);
+    QVERIFY(d);
+    QCOMPARE(d->verdict, core::ReviewVerdict::kAccepted);
+    QCOMPARE(QString::fromStdString(d->note), QString("fuse it"));
+    // An imported trace cannot hold decisions: the message says what to do.
+    QVERIFY(!six_->report.candidates.empty());
+    ReviewBook imported;
+    imported.setSession(six_);
+    const QString why = imported.decide(0, core::ReviewVerdict::kRejected, "");
+    QVERIFY(why.contains("Save as kfuse trace"));
+    // ...once saved as a kfuse trace it can.
+    const QString saved = dir.filePath("six_streams.sqlite");
+    QVERIFY(saveAsKfuseTrace(*six_, saved.toStdString()).ok());
+    auto resaved = load(saved);
+    QVERIFY(resaved->isKfuseTrace());
+    QCOMPARE(resaved->report.candidates.size(), six_->report.candidates.size());
+    ReviewBook kept;
+    kept.setSession(resaved);
+    QCOMPARE(kept.decide(0, core::ReviewVerdict::kRejected, "no"), QString());
+    QCOMPARE(ReviewBook().setSession(load(saved)), QString());
+  }
+
+  void aFailedImportReportsTheImportersMessage() {
+    SessionLoader loader;
+    QSignalSpy failed(&loader, &SessionLoader::failed);
+    QSignalSpy loaded(&loader, &SessionLoader::loaded);
+    const QString cpu_only = sharedTrace("kineto/hta_cpu_only.json.gz");
+    loader.load(cpu_only);
+    loader.wait();
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(loaded.count(), 0);
+    const QString message = failed.front().at(1).toString();
+    QVERIFY2(message.contains(QString::fromUtf8(analyzer::kNoKernelsMessage.data(),
+                                                static_cast<qsizetype>(analyzer::kNoKernelsMessage.size()))),
+             qPrintable(message));
+    QVERIFY(message.contains(cpu_only));
+    loader.load("/nonexistent/trace.json");
+    loader.wait();
+    QCOMPARE(failed.count(), 2);
+    QVERIFY(failed.back().at(1).toString().contains("/nonexistent/trace.json"));
+  }
+
+  void aCancelledLoadDeliversNothing() {
+    SessionLoader loader;
+    QSignalSpy loaded(&loader, &SessionLoader::loaded);
+    QSignalSpy cancelled(&loader, &SessionLoader::cancelled);
+    QSignalSpy progress(&loader, &SessionLoader::progress);
+    loader.load(sharedTrace("kineto/hta_six_streams_rank0.json.gz"));
+    loader.cancel();
+    loader.wait();
+    QCOMPARE(cancelled.count(), 1);
+    QCOMPARE(loaded.count(), 0);
+    // The next load works and reports progress up to 100.
+    loader.load(sharedTrace("kineto/hta_simple_add.json.gz"));
+    loader.wait();
+    QCOMPARE(loaded.count(), 1);
+    QVERIFY(!progress.isEmpty());
+    QCOMPARE(progress.back().at(0).toInt(), 100);
+  }
+
+ private:
+  std::shared_ptr<const Session> alexnet_, six_, emu_;
+};
+
+QTEST_MAIN(GuiModelsTest)
+#include "gui_models_test.moc"

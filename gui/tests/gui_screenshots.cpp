@@ -1,0 +1,89 @@
+// Screenshots of every view for a real trace (a PyTorch profile recorded on an A100, from ../shared/data) and for an
+// emulator recording (the elementwise-chain example under `kfuse record` on the CPU stand-in), written as PNGs under
+// the build directory (gui/screenshots/). They are test artifacts for people to look at, not compared pixel by
+// pixel; the test checks that each image was written and is not blank. CTest runs it twice: on Qt's offscreen
+// platform, and on a real X server (Xvfb, the xcb platform) where xvfb-run is installed.
+#include <QDir>
+#include <QImage>
+#include <QStandardPaths>
+#include <QSignalSpy>
+#include <QTest>
+
+#include "main_window.h"
+#include "test_support.h"
+
+using namespace kfuse::gui;
+
+namespace {
+// The build tree's gui/screenshots, or KFUSE_GUI_SCREENSHOT_DIR (the Xvfb run writes beside the offscreen one).
+QString screenshotDir() {
+  return qEnvironmentVariable("KFUSE_GUI_SCREENSHOT_DIR", QStringLiteral(KFUSE_GUI_SCREENSHOT_DIR));
+}
+}  // namespace
+
+class GuiScreenshots : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY(QDir().mkpath(screenshotDir()));
+  }
+
+  void everyView_data() {
+    QTest::addColumn<QString>("trace");
+    QTest::addColumn<QString>("stem");
+    QTest::newRow("kineto") << testing::sharedTrace("kineto/hta_six_streams_rank0.json.gz") << "kineto-six-streams";
+    QTest::newRow("emulator") << testing::emulatorTrace() << "emulator-elementwise-chain";
+  }
+
+  void everyView() {
+    QFETCH(QString, trace);
+    QFETCH(QString, stem);
+    MainWindow w;
+    w.resize(1600, 950);
+    w.show();
+    w.openFile(trace);
+    w.waitForLoad();
+    w.waitForBackground();
+    QVERIFY(w.session());
+    QVERIFY(!w.session()->report.candidates.empty());
+    // The best proven candidate where there is one (the PTX view rewrites only those).
+    int pick = 0;
+    const auto& cands = w.session()->report.candidates;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i].legality == kfuse::analyzer::Legality::kProven) {
+        pick = static_cast<int>(i);
+        break;
+      }
+    }
+    w.selection()->setCandidate(pick);
+    w.timeline()->showCandidate(pick);
+    const QStringList names = {"timeline", "graph", "roofline", "ptx"};
+    for (int tab = 0; tab < w.tabs()->count(); ++tab) {
+      w.tabs()->setCurrentIndex(tab);
+      if (names[tab] == "ptx" && w.session()->isKfuseTrace()) {
+        QSignalSpy finished(w.ptx(), &PtxView::finished);
+        w.ptx()->rewrite();
+        QVERIFY(finished.wait(300'000));
+      }
+      QTest::qWait(50);
+      const QImage image = w.grab().toImage();
+      const QString file = QDir(screenshotDir()).filePath(QString("%1-%2.png").arg(stem, names[tab]));
+      QVERIFY(image.save(file, "PNG", 0));  // 0: the strongest compression
+      // Not blank: many distinct colours.
+      QSet<QRgb> colours;
+      for (int y = 0; y < image.height(); y += 7) {
+        for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+      }
+      QVERIFY2(colours.size() > 20, qPrintable(file));
+    }
+    // The timeline zoomed out over the whole trace.
+    w.tabs()->setCurrentIndex(0);
+    w.timeline()->fit();
+    QTest::qWait(50);
+    QVERIFY(w.timeline()->grab().save(QDir(screenshotDir()).filePath(stem + "-timeline-whole.png"), "PNG", 0));
+  }
+};
+
+QTEST_MAIN(GuiScreenshots)
+#include "gui_screenshots.moc"
