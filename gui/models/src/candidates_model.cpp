@@ -56,6 +56,9 @@ const std::vector<CandidateColumn>& candidateColumns() {
        [](const Candidate& c) { return c.share_of_gpu_busy; }, "Total saving as a share of GPU busy time"},
       {"Critical path", [](const Candidate& c) { return c.on_critical_path ? QString("yes") : QString(); },
        [](const Candidate& c) { return c.on_critical_path ? 1 : 0; }, "On the trace's critical path"},
+      {"Fusion", [](const Candidate& c) { return QString(analyzer::fusionKindName(c.fusion)); }, {},
+       "thread-local: each thread runs every kernel; epilogue: element-wise consumers run per element after the "
+       "producer's store; horizontal: side by side in one launch"},
   };
   return columns;
 }
