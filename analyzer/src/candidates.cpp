@@ -398,6 +398,10 @@ class Analysis {
     }
   };
 
+  static bool validParam(const KernelFacts& k, int index) {
+    return index >= 0 && static_cast<size_t>(index) < k.params.size();
+  }
+
   static bool fullyFollowed(const ParamFacts& p) {
     int reads = 0, writes = 0;
     for (const ParamMemoryAccess& a : p.accesses) {
@@ -466,6 +470,14 @@ class Analysis {
         if ((ka->atomics > 0 && writesMode(ua.mode)) || (kb->atomics > 0 && writesMode(ub.mode))) {
           v.weaken(Legality::kBlocked, "atomics in " + (ka->atomics > 0 ? ka->name : kb->name) + " update " + buf +
                                            ": every producer thread must finish before any consumer reads");
+          continue;
+        }
+        // A damaged trace can name a parameter the kernel does not have: nothing is known of that access.
+        if (!validParam(*ka, ua.param_index) || !validParam(*kb, ub.param_index)) {
+          const bool a_bad = !validParam(*ka, ua.param_index);
+          v.weaken(Legality::kLikely, (a_bad ? ka->name : kb->name) + " uses " + buf + " through argument " +
+                                          std::to_string(a_bad ? ua.param_index : ub.param_index) +
+                                          ", which the kernel does not have (a damaged trace?): not proven");
           continue;
         }
         // Every access through the two parameters must have been followed to an address; one that was not could
