@@ -298,11 +298,14 @@ struct TraceWriter::Impl {
     detail::forEachField(v, RowBinder(stmt, first, pointer_args_text));
     KFUSE_RETURN_IF_ERROR(runRow(stmt));
     Status s;
+    // Only records with an id have child tables; clang instantiates the lambda for every record kind.
+    int64_t id = kNoId;
+    if constexpr (requires { v.id; }) id = v.id;
     detail::forEachField(v, [&](const Field&, const auto& member) {
       using M = std::remove_cvref_t<decltype(member)>;
       if constexpr (kIsChildTable<M>) {
         for (const auto& child : member) {
-          if (s.ok()) s = addRecord(child, v.id);
+          if (s.ok()) s = addRecord(child, id);
         }
       }
     });
