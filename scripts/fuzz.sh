@@ -29,7 +29,7 @@ mkdir -p "$fuzz_build"
 if [[ ! -f "$fuzz_build/build.ninja" ]]; then
   echo "fuzz: configuring in $fuzz_build (clang, ASan + UBSan + libFuzzer)"
   cmake -S "$KFUSE_ROOT" -B "$fuzz_build" -G Ninja -DKFUSE_FUZZ=ON -DKFUSE_BUILD_TESTS=OFF -DKFUSE_BUILD_BENCH=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g0" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g0" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     >"$fuzz_build/configure.log" 2>&1 || { cat "$fuzz_build/configure.log" >&2; exit 1; }
 fi

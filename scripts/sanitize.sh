@@ -21,7 +21,8 @@ case "$kind" in
     flags="address,undefined"
     targets=(kfuse kfuse_core_test kfuse_ptx_test kfuse_analyzer_test kfuse_rewriter_test kfuse_emulator_test
              kfuse_standin_test kfuse_standin_cuda kfuse_collector_test kfuse_inject_test kfuse_collector_preload
-             kfuse_test_launch_loop)
+             kfuse_test_launch_loop example_elementwise_chain example_mlp_block example_many_small_kernels
+             example_stencil)  # the examples: golden.analyze records them on the stand-in
     labels='unit|cli|hostile|faults|golden|schema'
     exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics'
     export ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:abort_on_error=0
