@@ -156,6 +156,15 @@ class DamagedTraces(Case):
         self.assertNotIn("neither a kfuse trace", err)
 
 
+    def test_ptx_extract_with_nothing_to_extract_says_why(self):
+        # `ptx extract` could exit 3 with nothing on stderr.
+        src = inp("fatbin_unknown_entry.fatbin")
+        rc, _, err = run("ptx", "extract", src, "-o", self.path("out"))
+        self.assertEqual(rc, 3, err)
+        self.assertIn(src, err)
+        self.assertIn("no PTX or cubin entries to extract", err)
+
+
 class InvalidUtf8(Case):
     def test_strings_that_are_not_utf8_are_replaced_in_every_json_and_escaped_in_html(self):
         # info --json, export, analyze --json and analyze (storing its report) aborted on nlohmann's type_error.

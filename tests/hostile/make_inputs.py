@@ -5,6 +5,7 @@ import copy
 import gzip
 import json
 import os
+import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "..", "examples", "traces", "demo_chain.json")
@@ -57,6 +58,13 @@ def main():
         for _ in range(100):
             f.write(" " * (1 << 20))
         f.write(ev + "]}\n")
+    # 5. A fatbin whose one entry is of a kind kfuse does not extract (neither PTX nor ELF).
+    entry = struct.pack("<HHIQIIIIQQQ", 0x10, 0, 64, 16, 0, 0, 0, 0, 0, 0, 16) + b"\x00" * 8
+    assert len(entry) == 64
+    payload = b"not ptx, not elf"
+    header = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(entry) + len(payload))
+    with open(os.path.join(OUT, "fatbin_unknown_entry.fatbin"), "wb") as f:
+        f.write(header + entry + payload)
 
 
 if __name__ == "__main__":
