@@ -59,6 +59,29 @@ void BM_AnalyzeMillionLaunches(benchmark::State& state) {
 }
 BENCHMARK(BM_AnalyzeMillionLaunches)->Arg(1'000'000)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
+// The demo trace with its first kernel's function row repeated N times (a damaged or hostile trace): the kernel
+// catalog analyses each distinct PTX function once, however many rows name it.
+void BM_AnalyzeOneKernelManyFunctionRows(benchmark::State& state) {
+  auto demo = core::readTraceJsonFile(KFUSE_SOURCE_DIR "/examples/traces/demo_chain.json");
+  if (!demo) std::abort();
+  analyzer::ImportResult r;
+  r.format = "kfuse";
+  r.trace = *demo;
+  const core::KernelFunction first = r.trace.functions.front();
+  for (int64_t i = 0; i < state.range(0); ++i) {
+    core::KernelFunction f = first;
+    f.id = static_cast<core::Id>(1000 + i);
+    r.trace.functions.push_back(std::move(f));
+  }
+  for (auto _ : state) {
+    auto report = analyzer::analyze(r, "many-function-rows", {});
+    if (!report) state.SkipWithError(report.status().message().c_str());
+    benchmark::DoNotOptimize(report);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AnalyzeOneKernelManyFunctionRows)->Arg(50'001)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
   libzstd-dev liblz4-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3-jsonschema
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (Debian 12's clang is 14)
 )
 if [[ "${1:-}" == "--gui" ]]; then
   packages+=(qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgraphviz-dev xvfb)

@@ -22,11 +22,32 @@ fi
 # Tests must leave nothing behind in the temporary directory: they run with a private one, checked afterwards.
 test_tmp=$(mktemp -d)
 status=0
+start=$(date +%s)
 TMPDIR=$test_tmp ctest "${ctest_args[@]}" || status=$?
+echo "kfuse: tests took $(($(date +%s) - start)) s"
 if [[ -n "$(ls -A "$test_tmp")" ]]; then
   echo "kfuse: the tests left files in the temporary directory:" >&2
   ls -A "$test_tmp" | head -20 >&2
   status=1
 fi
 rm -rf "$test_tmp"
+
+# Then, unless KFUSE_QUICK=1: the sanitizer runs and a short fuzzing run of every reader, each in its own build
+# directory and time box (README "Reliability" says what each covers). A stage over its box fails the run.
+if [[ "${KFUSE_QUICK:-0}" != 1 ]]; then
+  stage() {
+    local name=$1 box=$2
+    shift 2
+    local s rc=0
+    s=$(date +%s)
+    echo "kfuse: stage $name (time box ${box} s)"
+    timeout --kill-after=30 "$box" "$@" || rc=$?
+    echo "kfuse: stage $name took $(($(date +%s) - s)) s, exit $rc"
+    ((rc == 124)) && echo "kfuse: stage $name ran past its time box" >&2
+    return "$rc"
+  }
+  stage asan-ubsan "${KFUSE_ASAN_BOX:-1200}" "$here/sanitize.sh" asan || status=1
+  stage tsan "${KFUSE_TSAN_BOX:-420}" "$here/sanitize.sh" tsan || status=1
+  stage fuzz "${KFUSE_FUZZ_BOX:-600}" "$here/fuzz.sh" all "${KFUSE_FUZZ_SECONDS:-15}" || status=1
+fi
 exit "$status"

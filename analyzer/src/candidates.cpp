@@ -404,6 +404,10 @@ class Analysis {
     std::optional<EpilogueMap> epilogue;  // a proven epilogue fusion's element map
   };
 
+  static bool validParam(const KernelFacts& k, int index) {
+    return index >= 0 && static_cast<size_t>(index) < k.params.size();
+  }
+
   // What a proof about one launch of a kernel needs beyond its shared buffers: every global access attributed to
   // a pointer parameter, no device-function calls, and every pointer it accesses resolved to an allocation (an
   // access through anything else could reach another kernel's buffer unseen).
@@ -465,13 +469,16 @@ class Analysis {
                                            ": every producer thread must finish before any consumer reads");
           continue;
         }
-        // Every access through the two parameters must have been followed to an address; one that was not could
-        // touch any element of the buffer.
-        if (ua.param_index < 0 || static_cast<size_t>(ua.param_index) >= ka->params.size() || ub.param_index < 0 ||
-            static_cast<size_t>(ub.param_index) >= kb->params.size()) {
-          v.weaken(Legality::kLikely, "a pointer into " + buf + " is a parameter the kernels' PTX does not have");
+        // A damaged trace can name a parameter the kernel does not have: nothing is known of that access.
+        if (!validParam(*ka, ua.param_index) || !validParam(*kb, ub.param_index)) {
+          const bool a_bad = !validParam(*ka, ua.param_index);
+          v.weaken(Legality::kLikely, (a_bad ? ka->name : kb->name) + " uses " + buf + " through argument " +
+                                          std::to_string(a_bad ? ua.param_index : ub.param_index) +
+                                          ", which the kernel does not have (a damaged trace?): not proven");
           continue;
         }
+        // Every access through the two parameters must have been followed to an address; one that was not could
+        // touch any element of the buffer.
         const ParamFacts& pa = ka->params[static_cast<size_t>(ua.param_index)];
         const ParamFacts& pb = kb->params[static_cast<size_t>(ub.param_index)];
         if (!fullyFollowed(pa) || !fullyFollowed(pb)) {

@@ -41,12 +41,14 @@ std::vector<const Importer*> ImporterRegistry::importers() const {
 
 Expected<const Importer*> ImporterRegistry::detect(const std::string& path) const {
   KFUSE_ASSIGN_OR_RETURN(SniffInput in, detail::readHead(path));
+  // A recording killed before its first checkpoint leaves an empty file beside a write-ahead log with the data.
+  if (in.head.empty() && !in.gzip && detail::SqliteDb::walBytes(path) > 0) in.sqlite = true;
   if (in.sqlite) {
+    // A damaged or truncated database says so here, rather than as "not a format kfuse knows".
+    KFUSE_RETURN_IF_ERROR(core::sqlite::checkSqliteFile(path, "trace"));
     detail::SqliteDb db;
-    if (db.openReadOnlyImmutable(path).ok()) {
-      auto tables = db.tables();
-      if (tables) in.sqlite_tables = std::move(*tables);
-    }
+    KFUSE_RETURN_IF_ERROR(db.openForReading(path));
+    KFUSE_ASSIGN_OR_RETURN(in.sqlite_tables, db.tables());
   }
   const Importer* best = nullptr;
   int best_score = 0;

@@ -151,8 +151,8 @@ class PtxModules {
   std::map<std::string, Entry> cache_;
 };
 
-void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
-  ptx::FunctionAnalyses fa(&m, f);
+// `fa`: the analyses of `f`, shared by every function row of the trace that names it.
+void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts& k) {
   const auto& access = fa.paramAccess();
   if (k.params.size() < f.params.size()) k.params.resize(f.params.size());
   for (size_t i = 0; i < k.params.size(); ++i) k.params[i].index = static_cast<int>(i);
@@ -241,9 +241,14 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
 
 }  // namespace
 
+constexpr int kMaxParams = 32768;
+
 KernelCatalog KernelCatalog::build(const core::Trace& trace) {
   KernelCatalog catalog;
   PtxModules ptx_modules;
+  // A trace can name one PTX function in many function rows (one per context, or a damaged trace's thousands):
+  // each is analysed once.
+  std::map<const ptx::Function*, std::unique_ptr<ptx::FunctionAnalyses>> analyses;
   std::map<core::Id, const core::Module*> modules;
   for (const core::Module& m : trace.modules) modules[m.id] = &m;
 
@@ -261,6 +266,9 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
         pf.mode = p.access;
         pf.source = AccessSource::kTrace;
       }
+      // A kernel's parameters fit in 32,764 bytes (CUDA's limit), so no valid index reaches kMaxParams; a damaged
+      // trace's -1 or 2^31 would index outside or allocate gigabytes.
+      if (p.index < 0 || p.index >= kMaxParams) continue;
       if (static_cast<size_t>(p.index) >= k.params.size()) k.params.resize(static_cast<size_t>(p.index) + 1);
       k.params[static_cast<size_t>(p.index)] = pf;
     }
@@ -296,7 +304,9 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
       k.ptx_problem = problem;
       for (const ptx::Module& m : parsed) {
         if (const ptx::Function* f = m.findFunction(fn.mangled_name); f && f->has_body) {
-          fillFromPtx(m, *f, k);
+          auto& fa = analyses[f];
+          if (!fa) fa = std::make_unique<ptx::FunctionAnalyses>(&m, *f);
+          fillFromPtx(*f, *fa, k);
           k.ptx_problem.clear();
           break;
         }

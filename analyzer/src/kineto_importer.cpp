@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -321,7 +322,8 @@ core::MemcpyKind memcpyKind(std::string_view name, std::string_view kind_arg) {
 
 class KinetoParse {
  public:
-  KinetoParse(const std::string& path, const ImportOptions& options) : path_(path), options_(options) {}
+  KinetoParse(const std::string& path, const ImportOptions& options)
+      : path_(path), options_(options), last_progress_(std::chrono::steady_clock::now()) {}
 
   Expected<ImportResult> run() {
     KFUSE_ASSIGN_OR_RETURN(source_, TextSource::open(path_, options_.max_json_bytes));
@@ -344,6 +346,10 @@ class KinetoParse {
 
   static constexpr size_t kChunkBytes = 1 << 20;
   static constexpr size_t kBatchBytes = 1 << 20;
+  // The most text one event, one top-level member, one string or one run of whitespace may hold. Real events are
+  // well under a megabyte; a gzip bomb inflating to one 4 GiB string is refused here, after inflating this much,
+  // instead of after gigabytes of buffering.
+  static constexpr size_t kMaxElementBytes = size_t{64} << 20;
 
   enum class Top { kStart, kObject, kDone };
   enum class Expect { kKey, kColon, kValue, kCommaOrEnd };
@@ -380,6 +386,19 @@ class KinetoParse {
         KFUSE_RETURN_IF_ERROR(flushBatch(last_sep_));
       }
       compact();
+      if (options_.progress) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_progress_ >= std::chrono::seconds(1)) {
+          last_progress_ = now;
+          options_.progress(source_->textBytes(), events_read_);
+        }
+      }
+      if (pending_.size() > kMaxElementBytes) {
+        const char* what = in_string_ ? "a string" : in_events_ ? "an element of \"traceEvents\"" : "a top-level member";
+        return badFormat(path_ + ": " + what + " at byte " + std::to_string(consumed_) + " or later is longer than " +
+                         std::to_string(kMaxElementBytes >> 20) +
+                         " MiB; refusing to buffer it (a damaged or hostile file?)");
+      }
     }
     if (top_ != Top::kDone) {
       if (consumed_ + pending_.size() == 0) return badFormat(path_ + ": empty file, not a Chrome/Kineto trace");
@@ -900,6 +919,7 @@ class KinetoParse {
   Status parseEvents(od::array& events) {
     Fields f;
     for (auto ev_r : events) {
+      ++events_read_;
       od::value ev_v;
       if (auto err = std::move(ev_r).get(ev_v)) return jsonError(err, "traceEvents");
       od::object ev;
@@ -1393,6 +1413,8 @@ class KinetoParse {
   const std::string& path_;
   const ImportOptions& options_;
   std::unique_ptr<TextSource> source_;
+  std::chrono::steady_clock::time_point last_progress_;
+  uint64_t events_read_ = 0;
   // Scanner state; positions index pending_, which starts at text byte consumed_.
   std::vector<char> pending_;
   uint64_t consumed_ = 0;

@@ -57,7 +57,8 @@ class NsysParse {
   NsysParse(const std::string& path, const ImportOptions& options) : path_(path), options_(options) {}
 
   Expected<ImportResult> run() {
-    KFUSE_RETURN_IF_ERROR(db_.openReadOnlyImmutable(path_));
+    KFUSE_RETURN_IF_ERROR(core::sqlite::checkSqliteFile(path_, "Nsight Systems export"));
+    KFUSE_RETURN_IF_ERROR(db_.openForReading(path_));
     KFUSE_ASSIGN_OR_RETURN(std::vector<std::string> tables, db_.tables());
     tables_.insert(tables.begin(), tables.end());
     has_strings_ = tables_.count("StringIds") > 0;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/core/text.h"
 
 namespace kfuse::analyzer {
 namespace {
@@ -77,23 +78,12 @@ double disjointSaving(const Report& r) {
   return total;
 }
 
-std::string htmlEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
+// Names and paths come from the input: sanitised as UTF-8 and escaped (attributes here are quoted with ').
+std::string htmlEscape(const std::string& s) { return core::htmlEscape(s); }
 
 std::string mdEscape(const std::string& s) {
   std::string out;
-  for (char ch : s) {
+  for (char ch : core::sanitizeUtf8(s)) {
     if (ch == '|' || ch == '*' || ch == '_' || ch == '<' || ch == '>') out += '\\';
     out += ch;
   }
@@ -368,7 +358,7 @@ std::string reportToMarkdown(const Report& r) {
     out += "\n## Why nothing qualified\n\n";
     for (const std::string& w : r.why_none) out += "- " + mdEscape(w) + "\n";
   }
-  return out;
+  return core::sanitizeUtf8(out);  // the input path, GPU name and producer are the input's bytes too
 }
 
 std::string reportToHtml(const Report& r) {

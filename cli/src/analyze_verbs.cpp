@@ -7,6 +7,7 @@
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
 #include "kfuse/analyzer/metrics_merge.h"
+#include "kfuse/core/text.h"
 #include "kfuse/core/trace_store.h"
 #include "verbs.h"
 
@@ -40,6 +41,15 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   if (!ctx.quiet) std::fprintf(stderr, "kfuse: importing %s\n", o.input.c_str());
   analyzer::ImportOptions import_options;
   import_options.format = o.format;
+  if (!ctx.quiet) {
+    // Large traces take tens of seconds to read: say how far it got, every few seconds.
+    import_options.progress = [path = o.input, ticks = 0](uint64_t bytes, uint64_t events) mutable {
+      if (++ticks % 3 == 0) {
+        std::fprintf(stderr, "kfuse: %s: %.0f MiB of JSON read, %.1fM events\n", path.c_str(),
+                     static_cast<double>(bytes) / (1 << 20), static_cast<double>(events) / 1e6);
+      }
+    };
+  }
   auto imported = analyzer::importTrace(o.input, import_options);
   if (!imported) {
     const bool no_kernels = imported.status().code() == ErrorCode::kNotFound &&
@@ -77,7 +87,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
     const std::string& path;
     std::string text;
   };
-  for (const Output& out : {Output{o.json_out, o.json_out.empty() ? "" : json.dump(2) + "\n"},
+  for (const Output& out : {Output{o.json_out, o.json_out.empty() ? "" : core::dumpJson(json, 2) + "\n"},
                             Output{o.md_out, o.md_out.empty() ? "" : analyzer::reportToMarkdown(*report)},
                             Output{o.html_out, o.html_out.empty() ? "" : analyzer::reportToHtml(*report)}}) {
     if (out.path.empty()) continue;
@@ -85,7 +95,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
     if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", out.path.c_str());
   }
   if (imported->format == "kfuse" && !o.no_store) {
-    auto stored = core::storeAnalysisReport(o.input, report->gpu.short_name, json.dump());
+    auto stored = core::storeAnalysisReport(o.input, report->gpu.short_name, core::dumpJson(json));
     if (!stored) {
       // The report was printed and written; failing to keep a copy in the trace is worth a warning only.
       std::fprintf(stderr, "kfuse: warning: report not stored in the trace: %s\n", stored.status().message().c_str());

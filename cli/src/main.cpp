@@ -1,5 +1,8 @@
 // kfuse: profiling-guided kernel fusion advisor. Each verb lives in its own *_verbs.cpp.
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <new>
 #include <string>
 
 #include "verbs.h"
@@ -10,6 +13,22 @@ int reportError(const Status& status, int code) {
   std::fprintf(stderr, "kfuse: %s\n", status.message().c_str());
   return code;
 }
+
+namespace {
+
+// The files a command line names (its arguments that exist on disk), for a message about an error no verb
+// anticipated: "kfuse: trace.sqlite: ...".
+std::string filesNamed(int argc, char** argv) {
+  std::string files;
+  for (int i = 2; i < argc; ++i) {
+    std::error_code ec;
+    if (argv[i][0] == '-' || !std::filesystem::exists(argv[i], ec)) continue;
+    files += (files.empty() ? "" : ", ") + std::string(argv[i]);
+  }
+  return files.empty() ? std::string(argc > 1 ? argv[1] : "kfuse") : files;
+}
+
+}  // namespace
 
 }  // namespace kfuse::cli
 
@@ -57,6 +76,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Usage errors: CLI11 prints the message; kfuse's convention is exit code 2 for bad input.
     app.exit(e);
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // Verbs check sizes before they allocate; this is the last line for an input that still asks too much.
+    std::fprintf(stderr, "kfuse: %s: out of memory reading the input (too large or damaged?)\n",
+                 filesNamed(argc, argv).c_str());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    // Verbs return Status for the errors they know; a library exception reaching this point is a bug to fix in
+    // the verb, but the user still gets a message and exit 2, never an abort.
+    std::fprintf(stderr, "kfuse: %s: unexpected error (a damaged input?): %s\n", filesNamed(argc, argv).c_str(),
+                 e.what());
     return kExitBadInput;
   }
   return ctx.exit_code;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kfuse/core/text.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/demangle.h"
 #include "kfuse/ptx/fatbin.h"
@@ -76,7 +77,7 @@ int runList(const PtxOptions& o) {
         arr.back()["param_layout"] = layout;
       }
     }
-    std::cout << json{{"file", o.input}, {"entries", arr}}.dump(2) << "\n";
+    std::cout << core::dumpJson(json{{"file", o.input}, {"entries", arr}}, 2) << "\n";
     return kExitOk;
   }
   std::printf("%-14s %-3s %-5s %-6s %-7s %-5s %10s %10s  %s\n", "container", "fb", "entry", "kind", "arch", "comp",
@@ -121,7 +122,12 @@ int runExtract(const PtxOptions& o) {
     std::cout << path.string() << "\n";
     ++written;
   }
-  return written ? kExitOk : kExitNothingToDo;
+  if (written == 0) {
+    std::cerr << "kfuse: " << o.input << ": no PTX or cubin entries to extract (" << entries->size()
+              << " entries of unknown kind)\n";
+    return kExitNothingToDo;
+  }
+  return kExitOk;
 }
 
 json accessJson(const ptx::MemoryAccess& a) {
@@ -240,7 +246,7 @@ int runCheck(const PtxOptions& o) {
     // not recognisably PTX either: let the parser say what is wrong, with line and column
     json out;
     const int rc = checkText(std::string(bytes->begin(), bytes->end()), o.input, o, out);
-    if (o.json && rc != kExitBadInput) std::cout << out.dump(2) << "\n";
+    if (o.json && rc != kExitBadInput) std::cout << core::dumpJson(out, 2) << "\n";
     return rc;
   }
   if (!entries.ok()) return reportError(entries.status().withContext(o.input));
@@ -263,7 +269,7 @@ int runCheck(const PtxOptions& o) {
     std::cerr << "kfuse: " << o.input << ": contains no PTX\n";
     return kExitNothingToDo;
   }
-  if (o.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+  if (o.json) std::cout << core::dumpJson(all.size() == 1 ? all[0] : all, 2) << "\n";
   return rc;
 }
 

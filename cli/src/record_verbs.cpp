@@ -12,21 +12,34 @@ int runRecord(collector::RecordOptions o, const VerbContext& ctx) {
   o.on_note = [](const std::string& note) { std::fprintf(stderr, "kfuse: note: %s\n", note.c_str()); };
   auto result = collector::recordProgram(o);
   if (!result.ok()) return reportError(result.status());
+  bool incomplete = !result->failures.empty();
+  for (const std::string& f : result->failures) std::fprintf(stderr, "kfuse: recording incomplete: %s\n", f.c_str());
+  for (const auto& t : result->traces) incomplete = incomplete || !t.error.empty();
   if (!ctx.quiet) {
-    if (result->traces.empty()) {
-      std::fprintf(stderr, "kfuse: no trace was written (the messages above say why)\n");
+    if (result->traces.empty() && result->failures.empty()) {
+      if (result->exit_code > 128) {
+        std::fprintf(stderr, "kfuse: no trace was written: the program ended by signal %d before the collector "
+                             "created its trace\n", result->exit_code - 128);
+      } else {
+        std::fprintf(stderr,
+                     "kfuse: no trace was written: no CUDA driver call reached the collector (a program that uses "
+                     "no GPU, or one that does not load shared libraries through the dynamic linker)\n");
+      }
     }
     for (const auto& t : result->traces) {
       if (!t.backend_used.empty() && t.backend_used != result->backend) {
-        std::fprintf(stderr, "kfuse: trace written to %s (%s backend: CUPTI stepped aside, see above)\n",
-                     t.path.c_str(), t.backend_used.c_str());
+        std::fprintf(stderr, "kfuse: %s written to %s (%s backend: CUPTI stepped aside, see above)\n",
+                     incomplete ? "incomplete trace" : "trace", t.path.c_str(), t.backend_used.c_str());
       } else {
-        std::fprintf(stderr, "kfuse: trace written to %s (%s backend)\n", t.path.c_str(), result->backend.c_str());
+        std::fprintf(stderr, "kfuse: %s written to %s (%s backend)\n", incomplete ? "incomplete trace" : "trace",
+                     t.path.c_str(), result->backend.c_str());
       }
       std::fprintf(stderr, "kfuse: %s\n", collector::summarizeRecordedTrace(t).c_str());
     }
   }
-  return result->exit_code;  // the program's own exit code passes through
+  // The program's own exit code passes through; a program that succeeded while its recording did not exits 2.
+  if (incomplete && result->exit_code == 0) return kExitBadInput;
+  return result->exit_code;
 }
 
 }  // namespace

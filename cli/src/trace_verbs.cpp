@@ -10,6 +10,7 @@
 
 #include "kfuse/analyzer/chrome_trace.h"
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/core/text.h"
 #include "kfuse/core/trace_json.h"
 #include "kfuse/core/trace_store.h"
 #include "kfuse/core/trace_summary.h"
@@ -30,7 +31,7 @@ int runInfo(const InfoOptions& o) {
   auto summary = core::summarizeTrace(**reader, o.top);
   if (!summary) return reportError(summary.status());
   if (o.json) {
-    std::cout << core::toJson(*summary).dump(2) << '\n';
+    std::cout << core::dumpJson(core::toJson(*summary), 2) << '\n';
   } else {
     std::cout << core::formatSummary(*summary);
   }
@@ -62,7 +63,7 @@ int runChromeExport(const ExportOptions& o, const VerbContext& ctx) {
     }
   }
   const nlohmann::json out = analyzer::toChromeTrace(imported->trace, report ? &*report : nullptr, o.trace);
-  const std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string text = core::dumpJson(out) + "\n";
   if (o.chrome == "-") {
     std::cout << text;
     return kExitOk;
@@ -84,7 +85,7 @@ int runExport(const ExportOptions& o, const VerbContext& ctx) {
   auto trace = (*reader)->readAll();
   if (!trace) return reportError(trace.status());
   if (o.output == "-") {
-    std::cout << core::traceToJson(*trace).dump(1) << '\n';
+    std::cout << core::dumpJson(core::traceToJson(*trace), 1) << '\n';
     return kExitOk;
   }
   if (Status s = core::writeTraceJsonFile(*trace, o.output); !s.ok()) return reportError(s);
@@ -114,7 +115,8 @@ int runImport(const ImportOptions& o, const VerbContext& ctx) {
   if (s.ok()) s = (*writer)->close();
   if (!s.ok()) {
     writer->reset();
-    std::filesystem::remove(o.output, ec);  // a half-written trace is worse than none
+    // A half-written trace is worse than none.
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(o.output + suffix, ec);
     return reportError(s);
   }
   if (!ctx.quiet) {

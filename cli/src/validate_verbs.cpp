@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "kfuse/core/text.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/ptxas.h"
 #include "kfuse/rewriter/plan.h"
@@ -73,7 +74,7 @@ int runValidate(const ValidateOptions& o, const VerbContext& ctx) {
   }
 
   if (o.json) {
-    std::cout << resultJson(o, *result).dump(2) << '\n';
+    std::cout << core::dumpJson(resultJson(o, *result), 2) << '\n';
   } else if (result->passed) {
     std::printf("passed: %d runs bit-identical on the %s (seed %llu, %.2f s)\n", result->runs,
                 o.backend == "gpu" ? "GPU" : "emulator", static_cast<unsigned long long>(o.seed), result->seconds);

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "kfuse/collector/driver_hooks.h"
+#include "recording_status.h"
 
 #ifndef KFUSE_VERSION_STRING
 #define KFUSE_VERSION_STRING "unknown"
@@ -154,6 +155,7 @@ void CollectorRuntime::activate(bool from_injection) {
   if (!sink.ok()) {
     std::fprintf(stderr, "kfuse: collector: pid %lld: cannot record: %s; the application runs unrecorded\n",
                  static_cast<long long>(pid_), sink.status().message().c_str());
+    reportRecordingFailure("cannot record: " + sink.status().message());
     return;
   }
   sink_ = std::move(*sink);

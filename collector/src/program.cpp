@@ -56,7 +56,7 @@ std::string preloadList(const std::string& library, const std::string& current, 
 
 Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
                                 const std::vector<std::pair<std::string, std::string>>& environment,
-                                const std::string& output_file) {
+                                const std::string& output_file, int inherit_fd) {
   if (command.empty()) return invalidArgument("no program to run");
   int out_fd = -1;
   if (!output_file.empty()) {
@@ -79,6 +79,7 @@ Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    if (inherit_fd >= 0) fcntl(inherit_fd, F_SETFD, fcntl(inherit_fd, F_GETFD) & ~FD_CLOEXEC);
     if (out_fd >= 0) {
       dup2(out_fd, STDOUT_FILENO);
       dup2(out_fd, STDERR_FILENO);

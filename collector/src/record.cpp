@@ -4,6 +4,8 @@
 #include "kfuse/emulator/standin.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +116,9 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
   const bool per_process = out.string().find("%p") != std::string::npos;
   if (!per_process && fs::exists(out, ec)) {
     if (!o.overwrite) return invalidArgument(o.output + ": already exists; pass --force to replace it");
+    if (!fs::is_regular_file(out, ec)) {
+      return invalidArgument(o.output + ": exists and is not a regular file; --force replaces trace files only");
+    }
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out.string() + suffix, ec);
   }
 
@@ -130,12 +135,41 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
   if (metrics) env.emplace_back("KFUSE_METRICS", "1");
   if (o.gpu_time) env.emplace_back("KFUSE_GPU_TIME", "1");
   if (result.backend == "cupti") env.emplace_back("CUDA_INJECTION64_PATH", lib);
-  KFUSE_ASSIGN_OR_RETURN(const ProgramRun run, runProgram(o.command, env));
-  result.pid = run.pid;
-  result.exit_code = run.exit_code;
+  // The collector reports failed writes on a socket (recording_status.h): kfuse's end is read after the program.
+  int status_fds[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, status_fds) == 0) {
+    env.emplace_back("KFUSE_STATUS_FD", std::to_string(status_fds[1]));
+    fcntl(status_fds[0], F_SETFL, O_NONBLOCK);
+  }
+  auto run = runProgram(o.command, env, "", status_fds[1]);
+  if (status_fds[1] >= 0) close(status_fds[1]);
+  if (status_fds[0] >= 0) {
+    // Non-blocking: a child the program forked may still hold the other end open.
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(status_fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    close(status_fds[0]);
+    for (size_t at = 0; at < text.size();) {
+      const size_t nl = std::min(text.find('\n', at), text.size());
+      if (nl > at) result.failures.push_back(text.substr(at, nl - at));
+      at = nl + 1;
+    }
+  }
+  if (!run.ok()) return run.status();
+  result.pid = run->pid;
+  result.exit_code = run->exit_code;
 
   if (!per_process) {
-    if (fs::exists(out, ec)) result.traces.push_back(inspect(out.string()));
+    // A program killed while the collector created the trace leaves its not yet renamed file (TraceWriter::create).
+    for (const char* suffix : {"", "-journal"}) {
+      fs::remove(dir / ("." + out.filename().string() + ".kfuse-new-" + std::to_string(result.pid) + suffix), ec);
+    }
+    if (fs::exists(out, ec)) {
+      result.traces.push_back(inspect(out.string()));
+    } else if (!fs::is_directory(dir, ec)) {
+      result.failures.push_back(o.output + ": the output directory " + dir.string() +
+                                " was removed or renamed while recording; the trace is lost");
+    }
     return result;
   }
   // One trace per process: every file matching the pattern written since the program started.

@@ -10,6 +10,7 @@
 #include "event_queue.h"
 #include "kfuse/collector/trace_sink.h"
 #include "kfuse/core/trace_store.h"
+#include "recording_status.h"
 #include "trace_assembler.h"
 
 namespace kfuse::collector {
@@ -52,6 +53,8 @@ struct SqliteSink::Impl {
                  "kfuse: collector: writing %s failed: %s; recording stopped, the application goes on and the trace "
                  "keeps everything committed before\n",
                  path.c_str(), s.message().c_str());
+    reportRecordingFailure(path + ": writing the trace failed: " + s.message() +
+                           "; recording stopped there (the trace keeps what was committed before)");
   }
 
   void consumeOne(EventKind kind, const uint8_t* payload, size_t size) {
@@ -77,6 +80,7 @@ struct SqliteSink::Impl {
   }
 
   void run() {
+    const ScopedNoSigxfsz no_sigxfsz;  // a file size limit fails the trace's writes, not the application
     auto last_commit = std::chrono::steady_clock::now();
     const auto interval = std::chrono::milliseconds(options.flush_interval_ms);
     for (;;) {
@@ -132,6 +136,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::open(const std::string& path, 
   // into a torn-down libcrypto. Initialise it here, before any exit handler of ours exists.
   static const uint8_t kNothing = 0;
   (void)core::sha256Hex(&kNothing, 0);
+  const ScopedNoSigxfsz no_sigxfsz;
   auto impl = std::make_unique<Impl>(path, std::move(options));
   auto writer = core::TraceWriter::create(
       path, core::TraceWriterOptions{.batch_rows = impl->options.batch_rows, .overwrite = impl->options.overwrite});
@@ -206,6 +211,7 @@ Status SqliteSink::finish() {
   std::lock_guard lock(im.finish_mu);
   if (im.finished) return status();
   im.finished = true;
+  const ScopedNoSigxfsz no_sigxfsz;
   im.stop = true;
   im.queue.close();
   if (im.thread.joinable()) im.thread.join();

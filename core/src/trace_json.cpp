@@ -8,6 +8,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "kfuse/core/text.h"
 #include "trace_fields.h"
 
 namespace kfuse::core {
@@ -122,7 +123,7 @@ class JsonReader {
     if constexpr (std::is_enum_v<T>) {
       std::optional<T> parsed;
       if (j.is_string()) parsed = detail::parseEnum(j.get<std::string>(), v);
-      if (!parsed) return fail(path, "unknown value " + j.dump());
+      if (!parsed) return fail(path, "unknown value " + describeJsonValue(j));
       v = *parsed;
     } else if constexpr (IsVector<T>::value) {
       if (!j.is_array()) return fail(path, "expected an array");
@@ -221,7 +222,7 @@ Expected<Trace> traceFromJson(const nlohmann::json& j, const std::string& source
 Status writeTraceJsonFile(const Trace& trace, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return ioError(path + ": cannot open for writing");
-  out << traceToJson(trace).dump(1) << '\n';
+  out << dumpJson(traceToJson(trace), 1) << '\n';
   out.flush();
   if (!out) return ioError(path + ": write failed (disk full?)");
   return {};
@@ -233,7 +234,8 @@ Expected<Trace> readTraceJsonFile(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double (1e99999) is an out_of_range error.
     return badFormat(path + ": invalid JSON: " + e.what());
   }
   return traceFromJson(j, path);

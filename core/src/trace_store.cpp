@@ -1,5 +1,7 @@
 #include "kfuse/core/trace_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -22,47 +24,8 @@ using sqlite::Stmt;
 
 namespace {
 
-// Reads a big-endian integer of `n` bytes.
-uint64_t readBigEndian(const unsigned char* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v = (v << 8) | p[i];
-  return v;
-}
-
-// Checks what SQLite itself would only discover deep inside a query: that the file is a SQLite database at
-// all, and that it is as long as its header says. Returns ok for a plausible file.
-Status checkSqliteFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return notFound(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) return invalidArgument(path + ": is a directory, not a trace file");
-  const uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) return ioError(path + ": cannot read size: " + ec.message());
-  if (file_size == 0) return badFormat(path + ": empty file, not a kfuse trace");
-  unsigned char header[100] = {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ioError(path + ": cannot open for reading");
-  in.read(reinterpret_cast<char*>(header), sizeof header);
-  const auto got = static_cast<size_t>(in.gcount());
-  static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with its NUL
-  if (got < 16 || std::memcmp(header, kMagic, 16) != 0) {
-    return badFormat(path + ": not a SQLite database, so not a kfuse trace");
-  }
-  if (got < sizeof header) return badFormat(path + ": truncated SQLite header (" + std::to_string(got) + " bytes)");
-  uint64_t page_size = readBigEndian(header + 16, 2);
-  if (page_size == 1) page_size = 65536;
-  const uint64_t page_count = readBigEndian(header + 28, 4);
-  const uint64_t change_counter = readBigEndian(header + 24, 4);
-  const uint64_t valid_for = readBigEndian(header + 92, 4);
-  // The in-header size is authoritative only when valid_for matches the change counter (SQLite file format §1.3).
-  if (page_count > 0 && valid_for == change_counter && page_size >= 512) {
-    const uint64_t expected = page_count * page_size;
-    if (file_size < expected) {
-      return badFormat(path + ": truncated trace: the header promises " + std::to_string(expected) +
-                       " bytes but the file has " + std::to_string(file_size));
-    }
-  }
-  return {};
-}
+// Checks what SQLite itself would only discover deep inside a query (sqlite_db.h).
+Status checkSqliteFile(const std::string& path) { return sqlite::checkSqliteFile(path, "kfuse trace"); }
 
 // launch.pointer_args: [[param_index,address,allocation_id|null,offset],...] with unsigned decimal numbers.
 void encodePointerArgs(const std::vector<PointerArg>& args, std::string& out) {
@@ -335,11 +298,14 @@ struct TraceWriter::Impl {
     detail::forEachField(v, RowBinder(stmt, first, pointer_args_text));
     KFUSE_RETURN_IF_ERROR(runRow(stmt));
     Status s;
+    // Only records with an id have child tables; clang instantiates the lambda for every record kind.
+    int64_t id = kNoId;
+    if constexpr (requires { v.id; }) id = v.id;
     detail::forEachField(v, [&](const Field&, const auto& member) {
       using M = std::remove_cvref_t<decltype(member)>;
       if constexpr (kIsChildTable<M>) {
         for (const auto& child : member) {
-          if (s.ok()) s = addRecord(child, v.id);
+          if (s.ok()) s = addRecord(child, id);
         }
       }
     });
@@ -387,24 +353,56 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& pa
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
     if (!options.overwrite) return invalidArgument(path + ": already exists (choose another name or overwrite)");
+    // Overwriting replaces a trace file, never a directory, a device node or anything else at that path.
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return invalidArgument(path + ": exists and is not a regular file; only a trace file is replaced");
+    }
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (impl->options.batch_rows == 0) impl->options.batch_rows = 1;
-  KFUSE_RETURN_IF_ERROR(impl->db.open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX));
-  // WAL + synchronous=NORMAL: a committed batch survives the writer being killed; only the last open
-  // transaction can be lost.
-  KFUSE_RETURN_IF_ERROR(impl->db.exec("PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=8192;"));
-  KFUSE_RETURN_IF_ERROR(impl->db.exec("BEGIN"));
-  KFUSE_RETURN_IF_ERROR(impl->db.exec(detail::traceSql().c_str()));
-  KFUSE_RETURN_IF_ERROR(
-      impl->db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
-  KFUSE_RETURN_IF_ERROR(impl->prepareAll());
-  impl->in_txn = true;
-  KFUSE_RETURN_IF_ERROR(impl->putMeta("format", kTraceFormatName));
-  KFUSE_RETURN_IF_ERROR(impl->putMeta("schema_version", std::to_string(kTraceSchemaVersion)));
-  KFUSE_RETURN_IF_ERROR(impl->commit());
+  // The schema and the file's identity are committed under a temporary name in the same directory (rollback
+  // journal) and renamed into place, then the trace switches to WAL: a process killed during start-up leaves
+  // either no file at `path` or a trace that opens, never a database without the trace's tables.
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const std::string fresh =
+      (target.parent_path() / ("." + target.filename().string() + ".kfuse-new-" + std::to_string(::getpid())))
+          .string();
+  auto removeWithJournals = [&](const std::string& p) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(p + suffix, ec);
+  };
+  removeWithJournals(fresh);
+  bool renamed = false;
+  Status s = [&]() -> Status {
+    KFUSE_RETURN_IF_ERROR(impl->db.open(fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, path));
+    KFUSE_RETURN_IF_ERROR(impl->db.exec("PRAGMA page_size=16384; PRAGMA journal_mode=DELETE; BEGIN"));
+    KFUSE_RETURN_IF_ERROR(impl->db.exec(detail::traceSql().c_str()));
+    KFUSE_RETURN_IF_ERROR(
+        impl->db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
+    KFUSE_RETURN_IF_ERROR(impl->db.exec(("INSERT INTO kfuse_meta(key, value) VALUES ('format', '" +
+                                         std::string(kTraceFormatName) + "'), ('schema_version', '" +
+                                         std::to_string(kTraceSchemaVersion) + "'); COMMIT")
+                                            .c_str()));
+    impl->db.close();
+    std::error_code rename_ec;
+    fs::rename(fresh, target, rename_ec);
+    if (rename_ec) return ioError(path + ": cannot move the new trace into place: " + rename_ec.message());
+    renamed = true;
+    KFUSE_RETURN_IF_ERROR(impl->db.open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX));
+    // WAL + synchronous=NORMAL: a committed batch survives the writer being killed; only the last open
+    // transaction can be lost.
+    KFUSE_RETURN_IF_ERROR(impl->db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=8192;"));
+    return impl->prepareAll();
+  }();
+  if (!s.ok()) {
+    // Not even the schema was committed (a full disk, a file size limit): leave no file behind.
+    impl.reset();
+    removeWithJournals(fresh);
+    if (renamed) removeWithJournals(path);
+    return s;
+  }
   return std::unique_ptr<TraceWriter>(new TraceWriter(path, std::move(impl)));
 }
 
@@ -591,7 +589,7 @@ TraceReader::~TraceReader() = default;
 Expected<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
   KFUSE_RETURN_IF_ERROR(checkSqliteFile(path));
   auto impl = std::make_unique<Impl>();
-  KFUSE_RETURN_IF_ERROR(impl->db.open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX));
+  KFUSE_RETURN_IF_ERROR(impl->db.openForReading(path));
 
   bool has_meta = false;
   Status s = impl->query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kfuse_meta'",

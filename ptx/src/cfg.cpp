@@ -1,5 +1,6 @@
 // CFG, dominators (Cooper-Harvey-Kennedy) and reaching definitions.
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
 #include "kfuse/ptx/analysis.h"
@@ -318,20 +319,29 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   std::vector<std::vector<uint64_t>> gen(nb, std::vector<uint64_t>(words)), kill(nb, std::vector<uint64_t>(words));
   auto set = [](std::vector<uint64_t>& v, size_t bit) { v[bit / 64] |= uint64_t{1} << (bit % 64); };
   auto clear = [](std::vector<uint64_t>& v, size_t bit) { v[bit / 64] &= ~(uint64_t{1} << (bit % 64)); };
+  // Per block: an unguarded definition of r kills every definition of r, and only the definitions of r from the
+  // block's last unguarded one on are generated. Each register's definitions are walked once per block that
+  // defines it unguarded (not once per definition: 100k redefinitions of one register in a block would be 10^10).
+  std::vector<size_t> last_unguarded(du.reg_ids_.size(), SIZE_MAX);
+  std::vector<size_t> touched;
   for (size_t b = 0; b < nb; ++b) {
-    for (size_t i = blocks[b].begin; i < blocks[b].end; ++i) {
-      for (size_t id = du.def_begin_[i]; id < du.def_begin_[i + 1]; ++id) {
-        if (!guarded[i]) {
-          const auto r = static_cast<size_t>(du.def_regs_[id]);
-          for (size_t k = du.reg_def_begin_[r]; k < du.reg_def_begin_[r + 1]; ++k) {
-            clear(gen[b], du.reg_defs_[k]);
-            set(kill[b], du.reg_defs_[k]);
-          }
-        }
-        set(gen[b], id);
-        clear(kill[b], id);
-      }
+    touched.clear();
+    for (size_t id = du.def_begin_[blocks[b].begin]; id < du.def_begin_[blocks[b].end]; ++id) {
+      if (guarded[du.def_stmt_[id]]) continue;
+      const auto r = static_cast<size_t>(du.def_regs_[id]);
+      if (last_unguarded[r] == SIZE_MAX) touched.push_back(r);
+      last_unguarded[r] = id;
     }
+    for (size_t r : touched) {
+      for (size_t k = du.reg_def_begin_[r]; k < du.reg_def_begin_[r + 1]; ++k) set(kill[b], du.reg_defs_[k]);
+    }
+    for (size_t id = du.def_begin_[blocks[b].begin]; id < du.def_begin_[blocks[b].end]; ++id) {
+      const size_t last = last_unguarded[static_cast<size_t>(du.def_regs_[id])];
+      if (last != SIZE_MAX && id < last) continue;
+      set(gen[b], id);
+      clear(kill[b], id);
+    }
+    for (size_t r : touched) last_unguarded[r] = SIZE_MAX;
   }
   du.block_in_.assign(nb, std::vector<uint64_t>(words));
   std::vector<std::vector<uint64_t>> out(nb, std::vector<uint64_t>(words));

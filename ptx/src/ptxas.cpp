@@ -1,13 +1,21 @@
 #include "kfuse/ptx/ptxas.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
@@ -19,18 +27,6 @@ bool isExecutable(const std::string& p) {
   return !p.empty() && ::access(p.c_str(), X_OK) == 0;
 }
 
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 bool isSafeArch(const std::string& a) {
   for (char c : a) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
@@ -38,15 +34,120 @@ bool isSafeArch(const std::string& a) {
   return true;
 }
 
-// Removes a temporary directory and the files we put in it.
+// What to clean up when a signal ends kfuse while ptxas runs (Ctrl-C, kill): the running ptxas and its temporary
+// directory. The handler only reads these slots (async-signal-safe: kill, unlink, rmdir, raise).
+struct CleanupSlot {
+  std::atomic<bool> used{false};
+  std::atomic<pid_t> child{0};
+  char dir[4096] = {};
+};
+CleanupSlot g_slots[16];
+const int kFatalSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+void removeTempFiles(const char* dir) {
+  char path[4096 + 16];
+  for (const char* f : {"/in.ptx", "/out.cubin"}) {
+    std::snprintf(path, sizeof path, "%s%s", dir, f);
+    ::unlink(path);
+  }
+  ::rmdir(dir);
+}
+
+extern "C" void onFatalSignal(int sig) {
+  for (CleanupSlot& s : g_slots) {
+    if (!s.used.load()) continue;
+    if (const pid_t c = s.child.load(); c > 0) ::kill(c, SIGKILL);
+    removeTempFiles(s.dir);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Installs onFatalSignal for the signals whose disposition is still the default (a host program's own handlers
+// are left alone), once per process.
+void installCleanupHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : kFatalSignals) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+      struct sigaction sa {};
+      sa.sa_handler = &onFatalSignal;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
+// A temporary directory and the files we put in it, removed at scope exit or by onFatalSignal.
 struct TempDir {
   std::string path;
+  CleanupSlot* slot = nullptr;
+  void track() {
+    installCleanupHandlers();
+    for (CleanupSlot& s : g_slots) {
+      bool expected = false;
+      if (path.size() < sizeof s.dir && s.used.compare_exchange_strong(expected, true)) {
+        s.child = 0;
+        std::memcpy(s.dir, path.c_str(), path.size() + 1);
+        slot = &s;
+        return;
+      }
+    }
+  }
+  void setChild(pid_t pid) {
+    if (slot) slot->child = pid;
+  }
   ~TempDir() {
     if (path.empty()) return;
-    for (const char* f : {"/in.ptx", "/out.cubin"}) ::unlink((path + f).c_str());
-    ::rmdir(path.c_str());
+    removeTempFiles(path.c_str());
+    if (slot) {
+      slot->child = 0;
+      slot->used = false;
+    }
   }
 };
+
+// Runs `argv` with stdout and stderr into `log`; returns its exit status as waitpid gives it. The child dies with
+// kfuse (PR_SET_PDEATHSIG), so no ptxas is left running when kfuse is killed.
+Expected<int> runCapturing(const std::vector<std::string>& args, TempDir& dir, std::string& log) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return ioError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return ioError(std::string("cannot run ") + args[0] + ": fork: " + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // kfuse died before the line above
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  dir.setChild(pid);
+  ::close(fds[1]);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    log.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  dir.setChild(0);
+  return status;
+}
 
 }  // namespace
 
@@ -81,25 +182,21 @@ Expected<PtxasReport> runPtxas(std::string_view ptx, const std::string& arch, co
       (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/kfuse-ptxas-XXXXXX";
   if (!::mkdtemp(tmpl.data())) return ioError("cannot create a temporary directory in " + tmpl);
   dir.path = tmpl;
+  dir.track();
   {
     std::ofstream out(dir.path + "/in.ptx", std::ios::binary);
     out.write(ptx.data(), static_cast<std::streamsize>(ptx.size()));
     if (!out) return ioError("cannot write " + dir.path + "/in.ptx");
   }
-  // built with append(): GCC 12 at -O3 reports a false -Wrestrict on `" literal" + std::string&&`
-  std::string cmd = shellQuote(tool);
-  cmd.append(" -v");
-  if (!arch.empty()) cmd.append(" -arch=").append(arch);
-  cmd.append(" ").append(shellQuote(dir.path + "/in.ptx"));
-  cmd.append(" -o ").append(shellQuote(dir.path + "/out.cubin")).append(" 2>&1");
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return ioError("cannot run " + tool);
+  std::vector<std::string> args = {tool, "-v"};
+  if (!arch.empty()) args.push_back("-arch=" + arch);
+  args.push_back(dir.path + "/in.ptx");
+  args.push_back("-o");
+  args.push_back(dir.path + "/out.cubin");
   PtxasReport rep;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) rep.log.append(buf, n);
-  const int st = ::pclose(p);
+  KFUSE_ASSIGN_OR_RETURN(const int st, runCapturing(args, dir, rep.log));
   rep.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  if (rep.exit_code == 127 && rep.log.empty()) return ioError("cannot run " + tool);
   std::istringstream lines(rep.log);
   std::string line;
   while (std::getline(lines, line)) {

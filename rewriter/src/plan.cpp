@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kfuse/core/text.h"
+
 namespace kfuse::rewriter {
 
 namespace {
@@ -800,7 +802,7 @@ Status writePlan(const std::string& dir, const Plan& plan) {
   fs::path tmp = fs::path(dir) / (".plan.json.tmp." + std::to_string(::getpid()));
   std::string text;
   try {
-    text = planToJson(plan).dump(1) + "\n";
+    text = core::dumpJson(planToJson(plan), 1) + "\n";
   } catch (const std::exception& e) {
     return invalidArgument(final_path.string() + ": cannot write the plan: " + e.what());
   }

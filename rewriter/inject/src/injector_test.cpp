@@ -488,6 +488,47 @@ TEST_F(InjectorTest, TwoThreadsOnTwoStreamsBothFuse) {
   EXPECT_EQ(fake_.launches.size(), 2u * kRounds);
 }
 
+TEST_F(InjectorTest, FourThreadsOnTwoStreamsEachFuseEveryOccurrenceWithUnchangedResults) {
+  auto inj = make({twicePlus1()});
+  constexpr int kThreads = 4, kStreams = 2, kRounds = 150;
+  // Each (thread, stream) pair has its own buffers and fill value, so a launch fused with another stream's or
+  // issued twice would show in the results.
+  std::vector<std::vector<float>> results(kThreads * kStreams);
+  auto worker = [&](int t) {
+    std::vector<std::vector<float>> xs, ts, zs;
+    for (int s = 0; s < kStreams; ++s) {
+      xs.emplace_back(4, static_cast<float>(t * kStreams + s));
+      ts.emplace_back(4);
+      zs.emplace_back(4);
+    }
+    {
+      std::lock_guard lock(fake_.mu);
+      for (auto* group : {&xs, &ts, &zs}) {
+        for (auto& v : *group) fake_.allocations[reinterpret_cast<uint64_t>(v.data())] = 16;
+      }
+    }
+    for (int i = 0; i < kRounds; ++i) {
+      for (int s = 0; s < kStreams; ++s) {
+        const auto stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(0x7000 + 0x100 * t + s));
+        launch(*inj, kTwice, xs[s].data(), ts[s].data(), stream);
+        launch(*inj, kPlus1, ts[s].data(), zs[s].data(), stream);
+      }
+    }
+    for (int s = 0; s < kStreams; ++s) {
+      inj->StreamSynchronize(0, reinterpret_cast<CUstream>(static_cast<uintptr_t>(0x7000 + 0x100 * t + s)));
+      results[static_cast<size_t>(t * kStreams + s)] = zs[s];
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  for (int i = 0; i < kThreads * kStreams; ++i) {
+    EXPECT_EQ(results[static_cast<size_t>(i)], std::vector<float>(4, 2.f * static_cast<float>(i) + 1.f)) << i;
+  }
+  EXPECT_EQ(inj->stats().plans[0].occurrences_fused, uint64_t{kThreads * kStreams * kRounds});
+  EXPECT_EQ(fake_.launches.size(), size_t{kThreads * kStreams * kRounds});
+}
+
 TEST_F(InjectorTest, PerThreadDefaultStreamsAreSeparate) {
   auto inj = make({twicePlus1()});
   std::vector<float> xs, ts, zs, x2, t2, z2;

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +47,9 @@ struct ImportOptions {
   bool require_kernels = true;
   // Kineto: keep CPU operators (name, External id, shapes) in ImportResult::cpu_ops.
   bool keep_cpu_ops = true;
+  // Kineto: called about once a second while a large trace is read, with the (decompressed) JSON bytes and the
+  // events read so far; empty: no progress.
+  std::function<void(uint64_t text_bytes, uint64_t events)> progress;
 };
 
 // An immutable vector whose copies share one allocation. CPU ops repeat the same shapes thousands of times (one

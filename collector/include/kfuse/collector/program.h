@@ -26,9 +26,10 @@ struct ProgramRun {
 // Runs `command` with `environment` set on top of this process's and waits for it. Ctrl-C reaches the program
 // through the terminal; kfuse waits for it either way. `output_file`: where its stdout and stderr go (replaced);
 // empty: this process's. Errors are about starting it (fork failed, the output file cannot be created); a
-// program that cannot be executed exits 127.
+// program that cannot be executed exits 127. `inherit_fd`: a descriptor of this process (close-on-exec) that the
+// program inherits open (-1: none).
 Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
                                 const std::vector<std::pair<std::string, std::string>>& environment,
-                                const std::string& output_file = "");
+                                const std::string& output_file = "", int inherit_fd = -1);
 
 }  // namespace kfuse::collector

@@ -38,6 +38,10 @@ struct RecordResult {
   int64_t pid = 0;
   std::string backend;
   std::vector<RecordedTrace> traces;
+  // What went wrong with the recording, one message each, from the collector inside the program (a write that
+  // failed: full disk, file size limit) and from checking its output afterwards (the file or its directory gone).
+  // Empty when the recording is complete.
+  std::vector<std::string> failures;
 };
 
 // The injection library: $KFUSE_COLLECTOR_LIB, <dir of this executable>/../lib/libkfuse_collector.so, or the

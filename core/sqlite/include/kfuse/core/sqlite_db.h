@@ -5,8 +5,12 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <stdlib.h>
 
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -116,9 +120,47 @@ class Db {
     return open(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
   }
 
+  // Opens a file the user gave us for reading, never writing to it. Without a write-ahead log beside it (a trace
+  // closed cleanly, an Nsight Systems export): read-only and immutable, which works on read-only media too. With
+  // a non-empty FILE-wal (the recording process was killed, crashed or is still running, so committed
+  // transactions are not all in the main file yet): read-only through the WAL; where SQLite cannot do that in
+  // place (read-only media without FILE-shm), from a private copy of both files in the temporary directory,
+  // removed at close().
+  Status openForReading(const std::string& path) {
+    if (walBytes(path) == 0) return openReadOnlyImmutable(path);
+    if (open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX).ok() && readable()) return {};
+    close();
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::string dir = (fs::temp_directory_path(ec) / "kfuse_wal_XXXXXX").string();
+    if (ec || !mkdtemp(dir.data())) return ioError(path + ": cannot read its write-ahead log in place, nor copy it");
+    copy_dir_ = dir;
+    const fs::path copy = fs::path(dir) / fs::path(path).filename();
+    fs::copy_file(path, copy, ec);
+    if (!ec) fs::copy_file(path + "-wal", copy.string() + "-wal", ec);
+    if (ec) {
+      close();
+      return ioError(path + ": cannot copy the trace and its write-ahead log to read them: " + ec.message());
+    }
+    KFUSE_RETURN_IF_ERROR(open(copy.string(), SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, path));
+    return {};
+  }
+
+  // Bytes in FILE-wal beside `path`: 0 when there is none.
+  static uintmax_t walBytes(const std::string& path) {
+    std::error_code ec;
+    const uintmax_t n = std::filesystem::file_size(path + "-wal", ec);
+    return ec ? 0 : n;
+  }
+
   void close() {
     if (db_) sqlite3_close_v2(db_);
     db_ = nullptr;
+    if (!copy_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(copy_dir_, ec);
+      copy_dir_.clear();
+    }
   }
   sqlite3* get() const { return db_; }
   const std::string& path() const { return path_; }
@@ -183,6 +225,12 @@ class Db {
     }
   }
 
+  // Whether the schema can be read: false where opening succeeded but reading cannot (a WAL SQLite may not
+  // recover here).
+  bool readable() const {
+    return sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+
   Expected<std::vector<std::string>> tables() const {
     std::vector<std::string> out;
     KFUSE_RETURN_IF_ERROR(query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name",
@@ -200,6 +248,53 @@ class Db {
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
+  std::string copy_dir_;  // a private copy of a file and its WAL, read where the original could not be
 };
+
+// Checks what SQLite itself would only discover deep inside a query: that the file is a SQLite database at all,
+// and that it is as long as its header says. `kind` names what the file should be ("kfuse trace"). A file left
+// empty by a process killed before its first checkpoint is fine when its write-ahead log holds the data.
+inline Status checkSqliteFile(const std::string& path, const std::string& kind) {
+  const auto bigEndian = [](const unsigned char* p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v = (v << 8) | p[i];
+    return v;
+  };
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return notFound(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) return invalidArgument(path + ": is a directory, not a trace file");
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) return ioError(path + ": cannot read size: " + ec.message());
+  if (file_size == 0) {
+    if (Db::walBytes(path) > 0) return {};
+    return badFormat(path + ": empty file, not a " + kind);
+  }
+  unsigned char header[100] = {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ioError(path + ": cannot open for reading");
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  const auto got = static_cast<size_t>(in.gcount());
+  static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with its NUL
+  if (got < 16 || std::memcmp(header, kMagic, 16) != 0) {
+    return badFormat(path + ": not a SQLite database, so not a " + kind);
+  }
+  if (got < sizeof header) return badFormat(path + ": truncated SQLite header (" + std::to_string(got) + " bytes)");
+  uint64_t page_size = bigEndian(header + 16, 2);
+  if (page_size == 1) page_size = 65536;
+  const uint64_t page_count = bigEndian(header + 28, 4);
+  const uint64_t change_counter = bigEndian(header + 24, 4);
+  const uint64_t valid_for = bigEndian(header + 92, 4);
+  // The in-header size is authoritative only when valid_for matches the change counter (SQLite file format §1.3),
+  // and only without a write-ahead log: a checkpoint cut short (a full disk) leaves pages the header counts in the
+  // WAL alone, which SQLite reads.
+  if (page_count > 0 && valid_for == change_counter && page_size >= 512 && Db::walBytes(path) == 0) {
+    const uint64_t expected = page_count * page_size;
+    if (file_size < expected) {
+      return badFormat(path + ": truncated " + (kind == "kfuse trace" ? "trace" : "file") + ": the header promises " +
+                       std::to_string(expected) + " bytes but the file has " + std::to_string(file_size));
+    }
+  }
+  return {};
+}
 
 }  // namespace kfuse::core::sqlite
