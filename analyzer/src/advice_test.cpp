@@ -12,6 +12,7 @@
 #include "advice.h"
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/analyzer/multi_rank.h"
 #include "op_context.h"
 #include "op_tensors.h"
 #include "remedies.h"
@@ -319,6 +320,82 @@ TEST(GpuNotice, ADeviceTheTableLacksIsSaidFirst) {
   EXPECT_NE(r->notices.front().find("AMD Radeon Graphics"), std::string::npos) << r->notices.front();
   const std::string text = reportToText(*r, 10);
   EXPECT_EQ(text.rfind("NOTE ", 0), 0u) << text.substr(0, 200);
+}
+
+// ---- CUDA graphs ----
+
+// hta_six_streams_rank0 has 135 kernels whose launch call is cudaGraphLaunch, in 70 replays (counted
+// independently with a script over the JSON: kernels whose correlation id's runtime event is cudaGraphLaunch).
+TEST(CudaGraphs, GraphNodesAreGroupedByReplayAndGetNoLaunchOverheadAdvice) {
+  auto in = importTrace(shared("kineto/hta_six_streams_rank0.json.gz"));
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->launch_graph_ids.size(), 135u);
+  std::set<int64_t> replays;
+  for (const auto& [launch, corr] : in->launch_graph_ids) replays.insert(corr);
+  EXPECT_EQ(replays.size(), 70u);
+  auto r = analyze(*in, "hta_six_streams_rank0.json.gz", {});
+  ASSERT_TRUE(r.ok());
+  bool graphed = false;
+  for (const Advice& a : r->advice) {
+    EXPECT_NE(a.kind, "cuda-graph") << a.text;
+    if (a.kind == "graphed") {
+      graphed = true;
+      EXPECT_EQ(a.launches, 135u);
+      EXPECT_NE(a.text.find("70 CUDA graph launches"), std::string::npos) << a.text;
+    }
+  }
+  EXPECT_TRUE(graphed);
+  for (const Candidate& c : r->candidates) {
+    if (!c.in_cuda_graph) continue;
+    ASSERT_FALSE(c.remedies.empty());
+    EXPECT_EQ(c.remedies.back().kind, "note");
+  }
+}
+
+// ---- multi-rank ----
+
+TEST(MultiRank, MergesTheSamePatternAcrossRanksWithPerRankShares) {
+  const std::string bert = shared("kineto/tracelens_bert_small_h100.json.gz");
+  const std::string vit = shared("kineto/tracelens_vit_h100.json.gz");
+  auto merged = analyzeRanks({bert, vit, bert}, {}, 2);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  ASSERT_EQ(merged->ranks.size(), 3u);
+  auto single = analyze(*importTrace(bert), bert, {});
+  ASSERT_TRUE(single.ok());
+  const MergedRecommendation* gelu = nullptr;
+  for (const MergedRecommendation& m : merged->recommendations) {
+    if (m.representative.members.size() == 2 && m.representative.members[1].op == "aten::gelu" &&
+        m.representative.members[0].label == "aten::addmm bf16[141,512]x[512,2048]") {
+      gelu = &m;
+    }
+  }
+  ASSERT_NE(gelu, nullptr) << multiRankToText(*merged, 20);
+  ASSERT_EQ(gelu->ranks.size(), 2u);  // the two BERT ranks, not the ViT one
+  EXPECT_EQ(gelu->ranks[0].rank, 0);
+  EXPECT_EQ(gelu->ranks[1].rank, 2);
+  EXPECT_EQ(gelu->ranks[0].occurrences, 4u);
+  double one = 0;
+  for (const Candidate& c : single->candidates) {
+    if (c.members.size() == 2 && c.members[1].op == "aten::gelu" && c.members[0].label == gelu->representative.members[0].label) {
+      one = c.total_saving_ns;
+    }
+  }
+  EXPECT_GT(one, 0);
+  EXPECT_DOUBLE_EQ(gelu->total_saving_ns, 2 * one);
+  const std::string text = multiRankToText(*merged, 20);
+  EXPECT_NE(text.find("2 of 3 ranks"), std::string::npos) << text;
+}
+
+TEST(MultiRank, ADirectoryIsItsTraceFilesAndABadRankNamesItsFile) {
+  auto files = expandRankInputs({std::string(KFUSE_SHARED_DATA_DIR) + "/kineto"});
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_EQ(files->size(), 9u);
+  EXPECT_TRUE(std::is_sorted(files->begin(), files->end()));
+  // hta_cpu_only has no GPU kernels: the whole analysis fails and says which file.
+  auto merged = analyzeRanks(*files, {}, 2);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find("hta_cpu_only"), std::string::npos) << merged.status().message();
+  EXPECT_FALSE(expandRankInputs({"/nonexistent/rank0.json"}).ok());
 }
 
 // ---- remedies ----
