@@ -422,6 +422,7 @@ void Advisor::describe(Candidate& c, bool has_pointer_data, bool have_ptx) const
       m.label = shortKernelName(i < c.names.size() ? c.names[i] : std::string(), 50);
     }
     if (ctx && ctx->module >= 0) m.module = ctx_.modulePath(ctx->module);
+    if (ctx && ctx->annotation >= 0) m.annotation = ctx_.annotation(ctx->annotation);
     families.push_back(k.family);
     ops.push_back(m.op);
     c.members.push_back(std::move(m));

@@ -137,6 +137,26 @@ TEST(OperatorContext, LaunchCallSpanWinsOverAMismatchedExternalId) {
   EXPECT_GE(ctx.external_id_mismatches(), 1u);  // kernel 1's External id 22 names the first aten::add
 }
 
+// Nsight Systems: NVTX push/pop ranges (NVTX_EVENTS) are the context of the kernels launched inside them. In
+// pipit_saxpy_a100 the application wraps each of its 5 saxpy launches in an NVTX range "saxpy" (22 push/pop ranges
+// in all, counted with sqlite3: 5 saxpy, 10 MPI_Send, 5 MPI_Recv, MPI_Init, MPI_Finalize).
+TEST(OperatorContext, NsightNvtxRangesAnnotateTheKernelsInsideThem) {
+  auto in = importTrace(shared("nsys/pipit_saxpy_a100.sqlite"));
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->trace.nvtx_ranges.size(), 22u);
+  size_t saxpy = 0;
+  for (const core::NvtxRange& r : in->trace.nvtx_ranges) saxpy += r.name == "saxpy" ? 1 : 0;
+  EXPECT_EQ(saxpy, 5u);
+  const OpContextTable ctx = OpContextTable::build(*in);
+  ASSERT_EQ(in->trace.launches.size(), 5u);
+  for (const core::Launch& l : in->trace.launches) {
+    const OpContext* c = ctx.find(OpKind::kKernel, l.id);
+    ASSERT_NE(c, nullptr) << "launch " << l.id;
+    ASSERT_GE(c->annotation, 0);
+    EXPECT_EQ(ctx.annotation(c->annotation), "saxpy");
+  }
+}
+
 // ---- Execution Trace join ----
 
 TEST(ExecutionTraceJoin, SimpleAddGivesTensorLevelEdgesPerStorage) {

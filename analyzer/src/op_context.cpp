@@ -184,6 +184,7 @@ OpContextTable OpContextTable::build(const ImportResult& in) {
     ++table.records_;
     table.linked_ += c.op ? 1 : 0;
     table.with_module_ += c.module >= 0 ? 1 : 0;
+    table.with_annotation_ += c.annotation >= 0 ? 1 : 0;
   }
   return table;
 }

@@ -44,7 +44,7 @@ class OpContextTable {
   const OpContext* find(OpKind kind, core::Id record_id) const;
   const std::string& modulePath(int32_t index) const { return module_paths_[static_cast<size_t>(index)]; }
   const std::string& annotation(int32_t index) const { return annotations_[static_cast<size_t>(index)]; }
-  bool empty() const { return linked_ == 0; }
+  bool empty() const { return linked_ == 0 && with_annotation_ == 0; }
 
   size_t linked() const { return linked_; }                // records with an operator
   size_t with_module() const { return with_module_; }      // records inside an nn.Module
@@ -54,7 +54,7 @@ class OpContextTable {
  private:
   std::vector<OpContext> launches_, memcpys_, memsets_;  // by record id - 1
   std::vector<std::string> module_paths_, annotations_;
-  size_t linked_ = 0, with_module_ = 0, mismatches_ = 0, records_ = 0;
+  size_t linked_ = 0, with_module_ = 0, with_annotation_ = 0, mismatches_ = 0, records_ = 0;
 };
 
 // "Model_0.Encoder_0.Layer_3.Mlp_3" -> "Model.Encoder.Layer.Mlp": the module path with instance numbers dropped,

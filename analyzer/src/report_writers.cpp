@@ -48,7 +48,14 @@ std::string membersText(const Candidate& c, bool short_names = false) {
 
 // "in `BertLayer.BertOutput` (12 occurrences in 12 module instances)".
 std::string whereText(const Candidate& c) {
-  if (c.module_pattern.empty()) return {};
+  if (c.module_pattern.empty()) {
+    // No module: the annotation (NVTX range, record_function) all members share.
+    if (c.members.empty() || c.members.front().annotation.empty()) return {};
+    for (const MemberContext& m : c.members) {
+      if (m.annotation != c.members.front().annotation) return {};
+    }
+    return "in range `" + c.members.front().annotation + "`";
+  }
   std::string out = "in `" + c.module_pattern + "`";
   if (c.modules.size() > 1) {
     out += " (" + std::to_string(c.occurrences.size()) + " occurrences in " + std::to_string(c.modules.size()) +
@@ -287,7 +294,7 @@ nlohmann::json reportToJson(const Report& r) {
     json members = json::array();
     for (const MemberContext& m : c.members) {
       members.push_back({{"label", m.label}, {"op", m.op}, {"top_op", m.top_op}, {"module", m.module},
-                         {"family", m.family}, {"library", m.library}});
+                         {"family", m.family}, {"library", m.library}, {"annotation", m.annotation}});
     }
     cj["members"] = members;
     cj["fusion_kind"] = c.fusion_kind;
@@ -368,9 +375,9 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
     out += "\n#" + std::to_string(c.rank) + " " + membersText(c, !verbose) + "\n";
-    if (!c.module_pattern.empty() || !c.fusion_kind.empty()) {
+    if (!whereText(c).empty() || !c.fusion_kind.empty()) {
       out += "  " + (c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion") +
-             (c.module_pattern.empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + whereText(c)) +
+             (whereText(c).empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + whereText(c)) +
              (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "\n";
     }
     out += "  " + verdictText(c) + "\n";

@@ -212,6 +212,7 @@ struct MemberContext {
   std::string module;   // the nn.Module path ("BertModel_0.BertEncoder_0.BertLayer_3.BertOutput_3"), "" none
   std::string family;   // kernel family (kernel_families.h): "elementwise", "gemm", ...
   std::string library;  // "pytorch", "cutlass", "cublas", ... "" when not known
+  std::string annotation;  // the innermost user annotation / NVTX range around it, "" none
 };
 
 // What to do about a recommendation (docs/analyzer.md, "Remedies").
