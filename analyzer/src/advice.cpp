@@ -450,6 +450,7 @@ void Advisor::describe(Candidate& c, bool has_pointer_data, bool have_ptx) const
     if (counts[common]++ == 0) order.push_back(common);
   }
   c.modules.clear();
+  if (order.size() == 1 && order.front().empty()) order.clear();  // no module known: nothing to list
   for (const std::string& m : order) c.modules.push_back(ModuleOccurrences{m, counts[m]});
   c.module_pattern = order.empty() ? std::string() : modulePattern(order.front());
   for (const std::string& m : order) {
