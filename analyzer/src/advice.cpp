@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "remedies.h"
 
@@ -21,8 +23,11 @@ constexpr double kLaunchBoundGapNs = 1e6;
 // How far past a chain the Execution Trace liveness check looks.
 constexpr size_t kEtLivenessWindow = 4096;
 
-std::string shapeKey(const TensorShape& s) {
-  return s.dtype + "#" + std::to_string(static_cast<long long>(s.numel()));
+// A tensor's identity for shape-based matching: its dtype and element count, hashed (FNV-1a).
+uint64_t shapeKey(const TensorShape& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : s.dtype) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return (h ^ static_cast<uint64_t>(s.numel())) * 1099511628211ull;
 }
 
 std::string fmt(const char* f, double v) {
@@ -52,14 +57,27 @@ int fusionStrength(FusionKind k) {
 // Per CPU operator, its tensors: many kernels share one operator, and patterns repeat.
 class TensorCache {
  public:
+  void reset(const std::vector<CpuOp>& ops) {
+    base_ = ops.empty() ? nullptr : ops.data();
+    slots_.clear();
+    slots_.resize(ops.size());
+    others_.clear();
+  }
   const OpTensors& get(const CpuOp* op) {
-    auto it = cache_.find(op);
-    if (it == cache_.end()) it = cache_.emplace(op, operatorTensors(*op)).first;
+    if (base_ && op >= base_ && op < base_ + slots_.size()) {
+      std::unique_ptr<OpTensors>& slot = slots_[static_cast<size_t>(op - base_)];
+      if (!slot) slot = std::make_unique<OpTensors>(operatorTensors(*op));
+      return *slot;
+    }
+    auto it = others_.find(op);
+    if (it == others_.end()) it = others_.emplace(op, operatorTensors(*op)).first;
     return it->second;
   }
 
  private:
-  std::unordered_map<const CpuOp*, OpTensors> cache_;
+  const CpuOp* base_ = nullptr;
+  std::vector<std::unique_ptr<OpTensors>> slots_;  // by position in the ImportResult's cpu_ops
+  std::unordered_map<const CpuOp*, OpTensors> others_;
 };
 
 TensorCache& tensorCache() {
@@ -71,7 +89,7 @@ TensorCache& tensorCache() {
 
 Advisor::Advisor(const ImportResult& input, const DependencyGraph& graph, const KernelCatalog& catalog)
     : in_(input), g_(graph), cat_(catalog), ctx_(OpContextTable::build(input)) {
-  tensorCache() = TensorCache();
+  tensorCache().reset(input.cpu_ops);
   for (const auto& [id, k] : cat_.all()) classes_.emplace(id, classifyKernel(k.name));
   if (ctx_.empty()) return;
   std::unordered_map<const CpuOp*, uint32_t> per_op;
@@ -181,7 +199,7 @@ Status Advisor::joinExecutionTrace(const std::string& path) {
 
 void Advisor::inferTensorFlow() {
   if (!flow_source_.empty() || ctx_.empty()) return;
-  std::map<core::Id, std::unordered_map<std::string, size_t>> producers;  // per stream: shape key -> latest op
+  std::map<core::Id, std::unordered_map<uint64_t, size_t>> producers;  // per stream: shape key -> latest op
   size_t inferred = 0;
   for (size_t i = 0; i < g_.ops.size(); ++i) {
     const OpContext* c = opContext(i);
@@ -304,8 +322,8 @@ bool Advisor::chainUses(const std::vector<size_t>& occ, std::vector<cost::UseByt
     return true;
   }
   // Shapes: a chain kernel's input with the dtype and size of an earlier chain kernel's output is that tensor.
-  std::unordered_map<std::string, int> produced;
-  std::vector<std::string> written_keys;  // per buffer number, the shape key of what was written ("" read only)
+  std::unordered_map<uint64_t, int> produced;
+  std::vector<uint64_t> written_keys;  // per buffer number, the shape key of what was written (0: read only)
   int buffers = 0;
   for (size_t i = 0; i < occ.size(); ++i) {
     const OpTensors& t = tensorCache().get(opContext(occ[i])->op);
@@ -336,7 +354,7 @@ bool Advisor::chainUses(const std::vector<size_t>& occ, std::vector<cost::UseByt
   // later when an operator among the next ones on the stream has an input of its dtype and size.
   live.assign(static_cast<size_t>(buffers), false);
   const core::Id stream = g_.ops[occ.back()].stream_id;
-  std::set<std::string> later_inputs;
+  std::unordered_set<uint64_t> later_inputs;
   size_t seen = 0;
   for (size_t i = occ.back() + 1; i < g_.ops.size() && seen < kInferredLivenessWindow; ++i) {
     if (g_.ops[i].stream_id != stream) continue;
@@ -346,7 +364,7 @@ bool Advisor::chainUses(const std::vector<size_t>& occ, std::vector<cost::UseByt
     for (const TensorShape& s : tensorCache().get(c->op).inputs) later_inputs.insert(shapeKey(s));
   }
   for (size_t b = 0; b < written_keys.size(); ++b) {
-    if (written_keys[b].empty()) continue;
+    if (written_keys[b] == 0) continue;
     live[b] = later_inputs.count(written_keys[b]) > 0;
   }
   // The final output is what the chain computes.
