@@ -43,13 +43,13 @@ std::string durationText(double ns) {
   return fmt("%.2f s", ns / 1e9);
 }
 
-int fusionStrength(FusionKind k) {
+int fusionStrength(FamilyFusion k) {
   switch (k) {
-    case FusionKind::kEpilogue: return 4;
-    case FusionKind::kPrologue: return 3;
-    case FusionKind::kReductionEpilogue: return 2;
-    case FusionKind::kPointwise: return 1;
-    case FusionKind::kNone: return 0;
+    case FamilyFusion::kEpilogue: return 4;
+    case FamilyFusion::kPrologue: return 3;
+    case FamilyFusion::kReductionEpilogue: return 2;
+    case FamilyFusion::kPointwise: return 1;
+    case FamilyFusion::kNone: return 0;
   }
   return 0;
 }
@@ -255,7 +255,7 @@ Advisor::LinkVerdict Advisor::vertical(size_t a, size_t b) const {
       return v;
     }
   }
-  v.link = v.rule.kind != FusionKind::kNone ? Link::kLink : Link::kNoOpinion;
+  v.link = v.rule.kind != FamilyFusion::kNone ? Link::kLink : Link::kNoOpinion;
   return v;
 }
 
@@ -376,7 +376,7 @@ bool Advisor::chainUses(const std::vector<size_t>& occ, std::vector<cost::UseByt
 
 int Advisor::epilogueAnchor(const std::vector<size_t>& occ) const {
   for (size_t i = 0; i + 1 < occ.size(); ++i) {
-    if (familyPairRule(kernelClass(occ[i]).family, kernelClass(occ[i + 1]).family).kind == FusionKind::kEpilogue) {
+    if (familyPairRule(kernelClass(occ[i]).family, kernelClass(occ[i + 1]).family).kind == FamilyFusion::kEpilogue) {
       return static_cast<int>(i);
     }
   }
@@ -445,15 +445,15 @@ void Advisor::describe(Candidate& c, bool has_pointer_data, bool have_ptx) const
     ops.push_back(m.op);
     c.members.push_back(std::move(m));
   }
-  FusionKind fusion = FusionKind::kNone;
+  FamilyFusion fusion = FamilyFusion::kNone;
   if (c.kind == CandidateKind::kVertical) {
     for (size_t i = 0; i + 1 < first.size(); ++i) {
       const PairRule r = familyPairRule(kernelClass(first[i]).family, kernelClass(first[i + 1]).family);
       if (fusionStrength(r.kind) > fusionStrength(fusion)) fusion = r.kind;
-      if (r.kind != FusionKind::kNone) c.reasons.push_back("kernel families: " + r.why);
+      if (r.kind != FamilyFusion::kNone) c.reasons.push_back("kernel families: " + r.why);
     }
   }
-  c.fusion_kind = fusion == FusionKind::kNone ? std::string() : fusionKindName(fusion);
+  c.fusion_kind = fusion == FamilyFusion::kNone ? std::string() : familyFusionName(fusion);
 
   // Occurrences per module instance.
   std::vector<std::string> order;

@@ -422,7 +422,7 @@ TEST(MultiRank, ADirectoryIsItsTraceFilesAndABadRankNamesItsFile) {
 
 TEST(Remedies, FollowFusionKindOperatorsAndGraphs) {
   RemedyInput in;
-  in.fusion = FusionKind::kEpilogue;
+  in.fusion = FamilyFusion::kEpilogue;
   in.families = {KernelFamily::kGemm, KernelFamily::kElementwise};
   in.ops = {"aten::addmm", "aten::gelu"};
   in.module = "BertLayer_0.BertIntermediate_0";
@@ -441,7 +441,7 @@ TEST(Remedies, FollowFusionKindOperatorsAndGraphs) {
   EXPECT_NE(r[0].text.find("--candidate 3"), std::string::npos);
 
   RemedyInput pw;
-  pw.fusion = FusionKind::kPointwise;
+  pw.fusion = FamilyFusion::kPointwise;
   pw.ops = {"aten::mul", "aten::add"};
   pw.in_cuda_graph = true;
   r = remediesFor(pw);
@@ -450,7 +450,7 @@ TEST(Remedies, FollowFusionKindOperatorsAndGraphs) {
   EXPECT_NE(r.back().text.find("CUDA graph"), std::string::npos);
 
   RemedyInput opt;
-  opt.fusion = FusionKind::kPointwise;
+  opt.fusion = FamilyFusion::kPointwise;
   opt.ops = {"aten::_foreach_add_", "aten::_foreach_mul_"};
   EXPECT_EQ(remediesFor(opt)[0].kind, "fused-operator");
 }

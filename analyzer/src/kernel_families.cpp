@@ -27,13 +27,13 @@ const char* kernelFamilyName(KernelFamily f) {
   return "unknown";
 }
 
-const char* fusionKindName(FusionKind k) {
+const char* familyFusionName(FamilyFusion k) {
   switch (k) {
-    case FusionKind::kNone: return "none";
-    case FusionKind::kPointwise: return "pointwise";
-    case FusionKind::kEpilogue: return "epilogue";
-    case FusionKind::kPrologue: return "prologue";
-    case FusionKind::kReductionEpilogue: return "reduction-epilogue";
+    case FamilyFusion::kNone: return "none";
+    case FamilyFusion::kPointwise: return "pointwise";
+    case FamilyFusion::kEpilogue: return "epilogue";
+    case FamilyFusion::kPrologue: return "prologue";
+    case FamilyFusion::kReductionEpilogue: return "reduction-epilogue";
   }
   return "none";
 }
@@ -193,38 +193,38 @@ KernelClass classifyKernel(std::string_view name) {
 PairRule familyPairRule(KernelFamily a, KernelFamily b) {
   const std::string names = std::string(kernelFamilyName(a)) + " -> " + kernelFamilyName(b);
   if (a == F::kCollective || b == F::kCollective) {
-    return {FusionKind::kNone, true, names + ": a collective communicates with other GPUs; it is never fused"};
+    return {FamilyFusion::kNone, true, names + ": a collective communicates with other GPUs; it is never fused"};
   }
-  if (a == F::kUnknown || b == F::kUnknown) return {FusionKind::kNone, false, names + ": a family is not known"};
+  if (a == F::kUnknown || b == F::kUnknown) return {FamilyFusion::kNone, false, names + ": a family is not known"};
   if (a == F::kOptimizer || b == F::kOptimizer) {
-    return {FusionKind::kNone, true, names + ": a multi-tensor optimizer step is already one fused kernel"};
+    return {FamilyFusion::kNone, true, names + ": a multi-tensor optimizer step is already one fused kernel"};
   }
   if (pointwiseLike(a) && pointwiseLike(b)) {
-    return {FusionKind::kPointwise, false, names + ": elementwise work on the same elements, one thread each"};
+    return {FamilyFusion::kPointwise, false, names + ": elementwise work on the same elements, one thread each"};
   }
   if (heavy(a) && (b == F::kElementwise || b == F::kCopy)) {
-    return {FusionKind::kEpilogue, false,
+    return {FamilyFusion::kEpilogue, false,
             names + ": elementwise work on the GEMM's output can run in its epilogue, on the accumulator"};
   }
   if (pointwiseLike(a) && reducing(b)) {
-    return {FusionKind::kPrologue, false,
+    return {FamilyFusion::kPrologue, false,
             names + ": the elementwise result can be computed as the reduction loads it"};
   }
   if (reducing(a) && b == F::kElementwise) {
-    return {FusionKind::kReductionEpilogue, false,
+    return {FamilyFusion::kReductionEpilogue, false,
             names + ": elementwise work on the reduction's output can run before it is stored"};
   }
   if (heavy(a) && heavy(b)) {
-    return {FusionKind::kNone, true, names + ": two GEMMs / convolutions are not fused into one kernel here"};
+    return {FamilyFusion::kNone, true, names + ": two GEMMs / convolutions are not fused into one kernel here"};
   }
   if (a == F::kAttention || b == F::kAttention) {
-    return {FusionKind::kNone, true, names + ": an attention kernel is already fused; its neighbours stay apart"};
+    return {FamilyFusion::kNone, true, names + ": an attention kernel is already fused; its neighbours stay apart"};
   }
   if (b == F::kGemm || b == F::kConvolution) {
-    return {FusionKind::kNone, true,
+    return {FamilyFusion::kNone, true,
             names + ": work before a GEMM would have to run in its operand loads (not a library option)"};
   }
-  return {FusionKind::kNone, true, names + ": no fusion these families allow"};
+  return {FamilyFusion::kNone, true, names + ": no fusion these families allow"};
 }
 
 }  // namespace kfuse::analyzer

@@ -50,7 +50,7 @@ struct KernelClass {
 KernelClass classifyKernel(std::string_view name);
 
 // How two kernels adjacent on a stream, the first producing what the second reads, can become one kernel.
-enum class FusionKind {
+enum class FamilyFusion {
   kNone,       // the families do not allow it (or say nothing: kUnknown)
   kPointwise,  // elementwise / copy / gather chains: one thread per output element does both
   kEpilogue,   // a GEMM or convolution followed by elementwise work: done on the accumulator before the store
@@ -58,10 +58,10 @@ enum class FusionKind {
   kReductionEpilogue,  // a reduction, norm or softmax followed by elementwise work on its output
 };
 // "none", "pointwise", "epilogue", "prologue", "reduction-epilogue".
-const char* fusionKindName(FusionKind k);
+const char* familyFusionName(FamilyFusion k);
 
 struct PairRule {
-  FusionKind kind = FusionKind::kNone;
+  FamilyFusion kind = FamilyFusion::kNone;
   bool never = false;  // the families rule it out (a collective, two GEMMs, an attention kernel's inside, ...)
   std::string why;     // one sentence, naming the families
 };

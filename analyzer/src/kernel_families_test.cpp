@@ -160,32 +160,32 @@ TEST(KernelFamilies, MarksKernelsThatAreAlreadyFused) {
 
 struct RuleCase {
   F producer, consumer;
-  FusionKind kind;
+  FamilyFusion kind;
   bool never;
 };
 
 TEST(KernelFamilies, PairRulesDecideFusionKind) {
   const std::vector<RuleCase> rules = {
-      {F::kElementwise, F::kElementwise, FusionKind::kPointwise, false},
-      {F::kIndexing, F::kElementwise, FusionKind::kPointwise, false},
-      {F::kCopy, F::kElementwise, FusionKind::kPointwise, false},
-      {F::kGemm, F::kElementwise, FusionKind::kEpilogue, false},
-      {F::kConvolution, F::kElementwise, FusionKind::kEpilogue, false},
-      {F::kElementwise, F::kNormalization, FusionKind::kPrologue, false},
-      {F::kElementwise, F::kReduction, FusionKind::kPrologue, false},
-      {F::kSoftmax, F::kElementwise, FusionKind::kReductionEpilogue, false},
-      {F::kCollective, F::kElementwise, FusionKind::kNone, true},
-      {F::kElementwise, F::kCollective, FusionKind::kNone, true},
-      {F::kGemm, F::kGemm, FusionKind::kNone, true},
-      {F::kElementwise, F::kGemm, FusionKind::kNone, true},
-      {F::kNormalization, F::kGemm, FusionKind::kNone, true},
-      {F::kAttention, F::kGemm, FusionKind::kNone, true},
-      {F::kGemm, F::kNormalization, FusionKind::kNone, true},
-      {F::kUnknown, F::kElementwise, FusionKind::kNone, false},
+      {F::kElementwise, F::kElementwise, FamilyFusion::kPointwise, false},
+      {F::kIndexing, F::kElementwise, FamilyFusion::kPointwise, false},
+      {F::kCopy, F::kElementwise, FamilyFusion::kPointwise, false},
+      {F::kGemm, F::kElementwise, FamilyFusion::kEpilogue, false},
+      {F::kConvolution, F::kElementwise, FamilyFusion::kEpilogue, false},
+      {F::kElementwise, F::kNormalization, FamilyFusion::kPrologue, false},
+      {F::kElementwise, F::kReduction, FamilyFusion::kPrologue, false},
+      {F::kSoftmax, F::kElementwise, FamilyFusion::kReductionEpilogue, false},
+      {F::kCollective, F::kElementwise, FamilyFusion::kNone, true},
+      {F::kElementwise, F::kCollective, FamilyFusion::kNone, true},
+      {F::kGemm, F::kGemm, FamilyFusion::kNone, true},
+      {F::kElementwise, F::kGemm, FamilyFusion::kNone, true},
+      {F::kNormalization, F::kGemm, FamilyFusion::kNone, true},
+      {F::kAttention, F::kGemm, FamilyFusion::kNone, true},
+      {F::kGemm, F::kNormalization, FamilyFusion::kNone, true},
+      {F::kUnknown, F::kElementwise, FamilyFusion::kNone, false},
   };
   for (const RuleCase& r : rules) {
     const PairRule p = familyPairRule(r.producer, r.consumer);
-    EXPECT_EQ(fusionKindName(p.kind), std::string(fusionKindName(r.kind)))
+    EXPECT_EQ(familyFusionName(p.kind), std::string(familyFusionName(r.kind)))
         << kernelFamilyName(r.producer) << " -> " << kernelFamilyName(r.consumer);
     EXPECT_EQ(p.never, r.never) << p.why;
     EXPECT_FALSE(p.why.empty());

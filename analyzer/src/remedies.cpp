@@ -39,7 +39,7 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
                                      "(or foreach=True): one kernel per step for all parameters"});
   }
   switch (in.fusion) {
-    case FusionKind::kEpilogue: {
+    case FamilyFusion::kEpilogue: {
       const bool activation = has(in.ops, {"aten::gelu", "aten::relu", "aten::silu", "aten::tanh", "aten::sigmoid",
                                            "aten::gelu_", "aten::relu_", "aten::silu_"});
       const bool residual = has(in.ops, {"aten::add", "aten::add_"});
@@ -58,8 +58,8 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
                                           "a Triton GEMM template's epilogue)"});
       break;
     }
-    case FusionKind::kPrologue:
-    case FusionKind::kReductionEpilogue: {
+    case FamilyFusion::kPrologue:
+    case FamilyFusion::kReductionEpilogue: {
       const bool norm = std::find(in.families.begin(), in.families.end(), KernelFamily::kNormalization) != in.families.end();
       const bool softmax = std::find(in.families.begin(), in.families.end(), KernelFamily::kSoftmax) != in.families.end();
       out.push_back({"torch-compile", "torch.compile " + where(in) +
@@ -75,11 +75,11 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
       }
       break;
     }
-    case FusionKind::kPointwise:
+    case FamilyFusion::kPointwise:
       out.push_back({"torch-compile", "torch.compile " + where(in) +
                                           ": Inductor fuses these elementwise operators into one Triton kernel"});
       break;
-    case FusionKind::kNone:
+    case FamilyFusion::kNone:
       if (in.kind == CandidateKind::kHorizontal) {
         out.push_back({"torch-compile", "torch.compile " + where(in) +
                                             " may run these independent kernels as one (horizontal fusion), or "

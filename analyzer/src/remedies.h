@@ -15,7 +15,7 @@ namespace kfuse::analyzer {
 
 struct RemedyInput {
   CandidateKind kind = CandidateKind::kVertical;
-  FusionKind fusion = FusionKind::kNone;
+  FamilyFusion fusion = FamilyFusion::kNone;
   std::vector<KernelFamily> families;  // per member
   std::vector<std::string> ops;        // per member: the CPU operator ("aten::gelu"), "" when unknown
   std::string module;                  // where it sits ("BertLayer_0.BertOutput_0"), "" when unknown
