@@ -166,8 +166,9 @@ TEST(DependencyGraph, RecordsDataEdgesWithReasons) {
       found = true;
       EXPECT_EQ(e->allocation_id, 2);
       const std::string reason = g.describe(*e, b.trace(), catalog);
-      EXPECT_EQ(reason, "launch 2 (consume(float const*, float*, int)) reads allocation 2 (param 0) that launch 1 "
-                        "(produce(float const*, float*, int)) wrote (param 1)");
+      // n = 1000 floats: the bytes both launches touch, from their access forms and guards.
+      EXPECT_EQ(reason, "launch 2 (consume(float const*, float*, int)) reads allocation 2 bytes [0, 4000) (param 0) "
+                        "that launch 1 (produce(float const*, float*, int)) wrote (param 1)");
     }
   }
   EXPECT_TRUE(found);
@@ -250,9 +251,10 @@ TEST(Analysis, DoesNotProveADataDependentGather) {
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kGather, {2, 4, 3}, 1000);
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
-  EXPECT_EQ(r.candidates[0].legality, Legality::kLikely);
+  // mid[idx[i]]: the PTX analysis cannot follow the address back to a parameter; a consumer whose reads cannot be
+  // followed is never called likely.
+  EXPECT_EQ(r.candidates[0].legality, Legality::kBlocked);
   EXPECT_EQ(r.candidates[0].confidence, Confidence::kMedium);
-  // mid[idx[i]]: the PTX analysis cannot follow the address back to a parameter.
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "gather(float const*, int const*, float*, int) accesses allocation 2 "
                                                  "at an address the PTX analysis could not follow"))
       << r.candidates[0].reasons.front();
@@ -273,10 +275,28 @@ TEST(Analysis, BlocksConsumersOfAtomicResults) {
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "atomics"));
 }
 
-TEST(Analysis, NeedsTheSameLaunchShapeAndNoHostSyncForVertical) {
+TEST(Analysis, DifferentShapesMakeAnEpilogueAndHostSyncSeparates) {
+  TraceBuilder b;
+  // produce on 4096 blocks, consume on 2048: consumer thread i runs after producer thread i stores element i.
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 4096).launch(TraceBuilder::kConsume, {2, 3}, 1000, 1, 2048);
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).hostSync().launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  const Report r = run(b);
+  std::vector<const Candidate*> vertical;
+  for (const Candidate& c : r.candidates) {
+    if (c.kind == CandidateKind::kVertical) vertical.push_back(&c);
+  }
+  ASSERT_EQ(vertical.size(), 1u);
+  EXPECT_EQ(vertical[0]->fusion, FusionKind::kEpilogue);
+  EXPECT_EQ(vertical[0]->legality, Legality::kProven) << vertical[0]->verdict;
+  ASSERT_EQ(vertical[0]->occurrences.size(), 1u);  // the pair with a host synchronization between is not one
+  EXPECT_EQ(vertical[0]->occurrence_launches[0], (std::vector<core::Id>{1, 2}));
+}
+
+TEST(Analysis, NeedsTheSameLaunchShapeWithoutPointerData) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 4096).launch(TraceBuilder::kConsume, {2, 3}, 1000, 1, 2048);
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).hostSync().launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  for (core::Launch& l : b.trace().launches) l.pointer_args.clear();
   const Report r = run(b);
   for (const Candidate& c : r.candidates) EXPECT_NE(c.kind, CandidateKind::kVertical);
   ASSERT_FALSE(r.why_none.empty());
@@ -532,9 +552,9 @@ TEST(Reports, WritersAgreeWithTheReport) {
   EXPECT_EQ(j["candidates"][0]["legality"], "proven");
   EXPECT_EQ(j["summary"]["candidates"], 1);
   const std::string text = reportToText(r, 10);
-  EXPECT_NE(text.find("vertical   proven"), std::string::npos) << text;
+  EXPECT_NE(text.find("thread-local proven"), std::string::npos) << text;
   const std::string md = reportToMarkdown(r);
-  EXPECT_NE(md.find("| 1 | vertical |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | thread-local |"), std::string::npos) << md;
   const std::string html = reportToHtml(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("produce(float const*, float*, int) -&gt; consume"), std::string::npos);

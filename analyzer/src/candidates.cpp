@@ -10,11 +10,21 @@
 #include "kfuse/core/stats.h"
 #include "advice.h"
 #include "cost_model.h"
+#include "epilogue.h"
+#include "footprint.h"
 #include "thread_locality.h"
 
 namespace kfuse::analyzer {
 
 const char* candidateKindName(CandidateKind k) { return k == CandidateKind::kVertical ? "vertical" : "horizontal"; }
+const char* fusionKindName(FusionKind k) {
+  switch (k) {
+    case FusionKind::kThreadLocal: return "thread-local";
+    case FusionKind::kEpilogue: return "epilogue";
+    case FusionKind::kHorizontal: return "horizontal";
+  }
+  return "?";
+}
 const char* legalityName(Legality l) {
   switch (l) {
     case Legality::kProven: return "proven";
@@ -341,14 +351,9 @@ class Analysis {
   }
 
   locality::AtomValues atomValues(size_t op) const {
-    locality::AtomValues values;
     const core::Launch& l = launch(op);
     const KernelFacts* k = cat_.find(l.function_id);
-    if (!k) return values;
-    for (const ParamFacts& p : k->params) {
-      if (auto v = argValue(l, p)) values["param" + std::to_string(p.index)] = *v;
-    }
-    return values;
+    return k ? launchValues(*k, l) : locality::AtomValues{};
   }
 
   struct Verdict {
@@ -381,16 +386,8 @@ class Analysis {
     std::string decider() const {
       return legality == Legality::kBlocked ? blocked_by : legality == Legality::kLikely ? likely_by : std::string();
     }
+    std::optional<EpilogueMap> epilogue;  // a proven epilogue fusion's element map
   };
-
-  static bool fullyFollowed(const ParamFacts& p) {
-    int reads = 0, writes = 0;
-    for (const ParamMemoryAccess& a : p.accesses) {
-      reads += a.is_read ? 1 : 0;
-      writes += a.is_write ? 1 : 0;
-    }
-    return reads >= p.ptx_reads && writes >= p.ptx_writes;
-  }
 
   // What a proof about one launch of a kernel needs beyond its shared buffers: every global access attributed to
   // a pointer parameter, no device-function calls, and every pointer it accesses resolved to an allocation (an
@@ -439,7 +436,7 @@ class Analysis {
     std::optional<locality::AtomValues> va, vb;
     for (const BufferUse& ua : g_.ops[a].uses) {
       for (const BufferUse& ub : g_.ops[b].uses) {
-        if (ua.allocation_id != ub.allocation_id) continue;
+        if (!ua.overlaps(ub)) continue;  // other tensors, or other bytes of one allocation
         if (!writesMode(ua.mode) && !writesMode(ub.mode)) continue;
         const std::string buf = "allocation " + std::to_string(ua.allocation_id);
         // A kernel without PTX: checkVisibility, run on every kernel of the occurrence, already said so.
@@ -455,12 +452,21 @@ class Analysis {
         }
         // Every access through the two parameters must have been followed to an address; one that was not could
         // touch any element of the buffer.
+        if (ua.param_index < 0 || static_cast<size_t>(ua.param_index) >= ka->params.size() || ub.param_index < 0 ||
+            static_cast<size_t>(ub.param_index) >= kb->params.size()) {
+          v.weaken(Legality::kLikely, "a pointer into " + buf + " is a parameter the kernels' PTX does not have");
+          continue;
+        }
         const ParamFacts& pa = ka->params[static_cast<size_t>(ua.param_index)];
         const ParamFacts& pb = kb->params[static_cast<size_t>(ub.param_index)];
         if (!fullyFollowed(pa) || !fullyFollowed(pb)) {
           const KernelFacts* k = fullyFollowed(pa) ? kb : ka;
-          v.weaken(Legality::kLikely, k->name + " accesses " + buf + " at an address the PTX analysis could not "
-                                                "follow: thread locality not proven");
+          // Typically an index that changes in a loop (a row or grid-stride loop): such a thread touches many
+          // elements, so calling the pair likely thread-local would be a guess against the evidence.
+          v.weaken(Legality::kBlocked, k->name + " accesses " + buf + " at an address the PTX analysis could not "
+                                                 "follow (inside a loop, or not derived from its thread index): it "
+                                                 "may touch elements other threads write, so thread locality cannot "
+                                                 "be shown");
           continue;
         }
         bool affine = true, atomic = false;
@@ -482,7 +488,7 @@ class Analysis {
         if (!vb) vb = atomValues(b);
         // Each pair of accesses with a write among them, bound to this occurrence's values. One reason per
         // buffer: the first pair that crosses threads, else the first that could not be decided.
-        std::string local_why, cross_why, unknown_why;
+        std::string local_why, cross_why, cross_sentence, unknown_why;
         int crossing = 0, unknown = 0;
         for (const ParamMemoryAccess& ma : pa.accesses) {
           for (const ParamMemoryAccess& mb : pb.accesses) {
@@ -504,7 +510,10 @@ class Analysis {
             if (pv.verdict == locality::Verdict::kThreadLocal) {
               if (local_why.empty()) local_why = pv.why;
             } else if (pv.verdict == locality::Verdict::kCrossThread) {
-              if (crossing++ == 0) cross_why = buf + " is accessed" + where + " " + pv.why;
+              if (crossing++ == 0) {
+                cross_why = buf + " is accessed" + where + " " + pv.why;
+                cross_sentence = crossingSentence(*ka, ma, *fa, ua, *kb, mb, *fb, ub, buf);
+              }
             } else if (unknown++ == 0) {
               unknown_why = buf + " is accessed" + where + " " + pv.why;
             }
@@ -512,7 +521,9 @@ class Analysis {
         }
         auto more = [](int n) { return n > 1 ? " (and " + std::to_string(n - 1) + " more access pairs)" : std::string(); };
         if (crossing > 0) {
-          v.weaken(Legality::kBlocked, cross_why + more(crossing) + ": threads read neighbours' data (stencil-like)");
+          // One readable sentence decides the verdict; the affine forms behind it are a reason for --verbose.
+          v.weaken(Legality::kBlocked, cross_sentence);
+          v.reasons.push_back(cross_why + more(crossing) + ": threads read neighbours' data (stencil-like)");
         } else if (unknown > 0) {
           v.weaken(Legality::kLikely, unknown_why + more(unknown) + ": thread locality not proven");
         } else {
@@ -523,6 +534,59 @@ class Analysis {
     for (const KernelFacts* k : {ka, kb}) {
       if (k && k->grid_sync) v.weaken(Legality::kBlocked, k->name + " synchronizes the whole grid");
     }
+  }
+
+  bool sameShape(size_t a, size_t b) const {
+    const core::Launch& la = launch(a);
+    const core::Launch& lb = launch(b);
+    return la.grid == lb.grid && la.block == lb.block;
+  }
+
+  // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
+  void checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
+    std::vector<epilogue::Part> parts;
+    for (size_t op : occ) {
+      const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+      if (!k || !k->has_ptx) return;  // checkVisibility said so
+      const core::Launch& l = launch(op);
+      parts.push_back(epilogue::Part{k, locality::Shape{l.grid, l.block}, atomValues(op), g_.ops[op].uses});
+    }
+    const epilogue::Part producer = parts.front();
+    parts.erase(parts.begin());
+    const epilogue::Result r = epilogue::check(producer, parts);
+    if (r.legality != Legality::kProven) {
+      v.weaken(r.legality, r.why);
+      return;
+    }
+    v.reasons.push_back(r.why);
+    v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes};
+  }
+
+  // Which access breaks thread locality, in words: "jacobi (line 65) reads allocation 1 768 bytes after where
+  // jacobi (line 75) writes for the same thread: each thread touches data of a neighbouring thread (stencil-like)".
+  static std::string crossingSentence(const KernelFacts& ka, const ParamMemoryAccess& ma, const locality::LinearForm& fa,
+                                      const BufferUse& ua, const KernelFacts& kb, const ParamMemoryAccess& mb,
+                                      const locality::LinearForm& fb, const BufferUse& ub, const std::string& buf) {
+    auto verb = [](const ParamMemoryAccess& m) { return m.is_write ? (m.is_read ? "updates" : "writes") : "reads"; };
+    const std::string a = ka.name + " (line " + std::to_string(ma.line) + ")";
+    const std::string b = kb.name + " (line " + std::to_string(mb.line) + ")";
+    if (fa.sameLinearPart(fb)) {
+      const int64_t d = (static_cast<int64_t>(ub.offset) + fb.constant) - (static_cast<int64_t>(ua.offset) + fa.constant);
+      if (d != 0) {
+        const uint64_t mag = d < 0 ? 0 - static_cast<uint64_t>(d) : static_cast<uint64_t>(d);
+        const std::string elements = mb.bytes > 0 && mag % mb.bytes == 0 && mag / mb.bytes > 1
+                                         ? " (" + std::to_string(mag / mb.bytes) + " elements)"
+                                         : mb.bytes > 0 && mag == mb.bytes ? " (one element)" : "";
+        return b + " " + verb(mb) + " " + buf + " " + std::to_string(mag) + " bytes" + elements + " " +
+               (d > 0 ? "after" : "before") +
+               " where " + a + " " + verb(ma) + " for the same thread: each thread touches data of a neighbouring "
+               "thread (stencil-like)";
+      }
+      return b + " " + verb(mb) + " the bytes of " + buf + " that " + a + " " + verb(ma) +
+             " for the same thread, but wider than a thread's own: neighbouring threads share bytes";
+    }
+    return b + " " + verb(mb) + " " + buf + " at another function of the thread index than " + a + " " + verb(ma) +
+           " (a transpose or a gather): some thread touches another thread's data";
   }
 
   // The values a legality verdict for this occurrence depends on, beyond the pattern's identity: the arguments
@@ -563,9 +627,13 @@ class Analysis {
     if (!g_.has_pointer_data) return v;
     for (size_t op : occ) checkVisibility(op, v);
     if (kind == CandidateKind::kVertical) {
-      for (size_t i = 0; i < occ.size(); ++i) {
+      // A producer whose launch shape differs from its consumers' can only be an epilogue fusion; the consumers,
+      // which share one shape, must still be thread-local among themselves.
+      const bool remapped = !sameShape(occ[0], occ[1]);
+      for (size_t i = remapped ? 1 : 0; i < occ.size(); ++i) {
         for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
       }
+      if (remapped) checkEpilogue(occ, v);
     }
     for (const auto& [key, kernels] : v.local) {
       std::string names;
@@ -586,14 +654,22 @@ class Analysis {
     Verdict common;
     if (c.kind == CandidateKind::kVertical) {
       const core::Launch& l = launch(first.front());
-      const bool same_shape = std::all_of(first.begin(), first.end(), [&](size_t op) {
-        return launch(op).grid == l.grid && launch(op).block == l.block;
-      });
-      common.reasons.push_back(same_shape ? "same launch configuration (grid " + dimText(l.grid) + ", block " +
-                                                dimText(l.block) + ")"
-                                          : "launch shapes differ (grid " + dimText(l.grid) + " then " +
-                                                dimText(launch(first.back()).grid) + "): their kernel families "
-                                                "allow a fusion that does not need equal shapes");
+      if (sameShape(first[0], first[1])) {
+        c.fusion = FusionKind::kThreadLocal;
+        common.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) +
+                                 ")");
+      } else if (!g_.has_pointer_data) {
+        c.fusion = FusionKind::kEpilogue;
+        common.reasons.push_back("launch shapes differ (grid " + dimText(l.grid) + " then " +
+                                 dimText(launch(first[1]).grid) + "): their kernel families allow a fusion that does "
+                                 "not need equal shapes");
+      } else {
+        c.fusion = FusionKind::kEpilogue;
+        const core::Launch& lc = launch(first[1]);
+        common.reasons.push_back("the producer runs on grid " + dimText(l.grid) + ", block " + dimText(l.block) +
+                                 ", its consumers on grid " + dimText(lc.grid) + ", block " + dimText(lc.block) +
+                                 ": an epilogue fusion, consumers remapped to the producer's elements");
+      }
       common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
                                " with no host synchronization between them");
       if (!g_.has_pointer_data) {
@@ -610,9 +686,15 @@ class Analysis {
       }
       for (auto& e : adv_.describeEdges(first)) c.edges.push_back(std::move(e));
     } else {
-      const bool same_stream = g_.ops[first[0]].stream_id == g_.ops[first[1]].stream_id;
-      common.reasons.push_back(same_stream ? "adjacent on one stream with no data dependence between them"
-                                           : "on different streams with no event or synchronization ordering them");
+      c.fusion = FusionKind::kHorizontal;
+      std::set<core::Id> streams;
+      for (size_t op : first) streams.insert(g_.ops[op].stream_id);
+      const std::string what = first.size() == 2 ? "" : std::to_string(first.size()) + " kernels ";
+      common.reasons.push_back(streams.size() == 1 ? what + "adjacent on one stream with no data dependence between them"
+                               : streams.size() == first.size()
+                                   ? what + "on different streams with no event or synchronization ordering them"
+                                   : what + "on " + std::to_string(streams.size()) + " streams, with no data "
+                                            "dependence, event or synchronization ordering any two of them");
       common.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
       if (!g_.has_pointer_data) {
         common.weaken(Legality::kLikely, "no pointer arguments in this trace: independence assumes the program has "
@@ -680,8 +762,16 @@ class Analysis {
       LegalityCheck checked;
     };
     std::map<Legality, Part> parts;
+    std::optional<EpilogueMap> map;
     for (const Tuple& tuple : tuples) {
       Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
+      if (v.legality == Legality::kProven && v.epilogue) {
+        if (!map) map = v.epilogue;
+        if (!(*map == *v.epilogue)) {
+          v.weaken(Legality::kLikely, "these arguments put the consumers' elements elsewhere than the first proven "
+                                      "occurrence's: one fused kernel cannot serve both");
+        }
+      }
       Part& part = parts[v.legality];
       part.verdict.legality = v.legality;
       part.verdict.adoptDeciders(v);
@@ -734,6 +824,7 @@ class Analysis {
       p.legality = v.legality;
       p.verdict = v.decider();
       p.reasons = std::move(v.reasons);
+      if (p.legality == Legality::kProven && p.fusion == FusionKind::kEpilogue) p.epilogue = map;
       p.checked = std::move(part.checked);
       const bool have_ptx = std::all_of(p.function_ids.begin(), p.function_ids.end(), [&](core::Id f) {
         const KernelFacts* k = cat_.find(f);
@@ -816,6 +907,7 @@ class Analysis {
         const core::Launch& la = launch(a);
         const core::Launch& lb = launch(b);
         bool linked = true;
+        const bool same_shape = la.grid == lb.grid && la.block == lb.block;
         // Without pointer data, the kernel families and the operators' tensors decide; they may link kernels of
         // different launch shapes (an epilogue fusion does not need equal shapes) and refuse same-shape ones.
         const Advisor::LinkVerdict fam = g_.has_pointer_data ? Advisor::LinkVerdict{} : adv_.vertical(a, b);
@@ -833,7 +925,8 @@ class Analysis {
         } else if (shapeUnknown(la) || shapeUnknown(lb)) {
           ++stats.pairs_config_unknown;
           linked = false;
-        } else if (!(la.grid == lb.grid) || !(la.block == lb.block)) {
+        } else if (!same_shape && !g_.has_pointer_data) {
+          // Without pointer data there is no element map to check: shapes must agree.
           ++stats.pairs_config_differs;
           linked = false;
         } else if (g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
@@ -851,6 +944,9 @@ class Analysis {
           flush();
           continue;
         }
+        // A change of launch shape starts an epilogue chain: `a` produces, `b` and the kernels of its shape after
+        // it consume. (Without pointer data the kernel families chain across shapes: GEMM -> add -> norm.)
+        if (!same_shape && g_.has_pointer_data) flush();
         if (run.empty()) run.push_back(a);
         run.push_back(b);
       }
@@ -858,50 +954,93 @@ class Analysis {
     }
   }
 
+  // Whether `b` may join horizontal group `group` (kernels issued before it): independent of every member, in the
+  // same host-sync epoch, and the group still fits in one wave.
+  bool joinsGroup(const std::vector<size_t>& group, size_t b, SearchStats& stats) const {
+    const core::Launch& lb = launch(b);
+    // A collective communicates with other GPUs: never fused (kernel families).
+    for (size_t k : {group.front(), b}) {
+      if (adv_.kernelClass(k).family == KernelFamily::kCollective) {
+        ++stats.pairs_family_never;
+        return false;
+      }
+    }
+    if (shapeUnknown(lb)) {
+      ++stats.pairs_config_unknown;
+      return false;
+    }
+    std::vector<cost::LaunchShape> shapes;
+    for (size_t a : group) shapes.push_back(shape(launch(a)));
+    shapes.push_back(shape(lb));
+    if (cost::waves(shapes, gpu_) > 1.0) {
+      ++stats.horizontal_not_small;
+      return false;
+    }
+    for (size_t a : group) {
+      const bool same_stream = g_.ops[a].stream_id == g_.ops[b].stream_id;
+      // Without pointer data, kernels on one stream may depend on each other in ways the trace cannot show.
+      if ((same_stream && !g_.has_pointer_data) || g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
+        ++stats.horizontal_dependent;
+        return false;
+      }
+      bool dependent = false;
+      for (const Edge* e : g_.edgesBetween(a, b)) dependent = dependent || e->kind != EdgeKind::kStreamOrder;
+      if (!same_stream) {
+        dependent = dependent || g_.reaches(a, b);
+      } else {
+        // On one stream every op orders the next: a copy or set between two members could carry data from one
+        // to the other, so it ends the group.
+        for (size_t x = a + 1; x < b && !dependent; ++x) {
+          dependent = g_.ops[x].stream_id == g_.ops[a].stream_id && g_.ops[x].kind != OpKind::kKernel;
+        }
+      }
+      if (dependent) {
+        ++stats.horizontal_dependent;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Groups of consecutive independent kernels that fit in one wave together (N-way, up to --max-group). Of each
+  // maximal group, the cost model picks the prefix of at least two kernels with the largest predicted saving; the
+  // rest starts the next group.
   void findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
     std::map<std::string, size_t> index;
     std::vector<size_t> kernels;
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       if (g_.ops[i].kind == OpKind::kKernel) kernels.push_back(i);
     }
-    std::vector<char> used(g_.ops.size(), 0);
-    for (size_t n = 0; n + 1 < kernels.size(); ++n) {
-      const size_t a = kernels[n], b = kernels[n + 1];
-      if (used[a]) continue;
+    const size_t max_group = std::max<size_t>(2, opt_.max_group);
+    size_t n = 0;
+    while (n + 1 < kernels.size()) {
+      std::vector<size_t> group{kernels[n]};
+      if (shapeUnknown(launch(kernels[n]))) {
+        ++n;
+        continue;
+      }
       ++stats.horizontal_pairs;
-      const core::Launch& la = launch(a);
-      const core::Launch& lb = launch(b);
-      if (shapeUnknown(la) || shapeUnknown(lb)) {
-        ++stats.pairs_config_unknown;
+      for (size_t m = n + 1; m < kernels.size() && group.size() < max_group; ++m) {
+        if (!joinsGroup(group, kernels[m], stats)) break;
+        group.push_back(kernels[m]);
+      }
+      if (group.size() < 2) {
+        ++n;
         continue;
       }
-      if (adv_.kernelClass(a).family == KernelFamily::kCollective ||
-          adv_.kernelClass(b).family == KernelFamily::kCollective) {
-        ++stats.pairs_family_never;
-        continue;
+      size_t best = 2;
+      double best_saving = -1;
+      for (size_t len = 2; len <= group.size() && group.size() > 2; ++len) {
+        const std::vector<size_t> prefix(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(len));
+        const double saving = occurrenceCost(CandidateKind::kHorizontal, prefix, {}).saving_ns;
+        if (saving > best_saving) {
+          best_saving = saving;
+          best = len;
+        }
       }
-      const double waves = cost::waves({shape(la), shape(lb)}, gpu_);
-      if (waves > 1.0) {
-        ++stats.horizontal_not_small;
-        continue;
-      }
-      const bool same_stream = g_.ops[a].stream_id == g_.ops[b].stream_id;
-      // Without pointer data, kernels on one stream may depend on each other in ways the trace cannot show.
-      if ((same_stream && !g_.has_pointer_data) || g_.ops[a].host_sync_epoch != g_.ops[b].host_sync_epoch) {
-        ++stats.horizontal_dependent;
-        continue;
-      }
-      bool dependent = false;
-      for (const Edge* e : g_.edgesBetween(a, b)) {
-        dependent = dependent || e->kind != EdgeKind::kStreamOrder;
-      }
-      if (!same_stream) dependent = dependent || g_.reaches(a, b);
-      if (dependent) {
-        ++stats.horizontal_dependent;
-        continue;
-      }
-      group(index, out, CandidateKind::kHorizontal, {a, b});
-      used[a] = used[b] = 1;
+      group.resize(best);
+      this->group(index, out, CandidateKind::kHorizontal, group);
+      n += best;
     }
   }
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "footprint.h"
 #include "kfuse/analyzer/analysis.h"
 
 namespace kfuse::analyzer {
@@ -50,6 +51,9 @@ std::string paramText(int param) { return param < 0 ? std::string() : " (param "
 
 DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCatalog& catalog) {
   DependencyGraph g;
+  std::unordered_map<core::Id, const core::Allocation*> allocations;
+  for (const core::Allocation& a : trace.allocations) allocations[a.id] = &a;
+  FootprintCache footprints;
   auto orderOf = [](int64_t api, int64_t gpu) { return api != core::kNoTime ? api : gpu; };
   for (size_t i = 0; i < trace.launches.size(); ++i) {
     const core::Launch& l = trace.launches[i];
@@ -63,6 +67,7 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     op.gpu_start_ns = l.gpu_start_ns;
     op.gpu_end_ns = l.gpu_end_ns;
     const KernelFacts* k = catalog.find(l.function_id);
+    const std::vector<RelativeRange>* ranges = nullptr;
     for (const core::PointerArg& p : l.pointer_args) {
       if (p.allocation_id == core::kNoId) continue;
       g.has_pointer_data = true;
@@ -72,12 +77,22 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
       }
       if (mode == core::AccessMode::kNone) continue;
       if (mode == core::AccessMode::kUnknown) mode = core::AccessMode::kReadWrite;
-      op.uses.push_back(BufferUse{p.allocation_id, p.offset, p.param_index, mode});
+      BufferUse use{p.allocation_id, p.offset, p.param_index, mode};
+      if (k && k->has_ptx) {
+        if (!ranges) ranges = &footprints.of(*k, l);
+        if (p.param_index >= 0 && static_cast<size_t>(p.param_index) < ranges->size()) {
+          const ByteRange r = (*ranges)[static_cast<size_t>(p.param_index)].at(p.offset);
+          use.lo = r.lo;
+          use.hi = r.hi;
+        }
+      }
+      op.uses.push_back(use);
     }
     g.ops.push_back(std::move(op));
   }
   // Copies and sets: the same fields under the same names in both record types.
-  auto addTransfer = [&](OpKind kind, const auto& m, size_t index, core::Id src, core::Id dst) {
+  auto addTransfer = [&](OpKind kind, const auto& m, size_t index, core::Id src, uint64_t src_address, core::Id dst,
+                         uint64_t dst_address) {
     GpuOp op;
     op.kind = kind;
     op.record_id = m.id;
@@ -86,16 +101,29 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     op.order_ns = orderOf(m.api_start_ns, m.gpu_start_ns);
     op.gpu_start_ns = m.gpu_start_ns;
     op.gpu_end_ns = m.gpu_end_ns;
-    if (src != core::kNoId) op.uses.push_back({src, 0, -1, core::AccessMode::kRead});
-    if (dst != core::kNoId) op.uses.push_back({dst, 0, -1, core::AccessMode::kWrite});
+    // The copied bytes, where the record gives the address and the size.
+    auto use = [&](core::Id alloc, uint64_t address, core::AccessMode mode) {
+      BufferUse u{alloc, 0, -1, mode};
+      auto it = allocations.find(alloc);
+      if (it != allocations.end() && m.bytes > 0 && address >= it->second->address &&
+          address - it->second->address <= it->second->size) {
+        u.offset = address - it->second->address;
+        u.lo = u.offset;
+        u.hi = u.offset + m.bytes;
+      }
+      op.uses.push_back(u);
+    };
+    if (src != core::kNoId) use(src, src_address, core::AccessMode::kRead);
+    if (dst != core::kNoId) use(dst, dst_address, core::AccessMode::kWrite);
     g.ops.push_back(std::move(op));
   };
   for (size_t i = 0; i < trace.memcpys.size(); ++i) {
     const core::Memcpy& m = trace.memcpys[i];
-    addTransfer(OpKind::kMemcpy, m, i, m.src_allocation_id, m.dst_allocation_id);
+    addTransfer(OpKind::kMemcpy, m, i, m.src_allocation_id, m.src_address, m.dst_allocation_id, m.dst_address);
   }
   for (size_t i = 0; i < trace.memsets.size(); ++i) {
-    addTransfer(OpKind::kMemset, trace.memsets[i], i, core::kNoId, trace.memsets[i].dst_allocation_id);
+    addTransfer(OpKind::kMemset, trace.memsets[i], i, core::kNoId, 0, trace.memsets[i].dst_allocation_id,
+                trace.memsets[i].dst_address);
   }
   // Issue order: API time where known, then GPU time; ties by kind and record id (launch ids are API order).
   std::stable_sort(g.ops.begin(), g.ops.end(), [](const GpuOp& a, const GpuOp& b) {
@@ -185,44 +213,52 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     if (producer < consumer) addEdge(producer, consumer, EdgeKind::kEventSync, core::kNoId, -1, -1, si);
   }
 
-  // Data edges per allocation: the last writer and the readers since.
+  // Data edges per allocation, by byte range: the writes not yet covered by a later write, and the reads since.
+  struct Live {
+    size_t op;
+    BufferUse use;
+  };
   struct AllocState {
-    std::optional<std::pair<size_t, BufferUse>> last_writer;
-    std::vector<std::pair<size_t, BufferUse>> readers;
+    std::vector<Live> writes, reads;
   };
   std::unordered_map<core::Id, AllocState> state;
+  auto covers = [](const BufferUse& a, const BufferUse& b) { return a.lo <= b.lo && b.hi <= a.hi; };
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const GpuOp& op = g.ops[i];
     // Reads first (an in-place kernel reads the old value), then writes.
     for (const BufferUse& u : op.uses) {
       if (!reads(u.mode)) continue;
-      AllocState& st = state[u.allocation_id];
-      if (st.last_writer && st.last_writer->first != i) {
-        addEdge(st.last_writer->first, i, EdgeKind::kRaw, u.allocation_id, st.last_writer->second.param_index,
-                u.param_index);
+      for (const Live& w : state[u.allocation_id].writes) {
+        if (w.op != i && w.use.overlaps(u)) {
+          addEdge(w.op, i, EdgeKind::kRaw, u.allocation_id, w.use.param_index, u.param_index);
+        }
       }
     }
     for (const BufferUse& u : op.uses) {
       if (!writes(u.mode)) continue;
       AllocState& st = state[u.allocation_id];
-      for (const auto& [r, ru] : st.readers) {
-        if (r == i) continue;
-        addEdge(r, i, EdgeKind::kWar, u.allocation_id, ru.param_index, u.param_index);
+      bool read_between = false;
+      for (const Live& r : st.reads) {
+        if (r.op == i || !r.use.overlaps(u)) continue;
+        addEdge(r.op, i, EdgeKind::kWar, u.allocation_id, r.use.param_index, u.param_index);
+        read_between = true;
       }
-      if (st.last_writer && st.last_writer->first != i && st.readers.empty()) {
-        addEdge(st.last_writer->first, i, EdgeKind::kWaw, u.allocation_id, st.last_writer->second.param_index,
-                u.param_index);
+      if (read_between) continue;
+      for (const Live& w : st.writes) {
+        if (w.op != i && w.use.overlaps(u)) {
+          addEdge(w.op, i, EdgeKind::kWaw, u.allocation_id, w.use.param_index, u.param_index);
+        }
       }
     }
     for (const BufferUse& u : op.uses) {
+      if (!writes(u.mode)) continue;
       AllocState& st = state[u.allocation_id];
-      if (writes(u.mode)) {
-        st.last_writer = {i, u};
-        st.readers.clear();
-      }
+      std::erase_if(st.writes, [&](const Live& w) { return w.op != i && covers(u, w.use); });
+      std::erase_if(st.reads, [&](const Live& r) { return r.op != i && covers(u, r.use); });
+      st.writes.push_back({i, u});
     }
     for (const BufferUse& u : op.uses) {
-      if (reads(u.mode) && !writes(u.mode)) state[u.allocation_id].readers.push_back({i, u});
+      if (reads(u.mode) && !writes(u.mode)) state[u.allocation_id].reads.push_back({i, u});
     }
   }
 
@@ -237,7 +273,18 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
 
 std::string DependencyGraph::describe(const Edge& e, const core::Trace& trace, const KernelCatalog& catalog) const {
   const std::string from = opName(ops[e.from], trace, catalog), to = opName(ops[e.to], trace, catalog);
-  const std::string alloc = "allocation " + std::to_string(e.allocation_id);
+  std::string alloc = "allocation " + std::to_string(e.allocation_id);
+  // Which bytes: the overlap of the two operations' ranges, when both are known.
+  auto use = [&](const GpuOp& op, int param) -> const BufferUse* {
+    for (const BufferUse& u : op.uses) {
+      if (u.allocation_id == e.allocation_id && u.param_index == param) return &u;
+    }
+    return nullptr;
+  };
+  if (const BufferUse *a = use(ops[e.from], e.from_param), *b = use(ops[e.to], e.to_param);
+      a && b && !a->wholeAllocation() && !b->wholeAllocation()) {
+    alloc += " bytes [" + std::to_string(std::max(a->lo, b->lo)) + ", " + std::to_string(std::min(a->hi, b->hi)) + ")";
+  }
   auto syncText = [&]() -> std::string {
     if (e.sync_index >= trace.syncs.size()) return "a synchronization";
     const core::Sync& s = trace.syncs[e.sync_index];

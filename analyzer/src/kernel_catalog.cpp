@@ -194,6 +194,8 @@ void fillFromPtx(const ptx::Module& m, const ptx::Function& f, KernelFacts& k) {
     a.line = ma.line;
     a.offset_form = ma.offset;
     a.guard_conditions = ma.guard;
+    a.guard_exact = ma.guard_exact;
+    a.in_loop = ma.in_loop;
     if (ma.offset) noteParams(*ma.offset);
     for (const ptx::GuardCondition& g : ma.guard) {
       if (!g.structured) continue;

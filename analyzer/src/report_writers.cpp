@@ -75,9 +75,16 @@ std::string whereText(const Candidate& c) {
 // One sentence: what decided the candidate's legality.
 std::string verdictText(const Candidate& c) {
   if (c.legality == Legality::kProven) {
-    return c.kind == CandidateKind::kVertical
-               ? "proven: each thread reads only what the same thread wrote, on every occurrence checked"
-               : "proven: no data flows between the kernels, and they fit one wave together";
+    switch (c.fusion) {
+      case FusionKind::kThreadLocal:
+        return "proven: each thread reads only what the same thread wrote, on every occurrence checked";
+      case FusionKind::kEpilogue:
+        return "proven epilogue: the producer writes each element once and each consumer thread touches only its "
+               "own element, on every occurrence checked";
+      case FusionKind::kHorizontal:
+        break;
+    }
+    return "proven: no data flows between the kernels, and they fit one wave together";
   }
   const std::string why = !c.verdict.empty() ? c.verdict : c.reasons.empty() ? "" : c.reasons.back();
   return std::string(legalityName(c.legality)) + ": " + why;
@@ -265,6 +272,7 @@ nlohmann::json reportToJson(const Report& r) {
     }
     cands.push_back({{"rank", c.rank},
                      {"kind", candidateKindName(c.kind)},
+                     {"fusion", fusionKindName(c.fusion)},
                      {"kernels", kernels},
                      {"occurrences", c.occurrences.size()},
                      {"legality", legalityName(c.legality)},
@@ -360,12 +368,12 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   out += "\n";
   size_t shown = 0;
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-10s %-8s %-6s %6s %12s %12s %6s  %s\n", "rank", "kind", "legality", "conf",
+  std::snprintf(line, sizeof line, "%4s  %-12s %-8s %-6s %6s %12s %12s %6s  %s\n", "rank", "kind", "legality", "conf",
                 "occur", "saving/occ", "total", "share", "kernels");
   out += line;
   for (const Candidate& c : r.candidates) {
     if (shown++ >= top) break;
-    std::snprintf(line, sizeof line, "%4d  %-10s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, candidateKindName(c.kind),
+    std::snprintf(line, sizeof line, "%4d  %-12s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, fusionKindName(c.fusion),
                   legalityName(c.legality), confidenceName(c.confidence), c.occurrences.size(),
                   durationText(c.cost.saving_ns).c_str(), durationText(c.total_saving_ns).c_str(),
                   100 * c.share_of_gpu_busy);
@@ -435,7 +443,7 @@ std::string reportToMarkdown(const Report& r) {
   out += "| rank | kind | kernels | occurrences | legality | confidence | saving / occurrence | total | share |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const Candidate& c : r.candidates) {
-    out += "| " + std::to_string(c.rank) + " | " + candidateKindName(c.kind) + " | " + mdEscape(membersText(c)) + " | " +
+    out += "| " + std::to_string(c.rank) + " | " + fusionKindName(c.fusion) + " | " + mdEscape(membersText(c)) + " | " +
            std::to_string(c.occurrences.size()) + " | " + legalityName(c.legality) + " | " +
            confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) + " | " +
            durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
@@ -486,7 +494,7 @@ std::string reportToHtml(const Report& r) {
     for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
     out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
-           candidateKindName(c.kind) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
+           fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
            htmlEscape(membersText(c, /*short_names=*/true)) + "</td><td>" +
            std::to_string(c.occurrences.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
            confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +

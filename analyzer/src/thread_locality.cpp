@@ -297,17 +297,26 @@ std::optional<LinearForm> bind(const ptx::AffineExpr& e, const Shape& shape, con
 Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& shape, const AtomValues& values) {
   Domain d;
   for (const ptx::GuardCondition& g : guard) {
-    if (!g.structured || g.bits < 1 || g.bits > 64) continue;
+    if (!g.structured || g.bits < 1 || g.bits > 64) {
+      d.exact = false;
+      continue;
+    }
     std::string why;
     const std::optional<LinearForm> l = bind(g.lhs, shape, values, &why);
     const std::optional<LinearForm> r = bind(g.rhs, shape, values, &why);
-    if (!l || !r) continue;
+    if (!l || !r) {
+      d.exact = false;
+      continue;
+    }
     // The comparison means what it says only if neither side wraps in the compared type.
     const Wide tmin = g.is_signed ? -(Wide{1} << (g.bits - 1)) : Wide{0};
     const Wide tmax = g.is_signed ? (Wide{1} << (g.bits - 1)) - 1 : (Wide{1} << g.bits) - 1;
     const auto [lmin, lmax] = boxRange(*l, shape);
     const auto [rmin, rmax] = boxRange(*r, shape);
-    if (lmin < tmin || lmax > tmax || rmin < tmin || rmax > tmax) continue;
+    if (lmin < tmin || lmax > tmax || rmin < tmin || rmax > tmax) {
+      d.exact = false;
+      continue;
+    }
     LinearForm diff;  // l - r
     Wide diff_const = Wide{l->constant} - r->constant;
     bool fits = fitsInt64(diff_const);
@@ -316,7 +325,10 @@ Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& sha
       fits = fits && fitsInt64(c);
       diff.coef[v] = fits ? static_cast<int64_t>(c) : 0;
     }
-    if (!fits) continue;
+    if (!fits) {
+      d.exact = false;
+      continue;
+    }
     // diff + diff_const CMP 0, i.e. diff CMP -diff_const
     const Wide bound = -diff_const;
     if (!diff.hasVariables()) {
@@ -336,7 +348,7 @@ Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& sha
     Wide lo = INT64_MIN, hi = INT64_MAX;
     switch (g.cmp) {
       case ptx::CmpOp::kEq: lo = hi = bound; break;
-      case ptx::CmpOp::kNe: continue;
+      case ptx::CmpOp::kNe: d.exact = false; continue;
       case ptx::CmpOp::kLt: hi = bound - 1; break;
       case ptx::CmpOp::kLe: hi = bound; break;
       case ptx::CmpOp::kGt: lo = bound + 1; break;
@@ -357,6 +369,29 @@ Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& sha
     if (c.lo > c.hi || c.lo > fmax || c.hi < fmin) d.never = true;
   }
   return d;
+}
+
+int64_t evaluate(const LinearForm& f, const Thread& t) {
+  Wide v = f.constant;
+  for (int i = 0; i < kVarCount; ++i) v += Wide{f.coef[i]} * t[i];
+  return static_cast<int64_t>(std::clamp<Wide>(v, INT64_MIN, INT64_MAX));
+}
+
+std::optional<std::pair<int64_t, int64_t>> range(const LinearForm& f, const Domain& d, const Shape& shape) {
+  if (d.never) return std::nullopt;
+  const auto r = domainRange(f, d.constraints, shape);
+  if (!r) return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(std::clamp<Wide>(r->first, INT64_MIN, INT64_MAX)),
+                        static_cast<int64_t>(std::clamp<Wide>(r->second, INT64_MIN, INT64_MAX)));
+}
+
+bool contains(const Domain& d, const Thread& t) {
+  if (d.never) return false;
+  for (const Constraint& c : d.constraints) {
+    const int64_t v = evaluate(c.form, t);
+    if (v < c.lo || v > c.hi) return false;
+  }
+  return true;
 }
 
 int64_t separation(const LinearForm& f, const std::vector<Constraint>& domain, const Shape& shape) {

@@ -60,8 +60,19 @@ struct Constraint {
 
 struct Domain {
   bool never = false;  // some conjunct is false for every thread: the access never executes
+  bool exact = true;   // every conjunct was bound (none dropped): the domain is exactly the guard, not wider
   std::vector<Constraint> constraints;
 };
+
+// One thread: its value of each Var.
+using Thread = std::array<int64_t, kVarCount>;
+// f(t), in 128-bit arithmetic clamped to int64 (forms bound for a launch stay far inside it).
+int64_t evaluate(const LinearForm& f, const Thread& t);
+// Whether thread `t` satisfies every constraint of `d` (false when `d.never`).
+bool contains(const Domain& d, const Thread& t);
+// The least and greatest value of `f` over the threads of the launch in `d` (bounds that hold; tight for the box
+// and for constraints on independent variables); nullopt when no thread is in `d`.
+std::optional<std::pair<int64_t, int64_t>> range(const LinearForm& f, const Domain& d, const Shape& shape);
 
 // What a guard's conjuncts say about the thread variables, for one launch.
 Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& shape, const AtomValues& values);

@@ -22,6 +22,7 @@ struct AnalyzeOptions {
   std::string gpu;
   size_t top = 10;
   size_t max_chain = 4;
+  size_t max_group = 8;
   std::string json_out, md_out, html_out;
   std::string metrics_from;
   std::string execution_trace;
@@ -53,6 +54,7 @@ int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
   options.top = o.top;
   options.keep_no_gain = o.all;
   options.max_chain_length = std::max<size_t>(2, o.max_chain);
+  options.max_group = std::max<size_t>(2, o.max_group);
   auto report = analyzer::analyzeRanks(*paths, options);
   if (!report) return reportError(report.status(), kExitBadInput);
   std::cout << analyzer::multiRankToText(*report, o.top);
@@ -97,6 +99,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   options.keep_no_gain = o.all;
   options.max_chain_length = std::max<size_t>(2, o.max_chain);
   options.execution_trace = o.execution_trace;
+  options.max_group = std::max<size_t>(2, o.max_group);
   auto report = analyzer::analyze(*imported, o.input, options);
   if (!report) return reportError(report.status());
 
@@ -141,6 +144,9 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--gpu", o->gpu, "GPU to cost for (`kfuse gpus` lists names); default: the trace's device");
   cmd->add_option("--top", o->top, "Candidates to print")->capture_default_str();
   cmd->add_option("--max-chain", o->max_chain, "Longest vertical chain to propose")->capture_default_str();
+  cmd->add_option("--max-group", o->max_group,
+                  "Most independent kernels in one horizontal group (the cost model picks the best prefix)")
+      ->capture_default_str();
   cmd->add_option("--json", o->json_out, "Also write the report as JSON (schemas/report.schema.json)");
   cmd->add_option("--md", o->md_out, "Also write the report as Markdown");
   cmd->add_option("--html", o->html_out, "Also write a self-contained HTML report with a roofline chart");

@@ -787,6 +787,38 @@ const char* cmpOpSymbol(CmpOp op) {
   return "?";
 }
 
+namespace {
+
+// Whether a thread that takes none of the `wrong_way` edges surely reaches statement `stmt` of block `b`: no path
+// from the entry that avoids them and `b` can end the thread, and nothing in `b` before `stmt` can end it either.
+bool reachedWhenGuarded(const Function& f, const Cfg& cfg, int b, size_t stmt,
+                        const std::vector<std::pair<int, int>>& wrong_way, const std::vector<char>& can_leave) {
+  const auto& blocks = cfg.blocks();
+  for (size_t k = blocks[static_cast<size_t>(b)].begin; k < stmt; ++k) {
+    const Statement& st = f.body[k];
+    if (st.kind == StatementKind::kInstruction && (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit))
+      return false;
+  }
+  if (b == 0) return true;
+  std::vector<char> seen(blocks.size(), 0);
+  std::vector<int> work{0};
+  seen[0] = 1;
+  while (!work.empty()) {
+    const int x = work.back();
+    work.pop_back();
+    if (can_leave[static_cast<size_t>(x)]) return false;
+    for (int s : blocks[static_cast<size_t>(x)].succs) {
+      if (s < 0 || s == b || seen[static_cast<size_t>(s)]) continue;
+      if (std::find(wrong_way.begin(), wrong_way.end(), std::pair{x, s}) != wrong_way.end()) continue;
+      seen[static_cast<size_t>(s)] = 1;
+      work.push_back(s);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string MemoryAccess::guardText() const { return guard.empty() ? "true" : joinConditions(guard); }
 
 std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cfg, const Dominators& dom,
@@ -796,6 +828,16 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
   GuardBuilder gb(f, du, ev);
   std::optional<Taint> taint;  // computed on first need: most addresses are affine in one parameter
   const auto& blocks = cfg.blocks();
+  const std::vector<char> in_loop = blocksInLoops(cfg);
+  std::vector<char> can_leave(blocks.size(), 0);  // the block may end the thread (ret/exit, or no successor)
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    can_leave[b] = blocks[b].succs.empty();
+    for (size_t k = blocks[b].begin; k < blocks[b].end && !can_leave[b]; ++k) {
+      const Statement& st = f.body[k];
+      can_leave[b] = st.kind == StatementKind::kInstruction &&
+                     (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit);
+    }
+  }
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Statement& st = f.body[i];
     if (st.kind != StatementKind::kInstruction) continue;
@@ -859,6 +901,8 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     };
     if (!in.guard.empty()) addGuard(gb.predicate(in.guard, i, in.guard_negated));
     const int b = cfg.blockOf(i);
+    std::vector<std::pair<int, int>> wrong_way;  // CFG edges a thread meeting every guard never takes
+    bool guard_in_loop = false;                  // a guard is decided inside a loop: it may hold only sometimes
     for (int cur = b; cur > 0;) {
       const int d = dom.idom(cur);
       if (d < 0) break;
@@ -873,9 +917,19 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
           const bool taken = s != fall;
           const bool negate = taken ? last.inst.guard_negated : !last.inst.guard_negated;
           addGuard(gb.predicate(last.inst.guard, db.end - 1, negate));
+          for (int other : db.succs) {
+            if (other != s) wrong_way.emplace_back(d, other);
+          }
+          guard_in_loop = guard_in_loop || in_loop[static_cast<size_t>(d)];
         }
       }
       cur = d;
+    }
+    if (b >= 0) {
+      a.in_loop = in_loop[static_cast<size_t>(b)] != 0;
+      a.guard_exact = !cfg.hasIndirectBranch() && !guard_in_loop &&
+                      std::all_of(a.guard.begin(), a.guard.end(), [](const GuardCondition& g) { return g.structured; }) &&
+                      reachedWhenGuarded(f, cfg, b, i, wrong_way, can_leave);
     }
     out.push_back(std::move(a));
   }

@@ -243,6 +243,24 @@ Dominators Dominators::compute(const Cfg& cfg) {
   return d;
 }
 
+std::vector<char> blocksInLoops(const Cfg& cfg) {
+  const auto& blocks = cfg.blocks();
+  std::vector<char> in_loop(blocks.size(), 0);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    std::vector<char> seen(blocks.size(), 0);
+    std::vector<int> work(blocks[b].succs.begin(), blocks[b].succs.end());
+    while (!work.empty() && !in_loop[b]) {
+      const int x = work.back();
+      work.pop_back();
+      if (x < 0 || seen[static_cast<size_t>(x)]) continue;
+      if (static_cast<size_t>(x) == b) in_loop[b] = 1;
+      seen[static_cast<size_t>(x)] = 1;
+      for (int s : blocks[static_cast<size_t>(x)].succs) work.push_back(s);
+    }
+  }
+  return in_loop;
+}
+
 bool Dominators::dominates(int a, int b) const {
   if (!reachable(a) || !reachable(b)) return false;
   const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);

@@ -297,7 +297,9 @@ class Rewriter {
       KFUSE_ASSIGN_OR_RETURN(ArgumentSet set, argumentSet(occ));
       sets_.push_back(std::move(set));
     }
-    if (!sets_.empty()) {
+    // An epilogue's element map was proven for the recorded sizes only (the plan's predicates pin them), so
+    // ragged sizes would test launches the injector never makes.
+    if (!sets_.empty() && c_.fusion != analyzer::FusionKind::kEpilogue) {
       if (auto ragged = raggedVariant(sets_.front())) sets_.push_back(std::move(*ragged));
     }
     return {};
@@ -449,9 +451,28 @@ class Rewriter {
       entries.push_back(k.entry);
       joined += k.function->mangled_name + ";";
     }
-    fused_name_ = "kfuse_" + std::string(c_.kind == CandidateKind::kVertical ? "vertical" : "horizontal") + "_" +
+    const bool epilogue = c_.fusion == analyzer::FusionKind::kEpilogue;
+    fused_name_ = "kfuse_" + std::string(epilogue ? "epilogue" : c_.kind == CandidateKind::kVertical ? "vertical" : "horizontal") + "_" +
                   core::sha256Hex(reinterpret_cast<const uint8_t*>(joined.data()), joined.size()).substr(0, 12);
-    if (c_.kind == CandidateKind::kVertical) {
+    if (epilogue) {
+      if (!c_.epilogue) return unsupported("the epilogue candidate carries no proven element map");
+      EpilogueFusion spec;
+      spec.producer = entries.front();
+      spec.consumers.assign(entries.begin() + 1, entries.end());
+      spec.fused_name = fused_name_;
+      spec.equal_args = equal_args_;
+      spec.producer_param = c_.epilogue->producer_param;
+      spec.consumer = c_.epilogue->consumer;
+      spec.consumer_param = c_.epilogue->consumer_param;
+      spec.consumer_offset = c_.epilogue->consumer_offset;
+      spec.element_bytes = c_.epilogue->element_bytes;
+      spec.consumer_shape = shapeOf(launch(0, 1));
+      progress(options_, "fusing " + std::to_string(entries.size() - 1) + " consumer(s) into the producer's epilogue");
+      auto r = fuseEpilogue(merged_, spec);
+      if (!r.ok()) return r.status();
+      result_ = std::move(r).value();
+      result_.shape = shapeOf(launch(0, 0));  // the producer's launch
+    } else if (c_.kind == CandidateKind::kVertical) {
       VerticalFusion spec;
       spec.kernels = entries;
       spec.fused_name = fused_name_;
@@ -667,6 +688,7 @@ class Rewriter {
     plan_.candidate_rank = c_.rank;
     plan_.kind = analyzer::candidateKindName(c_.kind);
     if (c_.kind == CandidateKind::kHorizontal) plan_.layout = horizontalLayoutName(layout_);
+    if (c_.fusion == analyzer::FusionKind::kEpilogue) plan_.layout = "epilogue";
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const PatternKernel& pk = kernels_[k];
       PlanKernel p;

@@ -113,25 +113,6 @@ class RegisterWidths {
   std::map<std::string, std::pair<int64_t, uint32_t>> ranges_;
 };
 
-// Blocks that lie on a cycle of the CFG (an instruction there may run more than once per thread).
-std::vector<char> blocksInLoops(const ptx::Cfg& cfg) {
-  const auto& blocks = cfg.blocks();
-  std::vector<char> in_loop(blocks.size(), 0);
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    std::vector<char> seen(blocks.size(), 0);
-    std::vector<int> work(blocks[b].succs.begin(), blocks[b].succs.end());
-    while (!work.empty() && !in_loop[b]) {
-      const int x = work.back();
-      work.pop_back();
-      if (x < 0 || seen[static_cast<size_t>(x)]) continue;
-      if (static_cast<size_t>(x) == b) in_loop[b] = 1;
-      seen[static_cast<size_t>(x)] = 1;
-      for (int s : blocks[static_cast<size_t>(x)].succs) work.push_back(s);
-    }
-  }
-  return in_loop;
-}
-
 // The scalar registers (or immediates) an operand holds, element by element.
 std::vector<Operand> elementsOf(const Operand& o) {
   if (o.kind == OperandKind::kVector) return o.elements;
@@ -150,7 +131,7 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
   ptx::FunctionAnalyses fa(&module, f);
   const ptx::Cfg& cfg = fa.cfg();
   const auto& accesses = fa.memoryAccesses();
-  const std::vector<char> in_loop = blocksInLoops(cfg);
+  const std::vector<char> in_loop = ptx::blocksInLoops(cfg);
   const RegisterWidths widths(f);
   auto partOf = [&](size_t stmt) {
     return static_cast<int>(std::upper_bound(part_begin.begin(), part_begin.end(), stmt) - part_begin.begin()) - 1;

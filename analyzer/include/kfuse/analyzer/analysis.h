@@ -46,6 +46,8 @@ struct ParamMemoryAccess {
   uint32_t line = 0;
   std::optional<ptx::AffineExpr> offset_form;     // the same offset as structure (when affine)
   std::vector<ptx::GuardCondition> guard_conditions;  // the guard's conjuncts as structure, where understood
+  bool guard_exact = false;  // the guard is also sufficient (ptx::MemoryAccess::guard_exact)
+  bool in_loop = false;      // the access may run more than once per thread
 };
 
 struct ParamFacts {
@@ -123,6 +125,12 @@ struct BufferUse {
   uint64_t offset = 0;
   int param_index = -1;  // -1 for memcpy/memset
   core::AccessMode mode = core::AccessMode::kReadWrite;
+  // The bytes of the allocation the operation may touch through this argument, [lo, hi) from the allocation's
+  // start: from the PTX's affine access forms bound to the launch's values (a sound over-approximation), a copy's
+  // or set's extent, or the whole allocation when that cannot be computed. Data edges need overlapping ranges.
+  uint64_t lo = 0, hi = UINT64_MAX;
+  bool overlaps(const BufferUse& o) const { return allocation_id == o.allocation_id && lo < o.hi && o.lo < hi; }
+  bool wholeAllocation() const { return lo == 0 && hi == UINT64_MAX; }
 };
 
 struct GpuOp {
@@ -167,6 +175,25 @@ struct DependencyGraph {
 // Candidates and cost
 
 enum class CandidateKind { kVertical, kHorizontal };
+// How the kernels of a candidate share the fused launch (docs/analyzer.md, "Fusion kinds"):
+//  thread-local  vertical, one launch shape: each thread runs every kernel's body for itself;
+//  epilogue      vertical, the producer's launch: each consumer runs per element right after the producer's store
+//                of that element (element-remapped; the consumers are element-wise and 1-D);
+//  horizontal    independent kernels side by side in one launch.
+enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal };
+const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal"
+
+// How a proven epilogue fusion maps the consumers onto the producer's elements: element e of the intermediate is
+// at (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer
+// writes it through its argument `producer_param` (kernel 0). Kernel positions are within the candidate.
+struct EpilogueMap {
+  int producer_param = -1;
+  int consumer = -1;
+  int consumer_param = -1;
+  int64_t consumer_offset = 0;
+  uint32_t element_bytes = 0;
+  friend bool operator==(const EpilogueMap&, const EpilogueMap&) = default;
+};
 enum class Legality { kProven, kLikely, kBlocked };
 enum class Confidence { kHigh, kMedium, kLow };
 const char* candidateKindName(CandidateKind k);  // "vertical", "horizontal"
@@ -230,6 +257,8 @@ struct ModuleOccurrences {
 struct Candidate {
   int rank = 0;
   CandidateKind kind = CandidateKind::kVertical;
+  FusionKind fusion = FusionKind::kThreadLocal;
+  std::optional<EpilogueMap> epilogue;  // fusion == kEpilogue and proven
   std::vector<core::Id> function_ids;
   std::vector<std::string> names;
   std::vector<std::string> mangled_names;
@@ -287,6 +316,7 @@ struct KernelRow {
 struct AnalysisOptions {
   std::string gpu;            // spec table name; "" = the trace's device, else h100-sxm
   size_t max_chain_length = 4;
+  size_t max_group = 8;       // most kernels in one horizontal group
   size_t top = 10;
   bool keep_no_gain = false;  // list patterns predicted to save nothing too (a legality audit), ranked last
   std::string execution_trace;  // a PyTorch Execution Trace (ExecutionTraceObserver JSON) to join, "" none

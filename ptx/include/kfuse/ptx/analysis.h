@@ -46,6 +46,9 @@ class Cfg {
   bool indirect_ = false;
 };
 
+// Blocks that lie on a cycle of the CFG (an instruction there may run more than once per thread), by block id.
+std::vector<char> blocksInLoops(const Cfg& cfg);
+
 class Dominators {
  public:
   static Dominators compute(const Cfg& cfg);
@@ -182,6 +185,11 @@ struct MemoryAccess {
                                      // elsewhere (a module variable, loaded memory)
   std::optional<AffineExpr> offset;  // address - base_param value (bytes)
   std::vector<GuardCondition> guard;  // conjuncts that must hold for the access to execute
+  // The guard is also sufficient: every conjunct is structured, and a thread for which they all hold reaches the
+  // access (every path from the entry that takes the guards' branches the right way passes through it, and no
+  // return or exit precedes it in its block). With !in_loop the access then runs exactly once in such a thread.
+  bool guard_exact = false;
+  bool in_loop = false;  // the access lies on a cycle of the CFG
   std::string guardText() const;      // conjuncts joined by " && ", "true" when unguarded
 };
 

@@ -83,6 +83,32 @@ struct VerticalFusion {
 // `.nc`/`ldu` loads of buffers the fused kernel writes become plain loads.
 Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& spec);
 
+// ---- epilogue (element-remapped vertical) ----
+
+// A producer of any launch shape followed by element-wise 1-D consumers (analyzer::EpilogueMap gives the element
+// map, proven for the launches the plan replaces). Element e of the intermediate is at the consumer's argument
+// `consumer_param` + consumer_offset + e * element_bytes; the producer writes it with its one store through
+// parameter `producer_param`.
+struct EpilogueFusion {
+  std::string producer;                // .entry names
+  std::vector<std::string> consumers;  // in launch order
+  std::string fused_name;              // "" = "kfuse_epilogue_" + the kernels' names joined
+  std::vector<std::pair<ArgRef, ArgRef>> equal_args;
+  int producer_param = -1;
+  int consumer = 1;                    // pattern position (1-based among all kernels: the producer is 0)
+  int consumer_param = -1;
+  int64_t consumer_offset = 0;
+  uint32_t element_bytes = 0;
+  LaunchShape consumer_shape;          // the consumers' recorded launch (1-D)
+};
+
+// Adds the fused .entry to `module`: the producer's body; right after its store to the intermediate, the thread
+// computes e from the store's address, skips unless 0 <= e < the consumers' thread count, and runs each consumer's
+// body as consumer thread e (%tid.x = e % ntid, %ctaid.x = e / ntid, the launch's sizes as constants; y and z
+// indices 0). Refuses producers whose store is not unique or lies in a loop, consumers with barriers, `exit`,
+// calls or special registers other than the thread and block indices and sizes.
+Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& spec);
+
 // ---- horizontal ----
 
 enum class HorizontalLayout {

@@ -1,0 +1,273 @@
+// Epilogue (element-remapped) fusion: the kernels of analyzer/testdata/epilogue_cases.cu (real nvcc PTX) in traces
+// built as the collector records them, analysed end to end.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <cctype>
+#include <functional>
+#include <variant>
+
+#include "kfuse/analyzer/analysis.h"
+
+namespace kfuse::analyzer {
+namespace {
+
+using core::Id;
+
+struct Ptr {
+  Id allocation;
+  uint64_t offset = 0;
+};
+using Arg = std::variant<Ptr, int>;
+
+class Builder {
+ public:
+  Builder() {
+    t_.devices.push_back(core::Device{1, 0, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85'520'809'984ull, 1'980'000, ""});
+    t_.streams.push_back(core::Stream{1, 0, 0, 7, 0, true});
+    core::Module m;
+    m.id = 1;
+    m.kind = core::ImageKind::kPtx;
+    std::ifstream in(KFUSE_EPILOGUE_TEST_PTX, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    m.image.assign(text.begin(), text.end());
+    m.hash = core::sha256Hex(m.image);
+    t_.modules.push_back(m);
+  }
+
+  Id function(const std::string& name) {
+    for (const core::KernelFunction& f : t_.functions) {
+      if (f.mangled_name == name) return f.id;
+    }
+    t_.functions.push_back(core::KernelFunction{Id(t_.functions.size() + 1), 1, name, "", {}});
+    return t_.functions.back().id;
+  }
+
+  Id allocation(uint64_t bytes) {
+    const Id id = Id(t_.allocations.size() + 1);
+    t_.allocations.push_back(core::Allocation{id, 0, 0x7f0000000000ull + uint64_t(id) * 0x10000000, bytes,
+                                              core::AllocationKind::kDevice, 0, core::kNoTime});
+    return id;
+  }
+
+  Builder& launch(const std::string& kernel, core::Dim3 grid, core::Dim3 block, const std::vector<Arg>& args) {
+    core::Launch l;
+    l.id = Id(t_.launches.size() + 1);
+    l.stream_id = 1;
+    l.function_id = function(kernel);
+    l.grid = grid;
+    l.block = block;
+    l.api_start_ns = clock_;
+    l.api_end_ns = clock_ + 2'000;
+    l.gpu_start_ns = clock_ + 5'000;
+    l.gpu_end_ns = clock_ + 15'000;
+    clock_ += 20'000;
+    for (size_t p = 0; p < args.size(); ++p) {
+      if (const Ptr* ptr = std::get_if<Ptr>(&args[p])) {
+        l.arg_bytes.resize((l.arg_bytes.size() + 7) / 8 * 8);
+        const uint64_t address = t_.allocations[size_t(ptr->allocation - 1)].address + ptr->offset;
+        const size_t at = l.arg_bytes.size();
+        l.arg_bytes.resize(at + 8);
+        std::memcpy(l.arg_bytes.data() + at, &address, 8);
+        l.pointer_args.push_back(core::PointerArg{int(p), address, ptr->allocation, ptr->offset});
+      } else {
+        const int v = std::get<int>(args[p]);
+        const size_t at = l.arg_bytes.size();
+        l.arg_bytes.resize(at + 4);
+        std::memcpy(l.arg_bytes.data() + at, &v, 4);
+      }
+    }
+    t_.launches.push_back(l);
+    return *this;
+  }
+
+  Report analyze() const {
+    ImportResult r;
+    r.trace = t_;
+    r.format = "kfuse";
+    auto report = kfuse::analyzer::analyze(r, "epilogue.sqlite", {});
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    return report.ok() ? *report : Report{};
+  }
+
+ private:
+  core::Trace t_;
+  int64_t clock_ = 1'000'000;
+};
+
+constexpr int kM = 32, kN = 64, kK = 16;
+
+// The candidate whose kernels are exactly `names` (short names), or null.
+const Candidate* find(const Report& r, const std::vector<std::string>& names) {
+  for (const Candidate& c : r.candidates) {
+    if (c.names.size() != names.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < names.size(); ++i) same = same && c.names[i].rfind(names[i], 0) == 0;
+    if (same) return &c;
+  }
+  return nullptr;
+}
+
+std::string describe(const Report& r) {
+  std::string s;
+  for (const Candidate& c : r.candidates) {
+    s += std::string(legalityName(c.legality)) + " " + fusionKindName(c.fusion) + ":";
+    for (const std::string& n : c.names) s += " " + n;
+    s += " -- " + c.verdict + "\n";
+  }
+  return s;
+}
+
+// rowsum2d on a (kN/16 x kM/16) grid of 16x16 blocks, then `consumers` as 1-D launches of 256 threads.
+struct Chain {
+  Builder b;
+  Id a, c, bias_v, y;
+  Chain() {
+    a = b.allocation(4 * kM * kK);
+    c = b.allocation(4 * kM * kN);
+    bias_v = b.allocation(4 * kN);
+    y = b.allocation(4 * kM * kN);
+  }
+};
+
+TEST(EpilogueFusion, ProvesMatmulShapedProducerWithBiasAndActivation) {
+  Chain ch;
+  const int mn = kM * kN;
+  ch.b.launch("rowsum2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {Ptr{ch.a}, Ptr{ch.c}, kM, kN, kK})
+      .launch("bias", {mn / 256, 1, 1}, {256, 1, 1}, {Ptr{ch.c}, Ptr{ch.bias_v}, kM, kN})
+      .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {Ptr{ch.c}, Ptr{ch.y}, mn});
+  const Report r = ch.b.analyze();
+  const Candidate* c = find(r, {"rowsum2d", "bias", "act"});
+  ASSERT_NE(c, nullptr) << describe(r);
+  EXPECT_EQ(c->fusion, FusionKind::kEpilogue);
+  EXPECT_EQ(c->legality, Legality::kProven) << describe(r);
+  ASSERT_TRUE(c->epilogue.has_value());
+  EXPECT_EQ(c->epilogue->producer_param, 1);
+  EXPECT_EQ(c->epilogue->consumer, 1);
+  EXPECT_EQ(c->epilogue->consumer_param, 0);
+  EXPECT_EQ(c->epilogue->element_bytes, 4u);
+  EXPECT_EQ(c->epilogue->consumer_offset, 0);
+}
+
+// The same element-wise pattern with one allocation per tensor and with every tensor carved out of one arena.
+Report scaleBias(bool arena) {
+  Builder b;
+  const int mn = kM * kN;
+  std::vector<Ptr> t;
+  if (arena) {
+    const Id a = b.allocation(1 << 20);
+    const uint64_t c = 4 * mn + 256;
+    t = {Ptr{a, 0}, Ptr{a, c}, Ptr{a, c + 4 * mn + 512}, Ptr{a, 2 * c + 8 * mn + 1024}};
+  } else {
+    t = {Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}};
+  }
+  // (bias, whose b[i % n] has no affine form, would make its footprint the whole arena: see docs/analyzer.md.)
+  b.launch("scale2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {t[0], t[1], kM, kN})
+      .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[3], mn})
+      .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[3], t[2], mn});
+  return b.analyze();
+}
+
+TEST(EpilogueFusion, ProvesTensorsAtOffsetsInsideOneArena) {
+  const Report separate = scaleBias(false), arena = scaleBias(true);
+  const Candidate* s = find(separate, {"scale2d", "act", "act"});
+  const Candidate* a = find(arena, {"scale2d", "act", "act"});
+  ASSERT_NE(s, nullptr) << describe(separate);
+  ASSERT_NE(a, nullptr) << describe(arena);
+  EXPECT_EQ(s->legality, Legality::kProven) << describe(separate);
+  EXPECT_EQ(a->legality, Legality::kProven) << describe(arena);
+  EXPECT_EQ(a->epilogue, s->epilogue);
+  EXPECT_EQ(describe(arena), describe(separate));
+  // Edges only between overlapping byte ranges: the three RAW edges of the chain, none between other tensors.
+  EXPECT_EQ(arena.edges_by_kind.at("RAW"), separate.edges_by_kind.at("RAW"));
+  EXPECT_EQ(arena.edges_by_kind.count("WAR"), separate.edges_by_kind.count("WAR"));
+}
+
+TEST(EpilogueFusion, OverlappingTensorsInOneArenaAreNotProven) {
+  Builder b;
+  const int mn = kM * kN;
+  const Id arena = b.allocation(1 << 20);
+  // The bias vector sits inside the matrix the producer writes: a consumer thread would read a bias element that
+  // another producer thread has not stored yet.
+  const uint64_t c = 4 * kM * kK + 256;
+  b.launch("rowsum2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {Ptr{arena, 0}, Ptr{arena, c}, kM, kN, kK})
+      .launch("bias", {mn / 256, 1, 1}, {256, 1, 1}, {Ptr{arena, c}, Ptr{arena, c + 4 * 100}, kM, kN});
+  const Report r = b.analyze();
+  const Candidate* cand = find(r, {"rowsum2d", "bias"});
+  ASSERT_NE(cand, nullptr) << describe(r);
+  EXPECT_NE(cand->legality, Legality::kProven) << describe(r);
+}
+
+struct NearMiss {
+  const char* name;
+  std::function<void(Chain&)> launches;
+  std::vector<std::string> kernels;
+  const char* reason;  // a phrase the deciding sentence must contain
+};
+
+class EpilogueNearMiss : public testing::TestWithParam<int> {};
+
+std::vector<NearMiss> nearMisses() {
+  const int mn = kM * kN;
+  const core::Dim3 pgrid{kN / 16, kM / 16, 1}, pblock{16, 16, 1}, cgrid{uint32_t(mn / 256), 1, 1}, cblock{256, 1, 1};
+  return {
+      {"off by one", [=](Chain& c) {
+         c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
+             .launch("act_next", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
+       }, {"rowsum2d", "act_next"}, "never writes element"},
+      {"transposed consumer", [=](Chain& c) {
+         c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
+             .launch("transpose_read", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, kM, kN});
+       }, {"rowsum2d", "transpose_read"}, "could not follow"},
+      {"neighbour reads", [=](Chain& c) {
+         c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
+             .launch("smooth", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
+       }, {"rowsum2d", "smooth"}, "must touch only element e"},
+      {"row loop", [=](Chain& c) {
+         c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
+             .launch("row_total", {1, 1, 1}, {kM, 1, 1}, {Ptr{c.c}, Ptr{c.y}, kM, kN});
+       }, {"rowsum2d", "row_total"}, "could not follow"},
+      {"row loop on the same launch shape", [=](Chain& c) {
+         // Thread-local, not epilogue: both launches have one shape, and the consumer reads a whole row in a loop.
+         c.b.launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn})
+             .launch("row_total", cgrid, cblock, {Ptr{c.y}, Ptr{c.a}, kM, kN});
+       }, {"act", "row_total"}, "could not follow"},
+      {"element written twice", [=](Chain& c) {
+         c.b.launch("colfill2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
+             .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
+       }, {"colfill2d", "act"}, "from two threads"},
+      {"stored twice", [=](Chain& c) {
+         c.b.launch("store_twice2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
+             .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
+       }, {"store_twice2d", "act"}, "more than once"},
+      {"unwritten elements", [=](Chain& c) {
+         c.b.launch("skip_last_row2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
+             .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
+       }, {"skip_last_row2d", "act"}, "never writes element"},
+  };
+}
+
+TEST_P(EpilogueNearMiss, IsBlockedWithItsReason) {
+  const NearMiss m = nearMisses()[static_cast<size_t>(GetParam())];
+  Chain ch;
+  m.launches(ch);
+  const Report r = ch.b.analyze();
+  const Candidate* c = find(r, m.kernels);
+  ASSERT_NE(c, nullptr) << m.name << "\n" << describe(r);
+  EXPECT_EQ(c->legality, Legality::kBlocked) << m.name << "\n" << describe(r);
+  EXPECT_NE(c->verdict.find(m.reason), std::string::npos) << m.name << ": " << c->verdict;
+  EXPECT_FALSE(c->epilogue.has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EpilogueNearMiss, testing::Range(0, 8), [](const testing::TestParamInfo<int>& i) {
+  std::string n = nearMisses()[static_cast<size_t>(i.param)].name;
+  for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+});
+
+}  // namespace
+}  // namespace kfuse::analyzer

@@ -1,0 +1,262 @@
+// Epilogue fusion: the consumers run per element inside the producer, right after the store of that element.
+//
+// Why this is sound for a pattern the analyzer proved (analyzer/src/epilogue.h): the producer writes each element
+// of the intermediate exactly once, and consumer thread e touches only element e of it, so running consumer
+// thread e right after that store reads what the separate launches would have read; every consumer thread with an
+// effect owns an element the producer writes, so none is lost; the consumers share no written buffer with the
+// producer's other accesses, so the order of threads does not matter. The transform keeps:
+//  - the element index from the store's own address, so any producer shape and index expression works;
+//  - a bound check (0 <= e < consumer threads), as elements beyond the consumers' launch had no consumer thread;
+//  - each consumer's own guards and index arithmetic, fed the thread and block indices it had (ntid, nctaid as the
+//    recorded constants; y and z indices 0 for 1-D consumers).
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <map>
+
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/parser.h"
+#include "kfuse/rewriter/fusion.h"
+#include "rename.h"
+
+namespace kfuse::rewriter {
+
+using ptx::Function;
+using ptx::Operand;
+using ptx::OperandKind;
+using ptx::Statement;
+using ptx::StatementKind;
+
+namespace {
+
+// Special registers a consumer may read, and what they become inside the producer's thread.
+const std::map<std::string, std::string, std::less<>>& sregMap() {
+  static const std::map<std::string, std::string, std::less<>> m = {
+      {"%tid.x", "%kfe_tid"},      {"%ctaid.x", "%kfe_ctaid"},  {"%ntid.x", "%kfe_ntid"},
+      {"%nctaid.x", "%kfe_nctaid"}, {"%tid.y", "%kfe_zero"},    {"%tid.z", "%kfe_zero"},
+      {"%ctaid.y", "%kfe_zero"},   {"%ctaid.z", "%kfe_zero"},   {"%ntid.y", "%kfe_one"},
+      {"%ntid.z", "%kfe_one"},     {"%nctaid.y", "%kfe_one"},   {"%nctaid.z", "%kfe_one"}};
+  return m;
+}
+
+// A special register (a '%' name the function does not declare, like %laneid) other than those sregMap() maps.
+bool otherSpecialRegister(const std::string& name) {
+  static const char* kSpecial[] = {"%laneid",  "%warpid", "%nwarpid", "%smid",       "%nsmid",  "%lanemask",
+                                   "%clock",   "%globaltimer", "%gridid", "%cluster", "%is_explicit_cluster",
+                                   "%envreg",  "%dynamic_smem_size", "%total_smem_size", "%tid", "%ntid",
+                                   "%ctaid",   "%nctaid", "%pm", "%reserved_smem"};
+  if (sregMap().count(name)) return false;
+  return std::any_of(std::begin(kSpecial), std::end(kSpecial),
+                     [&](const char* p) { return name.rfind(p, 0) == 0; });
+}
+
+// The statements of `text`, a body written here, parsed by the PTX parser (so they are exactly what it makes of
+// PTX text). `param` is declared so that `ld.param` of it parses.
+Expected<std::vector<Statement>> parseBody(const std::string& param, const std::string& text) {
+  const std::string module = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kfe_snippet(.param .u64 " +
+                             param + ")\n{\n" + text + "}\n";
+  auto m = ptx::parseModule(module, "<epilogue>");
+  if (!m.ok()) return internalError("the epilogue glue does not parse: " + m.status().message());
+  const Function* f = m->findFunction("kfe_snippet");
+  if (!f) return internalError("the epilogue glue has no body");
+  return f->body;
+}
+
+}  // namespace
+
+Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& spec) {
+  if (spec.consumers.empty()) return unsupported("an epilogue fusion needs at least one consumer");
+  if (spec.element_bytes == 0) return unsupported("the epilogue's element size is not known");
+  if (spec.consumer_shape.block[1] != 1 || spec.consumer_shape.block[2] != 1 || spec.consumer_shape.grid[1] != 1 ||
+      spec.consumer_shape.grid[2] != 1) {
+    return unsupported("the consumers of an epilogue fusion must run on a 1-D launch");
+  }
+  if (spec.consumer < 1 || static_cast<size_t>(spec.consumer) > spec.consumers.size()) {
+    return unsupported("the epilogue's reference consumer is not one of its consumers");
+  }
+  std::vector<const Function*> parts;
+  std::vector<std::string> names{spec.producer};
+  names.insert(names.end(), spec.consumers.begin(), spec.consumers.end());
+  for (const std::string& name : names) {
+    const Function* f = module.findFunction(name);
+    if (!f || !f->is_entry || !f->has_body) {
+      return unsupported("no kernel (.entry with a body) named '" + name + "' in the module");
+    }
+    parts.push_back(f);
+  }
+  FusionResult result;
+  result.fused_name = spec.fused_name;
+  if (result.fused_name.empty()) {
+    result.fused_name = "kfuse_epilogue";
+    for (const std::string& k : names) result.fused_name += "_" + k;
+  }
+  if (module.findFunction(result.fused_name)) {
+    return unsupported("the module already has a function named '" + result.fused_name + "'");
+  }
+  const Function& producer = *parts[0];
+  if (spec.producer_param < 0 || static_cast<size_t>(spec.producer_param) >= producer.params.size()) {
+    return unsupported("the producer has no parameter " + std::to_string(spec.producer_param));
+  }
+
+  // The producer's one store through the intermediate's parameter, outside any loop.
+  ptx::FunctionAnalyses fa(&module, producer);
+  size_t store_stmt = SIZE_MAX;
+  for (const ptx::MemoryAccess& a : fa.memoryAccesses()) {
+    const bool through = a.base_param == spec.producer_param ||
+                         (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(),
+                                                        spec.producer_param) != a.pointer_params.end());
+    if (!through || !a.is_write) continue;
+    if (a.in_loop) return unsupported("'" + producer.name + "' stores the intermediate inside a loop");
+    if (a.base_param < 0) {
+      return unsupported("'" + producer.name + "' stores the intermediate at an address the PTX analysis cannot "
+                         "follow (line " + std::to_string(a.line) + ")");
+    }
+    if (store_stmt != SIZE_MAX) {
+      return unsupported("'" + producer.name + "' stores through parameter " + std::to_string(spec.producer_param) +
+                         " more than once");
+    }
+    store_stmt = a.stmt;
+  }
+  if (store_stmt == SIZE_MAX) {
+    return unsupported("'" + producer.name + "' has no store through parameter " + std::to_string(spec.producer_param));
+  }
+  for (size_t k = 1; k < parts.size(); ++k) {
+    for (const Statement& s : parts[k]->body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      const ptx::Instruction& in = s.inst;
+      if (detail::isCtaBarrier(in) || in.opcode == ptx::Opcode::kExit || in.opcode == ptx::Opcode::kCall) {
+        return unsupported("consumer '" + parts[k]->name + "' " +
+                           (in.opcode == ptx::Opcode::kCall ? "calls a function"
+                            : in.opcode == ptx::Opcode::kExit ? "executes exit"
+                                                               : "synchronises its block") +
+                           " (line " + std::to_string(s.loc.line) + "): it cannot run per element inside the producer");
+      }
+      for (const Operand& o : in.operands) {
+        const std::function<bool(const Operand&)> bad = [&](const Operand& x) {
+          if (x.kind == OperandKind::kRegister && otherSpecialRegister(x.name)) return true;
+          return std::any_of(x.elements.begin(), x.elements.end(), bad);
+        };
+        if (bad(o)) {
+          return unsupported("consumer '" + parts[k]->name + "' reads a special register an element of the producer "
+                             "cannot stand for (line " + std::to_string(s.loc.line) + ")");
+        }
+      }
+    }
+  }
+
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
+                                                                              result.fused_name));
+  Function fused;
+  fused.linkage = ptx::Linkage::kVisible;
+  fused.is_entry = true;
+  fused.name = result.fused_name;
+  fused.has_param_list = true;
+  fused.has_body = true;
+  fused.params = std::move(merged.decls);
+  result.params = std::move(merged.params);
+  fused.directives = producer.directives;  // the fused launch is the producer's
+
+  std::vector<detail::BodyRenaming> renamings;
+  for (size_t k = 0; k < parts.size(); ++k) renamings.push_back({"k" + std::to_string(k) + "_", merged.names[k]});
+  std::vector<detail::BodyRenamer> renamers;
+  for (size_t k = 0; k < parts.size(); ++k) renamers.emplace_back(*parts[k], renamings[k]);
+  auto hoisted = [](const Function& f, auto&& fn) {
+    int depth = 0;
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      const Statement& s = f.body[i];
+      if (s.kind == StatementKind::kBlockBegin) ++depth;
+      if (s.kind == StatementKind::kBlockEnd) --depth;
+      fn(i, s, depth == 0 && s.kind == StatementKind::kDeclaration);
+    }
+  };
+  for (size_t k = 0; k < parts.size(); ++k) {
+    hoisted(*parts[k], [&](size_t, const Statement& s, bool h) {
+      if (!h) return;
+      fused.body.push_back(s);
+      renamers[k].rename(fused.body.back());
+    });
+  }
+
+  // The glue after the store: the element index from the store's address, the bound check, the consumer's
+  // thread and block indices.
+  const Statement& original_store = producer.body[store_stmt];
+  Statement store = original_store;
+  renamers[0].rename(store);
+  const Operand* addr = nullptr;
+  for (const Operand& o : store.inst.operands) {
+    if (o.kind == OperandKind::kAddress) addr = &o;
+  }
+  if (!addr || addr->elements.empty() || addr->elements[0].kind != OperandKind::kRegister) {
+    return unsupported("the producer's store does not address memory through a register");
+  }
+  const ArgRef ref{spec.consumer, spec.consumer_param};
+  const auto& consumer_params = merged.index[static_cast<size_t>(ref.kernel)];
+  if (ref.param < 0 || static_cast<size_t>(ref.param) >= consumer_params.size()) {
+    return unsupported("the reference consumer has no parameter " + std::to_string(ref.param));
+  }
+  const std::string param_name = fused.params[consumer_params[static_cast<size_t>(ref.param)]].name;
+  const uint64_t total = spec.consumer_shape.threads() * spec.consumer_shape.blocks();
+  const std::string end = "$kfuse_epilogue_end";
+  std::string glue =
+      ".reg .b64 %kfe_ptr, %kfe_rel, %kfe_e;\n"
+      ".reg .b32 %kfe_e32, %kfe_tid, %kfe_ctaid, %kfe_ntid, %kfe_nctaid, %kfe_zero, %kfe_one;\n"
+      ".reg .pred %kfe_skip;\n";
+  std::string code;
+  if (!store.inst.guard.empty()) {
+    code += "@" + std::string(store.inst.guard_negated ? "" : "!") + store.inst.guard + " bra " + end + ";\n";
+  }
+  code += "ld.param.u64 %kfe_ptr, [" + param_name + "];\n";
+  code += "cvta.to.global.u64 %kfe_ptr, %kfe_ptr;\n";
+  code += "sub.s64 %kfe_rel, " + addr->elements[0].name + ", %kfe_ptr;\n";
+  if (const int64_t off = addr->offset - spec.consumer_offset; off != 0) {
+    code += "add.s64 %kfe_rel, %kfe_rel, " + std::to_string(off) + ";\n";
+  }
+  if (std::has_single_bit(spec.element_bytes)) {
+    code += "shr.u64 %kfe_e, %kfe_rel, " + std::to_string(std::countr_zero(spec.element_bytes)) + ";\n";
+  } else {
+    code += "div.u64 %kfe_e, %kfe_rel, " + std::to_string(spec.element_bytes) + ";\n";
+  }
+  code += "setp.ge.u64 %kfe_skip, %kfe_e, " + std::to_string(total) + ";\n";  // negative offsets wrap above too
+  code += "@%kfe_skip bra " + end + ";\n";
+  code += "cvt.u32.u64 %kfe_e32, %kfe_e;\n";
+  code += "div.u32 %kfe_ctaid, %kfe_e32, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
+  code += "rem.u32 %kfe_tid, %kfe_e32, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
+  code += "mov.u32 %kfe_ntid, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
+  code += "mov.u32 %kfe_nctaid, " + std::to_string(spec.consumer_shape.grid[0]) + ";\n";
+  code += "mov.u32 %kfe_zero, 0;\nmov.u32 %kfe_one, 1;\n";
+  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_decls, parseBody(param_name, glue));
+  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_code, parseBody(param_name, code));
+  fused.body.insert(fused.body.end(), glue_decls.begin(), glue_decls.end());
+
+  // The producer's body with the consumers after its store.
+  hoisted(producer, [&](size_t i, const Statement& s, bool h) {
+    if (h || detail::BodyRenamer::dropped(s)) return;
+    fused.body.push_back(s);
+    renamers[0].rename(fused.body.back());
+    if (i != store_stmt) return;
+    fused.body.insert(fused.body.end(), glue_code.begin(), glue_code.end());
+    for (size_t k = 1; k < parts.size(); ++k) {
+      const std::string part_end = k + 1 == parts.size() ? end : "$kfuse_epilogue_part" + std::to_string(k) + "_end";
+      hoisted(*parts[k], [&](size_t, const Statement& cs, bool ch) {
+        if (ch || detail::BodyRenamer::dropped(cs)) return;
+        fused.body.push_back(cs);
+        Statement& copy = fused.body.back();
+        renamers[k].rename(copy);
+        detail::replaceReturn(copy, part_end);
+        if (copy.kind != StatementKind::kInstruction) return;
+        detail::forEachOperand(copy.inst, [](Operand& o) {
+          if (o.kind != OperandKind::kRegister) return;
+          if (auto it = sregMap().find(o.name); it != sregMap().end()) o.name = it->second;
+        });
+      });
+      fused.body.push_back(detail::labelStatement(part_end));
+    }
+  });
+  result.notes.push_back("epilogue: " + std::to_string(spec.consumers.size()) + " consumer(s) run per element after " +
+                         producer.name + "'s store (line " + std::to_string(original_store.loc.line) + ")");
+  module.functions.push_back(std::move(fused));
+  module.order.push_back({ptx::TopLevelKind::kFunction, module.functions.size() - 1});
+  return result;
+}
+
+}  // namespace kfuse::rewriter
