@@ -57,4 +57,10 @@ inline bool isEventRecordApi(std::string_view api) {
          api == "cuEventRecordWithFlags" || api == "hipEventRecord";
 }
 
+// A CUDA / HIP graph launch: every kernel it runs shares the call's correlation id.
+inline bool isGraphLaunchApi(std::string_view api) {
+  api = apiBaseName(api);
+  return api == "cudaGraphLaunch" || api == "cuGraphLaunch" || api == "hipGraphLaunch";
+}
+
 }  // namespace kfuse::analyzer::detail

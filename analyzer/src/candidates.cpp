@@ -8,6 +8,7 @@
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/stats.h"
+#include "advice.h"
 #include "cost_model.h"
 #include "epilogue.h"
 #include "footprint.h"
@@ -56,20 +57,17 @@ std::string dimText(const core::Dim3& d) {
 // Counters of what the search looked at, for the "why nothing qualified" part of the report.
 struct SearchStats {
   size_t adjacent_pairs = 0, pairs_config_unknown = 0, pairs_config_differs = 0, pairs_sync_between = 0, pairs_no_data_flow = 0,
-         pairs_copy_between = 0, horizontal_pairs = 0, horizontal_not_small = 0, horizontal_dependent = 0;
+         pairs_copy_between = 0, horizontal_pairs = 0, horizontal_not_small = 0, horizontal_dependent = 0,
+         pairs_family_never = 0;
 };
 
 class Analysis {
  public:
   Analysis(const ImportResult& input, const KernelCatalog& catalog, const DependencyGraph& graph,
-           const core::GpuSpec& gpu, const AnalysisOptions& options)
-      : in_(input), t_(input.trace), cat_(catalog), g_(graph), gpu_(gpu), opt_(options) {
+           const core::GpuSpec& gpu, const AnalysisOptions& options, const Advisor& advisor)
+      : in_(input), t_(input.trace), cat_(catalog), g_(graph), gpu_(gpu), opt_(options), adv_(advisor) {
     for (const core::Allocation& a : t_.allocations) allocs_[a.id] = &a;
     for (const core::Metric& m : t_.metrics) metrics_[m.launch_id].push_back(&m);
-    for (const CpuOp& op : in_.cpu_ops) {
-      if (op.external_id != 0) cpu_ops_[op.external_id] = &op;
-    }
-    for (const auto& [launch, ext] : in_.launch_external_ids) kernels_per_external_[ext]++;
     // Importers record a kernel without grid/block (other vendors' traces) as 1x1x1 and count it.
     shapes_may_be_unknown_ = in_.problemCount(core::statName(core::StatId::kKinetoKernelWithoutLaunchConfig)) > 0;
   }
@@ -133,15 +131,10 @@ class Analysis {
       }
     }
     if (bytes > 0) return bytes;
-    // Kineto: the enclosing CPU operator's tensor shapes, shared among the kernels it launched.
-    if (auto e = in_.launch_external_ids.find(l.id); e != in_.launch_external_ids.end()) {
-      if (auto c = cpu_ops_.find(e->second); c != cpu_ops_.end()) {
-        const double op_bytes = cpuOpBytes(*c->second);
-        if (op_bytes > 0) {
-          source = cost::Source::kOperatorEstimate;
-          return op_bytes / std::max(1, kernels_per_external_.at(e->second));
-        }
-      }
+    // Imported PyTorch traces: the issuing CPU operator's tensors, shared among the kernels it launched.
+    if (const std::optional<double> b = adv_.operatorBytes(op)) {
+      source = cost::Source::kOperatorEstimate;
+      return *b;
     }
     source = cost::Source::kUnknown;
     return 0;
@@ -196,22 +189,6 @@ class Analysis {
     return 0;
   }
 
-  double cpuOpBytes(const CpuOp& op) const {
-    static const std::map<std::string, double> kSizes = {
-        {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2}, {"long int", 8}, {"int", 4},
-        {"bool", 1}, {"unsigned char", 1}, {"signed char", 1}, {"short int", 2}, {"c10::complex<float>", 8}};
-    double total = 0, largest = 0;
-    for (size_t i = 0; i < op.input_dims.size() && i < op.input_types.size(); ++i) {
-      auto s = kSizes.find(op.input_types[i]);
-      if (s == kSizes.end() || op.input_dims[i].empty()) continue;
-      double n = 1;
-      for (int64_t d : op.input_dims[i]) n *= static_cast<double>(std::max<int64_t>(d, 0));
-      total += n * s->second;
-      largest = std::max(largest, n * s->second);
-    }
-    return total + largest;  // inputs read, and an output the size of the largest input written
-  }
-
   // FLOPs by precision: the flops_fp16/32/64 metrics (any other "flops*" metric counts as FP32), else the PTX
   // count per thread x threads.
   FlopCounts kernelFlops(size_t op, cost::Source& source) const {
@@ -237,6 +214,10 @@ class Analysis {
     if (k && k->has_ptx) {
       source = cost::Source::kPtxEstimate;
       return k->flops_per_thread.scaled(static_cast<double>(l.grid.count() * l.block.count()));
+    }
+    if (const std::optional<FlopCounts> f = adv_.operatorFlops(op)) {
+      source = cost::Source::kOperatorEstimate;
+      return *f;
     }
     source = cost::Source::kUnknown;
     return {};
@@ -342,6 +323,10 @@ class Analysis {
     if (kind == CandidateKind::kVertical && g_.has_pointer_data) {
       in.uses = chainBuffers(occ).uses;
       in.live = live;
+    } else if (kind == CandidateKind::kVertical && !adv_.chainUses(occ, in.uses, in.live)) {
+      in.uses.clear();  // operator tensors not known: only idle gaps are counted
+    } else if (kind == CandidateKind::kVertical) {
+      in.anchor = adv_.epilogueAnchor(occ);
     }
     return cost::occurrenceCost(in, gpu_);
   }
@@ -680,6 +665,11 @@ class Analysis {
         c.fusion = FusionKind::kThreadLocal;
         common.reasons.push_back("same launch configuration (grid " + dimText(l.grid) + ", block " + dimText(l.block) +
                                  ")");
+      } else if (!g_.has_pointer_data) {
+        c.fusion = FusionKind::kEpilogue;
+        common.reasons.push_back("launch shapes differ (grid " + dimText(l.grid) + " then " +
+                                 dimText(launch(first[1]).grid) + "): their kernel families allow a fusion that does "
+                                 "not need equal shapes");
       } else {
         c.fusion = FusionKind::kEpilogue;
         const core::Launch& lc = launch(first[1]);
@@ -690,14 +680,18 @@ class Analysis {
       common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
                                " with no host synchronization between them");
       if (!g_.has_pointer_data) {
-        common.weaken(Legality::kLikely, "no pointer arguments in this trace: data flow inferred from stream order, "
-                                         "thread locality not checked");
+        const std::string flow = adv_.tensorEdgesSource() == "execution-trace" ? "data flow from the Execution Trace"
+                                 : adv_.tensorEdgesSource().empty()            ? "data flow inferred from stream order"
+                                                                               : "data flow inferred from operator shapes";
+        common.weaken(Legality::kLikely, "no pointer arguments or PTX in this trace: " + flow +
+                                             ", legality from the kernel families, thread locality not checked");
       }
       for (size_t i = 0; i + 1 < first.size(); ++i) {
         for (const Edge* e : g_.edgesBetween(first[i], first[i + 1])) {
           if (e->kind != EdgeKind::kStreamOrder) c.edges.push_back({e->kind, g_.describe(*e, t_, cat_)});
         }
       }
+      for (auto& e : adv_.describeEdges(first)) c.edges.push_back(std::move(e));
     } else {
       c.fusion = FusionKind::kHorizontal;
       std::set<core::Id> streams;
@@ -731,7 +725,11 @@ class Analysis {
         c.verdict = "the trace has no pointer arguments: which buffers the kernels share is not known";
       }
       c.reasons = std::move(common.reasons);
-      c.confidence = Confidence::kLow;
+      // Medium: the Execution Trace shows the data flowing between every consecutive pair, and the kernel families
+      // allow the fusion; otherwise low.
+      c.confidence = c.kind == CandidateKind::kVertical && adv_.confirmedByExecutionTrace(first)
+                         ? Confidence::kMedium
+                         : Confidence::kLow;
       return {std::move(c)};
     }
 
@@ -917,7 +915,21 @@ class Analysis {
         const core::Launch& lb = launch(b);
         bool linked = true;
         const bool same_shape = la.grid == lb.grid && la.block == lb.block;
-        if (shapeUnknown(la) || shapeUnknown(lb)) {
+        // Without pointer data, the kernel families and the operators' tensors decide; they may link kernels of
+        // different launch shapes (an epilogue fusion does not need equal shapes) and refuse same-shape ones.
+        const Advisor::LinkVerdict fam = g_.has_pointer_data ? Advisor::LinkVerdict{} : adv_.vertical(a, b);
+        if (fam.link == Advisor::Link::kFamiliesForbid) {
+          ++stats.pairs_family_never;
+          linked = false;
+        } else if (fam.link == Advisor::Link::kNoDataFlow) {
+          ++stats.pairs_no_data_flow;
+          linked = false;
+        } else if (fam.link == Advisor::Link::kSyncBetween) {
+          ++stats.pairs_sync_between;
+          linked = false;
+        } else if (fam.link == Advisor::Link::kLink && g_.ops[a].host_sync_epoch == g_.ops[b].host_sync_epoch) {
+          // linked
+        } else if (shapeUnknown(la) || shapeUnknown(lb)) {
           ++stats.pairs_config_unknown;
           linked = false;
         } else if (!same_shape && !g_.has_pointer_data) {
@@ -940,8 +952,8 @@ class Analysis {
           continue;
         }
         // A change of launch shape starts an epilogue chain: `a` produces, `b` and the kernels of its shape after
-        // it consume.
-        if (!same_shape) flush();
+        // it consume. (Without pointer data the kernel families chain across shapes: GEMM -> add -> norm.)
+        if (!same_shape && g_.has_pointer_data) flush();
         if (run.empty()) run.push_back(a);
         run.push_back(b);
       }
@@ -953,6 +965,13 @@ class Analysis {
   // same host-sync epoch, and the group still fits in one wave.
   bool joinsGroup(const std::vector<size_t>& group, size_t b, SearchStats& stats) const {
     const core::Launch& lb = launch(b);
+    // A collective communicates with other GPUs: never fused (kernel families).
+    for (size_t k : {group.front(), b}) {
+      if (adv_.kernelClass(k).family == KernelFamily::kCollective) {
+        ++stats.pairs_family_never;
+        return false;
+      }
+    }
     if (shapeUnknown(lb)) {
       ++stats.pairs_config_unknown;
       return false;
@@ -1048,10 +1067,9 @@ class Analysis {
   const DependencyGraph& g_;
   const core::GpuSpec& gpu_;
   const AnalysisOptions& opt_;
+  const Advisor& adv_;
   std::unordered_map<core::Id, const core::Allocation*> allocs_;
   std::unordered_map<core::Id, std::vector<const core::Metric*>> metrics_;
-  std::unordered_map<int64_t, const CpuOp*> cpu_ops_;
-  std::unordered_map<int64_t, int> kernels_per_external_;
   bool shapes_may_be_unknown_ = false;
 };
 
@@ -1190,11 +1208,23 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
               "; costs use h100-sxm (pass --gpu NAME)");
       if (emulator) s.severity = core::StatSeverity::kInfo;
       r.stats.push_back(std::move(s));
+      if (!emulator && !t.devices.empty()) {
+        r.notices.push_back("the trace's GPU '" + t.devices.front().name + "' is not in kfuse's spec table: the costs "
+                            "below are for " + r.gpu.marketing_name + ", not for that GPU (pass --gpu NAME; `kfuse "
+                            "gpus` lists the table)");
+      }
     }
   }
 
   const KernelCatalog catalog = KernelCatalog::build(t);
   const DependencyGraph graph = DependencyGraph::build(t, catalog);
+  // Operator context, kernel families and tensor data flow (imported traces; advice.h).
+  Advisor advisor(input, graph, catalog);
+  if (!options.execution_trace.empty()) {
+    KFUSE_RETURN_IF_ERROR(advisor.joinExecutionTrace(options.execution_trace));
+  } else if (!graph.has_pointer_data) {
+    advisor.inferTensorFlow();
+  }
   r.cost_model_version = cost::kCostModelVersion;
   r.launches = static_cast<int64_t>(t.launches.size());
   r.kernels = static_cast<int64_t>(t.functions.size());
@@ -1206,7 +1236,7 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     if (const int64_t d = l.gpuDurationNs(); d != core::kNoTime && d > 0) r.gpu_busy_ns += d;
   }
 
-  Analysis analysis(input, catalog, graph, r.gpu, options);
+  Analysis analysis(input, catalog, graph, r.gpu, options, advisor);
   // Op weights for the critical path: GPU times; in a trace without any (recorded on the emulator, or without GPU
   // timestamps), the roofline estimates: kernels by their bytes and FLOPs, copies and sets by their bytes.
   const bool no_gpu_times = r.gpu_busy_ns == 0;
@@ -1272,6 +1302,14 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   });
   for (size_t i = 0; i < candidates.size(); ++i) candidates[i].rank = static_cast<int>(i + 1);
   markConflicts(candidates);
+  for (Candidate& c : candidates) {
+    const bool have_ptx = std::all_of(c.function_ids.begin(), c.function_ids.end(), [&](core::Id f) {
+      const KernelFacts* k = catalog.find(f);
+      return k && k->has_ptx;
+    });
+    advisor.describe(c, graph.has_pointer_data, have_ptx);
+  }
+  advisor.summarize(r);
   r.candidates = std::move(candidates);
 
   // Roofline points: each kernel's achieved FLOP/s against its arithmetic intensity, where both are known.
@@ -1334,7 +1372,7 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
                            " adjacent pairs share no data (the second does not read what the first wrote)");
     }
     if (stats.pairs_sync_between) {
-      r.why_none.push_back(std::to_string(stats.pairs_sync_between) + " adjacent pairs have a host synchronization between them");
+      r.why_none.push_back(std::to_string(stats.pairs_sync_between) + " adjacent pairs have a host synchronization (or the second an event wait) between them");
     }
     if (stats.pairs_copy_between) {
       r.why_none.push_back(std::to_string(stats.pairs_copy_between) + " kernels are followed by a copy or memset on their stream");
@@ -1343,6 +1381,11 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
       r.why_none.push_back(std::to_string(stats.horizontal_not_small) +
                            " consecutive pairs together need more than one wave on " + r.gpu.short_name +
                            " (horizontal fusion only pays for small kernels)");
+    }
+    if (stats.pairs_family_never) {
+      r.why_none.push_back(std::to_string(stats.pairs_family_never) +
+                           " pairs are of kernel families that are not fused (a collective, two GEMMs, work "
+                           "before a GEMM, an attention kernel; docs/analyzer.md, \"Kernel families\")");
     }
     if (stats.horizontal_dependent) {
       r.why_none.push_back(std::to_string(stats.horizontal_dependent) +

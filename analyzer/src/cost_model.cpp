@@ -243,7 +243,8 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     c.note = "no GPU times for these kernels";
     return c;
   }
-  const double achieved = std::clamp(sum_roof / sum_times, kMinAchievedFraction, 1.0);
+  double achieved = std::clamp(sum_roof / sum_times, kMinAchievedFraction, 1.0);
+  const bool anchored = vertical && in.anchor >= 0 && static_cast<size_t>(in.anchor) < in.kernels.size();
   if (vertical && !buffers_known) {
     c.bytes_after = c.bytes_before;
     c.fused_ns = sum_times;
@@ -252,6 +253,22 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     double predicted = 0;
     LaunchShape fused_shape;
     fused_shape.blocks = fusedBlocks(shapes, vertical);
+    if (anchored) {
+      // The epilogue runs inside the anchor kernel: its grid, and its own achieved fraction.
+      const KernelCost& a = in.kernels[static_cast<size_t>(in.anchor)];
+      fused_shape = a.shape;
+      double t = 0;
+      if (a.times.gpu_start_ns != core::kNoTime && a.times.gpu_end_ns != core::kNoTime) {
+        t = static_cast<double>(a.times.gpu_end_ns - a.times.gpu_start_ns);
+      }
+      if (t <= 0) t = launchRooflineNs(a.bytes, a.flops, a.shape, gpu);
+      double anchor_bytes = 0;
+      for (const UseBytes& u : in.uses) {
+        if (u.kernel == in.anchor) anchor_bytes += u.read_bytes + u.write_bytes;
+      }
+      const double roof = launchRooflineNs(buffers_known ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
+      if (t > 0) achieved = std::clamp(std::min(roof, t) / t, kMinAchievedFraction, 1.0);
+    }
     if (vertical) {
       // Before and after from the same per-buffer bytes, so that the two are comparable.
       c.bytes_before = unfusedChainBytes(in.uses);

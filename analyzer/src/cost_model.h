@@ -18,7 +18,7 @@
 namespace kfuse::analyzer::cost {
 
 // Written into reports ("cost_model_version"): bumped whenever a rule changes the numbers.
-inline constexpr int kCostModelVersion = 2;
+inline constexpr int kCostModelVersion = 3;
 
 // Without API times, an idle gap between two chained kernels counts as launch latency up to this much.
 inline constexpr double kUnknownIssueGapCapNs = 5'000;
@@ -146,6 +146,10 @@ struct OccurrenceInput {
   // is read after the chain. Empty `uses`: buffers unknown (no pointer arguments), only idle gaps are counted.
   std::vector<UseBytes> uses;
   std::vector<bool> live;
+  // Vertical, an epilogue fusion (a GEMM or convolution followed by elementwise work): the position of the heavy
+  // kernel. The fused kernel runs with that kernel's launch shape and at its achieved fraction (the tail runs in
+  // its epilogue); -1: the chain's largest grid and the chain's achieved fraction.
+  int anchor = -1;
 };
 
 // The cost of one occurrence (roofline times are launchRooflineNs):

@@ -199,7 +199,10 @@ bool readDim3(od::value v, core::Dim3& out) {
 
 // ----- collected records ------------------------------------------------------------------------------------
 
-enum class EventClass { kOther, kKernel, kMemcpy, kMemset, kApi, kSync, kCpuOp, kMemory, kMeta };
+enum class EventClass { kOther, kKernel, kMemcpy, kMemset, kApi, kSync, kCpuOp, kMemory, kMeta, kScope };
+
+// PyTorch names a module's forward call "nn.Module: Linear_0" (a python_function event, with_modules=True).
+constexpr std::string_view kModulePrefix = "nn.Module: ";
 
 EventClass classify(std::string_view cat, std::string_view name) {
   if (cat.empty()) return name == "[memory]" ? EventClass::kMemory : EventClass::kOther;
@@ -213,6 +216,8 @@ EventClass classify(std::string_view cat, std::string_view name) {
   if (iequals(cat, "cuda_sync")) return EventClass::kSync;
   if (iequals(cat, "cpu_op") || iequals(cat, "operator")) return EventClass::kCpuOp;
   if (name == "[memory]") return EventClass::kMemory;
+  if (iequals(cat, "user_annotation")) return EventClass::kScope;
+  if (iequals(cat, "python_function") && name.substr(0, kModulePrefix.size()) == kModulePrefix) return EventClass::kScope;
   return EventClass::kOther;
 }
 
@@ -222,7 +227,7 @@ struct Fields {
   std::optional<int64_t> pid, tid, ts, dur;
   std::string_view tid_text, pid_text;
   // args
-  std::optional<int64_t> stream, correlation, external_id, device, context, registers, shared_memory, bytes,
+  std::optional<int64_t> stream, correlation, external_id, record_function_id, device, context, registers, shared_memory, bytes,
       addr, mem_bytes, device_id, device_type, wait_on_stream, wait_record_corr, wait_event_id;
   std::optional<core::Dim3> grid, block;
   std::string_view sync_kind, copy_kind, proc_name;
@@ -845,6 +850,9 @@ class KinetoParse {
             intField(f.bytes);
           }
           break;
+        case 'R':
+          if (is(key, "Record function id")) intField(f.record_function_id);
+          break;
         case 'r':
           if (is(key, "registers per thread")) intField(f.registers);
           break;
@@ -1090,6 +1098,7 @@ class KinetoParse {
         if (!options_.keep_cpu_ops || !complete) return;
         CpuOp op;
         op.external_id = f.external_id.value_or(0);
+        op.record_function_id = f.record_function_id.value_or(-1);
         op.name = std::string(f.name);
         op.pid = f.pid.value_or(0);
         op.thread_id = f.tid.value_or(0);
@@ -1099,6 +1108,20 @@ class KinetoParse {
         }
         if (!f.input_dims.empty() || !f.input_types.empty()) shareInputs(f, op);
         result_.cpu_ops.push_back(std::move(op));
+        return;
+      }
+      case EventClass::kScope: {
+        // nn.Module forward calls and record_function / user annotations: ranges on the thread that issued the
+        // CPU ops inside them, kept as NVTX-like ranges (domain "nn.Module" or "user_annotation").
+        if (!options_.keep_cpu_ops || !complete || !f.ts || !f.dur) return;
+        core::NvtxRange r;
+        const bool module = iequals(f.cat, "python_function");
+        r.domain = module ? "nn.Module" : "user_annotation";
+        r.name = std::string(module ? f.name.substr(kModulePrefix.size()) : f.name);
+        r.thread_id = f.tid.value_or(0);
+        r.start_ns = *f.ts;
+        r.end_ns = *f.ts + *f.dur;
+        scopes_.push_back(std::move(r));
         return;
       }
       case EventClass::kMemory: {
@@ -1221,6 +1244,7 @@ class KinetoParse {
           problems_.add(core::StatId::kKinetoKernelWithoutApi);
         }
         if (external_id != 0) result_.launch_external_ids[l.id] = external_id;
+        if (api && isGraphLaunchApi(api->name)) result_.launch_graph_ids[l.id] = api->correlation;
         t.launches.push_back(std::move(l));
       } else if (op.cls == EventClass::kMemcpy) {
         core::Memcpy m;
@@ -1258,6 +1282,16 @@ class KinetoParse {
       if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
       return a.external_id < b.external_id;
     });
+    // Module and annotation ranges by start (the outer one first when two start together), numbered.
+    std::stable_sort(scopes_.begin(), scopes_.end(), [](const core::NvtxRange& a, const core::NvtxRange& b) {
+      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+      return a.end_ns > b.end_ns;
+    });
+    for (core::NvtxRange& r : scopes_) {
+      r.id = static_cast<Id>(t.nvtx_ranges.size()) + 1;
+      t.nvtx_ranges.push_back(std::move(r));
+    }
+    scopes_.clear();
   }
 
   void buildEventsAndSyncs(ModelTracker& model) {
@@ -1459,6 +1493,7 @@ class KinetoParse {
   std::vector<DeviceProps> devices_;
   std::vector<GpuOp> gpu_ops_;
   std::vector<ApiCall> apis_;
+  std::vector<core::NvtxRange> scopes_;
   std::vector<SyncEvent> syncs_;
   std::vector<MemoryEvent> memory_;
 };

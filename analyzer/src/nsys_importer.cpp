@@ -67,6 +67,7 @@ class NsysParse {
     KFUSE_RETURN_IF_ERROR(readDevices());
     KFUSE_RETURN_IF_ERROR(readRuntime());
     KFUSE_RETURN_IF_ERROR(readGpuRows());
+    KFUSE_RETURN_IF_ERROR(readNvtx());
     build();
     result_.problems = problems_.stats();
     return std::move(result_);
@@ -208,6 +209,36 @@ class NsysParse {
         problems_.add(core::StatId::kNsysDuplicateApiCorrelation);
       }
     });
+  }
+
+  // NVTX push/pop and start/end ranges (NVTX_EVENTS eventType 59 and 60) with both ends, as trace.nvtx_ranges:
+  // the operator and module context of PyTorch jobs that annotate with NVTX (emit_nvtx, record_function).
+  Status readNvtx() {
+    if (!tables_.count("NVTX_EVENTS")) return {};
+    std::vector<std::string> missing;
+    KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList("NVTX_EVENTS", {{"start"}, {"end"}, {"eventType"}, {"text"},
+                                                                        {"textId", true}, {"globalTid"}, {"domainId"}},
+                                                        &missing));
+    core::Trace& t = result_.trace;
+    KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"NVTX_EVENTS\" AS t", [&](SqliteStmt& s) {
+      if (s.isNull(0) || s.isNull(1) || s.isNull(2)) return;
+      const int64_t type = s.i64(2);
+      if (type != 59 && type != 60) return;
+      core::NvtxRange r;
+      r.name = s.isNull(3) ? s.text(4) : s.text(3);
+      r.start_ns = s.i64(0);
+      r.end_ns = s.i64(1);
+      if (r.end_ns < r.start_ns) return;
+      r.thread_id = s.isNull(5) ? 0 : tidOf(s.i64(5));
+      r.domain = s.isNull(6) || s.i64(6) == 0 ? std::string() : "domain " + std::to_string(s.i64(6));
+      t.nvtx_ranges.push_back(std::move(r));
+    }));
+    std::stable_sort(t.nvtx_ranges.begin(), t.nvtx_ranges.end(), [](const core::NvtxRange& a, const core::NvtxRange& b) {
+      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+      return a.end_ns > b.end_ns;
+    });
+    for (size_t i = 0; i < t.nvtx_ranges.size(); ++i) t.nvtx_ranges[i].id = static_cast<Id>(i) + 1;
+    return {};
   }
 
   struct Row {

@@ -35,6 +35,44 @@ std::string kernelsText(const Candidate& c, bool short_names = false) {
   return out;
 }
 
+// The members as a PyTorch user reads them ("aten::addmm bf16[141,512]x[512,2048] -> aten::gelu bf16[1,141,2048]")
+// when their operators are known, else the kernel names.
+std::string membersText(const Candidate& c, bool short_names = false) {
+  const bool ops = !c.members.empty() &&
+                   std::all_of(c.members.begin(), c.members.end(), [](const MemberContext& m) { return !m.op.empty(); });
+  if (!ops) return kernelsText(c, short_names);
+  std::string out;
+  const char* sep = c.kind == CandidateKind::kVertical ? " -> " : " + ";
+  for (size_t i = 0; i < c.members.size(); ++i) out += (i ? sep : "") + c.members[i].label;
+  return out;
+}
+
+// "in `BertLayer.BertOutput` (12 occurrences in 12 module instances)".
+std::string whereText(const Candidate& c) {
+  if (c.module_pattern.empty()) {
+    // No module: the annotation (NVTX range, record_function) all members share.
+    if (c.members.empty() || c.members.front().annotation.empty()) return {};
+    for (const MemberContext& m : c.members) {
+      if (m.annotation != c.members.front().annotation) return {};
+    }
+    return "in range `" + c.members.front().annotation + "`";
+  }
+  std::string out = "in `" + c.module_pattern + "`";
+  if (c.modules.size() > 1) {
+    out += " (" + std::to_string(c.occurrences.size()) + " occurrences in " + std::to_string(c.modules.size()) +
+           " module instances: ";
+    for (size_t i = 0; i < c.modules.size() && i < 4; ++i) {
+      const std::string& m = c.modules[i].module;
+      const size_t dot = m.rfind('.');
+      const size_t dot2 = dot == std::string::npos || dot == 0 ? std::string::npos : m.rfind('.', dot - 1);
+      out += (i ? ", " : "") + (dot2 == std::string::npos ? m : m.substr(dot2 + 1)) + " x" +
+             std::to_string(c.modules[i].occurrences);
+    }
+    out += c.modules.size() > 4 ? ", ...)" : ")";
+  }
+  return out;
+}
+
 // One sentence: what decided the candidate's legality.
 std::string verdictText(const Candidate& c) {
   if (c.legality == Legality::kProven) {
@@ -250,8 +288,37 @@ nlohmann::json reportToJson(const Report& r) {
                        {"flops_source", c.cost.flops_source},
                        {"note", c.cost.note}}},
                      {"edges", edges}});
+    json& cj = cands.back();
+    json members = json::array();
+    for (const MemberContext& m : c.members) {
+      members.push_back({{"label", m.label}, {"op", m.op}, {"top_op", m.top_op}, {"module", m.module},
+                         {"family", m.family}, {"library", m.library}, {"annotation", m.annotation}});
+    }
+    cj["members"] = members;
+    cj["fusion_kind"] = c.fusion_kind;
+    cj["module_pattern"] = c.module_pattern;
+    json modules = json::array();
+    for (const ModuleOccurrences& m : c.modules) modules.push_back({{"module", m.module}, {"occurrences", m.occurrences}});
+    cj["modules"] = modules;
+    if (!c.data_flow.empty()) cj["data_flow"] = c.data_flow;
+    cj["in_cuda_graph"] = c.in_cuda_graph;
+    json remedies = json::array();
+    for (const Remedy& m : c.remedies) remedies.push_back({{"kind", m.kind}, {"text", m.text}});
+    cj["remedies"] = remedies;
   }
   j["candidates"] = cands;
+  j["notices"] = r.notices;
+  json advice = json::array();
+  for (const Advice& a : r.advice) {
+    advice.push_back({{"kind", a.kind}, {"where", a.where}, {"text", a.text}, {"idle_ns", a.idle_ns},
+                      {"window_ns", a.window_ns}, {"launches", a.launches}});
+  }
+  j["advice"] = advice;
+  j["summary"]["context"] = {{"gpu_records", r.gpu_records},
+                             {"with_operator", r.records_with_operator},
+                             {"with_module", r.records_with_module},
+                             {"tensor_edges", r.tensor_edges},
+                             {"tensor_edges_source", r.tensor_edges_source}};
   json roof = json::array();
   for (const RooflinePoint& p : r.roofline) {
     roof.push_back({{"name", p.name}, {"intensity", p.intensity}, {"flops_per_s", p.flops_per_s}, {"predicted", p.predicted}});
@@ -266,8 +333,11 @@ nlohmann::json reportToJson(const Report& r) {
   return j;
 }
 
+static std::string shortened(const std::string& s, size_t max) { return s.size() > max ? s.substr(0, max - 3) + "..." : s; }
+
 std::string reportToText(const Report& r, size_t top, bool verbose) {
   std::string out;
+  for (const std::string& n : r.notices) out += "NOTE      " + n + "\n";
   out += "input     " + r.input_path + " (" + r.input_format + (r.producer.empty() ? "" : ", " + r.producer) + ")\n";
   out += "gpu       " + r.gpu.marketing_name + " [" + r.gpu.short_name + ", from " + r.gpu_source + "]\n";
   out += "launches  " + std::to_string(r.launches) + " of " + std::to_string(r.kernels) + " kernels (" +
@@ -277,7 +347,15 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   std::string kinds;
   for (const auto& [k, n] : r.edges_by_kind) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + k;
   out += "graph     " + std::to_string(r.edges) + " edges (" + kinds + ")" +
-         (r.has_pointer_data ? "" : "; no pointer arguments: data dependencies inferred") + "\n\n";
+         (r.has_pointer_data ? "" : "; no pointer arguments: data dependencies inferred") + "\n";
+  if (r.records_with_operator > 0 || r.tensor_edges > 0) {
+    out += "context   " + std::to_string(r.records_with_operator) + " of " + std::to_string(r.gpu_records) +
+           " kernels/copies/sets linked to their CPU operator, " + std::to_string(r.records_with_module) +
+           " inside an nn.Module; " + std::to_string(r.tensor_edges) + " tensor edges" +
+           (r.tensor_edges_source.empty() ? "" : " (" + r.tensor_edges_source + ")") + "\n";
+  }
+  for (const Advice& a : r.advice) out += "advice    [" + a.kind + "] " + a.text + "\n";
+  out += "\n";
   size_t shown = 0;
   char line[512];
   std::snprintf(line, sizeof line, "%4s  %-12s %-8s %-6s %6s %12s %12s %6s  %s\n", "rank", "kind", "legality", "conf",
@@ -289,13 +367,22 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
                   legalityName(c.legality), confidenceName(c.confidence), c.occurrences.size(),
                   durationText(c.cost.saving_ns).c_str(), durationText(c.total_saving_ns).c_str(),
                   100 * c.share_of_gpu_busy);
-    out += line + kernelsText(c, !verbose) + "\n";
+    out += line + (verbose ? membersText(c) : shortened(membersText(c, true), 110)) + "\n";
   }
   if (r.candidates.empty()) out += "      (no candidates)\n";
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
-    out += "\n#" + std::to_string(c.rank) + " " + kernelsText(c, !verbose) + "\n";
+    out += "\n#" + std::to_string(c.rank) + " " + membersText(c, !verbose) + "\n";
+    if (!whereText(c).empty() || !c.fusion_kind.empty()) {
+      out += "  " + (c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion") +
+             (whereText(c).empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + whereText(c)) +
+             (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "\n";
+    }
     out += "  " + verdictText(c) + "\n";
+    for (const Remedy& m : c.remedies) out += "  => " + m.kind + ": " + m.text + "\n";
+    if (verbose && !c.members.empty() && c.members.front().op.size() > 0) {
+      for (size_t k = 0; k < c.names.size(); ++k) out += "  kernel " + std::to_string(k + 1) + ": " + c.names[k] + "\n";
+    }
     if (verbose) {
       for (const std::string& reason : c.reasons) out += "  - " + reason + "\n";
     }
@@ -334,22 +421,30 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
 
 std::string reportToMarkdown(const Report& r) {
   std::string out = "# kfuse fusion report\n\n";
+  for (const std::string& n : r.notices) out += "> **Note:** " + mdEscape(n) + "\n\n";
   out += "- Input: `" + r.input_path + "` (" + r.input_format + ")\n";
   out += "- GPU: " + r.gpu.marketing_name + " (`" + r.gpu.short_name + "`, from " + r.gpu_source + ")\n";
   out += "- " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) + " kernels, GPU busy " +
          durationText(static_cast<double>(r.gpu_busy_ns)) + ", critical path " +
          durationText(static_cast<double>(r.critical_path_ns)) + "\n";
-  out += "- Predicted saving if all non-overlapping candidates are applied: " + durationText(disjointSaving(r)) + "\n\n";
+  out += "- Predicted saving if all non-overlapping candidates are applied: " + durationText(disjointSaving(r)) + "\n";
+  for (const Advice& a : r.advice) out += "- Advice (" + a.kind + "): " + mdEscape(a.text) + "\n";
+  out += "\n";
   out += "| rank | kind | kernels | occurrences | legality | confidence | saving / occurrence | total | share |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const Candidate& c : r.candidates) {
-    out += "| " + std::to_string(c.rank) + " | " + fusionKindName(c.fusion) + " | " + mdEscape(kernelsText(c)) + " | " +
+    out += "| " + std::to_string(c.rank) + " | " + fusionKindName(c.fusion) + " | " + mdEscape(membersText(c)) + " | " +
            std::to_string(c.occurrences.size()) + " | " + legalityName(c.legality) + " | " +
            confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) + " | " +
            durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
   }
   for (const Candidate& c : r.candidates) {
-    out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(kernelsText(c)) + "\n\n";
+    out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(membersText(c)) + "\n\n";
+    if (!c.module_pattern.empty() || !c.fusion_kind.empty()) {
+      out += "- " + mdEscape((c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion ") + whereText(c)) +
+             (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "\n";
+    }
+    for (const Remedy& m : c.remedies) out += "- **" + m.kind + "**: " + mdEscape(m.text) + "\n";
     for (const std::string& reason : c.reasons) out += "- " + mdEscape(reason) + "\n";
     if (!c.conflicts_with.empty()) out += "- " + conflictsText(c) + "\n";
     if (!c.cost.note.empty()) out += "- cost: " + mdEscape(c.cost.note) + "\n";
@@ -367,7 +462,10 @@ std::string reportToHtml(const Report& r) {
       "</title>\n<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
       "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
       ".blocked{color:#999}.proven{color:#070}.likely{color:#a60}</style></head><body>\n";
-  out += "<h1>kfuse fusion report</h1>\n<p>Input <code>" + htmlEscape(r.input_path) + "</code> (" +
+  out += "<h1>kfuse fusion report</h1>\n";
+  for (const std::string& n : r.notices) out += "<p><strong>Note:</strong> " + htmlEscape(n) + "</p>\n";
+  for (const Advice& a : r.advice) out += "<p><strong>Advice (" + htmlEscape(a.kind) + "):</strong> " + htmlEscape(a.text) + "</p>\n";
+  out += "<p>Input <code>" + htmlEscape(r.input_path) + "</code> (" +
          htmlEscape(r.input_format) + ") on " + htmlEscape(r.gpu.marketing_name) + " (" + htmlEscape(r.gpu_source) +
          "). " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) + " kernels; GPU busy " +
          durationText(static_cast<double>(r.gpu_busy_ns)) + "; predicted saving " + durationText(disjointSaving(r)) +
@@ -378,11 +476,16 @@ std::string reportToHtml(const Report& r) {
          "<th>saving / occurrence</th><th>total</th><th>share</th><th>why</th></tr>\n";
   for (const Candidate& c : r.candidates) {
     std::string why = "<li><b>" + htmlEscape(verdictText(c)) + "</b></li>";
+    if (!c.module_pattern.empty() || !c.fusion_kind.empty()) {
+      why += "<li>" + htmlEscape((c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion ") + whereText(c)) +
+             (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "</li>";
+    }
+    for (const Remedy& m : c.remedies) why += "<li><b>" + htmlEscape(m.kind) + "</b>: " + htmlEscape(m.text) + "</li>";
     for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
     out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
            fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
-           htmlEscape(kernelsText(c, /*short_names=*/true)) + "</td><td>" +
+           htmlEscape(membersText(c, /*short_names=*/true)) + "</td><td>" +
            std::to_string(c.occurrences.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
            confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +
            durationText(c.total_saving_ns) + "</td><td>" + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" +

@@ -1,5 +1,6 @@
 // `kfuse analyze`: import any supported trace, find fusion candidates, print and write the report.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
 #include "kfuse/analyzer/metrics_merge.h"
+#include "kfuse/analyzer/multi_rank.h"
 #include "kfuse/core/text.h"
 #include "kfuse/core/trace_store.h"
 #include "verbs.h"
@@ -15,6 +17,7 @@ namespace kfuse::cli {
 namespace {
 
 struct AnalyzeOptions {
+  std::vector<std::string> inputs;  // one trace; several (or a directory): the ranks of one job
   std::string input;
   std::string format;
   std::string gpu;
@@ -23,6 +26,7 @@ struct AnalyzeOptions {
   size_t max_group = 8;
   std::string json_out, md_out, html_out;
   std::string metrics_from;
+  std::string execution_trace;
   bool no_store = false;
   bool all = false;
   bool verbose = false;
@@ -35,6 +39,33 @@ Status writeText(const std::string& path, const std::string& text) {
   out.flush();
   if (!out) return ioError(path + ": write failed (disk full?)");
   return {};
+}
+
+// Several traces (or a directory of them): the ranks of one job, analyzed in parallel and merged by pattern.
+int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
+  auto paths = analyzer::expandRankInputs(o.inputs);
+  if (!paths) return reportError(paths.status(), kExitBadInput);
+  if (!o.metrics_from.empty() || !o.execution_trace.empty() || !o.md_out.empty() || !o.html_out.empty()) {
+    return reportError(invalidArgument("--metrics-from, --et, --md and --html take one trace, not several ranks"),
+                       kExitBadInput);
+  }
+  if (!ctx.quiet) std::fprintf(stderr, "kfuse: analyzing %zu ranks in parallel\n", paths->size());
+  analyzer::AnalysisOptions options;
+  options.gpu = o.gpu;
+  options.top = o.top;
+  options.keep_no_gain = o.all;
+  options.max_chain_length = std::max<size_t>(2, o.max_chain);
+  options.max_group = std::max<size_t>(2, o.max_group);
+  auto report = analyzer::analyzeRanks(*paths, options);
+  if (!report) return reportError(report.status(), kExitBadInput);
+  std::cout << analyzer::multiRankToText(*report, o.top);
+  if (!o.json_out.empty()) {
+    if (Status s = writeText(o.json_out, analyzer::multiRankToJson(*report).dump(2) + "\n"); !s.ok()) {
+      return reportError(s);
+    }
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", o.json_out.c_str());
+  }
+  return kExitOk;
 }
 
 int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
@@ -77,6 +108,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   options.top = o.top;
   options.keep_no_gain = o.all;
   options.max_chain_length = std::max<size_t>(2, o.max_chain);
+  options.execution_trace = o.execution_trace;
   options.max_group = std::max<size_t>(2, o.max_group);
   auto report = analyzer::analyze(*imported, o.input, options);
   if (!report) return reportError(report.status());
@@ -115,7 +147,10 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
       "analyze",
       "Find kernels worth fusing in a trace: kfuse trace (.sqlite), PyTorch profiler / Kineto JSON (.json, .json.gz) "
       "or Nsight Systems SQLite export. Prints ranked candidates with legality, confidence and predicted saving");
-  cmd->add_option("input", o->input, "Trace to analyze")->required();
+  cmd->add_option("input", o->inputs,
+                  "Trace to analyze; several traces or a directory: the ranks of one job, analyzed in parallel and "
+                  "merged by pattern")
+      ->required();
   cmd->add_option("--gpu", o->gpu, "GPU to cost for (`kfuse gpus` lists names); default: the trace's device");
   cmd->add_option("--top", o->top, "Candidates to print")->capture_default_str();
   cmd->add_option("--max-chain", o->max_chain, "Longest vertical chain to propose")->capture_default_str();
@@ -129,6 +164,9 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--metrics-from", o->metrics_from,
                   "A kfuse trace of the same program recorded with `kfuse record --metrics`: its measured DRAM bytes "
                   "and FLOPs are joined onto this trace's launches (same kernel, same position, same shape)");
+  cmd->add_option("--et", o->execution_trace,
+                  "A PyTorch Execution Trace (ExecutionTraceObserver JSON, .json or .json.gz) of the same run as a "
+                  "Kineto trace: tensor-level RAW/WAR/WAW edges per storage instead of edges inferred from shapes");
   cmd->add_flag("--no-store", o->no_store, "Do not store the report in the kfuse trace");
   cmd->add_flag("-v,--verbose", o->verbose,
                 "Every reason behind each verdict, full kernel names, and a per-kernel table (time, bytes, FLOPs, "
@@ -136,7 +174,15 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_flag("--all", o->all,
                 "List every fusable pattern with its legality, also those predicted to save no time (by default "
                 "they are only counted)");
-  cmd->callback([o, &ctx] { ctx.exit_code = runAnalyze(*o, ctx); });
+  cmd->callback([o, &ctx] {
+    std::error_code ec;
+    if (o->inputs.size() > 1 || std::filesystem::is_directory(o->inputs.front(), ec)) {
+      ctx.exit_code = runMultiRank(*o, ctx);
+      return;
+    }
+    o->input = o->inputs.front();
+    ctx.exit_code = runAnalyze(*o, ctx);
+  });
 }
 
 }  // namespace kfuse::cli

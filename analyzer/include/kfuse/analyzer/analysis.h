@@ -230,6 +230,30 @@ struct LegalityCheck {
   static constexpr size_t kMaxListedTuples = 16;
 };
 
+// One member of a candidate as a PyTorch user reads it (imported traces with operator context; docs/analyzer.md,
+// "Operator context").
+struct MemberContext {
+  std::string label;    // "aten::add bf16[1,141,512]"; the short kernel name when no operator is known
+  std::string op;       // the CPU operator that issued the kernel ("aten::add"), "" when not known
+  std::string top_op;   // the outermost operator around it ("aten::linear"), "" when not known
+  std::string module;   // the nn.Module path ("BertModel_0.BertEncoder_0.BertLayer_3.BertOutput_3"), "" none
+  std::string family;   // kernel family (kernel_families.h): "elementwise", "gemm", ...
+  std::string library;  // "pytorch", "cutlass", "cublas", ... "" when not known
+  std::string annotation;  // the innermost user annotation / NVTX range around it, "" none
+};
+
+// What to do about a recommendation (docs/analyzer.md, "Remedies").
+struct Remedy {
+  std::string kind;  // "torch-compile", "gemm-epilogue", "fused-operator", "cuda-graph", "kfuse-rewrite"
+  std::string text;  // one or two sentences naming the module, operator or library call
+};
+
+// Where the occurrences of a pattern sit: one row per module instance.
+struct ModuleOccurrences {
+  std::string module;  // the members' common nn.Module path, "" outside any module
+  size_t occurrences = 0;
+};
+
 struct Candidate {
   int rank = 0;
   CandidateKind kind = CandidateKind::kVertical;
@@ -251,6 +275,25 @@ struct Candidate {
   double share_of_gpu_busy = 0;
   bool on_critical_path = false;
   std::vector<int> conflicts_with;  // ranks of other candidates that share a launch with this one
+  // Advice (imported PyTorch traces and kernel families; empty where nothing is known):
+  std::vector<MemberContext> members;    // per kernel, same order as names
+  std::string fusion_kind;               // "pointwise", "epilogue", "prologue", "reduction-epilogue", "" (same-shape)
+  std::string module_pattern;            // the common module path with instance numbers dropped ("...BertOutput")
+  std::vector<ModuleOccurrences> modules;  // occurrences per module instance, in order of first occurrence
+  std::string data_flow;                 // "execution-trace", "inferred-from-shapes", "pointer-arguments", "adjacency"
+  bool in_cuda_graph = false;            // the kernels ran as nodes of a CUDA graph replay
+  std::vector<Remedy> remedies;          // best first
+};
+
+// A finding about the trace as a whole rather than a pair of kernels: a launch-bound region a CUDA graph would
+// help, work already in CUDA graphs (docs/analyzer.md, "Remedies").
+struct Advice {
+  std::string kind;     // "cuda-graph", "graphed"
+  std::string where;    // the module or annotation, "" for the whole trace
+  std::string text;
+  double idle_ns = 0;   // GPU idle time waiting for launches in the region
+  double window_ns = 0; // from the region's first kernel start to its last kernel end
+  size_t launches = 0;
 };
 
 struct RooflinePoint {
@@ -276,6 +319,7 @@ struct AnalysisOptions {
   size_t max_group = 8;       // most kernels in one horizontal group
   size_t top = 10;
   bool keep_no_gain = false;  // list patterns predicted to save nothing too (a legality audit), ranked last
+  std::string execution_trace;  // a PyTorch Execution Trace (ExecutionTraceObserver JSON) to join, "" none
 };
 
 struct Report {
@@ -296,6 +340,13 @@ struct Report {
   std::map<std::string, size_t> edges_by_kind;
   std::vector<Candidate> candidates;  // ranked, best first (blocked ones last)
   std::vector<std::string> why_none;  // when no candidate qualifies: what was looked at and why
+  std::vector<std::string> notices;   // said first in every report: a device the spec table lacks, ...
+  std::vector<Advice> advice;         // trace-level findings (launch-bound regions, CUDA graphs)
+  // Operator context (imported PyTorch traces): GPU records linked to their CPU operator / inside an nn.Module,
+  // and tensor-level data-flow edges from an Execution Trace (--et) or inferred from operator shapes.
+  size_t records_with_operator = 0, records_with_module = 0, gpu_records = 0;
+  size_t tensor_edges = 0;
+  std::string tensor_edges_source;  // "execution-trace", "inferred-from-shapes", "" none
   std::vector<RooflinePoint> roofline;
   std::vector<KernelRow> kernel_table;  // by GPU time, longest first
   std::vector<core::Stat> stats;

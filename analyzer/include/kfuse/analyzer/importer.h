@@ -84,6 +84,7 @@ class SharedVector {
 // the same External id, so analysis can find the shapes and dtypes of the enclosing op.
 struct CpuOp {
   int64_t external_id = 0;  // 0 = none recorded
+  int64_t record_function_id = -1;  // `Record function id`: the Execution Trace's rf_id of this op; -1 = none
   std::string name;         // "aten::add", ...
   int64_t pid = 0;
   int64_t thread_id = 0;
@@ -100,11 +101,15 @@ struct ImportResult {
   // trace.stats. A name appears only when its count is > 0.
   std::vector<core::Stat> problems;
   // Kineto only (empty otherwise): CPU operators sorted by (start, external id), and the External id of each
-  // launch / memcpy / memset that had one, by record id.
+  // launch / memcpy / memset that had one, by record id. (Kineto's nn.Module forward calls and user annotations
+  // are in trace.nvtx_ranges, domains "nn.Module" and "user_annotation".)
   std::vector<CpuOp> cpu_ops;
   std::map<core::Id, int64_t> launch_external_ids;
   std::map<core::Id, int64_t> memcpy_external_ids;
   std::map<core::Id, int64_t> memset_external_ids;
+  // Kernels a CUDA / HIP graph launch ran (their launch call is cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch):
+  // launch record id -> the graph launch call's correlation id, the same for every node of one replay.
+  std::map<core::Id, int64_t> launch_graph_ids;
 
   // The count of problem `name`, 0 when it was not met.
   int64_t problemCount(std::string_view name) const;
