@@ -1,5 +1,6 @@
 // Advice for imported traces: the glue between operator context, kernel families, tensor flow and candidates.
 #include "advice.h"
+#include "text_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,18 +31,6 @@ uint64_t shapeKey(const TensorShape& s) {
   return (h ^ static_cast<uint64_t>(s.numel())) * 1099511628211ull;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string durationText(double ns) {
-  if (ns < 1e3) return fmt("%.0f ns", ns);
-  if (ns < 1e6) return fmt("%.1f us", ns / 1e3);
-  if (ns < 1e9) return fmt("%.2f ms", ns / 1e6);
-  return fmt("%.2f s", ns / 1e9);
-}
 
 int fusionStrength(FamilyFusion k) {
   switch (k) {

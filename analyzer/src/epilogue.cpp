@@ -17,8 +17,14 @@ const ParamFacts* param(const Part& k, int index) {
   return &k.facts->params[static_cast<size_t>(index)];
 }
 
+// Threads of a launch, saturating (a damaged trace may hold any six 32-bit sizes).
 uint64_t threads(const locality::Shape& s) {
-  return uint64_t{s.grid.x} * s.grid.y * s.grid.z * s.block.x * s.block.y * s.block.z;
+  __extension__ unsigned __int128 n = 1;
+  for (uint32_t d : {s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z}) {
+    n *= d;
+    if (n > UINT64_MAX) return UINT64_MAX;
+  }
+  return static_cast<uint64_t>(n);
 }
 
 std::string line(const ParamMemoryAccess& a) { return "line " + std::to_string(a.line); }

@@ -1,5 +1,6 @@
 // Multi-rank analysis: a small thread pool over the inputs, then a merge by pattern.
 #include "kfuse/analyzer/multi_rank.h"
+#include "text_format.h"
 
 #include <algorithm>
 #include <atomic>
@@ -24,19 +25,6 @@ std::string patternKey(const Candidate& c) {
   return key;
 }
 
-std::string durationText(double ns) {
-  char buf[64];
-  if (ns < 1e3) {
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  } else if (ns < 1e6) {
-    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
-  } else if (ns < 1e9) {
-    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
-  }
-  return buf;
-}
 
 bool traceFile(const std::filesystem::path& p) {
   const std::string name = p.filename().string();

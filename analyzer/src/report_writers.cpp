@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kfuse/analyzer/analysis.h"
+#include "text_format.h"
 #include "kfuse/core/text.h"
 
 namespace kfuse::analyzer {
@@ -15,18 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string durationText(double ns) {
-  if (ns < 1e3) return fmt("%.0f ns", ns);
-  if (ns < 1e6) return fmt("%.1f us", ns / 1e3);
-  if (ns < 1e9) return fmt("%.2f ms", ns / 1e6);
-  return fmt("%.2f s", ns / 1e9);
-}
 
 std::string kernelsText(const Candidate& c, bool short_names = false) {
   std::string out;

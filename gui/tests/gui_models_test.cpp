@@ -74,12 +74,16 @@ class GuiModelsTest : public QObject {
     size_t placed = 0;
     for (const Lane& lane : t.lanes) {
       if (lane.kind != LaneKind::kRanges) continue;
+      // Range lanes hold CPU operators or annotation ranges (nn.Module and user annotations of a PyTorch
+      // profile), never both on one lane.
+      const SliceKind kind = lane.slices.empty() ? SliceKind::kCpuOp : lane.slices.front().kind;
+      QVERIFY(kind == SliceKind::kCpuOp || kind == SliceKind::kRange);
       for (size_t i = 0; i < lane.slices.size(); ++i) {
-        QCOMPARE(lane.slices[i].kind, SliceKind::kCpuOp);
+        QCOMPARE(lane.slices[i].kind, kind);
         // One row per nesting depth: ranges on a row do not overlap.
         if (i > 0) QVERIFY(lane.slices[i - 1].end <= lane.slices[i].start);
       }
-      placed += lane.slices.size();
+      if (kind == SliceKind::kCpuOp) placed += lane.slices.size();
     }
     QCOMPARE(placed, with_time);
   }
@@ -326,7 +330,9 @@ class GuiModelsTest : public QObject {
     QVERIFY(saveAsKfuseTrace(*six_, saved.toStdString()).ok());
     auto resaved = load(saved);
     QVERIFY(resaved->isKfuseTrace());
-    QCOMPARE(resaved->report.candidates.size(), six_->report.candidates.size());
+    // A kfuse trace keeps the GPU work but not the profile's CPU operators, so the analysis (operator context,
+    // kernel families' links) may find other candidates than the imported profile did; it finds some.
+    QVERIFY(!resaved->report.candidates.empty());
     ReviewBook kept;
     kept.setSession(resaved);
     QCOMPARE(kept.decide(0, core::ReviewVerdict::kRejected, "no"), QString());

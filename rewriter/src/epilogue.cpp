@@ -74,16 +74,9 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   if (spec.consumer < 1 || static_cast<size_t>(spec.consumer) > spec.consumers.size()) {
     return unsupported("the epilogue's reference consumer is not one of its consumers");
   }
-  std::vector<const Function*> parts;
   std::vector<std::string> names{spec.producer};
   names.insert(names.end(), spec.consumers.begin(), spec.consumers.end());
-  for (const std::string& name : names) {
-    const Function* f = module.findFunction(name);
-    if (!f || !f->is_entry || !f->has_body) {
-      return unsupported("no kernel (.entry with a body) named '" + name + "' in the module");
-    }
-    parts.push_back(f);
-  }
+  KFUSE_ASSIGN_OR_RETURN(const std::vector<const Function*> parts, detail::kernelsNamed(module, names));
   FusionResult result;
   result.fused_name = spec.fused_name;
   if (result.fused_name.empty()) {

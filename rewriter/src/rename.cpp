@@ -246,4 +246,17 @@ void collectSymbols(const ptx::Instruction& in, std::set<std::string, std::less<
   }
 }
 
+Expected<std::vector<const ptx::Function*>> kernelsNamed(const ptx::Module& module,
+                                                         const std::vector<std::string>& names) {
+  std::vector<const ptx::Function*> out;
+  for (const std::string& name : names) {
+    const ptx::Function* f = module.findFunction(name);
+    if (!f || !f->is_entry || !f->has_body) {
+      return unsupported("no kernel (.entry with a body) named '" + name + "' in the module");
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
 }  // namespace kfuse::rewriter::detail

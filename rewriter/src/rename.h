@@ -95,6 +95,10 @@ Expected<MergedParams> mergeParameters(const std::vector<const ptx::Function*>& 
                                        const std::vector<std::pair<ArgRef, ArgRef>>& equal_args,
                                        const std::string& fused_name);
 
+// The kernels (.entry functions with a body) named `names`, in order; an error names the first one missing.
+Expected<std::vector<const ptx::Function*>> kernelsNamed(const ptx::Module& module,
+                                                         const std::vector<std::string>& names);
+
 // A barrier of the whole block (bar.sync / barrier.sync / bar.red / bar.arrive), not bar.warp.sync.
 bool isCtaBarrier(const ptx::Instruction& in);
 

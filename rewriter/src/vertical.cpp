@@ -288,14 +288,7 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
 
 Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& spec) {
   if (spec.kernels.size() < 2) return unsupported("vertical fusion needs at least two kernels");
-  std::vector<const Function*> parts;
-  for (const std::string& name : spec.kernels) {
-    const Function* f = module.findFunction(name);
-    if (!f || !f->is_entry || !f->has_body) {
-      return unsupported("no kernel (.entry with a body) named '" + name + "' in the module");
-    }
-    parts.push_back(f);
-  }
+  KFUSE_ASSIGN_OR_RETURN(const std::vector<const Function*> parts, detail::kernelsNamed(module, spec.kernels));
   FusionResult result;
   result.fused_name = spec.fused_name;
   if (result.fused_name.empty()) {
