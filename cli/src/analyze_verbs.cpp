@@ -157,9 +157,12 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--max-group", o->max_group,
                   "Most independent kernels in one horizontal group (the cost model picks the best prefix)")
       ->capture_default_str();
-  cmd->add_option("--json", o->json_out, "Also write the report as JSON (schemas/report.schema.json)");
-  cmd->add_option("--md", o->md_out, "Also write the report as Markdown");
-  cmd->add_option("--html", o->html_out, "Also write a self-contained HTML report with a roofline chart");
+  cmd->add_option("--json", o->json_out, "Also write the report as JSON (schemas/report.schema.json)")
+      ->check(outputPath());
+  cmd->add_option("--md", o->md_out, "Also write the report as Markdown")
+      ->check(outputPath());
+  cmd->add_option("--html", o->html_out, "Also write a self-contained HTML report with a roofline chart")
+      ->check(outputPath());
   cmd->add_option("--format", o->format, "Input format instead of sniffing: kfuse, kfuse-json, kineto, nsys");
   cmd->add_option("--metrics-from", o->metrics_from,
                   "A kfuse trace of the same program recorded with `kfuse record --metrics`: its measured DRAM bytes "

@@ -320,7 +320,8 @@ void registerDemoVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--gpu", opts->gpu, "GPU the costs are predicted for (kfuse gpus lists them)")->capture_default_str();
   cmd->add_option("--example", opts->example, "Example program (examples/driver_api)")->capture_default_str();
   cmd->add_option("-o,--dir", opts->dir, "Keep the traces, reports, plans and logs there (default: a temporary "
-                                         "directory, removed at the end)");
+                                         "directory, removed at the end)")
+      ->check(outputPath());
   cmd->add_flag("--keep", opts->keep, "Keep the temporary directory");
   cmd->add_option("--trace", opts->real_trace, "The recorded trace to analyze last (default: a PyTorch profiler "
                                                "trace of a 16-rank A100 job from ../shared/data)");

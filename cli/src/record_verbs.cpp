@@ -49,7 +49,8 @@ void registerRecordVerbs(CLI::App& app, VerbContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "record", "Run a CUDA program and record its launches, arguments, allocations and copies into a trace");
   cmd->add_option("-o,--output", opts->output, "Trace file; %p is replaced by the process id (one trace per process)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(outputPath());
   cmd->add_option("--backend", opts->backend, "hook or cupti (default: cupti with a GPU driver, else hook)")
       ->check(CLI::IsMember({"hook", "cupti"}));
   cmd->add_flag("--metrics", opts->metrics,

@@ -226,7 +226,8 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   rw->add_flag("--all", ro->all, "Rewrite the best consistent set of proven candidates (one directory each)");
   rw->add_option("--min-saving", ro->min_saving_pct, "With --all: skip candidates saving less than PCT % of GPU time");
   rw->add_option("-o,--output", ro->out_dir, "Plan directory (with --all: one candidate-RANK directory under it)")
-      ->required();
+      ->required()
+      ->check(outputPath());
   rw->add_flag("--aggressive", ro->aggressive,
                "Drop stores of intermediates the trace shows are overwritten before anything reads them");
   rw->add_option("--arch", ro->archs, "Also compile for these architectures, e.g. sm_80,sm_90,sm_100");
@@ -244,7 +245,8 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   opt->add_option("files", oo->inputs, "PTX files");
   opt->add_option("--passes", oo->passes,
                   "Pipeline: pass{key=value,...},pass2 (e.g. fuse-vertical{kernels=a+b,name=f},cleanup)");
-  opt->add_option("-o,--output", oo->out, "Output PTX file (default: stdout)");
+  opt->add_option("-o,--output", oo->out, "Output PTX file (default: stdout)")
+      ->check(outputPath());
   opt->add_flag("--list", oo->list, "List the passes and their options");
   opt->callback([oo, &ctx] { ctx.exit_code = runOpt(*oo, ctx); });
 }

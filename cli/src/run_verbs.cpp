@@ -69,7 +69,8 @@ void registerRunVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_flag("--validate{1}", opts->validate,
                 "--validate[=N]: check the first N occurrences of each fusion against the original launches on "
                 "shadow copies; a mismatch disables the fusion and keeps the originals' results (N = 1 if omitted)");
-  cmd->add_option("--stats", opts->stats, "Write launch, fusion and flush statistics there as JSON at exit");
+  cmd->add_option("--stats", opts->stats, "Write launch, fusion and flush statistics there as JSON at exit")
+      ->check(outputPath());
   cmd->add_flag("--log", opts->log, "One line per fused occurrence and per flush of deferred launches (stderr)");
   cmd->add_option("command", opts->command, "-- PROGRAM ARGS...")->required()->expected(-1);
   cmd->footer(

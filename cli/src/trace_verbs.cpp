@@ -143,10 +143,12 @@ void registerTraceVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("trace", exp->trace, "kfuse trace (.sqlite); with --chrome also Kineto JSON or an Nsight Systems "
                                        "SQLite export")
       ->required();
-  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout");
+  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout")
+      ->check(outputPath());
   cmd->add_option("--chrome", exp->chrome,
                   "Write Chrome trace JSON (Trace Event Format) there instead, '-' for stdout: GPUs as processes, "
-                  "streams as tracks, kernels/copies/sets, NVTX ranges, candidates as flows and annotated slices");
+                  "streams as tracks, kernels/copies/sets, NVTX ranges, candidates as flows and annotated slices")
+      ->check(outputPath());
   cmd->add_option("--gpu", exp->gpu, "With --chrome: the GPU the candidates' savings are predicted for");
   cmd->add_flag("--no-candidates", exp->no_candidates, "With --chrome: leave out the analysis");
   cmd->callback([exp, &ctx] { ctx.exit_code = runExport(*exp, ctx); });
@@ -154,7 +156,8 @@ void registerTraceVerbs(CLI::App& app, VerbContext& ctx) {
   auto imp = std::make_shared<ImportOptions>();
   cmd = app.add_subcommand("import", "Build a kfuse trace from its JSON form");
   cmd->add_option("json", imp->input, "Trace JSON (as written by `kfuse export`)")->required();
-  cmd->add_option("-o,--output", imp->output, "Output kfuse trace (.sqlite)")->required();
+  cmd->add_option("-o,--output", imp->output, "Output kfuse trace (.sqlite)")->required()
+      ->check(outputPath());
   cmd->add_flag("-f,--force", imp->force, "Replace the output if it exists");
   cmd->callback([imp, &ctx] { ctx.exit_code = runImport(*imp, ctx); });
 }

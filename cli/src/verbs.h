@@ -17,6 +17,19 @@ struct VerbContext {
   bool quiet = false;
 };
 
+// A validator for options that name a file or directory to write: a value that looks like an option ("--help",
+// "-v") is refused, so a forgotten value never becomes a file of that name ("-" alone, for stdout, is allowed).
+inline CLI::Validator outputPath() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value.size() > 1 && value[0] == '-') {
+          return "'" + value + "' looks like an option, not a path (write ./" + value + " for a file of that name)";
+        }
+        return {};
+      },
+      "PATH");
+}
+
 // Exit codes shared by all verbs.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;

@@ -172,6 +172,16 @@ class TraceVerbs(TempDirCase):
         self.assertEqual(rows, (50 * (2 + 3 + 2 + 3), 4))
         db.close()
 
+    def test_an_option_is_never_taken_as_an_output_path(self):
+        # `-o --help` once wrote a trace into a file named "--help".
+        trace = self.demo_trace()
+        for args in (["export", trace, "-o", "--help"], ["analyze", trace, "--no-store", "--json", "--md"],
+                     ["import", self.demo_json, "-o", "-v"]):
+            p = subprocess.run([ARGS.kfuse, *args], capture_output=True, text=True, timeout=120, cwd=self.dir)
+            self.assertEqual(p.returncode, 2, f"{args}: {p.stdout} {p.stderr}")
+            self.assertIn("looks like an option", p.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["demo.sqlite"])
+
     def test_import_refuses_to_overwrite_without_force(self):
         trace = self.demo_trace()
         before = os.path.getsize(trace)
