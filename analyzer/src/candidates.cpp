@@ -333,23 +333,6 @@ class Analysis {
 
   // ---- legality ----
 
-  // A launch's 4- and 8-byte arguments as the atoms of the PTX analysis's forms ("param3"), sign-extended; values
-  // that do not fit the analysis's arithmetic make the forms that use them fail their range checks instead.
-  static std::optional<int64_t> argValue(const core::Launch& l, const ParamFacts& p) {
-    if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset + p.size) > l.arg_bytes.size()) return std::nullopt;
-    if (p.size == 4) {
-      int32_t v;
-      std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
-      return v;
-    }
-    if (p.size == 8) {
-      int64_t v;
-      std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
-      return v;
-    }
-    return std::nullopt;
-  }
-
   locality::AtomValues atomValues(size_t op) const {
     const core::Launch& l = launch(op);
     const KernelFacts* k = cat_.find(l.function_id);
@@ -606,7 +589,7 @@ class Analysis {
       for (size_t n = 0; k && n < k->form_params.size(); ++n) {
         const int p = k->form_params[n];
         std::optional<int64_t> v;
-        if (static_cast<size_t>(p) < k->params.size()) v = argValue(launch(occ[i]), k->params[static_cast<size_t>(p)]);
+        if (static_cast<size_t>(p) < k->params.size()) v = argumentValue(launch(occ[i]), k->params[static_cast<size_t>(p)]);
         args.push_back(ProofArgument{static_cast<int>(i), p, false, v.value_or(INT64_MIN)});
       }
       for (const BufferUse& u : g_.ops[occ[i]].uses) {

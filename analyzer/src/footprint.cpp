@@ -15,20 +15,26 @@ bool fullyFollowed(const ParamFacts& p) {
   return reads >= p.ptx_reads && writes >= p.ptx_writes;
 }
 
+std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p) {
+  if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size())
+    return std::nullopt;
+  if (p.size == 4) {
+    int32_t v;
+    std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
+    return v;
+  }
+  if (p.size == 8) {
+    int64_t v;
+    std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
+    return v;
+  }
+  return std::nullopt;
+}
+
 locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l) {
   locality::AtomValues values;
   for (const ParamFacts& p : k.params) {
-    if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size())
-      continue;
-    if (p.size == 4) {
-      int32_t v;
-      std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
-      values["param" + std::to_string(p.index)] = v;
-    } else if (p.size == 8) {
-      int64_t v;
-      std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
-      values["param" + std::to_string(p.index)] = v;
-    }
+    if (auto v = argumentValue(l, p)) values["param" + std::to_string(p.index)] = *v;
   }
   return values;
 }

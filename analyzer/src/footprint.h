@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,7 +21,11 @@ namespace kfuse::analyzer {
 // Every memory instruction through the parameter was followed to an address (none is missing from `accesses`).
 bool fullyFollowed(const ParamFacts& p);
 
-// The launch's 4- and 8-byte arguments as the atoms of the PTX analysis's forms ("param3"), sign-extended.
+// Argument `p` of launch `l` when it is 4 or 8 bytes, sign-extended; nullopt for other sizes or bytes the launch
+// does not have. Values that do not fit the analysis's arithmetic make the forms that use them fail their checks.
+std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p);
+
+// The launch's 4- and 8-byte arguments as the atoms of the PTX analysis's forms ("param3").
 locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l);
 
 struct ByteRange {

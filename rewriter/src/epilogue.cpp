@@ -139,13 +139,7 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
 
   KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
                                                                               result.fused_name));
-  Function fused;
-  fused.linkage = ptx::Linkage::kVisible;
-  fused.is_entry = true;
-  fused.name = result.fused_name;
-  fused.has_param_list = true;
-  fused.has_body = true;
-  fused.params = std::move(merged.decls);
+  Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
   result.params = std::move(merged.params);
   fused.directives = producer.directives;  // the fused launch is the producer's
 

@@ -640,13 +640,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   for (const Part& p : parts) part_functions.push_back(p.f);
   auto merged = detail::mergeParameters(part_functions, spec.equal_args, fused_name);
   if (!merged.ok()) return merged.status().withContext("horizontal fusion");
-  Function fused;
-  fused.linkage = ptx::Linkage::kVisible;
-  fused.is_entry = true;
-  fused.name = fused_name;
-  fused.has_param_list = true;
-  fused.has_body = true;
-  fused.params = std::move(merged->decls);
+  Function fused = detail::fusedEntry(fused_name, std::move(merged->decls));
   result.params = std::move(merged->params);
   std::vector<detail::BodyRenaming> renamings(parts.size());
   for (Part& p : parts) {

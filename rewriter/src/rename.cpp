@@ -246,6 +246,17 @@ void collectSymbols(const ptx::Instruction& in, std::set<std::string, std::less<
   }
 }
 
+ptx::Function fusedEntry(const std::string& name, std::vector<ptx::VariableDecl> params) {
+  ptx::Function f;
+  f.linkage = ptx::Linkage::kVisible;
+  f.is_entry = true;
+  f.name = name;
+  f.has_param_list = true;
+  f.has_body = true;
+  f.params = std::move(params);
+  return f;
+}
+
 Expected<std::vector<const ptx::Function*>> kernelsNamed(const ptx::Module& module,
                                                          const std::vector<std::string>& names) {
   std::vector<const ptx::Function*> out;

@@ -95,6 +95,9 @@ Expected<MergedParams> mergeParameters(const std::vector<const ptx::Function*>& 
                                        const std::vector<std::pair<ArgRef, ArgRef>>& equal_args,
                                        const std::string& fused_name);
 
+// A visible .entry named `name` with these parameters and an empty body: what every fusion pass fills in.
+ptx::Function fusedEntry(const std::string& name, std::vector<ptx::VariableDecl> params);
+
 // The kernels (.entry functions with a body) named `names`, in order; an error names the first one missing.
 Expected<std::vector<const ptx::Function*>> kernelsNamed(const ptx::Module& module,
                                                          const std::vector<std::string>& names);

@@ -317,13 +317,7 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   // Parameters: one per class of equal arguments, named after the fused kernel.
   KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
                                                                               result.fused_name));
-  Function fused;
-  fused.linkage = ptx::Linkage::kVisible;
-  fused.is_entry = true;
-  fused.name = result.fused_name;
-  fused.has_param_list = true;
-  fused.has_body = true;
-  fused.params = std::move(merged.decls);
+  Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
   result.params = std::move(merged.params);
   KFUSE_RETURN_IF_ERROR(mergeDirectives(parts, &fused.directives, &result.notes));
 
