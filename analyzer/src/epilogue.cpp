@@ -4,7 +4,6 @@
 #include "footprint.h"
 
 #include <algorithm>
-#include <set>
 
 namespace kfuse::analyzer::epilogue {
 namespace {
