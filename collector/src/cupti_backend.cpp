@@ -402,7 +402,7 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData: {
       const auto* p = static_cast<const cuLibraryLoadData_params*>(d->functionParams);
-      if (p->library) recorder_.recordModule(reinterpret_cast<uint64_t>(*p->library), p->code);
+      if (p->library) recorder_.recordLibrary(*p->library, p->code);
       break;
     }
     default:
@@ -800,7 +800,7 @@ CUresult CuptiWatch::LibraryLoadData(int variant, CUlibrary* library, const void
                                            library_values, n_library);
       },
       [&](int64_t, int64_t) {
-        if (library) recorder_.recordModule(reinterpret_cast<uint64_t>(*library), code);
+        if (library) recorder_.recordLibrary(*library, code);
       });
 }
 CUresult CuptiWatch::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {

@@ -652,6 +652,83 @@ TEST(CuptiBackendTest, ModuleLoadCallbackKeepsThePtxAndLinksTheModulesKernels) {
   EXPECT_EQ(t.functions[0].module_id, t.modules[0].id);
 }
 
+CUresult CUDAAPI libraryModule(CUmodule* module, CUlibrary) {
+  *module = reinterpret_cast<CUmodule>(0xabc);
+  return CUDA_SUCCESS;
+}
+
+// The CUDA runtime loads each fatbin with cuLibraryLoadData and launches functions of the library's module in the
+// current context: the image must be stored under that module, or the kernels have no PTX in the trace (seen on an
+// H100: every <<<>>> kernel was "no PTX: module N is a cubin image").
+TEST(CuptiBackendTest, LibraryLoadCallbackLinksTheImageToTheKernelsModule) {
+  Fixture f;
+  f.table.FuncGetModule = &fModule;
+  f.table.LibraryGetModule = &libraryModule;
+  ASSERT_TRUE(f.backend.start().ok());
+  static const char kPtx[] =
+      ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
+  CUlibrary library = reinterpret_cast<CUlibrary>(0x1b);
+  cuLibraryLoadData_params lp{};
+  lp.library = &library;
+  lp.code = kPtx;
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, &lp});
+
+  CUdeviceptr a = 0x10000, b = 0x20000;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p = launchParams(params);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 7});
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_EQ(t.modules[0].kind, core::ImageKind::kPtx);
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(t.functions[0].module_id, t.modules[0].id);
+}
+
+CUresult CUDAAPI refuseKernelHandle(CUmodule*, CUfunction) { return CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI kernelLibrary(CUlibrary* library, CUkernel) {
+  *library = reinterpret_cast<CUlibrary>(0x1b);
+  return CUDA_SUCCESS;
+}
+
+// On a GPU driver the runtime launches CUkernel handles, which cuFuncGetModule refuses: the kernel's module is
+// found through cuKernelGetLibrary and cuLibraryGetModule, the handle its image was stored under (seen on an H100:
+// the kernels were linked to the driver's cubin instead, and had no PTX).
+TEST(CuptiBackendTest, KernelHandlesAreLinkedToTheirLibrarysImage) {
+  Fixture f;
+  f.table.FuncGetModule = &refuseKernelHandle;
+  f.table.KernelGetLibrary = &kernelLibrary;
+  f.table.LibraryGetModule = &libraryModule;
+  ASSERT_TRUE(f.backend.start().ok());
+  static const uint8_t kCubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x41};
+  static const char kPtx[] =
+      ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
+  // The driver's own cubin arrives first, through the resource callback, under no handle.
+  CUpti_ModuleResourceData mod{};
+  mod.cubinSize = sizeof kCubin;
+  mod.pCubin = reinterpret_cast<const char*>(kCubin);
+  CUpti_ResourceData rd{};
+  rd.resourceDescriptor = &mod;
+  f.backend.onCallback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  CUlibrary library = reinterpret_cast<CUlibrary>(0x1b);
+  cuLibraryLoadData_params lp{};
+  lp.library = &library;
+  lp.code = kPtx;
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, &lp});
+  CUdeviceptr a = 0x10000, b = 0x20000;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p = launchParams(params);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 7});
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.modules.size(), 2u);
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(t.modules[1].kind, core::ImageKind::kPtx);
+  EXPECT_EQ(t.functions[0].module_id, t.modules[1].id);
+}
+
 TEST(CuptiBackendTest, Kernel10KeepsTheKernel9PrefixLayout) {
   // The notes' offsetof check: 13.0's record is 12.x's Kernel9 plus isDeviceLaunched.
   EXPECT_EQ(sizeof(CUpti_ActivityKernel10), 216u);

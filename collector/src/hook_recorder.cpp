@@ -203,8 +203,17 @@ const HookRecorder::FunctionSlot* HookRecorder::describe(CUfunction f) {
       if (k(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS) name = nullptr;
     }
   }
+  // The module, under the handle recordModule/recordLibrary stored its image: a CUkernel (what the CUDA runtime
+  // launches on a GPU driver, where cuFuncGetModule refuses it) through its library's module in this context.
   CUmodule module = nullptr;
-  if (auto q = t.FuncGetModule.load(); !q || q(&module, f) != CUDA_SUCCESS) module = nullptr;
+  if (auto q = t.FuncGetModule.load(); !q || q(&module, f) != CUDA_SUCCESS) {
+    module = nullptr;
+    CUlibrary library = nullptr;
+    if (auto kl = t.KernelGetLibrary.load(); kl && kl(&library, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
+      auto lm = t.LibraryGetModule.load();
+      if (!lm || lm(&module, library) != CUDA_SUCCESS) module = reinterpret_cast<CUmodule>(library);
+    }
+  }
   int regs = 0, shared = 0;
   if (auto q = t.FuncGetAttribute.load()) {
     if (q(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS) regs = 0;
@@ -653,16 +662,16 @@ CUresult HookRecorder::LibraryLoadData(int variant, CUlibrary* library, const vo
                                        void** library_values, unsigned n_library) {
   KFUSE_FORWARD(LibraryLoadData, library, code, jit_options, jit_values, n_jit, library_options, library_values,
                 n_library)
-  if (r == CUDA_SUCCESS && library) {
-    // Launches name functions of the library's module in the current context (cuFuncGetModule says which): the
-    // image is recorded under that module, so the trace links the kernels to it; else under the library.
-    if (auto resolve = query_resolver_.load()) resolve();
-    CUmodule module = nullptr;
-    auto get_module = table().LibraryGetModule.load();
-    if (!get_module || get_module(&module, *library) != CUDA_SUCCESS) module = nullptr;
-    recordModule(module ? reinterpret_cast<uint64_t>(module) : reinterpret_cast<uint64_t>(*library), code);
-  }
+  if (r == CUDA_SUCCESS && library) recordLibrary(*library, code);
   return r;
+}
+
+void HookRecorder::recordLibrary(CUlibrary library, const void* code) {
+  if (auto resolve = query_resolver_.load()) resolve();
+  CUmodule module = nullptr;
+  auto get_module = table().LibraryGetModule.load();
+  if (!get_module || get_module(&module, library) != CUDA_SUCCESS) module = nullptr;
+  recordModule(module ? reinterpret_cast<uint64_t>(module) : reinterpret_cast<uint64_t>(library), code);
 }
 
 CUresult HookRecorder::ModuleUnload(int variant, CUmodule module) {

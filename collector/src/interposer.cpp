@@ -155,6 +155,7 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(FuncGetAttribute, "cuFuncGetAttribute");
   set(KernelGetParamInfo, "cuKernelGetParamInfo");
   set(KernelGetName, "cuKernelGetName");
+  set(KernelGetLibrary, "cuKernelGetLibrary");
   set(CtxGetDevice, "cuCtxGetDevice");
   set(DeviceGetName, "cuDeviceGetName");
   set(DeviceGetAttribute, "cuDeviceGetAttribute");

@@ -172,6 +172,7 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(int*, CUfunction_attribute, CUfunction)> FuncGetAttribute{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUkernel, size_t, size_t*, size_t*)> KernelGetParamInfo{nullptr};
   std::atomic<CUresult(CUDAAPI*)(const char**, CUkernel)> KernelGetName{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUlibrary*, CUkernel)> KernelGetLibrary{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUdevice*)> CtxGetDevice{nullptr};
   std::atomic<CUresult(CUDAAPI*)(char*, int, CUdevice)> DeviceGetName{nullptr};
   std::atomic<CUresult(CUDAAPI*)(int*, CUdevice_attribute, CUdevice)> DeviceGetAttribute{nullptr};

@@ -47,6 +47,10 @@ class HookRecorder : public HookClient {
   // Records a loaded module's image (PTX, fatbin or cubin; its size is read from the image) under `handle`, the
   // CUmodule or CUlibrary the driver returned (used by the CUPTI backend's module-load callbacks too).
   void recordModule(uint64_t handle, const void* image);
+  // Records the image a cuLibraryLoadData call loaded. Launches name functions of the library's module in the
+  // current context (cuFuncGetModule says which; the CUDA runtime loads every fatbin this way), so the image is
+  // recorded under that module (cuLibraryGetModule), and under the library only when the driver cannot say.
+  void recordLibrary(CUlibrary library, const void* code);
   void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
   // Stream capture (CUDA graphs): work enqueued on a capturing stream does not run, it becomes a graph node, so it
   // is counted (`work_captured_into_graphs`) instead of recorded. Begin/end are told by the hooks below and by the
