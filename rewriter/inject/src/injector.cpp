@@ -411,15 +411,36 @@ struct Injector::Impl {
     return id;  // table crowded here: asked again next time
   }
 
+  // The module and name of a launched function. The CUDA runtime launches CUkernel handles (cuLibraryGetKernel),
+  // which a GPU driver's cuFuncGet* queries refuse: those go through cuKernelGetLibrary / cuLibraryGetModule and
+  // cuKernelGetName (seen on an H100: no <<<>>> kernel was ever matched to its plan).
+  bool moduleAndName(CUfunction f, CUmodule& module, const char*& name) {
+    DriverTable& t = table();
+    module = nullptr;
+    name = nullptr;
+    if (auto q = t.FuncGetModule.load(); !q || q(&module, f) != CUDA_SUCCESS) {
+      module = nullptr;
+      CUlibrary library = nullptr;
+      auto kl = t.KernelGetLibrary.load();
+      auto lm = t.LibraryGetModule.load();
+      if (!kl || !lm || kl(&library, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS ||
+          lm(&module, library) != CUDA_SUCCESS) {
+        return false;
+      }
+    }
+    if (auto q = t.FuncGetName.load(); !q || q(&name, f) != CUDA_SUCCESS || !name) {
+      name = nullptr;
+      auto k = t.KernelGetName.load();
+      if (!k || k(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS || !name) return false;
+    }
+    return module != nullptr;
+  }
+
   int describeUncached(CUfunction f) {
-    auto get_module = table().FuncGetModule.load();
-    auto get_name = table().FuncGetName.load();
-    if (!get_module || !get_name) return kUnknownIdentity;
     CUmodule module = nullptr;
-    if (get_module(&module, f) != CUDA_SUCCESS) return kUnknownIdentity;
-    const int h = moduleHash(reinterpret_cast<uint64_t>(module));
     const char* name = nullptr;
-    if (get_name(&name, f) != CUDA_SUCCESS || !name) return kUnknownIdentity;
+    if (!moduleAndName(f, module, name)) return kUnknownIdentity;
+    const int h = moduleHash(reinterpret_cast<uint64_t>(module));
     if (h < 0) {
       // A kernel a plan names, from a module image the plan was not made from (the application was rebuilt, or the
       // module was loaded before kfuse was): never fused, and counted.
@@ -446,15 +467,22 @@ struct Injector::Impl {
   }
 
   bool layoutMatches(CUfunction f, const RuntimeKernel& k) {
-    auto info = table().FuncGetParamInfo.load();
-    if (!info) return true;  // an older driver: the module hash already pins the kernel's signature
+    auto func_info = table().FuncGetParamInfo.load();
+    auto kernel_info = table().KernelGetParamInfo.load();
+    if (!func_info && !kernel_info) return true;  // an older driver: the module hash already pins the signature
+    size_t offset = 0, size = 0;
+    // A CUkernel is asked through cuKernelGetParamInfo when cuFuncGetParamInfo refuses it.
+    const bool as_kernel = !func_info || (func_info(f, 0, &offset, &size) != CUDA_SUCCESS && kernel_info &&
+                                          kernel_info(reinterpret_cast<CUkernel>(f), 0, &offset, &size) ==
+                                              CUDA_SUCCESS);
+    auto info = [&](size_t i, size_t* o, size_t* n) {
+      return as_kernel ? kernel_info(reinterpret_cast<CUkernel>(f), i, o, n) : func_info(f, i, o, n);
+    };
     for (size_t i = 0; i < k.params.size(); ++i) {
-      size_t offset = 0, size = 0;
-      if (info(f, i, &offset, &size) != CUDA_SUCCESS) return false;
+      if (info(i, &offset, &size) != CUDA_SUCCESS) return false;
       if (offset != k.params[i].offset || size != k.params[i].size) return false;
     }
-    size_t offset = 0, size = 0;
-    return info(f, k.params.size(), &offset, &size) != CUDA_SUCCESS;  // no parameter beyond the plan's
+    return info(k.params.size(), &offset, &size) != CUDA_SUCCESS;  // no parameter beyond the plan's
   }
 
   // ---- stream slots ----
@@ -1081,8 +1109,11 @@ struct Injector::Impl {
       disable(st, "--validate needs cuCtxSynchronize, cuMemAlloc, cuMemFree and cuMemcpy from the driver");
       return issueOriginals(s, FlushReason::kUnavailable);
     }
+    // The bytes each pointer argument may reach, one shadow per allocation: a copy must lie inside one allocation
+    // (a GPU driver refuses a range running into the next one, however adjacent the two are in address space).
     struct Range {
       uint64_t lo, hi;
+      uint64_t allocation;  // base of the allocation holding the range, 0 when the driver cannot say
       ArgRef first;
     };
     std::vector<Range> ranges;
@@ -1092,13 +1123,21 @@ struct Injector::Impl {
         const ArgRef ref{static_cast<int>(k), static_cast<int>(a)};
         const uint64_t lo = pointerArg(s, p, ref);
         const uint64_t n = extent(lo, st.bytes_for[k][a]);
-        if (lo && n) ranges.push_back({lo, lo + n, ref});
+        if (!lo || !n) continue;
+        uint64_t base = 0, size = 0;
+        if (allocationOf(lo, base, size) && lo >= base && lo - base < size) {
+          ranges.push_back({lo, std::min(lo + n, base + size), base, ref});
+        } else {
+          ranges.push_back({lo, lo + n, 0, ref});
+        }
       }
     }
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
     std::vector<Range> merged;
     for (const Range& r : ranges) {
-      if (!merged.empty() && r.lo <= merged.back().hi) {
+      const bool same_allocation = !merged.empty() && r.allocation == merged.back().allocation &&
+                                   (r.allocation ? r.lo <= merged.back().hi : r.lo < merged.back().hi);
+      if (same_allocation) {
         merged.back().hi = std::max(merged.back().hi, r.hi);
       } else {
         merged.push_back(r);
@@ -1106,10 +1145,21 @@ struct Injector::Impl {
     }
     const int count = s.count;
     CUresult r = sync();
+    std::string failed_call = r == CUDA_SUCCESS ? "" : "cuCtxSynchronize";
     std::vector<CUdeviceptr> before(merged.size(), 0);
     for (size_t i = 0; i < merged.size() && r == CUDA_SUCCESS; ++i) {
-      r = alloc(&before[i], merged[i].hi - merged[i].lo);
-      if (r == CUDA_SUCCESS) r = d2d(before[i], merged[i].lo, merged[i].hi - merged[i].lo);
+      const uint64_t n = merged[i].hi - merged[i].lo;
+      r = alloc(&before[i], n);
+      if (r != CUDA_SUCCESS) {
+        failed_call = "cuMemAlloc of " + std::to_string(n) + " bytes";
+        break;
+      }
+      r = d2d(before[i], merged[i].lo, n);
+      if (r != CUDA_SUCCESS) {
+        const ArgRef& a = merged[i].first;
+        failed_call = "cuMemcpyDtoD of " + std::to_string(n) + " bytes from argument " + std::to_string(a.param) +
+                      " of " + p.kernels[a.kernel].name;
+      }
     }
     std::vector<std::vector<uint8_t>> want(merged.size()), got(merged.size());
     if (r == CUDA_SUCCESS) {
@@ -1125,7 +1175,7 @@ struct Injector::Impl {
       for (CUdeviceptr b : before) {
         if (b) free_(b);
       }
-      disable(st, "--validate could not allocate shadow copies: " + errorName(r));
+      disable(st, "--validate could not make shadow copies (" + failed_call + ": " + errorName(r) + ")");
       return issueOriginals(s, FlushReason::kUnavailable);
     }
     std::string mismatch;

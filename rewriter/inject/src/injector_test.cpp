@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -161,23 +162,41 @@ CUresult CUDAAPI fNote(const char* what) {
 }
 CUresult CUDAAPI fStreamSynchronize(CUstream) { return fNote("cuStreamSynchronize"); }
 CUresult CUDAAPI fCtxSynchronize() { return fNote("cuCtxSynchronize"); }
+// As a GPU driver does, a copy must lie inside one allocation: a range running from one allocation into the next,
+// even where the two are adjacent in the address space, is CUDA_ERROR_INVALID_VALUE.
+bool insideOneAllocation(CUdeviceptr p, size_t n) {
+  std::lock_guard lock(g->mu);
+  auto it = g->allocations.upper_bound(p);
+  if (it == g->allocations.begin()) return false;
+  --it;
+  return p >= it->first && p + n <= it->first + it->second;
+}
 CUresult CUDAAPI fMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  if (!insideOneAllocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void*>(dst), src, n);
   return fNote("cuMemcpyHtoD");
 }
 CUresult CUDAAPI fMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  if (!insideOneAllocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(dst, reinterpret_cast<void*>(src), n);
   return fNote("cuMemcpyDtoH");
 }
 CUresult CUDAAPI fMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  if (!insideOneAllocation(dst, n) || !insideOneAllocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fMemAlloc(CUdeviceptr* p, size_t n) {
   *p = reinterpret_cast<CUdeviceptr>(new uint8_t[n]);
+  std::lock_guard lock(g->mu);
+  g->allocations[*p] = n;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fMemFree(CUdeviceptr p) {
+  {
+    std::lock_guard lock(g->mu);
+    g->allocations.erase(p);
+  }
   delete[] reinterpret_cast<uint8_t*>(p);
   return CUDA_SUCCESS;
 }
@@ -188,6 +207,27 @@ CUresult CUDAAPI fBeginCapture(CUstream, CUstreamCaptureMode) {
 CUresult CUDAAPI fEndCapture(CUstream, CUgraph*) {
   g->capture = CU_STREAM_CAPTURE_STATUS_NONE;
   return fNote("cuStreamEndCapture");
+}
+
+// A GPU driver's cuFunc* queries refuse the CUkernel handles the CUDA runtime launches; the cuKernel* ones answer.
+CUresult CUDAAPI fRefuseModule(CUmodule*, CUfunction) { return CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI fRefuseName(const char**, CUfunction) { return CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI fRefuseParamInfo(CUfunction, size_t, size_t*, size_t*) { return CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI fKernelGetLibrary(CUlibrary* l, CUkernel k) {
+  CUmodule m = nullptr;
+  if (fFuncGetModule(&m, reinterpret_cast<CUfunction>(k)) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_HANDLE;
+  *l = reinterpret_cast<CUlibrary>(m);  // the fake's libraries are named by their modules
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fLibraryGetModule(CUmodule* m, CUlibrary l) {
+  *m = reinterpret_cast<CUmodule>(l);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fKernelGetName(const char** name, CUkernel k) {
+  return fFuncGetName(name, reinterpret_cast<CUfunction>(k));
+}
+CUresult CUDAAPI fKernelGetParamInfo(CUkernel k, size_t i, size_t* offset, size_t* size) {
+  return fFuncGetParamInfo(reinterpret_cast<CUfunction>(k), i, offset, size);
 }
 
 RuntimeKernel kernel(const std::string& name, int params) {
@@ -311,6 +351,24 @@ TEST_F(InjectorTest, FusesAPatternWhosePredicatesHold) {
   EXPECT_EQ(s.launches_issued, 1u);
   EXPECT_EQ(s.plans[0].occurrences_fused, 1u);
   EXPECT_EQ(fake_.fused_module_loads, 1);
+}
+
+TEST_F(InjectorTest, FusesKernelHandlesTheRuntimeLaunches) {
+  table_.FuncGetModule = &fRefuseModule;
+  table_.FuncGetName = &fRefuseName;
+  table_.FuncGetParamInfo = &fRefuseParamInfo;
+  table_.KernelGetLibrary = &fKernelGetLibrary;
+  table_.LibraryGetModule = &fLibraryGetModule;
+  table_.KernelGetName = &fKernelGetName;
+  table_.KernelGetParamInfo = &fKernelGetParamInfo;
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  EXPECT_EQ(launch(*inj, kTwice, x, t), CUDA_SUCCESS);
+  EXPECT_EQ(launch(*inj, kPlus1, t, z), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(inj->stats().unknown_functions, 0u);
 }
 
 TEST_F(InjectorTest, FlushesDeferredLaunchOnStreamSync) {
@@ -666,6 +724,27 @@ TEST_F(InjectorTest, ValidatePassesACorrectFusedKernel) {
   EXPECT_EQ(s.plans[0].occurrences_fused, 2u);
   EXPECT_TRUE(s.plans[0].disabled.empty());
   EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+}
+
+// A GPU driver hands out adjacent allocations (three 16-byte buffers back to back here): --validate's shadow copies
+// must not run from one allocation into the next (seen on an H100: "could not allocate shadow copies: CUresult 1").
+TEST_F(InjectorTest, ValidateCopiesEachAllocationOnItsOwnWhenAllocationsAreAdjacent) {
+  InjectorOptions o;
+  o.validate = 1;
+  auto inj = make({twicePlus1()}, o);
+  std::vector<float> arena(3 * n_);
+  float* x = arena.data();
+  float* t = x + n_;
+  float* z = t + n_;
+  for (float* b : {x, t, z}) fake_.allocations[reinterpret_cast<uint64_t>(b)] = n_ * sizeof(float);
+  std::fill(x, x + n_, 3.f);
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  const InjectorStats s = inj->stats();
+  EXPECT_TRUE(s.plans[0].disabled.empty()) << s.plans[0].disabled;
+  EXPECT_EQ(s.plans[0].validations_passed, 1u);
+  EXPECT_EQ(s.plans[0].occurrences_fused, 1u);
+  EXPECT_EQ(std::vector<float>(z, z + n_), std::vector<float>(n_, 7.f));
 }
 
 TEST_F(InjectorTest, LaunchExWithAttributesIsNeverFused) {
