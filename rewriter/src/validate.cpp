@@ -260,7 +260,20 @@ struct Loaded {
   size_t buffers_of_set = kNoSet;
   std::vector<std::vector<uint8_t>> host_input;  // scratch of runOnce, kept between runs
   std::vector<uint8_t> host_original, host_fused;
+  std::vector<uint8_t> canary;  // the backend's guardBytes() of a fixed pattern
 };
+
+// Which bytes of a buffer's guard a run changed, in words ("bytes 0-95 of the 4096 after buffer 2 (...)"), or "".
+std::string guardDamage(const std::vector<uint8_t>& canary, const std::vector<uint8_t>& got, const std::string& buffer) {
+  size_t first = 0;
+  while (first < got.size() && got[first] == canary[first]) ++first;
+  if (first == got.size()) return "";
+  size_t last = got.size() - 1;
+  while (got[last] == canary[last]) --last;
+  return "it wrote past the end of " + buffer + " (bytes " + std::to_string(first) + "-" + std::to_string(last) +
+         " of the " + std::to_string(got.size()) + " guard bytes after it; on a GPU such a write corrupts whatever "
+         "follows the buffer)";
+}
 
 Expected<std::string> readText(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -438,6 +451,15 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
   // Both copies live at once, so a kernel that strays out of its buffer hits a guard gap, not the other copy.
   // They are allocated once per argument set: fresh allocations for every trial cost page faults and zeroing that
   // showed in profiles of large sets. Every trial overwrites every byte of them before it runs.
+  const uint64_t guard = b.guardBytes();
+  if (l.canary.size() != guard) {
+    l.canary.resize(guard);
+    uint32_t x = 0x9e3779b9u;
+    for (uint8_t& c : l.canary) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      c = static_cast<uint8_t>(x);
+    }
+  }
   if (l.buffers_of_set != set_index) {
     for (auto& copies : l.buffers) {
       for (uint64_t p : copies) (void)b.release(p);
@@ -447,7 +469,7 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
     for (auto& copies : l.buffers) {
       for (size_t i = 0; i < nbuf; ++i) {
         // The emulator and the driver refuse empty allocations; a zero-byte buffer gets one unused byte.
-        KFUSE_ASSIGN_OR_RETURN(uint64_t p, b.allocate(std::max<uint64_t>(set.buffer_bytes[i], 1)));
+        KFUSE_ASSIGN_OR_RETURN(uint64_t p, b.allocate(std::max<uint64_t>(set.buffer_bytes[i] + guard, 1)));
         copies.push_back(p);
       }
     }
@@ -455,8 +477,22 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
   }
   const auto& side = l.buffers;
   for (const auto& copies : side) {
-    for (size_t i = 0; i < nbuf; ++i) KFUSE_RETURN_IF_ERROR(b.copyIn(copies[i], input[i].data(), input[i].size()));
+    for (size_t i = 0; i < nbuf; ++i) {
+      KFUSE_RETURN_IF_ERROR(b.copyIn(copies[i], input[i].data(), input[i].size()));
+      if (guard) KFUSE_RETURN_IF_ERROR(b.copyIn(copies[i] + input[i].size(), l.canary.data(), guard));
+    }
   }
+  // A side's writes past its buffers, in words ("" when every guard is intact).
+  auto strayWrites = [&](const std::vector<uint64_t>& copies) -> Expected<std::string> {
+    if (!guard) return std::string();
+    std::vector<uint8_t> got(guard);
+    for (size_t i = 0; i < nbuf; ++i) {
+      KFUSE_RETURN_IF_ERROR(b.copyOut(got.data(), copies[i] + set.buffer_bytes[i], guard));
+      std::string damage = guardDamage(l.canary, got, bufferName(plan, set, static_cast<int>(i)));
+      if (!damage.empty()) return damage;
+    }
+    return std::string();
+  };
   RunOutcome out;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     std::vector<std::vector<uint8_t>> params;
@@ -470,6 +506,14 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
     }
   }
   {
+    KFUSE_ASSIGN_OR_RETURN(std::string stray, strayWrites(side[0]));
+    if (!stray.empty()) {
+      out.kind = RunOutcome::Kind::kOriginalFailed;
+      out.message = "the original kernels failed: " + stray;
+      return out;
+    }
+  }
+  {
     std::vector<std::vector<uint8_t>> params;
     for (const FusedParam& fp : plan.fused.params) {
       const ArgRef& r = fp.sources.front();
@@ -479,6 +523,12 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
     if (!s.ok()) {
       out.kind = RunOutcome::Kind::kFusedFailed;
       out.message = "the fused kernel " + plan.fused.name + " failed: " + s.message();
+      return out;
+    }
+    KFUSE_ASSIGN_OR_RETURN(std::string stray, strayWrites(side[1]));
+    if (!stray.empty()) {
+      out.kind = RunOutcome::Kind::kFusedFailed;
+      out.message = "the fused kernel " + plan.fused.name + " failed: " + stray;
       return out;
     }
   }

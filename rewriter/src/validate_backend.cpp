@@ -290,6 +290,7 @@ class DriverBackend final : public ValidationBackend {
   }
 
   bool failedLaunchIsSticky() const override { return true; }
+  uint64_t guardBytes() const override { return 4096; }
 
  private:
   // Validation may run on any host thread; the context is made current before every call.

@@ -42,6 +42,11 @@ class ValidationBackend {
   // launch that failed (a fault, a deadlock, an instruction the backend cannot run), with the backend's message.
   virtual Status launch(int kernel, const LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) = 0;
 
+  // Bytes of canary the validator puts after each buffer and checks after every run. The emulator needs none: its
+  // allocations sit between unmapped gaps, so a stray access faults. A GPU faults only past its allocation
+  // granularity (hundreds of bytes or more), so a kernel writing a little past its buffer would go unseen there.
+  virtual uint64_t guardBytes() const { return 0; }
+
   // True when a failed launch leaves the backend unusable (a CUDA context after a fault): the validator then
   // opens a fresh backend before the next run.
   virtual bool failedLaunchIsSticky() const = 0;
