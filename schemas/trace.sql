@@ -107,9 +107,9 @@ CREATE TABLE launch (
   gpu_end_ns           INTEGER,
   arg_bytes            BLOB,  -- raw argument buffer laid out per the function's params
   -- pointer arguments resolved to allocations; in SQLite a JSON array of [param_index, address, allocation_id,
-  -- offset] (allocation_id null: no known allocation), NULL when there are none, kept inline because a row per
-  -- pointer would more than double the cost of recording a launch; the view launch_pointer_arg gives them one row
-  -- each
+  -- offset] or, for a pointer inside a struct argument, [param_index, address, allocation_id, offset, field_offset]
+  -- (allocation_id null: no known allocation), NULL when there are none, kept inline because a row per pointer
+  -- would more than double the cost of recording a launch; the view launch_pointer_arg gives them one row each
   pointer_args         TEXT
 );
 
@@ -209,7 +209,8 @@ CREATE VIEW launch_pointer_arg AS
          json_extract(a.value, '$[0]') AS param_index,
          json_extract(a.value, '$[1]') AS address,
          json_extract(a.value, '$[2]') AS allocation_id,
-         json_extract(a.value, '$[3]') AS offset
+         json_extract(a.value, '$[3]') AS offset,
+         json_extract(a.value, '$[4]') AS field_offset  -- null: the argument itself is the pointer
   FROM launch AS l, json_each(l.pointer_args) AS a
   WHERE l.pointer_args IS NOT NULL;
 

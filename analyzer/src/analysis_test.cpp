@@ -377,6 +377,39 @@ TEST(Analysis, WithoutPointerDataCandidatesAreOnlyLikely) {
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "no pointer arguments"));
 }
 
+// A kfuse trace of a PyTorch program: pointer data (found inside the kernels' struct arguments) but no PTX (library
+// cubins). The kernel families still refuse work feeding a GEMM, and link the GEMM to the elementwise kernel after it.
+TEST(Analysis, KernelFamiliesRefuseWorkFeedingAGemmWhenThereIsNoPtx) {
+  TraceBuilder b;
+  const Id gemm = Id(b.trace().functions.size() + 1), add = gemm + 1;
+  b.trace().functions.push_back(core::KernelFunction{
+      gemm, core::kNoId, "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+                         "alignc4_execute_kernel__5x_cublas", "", {}});
+  b.trace().functions.push_back(core::KernelFunction{
+      add, core::kNoId, "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_",
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+      "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", {}});
+  for (int i = 0; i < 2; ++i) b.launch(add, {1, 2}, 1000).launch(gemm, {2, 3}, 1000).launch(add, {3, 4}, 1000);
+  for (core::Launch& l : b.trace().launches) {
+    for (core::PointerArg& p : l.pointer_args) p.field_offset = 8 * p.param_index;
+  }
+  AnalysisOptions o;
+  o.keep_no_gain = true;
+  const Report r = run(b, o);
+  EXPECT_TRUE(r.has_pointer_data);
+  const std::string gemm_name = b.trace().functions[size_t(gemm - 1)].mangled_name;
+  bool gemm_then_add = false;
+  for (const Candidate& c : r.candidates) {
+    ASSERT_FALSE(c.mangled_names.empty());
+    for (size_t i = 1; i < c.mangled_names.size(); ++i) {
+      EXPECT_NE(c.mangled_names[i], gemm_name) << "an elementwise kernel feeding a GEMM was made a candidate";
+    }
+    if (c.kind == CandidateKind::kVertical && c.mangled_names.front() == gemm_name) gemm_then_add = true;
+    EXPECT_NE(c.legality, Legality::kProven);
+  }
+  EXPECT_TRUE(gemm_then_add);
+}
+
 TEST(Analysis, ChoosesTheGpuFromTheTraceOptionOrDefault) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000);

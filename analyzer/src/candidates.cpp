@@ -12,6 +12,7 @@
 #include "cost_model.h"
 #include "epilogue.h"
 #include "footprint.h"
+#include "kernel_families.h"
 #include "thread_locality.h"
 
 namespace kfuse::analyzer {
@@ -166,6 +167,7 @@ class Analysis {
     const cost::Source extent_source = extent > 0 ? cost::Source::kExtentEstimate : cost::Source::kUnknown;
     const UseEstimate by_extent{extent, extent_source, /*followed=*/true, /*exact=*/false};
     const KernelFacts* k = cat_.find(o.function_id);
+    if (u.in_struct) return {by_extent.bytes, by_extent.source, /*followed=*/false, /*exact=*/false};
     if (!k || !k->has_ptx || u.param_index < 0 || static_cast<size_t>(u.param_index) >= k->params.size()) {
       return by_extent;
     }
@@ -387,6 +389,12 @@ class Analysis {
                                       ": what it accesses beyond its pointer arguments cannot be ruled out");
       return;
     }
+    for (const BufferUse& u : g_.ops[op].uses) {
+      if (!u.in_struct) continue;
+      v.weaken(Legality::kLikely, k->name + " receives pointers inside argument " + std::to_string(u.param_index) +
+                                      ", a struct passed by value: its accesses through them are not analysed");
+      break;
+    }
     if (!k->unanalysed_memory.empty()) {
       v.weaken(Legality::kLikely, k->name + " has " + k->unanalysed_memory +
                                       ", whose memory accesses the analysis does not follow");
@@ -425,6 +433,7 @@ class Analysis {
       for (const BufferUse& ub : g_.ops[b].uses) {
         if (!ua.overlaps(ub)) continue;  // other tensors, or other bytes of one allocation
         if (!writesMode(ua.mode) && !writesMode(ub.mode)) continue;
+        if (ua.in_struct || ub.in_struct) continue;  // checkVisibility said so
         const std::string buf = "allocation " + std::to_string(ua.allocation_id);
         // A kernel without PTX: checkVisibility, run on every kernel of the occurrence, already said so.
         if (!ka || !kb || !ka->has_ptx || !kb->has_ptx) continue;
@@ -524,6 +533,11 @@ class Analysis {
     for (const KernelFacts* k : {ka, kb}) {
       if (k && k->grid_sync) v.weaken(Legality::kBlocked, k->name + " synchronizes the whole grid");
     }
+  }
+
+  bool hasPtx(size_t op) const {
+    const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+    return k && k->has_ptx;
   }
 
   bool sameShape(size_t a, size_t b) const {
@@ -901,7 +915,12 @@ class Analysis {
         // Without pointer data, the kernel families and the operators' tensors decide; they may link kernels of
         // different launch shapes (an epilogue fusion does not need equal shapes) and refuse same-shape ones.
         const Advisor::LinkVerdict fam = g_.has_pointer_data ? Advisor::LinkVerdict{} : adv_.vertical(a, b);
-        if (fam.link == Advisor::Link::kFamiliesForbid) {
+        // With pointer data but no PTX for one of the kernels (a library's cubin: cuBLAS, PyTorch), the families
+        // still refuse what is never fused (work feeding a GEMM, two GEMMs, a collective).
+        const bool families_forbid_here =
+            g_.has_pointer_data && (!hasPtx(a) || !hasPtx(b)) &&
+            familyPairRule(adv_.kernelClass(a).family, adv_.kernelClass(b).family).never;
+        if (fam.link == Advisor::Link::kFamiliesForbid || families_forbid_here) {
           ++stats.pairs_family_never;
           linked = false;
         } else if (fam.link == Advisor::Link::kNoDataFlow) {

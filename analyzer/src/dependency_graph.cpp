@@ -71,6 +71,12 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     for (const core::PointerArg& p : l.pointer_args) {
       if (p.allocation_id == core::kNoId) continue;
       g.has_pointer_data = true;
+      if (p.field_offset >= 0) {
+        BufferUse use{p.allocation_id, p.offset, p.param_index, core::AccessMode::kReadWrite};
+        use.in_struct = true;
+        op.uses.push_back(use);
+        continue;
+      }
       core::AccessMode mode = core::AccessMode::kReadWrite;
       if (k && p.param_index >= 0 && static_cast<size_t>(p.param_index) < k->params.size()) {
         mode = k->params[static_cast<size_t>(p.param_index)].mode;

@@ -92,6 +92,26 @@ TEST(MemorySinkTest, ResolvesPointerArgumentsToLiveAllocations) {
   ASSERT_EQ(t.processes.size(), 1u);
 }
 
+// PyTorch's elementwise kernels take (int n, Functor f, std::array<char*, 2> data): the pointers sit inside a 16-byte
+// struct argument, found by scanning its 8 aligned bytes, each kept with its offset in the struct.
+TEST(MemorySinkTest, ResolvesPointersInsideStructArguments) {
+  MemorySink sink;
+  pushFunction(sink, 0xf00, "k", {{0, 4}, {4, 4}, {8, 16}});
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, AllocKindCode::kDevice, 0}));
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x20000, 4096, 0, 6, AllocKindCode::kDevice, 0}));
+  ASSERT_TRUE(pushLaunch(sink, 0xf00, 0x77, 0x10000, 0x20010));
+  // The same struct holding two values that are no device addresses: nothing.
+  ASSERT_TRUE(pushLaunch(sink, 0xf00, 0x77, 7, 0x90000));
+  ASSERT_TRUE(sink.finish().ok());
+  const core::Trace& t = sink.trace();
+  ASSERT_EQ(t.launches.size(), 2u);
+  const core::Launch& l = t.launches[0];
+  ASSERT_EQ(l.pointer_args.size(), 2u);
+  EXPECT_EQ(l.pointer_args[0], (core::PointerArg{2, 0x10000, 1, 0, 0}));
+  EXPECT_EQ(l.pointer_args[1], (core::PointerArg{2, 0x20010, 2, 0x10, 8}));
+  EXPECT_TRUE(t.launches[1].pointer_args.empty());
+}
+
 TEST(MemorySinkTest, FreedAllocationNoLongerResolves) {
   MemorySink sink;
   pushFunction(sink, 0xf00, "k", kSaxpyParams);

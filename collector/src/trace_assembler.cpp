@@ -1,5 +1,7 @@
 #include "trace_assembler.h"
 
+#include <algorithm>
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -279,14 +281,24 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
     if (!(e.flags & kLaunchLayoutKnown) || !fi.layout_known) {
       count(core::StatId::kLaunchLayoutUnknown);
     } else {
-      // Pointer resolution: every pointer-sized argument that falls inside a live allocation.
-      for (size_t i = 0; i < fi.params.size(); ++i) {
+      // Pointer resolution: every pointer-sized argument that falls inside a live allocation, and every 8 aligned
+      // bytes of a larger argument (a struct passed by value: PyTorch's std::array<char*, N>, a params struct)
+      // that do. A struct's scan stops at kMaxStructScan bytes and a launch keeps at most kMaxPointerArgs.
+      constexpr uint32_t kMaxStructScan = 4096;
+      constexpr size_t kMaxPointerArgs = 64;
+      for (size_t i = 0; i < fi.params.size() && l.pointer_args.size() < kMaxPointerArgs; ++i) {
         const ParamLayout& pl = fi.params[i];
-        if (pl.size != 8 || uint64_t{pl.offset} + 8 > e.arg_size) continue;
-        const uint64_t value = load<uint64_t>(args + pl.offset);
-        if (value == 0) continue;
-        if (auto hit = allocations_.find(value)) {
-          l.pointer_args.push_back(core::PointerArg{static_cast<int>(i), value, hit->allocation_id, hit->offset});
+        if (pl.size < 8 || uint64_t{pl.offset} + 8 > e.arg_size) continue;
+        const bool whole = pl.size == 8;
+        const uint32_t first = whole ? 0 : (8 - pl.offset % 8) % 8;  // fields at 8-byte aligned addresses
+        const uint32_t scan = std::min({pl.size, kMaxStructScan, static_cast<uint32_t>(e.arg_size - pl.offset)});
+        for (uint32_t at = first; at + 8 <= scan && l.pointer_args.size() < kMaxPointerArgs; at += 8) {
+          const uint64_t value = load<uint64_t>(args + pl.offset + at);
+          if (value == 0) continue;
+          if (auto hit = allocations_.find(value)) {
+            l.pointer_args.push_back(core::PointerArg{static_cast<int>(i), value, hit->allocation_id, hit->offset,
+                                                      whole ? -1 : static_cast<int32_t>(at)});
+          }
         }
       }
     }

@@ -199,6 +199,11 @@ void forEachField(S& s, F&& f) {
     f(col("address"), s.address);
     f(ref("allocation_id", "allocation"), s.allocation_id);
     f(col("offset").withDoc("address - allocation base"), s.offset);
+    f(col("field_offset")
+          .withDoc("-1: the argument is the pointer; else the byte offset of the pointer inside an argument passed "
+                   "by value as a struct (recorded when its 8 aligned bytes hold an address inside a live "
+                   "allocation)"),
+      s.field_offset);
   } else if constexpr (std::is_same_v<T, Launch>) {
     f(key("id"), s.id);
     f(col("correlation_id"), s.correlation_id);
@@ -218,7 +223,8 @@ void forEachField(S& s, F&& f) {
     f(col("arg_bytes").withDoc("raw argument buffer laid out per the function's params"), s.arg_bytes);
     f(col("pointer_args")
           .withDoc("pointer arguments resolved to allocations; in SQLite a JSON array of [param_index, address, "
-                   "allocation_id, offset] (allocation_id null: no known allocation), NULL when there are none, "
+                   "allocation_id, offset] or, for a pointer inside a struct argument, [param_index, address, "
+                   "allocation_id, offset, field_offset] (allocation_id null: no known allocation), NULL when there are none, "
                    "kept inline because a row per pointer would more than double the cost of recording a "
                    "launch; the view launch_pointer_arg gives them one row each"),
       s.pointer_args);

@@ -45,7 +45,8 @@ CREATE VIEW launch_pointer_arg AS
          json_extract(a.value, '$[0]') AS param_index,
          json_extract(a.value, '$[1]') AS address,
          json_extract(a.value, '$[2]') AS allocation_id,
-         json_extract(a.value, '$[3]') AS offset
+         json_extract(a.value, '$[3]') AS offset,
+         json_extract(a.value, '$[4]') AS field_offset  -- null: the argument itself is the pointer
   FROM launch AS l, json_each(l.pointer_args) AS a
   WHERE l.pointer_args IS NOT NULL;
 

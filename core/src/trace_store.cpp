@@ -27,7 +27,8 @@ namespace {
 // Checks what SQLite itself would only discover deep inside a query (sqlite_db.h).
 Status checkSqliteFile(const std::string& path) { return sqlite::checkSqliteFile(path, "kfuse trace"); }
 
-// launch.pointer_args: [[param_index,address,allocation_id|null,offset],...] with unsigned decimal numbers.
+// launch.pointer_args: [[param_index,address,allocation_id|null,offset(,field_offset)],...] with unsigned decimal
+// numbers; field_offset only for a pointer inside a struct argument.
 void encodePointerArgs(const std::vector<PointerArg>& args, std::string& out) {
   out.clear();
   char buf[24];
@@ -50,6 +51,10 @@ void encodePointerArgs(const std::vector<PointerArg>& args, std::string& out) {
     }
     out.push_back(',');
     put(a.offset);
+    if (a.field_offset >= 0) {
+      out.push_back(',');
+      put(static_cast<uint64_t>(a.field_offset));
+    }
     out.push_back(']');
   }
   out.push_back(']');
@@ -81,9 +86,13 @@ bool decodePointerArgs(std::string_view text, std::vector<PointerArg>& out) {
     } else if (!number(allocation)) {
       return false;
     }
-    if (!eat(',') || !number(offset) || !eat(']')) return false;
+    if (!eat(',') || !number(offset)) return false;
+    uint64_t field = UINT64_MAX;
+    if (eat(',') && (!number(field) || field > 0xffff)) return false;
+    if (!eat(']')) return false;
     if (index > 0xffff || allocation > static_cast<uint64_t>(INT64_MAX)) return false;
-    out.push_back(PointerArg{static_cast<int>(index), address, static_cast<Id>(allocation), offset});
+    out.push_back(PointerArg{static_cast<int>(index), address, static_cast<Id>(allocation), offset,
+                             field == UINT64_MAX ? -1 : static_cast<int32_t>(field)});
   } while (eat(','));
   return eat(']') && pos == text.size();
 }

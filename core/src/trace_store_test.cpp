@@ -247,6 +247,44 @@ TEST_F(TraceStoreTest, MalformedPointerArgsAreReportedWithTheLaunch) {
   }
 }
 
+// A pointer found inside a struct argument keeps its byte offset in the struct: a fifth element in SQLite, the
+// view's field_offset column (NULL for a plain pointer argument), and it reads back as written.
+TEST_F(TraceStoreTest, PointersInsideStructArgumentsKeepTheirFieldOffset) {
+  Trace t = testing::makeEveryKindTrace();
+  t.launches[0].pointer_args.push_back(PointerArg{2, t.launches[0].pointer_args[0].address, 1, 0, 8});
+  writeTrace(path("t.sqlite"), t);
+  auto r = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(r.ok());
+  auto back = (*r)->readAll();
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->launches[0].pointer_args, t.launches[0].pointer_args);
+  EXPECT_EQ(back->launches[0].pointer_args.front().field_offset, -1);
+  EXPECT_EQ(back->launches[0].pointer_args.back().field_offset, 8);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path("t.sqlite").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT param_index, field_offset FROM launch_pointer_arg WHERE launch_id = 1",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    rows.emplace_back(sqlite3_column_int64(st, 0),
+                      sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.back(), (std::pair<int64_t, int64_t>{2, 8}));
+  EXPECT_EQ(rows.front().second, -1);
+  // A sixth element, or a field offset past any struct, is a damaged row.
+  for (const char* bad : {"[[0,1,2,3,8,9]]", "[[0,1,2,3,99999]]", "[[0,1,2,3,]]"}) {
+    execSql(path("t.sqlite"), ("UPDATE launch SET pointer_args = '" + std::string(bad) + "' WHERE id = 3").c_str());
+    auto again = TraceReader::open(path("t.sqlite"));
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE((*again)->readAll().ok()) << bad;
+  }
+}
+
 TEST_F(TraceStoreTest, StoresAnalysisReportsAndReturnsTheLatest) {
   writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
   {

@@ -74,7 +74,7 @@ for it in range(ITERS):
                 ptr_i += 1
                 args += struct.pack("<Q", ALLOC[alloc])
                 pointer_args.append({"param_index": p["index"], "address": ALLOC[alloc],
-                                     "allocation_id": alloc, "offset": 0})
+                                     "allocation_id": alloc, "offset": 0, "field_offset": -1})
             elif p["type"] == "f32":
                 args += struct.pack("<f", 2.0)
             else:

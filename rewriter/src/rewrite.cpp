@@ -88,7 +88,7 @@ std::vector<uint8_t> argBytes(const core::Launch& l, const core::KernelParam& p)
 
 const core::PointerArg* pointerArg(const core::Launch& l, int param) {
   for (const core::PointerArg& p : l.pointer_args) {
-    if (p.param_index == param) return &p;
+    if (p.param_index == param && p.field_offset < 0) return &p;
   }
   return nullptr;
 }

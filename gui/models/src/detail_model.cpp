@@ -31,7 +31,11 @@ void addLaunchRows(DetailNode& n, const core::Launch& l) {
   if (!l.pointer_args.empty()) {
     DetailNode& p = n.add("pointer arguments", QString::number(l.pointer_args.size()));
     for (const core::PointerArg& a : l.pointer_args) {
-      p.add(QString("param %1").arg(a.param_index),
+      p.add(a.field_offset < 0 ? QString("param %1").arg(a.param_index)
+                               : QString("param %1, bytes %2-%3 (inside a struct)")
+                                     .arg(a.param_index)
+                                     .arg(a.field_offset)
+                                     .arg(a.field_offset + 7),
             a.allocation_id == core::kNoId
                 ? QString("0x%1 (no known allocation)").arg(a.address, 0, 16)
                 : QString("allocation %1 + %2").arg(a.allocation_id).arg(a.offset));

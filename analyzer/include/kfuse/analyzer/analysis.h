@@ -129,6 +129,9 @@ struct BufferUse {
   // start: from the PTX's affine access forms bound to the launch's values (a sound over-approximation), a copy's
   // or set's extent, or the whole allocation when that cannot be computed. Data edges need overlapping ranges.
   uint64_t lo = 0, hi = UINT64_MAX;
+  // A pointer found inside an argument passed by value as a struct (core::PointerArg::field_offset): read and
+  // written for all the analysis knows, anywhere in its allocation.
+  bool in_struct = false;
   bool overlaps(const BufferUse& o) const { return allocation_id == o.allocation_id && lo < o.hi && o.lo < hi; }
   bool wholeAllocation() const { return lo == 0 && hi == UINT64_MAX; }
 };

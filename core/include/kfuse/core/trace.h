@@ -139,6 +139,10 @@ struct PointerArg {
   uint64_t address = 0;
   Id allocation_id = kNoId;
   uint64_t offset = 0;  // address - allocation base
+  // -1: the argument itself is the pointer. Else the byte offset, inside an argument passed by value as a struct
+  // (PyTorch's std::array<char*, N>, a params struct), of the 8 bytes holding this pointer: the kernel's accesses
+  // through it are not known from its parameter list.
+  int32_t field_offset = -1;
   friend bool operator==(const PointerArg&, const PointerArg&) = default;
 };
 
