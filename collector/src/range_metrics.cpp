@@ -54,6 +54,12 @@ Status RangeMetrics::start() {
   if (started_) return {};
   auto p = cuptiParams<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   if (CUptiResult r = api_.initialize(&p); r != CUPTI_SUCCESS) {
+    // Seen on an H100 with the collector injected at start-up: CUPTI_ERROR_UNKNOWN, although ncu reads the counters
+    // on the same machine. The driver may not be fully initialised yet: try again at the first launch.
+    if (r == CUPTI_ERROR_UNKNOWN) {
+      retry_start_ = true;
+      return {};
+    }
     return unsupported(std::string("cuptiProfilerInitialize failed: ") + api_.errorString(r));
   }
   started_ = true;
@@ -279,6 +285,18 @@ void RangeMetrics::end(Session& s) {
 
 void RangeMetrics::onLaunchEnter(CUcontext context, uint64_t correlation_id) {
   std::lock_guard lock(mu_);
+  if (retry_start_) {
+    retry_start_ = false;
+    auto p = cuptiParams<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+    if (CUptiResult r = api_.initialize(&p); r == CUPTI_SUCCESS) {
+      started_ = true;
+    } else {
+      const std::string why = std::string("cuptiProfilerInitialize failed at start-up and again at the first launch: ") +
+                              api_.errorString(r);
+      std::fprintf(stderr, "kfuse: collector: --metrics: %s; recording without hardware metrics\n", why.c_str());
+      sink_.pushStat(core::StatId::kMetricsUnavailable, 1, why.c_str());
+    }
+  }
   if (!started_) return;
   Session* s = sessionFor(context);
   if (!s) return;

@@ -194,6 +194,32 @@ TEST(RangeMetricsTest, DroppedAndUnmatchedRangesAreCountedAndTheRestStillJoined)
   EXPECT_EQ(metricByCorrelation(sink.metrics, "dram_bytes_read").size(), 2u);
 }
 
+// An unexplained failure at start-up is retried at the first launch: metrics when it then works, one message when
+// it does not.
+TEST(RangeMetricsTest, UnknownInitialisationErrorIsRetriedAtTheFirstLaunch) {
+  for (CUptiResult then : {CUPTI_SUCCESS, CUPTI_ERROR_UNKNOWN}) {
+    FakeProfilerApi api;
+    api.initialize_result = CUPTI_ERROR_UNKNOWN;
+    api.initialize_then = then;
+    CapturingSink sink;
+    RangeMetrics m(api, sink);
+    ASSERT_TRUE(m.start().ok());
+    m.onLaunchEnter(ctx(1), 1);
+    m.onLaunchEnter(ctx(1), 2);
+    m.finish();
+    EXPECT_EQ(api.initializes, 2) << "retried once";
+    if (then == CUPTI_SUCCESS) {
+      EXPECT_EQ(api.enables, 1);
+      EXPECT_EQ(m.launchesProfiled(), 2u);
+      EXPECT_EQ(sink.stat("metrics_unavailable"), nullptr);
+    } else {
+      EXPECT_EQ(api.enables, 0);
+      ASSERT_NE(sink.stat("metrics_unavailable"), nullptr);
+      EXPECT_TRUE(sink.metrics.empty());
+    }
+  }
+}
+
 TEST(RangeMetricsTest, ProfilerThatCannotInitialiseIsReportedAndLaunchesPassThrough) {
   FakeProfilerApi api;
   api.initialize_result = CUPTI_ERROR_NOT_INITIALIZED;

@@ -38,7 +38,14 @@ class FakeProfilerApi : public ProfilerApi {
     if (it != objects_.end() && it->second.running) ++it->second.ranges;
   }
 
-  CUptiResult initialize(CUpti_Profiler_Initialize_Params*) override { return initialize_result; }
+  CUptiResult initialize(CUpti_Profiler_Initialize_Params*) override {
+    ++initializes;
+    const CUptiResult r = initialize_result;
+    if (initialize_then != CUPTI_SUCCESS || r != CUPTI_SUCCESS) initialize_result = initialize_then;
+    return r;
+  }
+  CUptiResult initialize_then = CUPTI_SUCCESS;  // what calls after the first return (the first: initialize_result)
+  int initializes = 0;
   CUptiResult deInitialize(CUpti_Profiler_DeInitialize_Params*) override {
     ++deinitializes;
     return CUPTI_SUCCESS;

@@ -38,7 +38,8 @@ class RangeMetrics {
   RangeMetrics(ProfilerApi& api, TraceSink& sink, RangeMetricsOptions options = {});
   ~RangeMetrics();
 
-  // cuptiProfilerInitialize. An error means no metrics at all in this process (the message says why).
+  // cuptiProfilerInitialize. An error means no metrics at all in this process (the message says why). An
+  // unexplained failure (CUPTI_ERROR_UNKNOWN) is retried once, at the first launch, when the driver is fully up.
   Status start();
   // Called from the launch callback at API entry, before the kernel runs.
   void onLaunchEnter(CUcontext context, uint64_t correlation_id);
@@ -64,6 +65,7 @@ class RangeMetrics {
   RangeMetricsOptions options_;
   std::mutex mu_;
   bool started_ = false;
+  bool retry_start_ = false;  // start() failed with CUPTI_ERROR_UNKNOWN: try again at the first launch
   std::map<CUcontext, std::unique_ptr<Session>> sessions_;
   std::map<std::string, std::shared_ptr<MetricPlan>> plans_;  // by chip
   std::set<std::string> reasons_said_;
