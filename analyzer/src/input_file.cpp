@@ -339,7 +339,41 @@ Expected<std::unique_ptr<TextSource>> TextSource::open(const std::string& path, 
   return std::unique_ptr<TextSource>(std::make_unique<PlainSource>(path, std::move(f), max_bytes));
 }
 
-Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_t padding) {
+namespace {
+// Tracks the current JSON string or whitespace run across chunks (loadText's max_run_bytes).
+struct RunScanner {
+  bool in_string = false, escape = false;
+  uint64_t run = 0;  // bytes of the current string, or of the current whitespace run
+  // The offset (in the whole text) where a run first exceeds `limit`, or -1.
+  int64_t scan(const char* p, size_t n, uint64_t offset, uint64_t limit) {
+    for (size_t i = 0; i < n; ++i) {
+      const char c = p[i];
+      if (in_string) {
+        if (escape) {
+          escape = false;
+        } else if (c == '\\') {
+          escape = true;
+        } else if (c == '"') {
+          in_string = false;
+          run = 0;
+          continue;
+        }
+        if (++run > limit) return static_cast<int64_t>(offset + i);
+      } else if (c == '"') {
+        in_string = true;
+        run = 0;
+      } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        if (++run > limit) return static_cast<int64_t>(offset + i);
+      } else {
+        run = 0;
+      }
+    }
+    return -1;
+  }
+};
+}  // namespace
+
+Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_t padding, uint64_t max_run_bytes) {
   KFUSE_ASSIGN_OR_RETURN(std::unique_ptr<TextSource> source, TextSource::open(path, max_bytes));
   std::error_code ec;
   const uint64_t file_size = std::filesystem::file_size(path, ec);
@@ -349,12 +383,20 @@ Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_
   TextBuffer out;
   if (!out.reserve(static_cast<size_t>(guess) + padding)) return ioError(path + ": out of memory loading the file");
   size_t size = 0;
+  RunScanner runs;
   while (true) {
     if (out.capacity() - padding - size == 0 && !out.reserve(out.capacity() * 2)) {
       return ioError(path + ": out of memory loading the file (" + mib(size) + " so far)");
     }
     KFUSE_ASSIGN_OR_RETURN(size_t n, source->read(out.data() + size, out.capacity() - padding - size));
     if (n == 0) break;
+    if (max_run_bytes) {
+      if (const int64_t at = runs.scan(out.data() + size, n, size, max_run_bytes); at >= 0) {
+        return badFormat(path + ": a JSON " + (runs.in_string ? "string" : "run of whitespace") + " longer than " +
+                         mib(max_run_bytes) + " at byte " + std::to_string(at) +
+                         ": refused (a damaged or hostile file; no field of a trace is that long)");
+      }
+    }
     size += n;
   }
   std::memset(out.data() + size, 0, padding);

@@ -49,7 +49,10 @@ bool isSqlite(const unsigned char* p, size_t n);
 Expected<SniffInput> readHead(const std::string& path);
 
 // The whole content of `path` (through TextSource), with at least `padding` spare bytes after the text.
-Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_t padding);
+// `max_run_bytes` > 0: JSON text in which one string or one run of whitespace is longer is refused while it is
+// read, so a small gzip bomb inflating to one huge string costs that much, not the whole inflated size.
+Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_t padding,
+                              uint64_t max_run_bytes = 0);
 
 // The text of a file read front to back in chunks, inflated on the fly when the file is gzip (several members are
 // concatenated; trailing zero padding is ignored). Memory: one compressed chunk, whatever the file size.

@@ -124,6 +124,24 @@ TEST_F(InputFileTest, LimitIsEnforcedWhileInflating) {
   EXPECT_NE(last.message().find("max_json_bytes"), std::string::npos) << last.message();
 }
 
+// One string or whitespace run over max_run_bytes is refused as it is read; escaped quotes do not end a string, and
+// runs end where strings and whitespace do.
+TEST_F(InputFileTest, OneLongStringOrWhitespaceRunIsRefusedWhileReading) {
+  const std::string ok = "{\"a\": \"" + std::string(900, 'x') + "\\\"" + std::string(90, 'y') + "\",  \"b\":" +
+                         std::string(900, ' ') + "1}";
+  EXPECT_TRUE(loadText(write("ok.gz", gzip(ok)), 1 << 20, 64, /*max_run_bytes=*/1000).ok());
+  const std::string long_string = "{\"a\": \"" + std::string(600, 'x') + "\\\"" + std::string(600, 'y') + "\"}";
+  auto r = loadText(write("s.gz", gzip(long_string)), 1 << 20, 64, 1000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadFormat);
+  EXPECT_NE(r.status().message().find("s.gz: a JSON string longer than"), std::string::npos) << r.status().message();
+  auto w = loadText(write("w.gz", gzip("[1," + std::string(2000, '\n') + "2]")), 1 << 20, 64, 1000);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("run of whitespace"), std::string::npos) << w.status().message();
+  EXPECT_TRUE(loadText(write("w2.gz", gzip("[1," + std::string(2000, '\n') + "2]")), 1 << 20, 64).ok())
+      << "no limit by default";
+}
+
 TEST_F(InputFileTest, TruncatedAndGarbageGzip) {
   const std::vector<unsigned char> garbage = {0x1f, 0x8b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   auto r = loadText(write("g.gz", garbage), 1 << 20, 64);

@@ -60,7 +60,10 @@ class KfuseJsonImporter final : public Importer {
       KFUSE_ASSIGN_OR_RETURN(r.trace, core::readTraceJsonFile(path));
       return r;
     }
-    KFUSE_ASSIGN_OR_RETURN(TextBuffer text, loadText(path, options.max_json_bytes, /*padding=*/1));
+    // One string or whitespace run of more than 256 MiB is refused while inflating: module images, the longest
+    // strings of a kfuse trace, are base64 of a few megabytes.
+    KFUSE_ASSIGN_OR_RETURN(TextBuffer text,
+                           loadText(path, options.max_json_bytes, /*padding=*/1, /*max_run_bytes=*/uint64_t{256} << 20));
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(text.view());

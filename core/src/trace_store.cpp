@@ -27,8 +27,9 @@ namespace {
 // Checks what SQLite itself would only discover deep inside a query (sqlite_db.h).
 Status checkSqliteFile(const std::string& path) { return sqlite::checkSqliteFile(path, "kfuse trace"); }
 
-// launch.pointer_args: [[param_index,address,allocation_id|null,offset(,field_offset)],...] with unsigned decimal
-// numbers; field_offset only for a pointer inside a struct argument.
+// launch.pointer_args: [[param_index,address,allocation_id|null,offset(,field_offset)],...] in decimal, unsigned
+// but for param_index (a damaged import may hold -1: kept, and named by the analyzer); field_offset only for a
+// pointer inside a struct argument.
 void encodePointerArgs(const std::vector<PointerArg>& args, std::string& out) {
   out.clear();
   char buf[24];
@@ -40,7 +41,11 @@ void encodePointerArgs(const std::vector<PointerArg>& args, std::string& out) {
   for (size_t i = 0; i < args.size(); ++i) {
     const PointerArg& a = args[i];
     out.append(i ? ",[" : "[");
-    put(static_cast<uint64_t>(a.param_index));
+    // Signed: a damaged import can hold -1 or another index the kernel does not have; the analyzer names those.
+    {
+      auto r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(a.param_index));
+      out.append(buf, r.ptr);
+    }
     out.push_back(',');
     put(a.address);
     out.push_back(',');
@@ -78,9 +83,16 @@ bool decodePointerArgs(std::string_view text, std::vector<PointerArg>& out) {
   };
   if (!eat('[')) return false;
   if (eat(']')) return pos == text.size();
+  auto signedNumber = [&](int64_t& v) {
+    auto r = std::from_chars(text.data() + pos, text.data() + text.size(), v);
+    if (r.ec != std::errc()) return false;
+    pos = static_cast<size_t>(r.ptr - text.data());
+    return true;
+  };
   do {
-    uint64_t index = 0, address = 0, allocation = 0, offset = 0;
-    if (!eat('[') || !number(index) || !eat(',') || !number(address) || !eat(',')) return false;
+    int64_t index = 0;
+    uint64_t address = 0, allocation = 0, offset = 0;
+    if (!eat('[') || !signedNumber(index) || !eat(',') || !number(address) || !eat(',')) return false;
     if (text.substr(pos, 4) == "null") {
       pos += 4;
     } else if (!number(allocation)) {
@@ -90,7 +102,7 @@ bool decodePointerArgs(std::string_view text, std::vector<PointerArg>& out) {
     uint64_t field = UINT64_MAX;
     if (eat(',') && (!number(field) || field > 0xffff)) return false;
     if (!eat(']')) return false;
-    if (index > 0xffff || allocation > static_cast<uint64_t>(INT64_MAX)) return false;
+    if (index < INT32_MIN || index > INT32_MAX || allocation > static_cast<uint64_t>(INT64_MAX)) return false;
     out.push_back(PointerArg{static_cast<int>(index), address, static_cast<Id>(allocation), offset,
                              field == UINT64_MAX ? -1 : static_cast<int32_t>(field)});
   } while (eat(','));

@@ -235,7 +235,8 @@ TEST_F(TraceStoreTest, PointerArgsViewGivesOneRowPerPointerToPlainSql) {
 
 TEST_F(TraceStoreTest, MalformedPointerArgsAreReportedWithTheLaunch) {
   writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
-  for (const char* bad : {"[[0,1,2", "[[0,1,2,3]]x", "[[-1,1,2,3]]", "[[0,1,\"a\",3]]", "{}", ""}) {
+  for (const char* bad :
+       {"[[0,1,2", "[[0,1,2,3]]x", "[[-99999999999,1,2,3]]", "[[--1,1,2,3]]", "[[0,1,\"a\",3]]", "{}", ""}) {
     execSql(path("t.sqlite"),
             ("UPDATE launch SET pointer_args = '" + std::string(bad) + "' WHERE id = 3").c_str());
     auto r = TraceReader::open(path("t.sqlite"));

@@ -1,5 +1,7 @@
 // Emulator tests on nvcc-generated PTX (testdata/test_kernels.cu compiled at build time), with exact expected
 // values from C++ references.
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -389,6 +391,35 @@ TEST_F(EmulatorTest, OutOfBoundsStoreIsReportedWithKernelBlockThreadAndLine) {
   EXPECT_NE(m.find("(st.global."), std::string::npos) << m;
   EXPECT_NE(m.find("past the end of allocation"), std::string::npos) << m;
   EXPECT_FALSE(device_->lastLaunch().ok);
+}
+
+// A module may declare a huge .global array (hostile or careless PTX): its zero pages are mapped as they are
+// touched, so loading it costs address space, not 16 GiB of memory; its last byte is still there.
+TEST_F(EmulatorTest, HugeAllocationsCostOnlyThePagesTouched) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's allocator and shadow memory change what an allocation costs";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer's allocator and shadow memory change what an allocation costs";
+#endif
+#endif
+  auto rss_kib = [] {
+    struct rusage u {};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+  };
+  const long before = rss_kib();
+  const uint64_t n = uint64_t{16} << 30;
+  auto p = device_->memory().allocate(n);
+  if (!p.ok()) GTEST_SKIP() << "no 16 GiB of address space here: " << p.status().message();
+  const uint8_t one = 1;
+  ASSERT_TRUE(device_->memory().copyToDevice(*p + n - 1, &one, 1).ok());
+  uint8_t back[2] = {9, 9};
+  ASSERT_TRUE(device_->memory().copyToHost(back, *p + n - 2, 2).ok());
+  EXPECT_EQ(back[0], 0);
+  EXPECT_EQ(back[1], 1);
+  EXPECT_LT(rss_kib() - before, 256 * 1024) << "the allocation was zeroed eagerly";
+  ASSERT_TRUE(device_->memory().free(*p).ok());
 }
 
 TEST_F(EmulatorTest, UseAfterFreeIsReported) {

@@ -53,7 +53,7 @@ Expected<DevicePtr> Memory::allocate(uint64_t bytes, std::string tag) {
   uint64_t size = bytes == 0 ? 1 : bytes;
   Impl::Alloc a;
   a.size = bytes;
-  a.data.reset(new (std::nothrow) uint8_t[size]());
+  a.data.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
   if (!a.data) return internalError("host out of memory allocating " + std::to_string(bytes) + " bytes");
   a.tag = std::move(tag);
   uint64_t base = impl_->next;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,7 +35,12 @@ struct Region {
 struct Memory::Impl {
   struct Alloc {
     uint64_t size = 0;
-    std::unique_ptr<uint8_t[]> data;
+    // calloc'ed: the kernel hands out zero pages as they are touched, so a large allocation (a module's
+    // `.global .b8 big[1 << 34]`) costs address space, not memory, until the program writes it.
+    struct Free {
+      void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t, Free> data;
     std::string tag;
   };
   mutable std::shared_mutex mu;       // shared: launches and copies; exclusive: allocate/free

@@ -42,22 +42,32 @@ def main():
     text = json.dumps(d, separators=(",", ":")).replace('"bytes":4194304', '"bytes":1e99999', 1)
     with open(os.path.join(OUT, "number_too_large.json"), "w") as f:
         f.write(text + "\n")
+    # gzip.open writes the time into the header: a fixed one keeps the files the same from run to run.
+    def gz(name):
+        return gzip.GzipFile(os.path.join(OUT, name), "wb", compresslevel=9, mtime=0)
+
     # 3. An enum value nested a million arrays deep (2 MB of brackets, gzip-compressed).
     head = '{"format":"kfuse-trace-json","version":1,"memcpys":[{"id":1,"kind":'
-    with gzip.open(os.path.join(OUT, "nested_million.json.gz"), "wt", compresslevel=9) as f:
-        f.write(head + "[" * 1000000 + "]" * 1000000 + "}]}\n")
+    with gz("nested_million.json.gz") as f:
+        f.write((head + "[" * 1000000 + "]" * 1000000 + "}]}\n").encode())
     # 4. Kineto traces whose one string, or whitespace between two events, inflates to 100 MiB.
     ev = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"correlation":1}}'
-    with gzip.open(os.path.join(OUT, "kineto_huge_string.json.gz"), "wt", compresslevel=9) as f:
-        f.write('{"traceEvents":[' + ev + ',{"ph":"X","cat":"kernel","name":"')
+    with gz("kineto_huge_string.json.gz") as f:
+        f.write(('{"traceEvents":[' + ev + ',{"ph":"X","cat":"kernel","name":"').encode())
         for _ in range(100):
-            f.write("a" * (1 << 20))
-        f.write('","pid":0,"tid":7,"ts":5,"dur":1,"args":{"stream":7}}]}\n')
-    with gzip.open(os.path.join(OUT, "kineto_huge_whitespace.json.gz"), "wt", compresslevel=9) as f:
-        f.write('{"traceEvents":[' + ev + ",")
+            f.write(b"a" * (1 << 20))
+        f.write(b'","pid":0,"tid":7,"ts":5,"dur":1,"args":{"stream":7}}]}\n')
+    with gz("kineto_huge_whitespace.json.gz") as f:
+        f.write(('{"traceEvents":[' + ev + ",").encode())
         for _ in range(100):
-            f.write(" " * (1 << 20))
-        f.write(ev + "]}\n")
+            f.write(b" " * (1 << 20))
+        f.write((ev + "]}\n").encode())
+    # 4b. A gzipped kfuse trace JSON whose one string inflates to 300 MiB (kfuse JSON was inflated whole).
+    with gz("kfuse_json_huge_string.json.gz") as f:
+        f.write(b'{"format":"kfuse-trace-json","version":1,"metadata":{"host":"')
+        for _ in range(300):
+            f.write(b"h" * (1 << 20))
+        f.write(b'"}}\n')
     # 5. A fatbin whose one entry is of a kind kfuse does not extract (neither PTX nor ELF).
     entry = struct.pack("<HHIQIIIIQQQ", 0x10, 0, 64, 16, 0, 0, 0, 0, 0, 0, 16) + b"\x00" * 8
     assert len(entry) == 64
