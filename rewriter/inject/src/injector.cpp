@@ -638,6 +638,47 @@ struct Injector::Impl {
     return flushAllExcept(0, why);
   }
 
+  // Whether a launch deferred on `s` may touch [lo, hi): one of its pointer arguments lies in an allocation that
+  // overlaps it (or in memory the driver cannot place). Caller holds s.mu.
+  bool deferredMayTouch(StreamSlot& s, uint64_t lo, uint64_t hi) {
+    if (s.count == 0 || s.viable == 0) return s.count != 0;
+    const RuntimePlan& p = plans[static_cast<size_t>(__builtin_ctzll(s.viable))]->plan;  // its first kernels match
+    for (int k = 0; k < s.count && static_cast<size_t>(k) < p.kernels.size(); ++k) {
+      for (size_t a = 0; a < p.kernels[static_cast<size_t>(k)].params.size(); ++a) {
+        if (!p.kernels[static_cast<size_t>(k)].params[a].pointer) continue;
+        const uint64_t v = pointerArg(s, p, ArgRef{k, static_cast<int>(a)});
+        if (v == 0) continue;
+        uint64_t base = 0, size = 0;
+        if (!allocationOf(v, base, size) || v < base || v - base >= size) return true;
+        if (base < hi && lo < base + size) return true;
+      }
+    }
+    return false;
+  }
+
+  // Before a synchronous host-to-device copy (legacy stream): deferred launches stay deferred unless they may touch
+  // the allocation it writes. A copy into memory none of them uses cannot observe or change what they do, in
+  // whichever order the two run (seen on an H100: each buffer's upload flushed the launch before it, so the
+  // many-small-kernels pattern was never fused).
+  CUresult beforeHostToDeviceCopy(uint64_t dst, uint64_t bytes) {
+    if (t_inside || pending_streams.load(std::memory_order_acquire) == 0) return CUDA_SUCCESS;
+    uint64_t lo = dst, hi = dst + std::max<uint64_t>(bytes, 1);
+    if (uint64_t base = 0, size = 0; allocationOf(dst, base, size) && dst >= base && dst - base < size) {
+      lo = base;
+      hi = std::max(hi, base + size);
+    }
+    CUresult first = CUDA_SUCCESS;
+    for (StreamSlot& s : slots) {
+      const uint64_t k = s.key.load(std::memory_order_acquire);
+      if (k == 0 || k == kTombstone) continue;
+      std::lock_guard lock(s.mu);
+      if (s.count == 0 || !deferredMayTouch(s, lo, hi)) continue;
+      const CUresult r = flushLocked(s, FlushReason::kMemcpy);
+      if (first == CUDA_SUCCESS) first = r;
+    }
+    return first;
+  }
+
   // ---- matching ----
 
   struct Incoming {
@@ -1480,7 +1521,9 @@ CUresult Injector::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, si
   KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyAsync(variant, dst, src, bytes, stream))
 }
 CUresult Injector::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyHtoD(variant, dst, src, bytes))
+  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::kMemcpy)
+                                    : impl_->beforeHostToDeviceCopy(dst, bytes),
+              HookClient::MemcpyHtoD(variant, dst, src, bytes))
 }
 CUresult Injector::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) {
   KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))

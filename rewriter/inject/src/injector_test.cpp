@@ -396,6 +396,27 @@ TEST_F(InjectorTest, FlushesDeferredLaunchOnMemcpy) {
   EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kMemcpy)], 1u);
 }
 
+// A synchronous upload into an allocation no deferred launch uses does not flush them (seen on an H100: each buffer's
+// upload in many_small_kernels flushed the launch before it, so its pattern was never fused).
+TEST_F(InjectorTest, KeepsDeferringAcrossAnUploadIntoAnotherAllocation) {
+  auto inj = make({twicePlus1()});
+  std::vector<float> xs, ts, zs, other, host(4, 9);
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *o = buffer(other, 0);
+  launch(*inj, kTwice, x, t);
+  EXPECT_EQ(inj->MemcpyHtoD(0, reinterpret_cast<CUdeviceptr>(o), host.data(), 16), CUDA_SUCCESS);
+  EXPECT_EQ(other, host);
+  EXPECT_TRUE(fake_.launches.empty()) << "the copy touched nothing twice uses";
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(inj->stats().flushes[static_cast<int>(FlushReason::kMemcpy)], 0u);
+  // An upload into a buffer a deferred launch reads still flushes it first.
+  launch(*inj, kTwice, x, t);
+  EXPECT_EQ(inj->MemcpyHtoD(0, reinterpret_cast<CUdeviceptr>(t), host.data(), 16), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches.back(), "twice");
+  EXPECT_EQ(ts, host) << "the copy ran after twice wrote t";
+}
+
 TEST_F(InjectorTest, FlushesInOrderOnLaunchOfAnotherKernel) {
   auto inj = make({twicePlus1()});
   std::vector<float> xs, ts, zs;
@@ -617,10 +638,14 @@ TEST_F(InjectorTest, PerThreadCopiesFlushOnlyTheirOwnThreadsStream) {
   EXPECT_TRUE(fake_.launches.empty());
   launch(*inj, kPlus1, t, z, nullptr, /*variant=*/1);
   EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
-  // Through the legacy function the copy is ordered after every blocking stream's work: it flushes them.
+  // Through the legacy function the copy is ordered after every blocking stream's work: into memory the deferred
+  // launch does not use, that order cannot be observed and it stays deferred; into its input, it is flushed first.
   launch(*inj, kTwice, x, t, nullptr, /*variant=*/1);
   std::thread([&] { inj->MemcpyHtoD(0, reinterpret_cast<CUdeviceptr>(o), host.data(), 16); }).join();
+  EXPECT_EQ(fake_.launches.back(), "fused_ok");
+  std::thread([&] { inj->MemcpyHtoD(0, reinterpret_cast<CUdeviceptr>(x), host.data(), 16); }).join();
   EXPECT_EQ(fake_.launches.back(), "twice");
+  EXPECT_EQ(ts, std::vector<float>(4, 2.f)) << "twice read x before the copy replaced it";
 }
 
 TEST_F(InjectorTest, LegacyStreamWorkFlushesOtherStreams) {
