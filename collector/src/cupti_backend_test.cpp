@@ -657,6 +657,24 @@ CUresult CUDAAPI libraryModule(CUmodule* module, CUlibrary) {
   return CUDA_SUCCESS;
 }
 
+// Loads a one-kernel PTX image through cuLibraryLoadData (library 0x1b), launches its kernel and finishes the trace.
+const core::Trace& loadLibraryAndLaunch(Fixture& f) {
+  static const char kPtx[] =
+      ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
+  CUlibrary library = reinterpret_cast<CUlibrary>(0x1b);
+  cuLibraryLoadData_params lp{};
+  lp.library = &library;
+  lp.code = kPtx;
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, &lp});
+  CUdeviceptr a = 0x10000, b = 0x20000;
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p = launchParams(params);
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 7});
+  f.backend.stop();
+  EXPECT_TRUE(f.sink.finish().ok());
+  return f.sink.trace();
+}
+
 // The CUDA runtime loads each fatbin with cuLibraryLoadData and launches functions of the library's module in the
 // current context: the image must be stored under that module, or the kernels have no PTX in the trace (seen on an
 // H100: every <<<>>> kernel was "no PTX: module N is a cubin image").
@@ -665,21 +683,7 @@ TEST(CuptiBackendTest, LibraryLoadCallbackLinksTheImageToTheKernelsModule) {
   f.table.FuncGetModule = &fModule;
   f.table.LibraryGetModule = &libraryModule;
   ASSERT_TRUE(f.backend.start().ok());
-  static const char kPtx[] =
-      ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
-  CUlibrary library = reinterpret_cast<CUlibrary>(0x1b);
-  cuLibraryLoadData_params lp{};
-  lp.library = &library;
-  lp.code = kPtx;
-  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, &lp});
-
-  CUdeviceptr a = 0x10000, b = 0x20000;
-  void* params[] = {&a, &b};
-  cuLaunchKernel_params p = launchParams(params);
-  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 7});
-  f.backend.stop();
-  ASSERT_TRUE(f.sink.finish().ok());
-  const core::Trace& t = f.sink.trace();
+  const core::Trace& t = loadLibraryAndLaunch(f);
   ASSERT_EQ(t.modules.size(), 1u);
   EXPECT_EQ(t.modules[0].kind, core::ImageKind::kPtx);
   ASSERT_EQ(t.functions.size(), 1u);
@@ -702,8 +706,6 @@ TEST(CuptiBackendTest, KernelHandlesAreLinkedToTheirLibrarysImage) {
   f.table.LibraryGetModule = &libraryModule;
   ASSERT_TRUE(f.backend.start().ok());
   static const uint8_t kCubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x41};
-  static const char kPtx[] =
-      ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPfS_()\n{\nret;\n}\n";
   // The driver's own cubin arrives first, through the resource callback, under no handle.
   CUpti_ModuleResourceData mod{};
   mod.cubinSize = sizeof kCubin;
@@ -711,18 +713,7 @@ TEST(CuptiBackendTest, KernelHandlesAreLinkedToTheirLibrarysImage) {
   CUpti_ResourceData rd{};
   rd.resourceDescriptor = &mod;
   f.backend.onCallback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
-  CUlibrary library = reinterpret_cast<CUlibrary>(0x1b);
-  cuLibraryLoadData_params lp{};
-  lp.library = &library;
-  lp.code = kPtx;
-  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, &lp});
-  CUdeviceptr a = 0x10000, b = 0x20000;
-  void* params[] = {&a, &b};
-  cuLaunchKernel_params p = launchParams(params);
-  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, 7});
-  f.backend.stop();
-  ASSERT_TRUE(f.sink.finish().ok());
-  const core::Trace& t = f.sink.trace();
+  const core::Trace& t = loadLibraryAndLaunch(f);
   ASSERT_EQ(t.modules.size(), 2u);
   ASSERT_EQ(t.functions.size(), 1u);
   EXPECT_EQ(t.modules[1].kind, core::ImageKind::kPtx);
