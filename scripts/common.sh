@@ -29,3 +29,22 @@ kfuse_build() {
   for t in "$@"; do args+=(--target "$t"); done
   cmake --build "$KFUSE_BUILD" -j "$KFUSE_JOBS" "${args[@]}"
 }
+
+# The one instrumented build (clang; ASan + UBSan + libFuzzer's coverage; build-fuzz/) that scripts/sanitize.sh asan
+# runs the tests in and scripts/fuzz.sh builds its targets in: one extra full build, not two.
+KFUSE_FUZZ_BUILD=${KFUSE_FUZZ_BUILD:-$KFUSE_ROOT/build-fuzz}
+# kfuse_configure_instrumented [extra cmake args...]
+kfuse_configure_instrumented() {
+  mkdir -p "$KFUSE_FUZZ_BUILD"
+  [[ -f "$KFUSE_FUZZ_BUILD/build.ninja" ]] && grep -q '^KFUSE_BUILD_TESTS:BOOL=ON' "$KFUSE_FUZZ_BUILD/CMakeCache.txt" &&
+    return 0
+  echo "kfuse: configuring the instrumented build in $KFUSE_FUZZ_BUILD (clang, ASan + UBSan + libFuzzer)"
+  cmake -S "$KFUSE_ROOT" -B "$KFUSE_FUZZ_BUILD" -G Ninja -DKFUSE_FUZZ=ON -DKFUSE_BUILD_TESTS=ON \
+    -DKFUSE_BUILD_BENCH=OFF -DKFUSE_BUILD_GUI=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g0" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g0" \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "$@" >"$KFUSE_FUZZ_BUILD/configure.log" 2>&1 || {
+    cat "$KFUSE_FUZZ_BUILD/configure.log" >&2
+    echo "kfuse: configure failed (log above)" >&2
+    return 1
+  }
+}

@@ -1,38 +1,39 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan; build-fuzz/) and fuzzes one for a fixed time, seeded from
+# Builds the libFuzzer targets (in the instrumented build scripts/sanitize.sh asan shares: clang, ASan + UBSan;
+# build-fuzz/) and fuzzes one for a fixed time, seeded from
 # the tests' inputs. A crash leaves its input in build-fuzz/crashes/TARGET/ and exits non-zero: turn it into a
 # regression test with the input under tests/ (tests/hostile/inputs/), then fix the reader.
 #
 #   scripts/fuzz.sh TARGET SECONDS     one target (fuzz_ptx, fuzz_fatbin, fuzz_plan, fuzz_trace_json,
-#                                      fuzz_import_kineto, fuzz_import_nsys, fuzz_import_kfuse, fuzz_import_kfuse_json)
+#                                      fuzz_import_kineto, fuzz_import_nsys, fuzz_import_kfuse, fuzz_import_kfuse_json,
+#                                      fuzz_import_et) for a time, growing its corpus in build-fuzz/corpus/
 #   scripts/fuzz.sh all SECONDS        every target, SECONDS each
+#   scripts/fuzz.sh TARGET|all --runs N  repeatable: N inputs each, seed 1, from the seeds alone (a fresh corpus),
+#                                      so every run tries the same inputs (what CI runs)
 #   scripts/fuzz.sh --list             the targets
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
 targets=(fuzz_ptx fuzz_fatbin fuzz_plan fuzz_trace_json fuzz_import_kineto fuzz_import_nsys fuzz_import_kfuse
-         fuzz_import_kfuse_json)
+         fuzz_import_kfuse_json fuzz_import_et)
 if [[ "${1:-}" == "--list" ]]; then printf '%s\n' "${targets[@]}"; exit 0; fi
-if [[ $# -ne 2 ]]; then
-  echo "usage: scripts/fuzz.sh TARGET|all SECONDS (scripts/fuzz.sh --list for the targets)" >&2
+runs=""
+if [[ $# -eq 3 && "$2" == --runs ]]; then
+  runs=$3
+elif [[ $# -ne 2 ]]; then
+  echo "usage: scripts/fuzz.sh TARGET|all SECONDS, or TARGET|all --runs N (scripts/fuzz.sh --list for the targets)" >&2
   exit 2
 fi
-target=$1 seconds=$2
+target=$1 seconds=${2}
+[[ -n "$runs" ]] && seconds=""
 if [[ "$target" == all ]]; then
   selected=("${targets[@]}")
 else
   selected=("$target")
 fi
-fuzz_build=${KFUSE_FUZZ_BUILD:-$KFUSE_ROOT/build-fuzz}
+fuzz_build=$KFUSE_FUZZ_BUILD
 shared=${KFUSE_SHARED_DATA_DIR:-$KFUSE_ROOT/../shared/data}
-mkdir -p "$fuzz_build"
-if [[ ! -f "$fuzz_build/build.ninja" ]]; then
-  echo "fuzz: configuring in $fuzz_build (clang, ASan + UBSan + libFuzzer)"
-  cmake -S "$KFUSE_ROOT" -B "$fuzz_build" -G Ninja -DKFUSE_FUZZ=ON -DKFUSE_BUILD_TESTS=OFF -DKFUSE_BUILD_BENCH=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g0" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g0" \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    >"$fuzz_build/configure.log" 2>&1 || { cat "$fuzz_build/configure.log" >&2; exit 1; }
-fi
+kfuse_configure_instrumented
 cmake --build "$fuzz_build" -j "$KFUSE_JOBS" $(printf -- '--target %s ' "${selected[@]}")
 
 # Seeds: the inputs the tests use, per reader.
@@ -50,6 +51,7 @@ seeds_for() {
     fuzz_import_kineto) echo "$shared"/kineto/hta_simple_add.json.gz "$shared"/kineto/hta_cpu_only.json.gz \
                              "$shared"/kineto/hta_event_sync_multi_stream.json.gz ;;
     fuzz_import_nsys) echo "$shared"/nsys/nsysai_mock_rtx3080.sqlite ;;
+    fuzz_import_et) echo "$shared"/kineto/hta_simple_add_et.json.gz "$KFUSE_ROOT"/tests/hostile/inputs/nested_million.json.gz ;;
     fuzz_import_kfuse) ls "$fuzz_build"/seeds/demo_chain.sqlite 2>/dev/null || true ;;
   esac
 }
@@ -64,6 +66,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 for t in "${selected[@]}"; do
   corpus="$fuzz_build/corpus/$t" crashes="$fuzz_build/crashes/$t"
+  # Repeatable runs start from the seeds alone, in a corpus directory of their own emptied first.
+  [[ -n "$runs" ]] && corpus="$fuzz_build/corpus-runs/$t" && rm -rf "$corpus"
   mkdir -p "$corpus" "$crashes"
   seeds=()
   for s in $(seeds_for "$t"); do [[ -f "$s" ]] && seeds+=("$s"); done
@@ -71,9 +75,15 @@ for t in "${selected[@]}"; do
   seed_dir="$fuzz_build/seed-dirs/$t"
   rm -rf "$seed_dir" && mkdir -p "$seed_dir"
   ((${#seeds[@]})) && cp "${seeds[@]}" "$seed_dir/"
-  echo "fuzz: $t for ${seconds}s (${#seeds[@]} seeds)"
+  if [[ -n "$runs" ]]; then
+    budget=(-runs="$runs" -seed=1)
+    echo "fuzz: $t, $runs inputs from seed 1 (${#seeds[@]} seeds)"
+  else
+    budget=(-max_total_time="$seconds")
+    echo "fuzz: $t for ${seconds}s (${#seeds[@]} seeds)"
+  fi
   start=$(date +%s)
-  if ! "$fuzz_build/fuzz/$t" "$corpus" "$seed_dir" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 \
+  if ! "$fuzz_build/fuzz/$t" "$corpus" "$seed_dir" "${budget[@]}" -timeout=20 -rss_limit_mb=2560 \
        -max_len=1048576 -artifact_prefix="$crashes/" -print_final_stats=1 >"$fuzz_build/$t.log" 2>&1; then
     echo "fuzz: $t FAILED: a crash, a leak or a sanitizer report; input in $crashes/, log $fuzz_build/$t.log" >&2
     grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$fuzz_build/$t.log" | head -20 >&2 || true

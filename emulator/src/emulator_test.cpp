@@ -217,6 +217,9 @@ TEST_F(EmulatorTest, BarriersOrderSharedMemoryAcrossWarps) {
     }
 }
 
+// The host compiler's _Float16 is the reference (clang before 15, the fuzzing build's compiler, lacks it on x86-64:
+// these run in the regular build).
+#if !defined(__clang__) || __clang_major__ >= 15
 uint16_t hbits(_Float16 h) {
   uint16_t b;
   std::memcpy(&b, &h, 2);
@@ -250,6 +253,7 @@ TEST_F(EmulatorTest, HalfAndBfloat16Arithmetic) {
   }
   EXPECT_GT(counters_.flops_f16, 0u);
 }
+#endif  // _Float16
 
 TEST_F(EmulatorTest, IntegerOperations) {
   std::vector<int> a(32), b(32);
@@ -533,6 +537,9 @@ TEST_F(EmulatorTest, SpinWaitOnAnotherWarpMakesProgress) {
   EXPECT_EQ(download<int>(dout, 3), (std::vector<int>{42, 1, 42}));
 }
 
+// The host compiler's _Float16 is the reference (clang before 15, the fuzzing build's compiler, lacks it on x86-64:
+// these run in the regular build).
+#if !defined(__clang__) || __clang_major__ >= 15
 TEST_F(EmulatorTest, PackedHalf2AndBfloat162Conversions) {
   std::vector<float> in(64);
   for (int i = 0; i < 64; ++i) in[i] = float(i) * 0.3f - 7.0f;
@@ -554,6 +561,7 @@ TEST_F(EmulatorTest, PackedHalf2AndBfloat162Conversions) {
     EXPECT_EQ(out[4 * i + 3], bf(in[2 * i + 1])) << i;
   }
 }
+#endif  // _Float16
 
 TEST_F(EmulatorTest, IndirectCallsThroughAFunctionTable) {
   std::vector<float> in(32);

@@ -9,6 +9,8 @@
 namespace kfuse::emulator {
 namespace {
 
+// The compiler's _Float16 is the reference (clang before 15 lacks it on x86-64: these run in the regular build).
+#if !defined(__clang__) || __clang_major__ >= 15
 uint16_t bitsOf(_Float16 h) {
   uint16_t b;
   std::memcpy(&b, &h, 2);
@@ -38,6 +40,7 @@ TEST(Fp16, HalfToFloatIsExactForAllHalves) {
     ASSERT_EQ(std::bit_cast<uint32_t>(halfToFloat(b)), std::bit_cast<uint32_t>(want)) << h;
   }
 }
+#endif  // _Float16
 
 TEST(Fp16, DirectedHalfRounding) {
   float f = 1.0f + 1.0f / 4096;  // between two halves: 1 and 1+2^-10

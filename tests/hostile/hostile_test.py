@@ -271,6 +271,14 @@ class Bombs(Case):
         self.assertIn("longer than 256.0 MiB", err)
         self.assertLess(mib, 700, f"peak RSS {mib:.0f} MiB")
 
+    def test_an_execution_trace_whose_one_string_inflates_to_300_mib_is_refused_while_inflating(self):
+        # Found by fuzz_import_et: the ET reader inflated a gzip whole (1 GB and 22 s under the fuzzer).
+        kineto = os.path.join(ARGS.shared, "kineto", "hta_simple_add.json.gz")
+        rc, mib, err = self.peak_rss_mib("analyze", kineto, "--no-store", "--et", inp("kfuse_json_huge_string.json.gz"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("longer than 64.0 MiB", err)
+        self.assertLess(mib, 400, f"peak RSS {mib:.0f} MiB")
+
 
 class Overwrite(Case):
     def test_force_replaces_regular_files_only(self):
