@@ -196,24 +196,8 @@ const HookRecorder::FunctionSlot* HookRecorder::describe(CUfunction f) {
   };
   known = probe(t.FuncGetParamInfo.load(), f) || probe(t.KernelGetParamInfo.load(), reinterpret_cast<CUkernel>(f));
   if (!known) count = 0;
-  const char* name = nullptr;
-  if (auto q = t.FuncGetName.load(); !q || q(&name, f) != CUDA_SUCCESS) {
-    name = nullptr;
-    if (auto k = t.KernelGetName.load()) {
-      if (k(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS) name = nullptr;
-    }
-  }
-  // The module, under the handle recordModule/recordLibrary stored its image: a CUkernel (what the CUDA runtime
-  // launches on a GPU driver, where cuFuncGetModule refuses it) through its library's module in this context.
-  CUmodule module = nullptr;
-  if (auto q = t.FuncGetModule.load(); !q || q(&module, f) != CUDA_SUCCESS) {
-    module = nullptr;
-    CUlibrary library = nullptr;
-    if (auto kl = t.KernelGetLibrary.load(); kl && kl(&library, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
-      auto lm = t.LibraryGetModule.load();
-      if (!lm || lm(&module, library) != CUDA_SUCCESS) module = reinterpret_cast<CUmodule>(library);
-    }
-  }
+  const char* name = t.functionName(f);
+  const CUmodule module = t.functionModule(f);
   int regs = 0, shared = 0;
   if (auto q = t.FuncGetAttribute.load()) {
     if (q(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS) regs = 0;

@@ -180,6 +180,25 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(MemcpyHtoDDirect, "cuMemcpyHtoD_v2");
 }
 
+CUmodule DriverTable::functionModule(CUfunction f) const {
+  CUmodule module = nullptr;
+  if (auto q = FuncGetModule.load(); q && q(&module, f) == CUDA_SUCCESS) return module;
+  CUlibrary library = nullptr;
+  auto kl = KernelGetLibrary.load();
+  if (!kl || kl(&library, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS) return nullptr;
+  auto lm = LibraryGetModule.load();
+  if (lm && lm(&module, library) == CUDA_SUCCESS) return module;
+  return reinterpret_cast<CUmodule>(library);
+}
+
+const char* DriverTable::functionName(CUfunction f) const {
+  const char* name = nullptr;
+  if (auto q = FuncGetName.load(); q && q(&name, f) == CUDA_SUCCESS && name) return name;
+  name = nullptr;
+  if (auto k = KernelGetName.load(); k && k(&name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) return name;
+  return nullptr;
+}
+
 DriverTable& Interposer::driver() {
   return g_driver;
 }

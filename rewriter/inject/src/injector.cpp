@@ -411,35 +411,12 @@ struct Injector::Impl {
     return id;  // table crowded here: asked again next time
   }
 
-  // The module and name of a launched function. The CUDA runtime launches CUkernel handles (cuLibraryGetKernel),
-  // which a GPU driver's cuFuncGet* queries refuse: those go through cuKernelGetLibrary / cuLibraryGetModule and
-  // cuKernelGetName (seen on an H100: no <<<>>> kernel was ever matched to its plan).
-  bool moduleAndName(CUfunction f, CUmodule& module, const char*& name) {
-    DriverTable& t = table();
-    module = nullptr;
-    name = nullptr;
-    if (auto q = t.FuncGetModule.load(); !q || q(&module, f) != CUDA_SUCCESS) {
-      module = nullptr;
-      CUlibrary library = nullptr;
-      auto kl = t.KernelGetLibrary.load();
-      auto lm = t.LibraryGetModule.load();
-      if (!kl || !lm || kl(&library, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS ||
-          lm(&module, library) != CUDA_SUCCESS) {
-        return false;
-      }
-    }
-    if (auto q = t.FuncGetName.load(); !q || q(&name, f) != CUDA_SUCCESS || !name) {
-      name = nullptr;
-      auto k = t.KernelGetName.load();
-      if (!k || k(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS || !name) return false;
-    }
-    return module != nullptr;
-  }
-
+  // The CUDA runtime launches CUkernel handles, which a GPU driver's cuFunc* queries refuse: functionModule and
+  // functionName ask the cuKernel* ones then (seen on an H100: no <<<>>> kernel was ever matched to its plan).
   int describeUncached(CUfunction f) {
-    CUmodule module = nullptr;
-    const char* name = nullptr;
-    if (!moduleAndName(f, module, name)) return kUnknownIdentity;
+    const CUmodule module = table().functionModule(f);
+    const char* name = table().functionName(f);
+    if (!module || !name) return kUnknownIdentity;
     const int h = moduleHash(reinterpret_cast<uint64_t>(module));
     if (h < 0) {
       // A kernel a plan names, from a module image the plan was not made from (the application was rebuilt, or the

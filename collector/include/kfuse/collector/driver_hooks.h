@@ -200,6 +200,14 @@ struct DriverTable {
 
   // Fills the query slots through `lookup(name)` (a dlsym-like function returning nullptr when absent).
   void resolveQueries(void* (*lookup)(const char* name, void* user), void* user);
+
+  // The module of a launched function, under the handle its image is recorded under (HookRecorder::recordModule /
+  // recordLibrary, the injector's noteModule): cuFuncGetModule, else, for a CUkernel (what the CUDA runtime launches;
+  // a GPU driver's cuFunc* queries refuse it), its library's module in this context (cuKernelGetLibrary +
+  // cuLibraryGetModule), else the library handle itself. nullptr when the driver cannot say.
+  CUmodule functionModule(CUfunction f) const;
+  // The function's (mangled) name: cuFuncGetName, else cuKernelGetName. nullptr when the driver cannot say.
+  const char* functionName(CUfunction f) const;
 };
 
 // What the wrappers call. Default methods forward to the table; overriding methods must forward themselves
