@@ -250,34 +250,29 @@ class Bombs(Case):
         rc, kib = p.stdout.split()
         return int(rc), int(kib) / 1024, p.stderr
 
+    def assertRefusedCheaply(self, args, message, max_mib):
+        """`kfuse ARGS` exits 2 saying `message`, and its peak RSS stays under `max_mib`."""
+        rc, mib, err = self.peak_rss_mib(*args)
+        self.assertEqual(rc, 2, err)
+        self.assertIn(message, err)
+        self.assertLess(mib, max_mib, f"peak RSS {mib:.0f} MiB")
+
     def test_a_gzip_whose_one_string_inflates_to_100_mib_is_refused_cheaply(self):
         # The whole string was buffered: a 3.9 GiB string passed 14 GiB of RSS.
-        rc, mib, err = self.peak_rss_mib("analyze", inp("kineto_huge_string.json.gz"))
-        self.assertEqual(rc, 2, err)
-        self.assertIn("longer than 64 MiB", err)
-        self.assertLess(mib, 400, f"peak RSS {mib:.0f} MiB")
+        self.assertRefusedCheaply(["analyze", inp("kineto_huge_string.json.gz")], "longer than 64 MiB", 400)
 
     def test_whitespace_inflating_to_100_mib_between_two_events_is_refused_cheaply(self):
-        rc, mib, err = self.peak_rss_mib("analyze", inp("kineto_huge_whitespace.json.gz"))
-        self.assertEqual(rc, 2, err)
-        self.assertIn("longer than 64 MiB", err)
-        self.assertLess(mib, 400, f"peak RSS {mib:.0f} MiB")
-
+        self.assertRefusedCheaply(["analyze", inp("kineto_huge_whitespace.json.gz")], "longer than 64 MiB", 400)
 
     def test_a_gzipped_kfuse_json_whose_one_string_inflates_to_300_mib_is_refused_while_inflating(self):
         # kfuse trace JSON was inflated whole, then parsed: a 4 MB file could cost gigabytes.
-        rc, mib, err = self.peak_rss_mib("analyze", inp("kfuse_json_huge_string.json.gz"))
-        self.assertEqual(rc, 2, err)
-        self.assertIn("longer than 256.0 MiB", err)
-        self.assertLess(mib, 700, f"peak RSS {mib:.0f} MiB")
+        self.assertRefusedCheaply(["analyze", inp("kfuse_json_huge_string.json.gz")], "longer than 256.0 MiB", 700)
 
     def test_an_execution_trace_whose_one_string_inflates_to_300_mib_is_refused_while_inflating(self):
         # Found by fuzz_import_et: the ET reader inflated a gzip whole (1 GB and 22 s under the fuzzer).
         kineto = os.path.join(ARGS.shared, "kineto", "hta_simple_add.json.gz")
-        rc, mib, err = self.peak_rss_mib("analyze", kineto, "--no-store", "--et", inp("kfuse_json_huge_string.json.gz"))
-        self.assertEqual(rc, 2, err)
-        self.assertIn("longer than 64.0 MiB", err)
-        self.assertLess(mib, 400, f"peak RSS {mib:.0f} MiB")
+        self.assertRefusedCheaply(["analyze", kineto, "--no-store", "--et", inp("kfuse_json_huge_string.json.gz")],
+                                  "longer than 64.0 MiB", 400)
 
 
 class Overwrite(Case):
