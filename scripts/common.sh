@@ -48,3 +48,22 @@ kfuse_configure_instrumented() {
     return 1
   }
 }
+
+# kfuse_ctest_private_tmp LABEL ctest-args...: runs ctest in the current directory with a private TMPDIR and fails
+# (returns 1) when the tests leave anything in it, or when ctest fails. Prints how long the tests took.
+kfuse_ctest_private_tmp() {
+  local label=$1
+  shift
+  local test_tmp status=0 start
+  test_tmp=$(mktemp -d)
+  start=$(date +%s)
+  TMPDIR=$test_tmp ctest "$@" || status=$?
+  echo "$label: tests took $(($(date +%s) - start)) s"
+  if [[ -n "$(ls -A "$test_tmp")" ]]; then
+    echo "$label: the tests left files in the temporary directory:" >&2
+    ls -A "$test_tmp" | head -20 >&2
+    status=1
+  fi
+  rm -rf "$test_tmp"
+  return "$status"
+}

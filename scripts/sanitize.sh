@@ -65,18 +65,7 @@ fi
 start=$(date +%s)
 cmake --build "$build" -j "$KFUSE_JOBS" $(printf -- '--target %s ' "${targets[@]}")
 echo "sanitize: $kind build took $(($(date +%s) - start)) s"
-test_tmp=$(mktemp -d)
-status=0
 cd "$build"
-start=$(date +%s)
 args=(--output-on-failure -j "$KFUSE_JOBS" --timeout 600 -L "$labels" -LE 'gpu|emulator' -E "$exclude")
 [[ -n "${only:-}" ]] && args+=(-R "$only")
-TMPDIR=$test_tmp ctest "${args[@]}" || status=$?
-echo "sanitize: $kind tests took $(($(date +%s) - start)) s"
-if [[ -n "$(ls -A "$test_tmp")" ]]; then
-  echo "sanitize: the tests left files in the temporary directory:" >&2
-  ls -A "$test_tmp" | head -20 >&2
-  status=1
-fi
-rm -rf "$test_tmp"
-exit "$status"
+kfuse_ctest_private_tmp "sanitize: $kind" "${args[@]}"

@@ -20,17 +20,8 @@ else
   ctest_args+=(-LE gpu)
 fi
 # Tests must leave nothing behind in the temporary directory: they run with a private one, checked afterwards.
-test_tmp=$(mktemp -d)
 status=0
-start=$(date +%s)
-TMPDIR=$test_tmp ctest "${ctest_args[@]}" || status=$?
-echo "kfuse: tests took $(($(date +%s) - start)) s"
-if [[ -n "$(ls -A "$test_tmp")" ]]; then
-  echo "kfuse: the tests left files in the temporary directory:" >&2
-  ls -A "$test_tmp" | head -20 >&2
-  status=1
-fi
-rm -rf "$test_tmp"
+kfuse_ctest_private_tmp kfuse "${ctest_args[@]}" || status=1
 
 # Then the sanitizer and fuzzing stages, each in a time box (README "Reliability" says what each covers; a stage
 # over its box fails the run); KFUSE_QUICK=1 skips them:
