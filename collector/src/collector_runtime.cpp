@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "kfuse/collector/driver_hooks.h"
+#include "kfuse/collector/nvtx_capture.h"
 #include "recording_status.h"
 
 #ifndef KFUSE_VERSION_STRING
@@ -159,6 +160,7 @@ void CollectorRuntime::activate(bool from_injection) {
     return;
   }
   sink_ = std::move(*sink);
+  attachNvtxSink(sink_.get());
   recorder_ = new HookRecorder(Interposer::driver(), *sink_);
   recorder_->setQueryResolver(&CollectorRuntime::resolveDriverQueries);
   if (config_.gpu_time) recorder_->enableGpuTime();
@@ -246,6 +248,7 @@ void CollectorRuntime::shutdown() {
   if (child_) return;  // before locking: a fork may have copied the lock held
   std::lock_guard lock(g_init_mu);
   if (child_ || !sink_ || getpid() != pid_) return;
+  attachNvtxSink(nullptr);
   if (cupti_) cupti_->stop();
   if (recorder_) recorder_->flushGpuTimes();
   (void)sink_->finish();  // a failure was already reported when it happened
@@ -257,6 +260,7 @@ void CollectorRuntime::atForkChild() {
   // that exec()s gets the library again and records into its own trace (use %p in KFUSE_OUTPUT).
   CollectorRuntime& r = instance();
   r.child_ = true;
+  attachNvtxSink(nullptr);
   if (r.recorder_) r.recorder_->setEnabled(false);
   if (r.sink_) r.sink_->abandonAfterFork();
 }

@@ -738,7 +738,9 @@ void CuptiBackend::decode(const CUpti_Activity* record) {
         e.start_ns = it->second.start_ns;
         e.end_ns = static_cast<int64_t>(m->timestamp);
         e.name_size = static_cast<uint32_t>(it->second.name.size());
-        sink_.pushStruct(EventKind::kNvtx, e, it->second.name.data(), e.name_size);
+        e.domain_size = static_cast<uint32_t>(it->second.domain.size());
+        sink_.pushStruct(EventKind::kNvtx, e, it->second.name.data(), e.name_size, it->second.domain.data(),
+                         e.domain_size);
         openMarkers().erase(it);
       }
       break;

@@ -2,10 +2,12 @@
 // the driver's exported names are interposed) and/or CUDA_INJECTION64_PATH (InitializeInjection, CUPTI backend).
 // Everything else is hidden (-fvisibility=hidden, --exclude-libs): only the names below and those of
 // preload_exports.h are exported.
+#include <cstdint>
 #include <cstdlib>
 
 #include "kfuse/collector/collector_runtime.h"
 #include "kfuse/collector/driver_hooks.h"
+#include "kfuse/collector/nvtx_capture.h"
 #include "kfuse/collector/profiler_api.h"
 
 namespace kfuse::collector {
@@ -55,6 +57,13 @@ KFUSE_EXPORT int InitializeInjection(void) {
   CollectorRuntime::instance().init(&kfuse::collector::realCuptiApi(), &kfuse::collector::realProfilerApi());
   CollectorRuntime::instance().activate(/*from_injection=*/true);
   return 1;
+}
+
+// NVTX_INJECTION64_PATH entry point (nvtx_capture.h; `kfuse record` sets the variable): NVTX calls it at the
+// application's first nvtx* call. A process that is not recording answers 0: NVTX then makes every call a no-op.
+KFUSE_EXPORT int InitializeInjectionNvtx2(const void* (*get_export_table)(uint32_t)) {
+  if (!kfuse_preload::wanted()) return 0;
+  return kfuse::collector::initializeNvtxInjection(get_export_table);
 }
 
 }  // extern "C"

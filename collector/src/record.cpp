@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -135,6 +136,10 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
   if (metrics) env.emplace_back("KFUSE_METRICS", "1");
   if (o.gpu_time) env.emplace_back("KFUSE_GPU_TIME", "1");
   if (result.backend == "cupti") env.emplace_back("CUDA_INJECTION64_PATH", lib);
+  // NVTX ranges: the collector is the NVTX tool (nvtx_capture.h), unless the user named another one.
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); !nvtx || !*nvtx) {
+    env.emplace_back("NVTX_INJECTION64_PATH", lib);
+  }
   // The collector reports failed writes on a socket (recording_status.h): kfuse's end is read after the program.
   int status_fds[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, status_fds) == 0) {

@@ -194,6 +194,43 @@ TEST_F(StandinRecordTest, FourThreadsOnFourStreamsRecordEveryLaunchExactlyOnce) 
   expectEmulatedMetricsForEveryLaunch(t);
 }
 
+TEST_F(StandinRecordTest, NvtxRangesAroundLaunchesAreRecordedWithDomainsAndThreads) {
+  core::Trace t = record(KFUSE_TEST_NVTX_RANGES);
+  ASSERT_EQ(t.launches.size(), 3u);
+  std::map<std::string, core::NvtxRange> by_name;
+  for (const auto& r : t.nvtx_ranges) EXPECT_TRUE(by_name.emplace(r.name, r).second) << "twice: " << r.name;
+  // Ended before the driver was touched, or never ended: not recorded.
+  EXPECT_EQ(by_name.size(), 5u);
+  for (const char* name : {"setup", "step", "inner", "wide", "async"}) ASSERT_TRUE(by_name.count(name)) << name;
+  EXPECT_EQ(by_name["step"].domain, "kfuse.test");
+  for (const char* name : {"setup", "inner", "wide", "async"}) EXPECT_EQ(by_name[name].domain, "") << name;
+  const int64_t main_thread = t.launches[0].thread_id;
+  for (const auto& [name, r] : by_name) {
+    EXPECT_EQ(r.thread_id, main_thread) << name;  // "async" ended on another thread but started here
+    EXPECT_LT(r.start_ns, r.end_ns) << name;
+  }
+  auto inside = [](const core::NvtxRange& r, int64_t ns) { return r.start_ns <= ns && ns <= r.end_ns; };
+  EXPECT_TRUE(inside(by_name["step"], by_name["inner"].start_ns) && inside(by_name["step"], by_name["inner"].end_ns));
+  EXPECT_LT(by_name["setup"].end_ns, by_name["step"].start_ns);
+  // Each launch lies in the ranges the program opened around it.
+  EXPECT_TRUE(inside(by_name["step"], t.launches[0].api_start_ns));
+  EXPECT_FALSE(inside(by_name["inner"], t.launches[0].api_start_ns));
+  EXPECT_TRUE(inside(by_name["inner"], t.launches[1].api_start_ns));
+  EXPECT_TRUE(inside(by_name["wide"], t.launches[2].api_start_ns));
+  EXPECT_FALSE(inside(by_name["step"], t.launches[2].api_start_ns));
+  for (const auto& l : t.launches) EXPECT_TRUE(inside(by_name["async"], l.api_start_ns));
+}
+
+TEST_F(StandinRecordTest, NvtxToolTheUserNamedIsLeftInPlace) {
+  // The user's NVTX_INJECTION64_PATH wins (here a library that does not exist: NVTX turns every call into a
+  // no-op); the program runs as it would without kfuse.
+  setenv("NVTX_INJECTION64_PATH", "/nonexistent/libsome_nvtx_tool.so", 1);
+  core::Trace t = record(KFUSE_TEST_NVTX_RANGES);
+  unsetenv("NVTX_INJECTION64_PATH");
+  EXPECT_EQ(t.launches.size(), 3u);
+  EXPECT_TRUE(t.nvtx_ranges.empty());
+}
+
 TEST_F(StandinRecordTest, MetricsOnTheStandInSayWhatIsRecordedInstead) {
   const fs::path dir = kfuse::testing::processTempDir("kfuse_standin_metrics_");
   RecordOptions o;

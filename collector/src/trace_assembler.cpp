@@ -200,9 +200,10 @@ Status TraceAssembler::consume(EventKind kind, const uint8_t* p, size_t size) {
     case EventKind::kNvtx: {
       if (!need(sizeof(NvtxEvent))) break;
       auto e = load<NvtxEvent>(p);
-      if (size < sizeof e + e.name_size) break;
+      if (size < sizeof e + uint64_t{e.name_size} + e.domain_size) break;
       std::string name(reinterpret_cast<const char*>(p + sizeof e), e.name_size);
-      return onNvtx(e, name.c_str());
+      std::string domain(reinterpret_cast<const char*>(p + sizeof e + e.name_size), e.domain_size);
+      return onNvtx(e, std::move(name), std::move(domain));
     }
     case EventKind::kStat:
       if (!need(sizeof(StatEvent))) break;
@@ -530,10 +531,11 @@ Status TraceAssembler::onMetric(const MetricEvent& e) {
   return out_.add(m);
 }
 
-Status TraceAssembler::onNvtx(const NvtxEvent& e, const char* name) {
+Status TraceAssembler::onNvtx(const NvtxEvent& e, std::string name, std::string domain) {
   core::NvtxRange r;
   r.id = ++next_nvtx_;
-  r.name = name;
+  r.name = std::move(name);
+  r.domain = std::move(domain);
   r.thread_id = e.thread_id;
   r.start_ns = e.start_ns;
   r.end_ns = e.end_ns;

@@ -130,7 +130,7 @@ class TraceAssembler {
   Status onDevice(const DeviceEvent& e);
   Status onGpuTime(const GpuTimeEvent& e, const char* name);
   Status onMetric(const MetricEvent& e);
-  Status onNvtx(const NvtxEvent& e, const char* name);
+  Status onNvtx(const NvtxEvent& e, std::string name, std::string domain);
   Status onStat(const StatEvent& e);
 
   Status ensureProcess();

@@ -216,11 +216,11 @@ struct MetricEvent {
   char unit[16] = {};
 };
 
-struct NvtxEvent {  // + name_size bytes
+struct NvtxEvent {  // + name_size bytes of name, then domain_size bytes of domain ("" = NVTX's default domain)
   int64_t thread_id = 0;
   int64_t start_ns = -1, end_ns = -1;
   uint32_t name_size = 0;
-  uint32_t reserved = 0;
+  uint32_t domain_size = 0;
 };
 
 // CUPTI: a driver call made inside a runtime API call. Activity records of the work it enqueued may carry either
