@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 
@@ -259,13 +260,22 @@ class Rewriter {
       const core::Launch& l = launch(occ, static_cast<size_t>(r.kernel));
       return argBytes(l, kernels_[static_cast<size_t>(r.kernel)].function->params[static_cast<size_t>(r.param)]);
     };
-    // Two arguments are one parameter of the fused kernel when they are equal at every occurrence.
+    // Two arguments are one parameter of the fused kernel when they are equal at every occurrence. Horizontal
+    // parts share nothing but buffers: merging scalars that merely happened to be equal in the recorded launches
+    // (two kernels' float factors, say) would pin them with an arg_equal predicate the program need not keep.
+    // Pointers are merged for every kind: the no-overlap guard is built on the merged classes.
+    auto is_pointer = [&](const Ref& r) {
+      return pointerArg(launch(0, static_cast<size_t>(r.ref.kernel)), r.ref.param) != nullptr;
+    };
+    const bool merge_pointers_only = c_.kind == CandidateKind::kHorizontal;
     std::vector<int> cls(refs.size(), -1);
     for (size_t i = 0; i < refs.size(); ++i) {
       if (cls[i] >= 0) continue;
       cls[i] = static_cast<int>(i);
+      if (merge_pointers_only && !is_pointer(refs[i])) continue;
       for (size_t j = i + 1; j < refs.size(); ++j) {
         if (cls[j] >= 0 || refs[j].size != refs[i].size || refs[j].ref.kernel == refs[i].ref.kernel) continue;
+        if (merge_pointers_only && !is_pointer(refs[j])) continue;
         bool equal = true;
         for (size_t occ = 0; occ < c_.occurrence_launches.size() && equal; ++occ) {
           equal = value(occ, refs[i].ref) == value(occ, refs[j].ref);
@@ -724,16 +734,25 @@ class Rewriter {
     if (disjoint_) {
       Predicate p;
       p.kind = Predicate::Kind::kNoOverlap;
+      // Bytes: to the end of its allocation at the occurrence where that is least (layers of one weight tensor
+      // sit at growing offsets). The injector uses them only where it does not know the allocation itself.
       for (const FusedParam& fp : result_.params) {
         const ArgRef r = fp.sources.front();
-        const core::PointerArg* ptr = pointerArg(launch(0, static_cast<size_t>(r.kernel)), r.param);
-        if (!ptr || ptr->allocation_id == core::kNoId) continue;
-        for (const core::Allocation& a : trace_.allocations) {
-          if (a.id == ptr->allocation_id) {
-            p.buffers.push_back(r);
-            p.bytes.push_back(a.size - std::min(a.size, ptr->offset));
+        const core::PointerArg* first = pointerArg(launch(0, static_cast<size_t>(r.kernel)), r.param);
+        if (!first || first->allocation_id == core::kNoId) continue;
+        std::optional<uint64_t> bytes;
+        for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
+          const core::PointerArg* ptr = pointerArg(launch(occ, static_cast<size_t>(r.kernel)), r.param);
+          if (!ptr || ptr->allocation_id == core::kNoId) continue;
+          for (const core::Allocation& a : trace_.allocations) {
+            if (a.id != ptr->allocation_id) continue;
+            const uint64_t to_end = a.size - std::min(a.size, ptr->offset);
+            bytes = bytes ? std::min(*bytes, to_end) : to_end;
           }
         }
+        if (!bytes) continue;
+        p.buffers.push_back(r);
+        p.bytes.push_back(*bytes);
       }
       if (p.buffers.size() >= 2) plan_.predicates.push_back(p);
     }

@@ -22,8 +22,9 @@ import tempfile
 
 # Driver-API programs, and their runtime-API twins (`<<<>>>`, nvcc defaults: static cudart) that reach the driver
 # through cudart's cuGetProcAddress lookups and load their kernels from the fatbin with cuLibraryLoadData.
-EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "runtime_api/elementwise_chain",
-            "runtime_api/mlp_block"]
+# many_small_kernels: N-way horizontal plans over kernels on four streams.
+EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "driver_api/many_small_kernels",
+            "runtime_api/elementwise_chain", "runtime_api/mlp_block"]
 
 
 class Checker:
@@ -106,6 +107,10 @@ class Checker:
             removed += plan_stats["occurrences_fused"] * (k - 1)
             self.check(plan_stats["occurrences_fused"] > 0 and plan_stats["disabled"] is None,
                        f"{name}: {os.path.basename(plan_dir)} fused", json.dumps(plan_stats))
+            # The same program, run again: every occurrence the analyzer found fuses, and no guard refuses one (a
+            # refusal here means the plan asks for more than its proof needs).
+            self.check(not plan_stats["predicate_failures"],
+                       f"{name}: {os.path.basename(plan_dir)}: no predicate refuses an occurrence", json.dumps(plan_stats))
         before, after = self.launches_in(trace), self.launches_in(fused_trace)
         self.check(before - after == removed and removed > 0,
                    f"{name}: the driver saw exactly the launches the fusions remove",

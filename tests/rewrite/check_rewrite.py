@@ -97,6 +97,13 @@ class Checker:
             self.check(os.path.exists(os.path.join(out, "README.md")), f"{name} #{rank}: README.md written")
             p = self.run("validate", out, "--seed", "7")
             self.check(p.returncode == 0, f"{name} #{rank}: kfuse validate passes", p.stdout + p.stderr)
+            if plan["kind"] == "horizontal":
+                # Independent kernels share buffers at most: a scalar equality seen in the recorded launches is a
+                # coincidence the program need not repeat, and must not become a guard.
+                kernels = plan["pattern"]["kernels"]
+                scalar = [q for q in plan["pattern"]["predicates"] if q["kind"] == "arg_equal" and not all(
+                    kernels[r["kernel"]]["params"][r["arg"]]["pointer"] for r in (q["a"], q["b"]))]
+                self.check(not scalar, f"{name} #{rank}: a horizontal plan pins no scalar equality", str(scalar))
             plans.append((c, out, plan))
         return plans
 

@@ -742,12 +742,11 @@ struct Injector::Impl {
     return known;
   }
 
-  // Bytes from `ptr` the kernels may touch: to the end of its allocation, and at least what the plan recorded.
+  // Bytes from `ptr` the kernels may touch: to the end of its allocation (an access beyond it is out of bounds in
+  // the original program already), or what the plan recorded when the allocation is unknown.
   uint64_t extent(uint64_t ptr, uint64_t recorded) {
     uint64_t base = 0, size = 0;
-    if (allocationOf(ptr, base, size) && ptr >= base && ptr - base <= size) {
-      return std::max(recorded, base + size - ptr);
-    }
+    if (allocationOf(ptr, base, size) && ptr >= base && ptr - base <= size) return base + size - ptr;
     return recorded;
   }
 
@@ -826,9 +825,10 @@ struct Injector::Impl {
       for (size_t b = 0; b < n; ++b) {
         const size_t i = d.pointer[b];
         lo[b] = ptr[i];
-        // Bytes the kernels may touch: to the end of the allocation, and at least what the plan recorded.
+        // Bytes the kernels may touch, as extent() says: to the end of the allocation, or what the plan recorded.
+        // Not more: a layer's weights at an offset inside one allocation must not reach into the next allocation.
         const bool inside = known[i] && ptr[i] >= base[i] && ptr[i] - base[i] <= size[i];
-        hi[b] = lo[b] + (inside ? std::max(d.bytes[b], base[i] + size[i] - ptr[i]) : d.bytes[b]);
+        hi[b] = lo[b] + (inside ? base[i] + size[i] - ptr[i] : d.bytes[b]);
       }
       for (size_t a = 0; a < n; ++a) {
         for (size_t b = a + 1; b < n; ++b) {

@@ -456,6 +456,19 @@ TEST_F(InjectorTest, RefusesOverlappingBuffers) {
   EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)], 1u);
 }
 
+TEST_F(InjectorTest, PointerAtAnOffsetReachesOnlyToTheEndOfItsAllocation) {
+  // mlp_block's second layer: its weights sit 64 KiB into the weight allocation, whose end is nearer than the bytes
+  // the plan recorded at the first layer. Four adjacent allocations of 16 bytes; x is 8 bytes into the first.
+  auto inj = make({twicePlus1()});
+  std::vector<float> all(16, 1.f);
+  for (int a = 0; a < 4; ++a) fake_.allocations[reinterpret_cast<uint64_t>(all.data() + 4 * a)] = 16;
+  n_ = 2;
+  launch(*inj, kTwice, all.data() + 2, all.data() + 4);
+  launch(*inj, kPlus1, all.data() + 4, all.data() + 8);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)], 0u);
+}
+
 CUresult CUDAAPI fMemAllocHost(CUdeviceptr* p, size_t n) {
   *p = reinterpret_cast<CUdeviceptr>(new float[n / sizeof(float)]());
   return CUDA_SUCCESS;
