@@ -1197,6 +1197,13 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     if (spec) {
       r.gpu = *spec;
       r.gpu_source = "trace";
+      const core::Device& d = t.devices.front();
+      if (core::gpuNameKey(d.name) == core::gpuNameKey(core::kAmdGenericDeviceName)) {
+        r.notices.push_back("the trace names its GPU '" + d.name + "' (what ROCm reports for a GPU missing from its "
+                            "name table); identified by its " + std::to_string(d.sm_count) + " compute units and GFX "
+                            "IP " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + " as " +
+                            spec->marketing_name + " (pass --gpu NAME if that is wrong)");
+      }
     } else {
       r.gpu = *core::findGpuSpec("h100-sxm");
       r.gpu_source = "default";

@@ -1,4 +1,5 @@
 // `kfuse gpus`: the GPU spec table the cost model uses, and name lookup as the analyzer does it.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,8 @@ struct GpusOptions {
 };
 
 nlohmann::json specToJson(const core::GpuSpec& g) {
-  return {{"short_name", g.short_name},
+  return {{"vendor", g.vendor == core::GpuVendor::kAmd ? "amd" : "nvidia"},
+          {"short_name", g.short_name},
           {"marketing_name", g.marketing_name},
           {"device_names", g.device_names},
           {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
@@ -40,6 +42,7 @@ nlohmann::json specToJson(const core::GpuSpec& g) {
           {"max_threads_per_block", g.max_threads_per_block},
           {"max_shared_per_sm", g.max_shared_per_sm},
           {"max_shared_per_block_optin", g.max_shared_per_block_optin},
+          {"warp_size", g.warp_size},
           {"source", g.source}};
 }
 
@@ -68,6 +71,10 @@ int runGpus(const GpusOptions& o) {
                 g.marketing_name.c_str(), cc.c_str(), g.sm_count, g.fp32_flops / 1e12,
                 g.fp16_tensor_flops / 1e12, g.bf16_tensor_flops / 1e12, g.dram_bandwidth_bytes_per_s / 1e9,
                 static_cast<double>(g.l2_bytes) / (1024.0 * 1024.0));
+  }
+  if (std::any_of(specs.begin(), specs.end(), [](const core::GpuSpec& g) { return g.vendor == core::GpuVendor::kAmd; })) {
+    std::printf("AMD rows: SMs are compute units, sm is the GFX IP version, tensor is matrix cores; MI250/MI250X rows "
+                "are one GCD (one device to the driver)\n");
   }
   return kExitOk;
 }

@@ -48,6 +48,37 @@ SmLimits limits(int major, int minor, int warps, int blocks, uint64_t shared_kib
   return l;
 }
 
+// AMD CDNA2 (gfx90a, GFX IP 9.0: MI250, MI250X) and CDNA3 (gfx942, 9.4: MI300X, MI325X) compute units. Sources:
+// ROCm documentation, "AMD GPU specifications" table (wavefront size 64, LDS 64 KiB, VGPR file 512 KiB per CU) and
+// the ROCm Compute Profiler's "Pipeline descriptions" (four SIMDs per CU, "execution slots for up to 8 wavefronts"
+// per SIMD, 32 per CU). Threads per CU (32 x 64 = 2048) and per workgroup (1024) agree with the deviceProperties
+// of the MI250 trace in ../shared/data/kineto (maxThreadsPerMultiprocessor 2048, maxThreadsPerBlock 1024,
+// sharedMemPerBlock 65536). Derived, not printed: workgroups per CU are bounded by the 32 wavefront slots (each
+// workgroup holds at least one); 512 registers per lane is the 512 KiB VGPR file over 4 SIMDs x 64 lanes x 4 B.
+// Not in the documents read, so not modelled: register and LDS allocation granules (1 register per lane and 1 byte,
+// i.e. no rounding) and barrier slots (one per workgroup, never the binding limit).
+SmLimits amdCdnaLimits(int major, int minor) {
+  SmLimits l;
+  l.vendor = GpuVendor::kAmd;
+  l.cc_major = major;
+  l.cc_minor = minor;
+  l.warp_size = 64;
+  l.max_warps_per_sm = 32;
+  l.max_threads_per_sm = l.max_warps_per_sm * l.warp_size;
+  l.max_blocks_per_sm = 32;
+  l.registers_per_sm = static_cast<int>(512 * kKiB / 4);
+  l.max_registers_per_thread = 512;
+  l.register_allocation_unit = l.warp_size;
+  l.register_file_partitions = 4;
+  l.max_threads_per_block = 1024;
+  l.max_shared_per_sm = 64 * kKiB;
+  l.reserved_shared_per_block = 0;
+  l.max_shared_per_block_optin = l.max_shared_per_sm;
+  l.shared_allocation_unit = 1;
+  l.barriers_per_sm = l.max_blocks_per_sm;
+  return l;
+}
+
 std::vector<SmLimits> buildSmLimits() {
   return {
       limits(7, 0, /*warps=*/64, /*blocks=*/32, /*shared_kib=*/96, /*barriers_per_block=*/2),  // Volta
@@ -60,11 +91,13 @@ std::vector<SmLimits> buildSmLimits() {
       limits(10, 0, 64, 32, 228, 2),  // Blackwell data centre (B200)
       limits(10, 3, 64, 32, 228, 2),  // Blackwell Ultra (B300)
       limits(12, 0, 48, 24, 100, 1),  // Blackwell GeForce / workstation
+      amdCdnaLimits(9, 0),            // AMD CDNA2 (gfx90a)
+      amdCdnaLimits(9, 4),            // AMD CDNA3 (gfx942)
   };
 }
 
 void applySmLimits(GpuSpec& spec) {
-  const SmLimits* l = findSmLimits(spec.cc_major, spec.cc_minor);
+  const SmLimits* l = findSmLimits(spec.cc_major, spec.cc_minor, spec.vendor);
   KFUSE_CHECK(l != nullptr && "GPU spec entry with a compute capability missing from the SmLimits table");
   spec.max_threads_per_sm = l->max_threads_per_sm;
   spec.max_warps_per_sm = l->max_warps_per_sm;
@@ -74,10 +107,12 @@ void applySmLimits(GpuSpec& spec) {
   spec.max_threads_per_block = l->max_threads_per_block;
   spec.max_shared_per_sm = l->max_shared_per_sm;
   spec.max_shared_per_block_optin = l->max_shared_per_block_optin;
+  spec.warp_size = l->warp_size;
 }
 
 // What the documents say about one product. The per-SM limits are not here: they follow from the compute
-// capability (findSmLimits). Every field is given in every entry, so nothing is left at a default by accident.
+// capability (findSmLimits). Every field is given in every entry, so nothing is left at a default by accident;
+// only `vendor` has one (NVIDIA), set by the AMD entries.
 struct Product {
   std::string short_name;
   std::string marketing_name;
@@ -98,10 +133,12 @@ struct Product {
   double bf16_flops;
   double bf16_tensor_flops;
   std::string source;
+  GpuVendor vendor = GpuVendor::kNvidia;
 };
 
 GpuSpec toSpec(const Product& product) {
   GpuSpec spec;
+  spec.vendor = product.vendor;
   spec.short_name = product.short_name;
   spec.marketing_name = product.marketing_name;
   spec.device_names = product.device_names;
@@ -474,6 +511,119 @@ std::vector<GpuSpec> buildTable() {
                 "clock and FP16/BF16 non-tensor derived; CUDA C++ Programming Guide (per-SM limits)",
   });
 
+  // ---- AMD Instinct (CDNA2, CDNA3) ----------------------------------------------------------------------------
+  // Sources (AMD): ROCm documentation, "AMD GPU specifications" (rocm.docs.amd.com/en/latest/reference/
+  // gpu-specs.html): CUs, VRAM, L2, GFX IP version, per-CU figures (see amdCdnaLimits); "AMD Instinct MI250
+  // microarchitecture" (.../conceptual/gpu-arch/mi250.html): 1.7 GHz peak clock, "1.6 TB/sec per GCD", and its
+  // peak table for the MI250 (208 CUs), in FLOP per clock per CU and TFLOPS: Matrix FP64 256 / 90.5, Vector FP64
+  // 128 / 45.3, Vector FP32 128 / 45.3, Matrix FP16 and BF16 1024 / 362.1; "AMD Instinct MI300 microarchitecture"
+  // (.../gpu-arch/mi300.html): "aggregated peak memory bandwidth of the GPU is 5.3 TB per second" and its MI300X
+  // table: Vector FP64 128 / 81.7, Matrix FP64 256 / 163.4, Vector FP32 256 / 163.4, Vector TF32 (an MFMA rate)
+  // 1024 / 653.7, Matrix FP16 and BF16 2048 / 1307.4 (all dense). Device names: libdrm's amdgpu.ids, which ROCm
+  // reports ("AMD Instinct MI250X", "AMD Instinct MI250X / MI250", "AMD Instinct MI300X", "AMD Instinct MI325X").
+  // Conventions here: "Vector" rates are the non-tensor figures and "Matrix" the tensor ones. AMD prints no
+  // non-matrix FP16/BF16 rate: FP16 is derived from packed-FP16 FMA, 64 lanes x 2 halves x 2 FLOP = 256 FLOP per
+  // clock per CU, and BF16, which CDNA2/3 vector units do not compute natively, is set to the FP32 vector rate.
+  // CDNA2 has no TF32 (0). CDNA3's "Vector FP32" (256 FLOP/clock/CU) counts packed FP32, CDNA2's (128) does not.
+  //
+  // MI250X, per GCD: 110 CUs (gpu-specs: "220 (110 per GCD)"), 64 GiB of 128, 8 MiB L2 ("16 (8 per GCD)"),
+  // gfx90a 9.0. The MI250 page's per-CU rates at 1.7 GHz give FP64 110 x 128 x 1.7 GHz = 23.9, matrix FP64 47.9,
+  // FP32 23.9, FP16/BF16 matrix 110 x 1024 x 1.7 GHz = 191.5 TFLOPS; 1.6 TB/s per GCD (same HBM2e as the MI250).
+  products.push_back(Product{
+      .short_name = "mi250x-gcd",
+      .marketing_name = "AMD Instinct MI250X (one GCD)",
+      .device_names = {"AMD Instinct MI250X", "AMD Instinct MI250X / MI250"},
+      .cc_major = 9,
+      .cc_minor = 0,
+      .sm_count = 110,
+      .boost_clock_mhz = 1700,
+      .memory_bytes = 64 * kGiB,
+      .dram_bandwidth_bytes_per_s = 1600 * kGBps,
+      .l2_bytes = 8 * kMiB,
+      .fp64_flops = 23.9 * kTera,
+      .fp64_tensor_flops = 47.9 * kTera,
+      .fp32_flops = 23.9 * kTera,
+      .tf32_tensor_flops = 0,
+      .fp16_flops = 47.9 * kTera,
+      .fp16_tensor_flops = 191.5 * kTera,
+      .bf16_flops = 23.9 * kTera,
+      .bf16_tensor_flops = 191.5 * kTera,
+      .source = "ROCm documentation: AMD GPU specifications (CUs, memory, L2 per GCD); AMD Instinct MI250 "
+                "microarchitecture (clock, per-GCD bandwidth, FLOP/clock/CU: peak rates derived for 110 CUs); "
+                "non-matrix FP16/BF16 derived (not printed by AMD)",
+      .vendor = GpuVendor::kAmd,
+  });
+
+  // MI250, per GCD: 104 CUs ("208 (104 per GCD)"), 64 GiB, 8 MiB L2; the MI250 page's table halved: FP64 22.65,
+  // matrix FP64 45.25, FP32 22.65, FP16/BF16 matrix 181.05 TFLOPS; 1.6 TB/s per GCD. The MI250 trace in
+  // ../shared/data/kineto is one of these GCDs (104 CUs, 64 GiB, 9.0), named "AMD Radeon Graphics".
+  products.push_back(Product{
+      .short_name = "mi250-gcd",
+      .marketing_name = "AMD Instinct MI250 (one GCD)",
+      .device_names = {"AMD Instinct MI250X / MI250"},
+      .cc_major = 9,
+      .cc_minor = 0,
+      .sm_count = 104,
+      .boost_clock_mhz = 1700,
+      .memory_bytes = 64 * kGiB,
+      .dram_bandwidth_bytes_per_s = 1600 * kGBps,
+      .l2_bytes = 8 * kMiB,
+      .fp64_flops = 22.65 * kTera,
+      .fp64_tensor_flops = 45.25 * kTera,
+      .fp32_flops = 22.65 * kTera,
+      .tf32_tensor_flops = 0,
+      .fp16_flops = 45.3 * kTera,
+      .fp16_tensor_flops = 181.05 * kTera,
+      .bf16_flops = 22.65 * kTera,
+      .bf16_tensor_flops = 181.05 * kTera,
+      .source = "ROCm documentation: AMD GPU specifications (CUs, memory, L2 per GCD); AMD Instinct MI250 "
+                "microarchitecture (clock, per-GCD bandwidth, peak table halved per GCD); non-matrix FP16/BF16 "
+                "derived (not printed by AMD)",
+      .vendor = GpuVendor::kAmd,
+  });
+
+  // MI300X: 304 CUs ("304 (38 per XCD)"), 192 GiB HBM3, L2 32 MiB ("32 (4 per XCD)"; the 256 MiB Infinity Cache is
+  // a memory-side cache and not counted as L2), gfx942 9.4; the MI300 page's table. The clock is derived from it:
+  // 1307.4 TFLOPS / (304 CUs x 2048 FLOP/clock) = 2.10 GHz.
+  products.push_back(Product{
+      .short_name = "mi300x",
+      .marketing_name = "AMD Instinct MI300X",
+      .device_names = {"AMD Instinct MI300X"},
+      .cc_major = 9,
+      .cc_minor = 4,
+      .sm_count = 304,
+      .boost_clock_mhz = 2100,
+      .memory_bytes = 192 * kGiB,
+      .dram_bandwidth_bytes_per_s = 5300 * kGBps,
+      .l2_bytes = 32 * kMiB,
+      .fp64_flops = 81.7 * kTera,
+      .fp64_tensor_flops = 163.4 * kTera,
+      .fp32_flops = 163.4 * kTera,
+      .tf32_tensor_flops = 653.7 * kTera,
+      .fp16_flops = 163.4 * kTera,
+      .fp16_tensor_flops = 1307.4 * kTera,
+      .bf16_flops = 163.4 * kTera,
+      .bf16_tensor_flops = 1307.4 * kTera,
+      .source = "ROCm documentation: AMD GPU specifications (CUs, memory, L2); AMD Instinct MI300 microarchitecture "
+                "(bandwidth, peak table); clock and non-matrix FP16/BF16 derived (not printed by AMD)",
+      .vendor = GpuVendor::kAmd,
+  });
+
+  // MI325X: the MI300X's die and CUs (gpu-specs: gfx942, "304 (38 per XCD)", L2 "32 (4 per XCD)") with 256 GiB of
+  // HBM3E. Its bandwidth and compute are not in the ROCm documents read: 6.0 TB/s and FP16 1,307 TFLOPS are AMD's
+  // MI325X product page as quoted by Vultr's documentation ("Specifications from AMD MI325X product page"), read
+  // second-hand; the compute figures are therefore the MI300X's.
+  Product mi325x = products.back();
+  mi325x.short_name = "mi325x";
+  mi325x.marketing_name = "AMD Instinct MI325X";
+  mi325x.device_names = {"AMD Instinct MI325X"};
+  mi325x.memory_bytes = 256 * kGiB;
+  mi325x.dram_bandwidth_bytes_per_s = 6000 * kGBps;
+  mi325x.source = "ROCm documentation: AMD GPU specifications (CUs, memory, L2); AMD MI325X product page as quoted "
+                  "second-hand (bandwidth 6.0 TB/s, FP16 1,307 TFLOPS); other peaks those of the MI300X (same die, "
+                  "CUs and clock)";
+  products.push_back(mi325x);
+
   std::vector<GpuSpec> table;
   table.reserve(products.size());
   for (const Product& product : products) table.push_back(toSpec(product));
@@ -504,31 +654,40 @@ class SpecIndex {
     }
     for (const auto& [alias, short_name] : kExtraAliases) {
       auto it = by_key_.find(gpuNameKey(short_name));
-      KFUSE_CHECK(it != by_key_.end());
-      add(alias, it->second);
+      KFUSE_CHECK(it != by_key_.end() && it->second.size() == 1);
+      add(alias, it->second.front());
     }
   }
 
   const std::vector<GpuSpec>& specs() const { return specs_; }
 
-  const GpuSpec* find(std::string_view name) const {
+  // Every entry `name` names, in table order (empty when none).
+  std::vector<const GpuSpec*> find(std::string_view name) const {
+    std::vector<const GpuSpec*> found;
     const std::string key = gpuNameKey(name);
-    if (key.empty()) return nullptr;
+    if (key.empty()) return found;
     auto it = by_key_.find(key);
-    return it == by_key_.end() ? nullptr : &specs_[it->second];
+    if (it == by_key_.end()) return found;
+    for (std::size_t i : it->second) found.push_back(&specs_[i]);
+    return found;
   }
 
  private:
-  // A name may repeat within one entry (a short name often normalises like a device name) but never name two.
+  // A name may repeat within one entry (a short name often normalises like a device name). It may name two
+  // entries only when they differ in SM count, so that a trace's facts can tell them apart.
   void add(std::string_view name, std::size_t index) {
     const std::string key = gpuNameKey(name);
     KFUSE_CHECK(!key.empty());
-    auto [it, inserted] = by_key_.emplace(key, index);
-    KFUSE_CHECK(inserted || it->second == index);
+    std::vector<std::size_t>& entries = by_key_[key];
+    for (std::size_t other : entries) {
+      if (other == index) return;
+      KFUSE_CHECK(specs_[other].sm_count != specs_[index].sm_count);
+    }
+    entries.push_back(index);
   }
 
   std::vector<GpuSpec> specs_;
-  std::unordered_map<std::string, std::size_t> by_key_;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_key_;
 };
 
 const SpecIndex& specIndex() {
@@ -569,27 +728,39 @@ const std::vector<SmLimits>& smLimitsTable() {
   return table;
 }
 
-const SmLimits* findSmLimits(int cc_major, int cc_minor) {
+const SmLimits* findSmLimits(int cc_major, int cc_minor, GpuVendor vendor) {
   for (const SmLimits& l : smLimitsTable()) {
-    if (l.cc_major == cc_major && l.cc_minor == cc_minor) return &l;
+    if (l.vendor == vendor && l.cc_major == cc_major && l.cc_minor == cc_minor) return &l;
   }
   return nullptr;
 }
 
 std::optional<GpuSpec> findGpuSpec(std::string_view name) {
-  const GpuSpec* spec = specIndex().find(name);
-  if (spec == nullptr) return std::nullopt;
-  return *spec;
+  const std::vector<const GpuSpec*> found = specIndex().find(name);
+  if (found.empty()) return std::nullopt;
+  return *found.front();
 }
 
 std::optional<GpuSpec> findGpuSpec(std::string_view name, const ObservedDevice& observed) {
-  const GpuSpec* spec = specIndex().find(name);
-  if (spec == nullptr) return std::nullopt;
-  if (observed.sm_count != 0 && observed.sm_count != spec->sm_count) return std::nullopt;
-  if (observed.cc_major != 0 && (observed.cc_major != spec->cc_major || observed.cc_minor != spec->cc_minor)) {
-    return std::nullopt;
+  auto agrees = [&](const GpuSpec& spec) {
+    if (observed.sm_count != 0 && observed.sm_count != spec.sm_count) return false;
+    return observed.cc_major == 0 || (observed.cc_major == spec.cc_major && observed.cc_minor == spec.cc_minor);
+  };
+  if (gpuNameKey(name) == gpuNameKey(kAmdGenericDeviceName)) {
+    if (observed.sm_count == 0 || observed.cc_major == 0) return std::nullopt;
+    const GpuSpec* match = nullptr;
+    for (const GpuSpec& spec : gpuSpecs()) {
+      if (spec.vendor != GpuVendor::kAmd || !agrees(spec)) continue;
+      if (match) return std::nullopt;  // two candidates: the facts do not decide
+      match = &spec;
+    }
+    if (!match) return std::nullopt;
+    return *match;
   }
-  return *spec;
+  for (const GpuSpec* spec : specIndex().find(name)) {
+    if (agrees(*spec)) return *spec;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kfuse::core

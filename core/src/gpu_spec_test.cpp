@@ -29,7 +29,10 @@ ObservedDevice observed(int sm_count, int cc_major, int cc_minor) {
 
 // FP32 FMA lanes per SM, by compute capability: Volta and GA100 have 64, GA10x, Ada, Hopper and Blackwell 128
 // (architecture whitepapers; CUDA C++ Programming Guide arithmetic-throughput table).
+// AMD, per CU: CDNA2 64 (its "Vector FP32" is 128 FLOP/clock), CDNA3 128 (256 FLOP/clock, packed FP32 counted), as
+// the ROCm MI250 and MI300 microarchitecture pages print them.
 int fp32LanesPerSm(const GpuSpec& spec) {
+  if (spec.vendor == GpuVendor::kAmd) return spec.cc_minor == 0 ? 64 : 128;
   if (spec.cc_major == 7 || (spec.cc_major == 8 && spec.cc_minor == 0)) return 64;
   return 128;
 }
@@ -62,7 +65,11 @@ TEST(GpuSpecTest, FindsEveryShortNameMarketingNameAndDeviceNameOfEveryEntry) {
     EXPECT_EQ(shortNameOf(spec.short_name), spec.short_name);
     EXPECT_EQ(shortNameOf(spec.marketing_name), spec.short_name) << spec.marketing_name;
     EXPECT_FALSE(spec.device_names.empty()) << spec.short_name;
-    for (const std::string& name : spec.device_names) EXPECT_EQ(shortNameOf(name), spec.short_name) << name;
+    // A device name shared by two products (AMD's MI250X / MI250) is told apart by the SM count.
+    const ObservedDevice facts = observed(spec.sm_count, spec.cc_major, spec.cc_minor);
+    for (const std::string& name : spec.device_names) {
+      EXPECT_EQ(findGpuSpec(name, facts)->short_name, spec.short_name) << name;
+    }
   }
 }
 
@@ -93,7 +100,6 @@ TEST(GpuSpecTest, MatchingIgnoresCaseVendorWordsAndPunctuation) {
 
 TEST(GpuSpecTest, UnknownNamesAreNotFoundRatherThanGuessed) {
   for (const char* name : {
-           "AMD Instinct MI250X",
            "AMD Radeon Graphics",  // what the MI250 Kineto trace in ../shared/data reports
            "kfuse emulator",
            "",
@@ -152,6 +158,57 @@ TEST(GpuSpecTest, ObservedFactsThatContradictTheEntryMeanNotFound) {
   EXPECT_FALSE(findGpuSpec("kfuse emulator", observed(/*sm_count=*/4, 0, 0)).has_value());
 }
 
+TEST(GpuSpecTest, AmdInstinctPartsAreFoundByTheNamesRocmReports) {
+  EXPECT_EQ(shortNameOf("AMD Instinct MI300X"), "mi300x");
+  EXPECT_EQ(shortNameOf("AMD Instinct MI325X"), "mi325x");
+  EXPECT_EQ(shortNameOf("AMD Instinct MI250X"), "mi250x-gcd");
+  // One name for two products (amdgpu.ids "AMD Instinct MI250X / MI250"; PyTorch prints it without the spaces):
+  // the CU count decides, and without facts the first entry is taken.
+  EXPECT_EQ(findGpuSpec("AMD Instinct MI250X / MI250", observed(110, 9, 0))->short_name, "mi250x-gcd");
+  EXPECT_EQ(findGpuSpec("AMD Instinct MI250X/MI250", observed(104, 9, 0))->short_name, "mi250-gcd");
+  EXPECT_EQ(shortNameOf("AMD Instinct MI250X / MI250"), "mi250x-gcd");
+  EXPECT_FALSE(findGpuSpec("AMD Instinct MI250X / MI250", observed(96, 9, 0)).has_value());
+}
+
+TEST(GpuSpecTest, RocmsGenericNameIsIdentifiedByItsFactsOrNotAtAll) {
+  // ../shared/data/kineto/hta_amd_mi250.json.gz deviceProperties: "AMD Radeon Graphics", numSms 104, 9.0.
+  EXPECT_EQ(findGpuSpec("AMD Radeon Graphics", observed(104, 9, 0))->short_name, "mi250-gcd");
+  EXPECT_FALSE(findGpuSpec("AMD Radeon Graphics", observed(304, 9, 4)).has_value());  // MI300X or MI325X: undecided
+  EXPECT_FALSE(findGpuSpec("AMD Radeon Graphics", observed(104, 0, 0)).has_value());
+  EXPECT_FALSE(findGpuSpec("AMD Radeon Graphics", observed(60, 9, 0)).has_value());
+  EXPECT_FALSE(findGpuSpec("AMD Radeon Graphics").has_value());
+}
+
+TEST(GpuSpecTest, Mi300xFiguresMatchTheRocmTable) {
+  // ROCm "AMD Instinct MI300 microarchitecture" peak table and "AMD GPU specifications".
+  const GpuSpec g = *findGpuSpec("mi300x");
+  EXPECT_EQ(g.vendor, GpuVendor::kAmd);
+  EXPECT_EQ(g.sm_count, 304);
+  EXPECT_DOUBLE_EQ(g.fp64_flops, 81.7e12);
+  EXPECT_DOUBLE_EQ(g.fp64_tensor_flops, 163.4e12);
+  EXPECT_DOUBLE_EQ(g.fp32_flops, 163.4e12);
+  EXPECT_DOUBLE_EQ(g.tf32_tensor_flops, 653.7e12);
+  EXPECT_DOUBLE_EQ(g.bf16_tensor_flops, 1307.4e12);
+  EXPECT_DOUBLE_EQ(g.dram_bandwidth_bytes_per_s, 5.3e12);
+  EXPECT_EQ(g.l2_bytes, 32 * kMiB);
+  // 304 CUs x 2048 FLOP/clock (matrix FP16) x 2.1 GHz = 1307.4 TFLOPS.
+  EXPECT_NEAR(g.fp16_tensor_flops / (g.sm_count * 2048.0 * g.boost_clock_mhz * 1e6), 1.0, 0.001);
+}
+
+TEST(GpuSpecTest, Mi250GcdAgreesWithTheRealTracesDeviceProperties) {
+  // ../shared/data/kineto/hta_amd_mi250.json.gz: totalGlobalMem 68702699520, numSms 104, warpSize 64,
+  // maxThreadsPerMultiprocessor 2048, maxThreadsPerBlock 1024, maxSharedMemoryPerMultiProcessor 65536.
+  const GpuSpec g = *findGpuSpec("AMD Radeon Graphics", observed(104, 9, 0));
+  EXPECT_GT(g.memory_bytes, 68702699520u);  // 64 GiB; the driver leaves a little less usable
+  EXPECT_EQ(g.warp_size, 64);
+  EXPECT_EQ(g.max_threads_per_sm, 2048);
+  EXPECT_EQ(g.max_threads_per_block, 1024);
+  EXPECT_EQ(g.max_shared_per_sm, 65536u);
+  // The ROCm MI250 table (208 CUs) halved per GCD.
+  EXPECT_DOUBLE_EQ(g.fp16_tensor_flops, 362.1e12 / 2);
+  EXPECT_DOUBLE_EQ(g.fp64_flops, 45.3e12 / 2);
+}
+
 TEST(GpuSpecTest, NameKeyDropsCaseVendorWordsAndPunctuation) {
   EXPECT_EQ(gpuNameKey("NVIDIA GeForce RTX 4090"), "rtx4090");
   EXPECT_EQ(gpuNameKey("Tesla V100-SXM2-16GB"), "v100sxm216gb");
@@ -167,7 +224,8 @@ TEST(GpuSpecTest, TableCoversTheGpusTheIssueAsksFor) {
   for (const GpuSpec& spec : gpuSpecs()) short_names.insert(spec.short_name);
   EXPECT_EQ(short_names.size(), gpuSpecs().size()) << "short names must be unique";
   for (const char* required : {"v100-sxm2-16gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200",
-                               "l4", "l40s", "rtx-4090", "rtx-3080", "b200"}) {
+                               "l4", "l40s", "rtx-4090", "rtx-3080", "b200", "mi250x-gcd", "mi250-gcd", "mi300x",
+                               "mi325x"}) {
     EXPECT_TRUE(short_names.count(required)) << required;
   }
 }
@@ -203,24 +261,31 @@ TEST(GpuSpecTest, EveryEntryIsInternallyConsistent) {
       EXPECT_GE(spec.bf16_tensor_flops, spec.bf16_flops);
     }
     EXPECT_GE(spec.fp16_flops, spec.fp32_flops);
-    EXPECT_GT(spec.fp32_flops, spec.fp64_flops);
+    // CDNA2 runs FP64 at the FP32 vector rate; every other part has slower FP64.
+    if (spec.vendor == GpuVendor::kAmd) {
+      EXPECT_GE(spec.fp32_flops, spec.fp64_flops);
+    } else {
+      EXPECT_GT(spec.fp32_flops, spec.fp64_flops);
+    }
 
-    // BF16 and TF32 arrived with Ampere (CC 8.0), in the tensor cores and the ALUs alike.
+    // BF16 and TF32 arrived with Ampere (CC 8.0), in the tensor cores and the ALUs alike; on AMD, BF16 matrix
+    // cores are in CDNA2 and CDNA3, TF32 only in CDNA3 (9.4).
+    const bool amd = spec.vendor == GpuVendor::kAmd;
     const bool ampere_or_later = spec.cc_major >= 8;
-    EXPECT_EQ(spec.tf32_tensor_flops > 0, ampere_or_later);
-    EXPECT_EQ(spec.bf16_tensor_flops > 0, ampere_or_later);
-    EXPECT_EQ(spec.bf16_flops > 0, ampere_or_later);
+    EXPECT_EQ(spec.tf32_tensor_flops > 0, amd ? spec.cc_minor >= 4 : ampere_or_later);
+    EXPECT_EQ(spec.bf16_tensor_flops > 0, amd || ampere_or_later);
+    EXPECT_EQ(spec.bf16_flops > 0, amd || ampere_or_later);
 
     // FP32 peak = SMs x FP32 lanes x 2 FLOP x boost clock, within rounding of the published figure.
     const double derived_fp32 = spec.sm_count * fp32LanesPerSm(spec) * 2.0 * spec.boost_clock_mhz * 1e6;
     EXPECT_NEAR(spec.fp32_flops / derived_fp32, 1.0, 0.02) << "derived " << derived_fp32;
 
     // Per-SM limits.
-    EXPECT_EQ(spec.warp_size, 32);
+    EXPECT_EQ(spec.warp_size, amd ? 64 : 32);
     EXPECT_EQ(spec.max_threads_per_sm, spec.max_warps_per_sm * spec.warp_size);
     EXPECT_GT(spec.max_blocks_per_sm, 0);
-    EXPECT_EQ(spec.registers_per_sm, 65536);
-    EXPECT_EQ(spec.max_registers_per_thread, 255);
+    EXPECT_EQ(spec.registers_per_sm, amd ? 131072 : 65536);
+    EXPECT_EQ(spec.max_registers_per_thread, amd ? 512 : 255);
     EXPECT_EQ(spec.max_threads_per_block, 1024);
     EXPECT_GT(spec.max_shared_per_block_optin, 48 * kKiB);
     EXPECT_LE(spec.max_shared_per_block_optin, spec.max_shared_per_sm);
@@ -230,26 +295,37 @@ TEST(GpuSpecTest, EveryEntryIsInternallyConsistent) {
 TEST(GpuSpecTest, PerSmLimitsComeFromTheComputeCapabilityTable) {
   for (const GpuSpec& spec : gpuSpecs()) {
     SCOPED_TRACE(spec.short_name);
-    const SmLimits* limits = findSmLimits(spec.cc_major, spec.cc_minor);
+    const SmLimits* limits = findSmLimits(spec.cc_major, spec.cc_minor, spec.vendor);
     ASSERT_NE(limits, nullptr);
+    EXPECT_EQ(spec.warp_size, limits->warp_size);
     EXPECT_EQ(spec.max_warps_per_sm, limits->max_warps_per_sm);
     EXPECT_EQ(spec.max_blocks_per_sm, limits->max_blocks_per_sm);
     EXPECT_EQ(spec.max_shared_per_sm, limits->max_shared_per_sm);
     EXPECT_EQ(spec.max_shared_per_block_optin, limits->max_shared_per_block_optin);
   }
   int previous = 0;
+  GpuVendor previous_vendor = GpuVendor::kNvidia;
   for (const SmLimits& l : smLimitsTable()) {
     const int cc = l.cc_major * 10 + l.cc_minor;
+    if (l.vendor != previous_vendor) previous = 0;  // NVIDIA's, then AMD's, each ascending
     EXPECT_GT(cc, previous);
     previous = cc;
-    EXPECT_EQ(l.max_threads_per_sm, l.max_warps_per_sm * 32);
-    // The driver's 1 KiB per block (8.0 on) is what separates the per-block opt-in from the per-SM carveout.
+    previous_vendor = l.vendor;
+    EXPECT_EQ(l.max_threads_per_sm, l.max_warps_per_sm * l.warp_size);
     EXPECT_EQ(l.max_shared_per_block_optin + l.reserved_shared_per_block, l.max_shared_per_sm);
+    if (l.vendor == GpuVendor::kAmd) continue;
+    EXPECT_EQ(l.warp_size, 32);
+    // The driver's 1 KiB per block (8.0 on) is what separates the per-block opt-in from the per-SM carveout.
     EXPECT_EQ(l.reserved_shared_per_block, l.cc_major >= 8 ? 1024u : 0u);
   }
   EXPECT_EQ(findSmLimits(12, 0)->max_blocks_per_sm, 24);
   EXPECT_EQ(findSmLimits(7, 5)->max_warps_per_sm, 32);
   EXPECT_EQ(findSmLimits(6, 1), nullptr);
+  // 9.0 is Hopper and AMD's gfx90a: the vendor decides.
+  EXPECT_EQ(findSmLimits(9, 0)->warp_size, 32);
+  EXPECT_EQ(findSmLimits(9, 0, GpuVendor::kAmd)->warp_size, 64);
+  EXPECT_EQ(findSmLimits(9, 4), nullptr);
+  EXPECT_EQ(findSmLimits(9, 4, GpuVendor::kAmd)->max_shared_per_sm, 64 * kKiB);
 }
 
 TEST(GpuSpecTest, A100FiguresMatchTheDatasheet) {

@@ -423,9 +423,9 @@ class Gpus(unittest.TestCase):
         self.assertEqual(doc[0]["sm_count"], 108)
 
     def test_unknown_gpu(self):
-        code, _, err = kfuse("gpus", "AMD Instinct MI250X")
+        code, _, err = kfuse("gpus", "Intel Data Center GPU Max 1550")
         self.assertEqual(code, 2)
-        self.assertIn("MI250X", err)
+        self.assertIn("Max 1550", err)
 
 
 class Metrics(unittest.TestCase):

@@ -1,9 +1,16 @@
-// GPU spec table: peak throughput, memory system and per-SM limits of the NVIDIA GPUs kfuse reasons about.
+// GPU spec table: peak throughput, memory system and per-SM limits of the GPUs kfuse reasons about: NVIDIA parts,
+// and AMD Instinct parts (whose PyTorch profiler traces have the same format).
 //
 // The roofline cost model, the occupancy/waves estimate for horizontal fusion and the reports take their device
-// figures from here. Every figure comes from an NVIDIA document (product datasheet, architecture whitepaper, CUDA
-// C++ Programming Guide, tuning guide); gpu_spec.cpp cites it beside the entry and says so where a figure is
-// derived rather than printed.
+// figures from here. Every figure comes from the vendor's documents (NVIDIA: product datasheet, architecture
+// whitepaper, CUDA C++ Programming Guide, tuning guide; AMD: the ROCm documentation's GPU specification table and
+// microarchitecture pages); gpu_spec.cpp cites it beside the entry and says so where a figure is derived rather
+// than printed or was read second-hand.
+//
+// AMD terms map onto the NVIDIA ones: a compute unit (CU) is an "SM", a wavefront (64 lanes) a "warp", LDS is
+// shared memory, matrix cores are tensor cores, and cc_major.cc_minor is the GFX IP version (gfx90a = 9.0,
+// gfx942 = 9.4). An MI250/MI250X is two devices to the driver (one per graphics compute die, GCD): its entries
+// are per GCD, as traces see them.
 //
 // Conventions for every entry:
 //  - FLOP/s are peak and DENSE (no 2:4 structured sparsity); an FMA counts as 2 FLOP. 0 means the GPU has no such
@@ -28,7 +35,10 @@
 
 namespace kfuse::core {
 
+enum class GpuVendor { kNvidia, kAmd };
+
 struct GpuSpec {
+  GpuVendor vendor = GpuVendor::kNvidia;
   std::string short_name;      // stable id used on the command line and in reports: "h100-sxm"
   std::string marketing_name;  // "NVIDIA H100 SXM5 80GB"
   // Names the driver reports for this product (cuDeviceGetName, CUPTI device records, Kineto deviceProperties,
@@ -62,7 +72,7 @@ struct GpuSpec {
   int max_threads_per_block = 0;
   uint64_t max_shared_per_sm = 0;           // bytes, largest shared-memory carveout
   uint64_t max_shared_per_block_optin = 0;  // bytes, with cudaFuncAttributeMaxDynamicSharedMemorySize
-  int warp_size = 32;
+  int warp_size = 32;  // 64 on AMD CDNA
 
   std::string source;  // the documents the figures come from
 };
@@ -72,6 +82,7 @@ struct GpuSpec {
 // granularities and barrier slots are those of the CUDA occupancy calculator, cuda_occupancy.h). GpuSpec's per-SM
 // fields are copied from here, and the rewriter's occupancy calculator reads it, so each fact is stated once.
 struct SmLimits {
+  GpuVendor vendor = GpuVendor::kNvidia;
   int cc_major = 0;
   int cc_minor = 0;
   int max_threads_per_sm = 0;
@@ -87,12 +98,14 @@ struct SmLimits {
   uint32_t reserved_shared_per_block = 0;   // bytes the driver keeps per resident block (1 KiB from 8.0 on)
   uint32_t shared_allocation_unit = 0;      // bytes: a block's shared memory is allocated in multiples of this
   int barriers_per_sm = 0;                  // hardware barriers (bar.sync ids) of all resident blocks together
+  int warp_size = 32;                       // 64 on AMD CDNA (wavefront)
 };
 
-// Every compute capability kfuse knows, in ascending order.
+// Every compute capability kfuse knows, NVIDIA's in ascending order, then AMD's.
 const std::vector<SmLimits>& smLimitsTable();
-// The limits of compute capability `cc_major`.`cc_minor`; nullptr when it is not in the table.
-const SmLimits* findSmLimits(int cc_major, int cc_minor);
+// The limits of compute capability (GFX IP version for AMD) `cc_major`.`cc_minor` of `vendor`; nullptr when it is
+// not in the table. The two vendors' numbers overlap (9.0 is Hopper and gfx90a).
+const SmLimits* findSmLimits(int cc_major, int cc_minor, GpuVendor vendor = GpuVendor::kNvidia);
 
 // Facts a trace records about a device besides its name (Kineto deviceProperties, Nsight Systems
 // TARGET_INFO_GPU, CUPTI device records). 0 = not recorded.
@@ -116,8 +129,16 @@ std::optional<GpuSpec> findGpuSpec(std::string_view name);
 
 // As findGpuSpec(name), and also not found when the trace's own facts contradict the entry: a different SM count
 // or compute capability. Use this whenever the trace has them: one device name can cover products that differ
-// (the GeForce RTX 3080 12GB has 70 SMs, the 10GB has 68, and the driver calls both "NVIDIA GeForce RTX 3080").
+// (the GeForce RTX 3080 12GB has 70 SMs, the 10GB has 68, and the driver calls both "NVIDIA GeForce RTX 3080";
+// ROCm calls the 110-CU MI250X GCD and the 104-CU MI250 GCD both "AMD Instinct MI250X / MI250"): where a name
+// belongs to several entries, the one the facts agree with is returned.
+// One name is resolved by facts alone: "AMD Radeon Graphics", what ROCm reports for a GPU its name table (libdrm's
+// amdgpu.ids) lacks. It is found only when the SM (CU) count and GFX IP version match exactly one AMD entry.
 std::optional<GpuSpec> findGpuSpec(std::string_view name, const ObservedDevice& observed);
+
+// The device name ROCm reports for a GPU missing from its name table: findGpuSpec(name, observed) identifies it
+// by CU count and GFX IP version.
+inline constexpr std::string_view kAmdGenericDeviceName = "AMD Radeon Graphics";
 
 // The key names are compared by: ASCII letters lower-cased, every character that is not a letter or digit
 // dropped, and leading "NVIDIA", "Tesla" and "GeForce" words dropped. gpuNameKey("NVIDIA GeForce RTX 4090") ==
