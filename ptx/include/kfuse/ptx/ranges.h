@@ -1,0 +1,67 @@
+// Address ranges per thread block: interval analysis of a kernel for one block of one launch.
+//
+// Affine address forms (analysis.h) describe one access of one thread; they stop at loops. Block-level fusion
+// needs something else: the bytes a whole block may touch, loops included (row loops `for (j = tid.x; j < h;
+// j += ntid.x)`, grid-stride loops). BlockRanges runs an abstract interpretation over the kernel's CFG in which
+// every integer register holds an interval, for one block: %ctaid is that block's index, %tid ranges over the block,
+// %ntid/%nctaid and the .param values are the launch's. Branches on a `setp` comparison narrow the compared
+// registers on each edge, so a loop's exit test bounds its induction variable. Values loaded from memory are
+// unknown. For each global (or parameter-derived generic) access it returns an interval of bytes that contains
+// every byte any thread of the block may touch there: a sound over-approximation, exact for the common row and
+// grid-stride loops, and "unbounded" where it cannot say (a gather through loaded indices, a loop whose bound is
+// data).
+//
+// Loops are iterated to a fixpoint without widening (a bounded loop converges in trip-count steps); a loop that
+// has not converged within a work budget is given up (its registers become unknown), which keeps the result sound.
+//
+// Thread-safety: a prepared BlockRanges is immutable; evaluate() may be called from several threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/ir.h"
+
+namespace kfuse::ptx {
+
+struct LaunchBinding {
+  std::array<int64_t, 3> ntid{1, 1, 1};
+  std::array<int64_t, 3> nctaid{1, 1, 1};
+  std::array<int64_t, 3> ctaid{0, 0, 0};  // the block evaluated
+  // The value each .param of the entry was launched with (pointer parameters: the address), by parameter index;
+  // nullopt: not known (a by-value struct, a missing argument).
+  std::vector<std::optional<int64_t>> params;
+};
+
+struct AccessRange {
+  bool reached = false;  // some thread of the block may execute the access
+  bool bounded = false;  // [lo, hi) holds every byte it may touch; false: it may touch anything
+  int64_t lo = 0, hi = 0;
+};
+
+class BlockRanges {
+ public:
+  // Prepares `f` (a kernel) for evaluation; `accesses` are analyzeMemoryAccesses(f, ...) and fix the order of the
+  // results. Returns nullptr and sets *why when the kernel cannot be analysed this way (it calls a function, or its
+  // CFG has an indirect branch).
+  static std::unique_ptr<BlockRanges> prepare(const Function& f, const Cfg& cfg,
+                                              const std::vector<MemoryAccess>& accesses, std::string* why);
+  ~BlockRanges();
+
+  // The byte ranges of every access, in the order of `accesses`, for the block `binding.ctaid`. `budget`: block
+  // visits of the fixpoint iteration before loops still growing are given up.
+  std::vector<AccessRange> evaluate(const LaunchBinding& binding, int budget = 20000) const;
+
+  struct Impl;
+
+ private:
+  explicit BlockRanges(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kfuse::ptx

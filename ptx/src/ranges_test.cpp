@@ -1,0 +1,140 @@
+#include "kfuse/ptx/ranges.h"
+
+#include <gtest/gtest.h>
+
+#include "kfuse/ptx/parser.h"
+
+namespace kfuse::ptx {
+namespace {
+
+// nvcc output of ptx/testdata/block_loops.cu.
+class BlockRangesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = parseFile(KFUSE_PTX_TESTDATA "/block_loops.ptx");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    module_ = std::move(*m);
+  }
+
+  struct Kernel {
+    const Function* f = nullptr;
+    Cfg cfg;
+    std::vector<MemoryAccess> accesses;
+    std::unique_ptr<BlockRanges> ranges;
+    std::string why;
+  };
+
+  std::unique_ptr<Kernel> kernel(const std::string& name) {
+    auto k = std::make_unique<Kernel>();
+    k->f = module_.findFunction(name);
+    EXPECT_NE(k->f, nullptr) << name;
+    if (!k->f) return k;
+    k->cfg = Cfg::build(*k->f);
+    const Dominators dom = Dominators::compute(k->cfg);
+    const DefUse du = DefUse::compute(*k->f, k->cfg);
+    k->accesses = analyzeMemoryAccesses(*k->f, k->cfg, dom, du);
+    k->ranges = BlockRanges::prepare(*k->f, k->cfg, k->accesses, &k->why);
+    return k;
+  }
+
+  Module module_;
+};
+
+constexpr int64_t kX = 0x100000, kR = 0x900000;
+
+TEST_F(BlockRangesTest, RowLoopTouchesExactlyItsBlocksRow) {
+  auto k = kernel("residual_add_rows");
+  ASSERT_TRUE(k->ranges) << k->why;
+  for (int64_t b : {0, 3, 31}) {
+    LaunchBinding lb;
+    lb.ntid = {128, 1, 1};
+    lb.nctaid = {32, 1, 1};
+    lb.ctaid = {b, 0, 0};
+    lb.params = {kX, kR, 512};  // h = 512: four 128-thread strides per row
+    const auto r = k->ranges->evaluate(lb);
+    ASSERT_EQ(r.size(), 3u);  // load x, load r, store x
+    int through_r = 0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      SCOPED_TRACE(i);
+      ASSERT_TRUE(r[i].reached && r[i].bounded);
+      // Through x or r: row b, [b*h, (b+1)*h) floats.
+      const int64_t base = r[i].lo >= kR ? kR : kX;
+      through_r += base == kR;
+      EXPECT_EQ(r[i].lo - base, b * 512 * 4);
+      EXPECT_EQ(r[i].hi - base, (b + 1) * 512 * 4);
+    }
+    EXPECT_EQ(through_r, 1);  // x is read and written, r read
+  }
+}
+
+TEST_F(BlockRangesTest, GridStrideLoopReachesFromItsFirstElementToTheEnd) {
+  auto k = kernel("residual_add_strided");
+  ASSERT_TRUE(k->ranges) << k->why;
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {32, 1, 1};
+  lb.ctaid = {2, 0, 0};
+  lb.params = {kX, kR, 32 * 512};
+  const auto r = k->ranges->evaluate(lb);
+  for (size_t i = 0; i < r.size(); ++i) {
+    const AccessRange& a = r[i];
+    ASSERT_TRUE(a.reached && a.bounded);
+    const int64_t base = a.lo >= kR ? kR : kX;
+    EXPECT_EQ(a.lo - base, 2 * 128 * 4);      // its first element
+    EXPECT_EQ(a.hi - base, 32 * 512 * 4);     // up to n: an interval cannot say "every 32nd chunk"
+  }
+}
+
+TEST_F(BlockRangesTest, ReductionKernelReadsItsRowAndWritesOneElement) {
+  auto k = kernel("row_sum");
+  ASSERT_TRUE(k->ranges) << k->why;
+  LaunchBinding lb;
+  lb.ntid = {256, 1, 1};
+  lb.nctaid = {16, 1, 1};
+  lb.ctaid = {5, 0, 0};
+  lb.params = {kX, kR, 1000};
+  const auto r = k->ranges->evaluate(lb);
+  ASSERT_EQ(r.size(), 2u);
+  for (size_t i = 0; i < r.size(); ++i) {
+    ASSERT_TRUE(r[i].bounded) << i;
+    if (k->accesses[i].is_write) {
+      EXPECT_EQ(r[i].lo, kR + 5 * 4);
+      EXPECT_EQ(r[i].hi, kR + 6 * 4);
+    } else {
+      EXPECT_EQ(r[i].lo, kX + 5 * 1000 * 4);
+      EXPECT_EQ(r[i].hi, kX + 6 * 1000 * 4);
+    }
+  }
+}
+
+TEST_F(BlockRangesTest, AddressesFromMemoryAreUnbounded) {
+  auto k = kernel("gather");
+  ASSERT_TRUE(k->ranges) << k->why;
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {4, 1, 1};
+  lb.params = {kX, kR, 0x500000, 512};
+  const auto r = k->ranges->evaluate(lb);
+  int unbounded = 0, bounded = 0;
+  for (size_t i = 0; i < r.size(); ++i) (r[i].bounded ? bounded : unbounded)++;
+  EXPECT_EQ(unbounded, 1);  // x[idx[i]]
+  EXPECT_EQ(bounded, 2);    // idx[i], y[i]
+}
+
+TEST_F(BlockRangesTest, LoopBoundedByLoadedDataIsUnbounded) {
+  auto k = kernel("data_bound");
+  ASSERT_TRUE(k->ranges) << k->why;
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {4, 1, 1};
+  lb.params = {kX, kR, 0x500000};
+  const auto r = k->ranges->evaluate(lb, /*budget=*/200);
+  // len[b] and y[...] are bounded; x[j] with j < len[b] is not.
+  int unbounded = 0;
+  for (const AccessRange& a : r) unbounded += a.reached && !a.bounded;
+  EXPECT_EQ(r.size(), 3u);
+  EXPECT_EQ(unbounded, 1);
+}
+
+}  // namespace
+}  // namespace kfuse::ptx
