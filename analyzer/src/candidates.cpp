@@ -10,6 +10,7 @@
 #include "kfuse/core/stats.h"
 #include "advice.h"
 #include "cost_model.h"
+#include "block_level.h"
 #include "epilogue.h"
 #include "footprint.h"
 #include "kernel_families.h"
@@ -23,6 +24,7 @@ const char* fusionKindName(FusionKind k) {
     case FusionKind::kThreadLocal: return "thread-local";
     case FusionKind::kEpilogue: return "epilogue";
     case FusionKind::kHorizontal: return "horizontal";
+    case FusionKind::kBlockLevel: return "block-level";
   }
   return "?";
 }
@@ -372,6 +374,7 @@ class Analysis {
       return legality == Legality::kBlocked ? blocked_by : legality == Legality::kLikely ? likely_by : std::string();
     }
     std::optional<EpilogueMap> epilogue;  // a proven epilogue fusion's element map
+    bool block_level = false;              // proven for block-level fusion, not thread-local
   };
 
   static bool validParam(const KernelFacts& k, int index) {
@@ -546,6 +549,29 @@ class Analysis {
     return la.grid == lb.grid && la.block == lb.block;
   }
 
+  // Block-level fusion of a same-shape pair that is not thread-local (block_level.h). Only verdicts that rest on
+  // thread locality are reconsidered: what checkVisibility found (no PTX, unfollowed pointers, calls) still holds.
+  void checkBlockLevel(const std::vector<size_t>& occ, Verdict& v) const {
+    Verdict visibility;
+    for (size_t op : occ) checkVisibility(op, visibility);
+    const KernelFacts* kp = cat_.find(g_.ops[occ[0]].function_id);
+    const KernelFacts* kc = cat_.find(g_.ops[occ[1]].function_id);
+    if (visibility.legality != Legality::kProven || !kp || !kc) return;
+    for (const KernelFacts* k : {kp, kc}) {
+      if (k->grid_sync) return;  // checkPair's verdict stands
+    }
+    const block_level::Result r = block_level::check(*kp, launch(occ[0]), *kc, launch(occ[1]));
+    if (r.legality != Legality::kProven) {
+      v.reasons.push_back(r.why);
+      return;
+    }
+    Verdict proven;
+    proven.block_level = true;
+    proven.reasons.push_back(r.why);
+    for (std::string& why : v.reasons) proven.reasons.push_back("thread-local fusion does not apply: " + why);
+    v = std::move(proven);
+  }
+
   // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
   void checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
     std::vector<epilogue::Part> parts;
@@ -600,8 +626,9 @@ class Analysis {
     args.clear();
     for (size_t i = 0; i < occ.size(); ++i) {
       const KernelFacts* k = cat_.find(g_.ops[occ[i]].function_id);
-      for (size_t n = 0; k && n < k->form_params.size(); ++n) {
-        const int p = k->form_params[n];
+      const size_t form = k ? k->form_params.size() : 0;
+      for (size_t n = 0; k && n < form + k->loop_params.size(); ++n) {
+        const int p = n < form ? k->form_params[n] : k->loop_params[n - form];
         std::optional<int64_t> v;
         if (static_cast<size_t>(p) < k->params.size()) v = argumentValue(launch(occ[i]), k->params[static_cast<size_t>(p)]);
         args.push_back(ProofArgument{static_cast<int>(i), p, false, v.value_or(INT64_MIN)});
@@ -638,6 +665,8 @@ class Analysis {
         for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
       }
       if (remapped) checkEpilogue(occ, v);
+      // Not thread-local: a producer and consumer of one launch shape may still fuse per block, with a barrier.
+      if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkBlockLevel(occ, v);
     }
     for (const auto& [key, kernels] : v.local) {
       std::string names;
@@ -765,7 +794,7 @@ class Analysis {
       std::set<std::string> seen;
       LegalityCheck checked;
     };
-    std::map<Legality, Part> parts;
+    std::map<std::pair<Legality, bool>, Part> parts;
     std::optional<EpilogueMap> map;
     for (const Tuple& tuple : tuples) {
       Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
@@ -776,8 +805,10 @@ class Analysis {
                                       "occurrence's: one fused kernel cannot serve both");
         }
       }
-      Part& part = parts[v.legality];
+      // Proven occurrences split by kind: a block-level proof yields another fused kernel than a thread-local one.
+      Part& part = parts[{v.legality, v.block_level}];
       part.verdict.legality = v.legality;
+      part.verdict.block_level = v.block_level;
       part.verdict.adoptDeciders(v);
       for (std::string& r : v.reasons) {
         if (part.seen.insert(r).second) part.verdict.reasons.push_back(std::move(r));
@@ -788,7 +819,7 @@ class Analysis {
       if (part.checked.tuples.size() < LegalityCheck::kMaxListedTuples) part.checked.tuples.push_back(tuple.args);
     }
     if (!unchecked.empty()) {
-      Part& part = parts[Legality::kLikely];
+      Part& part = parts[{Legality::kLikely, false}];
       part.verdict.weaken(Legality::kLikely, std::to_string(unchecked.size()) + " occurrences were not checked: their "
                                              "arguments form more than " + std::to_string(kMaxTuples) +
                                              " distinct tuples");
@@ -799,8 +830,9 @@ class Analysis {
     const size_t total = c.occurrences.size();
     std::vector<std::vector<size_t>> occurrences = std::move(c.occurrences);
     c.occurrences.clear();
-    for (auto& [legality, part] : parts) {
+    for (auto& [part_key, part] : parts) {
       Candidate p = c;
+      if (part.verdict.block_level) p.fusion = FusionKind::kBlockLevel;
       std::sort(part.occurrences.begin(), part.occurrences.end());
       p.occurrences.reserve(part.occurrences.size());
       for (size_t i : part.occurrences) p.occurrences.push_back(std::move(occurrences[i]));

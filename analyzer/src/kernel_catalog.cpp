@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/ptx/ranges.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/demangle.h"
 #include "kfuse/ptx/fatbin.h"
@@ -205,6 +206,20 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
     k.params[static_cast<size_t>(ma.base_param)].accesses.push_back(std::move(a));
   }
   k.form_params.assign(form_params.begin(), form_params.end());
+  k.block_ranges = ptx::BlockRanges::prepare(f, fa.cfg(), fa.memoryAccesses(), &k.block_ranges_problem);
+  bool loops = false;
+  for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
+    k.block_accesses.push_back(KernelFacts::BlockAccess{ma.is_read, ma.is_write, ma.line});
+    loops = loops || ma.in_loop;
+  }
+  if (loops) {
+    for (const ptx::ParamAccess& pa : access) {
+      const bool scalar = pa.mode == ptx::AccessMode::kNotAccessed || pa.mode == ptx::AccessMode::kNotPointer;
+      if (!scalar || pa.index < 0 || static_cast<size_t>(pa.index) >= f.params.size()) continue;
+      const uint64_t size = f.params[static_cast<size_t>(pa.index)].byteSize();
+      if ((size == 4 || size == 8) && !form_params.count(pa.index)) k.loop_params.push_back(pa.index);
+    }
+  }
   // Parameter layout from the declarations where the trace did not record it: each parameter aligned to its
   // .align (else its element size), in declaration order.
   int offset = 0;

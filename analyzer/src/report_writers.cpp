@@ -71,6 +71,9 @@ std::string verdictText(const Candidate& c) {
       case FusionKind::kEpilogue:
         return "proven epilogue: the producer writes each element once and each consumer thread touches only its "
                "own element, on every occurrence checked";
+      case FusionKind::kBlockLevel:
+        return "proven block-level: no consumer block touches what another producer block touches, on every "
+               "occurrence checked";
       case FusionKind::kHorizontal:
         break;
     }

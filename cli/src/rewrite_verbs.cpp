@@ -27,6 +27,7 @@ struct RewriteVerbOptions {
   std::string gpu;
   int candidate = 0;
   bool all = false;
+  bool no_gain = false;
   double min_saving_pct = 0;
   bool aggressive = false;
   std::string archs;
@@ -97,6 +98,7 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
   analyzer::AnalysisOptions analysis;
   analysis.gpu = o.gpu;
   analysis.top = SIZE_MAX;
+  analysis.keep_no_gain = o.no_gain;
   auto report = analyzer::analyze(*imported, o.input, analysis);
   if (!report) return reportError(report.status());
 
@@ -224,6 +226,9 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
       ->required();
   rw->add_option("--candidate", ro->candidate, "Rank of the candidate in `kfuse analyze`'s list");
   rw->add_flag("--all", ro->all, "Rewrite the best consistent set of proven candidates (one directory each)");
+  rw->add_flag("--no-gain", ro->no_gain,
+               "Rank candidates as `kfuse analyze --all` does, with those predicted to save no time (traces without "
+               "GPU times, such as the emulator's, often predict none)");
   rw->add_option("--min-saving", ro->min_saving_pct, "With --all: skip candidates saving less than PCT % of GPU time");
   rw->add_option("-o,--output", ro->out_dir, "Plan directory (with --all: one candidate-RANK directory under it)")
       ->required()

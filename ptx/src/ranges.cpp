@@ -182,7 +182,7 @@ Cmp negate(Cmp c) {
 }  // namespace
 
 struct BlockRanges::Impl {
-  const Cfg* cfg = nullptr;
+  Cfg cfg;  // a copy: the prepared object outlives the caller's analyses
   std::vector<Decoded> code;  // per statement
   int registers = 0;
   // Per access (in the caller's order): statement, address operand (register + constant offset, or a parameter's
@@ -356,7 +356,7 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
     return nullptr;
   }
   auto impl = std::make_unique<Impl>();
-  impl->cfg = &cfg;
+  impl->cfg = cfg;
   std::unordered_map<std::string, int> reg_index;
   auto regOf = [&](const std::string& name) {
     auto [it, added] = reg_index.emplace(name, static_cast<int>(reg_index.size()));
@@ -576,7 +576,7 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
 
 std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int budget) const {
   const Impl& m = *impl_;
-  const std::vector<BasicBlock>& blocks = m.cfg->blocks();
+  const std::vector<BasicBlock>& blocks = m.cfg.blocks();
   std::vector<AccessRange> out(m.addrs.size());
   if (blocks.empty()) return out;
   State init;

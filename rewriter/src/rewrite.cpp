@@ -488,12 +488,19 @@ class Rewriter {
       spec.fused_name = fused_name_;
       spec.equal_args = equal_args_;
       spec.params_disjoint = disjoint_;
-      if (options_.aggressive) spec.drop_stores = deadIntermediates();
-      progress(options_, "fusing " + std::to_string(entries.size()) + " kernels vertically");
+      spec.block_barrier = c_.fusion == analyzer::FusionKind::kBlockLevel;
+      if (options_.aggressive && !spec.block_barrier) spec.drop_stores = deadIntermediates();
+      progress(options_, "fusing " + std::to_string(entries.size()) + " kernels vertically" +
+                             (spec.block_barrier ? " with a block barrier between them" : ""));
       auto r = fuseVertical(merged_, spec);
       if (!r.ok()) return r.status();
       result_ = std::move(r).value();
       result_.shape = shapeOf(launch(0, 0));  // every part runs in the launch shape they all share
+      // ... with the dynamic shared memory of the hungriest part (the parts use it one after another).
+      for (size_t k = 1; k < kernels_.size(); ++k) {
+        result_.shape.dynamic_shared_bytes =
+            std::max(result_.shape.dynamic_shared_bytes, shapeOf(launch(0, k)).dynamic_shared_bytes);
+      }
     } else {
       KFUSE_RETURN_IF_ERROR(fuseHorizontally(entries));
     }
@@ -686,6 +693,12 @@ class Rewriter {
                   "occurrence (analyzer: %.0f ns)", arch.c_str(), fused * 100, before * 100,
                   candidate_.cost.saving_ns, c_.cost.saving_ns);
     result_.notes.push_back(line);
+    // A candidate the analyzer already predicted to save nothing (listed with `--all`, rewritten on request with
+    // --no-gain) is not made worse by occupancy: it stays a no-gain fusion, said so in the notes.
+    if (candidate_.cost.saving_ns <= 0 && c_.cost.saving_ns <= 0 && candidate_.cost.fused_ns <= c_.cost.fused_ns) {
+      result_.notes.push_back("predicted to save no time (as the analyzer said): rewritten because it was asked for");
+      return {};
+    }
     if (candidate_.cost.saving_ns <= 0) {
       return unsupported("the fused kernel is predicted to lose: " + std::string(line) +
                          "; kfuse does not rewrite fusions that make the application slower");
@@ -699,6 +712,7 @@ class Rewriter {
     plan_.kind = analyzer::candidateKindName(c_.kind);
     if (c_.kind == CandidateKind::kHorizontal) plan_.layout = horizontalLayoutName(layout_);
     if (c_.fusion == analyzer::FusionKind::kEpilogue) plan_.layout = "epilogue";
+    if (c_.fusion == analyzer::FusionKind::kBlockLevel) plan_.layout = "block-level";
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const PatternKernel& pk = kernels_[k];
       PlanKernel p;

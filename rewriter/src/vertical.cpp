@@ -361,7 +361,15 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
       if (!last) detail::replaceReturn(fused.body.back(), end);
     });
     if (!last) fused.body.push_back(detail::labelStatement(end));
+    if (!last && spec.block_barrier) {
+      ptx::Instruction bar;
+      bar.opcode = ptx::Opcode::kBar;
+      bar.addModifier(".sync");
+      bar.operands.push_back(Operand::imm("0"));
+      fused.body.push_back(detail::instructionStatement(std::move(bar)));
+    }
   }
+  if (spec.block_barrier) result.notes.push_back("a block barrier (bar.sync 0) separates the parts: block-level fusion");
 
   std::vector<int> dropped;
   for (ArgRef r : spec.drop_stores) {
@@ -372,7 +380,9 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
     dropped.push_back(static_cast<int>(merged.index[static_cast<size_t>(r.kernel)][static_cast<size_t>(r.param)]));
     result.dropped_buffers.push_back(r);
   }
-  KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_begin, spec, dropped, &result));
+  VerticalFusion memory_spec = spec;
+  if (spec.block_barrier) memory_spec.forward_stores = false;
+  KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_begin, memory_spec, dropped, &result));
   if (result.forwarded_loads > 0) {
     result.notes.push_back("forwarded " + std::to_string(result.forwarded_loads) +
                            " load(s) of values an earlier part stored");

@@ -4,7 +4,8 @@
 Each case launches a producer and a consumer (tests/soundness/soundness.cu, real nvcc PTX) on kfuse's CPU stand-in
 driver under `kfuse record`, then runs `kfuse analyze --all --json` (every pattern, also those predicted to save nothing) and checks the vertical candidates of the pair:
 every illegal fusion must be refused (blocked) or downgraded (likely) with its reason, and every legal twin must
-stay proven.
+stay proven. Every proven candidate is also rewritten (`kfuse rewrite --no-gain`), which compiles the fused kernel
+and validates it against the original launches on the emulator, bit for bit.
 
 Usage: check_soundness.py --kfuse PATH --program PATH --ptx-dir DIR --standin DIR [CASE...]
 """
@@ -37,8 +38,11 @@ CASES = {
     # Transposed indices: different functions of the thread.
     "transposed": [("prod2d", "cons2d_transposed", "likely", "different functions of the thread", 1)],
     "row_major_2d": [("prod2d", "cons2d", "proven", "thread-local for these arguments", 1)],
-    # A guard that differs only by a parameter's value: thread 7 writes what thread 9 reads.
-    "guard_param_differs": [("pick", "take", "blocked", "several threads share", 1)],
+    # A guard that differs only by a parameter's value: thread 7 writes what thread 9 reads. Not thread-local; in one
+    # block a barrier between the two bodies makes it legal (block-level); with four blocks every block's thread 7
+    # writes element 0, which every consumer block reads.
+    "guard_param_differs": [("pick", "take", "proven", "block-level: no block of take", 1)],
+    "guard_param_differs_blocks": [("pick", "take", "blocked", "block-level fusion refused: take block 0", 1)],
     "guard_param_equal": [("pick", "take", "proven", "thread-local for these arguments", 1)],
     # Legal shapes that must stay proven: float4 accesses, 64-bit indices with an early return, two elements per
     # thread (each thread reads its own two, at different constants of one linear form).
@@ -84,6 +88,13 @@ def run_case(args, name, expected, tmp):
         if c["checked"]["occurrences"] != c["occurrences"]:
             problems.append(f"{producer} -> {consumer}: checked on {c['checked']['occurrences']} of "
                             f"{c['occurrences']} occurrences")
+        if legality == "proven":
+            plan = os.path.join(tmp, f"{name}-plan-{c['rank']}")
+            p = subprocess.run([args.kfuse, "-q", "rewrite", trace, "--no-gain", "--candidate", str(c["rank"]), "-o",
+                                plan], env=env, capture_output=True, text=True, timeout=300)
+            if p.returncode != 0 or "validation: passed" not in p.stdout:
+                problems.append(f"{producer} -> {consumer}: the proven fusion did not rewrite and validate: exit "
+                                f"{p.returncode}: {(p.stdout + p.stderr).strip()[-600:]}")
         found.remove(c)
     # Nothing else may claim a proof for these kernels.
     for key, rest in pairs.items():

@@ -117,6 +117,14 @@ int main(int argc, char** argv) {
          void* a2[] = {&b.y, &b.mid, &k2};
          launch1d(s, st, "take", a2, 1);
        }},
+      {"guard_param_differs_blocks",
+       [&] {
+         int k1 = 7, k2 = 9;
+         void* a1[] = {&b.mid, &b.x, &k1};
+         launch1d(s, st, "pick", a1, 4);
+         void* a2[] = {&b.y, &b.mid, &k2};
+         launch1d(s, st, "take", a2, 4);
+       }},
       {"guard_param_equal",
        [&] {
          int k = 7;

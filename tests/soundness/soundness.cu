@@ -51,7 +51,9 @@ __global__ void cons2d_transposed(float* y, const float* in, int w, int h) {
   if (col < w && row < h) y[row * w + col] = in[col * h + row] + 1.f;
 }
 
-// One thread, chosen by a parameter, writes and reads element 0: legal only when both pick the same thread.
+// One thread per block, chosen by a parameter, writes and reads element 0: thread-local only when both pick the same
+// thread; block-level when there is one block (the barrier orders thread 7's write before thread 9's read), never
+// with several blocks (every block's thread 7 writes element 0).
 __global__ void pick(float* out, const float* x, int k) {
   if (threadIdx.x == k) out[0] = x[k] * 2.f;
 }

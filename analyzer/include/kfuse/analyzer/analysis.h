@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@
 #include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
 #include "kfuse/ptx/analysis.h"
+
+namespace kfuse::ptx {
+class BlockRanges;
+}  // namespace kfuse::ptx
 
 namespace kfuse::analyzer {
 
@@ -98,6 +103,18 @@ struct KernelFacts {
   bool indirect_calls = false;
   std::vector<int> form_params;  // scalar parameters that appear in access offsets or guards (a proof reads them)
   std::string ptx_problem;      // why PTX could not be used, when it could not
+  // The bytes each thread block may touch per global access, loops included (block-level proofs); null when the
+  // kernel has no PTX or cannot be analysed that way (block_ranges_problem says why).
+  std::shared_ptr<const ptx::BlockRanges> block_ranges;
+  std::string block_ranges_problem;
+  struct BlockAccess {
+    bool is_read = false, is_write = false;
+    uint32_t line = 0;
+  };
+  std::vector<BlockAccess> block_accesses;  // in block_ranges' order
+  // Scalar parameters a block-level proof reads besides form_params: when an access sits in a loop, its trip count
+  // and addresses may depend on any 4- or 8-byte parameter the kernel never dereferences.
+  std::vector<int> loop_params;
 };
 
 // Facts for every function of a trace. PTX module images are parsed once each (PTX text, or the PTX entries
@@ -183,8 +200,10 @@ enum class CandidateKind { kVertical, kHorizontal };
 //  epilogue      vertical, the producer's launch: each consumer runs per element right after the producer's store
 //                of that element (element-remapped; the consumers are element-wise and 1-D);
 //  horizontal    independent kernels side by side in one launch.
-enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal };
-const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal"
+//  block-level   vertical, one launch shape: each block runs the producer's body, a barrier, then the consumer's
+//                (each consumer block touches only what no other producer block touches);
+enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal, kBlockLevel };
+const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal", "block-level"
 
 // How a proven epilogue fusion maps the consumers onto the producer's elements: element e of the intermediate is
 // at (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer

@@ -76,6 +76,11 @@ struct VerticalFusion {
                                      // a store through one does not stop forwarding through another
   std::vector<ArgRef> drop_stores;   // --aggressive: intermediates whose stores are removed (all their loads must
                                      // have been forwarded, else the fusion is refused)
+  // Block-level fusion (the analyzer proved no block's later part touches what another block's earlier part
+  // touches): a block barrier (bar.sync 0) between the parts, which every thread reaches because the earlier parts'
+  // returns branch to it and earlier parts may hold no barrier of their own. Store-to-load forwarding is off: a
+  // later part's threads read what other threads of the block wrote.
+  bool block_barrier = false;
 };
 
 // Adds the fused .entry to `module` (the originals stay). Each part runs for the same thread in order; a part's

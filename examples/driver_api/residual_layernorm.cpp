@@ -1,0 +1,78 @@
+// Residual add then layernorm, row per block (block-level fusable) and grid-stride (not), over a few iterations;
+// checked against a C++ reference with a tolerance (rsqrt is an approximation on a GPU).
+#include <cmath>
+
+#include "common.h"
+
+namespace {
+constexpr int kRows = 64, kHidden = 256, kThreads = 128, kIterations = 2;
+
+void layernormRef(const std::vector<float>& x, std::vector<float>& y, const std::vector<float>& g,
+                  const std::vector<float>& b) {
+  for (int t = 0; t < kRows; ++t) {
+    double s = 0, s2 = 0;
+    for (int i = 0; i < kHidden; ++i) {
+      double v = x[t * kHidden + i];
+      s += v;
+      s2 += v * v;
+    }
+    double mean = s / kHidden, var = s2 / kHidden - mean * mean;
+    double inv = 1.0 / std::sqrt(var + 1e-5);
+    for (int i = 0; i < kHidden; ++i) y[t * kHidden + i] = float((x[t * kHidden + i] - mean) * inv * g[i] + b[i]);
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  example::Session s(argc, argv, "residual_layernorm");
+  const int n = kRows * kHidden;
+  std::vector<float> x(n), r1(n), r2(n), gamma(kHidden), beta(kHidden);
+  uint32_t seed = 4242;
+  auto rnd = [&]() {
+    seed = seed * 1664525u + 1013904223u;
+    return float(int(seed >> 9) % 2001 - 1000) / 1000.0f;
+  };
+  for (auto& v : x) v = rnd();
+  for (auto& v : r1) v = 0.5f * rnd();
+  for (auto& v : r2) v = 0.25f * rnd();
+  for (int i = 0; i < kHidden; ++i) gamma[i] = 1.0f + 0.1f * rnd(), beta[i] = 0.1f * rnd();
+
+  CUdeviceptr dx = example::upload(x), dr1 = example::upload(r1), dr2 = example::upload(r2);
+  CUdeviceptr dg = example::upload(gamma), db = example::upload(beta);
+  CUdeviceptr dy1, dy2;
+  CU_CHECK(cuMemAlloc(&dy1, sizeof(float) * n));
+  CU_CHECK(cuMemAlloc(&dy2, sizeof(float) * n));
+  CUfunction frows = s.function("residual_add_rows"), fstrided = s.function("residual_add_strided"),
+             fln = s.function("layernorm");
+  CUstream stream;
+  CU_CHECK(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
+  int h = kHidden, nn = n;
+  const unsigned shared = 2 * kThreads * sizeof(float);
+  for (int it = 0; it < kIterations; ++it) {
+    void* arows[] = {&dx, &dr1, &h};
+    CU_CHECK(cuLaunchKernel(frows, kRows, 1, 1, kThreads, 1, 1, 0, stream, arows, nullptr));
+    void* aln1[] = {&dx, &dy1, &dg, &db, &h};
+    CU_CHECK(cuLaunchKernel(fln, kRows, 1, 1, kThreads, 1, 1, shared, stream, aln1, nullptr));
+    void* astrided[] = {&dx, &dr2, &nn};
+    CU_CHECK(cuLaunchKernel(fstrided, kRows, 1, 1, kThreads, 1, 1, 0, stream, astrided, nullptr));
+    void* aln2[] = {&dx, &dy2, &dg, &db, &h};
+    CU_CHECK(cuLaunchKernel(fln, kRows, 1, 1, kThreads, 1, 1, shared, stream, aln2, nullptr));
+  }
+  CU_CHECK(cuStreamSynchronize(stream));
+  auto got1 = example::download<float>(dy1, n);
+  auto got2 = example::download<float>(dy2, n);
+
+  std::vector<float> y1(n), y2(n);
+  for (int it = 0; it < kIterations; ++it) {
+    for (int i = 0; i < n; ++i) x[i] += r1[i];
+    layernormRef(x, y1, gamma, beta);
+    for (int i = 0; i < n; ++i) x[i] += r2[i];
+    layernormRef(x, y2, gamma, beta);
+  }
+  size_t bad = example::compare("y1", got1, y1, 2e-4) + example::compare("y2", got2, y2, 2e-4);
+  for (CUdeviceptr p : {dx, dr1, dr2, dg, db, dy1, dy2}) CU_CHECK(cuMemFree(p));
+  CU_CHECK(cuStreamDestroy(stream));
+  std::vector<float> both(got1);
+  both.insert(both.end(), got2.begin(), got2.end());
+  return example::finish("residual_layernorm", bad, example::checksum(both));
+}
