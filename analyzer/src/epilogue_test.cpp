@@ -165,7 +165,6 @@ Report scaleBias(bool arena) {
   } else {
     t = {Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}};
   }
-  // (bias, whose b[i % n] has no affine form, would make its footprint the whole arena: see docs/analyzer.md.)
   b.launch("scale2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {t[0], t[1], kM, kN})
       .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[3], mn})
       .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[3], t[2], mn});
@@ -185,6 +184,44 @@ TEST(EpilogueFusion, ProvesTensorsAtOffsetsInsideOneArena) {
   // Edges only between overlapping byte ranges: the three RAW edges of the chain, none between other tensors.
   EXPECT_EQ(arena.edges_by_kind.at("RAW"), separate.edges_by_kind.at("RAW"));
   EXPECT_EQ(arena.edges_by_kind.count("WAR"), separate.edges_by_kind.count("WAR"));
+}
+
+// GEMM-like producer (a k loop) -> bias (b[i % n], not affine) -> activation, with one allocation per tensor and in
+// one arena: loop and non-affine footprints come from the per-block interval analysis, so the arena gets the same
+// candidates, proofs and edges.
+Report gemmBiasAct(bool arena) {
+  Builder b;
+  const int mn = kM * kN;
+  std::vector<Ptr> t;  // a, c, bias, y
+  if (arena) {
+    const Id a = b.allocation(1 << 20);
+    const uint64_t pad = 256;
+    const uint64_t a_bytes = 4 * kM * kK, c_bytes = 4 * mn, b_bytes = 4 * kN;
+    t = {Ptr{a, 0}, Ptr{a, a_bytes + pad}, Ptr{a, a_bytes + c_bytes + 2 * pad},
+         Ptr{a, a_bytes + c_bytes + b_bytes + 3 * pad}};
+  } else {
+    t = {Ptr{b.allocation(4 * kM * kK)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * kN)},
+         Ptr{b.allocation(4 * mn)}};
+  }
+  b.launch("rowsum2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {t[0], t[1], kM, kN, kK})
+      .launch("bias", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[2], kM, kN})
+      .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[3], mn});
+  return b.analyze();
+}
+
+TEST(EpilogueFusion, LoopsAndModuloIndicesInsideOneArenaGetTheSameProofs) {
+  const Report separate = gemmBiasAct(false), arena = gemmBiasAct(true);
+  const Candidate* s = find(separate, {"rowsum2d", "bias", "act"});
+  const Candidate* a = find(arena, {"rowsum2d", "bias", "act"});
+  ASSERT_NE(s, nullptr) << describe(separate);
+  ASSERT_NE(a, nullptr) << describe(arena);
+  EXPECT_EQ(s->legality, Legality::kProven) << describe(separate);
+  EXPECT_EQ(a->legality, Legality::kProven) << describe(arena);
+  EXPECT_EQ(a->epilogue, s->epilogue);
+  EXPECT_EQ(describe(arena), describe(separate));
+  EXPECT_EQ(arena.edges_by_kind.at("RAW"), separate.edges_by_kind.at("RAW"));
+  EXPECT_EQ(arena.edges_by_kind.count("WAR"), separate.edges_by_kind.count("WAR"));
+  EXPECT_EQ(arena.edges_by_kind.count("WAW"), separate.edges_by_kind.count("WAW"));
 }
 
 TEST(EpilogueFusion, OverlappingTensorsInOneArenaAreNotProven) {

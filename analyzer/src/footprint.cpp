@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kfuse/ptx/ranges.h"
+
 namespace kfuse::analyzer {
 
 bool fullyFollowed(const ParamFacts& p) {
@@ -48,11 +50,56 @@ ByteRange RelativeRange::at(uint64_t pointer_offset) const {
   return ByteRange{static_cast<uint64_t>(base + lo), static_cast<uint64_t>(base + hi)};
 }
 
+namespace {
+
+// The bytes argument `param` may touch from the kernel's interval analysis over all blocks of the launch (loops
+// included; ptx::BlockRanges), relative to its pointer. Whole when some access may go through it without being
+// attributed to it, or is unbounded.
+RelativeRange loopFootprint(const KernelFacts& k, const core::Launch& l, int param) {
+  const RelativeRange whole;
+  if (!k.block_ranges) return whole;
+  const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
+  if (!pointer) return whole;
+  ptx::LaunchBinding b;
+  b.ntid = {l.block.x, l.block.y, l.block.z};
+  b.nctaid = {l.grid.x, l.grid.y, l.grid.z};
+  b.all_blocks = true;
+  for (const ParamFacts& p : k.params) b.params.push_back(argumentValue(l, p));
+  const std::vector<ptx::AccessRange> ranges = k.block_ranges->evaluate(b);
+  constexpr int64_t kLimit = int64_t{1} << 60;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < ranges.size() && i < k.block_accesses.size(); ++i) {
+    const KernelFacts::BlockAccess& a = k.block_accesses[i];
+    if (a.via_param != param) {
+      if (a.via_param < 0) return whole;  // it might go through this pointer unattributed
+      continue;
+    }
+    if (!ranges[i].reached) continue;
+    if (!ranges[i].bounded) return whole;
+    int64_t rlo = 0, rhi = 0;
+    if (__builtin_sub_overflow(ranges[i].lo, *pointer, &rlo) || __builtin_sub_overflow(ranges[i].hi, *pointer, &rhi) ||
+        rlo < -kLimit || rhi > kLimit) {
+      return whole;
+    }
+    lo = std::min(lo, rlo);
+    hi = std::max(hi, rhi);
+  }
+  if (lo > hi) return RelativeRange{true, 0, 0};
+  return RelativeRange{true, lo, hi};
+}
+
+}  // namespace
+
 RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values) {
   const RelativeRange whole;
   if (!k || !k->has_ptx || param < 0 || static_cast<size_t>(param) >= k->params.size()) return whole;
   const ParamFacts& p = k->params[static_cast<size_t>(param)];
-  if (p.source != AccessSource::kPtx || !fullyFollowed(p)) return whole;
+  if (p.source != AccessSource::kPtx) return whole;
+  const bool affine = fullyFollowed(p) && std::all_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
+    return a.offset_form.has_value() && a.bytes > 0;
+  });
+  // Addresses inside loops, or not affine in the thread indices: the interval analysis over every block.
+  if (!affine) return loopFootprint(*k, l, param);
   const locality::Shape shape{l.grid, l.block};
   constexpr int64_t kLimit = int64_t{1} << 60;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -76,7 +123,7 @@ const std::vector<RelativeRange>& FootprintCache::of(const KernelFacts& k, const
   for (const uint32_t v : {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z}) {
     key_.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
-  for (int fp : k.form_params) {
+  for (const std::vector<int>* list : {&k.form_params, &k.loop_params}) for (int fp : *list) {
     if (fp < 0 || static_cast<size_t>(fp) >= k.params.size()) continue;
     const ParamFacts& p = k.params[static_cast<size_t>(fp)];
     if (p.offset >= 0 && p.size > 0 && static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) <= l.arg_bytes.size()) {

@@ -209,7 +209,11 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   k.block_ranges = ptx::BlockRanges::prepare(f, fa.cfg(), fa.memoryAccesses(), &k.block_ranges_problem);
   bool loops = false;
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
-    k.block_accesses.push_back(KernelFacts::BlockAccess{ma.is_read, ma.is_write, ma.line});
+    KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1};
+    std::set<int> via(ma.pointer_params.begin(), ma.pointer_params.end());
+    if (ma.base_param >= 0) via.insert(ma.base_param);
+    if (via.size() == 1) ba.via_param = *via.begin();
+    k.block_accesses.push_back(ba);
     loops = loops || ma.in_loop;
   }
   if (loops) {

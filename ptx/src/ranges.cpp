@@ -1,6 +1,8 @@
 #include "kfuse/ptx/ranges.h"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 namespace kfuse::ptx {
@@ -195,13 +197,37 @@ struct BlockRanges::Impl {
   };
   std::vector<Addr> addrs;
 
+  // A natural loop whose trip count follows from one induction variable's exit test (nvcc's rotated loops:
+  // `add iv, iv, step; setp.cc p, iv, bound; @p bra header` in the latch). Its basic induction variables (one
+  // `add x, x, c` per iteration, c invariant) then take init + c * [0, trips) at the header, computed from the entry
+  // values instead of iterated: this bounds loops a plain interval analysis cannot (a count-down `!= 0` test with
+  // bumped pointers, as nvcc unrolls by four).
+  struct Loop {
+    int header = -1;
+    std::vector<char> body;  // by block
+    struct Iv {
+      int reg = -1;
+      std::vector<Src> steps;  // added once per iteration (invariant values; a chain of adds gives several)
+      IntType type;
+    };
+    std::vector<Iv> ivs;
+    int test_iv = -1;   // index into ivs of the register the exit test compares (after its increment)
+    Src bound;
+    Cmp cont = Cmp::kNone;  // the loop continues while (iv cont bound)
+    IntType test_type;
+  };
+  std::vector<Loop> loops;
+  std::vector<int> loop_of_header;  // by block: index into loops, -1
+
   Interval value(const Src& s, const State& st, const LaunchBinding& b, IntType as) const {
     switch (s.kind) {
       case SrcKind::kReg: return readAs(st.regs[static_cast<size_t>(s.index)], as);
       case SrcKind::kImm: return Interval::point(s.imm);
       case SrcKind::kTid: return {0, b.ntid[static_cast<size_t>(s.index)] - 1};
       case SrcKind::kNtid: return Interval::point(b.ntid[static_cast<size_t>(s.index)]);
-      case SrcKind::kCtaid: return Interval::point(b.ctaid[static_cast<size_t>(s.index)]);
+      case SrcKind::kCtaid:
+        if (b.all_blocks) return {0, b.nctaid[static_cast<size_t>(s.index)] - 1};
+        return Interval::point(b.ctaid[static_cast<size_t>(s.index)]);
       case SrcKind::kNctaid: return Interval::point(b.nctaid[static_cast<size_t>(s.index)]);
       default: return Interval::top();
     }
@@ -232,6 +258,17 @@ struct BlockRanges::Impl {
         na = {std::max(av.lo, bv.lo), std::min(av.hi, bv.hi)};
         nb = na;
         break;
+      case Cmp::kNe:
+        // Only an endpoint equal to the other side's single value can go.
+        if (bv.lo == bv.hi) {
+          if (na.lo == bv.lo) ++na.lo;
+          if (na.hi == bv.lo) --na.hi;
+        }
+        if (av.lo == av.hi) {
+          if (nb.lo == av.lo) ++nb.lo;
+          if (nb.hi == av.lo) --nb.hi;
+        }
+        break;
       default: return;
     }
     if (na.isEmpty() || nb.isEmpty()) {
@@ -257,6 +294,65 @@ struct BlockRanges::Impl {
     const bool holds = taken != negated;
     const Cmp c = holds ? f.cmp : negate(f.cmp);
     refine(st, c, f, value(f.a, st, b, f.type), value(f.b, st, b, f.type));
+  }
+
+  // The number of iterations of `loop` entered with `entry` (at least one: the header is reached), or 0 when it
+  // cannot be computed from point values.
+  static int64_t trips(Cmp cont, Wide init, Wide step, Wide bound, IntType t) {
+    if (step == 0) return 0;
+    // v_m = init + m * step after the m-th increment (m >= 1); the loop runs again while cont(v_m, bound).
+    Wide m = 0;  // the first m >= 1 with !cont(v_m): the trip count
+    auto ceilDiv = [](Wide a, Wide b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };  // b > 0
+    switch (cont) {
+      case Cmp::kNe: {
+        const Wide d = bound - init;
+        if (d % step != 0 || d / step < 1) return 0;  // never meets the bound: it would wrap
+        m = d / step;
+        break;
+      }
+      case Cmp::kLt: case Cmp::kLe: {
+        if (step < 0) return 0;
+        const Wide limit = cont == Cmp::kLt ? bound : bound + 1;  // v < limit
+        m = std::max<Wide>(1, ceilDiv(limit - init, step));
+        break;
+      }
+      case Cmp::kGt: case Cmp::kGe: {
+        if (step > 0) return 0;
+        const Wide limit = cont == Cmp::kGt ? bound : bound - 1;  // v > limit
+        m = std::max<Wide>(1, ceilDiv(init - limit, -step));
+        break;
+      }
+      default: return 0;
+    }
+    // Every value the variable takes must fit its type (no wrap-around on the way).
+    const Wide last = init + m * step;
+    if (m > (Wide{1} << 40) || std::min(init, last) < t.minValue() || std::max(init, last) > t.maxValue()) return 0;
+    return static_cast<int64_t>(m);
+  }
+
+  // The header's state from the loop's entry state: induction variables over their whole range. False when the
+  // trip count cannot be computed (the caller then iterates as usual).
+  bool accelerate(const Loop& loop, State& st, const LaunchBinding& b) const {
+    auto stepOf = [&](const Loop::Iv& iv) {
+      Interval sum = Interval::point(0);
+      for (const Src& c : iv.steps) sum = add(sum, value(c, st, b, iv.type));
+      return sum;
+    };
+    const Loop::Iv& t = loop.ivs[static_cast<size_t>(loop.test_iv)];
+    const Interval init = readAs(st.regs[static_cast<size_t>(t.reg)], loop.test_type);
+    const Interval step = stepOf(t), bound = value(loop.bound, st, b, loop.test_type);
+    if (init.isEmpty() || init.lo != init.hi || step.lo != step.hi || bound.lo != bound.hi) return false;
+    const int64_t n = trips(loop.cont, init.lo, step.lo, bound.lo, loop.test_type);
+    if (n <= 0) return false;
+    std::vector<Interval> ranges;
+    for (const Loop::Iv& iv : loop.ivs) {
+      const Interval x = st.regs[static_cast<size_t>(iv.reg)];
+      const Interval s = stepOf(iv);
+      if (x.isEmpty() || s.lo != s.hi) return false;
+      ranges.push_back(fitTo(add(x, mul(s, Interval{0, n - 1})), iv.type));
+    }
+    for (size_t v = 0; v < loop.ivs.size(); ++v) st.regs[static_cast<size_t>(loop.ivs[v].reg)] = ranges[v];
+    return true;
   }
 
   void step(const Decoded& d, State& st, const LaunchBinding& b) const {
@@ -307,6 +403,7 @@ struct BlockRanges::Impl {
         Interval x = v(d.a, d.type), m = v(d.b, d.type);
         if (m.lo != m.hi || m.lo < 0) std::swap(x, m);
         if (m.lo != m.hi || m.lo < 0 || x.isEmpty()) return write(st, d.dst, Interval::top(), guarded);
+        if (x.lo == x.hi && x.lo >= 0) return write(st, d.dst, Interval::point(x.lo & m.lo), guarded);
         write(st, d.dst, x.lo >= 0 ? Interval{0, std::min(x.hi, m.lo)} : Interval{0, m.lo}, guarded);
         return;
       }
@@ -547,6 +644,134 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
     }
   }
 
+  impl->loop_of_header.assign(cfg.blocks().size(), -1);
+  const Dominators dom = Dominators::compute(cfg);
+  const std::vector<BasicBlock>& cb = cfg.blocks();
+  for (size_t h = 0; h < cb.size(); ++h) {
+    std::vector<int> latches;
+    for (int u : cb[h].preds) {
+      if (dom.dominates(static_cast<int>(h), u)) latches.push_back(u);
+    }
+    if (latches.size() != 1) continue;
+    Impl::Loop loop;
+    loop.header = static_cast<int>(h);
+    loop.body.assign(cb.size(), 0);
+    loop.body[h] = 1;
+    std::vector<int> work{latches[0]};
+    while (!work.empty()) {
+      const int b = work.back();
+      work.pop_back();
+      if (loop.body[static_cast<size_t>(b)]) continue;
+      loop.body[static_cast<size_t>(b)] = 1;
+      for (int q : cb[static_cast<size_t>(b)].preds) work.push_back(q);
+    }
+    const int latch = latches[0];
+    // Registers defined in the loop, and how often.
+    std::unordered_map<int, int> defs;
+    for (size_t b = 0; b < cb.size(); ++b) {
+      if (!loop.body[b]) continue;
+      for (size_t i = cb[b].begin; i < cb[b].end; ++i) {
+        const Decoded& d = impl->code[i];
+        if (d.dst >= 0) ++defs[d.dst];
+        for (int r : d.clobbers) defs[r] += 2;  // never an induction variable
+      }
+    }
+    auto invariant = [&](const Src& x) { return x.kind != SrcKind::kReg || !defs.count(x.index); };
+    // Induction variables: x defined once in the loop, on every iteration, as x's value at the header plus
+    // invariant amounts, directly (`add x, x, c`) or through a chain (`add t, x, c; add x, t, c`, as nvcc bumps a
+    // pointer by a row stride in an unrolled loop). The blocks that run on every iteration, in dominance order.
+    std::vector<int> every;
+    for (size_t b = 0; b < cb.size(); ++b) {
+      if (loop.body[b] && dom.dominates(static_cast<int>(b), latch)) every.push_back(static_cast<int>(b));
+    }
+    std::sort(every.begin(), every.end(), [&](int x, int y) { return x != y && dom.dominates(x, y); });
+    std::unordered_map<int, size_t> stmt_of_iv;
+    std::unordered_map<int, std::pair<int, std::vector<Src>>> derived;  // register -> (header register, amounts)
+    std::set<int> redefined;
+    for (int b : every) {
+      for (size_t i = cb[static_cast<size_t>(b)].begin; i < cb[static_cast<size_t>(b)].end; ++i) {
+        const Decoded& d = impl->code[i];
+        if (d.dst < 0) continue;
+        std::optional<std::pair<int, std::vector<Src>>> form;
+        if ((d.op == Op::kAdd || d.op == Op::kSub) && d.guard < 0) {
+          for (int side = 0; side < (d.op == Op::kAdd ? 2 : 1); ++side) {
+            const Src& y = side == 0 ? d.a : d.b;
+            Src c = side == 0 ? d.b : d.a;
+            if (y.kind != SrcKind::kReg || !invariant(c) || c.kind == SrcKind::kUnknown) continue;
+            if (d.op == Op::kSub) {
+              if (c.kind != SrcKind::kImm) continue;
+              c.imm = -c.imm;
+            }
+            if (auto it = derived.find(y.index); it != derived.end()) {
+              form = it->second;
+            } else if (defs.count(y.index) && !redefined.count(y.index)) {
+              form = std::pair<int, std::vector<Src>>{y.index, {}};
+            } else {
+              continue;
+            }
+            form->second.push_back(c);
+            break;
+          }
+        }
+        redefined.insert(d.dst);
+        for (int r : d.clobbers) {
+          redefined.insert(r);
+          derived.erase(r);
+        }
+        if (!form) {
+          derived.erase(d.dst);
+          continue;
+        }
+        if (form->first == d.dst && defs[d.dst] == 1) {
+          Impl::Loop::Iv iv;
+          iv.reg = d.dst;
+          iv.steps = form->second;
+          iv.type = d.type;
+          stmt_of_iv[d.dst] = i;
+          loop.ivs.push_back(std::move(iv));
+          derived.erase(d.dst);
+        } else {
+          derived[d.dst] = std::move(*form);
+        }
+      }
+    }
+    // The exit test: the latch ends in `@p bra header`, p set in the latch after the tested variable's increment.
+    const BasicBlock& lb = cb[static_cast<size_t>(latch)];
+    const Decoded* bra = nullptr;
+    size_t bra_at = 0;
+    for (size_t i = lb.begin; i < lb.end; ++i) {
+      if (impl->code[i].op == Op::kBra) {
+        bra = &impl->code[i];
+        bra_at = i;
+        break;
+      }
+    }
+    if (bra && bra->guard >= 0 && bra->target == static_cast<int>(h)) {
+      for (size_t i = bra_at; i-- > lb.begin;) {
+        const Decoded& d = impl->code[i];
+        if (d.dst != bra->guard) continue;
+        if (d.op != Op::kSetp || d.guard >= 0 || d.cmp == Cmp::kNone || d.type.bits == 0) break;
+        for (size_t v = 0; v < loop.ivs.size(); ++v) {
+          const Impl::Loop::Iv& iv = loop.ivs[v];
+          auto it = stmt_of_iv.find(iv.reg);
+          const bool incremented_before = it != stmt_of_iv.end() &&
+                                          (impl->cfg.blockOf(it->second) != latch || it->second < i);
+          if (!incremented_before || !invariant(d.b) || d.b.kind == SrcKind::kUnknown) continue;
+          if (d.a.kind == SrcKind::kReg && d.a.index == iv.reg) {
+            loop.test_iv = static_cast<int>(v);
+            loop.bound = d.b;
+            loop.cont = bra->guard_negated ? negate(d.cmp) : d.cmp;
+            loop.test_type = d.type;
+          }
+        }
+        break;
+      }
+    }
+    if (loop.test_iv < 0) continue;
+    impl->loop_of_header[h] = static_cast<int>(impl->loops.size());
+    impl->loops.push_back(std::move(loop));
+  }
+
   for (const MemoryAccess& a : accesses) {
     Impl::Addr addr;
     addr.stmt = a.stmt;
@@ -591,10 +816,29 @@ std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int
   std::vector<int> work{0};
   queued[0] = 1;
   int visits = 0;
-  auto push = [&](int s, const State& st) {
+  // Loop headers with a computable trip count: their state is the accelerated entry state joined with the back
+  // edge's, induction variables clamped to their range.
+  std::vector<State> entry(blocks.size(), unreached), back(blocks.size(), unreached);
+  auto push = [&](int s, const State& st, int from) {
     if (!st.reached || s < 0) return;
     State merged = in[static_cast<size_t>(s)];
-    joinInto(merged, st);
+    const int li = m.loop_of_header[static_cast<size_t>(s)];
+    bool accelerated = false;
+    if (li >= 0) {
+      const Impl::Loop& loop = m.loops[static_cast<size_t>(li)];
+      joinInto(loop.body[static_cast<size_t>(from)] ? back[static_cast<size_t>(s)] : entry[static_cast<size_t>(s)], st);
+      State head = entry[static_cast<size_t>(s)];
+      if (head.reached && m.accelerate(loop, head, binding)) {
+        accelerated = true;
+        State b2 = back[static_cast<size_t>(s)];
+        if (b2.reached) {
+          for (const Impl::Loop::Iv& iv : loop.ivs) b2.regs[static_cast<size_t>(iv.reg)] = head.regs[static_cast<size_t>(iv.reg)];
+          joinInto(head, b2);
+        }
+        merged = std::move(head);
+      }
+    }
+    if (!accelerated) joinInto(merged, st);
     if (merged == in[static_cast<size_t>(s)]) return;
     if (visits > budget && in[static_cast<size_t>(s)].reached) {
       // Still growing after the budget: give up on the registers that changed (unknown from here on). Joins
@@ -636,14 +880,14 @@ std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int
       }
       for (int s : bb.succs) {
         if (s == branch->target) {
-          push(s, taken);
+          push(s, taken, bi);
         } else if (branch->guard >= 0) {
-          push(s, fall);
+          push(s, fall, bi);
         }
       }
       // A block whose fall-through is also the target (a branch to the next label): both states joined above.
     } else {
-      for (int s : bb.succs) push(s, st);
+      for (int s : bb.succs) push(s, st, bi);
     }
   }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+
 #include "kfuse/ptx/parser.h"
 
 namespace kfuse::ptx {
@@ -64,6 +67,22 @@ TEST_F(BlockRangesTest, RowLoopTouchesExactlyItsBlocksRow) {
       EXPECT_EQ(r[i].hi - base, (b + 1) * 512 * 4);
     }
     EXPECT_EQ(through_r, 1);  // x is read and written, r read
+  }
+}
+
+TEST_F(BlockRangesTest, AllBlocksAtOnceGiveTheLaunchsFootprint) {
+  auto k = kernel("residual_add_rows");
+  ASSERT_TRUE(k->ranges) << k->why;
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {32, 1, 1};
+  lb.all_blocks = true;
+  lb.params = {kX, kR, 512};
+  for (const AccessRange& a : k->ranges->evaluate(lb)) {
+    ASSERT_TRUE(a.reached && a.bounded);
+    const int64_t base = a.lo >= kR ? kR : kX;
+    EXPECT_EQ(a.lo, base);
+    EXPECT_EQ(a.hi, base + 32 * 512 * 4);  // 32 rows of 512 floats, no more
   }
 }
 
@@ -134,6 +153,34 @@ TEST_F(BlockRangesTest, LoopBoundedByLoadedDataIsUnbounded) {
   for (const AccessRange& a : r) unbounded += a.reached && !a.bounded;
   EXPECT_EQ(r.size(), 3u);
   EXPECT_EQ(unbounded, 1);
+}
+
+TEST_F(BlockRangesTest, UnrolledPointerBumpingLoopCoversExactlyTheMatrices) {
+  // nvcc unrolls matmul's k loop by four (pointers bumped, a counter counting down to 0 with !=) and adds a
+  // remainder loop: the induction variables' trip counts bound both, to the bytes of a, w and c exactly.
+  auto k = kernel("matmul");
+  ASSERT_TRUE(k->ranges) << k->why;
+  constexpr int64_t kA = 0x1000000, kW = 0x2000000, kC = 0x3000000;
+  for (const int64_t kk : {64, 66, 3}) {
+    SCOPED_TRACE(kk);
+    constexpr int64_t m = 32, n = 256;
+    LaunchBinding lb;
+    lb.ntid = {16, 16, 1};
+    lb.nctaid = {n / 16, m / 16, 1};
+    lb.all_blocks = true;
+    lb.params = {kA, kW, kC, m, n, kk};
+    std::map<int64_t, std::pair<int64_t, int64_t>> span;  // base -> union [lo, hi)
+    for (const AccessRange& x : k->ranges->evaluate(lb)) {
+      if (!x.reached) continue;
+      ASSERT_TRUE(x.bounded);
+      const int64_t base = x.lo >= kC ? kC : x.lo >= kW ? kW : kA;
+      auto [it, added] = span.emplace(base, std::pair{x.lo, x.hi});
+      if (!added) it->second = {std::min(it->second.first, x.lo), std::max(it->second.second, x.hi)};
+    }
+    EXPECT_EQ(span[kA], (std::pair<int64_t, int64_t>{kA, kA + m * kk * 4}));
+    EXPECT_EQ(span[kW], (std::pair<int64_t, int64_t>{kW, kW + kk * n * 4}));
+    EXPECT_EQ(span[kC], (std::pair<int64_t, int64_t>{kC, kC + m * n * 4}));
+  }
 }
 
 }  // namespace

@@ -110,6 +110,9 @@ struct KernelFacts {
   struct BlockAccess {
     bool is_read = false, is_write = false;
     uint32_t line = 0;
+    // The one pointer parameter the address derives from (the PTX analysis's base, else the only pointer parameter
+    // flowing into it); -1 when none or several do.
+    int via_param = -1;
   };
   std::vector<BlockAccess> block_accesses;  // in block_ranges' order
   // Scalar parameters a block-level proof reads besides form_params: when an access sits in a loop, its trip count
