@@ -258,12 +258,13 @@ TEST(Analysis, DoesNotProveADataDependentGather) {
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "gather(float const*, int const*, float*, int) accesses allocation 2 "
                                                  "at an address the PTX analysis could not follow"))
       << r.candidates[0].reasons.front();
-  // mid is written by produce and read by gather where the analysis cannot follow: both keep their bytes. 4096 x
-  // 256 threads x 4 B = 4 MiB a use (the allocation's size). Before: x, mid, mid, idx, out = 5 x 4 MiB. After: x
-  // once, mid twice (kept), idx once; out is read by nothing later, so not written back: 4 x 4 MiB.
-  const double mib4 = 4.0 * (1 << 20);
-  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_before, 5 * mib4);
-  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_after, 4 * mib4);
+  // mid is written by produce and read by gather where the analysis cannot follow: both keep their bytes. The
+  // gather's read of mid through idx may touch the whole allocation (4096 x 256 threads x 4 B = 4 MiB); every
+  // other use touches the n = 1000 elements its footprint bounds (4000 B). Before: x, mid (write), mid (read, 4 MiB),
+  // idx, out. After: x, mid twice (kept), idx; out is read by nothing later, so not written back.
+  const double mib4 = 4.0 * (1 << 20), n4 = 4000;
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_before, mib4 + 4 * n4);
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_after, mib4 + 3 * n4);
 }
 
 TEST(Analysis, BlocksConsumersOfAtomicResults) {

@@ -185,8 +185,10 @@ class Analysis {
     return {extent > 0 ? std::min(b, extent) : b, cost::Source::kPtxEstimate, true, true};
   }
 
-  // Bytes of the allocation from the use's offset to its end; 0 when the allocation is unknown.
+  // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
+  // from the use's offset to its end; 0 when the allocation is unknown.
   double extentFrom(const BufferUse& u) const {
+    if (!u.wholeAllocation() && u.hi >= u.lo && u.hi != UINT64_MAX) return static_cast<double>(u.hi - u.lo);
     if (auto a = allocs_.find(u.allocation_id); a != allocs_.end() && a->second->size > u.offset) {
       return static_cast<double>(a->second->size - u.offset);
     }
@@ -290,9 +292,15 @@ class Analysis {
         const UseEstimate w = useBytes(i, u, /*reads=*/false);
         const bool reads = readsMode(u.mode), writes = writesMode(u.mode);
         const double extent = extentFrom(u);
-        const double read_end = r.exact ? at + r.bytes : (extent > 0 ? at + extent : HUGE_VAL);
+        double begin = at;
+        double read_end = r.exact ? at + r.bytes : (extent > 0 ? at + extent : HUGE_VAL);
+        if (!r.exact && !u.wholeAllocation()) {
+          // The footprint (loop accesses included) bounds the read: not beyond it to the allocation's end.
+          begin = std::min(at, static_cast<double>(u.lo));
+          read_end = static_cast<double>(u.hi);
+        }
         const double end = reads ? std::max(read_end, at + w.bytes) : at + w.bytes;
-        if (scan.see(cost::Region{at, end}, reads, writes, w.exact)) return scan.live(/*end_of_trace=*/false);
+        if (scan.see(cost::Region{begin, end}, reads, writes, w.exact)) return scan.live(/*end_of_trace=*/false);
       }
     }
     return scan.live(/*end_of_trace=*/i >= g_.ops.size());

@@ -1,5 +1,7 @@
 // Several iterations of a multi-layer MLP block (x += W2 * gelu(W1 * layernorm(x) + b1)), checked against a
 // C++ reference with a tolerance (layernorm's rsqrt and GELU's tanh are approximations on a GPU).
+// Built twice: mlp_block gives every tensor its own cuMemAlloc; mlp_block_arena (KFUSE_ARENA) carves every tensor
+// out of one allocation, as PyTorch's caching allocator and llm.c do. Same kernels, same launches, same result.
 #include <cmath>
 
 #include "common.h"
@@ -46,12 +48,37 @@ int main(int argc, char** argv) {
   for (auto& v : b1) v = rnd() * 0.1f;
   for (auto& v : w2) v = rnd() * 0.0625f;
 
+#ifdef KFUSE_ARENA
+  // One allocation; each tensor at the next 256-byte boundary (the caching allocator's granule).
+  const size_t floats[] = {x.size(), gamma.size(), beta.size(), w1.size(), b1.size(), w2.size(),
+                           size_t(kTokens) * kHidden, size_t(kTokens) * kFfn, size_t(kTokens) * kFfn};
+  size_t arena_bytes = 0;
+  for (size_t f : floats) arena_bytes += (f * sizeof(float) + 255) / 256 * 256;
+  CUdeviceptr arena;
+  CU_CHECK(cuMemAlloc(&arena, arena_bytes));
+  size_t next = 0;
+  auto carve = [&](size_t n) {
+    CUdeviceptr p = arena + next;
+    next += (n * sizeof(float) + 255) / 256 * 256;
+    return p;
+  };
+  auto place = [&](const std::vector<float>& v) {
+    CUdeviceptr p = carve(v.size());
+    CU_CHECK(cuMemcpyHtoD(p, v.data(), v.size() * sizeof(float)));
+    return p;
+  };
+  CUdeviceptr dx = place(x), dg = place(gamma), db = place(beta);
+  CUdeviceptr dw1 = place(w1), db1 = place(b1), dw2 = place(w2);
+  CUdeviceptr dh = carve(size_t(kTokens) * kHidden), du = carve(size_t(kTokens) * kFfn),
+              dv = carve(size_t(kTokens) * kFfn);
+#else
   CUdeviceptr dx = example::upload(x), dg = example::upload(gamma), db = example::upload(beta);
   CUdeviceptr dw1 = example::upload(w1), db1 = example::upload(b1), dw2 = example::upload(w2);
   CUdeviceptr dh, du, dv;
   CU_CHECK(cuMemAlloc(&dh, sizeof(float) * kTokens * kHidden));
   CU_CHECK(cuMemAlloc(&du, sizeof(float) * kTokens * kFfn));
   CU_CHECK(cuMemAlloc(&dv, sizeof(float) * kTokens * kFfn));
+#endif
   CUfunction fln = s.function("layernorm"), fmm = s.function("matmul"), fbias = s.function("bias_add"),
              fgelu = s.function("gelu"), fres = s.function("residual_add");
   CUstream stream;
@@ -92,7 +119,11 @@ int main(int argc, char** argv) {
       for (int i = 0; i < th; ++i) x[i] += vv[i];
     }
   size_t bad = example::compare("x", got, x, 2e-4);
+#ifdef KFUSE_ARENA
+  CU_CHECK(cuMemFree(arena));
+#else
   for (CUdeviceptr p : {dx, dg, db, dw1, db1, dw2, dh, du, dv}) CU_CHECK(cuMemFree(p));
+#endif
   CU_CHECK(cuStreamDestroy(stream));
   return example::finish("mlp_block", bad, example::checksum(got));
 }

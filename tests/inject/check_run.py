@@ -22,9 +22,10 @@ import tempfile
 
 # Driver-API programs, and their runtime-API twins (`<<<>>>`, nvcc defaults: static cudart) that reach the driver
 # through cudart's cuGetProcAddress lookups and load their kernels from the fatbin with cuLibraryLoadData.
-# many_small_kernels: N-way horizontal plans over kernels on four streams.
-EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "driver_api/many_small_kernels",
-            "runtime_api/elementwise_chain", "runtime_api/mlp_block"]
+# many_small_kernels: N-way horizontal plans over kernels on four streams. mlp_block_arena: mlp_block with every
+# tensor carved out of one allocation.
+EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "driver_api/mlp_block_arena",
+            "driver_api/many_small_kernels", "runtime_api/elementwise_chain", "runtime_api/mlp_block"]
 
 
 class Checker:

@@ -5,7 +5,9 @@ check each plan against schemas/plan.schema.json and re-validate it with `kfuse 
 refused with the analyzer's reason; a hand-corrupted fused.ptx fails validation naming the buffer and element;
 bad plans are refused with exit 2. Block-level fusion (residual_layernorm): the row-per-block residual add ->
 layernorm is proven block-level, rewritten with a barrier between the parts, validated, and injected into the
-unmodified program with the same checksum; its grid-stride twin is refused, naming the blocks.
+unmodified program with the same checksum; its grid-stride twin is refused, naming the blocks. Arena:
+mlp_block_arena (every tensor at an offset inside one allocation) gets the same candidates, proofs, predicted savings
+and dependency edges as mlp_block.
 
 Usage: check_rewrite.py --kfuse BIN --source SRC --build BUILD
 """
@@ -18,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-EXAMPLES = ["elementwise_chain", "mlp_block", "many_small_kernels", "stencil", "residual_layernorm"]
+EXAMPLES = ["elementwise_chain", "mlp_block", "mlp_block_arena", "many_small_kernels", "stencil", "residual_layernorm"]
 ARCHS = "sm_80,sm_90,sm_100"
 
 
@@ -295,6 +297,24 @@ class Checker:
             self.check(st["occurrences_fused"] == 2 and not st["predicate_failures"],
                        "both occurrences are fused at run time", json.dumps(st))
 
+    def arena_matches(self, separate, arena):
+        def summary(trace):
+            out = os.path.join(self.tmp, os.path.basename(trace) + ".all.json")
+            p = self.run("analyze", trace, "--all", "--json", out, "--no-store")
+            self.check(p.returncode == 0, f"analyze --all {trace}", p.stderr)
+            with open(out) as f:
+                r = json.load(f)
+            cands = sorted((tuple(k["name"] for k in c["kernels"]), c["fusion"], c["legality"], c["occurrences"],
+                            round(c["predicted_saving_ns_total"], 3)) for c in r["candidates"])
+            return cands, r["summary"]["edges_by_kind"]
+        s_cands, s_edges = summary(separate)
+        a_cands, a_edges = summary(arena)
+        self.check(s_cands == a_cands and any(c[2] == "proven" for c in s_cands),
+                   "mlp_block_arena: the same candidates, proofs and savings as mlp_block",
+                   f"separate {s_cands} arena {a_cands}")
+        self.check(s_edges == a_edges, "mlp_block_arena: the same dependency edges as mlp_block",
+                   f"separate {s_edges} arena {a_edges}")
+
     def rewrite_all(self, trace):
         out = os.path.join(self.tmp, "all-plans")
         p = self.run("rewrite", trace, "--all", "--arch", ARCHS, "-o", out)
@@ -331,6 +351,7 @@ def main():
         c.forced_layouts(traces["many_small_kernels"])
         c.rewrite_all(traces["many_small_kernels"])
         c.block_level(traces["residual_layernorm"])
+        c.arena_matches(traces["mlp_block"], traces["mlp_block_arena"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0
 
