@@ -100,9 +100,11 @@ Result check(const KernelFacts& producer, const core::Launch& lp, const KernelFa
       return r;
     }
   }
-  if (producer.barriers > 0) {
-    r.why = "block-level fusion not implemented for a producer that synchronizes its block itself (" + producer.name +
-            ")";
+  // The producer's returning threads go to the barrier between the parts: none may leave while others of its
+  // block still meet one of the producer's own barriers (a block-level reduction whose threads all finish is fine).
+  if (producer.barriers > 0 && !producer.barrier_exit_problem.empty()) {
+    r.why = "block-level fusion refused: " + producer.name + " synchronizes its block, and " +
+            producer.barrier_exit_problem;
     return r;
   }
   const uint64_t blocks = uint64_t{lp.grid.x} * lp.grid.y * lp.grid.z;

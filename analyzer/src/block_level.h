@@ -12,8 +12,9 @@
 // not overlap (a grid-stride producer's interval runs from its first element to the end). Both kernels must have
 // PTX, and every global access of both must be bounded.
 //
-// The rewriter's side (fuseVertical with a barrier between the parts) also needs the producer free of barriers, so
-// that the threads it sends to the barrier early cannot meet one of its own; the check refuses that too.
+// The rewriter's side (fuseVertical with a barrier between the parts) sends the producer's returning threads to that
+// barrier, so a producer with barriers of its own (a block reduction) must not let any thread leave while others of
+// its block still meet one (ptx::threadsExitAfterTheirLastBarrier); the check refuses that too.
 // Plain values; thread-safe.
 #pragma once
 

@@ -207,6 +207,9 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   }
   k.form_params.assign(form_params.begin(), form_params.end());
   k.block_ranges = ptx::BlockRanges::prepare(f, fa.cfg(), fa.memoryAccesses(), &k.block_ranges_problem);
+  if (!ptx::threadsExitAfterTheirLastBarrier(f, fa.cfg(), &k.barrier_exit_problem) && k.barrier_exit_problem.empty()) {
+    k.barrier_exit_problem = "its barriers cannot be shown to be met by every thread";
+  }
   bool loops = false;
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
     KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1};

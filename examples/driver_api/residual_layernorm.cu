@@ -37,3 +37,34 @@ extern "C" __global__ void layernorm(const float* x, float* y, const float* gamm
   float inv = rsqrtf(var + 1e-5f);
   for (int i = threadIdx.x; i < h; i += blockDim.x) y[blockIdx.x * h + i] = (row[i] - mean) * inv * gamma[i] + beta[i];
 }
+
+// A block reduction feeding a row-wise consumer: row_rms puts row b's root mean square in rms[b] (thread 0 writes
+// after the tree reduction); scale_rows divides row b by rms[b] (block-level fusable: block b needs only what block
+// b reduced); scale_by_max divides every row by the largest rms (not fusable per block: each block needs every
+// block's result). blockDim.x is 128.
+extern "C" __global__ void row_rms(const float* x, float* rms, int h) {
+  __shared__ float red[128];
+  float s = 0.f;
+  for (int j = threadIdx.x; j < h; j += blockDim.x) {
+    float v = x[blockIdx.x * h + j];
+    s += v * v;
+  }
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) rms[blockIdx.x] = sqrtf(red[0] / h + 1e-6f);
+}
+
+extern "C" __global__ void scale_rows(const float* x, const float* rms, float* y, int h) {
+  const float r = rms[blockIdx.x];
+  for (int j = threadIdx.x; j < h; j += blockDim.x) y[blockIdx.x * h + j] = x[blockIdx.x * h + j] / r;
+}
+
+extern "C" __global__ void scale_by_max(const float* x, const float* rms, float* y, int h, int rows) {
+  float m = 0.f;
+  for (int r = 0; r < rows; ++r) m = fmaxf(m, rms[r]);
+  for (int j = threadIdx.x; j < h; j += blockDim.x) y[blockIdx.x * h + j] = x[blockIdx.x * h + j] / m;
+}

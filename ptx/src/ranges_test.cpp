@@ -183,5 +183,22 @@ TEST_F(BlockRangesTest, UnrolledPointerBumpingLoopCoversExactlyTheMatrices) {
   }
 }
 
+TEST_F(BlockRangesTest, ThreadsLeavingBeforeABarrierAreFoundUnlessTheBranchIsUniform) {
+  for (const auto& [name, safe] : std::vector<std::pair<std::string, bool>>{{"row_sum", true},
+                                                                           {"residual_add_rows", true},
+                                                                           {"early_exit_then_barrier", false},
+                                                                           {"uniform_exit_then_barrier", true}}) {
+    SCOPED_TRACE(name);
+    const Function* f = module_.findFunction(name);
+    ASSERT_NE(f, nullptr);
+    const Cfg cfg = Cfg::build(*f);
+    std::string why;
+    EXPECT_EQ(threadsExitAfterTheirLastBarrier(*f, cfg, &why), safe) << why;
+    if (!safe) {
+      EXPECT_NE(why.find("still meet a barrier"), std::string::npos) << why;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kfuse::ptx

@@ -42,3 +42,19 @@ extern "C" __global__ void matmul(const float* a, const float* w, float* c, int 
   for (int i = 0; i < k; ++i) acc = fmaf(a[row * k + i], w[i * n + col], acc);
   c[row * n + col] = acc;
 }
+// Barriers after an early return: one that depends on the thread (some threads leave while others meet the
+// barrier) and one uniform in the block.
+extern "C" __global__ void early_exit_then_barrier(float* x, int n) {
+  __shared__ float s[128];
+  if (threadIdx.x >= n) return;
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  x[threadIdx.x] = s[(threadIdx.x + 1) % n];
+}
+extern "C" __global__ void uniform_exit_then_barrier(float* x, int n) {
+  __shared__ float s[128];
+  if (blockIdx.x >= n) return;
+  s[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  x[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/ranges.h"
 #include "kfuse/rewriter/fusion.h"
 #include "rename.h"
 
@@ -299,6 +300,17 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
     return unsupported("the module already has a function named '" + result.fused_name + "'");
   }
   for (size_t k = 0; k + 1 < parts.size(); ++k) {
+    // Block-level: a part with barriers of its own may come first when every thread of a block meets them and then
+    // reaches its end (a block reduction), so that the barrier between the parts sees every thread once.
+    std::string exit_problem;
+    if (spec.block_barrier &&
+        ptx::threadsExitAfterTheirLastBarrier(*parts[k], ptx::Cfg::build(*parts[k]), &exit_problem)) {
+      if (callsExit(module, *parts[k])) {
+        return unsupported("kernel '" + parts[k]->name + "' calls a device function that executes exit: the thread "
+                           "would end before the later kernels' parts run");
+      }
+      continue;
+    }
     for (const Statement& s : parts[k]->body) {
       if (s.kind == StatementKind::kInstruction && detail::isCtaBarrier(s.inst)) {
         return unsupported("kernel '" + parts[k]->name + "' (part " + std::to_string(k + 1) + " of " +

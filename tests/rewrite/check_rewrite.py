@@ -4,8 +4,9 @@ every proven candidate with `kfuse rewrite` (ptxas for sm_80, sm_90 and sm_100, 
 check each plan against schemas/plan.schema.json and re-validate it with `kfuse validate`; the blocked stencil is
 refused with the analyzer's reason; a hand-corrupted fused.ptx fails validation naming the buffer and element;
 bad plans are refused with exit 2. Block-level fusion (residual_layernorm): the row-per-block residual add ->
-layernorm is proven block-level, rewritten with a barrier between the parts, validated, and injected into the
-unmodified program with the same checksum; its grid-stride twin is refused, naming the blocks. Arena:
+layernorm and the block reduction row_rms -> scale_rows are proven block-level, rewritten with a barrier between
+the parts, validated, and injected into the unmodified program with the same checksum; the grid-stride twin and
+row_rms -> scale_by_max (every block needs every block's result) are refused, naming the blocks. Arena:
 mlp_block_arena (every tensor at an offset inside one allocation) gets the same candidates, proofs, predicted savings
 and dependency edges as mlp_block.
 
@@ -252,50 +253,57 @@ class Checker:
         self.check(p.returncode == 0, "analyze --all residual_layernorm", p.stderr)
         with open(out) as f:
             cands = {tuple(k["name"] for k in c["kernels"]): c for c in json.load(f)["candidates"]}
-        rows = cands.get(("residual_add_rows", "layernorm"))
-        self.check(rows is not None and rows["legality"] == "proven" and rows["fusion"] == "block-level"
-                   and rows["occurrences"] == 2, "row-per-block residual add -> layernorm is proven block-level",
-                   json.dumps(rows)[:800])
-        strided = cands.get(("residual_add_strided", "layernorm"))
         # Row b (h = 256 floats) is written by grid-stride blocks 2b and 2b + 1 (128 threads each): block 0's row by
-        # blocks 0 and 1, of which the interval analysis names the other one.
-        self.check(strided is not None and strided["legality"] == "blocked" and any(
-            "block-level fusion refused: layernorm block 0" in r and "residual_add_strided block 1 may write" in r
-            for r in strided["reasons"]), "grid-stride residual add -> layernorm is refused per block, naming blocks",
-                   json.dumps(strided)[:800])
-        if not rows:
-            return
-        plan = os.path.join(self.tmp, "block-level-plan")
-        p = self.run("rewrite", trace, "--no-gain", "--candidate", str(rows["rank"]), "--arch", ARCHS, "-o", plan)
-        self.check(p.returncode == 0 and "validation: passed" in p.stdout, "the block-level fusion rewrites and "
-                   "validates on the emulator", p.stdout + p.stderr)
-        if p.returncode != 0:
-            return
-        j = self.validate_schema(os.path.join(plan, "plan.json"))
-        self.check(j is not None and j.get("layout") == "block-level", "the plan says layout block-level")
-        with open(os.path.join(plan, "fused.ptx")) as f:
-            ptx = f.read()
-        # The producer's body ends at a barrier before the consumer's first instruction (declarations are hoisted).
-        code = [l.strip() for l in ptx[ptx.index(".entry"):].splitlines()
-                if l.strip() and not l.strip().startswith((".reg", ".shared", ".local", "//"))]
-        first_bar = next((i for i, l in enumerate(code) if l.startswith("bar.sync")), -1)
-        first_consumer = next((i for i, l in enumerate(code) if "%k1_" in l), -1)
-        self.check(0 < first_bar < first_consumer and any("%k0_" in l for l in code[:first_bar]),
-                   "a block barrier separates the producer's part from the consumer's", "\n".join(code[:60]))
+        # blocks 0 and 1, of which the interval analysis names the other one. scale_by_max's block 0 reads every
+        # row's rms, which the other row_rms blocks write (its first unrolled load covers rms[0..60]).
+        refused = {("residual_add_strided", "layernorm"): "layernorm block 0 (line",
+                   ("row_rms", "scale_by_max"): "scale_by_max block 0 (line"}
+        for pair, phrase in refused.items():
+            c = cands.get(pair)
+            self.check(c is not None and c["legality"] == "blocked" and any(
+                "block-level fusion refused: " + phrase in r and pair[0] + " block" in r for r in c["reasons"]),
+                       f"{pair[0]} -> {pair[1]} is refused per block, naming the blocks", json.dumps(c)[:800])
         program = os.path.join(self.args.build, "examples", "driver_api", "residual_layernorm")
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(self.args.build, "standin"))
         base = subprocess.run([program], capture_output=True, text=True, env=env, timeout=300)
-        stats = os.path.join(self.tmp, "block-level.stats.json")
-        p = self.run("run", "--plan", plan, "--stats", stats, "--", program, env=env)
-        checksum = [l for l in p.stdout.splitlines() if "checksum" in l]
-        self.check(p.returncode == 0 and checksum and checksum == [l for l in base.stdout.splitlines()
-                                                                   if "checksum" in l],
-                   "the unmodified program under kfuse run prints the same checksum", p.stdout + p.stderr)
-        if os.path.exists(stats):
-            with open(stats) as f:
-                st = json.load(f)["plans"][0]
-            self.check(st["occurrences_fused"] == 2 and not st["predicate_failures"],
-                       "both occurrences are fused at run time", json.dumps(st))
+        # A row-wise producer, and a block reduction (row_rms: barriers inside the producer, thread 0 writes).
+        for pair in [("residual_add_rows", "layernorm"), ("row_rms", "scale_rows")]:
+            what = f"{pair[0]} -> {pair[1]}"
+            c = cands.get(pair)
+            self.check(c is not None and c["legality"] == "proven" and c["fusion"] == "block-level"
+                       and c["occurrences"] == 2, f"{what} is proven block-level", json.dumps(c)[:800])
+            if not c:
+                continue
+            plan = os.path.join(self.tmp, "block-level-plan-" + pair[0])
+            p = self.run("rewrite", trace, "--no-gain", "--candidate", str(c["rank"]), "--arch", ARCHS, "-o", plan)
+            self.check(p.returncode == 0 and "validation: passed" in p.stdout,
+                       f"{what}: the block-level fusion rewrites and validates on the emulator", p.stdout + p.stderr)
+            if p.returncode != 0:
+                continue
+            j = self.validate_schema(os.path.join(plan, "plan.json"))
+            self.check(j is not None and j.get("layout") == "block-level", f"{what}: the plan says layout block-level")
+            with open(os.path.join(plan, "fused.ptx")) as f:
+                ptx = f.read()
+            # The producer's body ends at a barrier before the consumer's first instruction (declarations hoisted);
+            # the last producer instruction before it is the producer's own (its returns branch there).
+            code = [l.strip() for l in ptx[ptx.index(".entry"):].splitlines()
+                    if l.strip() and not l.strip().startswith((".reg", ".shared", ".local", "//"))]
+            first_consumer = next((i for i, l in enumerate(code) if "%k1_" in l), -1)
+            bars = [i for i, l in enumerate(code[:max(first_consumer, 0)]) if l.startswith("bar.sync")]
+            self.check(first_consumer > 0 and bars and any("%k0_" in l for l in code[:bars[-1]]),
+                       f"{what}: a block barrier separates the producer's part from the consumer's",
+                       "\n".join(code[:80]))
+            stats = os.path.join(self.tmp, "block-level-" + pair[0] + ".stats.json")
+            p = self.run("run", "--plan", plan, "--stats", stats, "--", program, env=env)
+            checksum = [l for l in p.stdout.splitlines() if "checksum" in l]
+            self.check(p.returncode == 0 and checksum and checksum == [l for l in base.stdout.splitlines()
+                                                                       if "checksum" in l],
+                       f"{what}: the unmodified program under kfuse run prints the same checksum", p.stdout + p.stderr)
+            if os.path.exists(stats):
+                with open(stats) as f:
+                    st = json.load(f)["plans"][0]
+                self.check(st["occurrences_fused"] == 2 and not st["predicate_failures"],
+                           f"{what}: both occurrences are fused at run time", json.dumps(st))
 
     def arena_matches(self, separate, arena):
         def summary(trace):

@@ -115,6 +115,9 @@ struct KernelFacts {
     int via_param = -1;
   };
   std::vector<BlockAccess> block_accesses;  // in block_ranges' order
+  // Why threads of a block may leave the kernel while others still meet a barrier (ptx::
+  // threadsExitAfterTheirLastBarrier); empty when they cannot. A block-level fusion needs it empty for its producer.
+  std::string barrier_exit_problem;
   // Scalar parameters a block-level proof reads besides form_params: when an access sits in a loop, its trip count
   // and addresses may depend on any 4- or 8-byte parameter the kernel never dereferences.
   std::vector<int> loop_params;

@@ -65,4 +65,13 @@ class BlockRanges {
   std::unique_ptr<Impl> impl_;
 };
 
+// Whether every thread of a block that executes some block barrier (bar.sync / barrier.sync / bar.red) also reaches
+// the kernel's end having executed the same barriers as the others, which is what a fused kernel needs before it may
+// send a part's returning threads to one more barrier. It holds when no thread can leave for a `ret`/`exit` while
+// another of its block may still meet a barrier: every branch (or guarded ret) from which both a barrier and a
+// barrier-free way out are reachable must be uniform in the block (its predicate derives only from %ntid, %nctaid,
+// %ctaid, parameters and constants, never from %tid, memory or warp-level values). Flow-insensitive, so
+// conservative. Sets *why (with the PTX line) when it does not hold.
+bool threadsExitAfterTheirLastBarrier(const Function& f, const Cfg& cfg, std::string* why);
+
 }  // namespace kfuse::ptx
