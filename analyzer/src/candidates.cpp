@@ -320,7 +320,10 @@ class Analysis {
     return live;
   }
 
-  CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::vector<bool>& live) const {
+  // `block_level`: the consumer re-reads, after the block barrier, bytes its own producer block has just written
+  // (L1/L2, not DRAM): a buffer whose uses have bounded footprints counts like a followed one (read once).
+  CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::vector<bool>& live,
+                              bool block_level = false) const {
     cost::OccurrenceInput in;
     in.kind = kind;
     for (size_t op : occ) {
@@ -335,6 +338,16 @@ class Analysis {
     if (kind == CandidateKind::kVertical && g_.has_pointer_data) {
       in.uses = chainBuffers(occ).uses;
       in.live = live;
+      if (block_level) {
+        size_t i = 0;
+        for (size_t k = 0; k < occ.size(); ++k) {
+          for (const BufferUse& u : g_.ops[occ[k]].uses) {
+            if (!readsMode(u.mode) && !writesMode(u.mode)) continue;
+            if (i < in.uses.size() && !u.wholeAllocation() && !u.in_struct) in.uses[i].followed = true;
+            ++i;
+          }
+        }
+      }
     } else if (kind == CandidateKind::kVertical && !adv_.chainUses(occ, in.uses, in.live)) {
       in.uses.clear();  // operator tensors not known: only idle gaps are counted
     } else if (kind == CandidateKind::kVertical) {
@@ -1096,7 +1109,9 @@ class Analysis {
   void cost(Candidate& c) const {
     std::vector<CostEstimate> per_occurrence;
     const std::vector<bool> live = c.kind == CandidateKind::kVertical ? liveBuffers(c) : std::vector<bool>{};
-    for (const auto& occ : c.occurrences) per_occurrence.push_back(occurrenceCost(c.kind, occ, live));
+    for (const auto& occ : c.occurrences) {
+      per_occurrence.push_back(occurrenceCost(c.kind, occ, live, c.fusion == FusionKind::kBlockLevel));
+    }
     const cost::CandidateCost summary = cost::summarize(per_occurrence, c.legality == Legality::kBlocked);
     c.cost = summary.per_occurrence;
     c.total_saving_ns = summary.total_saving_ns;
