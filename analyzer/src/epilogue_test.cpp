@@ -153,18 +153,40 @@ TEST(EpilogueFusion, ProvesMatmulShapedProducerWithBiasAndActivation) {
   EXPECT_EQ(c->epilogue->consumer_offset, 0);
 }
 
-// The same element-wise pattern with one allocation per tensor and with every tensor carved out of one arena.
-Report scaleBias(bool arena) {
+// Tensors of the given sizes (bytes): one allocation each, or all carved out of one arena, each 256 bytes after the
+// previous one's end.
+std::vector<Ptr> tensors(Builder& b, bool arena, const std::vector<uint64_t>& bytes) {
+  std::vector<Ptr> t;
+  const Id a = arena ? b.allocation(1 << 20) : core::kNoId;
+  uint64_t at = 0;
+  for (uint64_t n : bytes) {
+    t.push_back(arena ? Ptr{a, at} : Ptr{b.allocation(n)});
+    at += n + 256;
+  }
+  return t;
+}
+
+// The same chain with one allocation per tensor and inside one arena: same candidate, same proof, same edges.
+void expectSameInAnArena(const Report& separate, const Report& arena, const std::vector<std::string>& kernels) {
+  const Candidate* s = find(separate, kernels);
+  const Candidate* a = find(arena, kernels);
+  ASSERT_NE(s, nullptr) << describe(separate);
+  ASSERT_NE(a, nullptr) << describe(arena);
+  EXPECT_EQ(s->legality, Legality::kProven) << describe(separate);
+  EXPECT_EQ(a->legality, Legality::kProven) << describe(arena);
+  EXPECT_EQ(a->epilogue, s->epilogue);
+  EXPECT_EQ(describe(arena), describe(separate));
+  // Edges only between overlapping byte ranges: the chain's RAW edges, none between other tensors.
+  EXPECT_EQ(arena.edges_by_kind.at("RAW"), separate.edges_by_kind.at("RAW"));
+  EXPECT_EQ(arena.edges_by_kind.count("WAR"), separate.edges_by_kind.count("WAR"));
+  EXPECT_EQ(arena.edges_by_kind.count("WAW"), separate.edges_by_kind.count("WAW"));
+}
+
+// An affine producer -> two element-wise consumers.
+Report scaleAct(bool arena) {
   Builder b;
   const int mn = kM * kN;
-  std::vector<Ptr> t;
-  if (arena) {
-    const Id a = b.allocation(1 << 20);
-    const uint64_t c = 4 * mn + 256;
-    t = {Ptr{a, 0}, Ptr{a, c}, Ptr{a, c + 4 * mn + 512}, Ptr{a, 2 * c + 8 * mn + 1024}};
-  } else {
-    t = {Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * mn)}};
-  }
+  const std::vector<Ptr> t = tensors(b, arena, {4 * mn, 4 * mn, 4 * mn, 4 * mn});
   b.launch("scale2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {t[0], t[1], kM, kN})
       .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[3], mn})
       .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[3], t[2], mn});
@@ -172,37 +194,15 @@ Report scaleBias(bool arena) {
 }
 
 TEST(EpilogueFusion, ProvesTensorsAtOffsetsInsideOneArena) {
-  const Report separate = scaleBias(false), arena = scaleBias(true);
-  const Candidate* s = find(separate, {"scale2d", "act", "act"});
-  const Candidate* a = find(arena, {"scale2d", "act", "act"});
-  ASSERT_NE(s, nullptr) << describe(separate);
-  ASSERT_NE(a, nullptr) << describe(arena);
-  EXPECT_EQ(s->legality, Legality::kProven) << describe(separate);
-  EXPECT_EQ(a->legality, Legality::kProven) << describe(arena);
-  EXPECT_EQ(a->epilogue, s->epilogue);
-  EXPECT_EQ(describe(arena), describe(separate));
-  // Edges only between overlapping byte ranges: the three RAW edges of the chain, none between other tensors.
-  EXPECT_EQ(arena.edges_by_kind.at("RAW"), separate.edges_by_kind.at("RAW"));
-  EXPECT_EQ(arena.edges_by_kind.count("WAR"), separate.edges_by_kind.count("WAR"));
+  expectSameInAnArena(scaleAct(false), scaleAct(true), {"scale2d", "act", "act"});
 }
 
-// GEMM-like producer (a k loop) -> bias (b[i % n], not affine) -> activation, with one allocation per tensor and in
-// one arena: loop and non-affine footprints come from the per-block interval analysis, so the arena gets the same
-// candidates, proofs and edges.
+// GEMM-like producer (a k loop) -> bias (b[i % n], not affine) -> activation: loop and non-affine footprints come
+// from the per-block interval analysis.
 Report gemmBiasAct(bool arena) {
   Builder b;
   const int mn = kM * kN;
-  std::vector<Ptr> t;  // a, c, bias, y
-  if (arena) {
-    const Id a = b.allocation(1 << 20);
-    const uint64_t pad = 256;
-    const uint64_t a_bytes = 4 * kM * kK, c_bytes = 4 * mn, b_bytes = 4 * kN;
-    t = {Ptr{a, 0}, Ptr{a, a_bytes + pad}, Ptr{a, a_bytes + c_bytes + 2 * pad},
-         Ptr{a, a_bytes + c_bytes + b_bytes + 3 * pad}};
-  } else {
-    t = {Ptr{b.allocation(4 * kM * kK)}, Ptr{b.allocation(4 * mn)}, Ptr{b.allocation(4 * kN)},
-         Ptr{b.allocation(4 * mn)}};
-  }
+  const std::vector<Ptr> t = tensors(b, arena, {4 * kM * kK, 4 * mn, 4 * kN, 4 * mn});  // a, c, bias, y
   b.launch("rowsum2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {t[0], t[1], kM, kN, kK})
       .launch("bias", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[2], kM, kN})
       .launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {t[1], t[3], mn});
@@ -210,18 +210,7 @@ Report gemmBiasAct(bool arena) {
 }
 
 TEST(EpilogueFusion, LoopsAndModuloIndicesInsideOneArenaGetTheSameProofs) {
-  const Report separate = gemmBiasAct(false), arena = gemmBiasAct(true);
-  const Candidate* s = find(separate, {"rowsum2d", "bias", "act"});
-  const Candidate* a = find(arena, {"rowsum2d", "bias", "act"});
-  ASSERT_NE(s, nullptr) << describe(separate);
-  ASSERT_NE(a, nullptr) << describe(arena);
-  EXPECT_EQ(s->legality, Legality::kProven) << describe(separate);
-  EXPECT_EQ(a->legality, Legality::kProven) << describe(arena);
-  EXPECT_EQ(a->epilogue, s->epilogue);
-  EXPECT_EQ(describe(arena), describe(separate));
-  EXPECT_EQ(arena.edges_by_kind.at("RAW"), separate.edges_by_kind.at("RAW"));
-  EXPECT_EQ(arena.edges_by_kind.count("WAR"), separate.edges_by_kind.count("WAR"));
-  EXPECT_EQ(arena.edges_by_kind.count("WAW"), separate.edges_by_kind.count("WAW"));
+  expectSameInAnArena(gemmBiasAct(false), gemmBiasAct(true), {"rowsum2d", "bias", "act"});
 }
 
 TEST(EpilogueFusion, OverlappingTensorsInOneArenaAreNotProven) {

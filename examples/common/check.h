@@ -11,6 +11,22 @@ namespace example {
 
 inline unsigned blocksFor(size_t n, unsigned block) { return unsigned((n + block - 1) / block); }
 
+// y = layernorm(x) row by row (rows x h, row-major), in double: the reference for the examples' layernorm kernel.
+inline void layernormRef(const std::vector<float>& x, std::vector<float>& y, const std::vector<float>& g,
+                         const std::vector<float>& b, int rows, int h) {
+  for (int t = 0; t < rows; ++t) {
+    double s = 0, s2 = 0;
+    for (int i = 0; i < h; ++i) {
+      double v = x[size_t(t) * h + i];
+      s += v;
+      s2 += v * v;
+    }
+    double mean = s / h, var = s2 / h - mean * mean;
+    double inv = 1.0 / std::sqrt(var + 1e-5);
+    for (int i = 0; i < h; ++i) y[size_t(t) * h + i] = float((x[size_t(t) * h + i] - mean) * inv * g[i] + b[i]);
+  }
+}
+
 // Compares with a tolerance (0 = exact) and reports the first mismatch; returns the number of mismatches.
 template <class T>
 size_t compare(const char* what, const std::vector<T>& got, const std::vector<T>& want, double tol = 0) {

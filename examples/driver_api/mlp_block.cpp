@@ -9,20 +9,6 @@
 namespace {
 constexpr int kTokens = 32, kHidden = 64, kFfn = 256, kLayers = 2, kIterations = 2;
 
-void layernormRef(const std::vector<float>& x, std::vector<float>& y, const std::vector<float>& g,
-                  const std::vector<float>& b) {
-  for (int t = 0; t < kTokens; ++t) {
-    double s = 0, s2 = 0;
-    for (int i = 0; i < kHidden; ++i) {
-      double v = x[t * kHidden + i];
-      s += v;
-      s2 += v * v;
-    }
-    double mean = s / kHidden, var = s2 / kHidden - mean * mean;
-    double inv = 1.0 / std::sqrt(var + 1e-5);
-    for (int i = 0; i < kHidden; ++i) y[t * kHidden + i] = float((x[t * kHidden + i] - mean) * inv * g[i] + b[i]);
-  }
-}
 void matmulRef(const std::vector<float>& a, const float* w, std::vector<float>& c, int m, int n, int k) {
   for (int r = 0; r < m; ++r)
     for (int col = 0; col < n; ++col) {
@@ -109,7 +95,7 @@ int main(int argc, char** argv) {
   std::vector<float> hh(kTokens * kHidden), uu(kTokens * kFfn), vv(kTokens * kHidden);
   for (int it = 0; it < kIterations; ++it)
     for (int l = 0; l < kLayers; ++l) {
-      layernormRef(x, hh, gamma, beta);
+      example::layernormRef(x, hh, gamma, beta, kTokens, kHidden);
       matmulRef(hh, &w1[size_t(l) * kHidden * kFfn], uu, kTokens, kFfn, kHidden);
       for (int i = 0; i < tf; ++i) {
         float u = uu[i] + b1[size_t(l) * kFfn + i % kFfn];

@@ -8,21 +8,6 @@
 
 namespace {
 constexpr int kRows = 64, kHidden = 256, kThreads = 128, kIterations = 2;
-
-void layernormRef(const std::vector<float>& x, std::vector<float>& y, const std::vector<float>& g,
-                  const std::vector<float>& b) {
-  for (int t = 0; t < kRows; ++t) {
-    double s = 0, s2 = 0;
-    for (int i = 0; i < kHidden; ++i) {
-      double v = x[t * kHidden + i];
-      s += v;
-      s2 += v * v;
-    }
-    double mean = s / kHidden, var = s2 / kHidden - mean * mean;
-    double inv = 1.0 / std::sqrt(var + 1e-5);
-    for (int i = 0; i < kHidden; ++i) y[t * kHidden + i] = float((x[t * kHidden + i] - mean) * inv * g[i] + b[i]);
-  }
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,9 +64,9 @@ int main(int argc, char** argv) {
   std::vector<float> y1(n), y2(n), y3(n), y4(n), rms(kRows);
   for (int it = 0; it < kIterations; ++it) {
     for (int i = 0; i < n; ++i) x[i] += r1[i];
-    layernormRef(x, y1, gamma, beta);
+    example::layernormRef(x, y1, gamma, beta, kRows, kHidden);
     for (int i = 0; i < n; ++i) x[i] += r2[i];
-    layernormRef(x, y2, gamma, beta);
+    example::layernormRef(x, y2, gamma, beta, kRows, kHidden);
     float largest = 0.f;
     for (int t = 0; t < kRows; ++t) {
       double s2 = 0;
