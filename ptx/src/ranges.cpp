@@ -38,7 +38,12 @@ Interval neg(const Interval& a) { return a.isEmpty() ? a : Interval{-a.hi, -a.lo
 Interval mul(const Interval& a, const Interval& b) {
   if (a.isEmpty() || b.isEmpty()) return Interval::empty();
   if (!a.bounded() || !b.bounded()) return Interval::top();
-  const Wide c[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+  Wide c[4];
+  const Wide x[] = {a.lo, a.lo, a.hi, a.hi}, y[] = {b.lo, b.hi, b.lo, b.hi};
+  for (int i = 0; i < 4; ++i) {
+    // Bounds up to 2^100 multiply past 128 bits: such a product may be anything.
+    if (__builtin_mul_overflow(x[i], y[i], &c[i])) return Interval::top();
+  }
   return {clampInf(*std::min_element(c, c + 4)), clampInf(*std::max_element(c, c + 4))};
 }
 

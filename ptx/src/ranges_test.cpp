@@ -200,5 +200,31 @@ TEST_F(BlockRangesTest, ThreadsLeavingBeforeABarrierAreFoundUnlessTheBranchIsUni
   }
 }
 
+TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
+  auto m = parseFile(KFUSE_PTX_TESTDATA "/wide_products.ptx");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Function* f = m->findFunction("wide_products");
+  ASSERT_NE(f, nullptr);
+  const Cfg cfg = Cfg::build(*f);
+  const Dominators dom = Dominators::compute(cfg);
+  const DefUse du = DefUse::compute(*f, cfg);
+  const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, dom, du);
+  std::string why;
+  auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
+  ASSERT_TRUE(ranges) << why;
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  // a * b overflows 64 bits (and, as intervals of unknown 64-bit values, 128 bits); tid + INT32_MAX wraps.
+  lb.params = {0x100000, int64_t{1} << 40, int64_t{1} << 40};
+  const auto r = ranges->evaluate(lb);
+  ASSERT_EQ(r.size(), 2u);
+  for (const AccessRange& a : r) {
+    EXPECT_TRUE(a.reached);
+    EXPECT_FALSE(a.bounded);
+  }
+  lb.params = {0x100000, std::nullopt, std::nullopt};  // unknown 64-bit values: [0, 2^64) each
+  for (const AccessRange& a : ranges->evaluate(lb)) EXPECT_FALSE(a.bounded);
+}
+
 }  // namespace
 }  // namespace kfuse::ptx
