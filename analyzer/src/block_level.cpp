@@ -70,6 +70,8 @@ class Index {
   std::vector<Best> best_;
 };
 
+constexpr int kBudgetPerBlock = 4000;
+
 ptx::LaunchBinding binding(const KernelFacts& k, const core::Launch& l) {
   ptx::LaunchBinding b;
   b.ntid = {l.block.x, l.block.y, l.block.z};
@@ -122,7 +124,9 @@ Result check(const KernelFacts& producer, const core::Launch& lp, const KernelFa
     bp.ctaid = bc.ctaid = {x, y, z};
     for (int side = 0; side < 2; ++side) {
       const KernelFacts& k = side == 0 ? producer : consumer;
-      const std::vector<ptx::AccessRange> ranges = k.block_ranges->evaluate(side == 0 ? bp : bc);
+      // A smaller work budget per block than for one whole-grid footprint: this runs once per block, and a loop
+      // still growing after it is given up (unbounded: the fusion is refused, never wrongly proven).
+      const std::vector<ptx::AccessRange> ranges = k.block_ranges->evaluate(side == 0 ? bp : bc, kBudgetPerBlock);
       for (size_t i = 0; i < ranges.size() && i < k.block_accesses.size(); ++i) {
         const ptx::AccessRange& a = ranges[i];
         const KernelFacts::BlockAccess& info = k.block_accesses[i];
