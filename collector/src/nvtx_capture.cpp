@@ -33,6 +33,7 @@ struct RegisteredString {
   std::string text;
 };
 
+// Guards startedRanges().
 std::mutex& registryMutex() {
   static auto* mu = new std::mutex();  // leaked: callbacks may run during exit
   return *mu;
@@ -106,107 +107,96 @@ auto guarded(Fn&& fn, decltype(fn()) on_failure) noexcept -> decltype(fn()) {
   }
 }
 
+// The operations behind the callbacks; they may throw (allocation), the callbacks below catch.
+
 int push(const Domain* domain, std::string name) {
-  return guarded(
-      [&] {
-        t_pushed.push_back(Open{domain, std::move(name), collectorThreadId(), collectorNowNs()});
-        return static_cast<int>(t_pushed.size()) - 1;
-      },
-      -1);
+  t_pushed.push_back(Open{domain, std::move(name), collectorThreadId(), collectorNowNs()});
+  return static_cast<int>(t_pushed.size()) - 1;
 }
 
 int pop(const Domain* domain) {
   const int64_t now = collectorNowNs();
-  return guarded(
-      [&] {
-        auto it = std::find_if(t_pushed.rbegin(), t_pushed.rend(), [&](const Open& o) { return o.domain == domain; });
-        if (it == t_pushed.rend()) return -1;  // a pop without a push: NVTX says so with -1
-        record(*it, now);
-        t_pushed.erase(std::next(it).base());
-        return static_cast<int>(t_pushed.size());
-      },
-      -1);
+  auto it = std::find_if(t_pushed.rbegin(), t_pushed.rend(), [&](const Open& o) { return o.domain == domain; });
+  if (it == t_pushed.rend()) return -1;  // a pop without a push: NVTX says so with -1
+  record(*it, now);
+  t_pushed.erase(std::next(it).base());
+  return static_cast<int>(t_pushed.size());
 }
 
 nvtxRangeId_t start(const Domain* domain, std::string name) {
-  return guarded(
-      [&]() -> nvtxRangeId_t {
-        const uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
-        Open o{domain, std::move(name), collectorThreadId(), collectorNowNs()};
-        std::lock_guard lock(registryMutex());
-        startedRanges().emplace(id, std::move(o));
-        return id;
-      },
-      nvtxRangeId_t{0});
+  const uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  Open o{domain, std::move(name), collectorThreadId(), collectorNowNs()};
+  std::lock_guard lock(registryMutex());
+  startedRanges().emplace(id, std::move(o));
+  return id;
 }
 
-void end(nvtxRangeId_t id) {
+int end(nvtxRangeId_t id) {
   const int64_t now = collectorNowNs();
-  guarded(
-      [&] {
-        Open o;
-        {
-          std::lock_guard lock(registryMutex());
-          auto it = startedRanges().find(id);
-          if (it == startedRanges().end()) return 0;
-          o = std::move(it->second);
-          startedRanges().erase(it);
-        }
-        record(o, now);
-        return 0;
-      },
-      0);
+  Open o;
+  {
+    std::lock_guard lock(registryMutex());
+    auto it = startedRanges().find(id);
+    if (it == startedRanges().end()) return 0;
+    o = std::move(it->second);
+    startedRanges().erase(it);
+  }
+  record(o, now);
+  return 0;
 }
 
 const Domain* domainOf(nvtxDomainHandle_t handle) { return reinterpret_cast<const Domain*>(handle); }
 
-nvtxDomainHandle_t createDomain(std::string name) {
-  return guarded(
-      [&] {
-        std::lock_guard lock(registryMutex());
-        return reinterpret_cast<nvtxDomainHandle_t>(new Domain{std::move(name)});
-      },
-      nvtxDomainHandle_t{nullptr});
+// ---- the functions NVTX calls: every one runs its whole body, message conversion included, under guarded() ------
+
+constexpr nvtxRangeId_t kNoRange = 0;
+
+int NVTX_API rangePushA(const char* message) {
+  return guarded([&] { return push(nullptr, ascii(message)); }, -1);
 }
-
-nvtxStringHandle_t registerString(std::string text) {
-  return guarded(
-      [&] {
-        std::lock_guard lock(registryMutex());
-        return reinterpret_cast<nvtxStringHandle_t>(new RegisteredString{std::move(text)});
-      },
-      nvtxStringHandle_t{nullptr});
+int NVTX_API rangePushW(const wchar_t* message) {
+  return guarded([&] { return push(nullptr, narrow(message)); }, -1);
 }
-
-// ---- the functions NVTX calls ------------------------------------------------------------------------------------
-
-int NVTX_API rangePushA(const char* message) { return push(nullptr, ascii(message)); }
-int NVTX_API rangePushW(const wchar_t* message) { return push(nullptr, narrow(message)); }
-int NVTX_API rangePushEx(const nvtxEventAttributes_t* attributes) { return push(nullptr, messageOf(attributes)); }
-int NVTX_API rangePop() { return pop(nullptr); }
-nvtxRangeId_t NVTX_API rangeStartA(const char* message) { return start(nullptr, ascii(message)); }
-nvtxRangeId_t NVTX_API rangeStartW(const wchar_t* message) { return start(nullptr, narrow(message)); }
+int NVTX_API rangePushEx(const nvtxEventAttributes_t* attributes) {
+  return guarded([&] { return push(nullptr, messageOf(attributes)); }, -1);
+}
+int NVTX_API rangePop() { return guarded([&] { return pop(nullptr); }, -1); }
+nvtxRangeId_t NVTX_API rangeStartA(const char* message) {
+  return guarded([&] { return start(nullptr, ascii(message)); }, kNoRange);
+}
+nvtxRangeId_t NVTX_API rangeStartW(const wchar_t* message) {
+  return guarded([&] { return start(nullptr, narrow(message)); }, kNoRange);
+}
 nvtxRangeId_t NVTX_API rangeStartEx(const nvtxEventAttributes_t* attributes) {
-  return start(nullptr, messageOf(attributes));
+  return guarded([&] { return start(nullptr, messageOf(attributes)); }, kNoRange);
 }
-void NVTX_API rangeEnd(nvtxRangeId_t id) { end(id); }
+void NVTX_API rangeEnd(nvtxRangeId_t id) { guarded([&] { return end(id); }, 0); }
 
 int NVTX_API domainRangePushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  return push(domainOf(domain), messageOf(attributes));
+  return guarded([&] { return push(domainOf(domain), messageOf(attributes)); }, -1);
 }
-int NVTX_API domainRangePop(nvtxDomainHandle_t domain) { return pop(domainOf(domain)); }
+int NVTX_API domainRangePop(nvtxDomainHandle_t domain) { return guarded([&] { return pop(domainOf(domain)); }, -1); }
 nvtxRangeId_t NVTX_API domainRangeStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  return start(domainOf(domain), messageOf(attributes));
+  return guarded([&] { return start(domainOf(domain), messageOf(attributes)); }, kNoRange);
 }
-void NVTX_API domainRangeEnd(nvtxDomainHandle_t /*domain*/, nvtxRangeId_t id) { end(id); }
-nvtxDomainHandle_t NVTX_API domainCreateA(const char* name) { return createDomain(ascii(name)); }
-nvtxDomainHandle_t NVTX_API domainCreateW(const wchar_t* name) { return createDomain(narrow(name)); }
+void NVTX_API domainRangeEnd(nvtxDomainHandle_t /*domain*/, nvtxRangeId_t id) { guarded([&] { return end(id); }, 0); }
+// Domains and registered strings: `new` is thread-safe; the objects are never freed (see Domain).
+nvtxDomainHandle_t NVTX_API domainCreateA(const char* name) {
+  return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(new Domain{ascii(name)}); },
+                 nvtxDomainHandle_t{nullptr});
+}
+nvtxDomainHandle_t NVTX_API domainCreateW(const wchar_t* name) {
+  return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(new Domain{narrow(name)}); },
+                 nvtxDomainHandle_t{nullptr});
+}
 void NVTX_API domainDestroy(nvtxDomainHandle_t /*domain*/) {}  // handles stay valid: see Domain
 nvtxStringHandle_t NVTX_API domainRegisterStringA(nvtxDomainHandle_t /*domain*/, const char* text) {
-  return registerString(ascii(text));
+  return guarded([&] { return reinterpret_cast<nvtxStringHandle_t>(new RegisteredString{ascii(text)}); },
+                 nvtxStringHandle_t{nullptr});
 }
 nvtxStringHandle_t NVTX_API domainRegisterStringW(nvtxDomainHandle_t /*domain*/, const wchar_t* text) {
-  return registerString(narrow(text));
+  return guarded([&] { return reinterpret_cast<nvtxStringHandle_t>(new RegisteredString{narrow(text)}); },
+                 nvtxStringHandle_t{nullptr});
 }
 
 struct Slot {
