@@ -86,7 +86,7 @@ Interval fitTo(const Interval& v, IntType t) {
   return {t.minValue(), t.maxValue()};
 }
 
-enum class SrcKind : uint8_t { kNone, kReg, kImm, kTid, kNtid, kCtaid, kNctaid, kParamAddr, kUnknown };
+enum class SrcKind : uint8_t { kNone, kReg, kImm, kTid, kNtid, kCtaid, kNctaid, kUnknown };
 struct Src {
   SrcKind kind = SrcKind::kNone;
   int index = 0;  // register index, dimension (0..2), or parameter index
@@ -97,7 +97,7 @@ enum class Op : uint8_t {
   kOther,  // writes its destination(s) with unknown values
   kNop,    // writes no tracked register
   kMov, kLdParam, kAdd, kSub, kMulLo, kMulWide, kMadLo, kMadWide, kShl, kShr, kAnd, kCvt, kMin, kMax, kNeg, kDiv,
-  kRem, kSelp, kSetp, kBra, kCall,
+  kRem, kSelp, kSetp, kBra,
 };
 
 enum class Cmp : uint8_t { kNone, kEq, kNe, kLt, kLe, kGt, kGe };
@@ -365,7 +365,7 @@ struct BlockRanges::Impl {
     for (int r : d.clobbers) write(st, r, Interval::top(), false);
     auto v = [&](const Src& s, IntType t) { return value(s, st, b, t); };
     switch (d.op) {
-      case Op::kNop: case Op::kBra: case Op::kCall: return;
+      case Op::kNop: case Op::kBra: return;
       case Op::kOther: write(st, d.dst, Interval::top(), false); return;
       case Op::kMov: write(st, d.dst, fitTo(v(d.a, d.type), d.type), guarded); return;
       case Op::kLdParam: {
@@ -735,8 +735,11 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
           stmt_of_iv[d.dst] = i;
           loop.ivs.push_back(std::move(iv));
           derived.erase(d.dst);
-        } else {
+        } else if (defs[d.dst] == 1) {
           derived[d.dst] = std::move(*form);
+        } else {
+          // Also defined on a path these blocks do not show: its value where a later add reads it is not this one.
+          derived.erase(d.dst);
         }
       }
     }

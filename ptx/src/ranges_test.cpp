@@ -200,6 +200,31 @@ TEST_F(BlockRangesTest, ThreadsLeavingBeforeABarrierAreFoundUnlessTheBranchIsUni
   }
 }
 
+TEST(BlockRangesSidePath, AChainThroughARegisterRedefinedOnASidePathIsNoInductionVariable) {
+  auto m = parseFile(KFUSE_PTX_TESTDATA "/side_path_iv.ptx");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Function* f = m->findFunction("side_path");
+  ASSERT_NE(f, nullptr);
+  const Cfg cfg = Cfg::build(*f);
+  const DefUse du = DefUse::compute(*f, cfg);
+  const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, Dominators::compute(cfg), du);
+  std::string why;
+  auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
+  ASSERT_TRUE(ranges) << why;
+  LaunchBinding lb;
+  lb.ntid = {32, 1, 1};
+  lb.params = {0x100000};
+  const auto r = ranges->evaluate(lb);
+  ASSERT_EQ(r.size(), 1u);
+  // Threads other than 0 move 4100 bytes per iteration: the 8th load is at p + 7 * 4100. Taking x for an induction
+  // variable of step 4 would give [p, p + 32).
+  ASSERT_TRUE(r[0].reached);
+  if (r[0].bounded) {
+    EXPECT_LE(r[0].lo, 0x100000);
+    EXPECT_GE(r[0].hi, 0x100000 + 7 * 4100 + 4);
+  }
+}
+
 TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
   auto m = parseFile(KFUSE_PTX_TESTDATA "/wide_products.ptx");
   ASSERT_TRUE(m.ok()) << m.status().message();
