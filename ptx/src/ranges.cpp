@@ -690,6 +690,23 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
       if (loop.body[b] && dom.dominates(static_cast<int>(b), latch)) every.push_back(static_cast<int>(b));
     }
     std::sort(every.begin(), every.end(), [&](int x, int y) { return x != y && dom.dominates(x, y); });
+    // ... once per iteration: a block on a cycle of its own inside the loop (a nested loop's) may run many times.
+    auto inInnerCycle = [&](int b) {
+      std::vector<char> seen(cb.size(), 0);
+      std::vector<int> stack(cb[static_cast<size_t>(b)].succs.begin(), cb[static_cast<size_t>(b)].succs.end());
+      while (!stack.empty()) {
+        const int x = stack.back();
+        stack.pop_back();
+        if (x == b) return true;
+        if (x == static_cast<int>(h) || !loop.body[static_cast<size_t>(x)] || seen[static_cast<size_t>(x)]) continue;
+        seen[static_cast<size_t>(x)] = 1;
+        for (int y : cb[static_cast<size_t>(x)].succs) stack.push_back(y);
+      }
+      return false;
+    };
+    if (std::any_of(every.begin(), every.end(), [&](int b) { return b != static_cast<int>(h) && inInnerCycle(b); })) {
+      continue;  // iterated as usual
+    }
     std::unordered_map<int, size_t> stmt_of_iv;
     std::unordered_map<int, std::pair<int, std::vector<Src>>> derived;  // register -> (header register, amounts)
     std::set<int> redefined;
@@ -832,7 +849,9 @@ std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int
     State merged = in[static_cast<size_t>(s)];
     const int li = m.loop_of_header[static_cast<size_t>(s)];
     bool accelerated = false;
-    if (li >= 0) {
+    // Past the budget no header is recomputed from its entry state any more: plain joins, whose given-up registers
+    // stay given up, are what makes the iteration end.
+    if (li >= 0 && visits <= budget) {
       const Impl::Loop& loop = m.loops[static_cast<size_t>(li)];
       joinInto(loop.body[static_cast<size_t>(from)] ? back[static_cast<size_t>(s)] : entry[static_cast<size_t>(s)], st);
       State head = entry[static_cast<size_t>(s)];

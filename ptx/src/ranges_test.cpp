@@ -225,6 +225,29 @@ TEST(BlockRangesSidePath, AChainThroughARegisterRedefinedOnASidePathIsNoInductio
   }
 }
 
+TEST(BlockRangesNested, AVariableBumpedInAnInnerLoopCountsEveryInnerIteration) {
+  auto m = parseFile(KFUSE_PTX_TESTDATA "/nested_iv.ptx");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Function* f = m->findFunction("nested");
+  ASSERT_NE(f, nullptr);
+  const Cfg cfg = Cfg::build(*f);
+  const DefUse du = DefUse::compute(*f, cfg);
+  const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, Dominators::compute(cfg), du);
+  std::string why;
+  auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
+  ASSERT_TRUE(ranges) << why;
+  LaunchBinding lb;
+  lb.params = {0x100000};
+  const auto r = ranges->evaluate(lb);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_TRUE(r[0].reached);
+  // 4 x 8 loads, 4 bytes apart: [p, p + 128). Taking x for an outer induction variable would give [p, p + 16).
+  if (r[0].bounded) {
+    EXPECT_LE(r[0].lo, 0x100000);
+    EXPECT_GE(r[0].hi, 0x100000 + 128);
+  }
+}
+
 TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
   auto m = parseFile(KFUSE_PTX_TESTDATA "/wide_products.ptx");
   ASSERT_TRUE(m.ok()) << m.status().message();
