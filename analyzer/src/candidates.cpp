@@ -12,6 +12,7 @@
 #include "cost_model.h"
 #include "block_level.h"
 #include "epilogue.h"
+#include "prologue.h"
 #include "footprint.h"
 #include "kernel_families.h"
 #include "thread_locality.h"
@@ -25,6 +26,7 @@ const char* fusionKindName(FusionKind k) {
     case FusionKind::kEpilogue: return "epilogue";
     case FusionKind::kHorizontal: return "horizontal";
     case FusionKind::kBlockLevel: return "block-level";
+    case FusionKind::kPrologue: return "prologue";
   }
   return "?";
 }
@@ -323,7 +325,7 @@ class Analysis {
   // `block_level`: the consumer re-reads, after the block barrier, bytes its own producer block has just written
   // (L1/L2, not DRAM): a buffer whose uses have bounded footprints counts like a followed one (read once).
   CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::vector<bool>& live,
-                              bool block_level = false) const {
+                              FusionKind fusion = FusionKind::kThreadLocal) const {
     cost::OccurrenceInput in;
     in.kind = kind;
     for (size_t op : occ) {
@@ -338,7 +340,36 @@ class Analysis {
     if (kind == CandidateKind::kVertical && g_.has_pointer_data) {
       in.uses = chainBuffers(occ).uses;
       in.live = live;
-      if (block_level) {
+      if (fusion == FusionKind::kPrologue && occ.size() == 2) {
+        // The fused kernel runs in the consumer's launch and redoes the producer's work at each load of its output.
+        in.anchor = 1;
+        in.recompute = 0;
+        // Its bytes: the consumer's other traffic, the producer's inputs once per recomputation, and the producer's
+        // own traffic again where the intermediate is read later (its threads still write it).
+        double written = 0, read = 0, inputs = 0, other = 0;
+        bool live_out = false;
+        std::set<int> outputs;
+        for (const cost::UseBytes& u : in.uses) {
+          if (u.kernel != 0) continue;
+          inputs += u.read_bytes;
+          if (u.write_bytes <= 0) continue;
+          written += u.write_bytes;
+          outputs.insert(u.buffer);
+          live_out = live_out || (u.buffer >= 0 && static_cast<size_t>(u.buffer) < live.size() &&
+                                  live[static_cast<size_t>(u.buffer)]);
+        }
+        for (const cost::UseBytes& u : in.uses) {
+          if (u.kernel != 1) continue;
+          if (outputs.count(u.buffer)) {
+            read += u.read_bytes;
+          } else {
+            other += u.read_bytes + u.write_bytes;
+          }
+        }
+        in.recompute_times = written > 0 ? std::max(1.0, read / written) : 1.0;
+        in.fused_bytes = other + in.recompute_times * inputs + (live_out ? inputs + written : 0);
+      }
+      if (fusion == FusionKind::kBlockLevel) {
         size_t i = 0;
         for (size_t k = 0; k < occ.size(); ++k) {
           for (const BufferUse& u : g_.ops[occ[k]].uses) {
@@ -394,8 +425,9 @@ class Analysis {
     std::string decider() const {
       return legality == Legality::kBlocked ? blocked_by : legality == Legality::kLikely ? likely_by : std::string();
     }
-    std::optional<EpilogueMap> epilogue;  // a proven epilogue fusion's element map
+    std::optional<EpilogueMap> epilogue;  // a proven epilogue or prologue fusion's element map
     bool block_level = false;              // proven for block-level fusion, not thread-local
+    bool prologue = false;                 // judged as a prologue fusion (proven, or refused for its reason)
   };
 
   static bool validParam(const KernelFacts& k, int index) {
@@ -605,12 +637,34 @@ class Analysis {
     const epilogue::Part producer = parts.front();
     parts.erase(parts.begin());
     const epilogue::Result r = epilogue::check(producer, parts);
-    if (r.legality != Legality::kProven) {
-      v.weaken(r.legality, r.why);
+    if (r.legality == Legality::kProven) {
+      v.reasons.push_back(r.why);
+      v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes};
       return;
     }
-    v.reasons.push_back(r.why);
-    v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes};
+    // Not an epilogue: a pair may still fuse the other way round, the producer recomputed at the consumer's loads.
+    if (parts.size() == 1) {
+      const prologue::Result pr = prologue::check(producer, parts.front());
+      if (pr.legality == Legality::kProven) {
+        v.reasons.push_back(pr.why);
+        v.reasons.push_back("epilogue fusion does not apply: " + r.why);
+        v.epilogue = EpilogueMap{pr.producer_param, 1, pr.consumer_param, pr.consumer_offset, pr.element_bytes};
+        v.prologue = true;
+        return;
+      }
+      // The refusal that says more: the better verdict, and among equals the prologue's when the consumer is not
+      // 1-D (no epilogue could take it).
+      const locality::Shape& cs = parts.front().shape;
+      const bool consumer_1d = cs.grid.y == 1 && cs.grid.z == 1 && cs.block.y == 1 && cs.block.z == 1;
+      const bool prologue_first = static_cast<int>(pr.legality) < static_cast<int>(r.legality) ||
+                                  (pr.legality == r.legality && !consumer_1d);
+      v.weaken(prologue_first ? pr.legality : r.legality, prologue_first ? pr.why : r.why);
+      v.prologue = prologue_first;  // the kind the deciding reason is about
+      v.reasons.push_back((prologue_first ? "epilogue fusion does not apply: " + r.why
+                                          : "prologue fusion does not apply: " + pr.why));
+      return;
+    }
+    v.weaken(r.legality, r.why);
   }
 
   // Which access breaks thread locality, in words: "jacobi (line 65) reads allocation 1 768 bytes after where
@@ -722,7 +776,9 @@ class Analysis {
         const core::Launch& lc = launch(first[1]);
         common.reasons.push_back("the producer runs on grid " + dimText(l.grid) + ", block " + dimText(l.block) +
                                  ", its consumers on grid " + dimText(lc.grid) + ", block " + dimText(lc.block) +
-                                 ": an epilogue fusion, consumers remapped to the producer's elements");
+                                 ": only an element-remapped fusion applies (an epilogue, consumers per element in "
+                                 "the producer's launch" + std::string(first.size() == 2 ? "; or a prologue, the "
+                                 "producer recomputed at the consumer's loads)" : ")"));
       }
       common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
                                " with no host synchronization between them");
@@ -815,21 +871,26 @@ class Analysis {
       std::set<std::string> seen;
       LegalityCheck checked;
     };
-    std::map<std::pair<Legality, bool>, Part> parts;
+    std::map<std::tuple<Legality, bool, bool>, Part> parts;
     std::optional<EpilogueMap> map;
+    bool map_prologue = false;
     for (const Tuple& tuple : tuples) {
       Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
       if (v.legality == Legality::kProven && v.epilogue) {
-        if (!map) map = v.epilogue;
-        if (!(*map == *v.epilogue)) {
+        if (!map) {
+          map = v.epilogue;
+          map_prologue = v.prologue;
+        }
+        if (!(*map == *v.epilogue) || map_prologue != v.prologue) {
           v.weaken(Legality::kLikely, "these arguments put the consumers' elements elsewhere than the first proven "
                                       "occurrence's: one fused kernel cannot serve both");
         }
       }
       // Proven occurrences split by kind: a block-level proof yields another fused kernel than a thread-local one.
-      Part& part = parts[{v.legality, v.block_level}];
+      Part& part = parts[{v.legality, v.block_level, v.prologue}];
       part.verdict.legality = v.legality;
       part.verdict.block_level = v.block_level;
+      part.verdict.prologue = v.prologue;
       part.verdict.adoptDeciders(v);
       for (std::string& r : v.reasons) {
         if (part.seen.insert(r).second) part.verdict.reasons.push_back(std::move(r));
@@ -840,7 +901,7 @@ class Analysis {
       if (part.checked.tuples.size() < LegalityCheck::kMaxListedTuples) part.checked.tuples.push_back(tuple.args);
     }
     if (!unchecked.empty()) {
-      Part& part = parts[{Legality::kLikely, false}];
+      Part& part = parts[{Legality::kLikely, false, false}];
       part.verdict.weaken(Legality::kLikely, std::to_string(unchecked.size()) + " occurrences were not checked: their "
                                              "arguments form more than " + std::to_string(kMaxTuples) +
                                              " distinct tuples");
@@ -854,6 +915,7 @@ class Analysis {
     for (auto& [part_key, part] : parts) {
       Candidate p = c;
       if (part.verdict.block_level) p.fusion = FusionKind::kBlockLevel;
+      if (part.verdict.prologue) p.fusion = FusionKind::kPrologue;
       std::sort(part.occurrences.begin(), part.occurrences.end());
       p.occurrences.reserve(part.occurrences.size());
       for (size_t i : part.occurrences) p.occurrences.push_back(std::move(occurrences[i]));
@@ -881,7 +943,9 @@ class Analysis {
       p.legality = v.legality;
       p.verdict = v.decider();
       p.reasons = std::move(v.reasons);
-      if (p.legality == Legality::kProven && p.fusion == FusionKind::kEpilogue) p.epilogue = map;
+      if (p.legality == Legality::kProven && (p.fusion == FusionKind::kEpilogue || p.fusion == FusionKind::kPrologue)) {
+        p.epilogue = map;
+      }
       p.checked = std::move(part.checked);
       const bool have_ptx = std::all_of(p.function_ids.begin(), p.function_ids.end(), [&](core::Id f) {
         const KernelFacts* k = cat_.find(f);
@@ -1110,7 +1174,7 @@ class Analysis {
     std::vector<CostEstimate> per_occurrence;
     const std::vector<bool> live = c.kind == CandidateKind::kVertical ? liveBuffers(c) : std::vector<bool>{};
     for (const auto& occ : c.occurrences) {
-      per_occurrence.push_back(occurrenceCost(c.kind, occ, live, c.fusion == FusionKind::kBlockLevel));
+      per_occurrence.push_back(occurrenceCost(c.kind, occ, live, c.fusion));
     }
     const cost::CandidateCost summary = cost::summarize(per_occurrence, c.legality == Legality::kBlocked);
     c.cost = summary.per_occurrence;

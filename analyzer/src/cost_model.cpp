@@ -232,6 +232,10 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     times.push_back(k.times);
     shapes.push_back(k.shape);
   }
+  FlopCounts fused_flops = flops;
+  if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size() && in.recompute_times > 1) {
+    fused_flops += in.kernels[static_cast<size_t>(in.recompute)].flops.scaled(in.recompute_times - 1);
+  }
   c.flops = flops.total();
   c.flops_source = sourceName(flops_source);
   c.bytes_source = sourceName(bytes_source);
@@ -273,8 +277,8 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       // Before and after from the same per-buffer bytes, so that the two are comparable.
       c.bytes_before = unfusedChainBytes(in.uses);
       c.bytes_source = sourceName(use_source);
-      c.bytes_after = fusedChainBytes(in.uses, in.live);
-      predicted = launchRooflineNs(c.bytes_after, flops, fused_shape, gpu) / achieved;
+      c.bytes_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
+      predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu) / achieved;
     } else {
       // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
       c.bytes_after = c.bytes_before;
@@ -282,7 +286,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     }
     // Never slower than running the kernels as they are, never faster than the fused kernel's own roof (the roof
     // wins where the two disagree).
-    c.fused_ns = std::max(launchRooflineNs(c.bytes_after, flops, fused_shape, gpu), std::min(sum_times, predicted));
+    c.fused_ns = std::max(launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu), std::min(sum_times, predicted));
   }
   c.saving_ns = std::max(0.0, (vertical ? sum_times + c.gap_ns : busy) - c.fused_ns);
   if (estimated_times) c.note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;

@@ -150,6 +150,14 @@ struct OccurrenceInput {
   // kernel. The fused kernel runs with that kernel's launch shape and at its achieved fraction (the tail runs in
   // its epilogue); -1: the chain's largest grid and the chain's achieved fraction.
   int anchor = -1;
+  // Vertical, a prologue fusion: kernel `recompute` (the producer) runs again at every consumer load of what it
+  // wrote, so its FLOPs count `recompute_times` over in the fused kernel (the consumer's bytes read of the
+  // intermediate over the producer's bytes written, at least 1). -1: nothing is recomputed.
+  int recompute = -1;
+  double recompute_times = 1;
+  // Vertical: the fused kernel's bytes when the caller knows them better than the per-buffer rule (a prologue
+  // fusion reads the producer's inputs instead of the intermediate); < 0: fusedChainBytes(uses, live).
+  double fused_bytes = -1;
 };
 
 // The cost of one occurrence (roofline times are launchRooflineNs):

@@ -295,5 +295,79 @@ INSTANTIATE_TEST_SUITE_P(All, EpilogueNearMiss, testing::Range(0, 8), [](const t
   return n;
 });
 
+// ---- prologue fusion: an element-wise producer recomputed at the loads of rowsum2d (2-D, a row in a loop) ----
+
+// act over the kM x kK input of rowsum2d (`n` elements written, of kM * kK), then rowsum2d reading its output.
+struct Prologue {
+  Builder b;
+  std::vector<Ptr> t;  // x, y (act's output, rowsum2d's a), c (rowsum2d's output)
+  explicit Prologue(bool arena) { t = tensors(b, arena, {4 * kM * kK, 4 * kM * kK, 4 * kM * kN}); }
+  Prologue& act(int n, const char* kernel = "act") {
+    b.launch(kernel, {uint32_t(n + 255) / 256, 1, 1}, {256, 1, 1}, {t[0], t[1], n});
+    return *this;
+  }
+  Prologue& rowsum(Ptr a, Ptr c) {
+    b.launch("rowsum2d", {kN / 16, kM / 16, 1}, {16, 16, 1}, {a, c, kM, kN, kK});
+    return *this;
+  }
+};
+
+TEST(PrologueFusion, ProvesAnActivationFoldedIntoARowLoop) {
+  for (bool arena : {false, true}) {
+    Prologue p(arena);
+    p.act(kM * kK).rowsum(p.t[1], p.t[2]);
+    const Report r = p.b.analyze();
+    const Candidate* c = find(r, {"act", "rowsum2d"});
+    ASSERT_NE(c, nullptr) << describe(r);
+    EXPECT_EQ(c->fusion, FusionKind::kPrologue) << describe(r);
+    EXPECT_EQ(c->legality, Legality::kProven) << describe(r);
+    ASSERT_TRUE(c->epilogue.has_value());
+    EXPECT_EQ(c->epilogue->producer_param, 1);
+    EXPECT_EQ(c->epilogue->consumer, 1);
+    EXPECT_EQ(c->epilogue->consumer_param, 0);
+    EXPECT_EQ(c->epilogue->consumer_offset, 0);
+    EXPECT_EQ(c->epilogue->element_bytes, 4u);
+    // The fused kernel redoes act at each of rowsum2d's kN loads of an element: the FLOPs say so.
+    EXPECT_GT(c->cost.fused_ns, 0);
+  }
+}
+
+TEST(PrologueFusion, RefusesTheNearMisses) {
+  struct Case {
+    const char* name;
+    std::function<void(Prologue&)> launches;
+    std::vector<std::string> kernels;
+    const char* reason;
+  };
+  const std::vector<Case> cases = {
+      {"a guard that leaves elements unwritten", [](Prologue& p) { p.act(kM * kK - 1).rowsum(p.t[1], p.t[2]); },
+       {"act", "rowsum2d"}, "never writes"},
+      {"the consumer overwrites the producer's input", [](Prologue& p) { p.act(kM * kK).rowsum(p.t[1], p.t[0]); },
+       {"act", "rowsum2d"}, "which act reads"},
+      {"a producer writing two outputs", [](Prologue& p) {
+         p.b.launch("act_both", {(kM * kK + 255) / 256, 1, 1}, {256, 1, 1}, {p.t[0], p.t[1], p.t[2], kM * kK});
+         p.rowsum(p.t[1], p.t[0]);
+       }, {"act_both", "rowsum2d"}, "writes two buffers"},
+      {"a producer writing another thread's element", [](Prologue& p) {
+         p.b.launch("act_strided", {(kM * kK / 2 + 255) / 256, 1, 1}, {256, 1, 1}, {p.t[0], p.t[1], kM * kK / 2});
+         p.rowsum(p.t[1], p.t[2]);
+       }, {"act_strided", "rowsum2d"}, "not at its own element"},
+      {"a read-modify-write producer", [](Prologue& p) {
+         p.b.launch("bias", {kM * kK / 256, 1, 1}, {256, 1, 1}, {p.t[1], p.t[0], kM, kK});
+         p.rowsum(p.t[1], p.t[2]);
+       }, {"bias", "rowsum2d"}, "only an element-wise producer"},
+  };
+  for (const Case& k : cases) {
+    Prologue p(false);
+    k.launches(p);
+    const Report r = p.b.analyze();
+    const Candidate* c = find(r, k.kernels);
+    ASSERT_NE(c, nullptr) << k.name << "\n" << describe(r);
+    EXPECT_EQ(c->legality, Legality::kBlocked) << k.name << "\n" << describe(r);
+    EXPECT_NE(c->verdict.find(k.reason), std::string::npos) << k.name << ": " << c->verdict;
+    EXPECT_FALSE(c->epilogue.has_value()) << k.name;
+  }
+}
+
 }  // namespace
 }  // namespace kfuse::analyzer

@@ -212,7 +212,8 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   }
   bool loops = false;
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
-    KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1};
+    KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1, ma.bytes,
+                                ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed};
     std::set<int> via(ma.pointer_params.begin(), ma.pointer_params.end());
     if (ma.base_param >= 0) via.insert(ma.base_param);
     if (via.size() == 1) ba.via_param = *via.begin();

@@ -74,6 +74,9 @@ std::string verdictText(const Candidate& c) {
       case FusionKind::kBlockLevel:
         return "proven block-level: no consumer block touches what another producer block touches, on every "
                "occurrence checked";
+      case FusionKind::kPrologue:
+        return "proven prologue: the producer writes element e in thread e and every element the consumer may load "
+               "is one it writes, on every occurrence checked";
       case FusionKind::kHorizontal:
         break;
     }

@@ -77,3 +77,18 @@ extern "C" __global__ void scale2d(const float* a, float* c, int m, int n) {
   if (row >= m || col >= n) return;
   c[row * n + col] = 2.f * a[row * n + col];
 }
+
+// Prologue fusion: `act` (element-wise, 1-D) folded into the loads of rowsum2d (2-D, reads a row in a loop), and
+// its near misses (see epilogue_test.cpp). A producer that writes two outputs:
+extern "C" __global__ void act_both(const float* x, float* y, float* z, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    y[i] = x[i] > 0.f ? x[i] : 0.f;
+    z[i] = x[i];
+  }
+}
+// A producer whose thread i writes element 2i (strided): thread e does not write element e.
+extern "C" __global__ void act_strided(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[2 * i] = x[i] > 0.f ? x[i] : 0.f;
+}

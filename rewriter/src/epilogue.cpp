@@ -17,6 +17,7 @@
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/rewriter/fusion.h"
+#include "element_glue.h"
 #include "rename.h"
 
 namespace kfuse::rewriter {
@@ -26,43 +27,6 @@ using ptx::Operand;
 using ptx::OperandKind;
 using ptx::Statement;
 using ptx::StatementKind;
-
-namespace {
-
-// Special registers a consumer may read, and what they become inside the producer's thread.
-const std::map<std::string, std::string, std::less<>>& sregMap() {
-  static const std::map<std::string, std::string, std::less<>> m = {
-      {"%tid.x", "%kfe_tid"},      {"%ctaid.x", "%kfe_ctaid"},  {"%ntid.x", "%kfe_ntid"},
-      {"%nctaid.x", "%kfe_nctaid"}, {"%tid.y", "%kfe_zero"},    {"%tid.z", "%kfe_zero"},
-      {"%ctaid.y", "%kfe_zero"},   {"%ctaid.z", "%kfe_zero"},   {"%ntid.y", "%kfe_one"},
-      {"%ntid.z", "%kfe_one"},     {"%nctaid.y", "%kfe_one"},   {"%nctaid.z", "%kfe_one"}};
-  return m;
-}
-
-// A special register (a '%' name the function does not declare, like %laneid) other than those sregMap() maps.
-bool otherSpecialRegister(const std::string& name) {
-  static const char* kSpecial[] = {"%laneid",  "%warpid", "%nwarpid", "%smid",       "%nsmid",  "%lanemask",
-                                   "%clock",   "%globaltimer", "%gridid", "%cluster", "%is_explicit_cluster",
-                                   "%envreg",  "%dynamic_smem_size", "%total_smem_size", "%tid", "%ntid",
-                                   "%ctaid",   "%nctaid", "%pm", "%reserved_smem"};
-  if (sregMap().count(name)) return false;
-  return std::any_of(std::begin(kSpecial), std::end(kSpecial),
-                     [&](const char* p) { return name.rfind(p, 0) == 0; });
-}
-
-// The statements of `text`, a body written here, parsed by the PTX parser (so they are exactly what it makes of
-// PTX text). `param` is declared so that `ld.param` of it parses.
-Expected<std::vector<Statement>> parseBody(const std::string& param, const std::string& text) {
-  const std::string module = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kfe_snippet(.param .u64 " +
-                             param + ")\n{\n" + text + "}\n";
-  auto m = ptx::parseModule(module, "<epilogue>");
-  if (!m.ok()) return internalError("the epilogue glue does not parse: " + m.status().message());
-  const Function* f = m->findFunction("kfe_snippet");
-  if (!f) return internalError("the epilogue glue has no body");
-  return f->body;
-}
-
-}  // namespace
 
 Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& spec) {
   if (spec.consumers.empty()) return unsupported("an epilogue fusion needs at least one consumer");
@@ -114,27 +78,8 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
     return unsupported("'" + producer.name + "' has no store through parameter " + std::to_string(spec.producer_param));
   }
   for (size_t k = 1; k < parts.size(); ++k) {
-    for (const Statement& s : parts[k]->body) {
-      if (s.kind != StatementKind::kInstruction) continue;
-      const ptx::Instruction& in = s.inst;
-      if (detail::isCtaBarrier(in) || in.opcode == ptx::Opcode::kExit || in.opcode == ptx::Opcode::kCall) {
-        return unsupported("consumer '" + parts[k]->name + "' " +
-                           (in.opcode == ptx::Opcode::kCall ? "calls a function"
-                            : in.opcode == ptx::Opcode::kExit ? "executes exit"
-                                                               : "synchronises its block") +
-                           " (line " + std::to_string(s.loc.line) + "): it cannot run per element inside the producer");
-      }
-      for (const Operand& o : in.operands) {
-        const std::function<bool(const Operand&)> bad = [&](const Operand& x) {
-          if (x.kind == OperandKind::kRegister && otherSpecialRegister(x.name)) return true;
-          return std::any_of(x.elements.begin(), x.elements.end(), bad);
-        };
-        if (bad(o)) {
-          return unsupported("consumer '" + parts[k]->name + "' reads a special register an element of the producer "
-                             "cannot stand for (line " + std::to_string(s.loc.line) + ")");
-        }
-      }
-    }
+    const std::string problem = detail::elementBodyProblem(*parts[k], "consumer '" + parts[k]->name + "'");
+    if (!problem.empty()) return unsupported(problem);
   }
 
   KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
@@ -211,11 +156,12 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   code += "mov.u32 %kfe_ntid, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
   code += "mov.u32 %kfe_nctaid, " + std::to_string(spec.consumer_shape.grid[0]) + ";\n";
   code += "mov.u32 %kfe_zero, 0;\nmov.u32 %kfe_one, 1;\n";
-  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_decls, parseBody(param_name, glue));
-  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_code, parseBody(param_name, code));
+  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_decls, detail::parseGlue(param_name, glue));
+  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_code, detail::parseGlue(param_name, code));
   fused.body.insert(fused.body.end(), glue_decls.begin(), glue_decls.end());
 
   // The producer's body with the consumers after its store.
+  const auto sregs = detail::elementSpecialRegisters("%kfe_");
   hoisted(producer, [&](size_t i, const Statement& s, bool h) {
     if (h || detail::BodyRenamer::dropped(s)) return;
     fused.body.push_back(s);
@@ -231,9 +177,9 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
         renamers[k].rename(copy);
         detail::replaceReturn(copy, part_end);
         if (copy.kind != StatementKind::kInstruction) return;
-        detail::forEachOperand(copy.inst, [](Operand& o) {
+        detail::forEachOperand(copy.inst, [&](Operand& o) {
           if (o.kind != OperandKind::kRegister) return;
-          if (auto it = sregMap().find(o.name); it != sregMap().end()) o.name = it->second;
+          if (auto it = sregs.find(o.name); it != sregs.end()) o.name = it->second;
         });
       });
       fused.body.push_back(detail::labelStatement(part_end));

@@ -595,7 +595,7 @@ Plan readPlanJson(Reader& r, const json& j) {
   r.str(j, "", "kind", plan.kind, true);
   r.oneOf(plan.kind, "kind", {"vertical", "horizontal"});
   r.str(j, "", "layout", plan.layout);
-  if (r.ok() && !plan.layout.empty()) r.oneOf(plan.layout, "layout", {"block-partitioned", "thread-partitioned", "epilogue", "block-level"});
+  if (r.ok() && !plan.layout.empty()) r.oneOf(plan.layout, "layout", {"block-partitioned", "thread-partitioned", "epilogue", "block-level", "prologue"});
 
   if (const json* pattern = r.member(j, "", "pattern", true)) {
     if (r.object(*pattern, "pattern", {"kernels", "predicates"})) {

@@ -307,9 +307,9 @@ class Rewriter {
       KFUSE_ASSIGN_OR_RETURN(ArgumentSet set, argumentSet(occ));
       sets_.push_back(std::move(set));
     }
-    // An epilogue's element map was proven for the recorded sizes only (the plan's predicates pin them), so
+    // An epilogue's or prologue's element map was proven for the recorded sizes only (the plan's predicates pin them), so
     // ragged sizes would test launches the injector never makes.
-    if (!sets_.empty() && c_.fusion != analyzer::FusionKind::kEpilogue) {
+    if (!sets_.empty() && c_.fusion != analyzer::FusionKind::kEpilogue && c_.fusion != analyzer::FusionKind::kPrologue) {
       if (auto ragged = raggedVariant(sets_.front())) sets_.push_back(std::move(*ragged));
     }
     return {};
@@ -462,9 +462,34 @@ class Rewriter {
       joined += k.function->mangled_name + ";";
     }
     const bool epilogue = c_.fusion == analyzer::FusionKind::kEpilogue;
-    fused_name_ = "kfuse_" + std::string(epilogue ? "epilogue" : c_.kind == CandidateKind::kVertical ? "vertical" : "horizontal") + "_" +
+    const bool prologue = c_.fusion == analyzer::FusionKind::kPrologue;
+    fused_name_ = "kfuse_" + std::string(epilogue ? "epilogue" : prologue ? "prologue" : c_.kind == CandidateKind::kVertical ? "vertical" : "horizontal") + "_" +
                   core::sha256Hex(reinterpret_cast<const uint8_t*>(joined.data()), joined.size()).substr(0, 12);
-    if (epilogue) {
+    if (prologue) {
+      if (!c_.epilogue || kernels_.size() != 2) return unsupported("the prologue candidate carries no proven element map");
+      PrologueFusion spec;
+      spec.producer = entries[0];
+      spec.consumer = entries[1];
+      spec.fused_name = fused_name_;
+      spec.equal_args = equal_args_;
+      spec.producer_param = c_.epilogue->producer_param;
+      spec.consumer_param = c_.epilogue->consumer_param;
+      spec.consumer_offset = c_.epilogue->consumer_offset;
+      spec.element_bytes = c_.epilogue->element_bytes;
+      spec.producer_shape = shapeOf(launch(0, 0));
+      spec.consumer_shape = shapeOf(launch(0, 1));
+      const ArgRef intermediate{0, spec.producer_param};
+      spec.write_intermediate = !(options_.aggressive && deadAfterEveryOccurrence(intermediate));
+      progress(options_, "recomputing the producer at the consumer's loads (prologue fusion)");
+      auto r = fusePrologue(merged_, spec);
+      if (!r.ok()) return r.status();
+      result_ = std::move(r).value();
+      if (!spec.write_intermediate) {
+        result_.dropped_buffers.push_back(intermediate);
+        result_.dropped_stores = 1;
+      }
+      result_.shape = spec.consumer_shape;  // the consumer's launch
+    } else if (epilogue) {
       if (!c_.epilogue) return unsupported("the epilogue candidate carries no proven element map");
       EpilogueFusion spec;
       spec.producer = entries.front();
@@ -713,6 +738,7 @@ class Rewriter {
     if (c_.kind == CandidateKind::kHorizontal) plan_.layout = horizontalLayoutName(layout_);
     if (c_.fusion == analyzer::FusionKind::kEpilogue) plan_.layout = "epilogue";
     if (c_.fusion == analyzer::FusionKind::kBlockLevel) plan_.layout = "block-level";
+    if (c_.fusion == analyzer::FusionKind::kPrologue) plan_.layout = "prologue";
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const PatternKernel& pk = kernels_[k];
       PlanKernel p;

@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-EXAMPLES = ["elementwise_chain", "mlp_block", "mlp_block_arena", "many_small_kernels", "stencil", "residual_layernorm"]
+EXAMPLES = ["elementwise_chain", "mlp_block", "mlp_block_arena", "many_small_kernels", "stencil", "residual_layernorm",
+            "activation_matmul"]
 ARCHS = "sm_80,sm_90,sm_100"
 
 
@@ -305,6 +306,61 @@ class Checker:
                 self.check(st["occurrences_fused"] == 2 and not st["predicate_failures"],
                            f"{what}: both occurrences are fused at run time", json.dumps(st))
 
+    def prologue(self, trace):
+        out = os.path.join(self.tmp, "activation_matmul.all.json")
+        p = self.run("analyze", trace, "--all", "--json", out, "--no-store")
+        self.check(p.returncode == 0, "analyze --all activation_matmul", p.stderr)
+        with open(out) as f:
+            cands = [c for c in json.load(f)["candidates"]
+                     if tuple(k["name"] for k in c["kernels"]) == ("silu", "matmul_tiled")]
+        proven = [c for c in cands if c["legality"] == "proven"]
+        self.check(len(proven) == 1 and proven[0]["fusion"] == "prologue" and proven[0]["occurrences"] == 2,
+                   "silu -> matmul_tiled is proven as a prologue fusion on its 2 occurrences", json.dumps(cands)[:1500])
+        # The near misses: the activation leaves the last 32 elements unwritten; the GEMM overwrites its input.
+        for phrase, what in [("which silu never writes", "a ragged activation"),
+                             ("which silu reads", "a GEMM writing over the activation's input")]:
+            self.check(any(c["legality"] == "blocked" and c["fusion"] == "prologue" and
+                           any(phrase in r for r in c["reasons"]) for c in cands),
+                       f"prologue: {what} is refused with its reason", json.dumps(cands)[:1500])
+        if len(proven) != 1:
+            return
+        program = os.path.join(self.args.build, "examples", "driver_api", "activation_matmul")
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(self.args.build, "standin"))
+        base = subprocess.run([program], capture_output=True, text=True, env=env, timeout=300)
+        checksum = [l for l in base.stdout.splitlines() if "checksum" in l]
+        for aggressive in (False, True):
+            what = "prologue" + (" --aggressive" if aggressive else "")
+            plan = os.path.join(self.tmp, "prologue-plan" + ("-aggressive" if aggressive else ""))
+            p = self.run("rewrite", trace, "--candidate", str(proven[0]["rank"]), "--arch", ARCHS, "-o", plan,
+                         *(["--aggressive"] if aggressive else []))
+            self.check(p.returncode == 0 and "validation: passed" in p.stdout,
+                       f"{what}: the fusion rewrites and validates on the emulator", p.stdout + p.stderr)
+            if p.returncode != 0:
+                continue
+            j = self.validate_schema(os.path.join(plan, "plan.json"))
+            self.check(j is not None and j.get("layout") == "prologue" and j["fused_kernel"]["grid"] == [4, 4, 1],
+                       f"{what}: the plan says layout prologue and launches the GEMM's grid", json.dumps(j)[:800])
+            dropped = (j or {}).get("dropped_buffers", [])
+            self.check(dropped == ([{"kernel": 0, "arg": 1}] if aggressive else []),
+                       f"{what}: the activation's output is dropped only with --aggressive", json.dumps(dropped))
+            with open(os.path.join(plan, "fused.ptx")) as f:
+                ptx = f.read()
+            # silu's body (its ex2) once per replaced load of the GEMM's input, and once more for its own threads
+            # unless dropped; no load of the activation's output remains outside the never-taken fallbacks.
+            copies = ptx.count("ex2.approx")
+            self.check(copies >= (1 if aggressive else 2), f"{what}: silu's body is copied into the GEMM ({copies}x)")
+            stats = os.path.join(self.tmp, what.replace(" ", "") + ".stats.json")
+            p = self.run("run", "--plan", plan, "--stats", stats, "--", program, env=env)
+            got = [l for l in p.stdout.splitlines() if "checksum" in l]
+            self.check(p.returncode == 0 and checksum and got == checksum,
+                       f"{what}: the unmodified program under kfuse run prints the same checksum", p.stdout + p.stderr)
+            if os.path.exists(stats):
+                with open(stats) as f:
+                    st = json.load(f)["plans"][0]
+                # The near misses match the pattern's kernels; their arguments fail the guards and run unfused.
+                self.check(st["occurrences_fused"] == 2 and sum(st["predicate_failures"].values()) == 4,
+                           f"{what}: both occurrences fuse at run time, the 2 near misses do not", json.dumps(st))
+
     def arena_matches(self, separate, arena):
         def summary(trace):
             out = os.path.join(self.tmp, os.path.basename(trace) + ".all.json")
@@ -359,6 +415,7 @@ def main():
         c.forced_layouts(traces["many_small_kernels"])
         c.rewrite_all(traces["many_small_kernels"])
         c.block_level(traces["residual_layernorm"])
+        c.prologue(traces["activation_matmul"])
         c.arena_matches(traces["mlp_block"], traces["mlp_block_arena"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0

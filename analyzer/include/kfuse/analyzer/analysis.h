@@ -113,6 +113,8 @@ struct KernelFacts {
     // The one pointer parameter the address derives from (the PTX analysis's base, else the only pointer parameter
     // flowing into it); -1 when none or several do.
     int via_param = -1;
+    uint32_t bytes = 0;   // access width (0 unknown)
+    bool atomic = false;  // atom / red
   };
   std::vector<BlockAccess> block_accesses;  // in block_ranges' order
   // Why threads of a block may leave the kernel while others still meet a barrier (ptx::
@@ -208,12 +210,15 @@ enum class CandidateKind { kVertical, kHorizontal };
 //  horizontal    independent kernels side by side in one launch.
 //  block-level   vertical, one launch shape: each block runs the producer's body, a barrier, then the consumer's
 //                (each consumer block touches only what no other producer block touches);
-enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal, kBlockLevel };
-const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal", "block-level"
+//  prologue      vertical, the consumer's launch: each consumer load of the intermediate recomputes its element
+//                with the producer's body (an element-wise 1-D producer; any consumer shape).
+enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal, kBlockLevel, kPrologue };
+const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal", "block-level", "prologue"
 
-// How a proven epilogue fusion maps the consumers onto the producer's elements: element e of the intermediate is
-// at (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer
-// writes it through its argument `producer_param` (kernel 0). Kernel positions are within the candidate.
+// How a proven epilogue or prologue fusion maps the kernels onto the intermediate's elements: element e is at
+// (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer writes
+// it through its argument `producer_param` (kernel 0). Kernel positions are within the candidate. Prologue: the
+// consumer is kernel 1, and producer thread e writes element e.
 struct EpilogueMap {
   int producer_param = -1;
   int consumer = -1;
@@ -286,7 +291,7 @@ struct Candidate {
   int rank = 0;
   CandidateKind kind = CandidateKind::kVertical;
   FusionKind fusion = FusionKind::kThreadLocal;
-  std::optional<EpilogueMap> epilogue;  // fusion == kEpilogue and proven
+  std::optional<EpilogueMap> epilogue;  // fusion == kEpilogue or kPrologue, and proven
   std::vector<core::Id> function_ids;
   std::vector<std::string> names;
   std::vector<std::string> mangled_names;

@@ -114,6 +114,38 @@ struct EpilogueFusion {
 // calls or special registers other than the thread and block indices and sizes.
 Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& spec);
 
+// ---- prologue (an element-wise producer recomputed at the consumer's loads) ----
+
+// An element-wise 1-D producer whose thread e writes element e of the intermediate, and a consumer of any launch
+// shape that loads it (analyzer::EpilogueMap with consumer 1, proven for the launches the plan replaces). Element e
+// is at the consumer's argument `consumer_param` + consumer_offset + e * element_bytes; the producer writes it with
+// its one store through parameter `producer_param`.
+struct PrologueFusion {
+  std::string producer, consumer;  // .entry names
+  std::string fused_name;          // "" = "kfuse_prologue_" + the kernels' names joined
+  std::vector<std::pair<ArgRef, ArgRef>> equal_args;
+  int producer_param = -1;
+  int consumer_param = -1;
+  int64_t consumer_offset = 0;
+  uint32_t element_bytes = 0;
+  LaunchShape producer_shape;      // the producer's recorded launch (1-D)
+  LaunchShape consumer_shape;      // the consumer's: the fused launch
+  // Whether the fused kernel still writes the intermediate (the producer's threads, strided over the fused
+  // launch's threads, before the consumer's body). false (--aggressive, the trace shows nobody reads it later):
+  // only the consumer's loads compute it.
+  bool write_intermediate = true;
+};
+
+// Adds the fused .entry to `module`, run in the consumer's launch: (when write_intermediate) a loop over the
+// producer's threads p = flat thread index, + the fused launch's thread count, ..., each running the producer's
+// body as its thread p; then the consumer's body, each load through `consumer_param` replaced by the producer's
+// body run as thread e = (load address - element 0's address) / element_bytes, its store to the intermediate
+// becoming a move into the load's register (a load outside the producer's threads, which the proof rules out, stays
+// a load). Refuses producers with barriers, `exit`, calls, special registers other than the thread and block
+// indices and sizes, more than one store or a store in a loop, consumer loads of another width than the element's
+// or through an address the PTX analysis cannot follow, and launches of 2^32 threads or more.
+Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& spec);
+
 // ---- horizontal ----
 
 enum class HorizontalLayout {

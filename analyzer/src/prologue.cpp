@@ -1,0 +1,234 @@
+// Prologue fusion legality; see prologue.h for the rules.
+#include "prologue.h"
+
+#include <algorithm>
+
+#include "footprint.h"
+
+namespace kfuse::analyzer::prologue {
+namespace {
+
+bool writes(core::AccessMode m) { return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite; }
+
+const ParamFacts* param(const epilogue::Part& k, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= k.facts->params.size()) return nullptr;
+  return &k.facts->params[static_cast<size_t>(index)];
+}
+
+std::string line(const ParamMemoryAccess& a) { return "line " + std::to_string(a.line); }
+
+Result refuse(Legality l, std::string why) {
+  Result r;
+  r.legality = l;
+  r.why = std::move(why);
+  return r;
+}
+
+bool oneDimensional(const locality::Shape& s) {
+  return s.grid.y == 1 && s.grid.z == 1 && s.block.y == 1 && s.block.z == 1;
+}
+
+std::string bufferText(const BufferUse& u) {
+  return "allocation " + std::to_string(u.allocation_id) +
+         (u.wholeAllocation() ? std::string()
+                              : " bytes [" + std::to_string(u.lo) + ", " + std::to_string(u.hi) + ")");
+}
+
+}  // namespace
+
+Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
+  const KernelFacts& pk = *producer.facts;
+  const KernelFacts& ck = *consumer.facts;
+  const std::string not_elementwise = ": only an element-wise producer can be recomputed at the consumer's loads";
+  if (!oneDimensional(producer.shape)) {
+    return refuse(Legality::kBlocked, pk.name + " runs on a multi-dimensional launch" + not_elementwise);
+  }
+  if (pk.barriers > 0 || pk.uses_shared) {
+    return refuse(Legality::kBlocked,
+                  pk.name + (pk.barriers > 0 ? " synchronizes its block" : " uses shared memory") + not_elementwise);
+  }
+  if (pk.shuffles > 0) return refuse(Legality::kBlocked, pk.name + " exchanges values between threads (shfl)" + not_elementwise);
+  if (pk.atomics > 0) return refuse(Legality::kBlocked, pk.name + " uses atomics" + not_elementwise);
+  if (pk.grid_sync || ck.grid_sync) {
+    return refuse(Legality::kBlocked, (pk.grid_sync ? pk.name : ck.name) + " synchronizes the whole grid");
+  }
+
+  // The intermediate: what the producer writes and the consumer reads. The producer writes nothing else.
+  const BufferUse* pu = nullptr;
+  for (const BufferUse& u : producer.uses) {
+    if (!writes(u.mode)) continue;
+    if (pu) {
+      return refuse(Legality::kBlocked, pk.name + " writes two buffers (arguments " + std::to_string(pu->param_index) +
+                                            " and " + std::to_string(u.param_index) + "): recomputed at the "
+                                            "consumer's loads, it can hand on only one");
+    }
+    pu = &u;
+  }
+  if (!pu) return refuse(Legality::kBlocked, pk.name + " writes no buffer");
+  const std::string xs = bufferText(*pu);
+  const BufferUse* cu = nullptr;
+  for (const BufferUse& v : consumer.uses) {
+    if (!v.overlaps(*pu)) continue;
+    if (writes(v.mode)) {
+      return refuse(Legality::kBlocked, ck.name + " writes " + xs + " (argument " + std::to_string(v.param_index) +
+                                            "), which " + pk.name + " writes: a prologue fusion only replaces reads");
+    }
+    if (cu) {
+      return refuse(Legality::kLikely, ck.name + " reads " + xs + " through two pointers (arguments " +
+                                           std::to_string(cu->param_index) + " and " + std::to_string(v.param_index) +
+                                           "): only one is remapped");
+    }
+    cu = &v;
+  }
+  if (!cu) return refuse(Legality::kBlocked, ck.name + " does not read what " + pk.name + " writes");
+  for (const BufferUse& v : consumer.uses) {
+    if (!writes(v.mode)) continue;
+    for (const BufferUse& u : producer.uses) {
+      if (&u == pu || !u.overlaps(v)) continue;
+      return refuse(Legality::kBlocked, ck.name + " writes " + bufferText(v) + " (argument " +
+                                            std::to_string(v.param_index) + "), which " + pk.name + " reads (argument " +
+                                            std::to_string(u.param_index) + "): recomputing " + pk.name +
+                                            " inside it would read values it has already changed");
+    }
+  }
+  for (const BufferUse& u : producer.uses) {
+    if (&u != pu && u.overlaps(*pu)) {
+      return refuse(Legality::kBlocked, pk.name + " reads the bytes of " + xs + " it writes (argument " +
+                                            std::to_string(u.param_index) + ")" + not_elementwise);
+    }
+  }
+
+  // The producer's one store: element p of X in thread p.
+  const ParamFacts* pp = param(producer, pu->param_index);
+  if (!pp) return refuse(Legality::kLikely, pk.name + ": the pointer into " + xs + " is not a parameter the PTX has");
+  if (!fullyFollowed(*pp)) {
+    return refuse(Legality::kBlocked, pk.name + " accesses " + xs + " at an address the PTX analysis could not "
+                                                "follow: which element each thread writes is not known");
+  }
+  const ParamMemoryAccess* store = nullptr;
+  for (const ParamMemoryAccess& a : pp->accesses) {
+    if (a.is_read) {
+      return refuse(Legality::kBlocked, pk.name + " reads " + xs + " (" + line(a) + ")" + not_elementwise);
+    }
+    if (store) {
+      return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " more than once (" + line(*store) + ", " +
+                                            line(a) + "): a load can take only one stored value");
+    }
+    store = &a;
+  }
+  if (!store) return refuse(Legality::kBlocked, pk.name + " does not store to " + xs);
+  if (store->atomic) return refuse(Legality::kBlocked, pk.name + " updates " + xs + " with atomics");
+  if (store->in_loop) {
+    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " inside a loop (" + line(*store) +
+                                          "): a thread writes several elements" + not_elementwise);
+  }
+  if (!store->offset_form) {
+    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " at an address that is not affine in its thread "
+                                                "index (" + line(*store) + ")" + not_elementwise);
+  }
+  const uint32_t s = store->bytes;
+  if (s != 2 && s != 4 && s != 8) {
+    return refuse(Legality::kLikely, pk.name + " stores " + std::to_string(s) + "-byte elements to " + xs +
+                                         ": only 2-, 4- and 8-byte elements are handed to the consumer's loads");
+  }
+  if (!store->guard_exact) {
+    return refuse(Legality::kLikely, "the conditions under which " + pk.name + " stores to " + xs + " (" +
+                                         line(*store) + ") are not fully understood: which elements it writes is not "
+                                         "known exactly");
+  }
+  std::string why;
+  const auto pform = locality::bind(*store->offset_form, producer.shape, producer.values, &why);
+  if (!pform) return refuse(Legality::kLikely, pk.name + "'s store address cannot be evaluated: " + why);
+  locality::LinearForm own;
+  own.coef[locality::kTidX] = s;
+  own.coef[locality::kCtaidX] = int64_t{s} * producer.shape.block.x;
+  if (!pform->sameLinearPart(own)) {
+    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " at byte offset " + pform->toString() + " (" +
+                                          line(*store) + "), not at its own element (" + own.toString() +
+                                          "): thread p must write element p" + not_elementwise);
+  }
+  const locality::Domain pdomain = locality::bindGuard(store->guard_conditions, producer.shape, producer.values);
+  if (!pdomain.exact) {
+    return refuse(Legality::kLikely, "the guard of " + pk.name + "'s store (" + store->guard +
+                                         ") cannot be bound for these arguments: which elements it writes is not "
+                                         "known exactly");
+  }
+  const int64_t ref = static_cast<int64_t>(pu->offset) + pform->constant;  // element 0, from the allocation's start
+  if (ref < 0 || ref % s != 0) {
+    return refuse(Legality::kLikely, pk.name + "'s element 0 is at byte " + std::to_string(ref) + " of " + xs +
+                                         ", not a multiple of the element size: loads would straddle elements");
+  }
+
+  // The consumer's loads of X: s bytes each, no writes, no atomics.
+  const ParamFacts* cp = param(consumer, cu->param_index);
+  if (!cp) return refuse(Legality::kLikely, ck.name + ": the pointer into " + xs + " is not a parameter the PTX has");
+  // Every memory instruction of the consumer through that pointer, loop accesses included (block_accesses lists
+  // every one, with the one pointer parameter it derives from).
+  if (cp->ptx_writes > 0) {
+    return refuse(Legality::kBlocked, ck.name + " writes through its pointer into " + xs + ": a prologue fusion only "
+                                                "replaces reads");
+  }
+  for (const KernelFacts::BlockAccess& a : ck.block_accesses) {
+    if (a.via_param != cu->param_index) continue;
+    const std::string at = "line " + std::to_string(a.line);
+    if (a.is_write || a.atomic) {
+      return refuse(Legality::kBlocked, ck.name + (a.atomic ? " updates " : " writes ") + xs + " (" + at +
+                                            "): a prologue fusion only replaces reads");
+    }
+    if (a.bytes != s) {
+      return refuse(Legality::kBlocked, ck.name + " loads " + std::to_string(a.bytes) + " bytes of " + xs + " at a time (" +
+                                            at + "), where " + pk.name + " writes " + std::to_string(s) +
+                                            "-byte elements: a load must be one whole element");
+    }
+  }
+  for (const KernelFacts::BlockAccess& a : ck.block_accesses) {
+    if (a.via_param >= 0) continue;
+    return refuse(Legality::kLikely, ck.name + " accesses memory at line " + std::to_string(a.line) + " through an "
+                                         "address not derived from one pointer parameter: it might load " + xs);
+  }
+  if (cu->wholeAllocation()) {
+    return refuse(Legality::kBlocked, "which bytes of " + xs + " " + ck.name + " reads could not be bounded: it may "
+                                      "read elements " + pk.name + " never writes");
+  }
+
+  // Which elements the producer writes, and that the consumer's footprint lies inside them.
+  const uint64_t np = producer.shape.grid.x * uint64_t{producer.shape.block.x};
+  if (np > kMaxThreads) {
+    return refuse(Legality::kLikely, pk.name + " runs " + std::to_string(np) + " threads, more than the " +
+                                         std::to_string(kMaxThreads) + " the element map is checked for");
+  }
+  const int64_t lo = static_cast<int64_t>(cu->lo) - ref, hi = static_cast<int64_t>(cu->hi) - ref;
+  if (lo < 0 || hi > static_cast<int64_t>(np * s)) {
+    return refuse(Legality::kBlocked, ck.name + " may read " + xs + " at bytes [" + std::to_string(cu->lo) + ", " +
+                                          std::to_string(cu->hi) + "), beyond the " + std::to_string(np) +
+                                          " elements " + pk.name + "'s threads can write");
+  }
+  uint64_t count = 0;
+  const uint32_t ntid = producer.shape.block.x;
+  for (uint64_t e = 0; e < np; ++e) {
+    const locality::Thread t{static_cast<int64_t>(e % ntid), 0, 0, static_cast<int64_t>(e / ntid), 0, 0};
+    const bool written = locality::contains(pdomain, t);
+    count += written ? 1 : 0;
+    const int64_t at = static_cast<int64_t>(e) * s;
+    if (!written && at + static_cast<int64_t>(s) > lo && at < hi) {
+      return refuse(Legality::kBlocked, ck.name + " may read element " + std::to_string(e) + " of " + xs + " (its loads " +
+                                            "span bytes [" + std::to_string(cu->lo) + ", " + std::to_string(cu->hi) +
+                                            ")), which " + pk.name + " never writes (" + store->guard + ")");
+    }
+  }
+
+  Result r;
+  r.legality = Legality::kProven;
+  r.producer_param = pu->param_index;
+  r.consumer_param = cu->param_index;
+  r.consumer_offset = ref - static_cast<int64_t>(cu->offset);
+  r.element_bytes = s;
+  r.elements = count;
+  r.why = "prologue: " + pk.name + " writes element p of " + xs + " (" + std::to_string(s) + " bytes) in thread p, " +
+          "in one store outside any loop, reading nothing the consumer writes; every byte " + ck.name +
+          " may load from it (bytes [" + std::to_string(cu->lo) + ", " + std::to_string(cu->hi) + ")) lies in one of "
+          "the " + std::to_string(count) + " elements it writes: each load recomputes its element";
+  return r;
+}
+
+}  // namespace kfuse::analyzer::prologue

@@ -1,0 +1,271 @@
+// Prologue fusion: an element-wise producer recomputed at the consumer's loads of what it wrote.
+//
+// Why this is sound for a pattern the analyzer proved (analyzer/src/prologue.h): producer thread e writes element e
+// of the intermediate X and nothing else, from inputs the consumer does not write, so running the producer's body
+// as thread e anywhere computes the value element e holds after the producer's launch; every element the consumer
+// may load is one the producer writes, so each replaced load gets the value it would have read. The consumer no
+// longer reads X from memory, so the producer's own threads (kept so that X is still written) need no ordering
+// against the consumer's: they run first in each fused thread, strided over the fused launch. The transform keeps:
+//  - the element index from each load's own address, so any consumer index expression works (loops included);
+//  - a fallback to the original load for an element outside the producer's threads (never taken when proven);
+//  - the producer's own guards and index arithmetic, fed the thread and block indices it had (ntid, nctaid as the
+//    recorded constants; y and z indices 0 for a 1-D producer).
+#include <algorithm>
+#include <bit>
+
+#include "element_glue.h"
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/printer.h"
+#include "kfuse/rewriter/fusion.h"
+#include "rename.h"
+
+namespace kfuse::rewriter {
+
+using ptx::Function;
+using ptx::Operand;
+using ptx::OperandKind;
+using ptx::Statement;
+using ptx::StatementKind;
+
+namespace {
+
+// Calls fn(index, statement, hoisted) over `f`'s body; `hoisted`: a declaration at the outermost level.
+template <typename Fn>
+void walkBody(const Function& f, Fn&& fn) {
+  int depth = 0;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const Statement& s = f.body[i];
+    if (s.kind == StatementKind::kBlockBegin) ++depth;
+    if (s.kind == StatementKind::kBlockEnd) --depth;
+    fn(i, s, depth == 0 && s.kind == StatementKind::kDeclaration);
+  }
+}
+
+bool through(const ptx::MemoryAccess& a, int param) {
+  return a.base_param == param ||
+         (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(), param) != a.pointer_params.end());
+}
+
+}  // namespace
+
+Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& spec) {
+  const uint32_t s = spec.element_bytes;
+  if (s != 2 && s != 4 && s != 8) return unsupported("a prologue's elements must be 2, 4 or 8 bytes");
+  const LaunchShape& ps = spec.producer_shape;
+  const LaunchShape& cs = spec.consumer_shape;
+  if (ps.block[1] != 1 || ps.block[2] != 1 || ps.grid[1] != 1 || ps.grid[2] != 1) {
+    return unsupported("the producer of a prologue fusion must run on a 1-D launch");
+  }
+  const uint64_t producer_threads = ps.blocks() * ps.threads(), fused_threads = cs.blocks() * cs.threads();
+  if (producer_threads == 0 || fused_threads == 0 || producer_threads + fused_threads >= (uint64_t{1} << 32)) {
+    return unsupported("a prologue fusion handles launches of fewer than 2^32 threads");
+  }
+  KFUSE_ASSIGN_OR_RETURN(const std::vector<const Function*> parts,
+                         detail::kernelsNamed(module, {spec.producer, spec.consumer}));
+  const Function& producer = *parts[0];
+  const Function& consumer = *parts[1];
+  FusionResult result;
+  result.fused_name = spec.fused_name.empty() ? "kfuse_prologue_" + spec.producer + "_" + spec.consumer
+                                              : spec.fused_name;
+  if (module.findFunction(result.fused_name)) {
+    return unsupported("the module already has a function named '" + result.fused_name + "'");
+  }
+  if (spec.producer_param < 0 || static_cast<size_t>(spec.producer_param) >= producer.params.size()) {
+    return unsupported("the producer has no parameter " + std::to_string(spec.producer_param));
+  }
+  if (spec.consumer_param < 0 || static_cast<size_t>(spec.consumer_param) >= consumer.params.size()) {
+    return unsupported("the consumer has no parameter " + std::to_string(spec.consumer_param));
+  }
+  if (const std::string p = detail::elementBodyProblem(producer, "producer '" + producer.name + "'"); !p.empty()) {
+    return unsupported(p);
+  }
+
+  // The producer's one store, through the intermediate's parameter and outside any loop; it writes nothing else.
+  ptx::FunctionAnalyses pa(&module, producer);
+  size_t store_stmt = SIZE_MAX;
+  for (const ptx::MemoryAccess& a : pa.memoryAccesses()) {
+    if (!a.is_write) continue;
+    if (!through(a, spec.producer_param) || a.base_param < 0) {
+      return unsupported("'" + producer.name + "' writes memory other than the intermediate (line " +
+                         std::to_string(a.line) + ")");
+    }
+    if (a.in_loop) return unsupported("'" + producer.name + "' stores the intermediate inside a loop");
+    if (a.is_read || a.bytes != s) {
+      return unsupported("'" + producer.name + "' does not store the intermediate as " + std::to_string(s) +
+                         "-byte elements (line " + std::to_string(a.line) + ")");
+    }
+    if (store_stmt != SIZE_MAX) return unsupported("'" + producer.name + "' stores the intermediate more than once");
+    store_stmt = a.stmt;
+  }
+  if (store_stmt == SIZE_MAX) return unsupported("'" + producer.name + "' has no store through its parameter");
+  const ptx::Instruction& store = producer.body[store_stmt].inst;
+  if (store.operands.size() != 2 || store.operands[1].kind == OperandKind::kVector) {
+    return unsupported("'" + producer.name + "' stores the intermediate as a vector");
+  }
+
+  // The consumer's loads through its pointer into the intermediate: each becomes the producer's body.
+  ptx::FunctionAnalyses ca(&module, consumer);
+  std::vector<size_t> loads;
+  for (const ptx::MemoryAccess& a : ca.memoryAccesses()) {
+    if (!through(a, spec.consumer_param)) continue;
+    const std::string at = " (line " + std::to_string(a.line) + ")";
+    // The address derives from this pointer alone (a loop's running pointer included): its distance from element
+    // 0 is the element, whatever arithmetic led there.
+    if (a.base_param != spec.consumer_param &&
+        !(a.pointer_params.size() == 1 && a.pointer_params[0] == spec.consumer_param)) {
+      return unsupported("'" + consumer.name + "' reads the intermediate at an address that also derives from "
+                         "another pointer" + at);
+    }
+    if (a.is_write || a.op != ptx::Opcode::kLd) {
+      return unsupported("'" + consumer.name + "' does more than load the intermediate" + at);
+    }
+    if (a.bytes != s) {
+      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) + " bytes of the intermediate at "
+                         "a time, not one " + std::to_string(s) + "-byte element" + at);
+    }
+    const ptx::Instruction& in = consumer.body[a.stmt].inst;
+    if (in.operands.size() != 2 || in.operands[0].kind != OperandKind::kRegister ||
+        in.operands[1].kind != OperandKind::kAddress || in.operands[1].elements.empty() ||
+        in.operands[1].elements[0].kind != OperandKind::kRegister) {
+      return unsupported("'" + consumer.name + "' loads the intermediate in a form the pass does not rewrite" + at);
+    }
+    loads.push_back(a.stmt);
+  }
+  if (loads.empty()) return unsupported("'" + consumer.name + "' has no load through its parameter");
+
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
+                                                                              result.fused_name));
+  Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
+  result.params = std::move(merged.params);
+  fused.directives = consumer.directives;  // the fused launch is the consumer's
+  const std::string cparam = fused.params[merged.index[1][static_cast<size_t>(spec.consumer_param)]].name;
+
+  // Renamers: the consumer once, the producer once per copy (its labels and registers apart in each).
+  const size_t copies = loads.size() + (spec.write_intermediate ? 1 : 0);
+  std::vector<detail::BodyRenaming> renamings;
+  renamings.push_back({"k1_", merged.names[1]});
+  for (size_t n = 0; n < copies; ++n) renamings.push_back({"k0c" + std::to_string(n) + "_", merged.names[0]});
+  std::vector<detail::BodyRenamer> renamers;
+  renamers.emplace_back(consumer, renamings[0]);
+  for (size_t n = 0; n < copies; ++n) renamers.emplace_back(producer, renamings[n + 1]);
+  auto declare = [&](const Function& f, const detail::BodyRenamer& r) {
+    walkBody(f, [&](size_t, const Statement& st, bool hoisted) {
+      if (!hoisted) return;
+      fused.body.push_back(st);
+      r.rename(fused.body.back());
+    });
+  };
+  declare(consumer, renamers[0]);
+  for (size_t n = 0; n < copies; ++n) declare(producer, renamers[n + 1]);
+  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> decls,
+                         detail::parseGlue(cparam, ".reg .b64 %kfp_ptr, %kfp_rel, %kfp_e;\n"
+                                                   ".reg .b32 %kfp_p, %kfp_a, %kfp_b, %kfp_c, %kfp_e32, %kfp_tid, "
+                                                   "%kfp_ctaid, %kfp_ntid, %kfp_nctaid, %kfp_zero, %kfp_one;\n"
+                                                   ".reg .pred %kfp_skip;\n"));
+  fused.body.insert(fused.body.end(), decls.begin(), decls.end());
+
+  const auto sregs = detail::elementSpecialRegisters("%kfp_");
+  const std::string as_thread = "div.u32 %kfp_ctaid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
+                                "rem.u32 %kfp_tid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
+                                "mov.u32 %kfp_ntid, " + std::to_string(ps.block[0]) + ";\n" +
+                                "mov.u32 %kfp_nctaid, " + std::to_string(ps.grid[0]) + ";\n" +
+                                "mov.u32 %kfp_zero, 0;\nmov.u32 %kfp_one, 1;\n";
+  auto glue = [&](const std::string& text) -> Status {
+    KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> code, detail::parseGlue(cparam, text));
+    fused.body.insert(fused.body.end(), code.begin(), code.end());
+    return {};
+  };
+  // Producer copy `n`, as the thread in %kfp_tid/%kfp_ctaid; its returns branch to `end`. `into`: the register its
+  // store moves into (the store is kept when empty).
+  auto producerCopy = [&](size_t n, const std::string& end, const std::string& into) -> Status {
+    const detail::BodyRenamer& r = renamers[n + 1];
+    Status status;
+    walkBody(producer, [&](size_t i, const Statement& st, bool hoisted) {
+      if (hoisted || detail::BodyRenamer::dropped(st) || !status.ok()) return;
+      Statement copy = st;
+      r.rename(copy);
+      detail::replaceReturn(copy, end);
+      if (copy.kind == StatementKind::kInstruction) {
+        detail::forEachOperand(copy.inst, [&](Operand& o) {
+          if (o.kind != OperandKind::kRegister) return;
+          if (auto it = sregs.find(o.name); it != sregs.end()) o.name = it->second;
+        });
+      }
+      if (i == store_stmt && !into.empty()) {
+        const std::string guard = copy.inst.guard.empty()
+                                      ? std::string()
+                                      : "@" + std::string(copy.inst.guard_negated ? "!" : "") + copy.inst.guard + " ";
+        status = glue(guard + "mov.b" + std::to_string(8 * s) + " " + into + ", " +
+                      ptx::printOperand(copy.inst.operands[1]) + ";\n");
+        return;
+      }
+      fused.body.push_back(std::move(copy));
+    });
+    return status;
+  };
+
+  // Part 1: the producer's threads, strided over the fused launch's, so that the intermediate is still written.
+  if (spec.write_intermediate) {
+    const auto u = [](uint64_t v) { return std::to_string(v); };
+    KFUSE_RETURN_IF_ERROR(glue(
+        "mov.u32 %kfp_a, %ctaid.z;\nmov.u32 %kfp_b, %ctaid.y;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[1]) +
+        ", %kfp_b;\nmov.u32 %kfp_b, %ctaid.x;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[0]) + ", %kfp_b;\n"
+        "mov.u32 %kfp_b, %tid.z;\nmov.u32 %kfp_c, %tid.y;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[1]) +
+        ", %kfp_c;\nmov.u32 %kfp_c, %tid.x;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[0]) + ", %kfp_c;\n"
+        "mad.lo.u32 %kfp_p, %kfp_a, " + u(cs.threads()) + ", %kfp_b;\n"
+        "$kfuse_prologue_loop:\nsetp.ge.u32 %kfp_skip, %kfp_p, " + u(producer_threads) + ";\n"
+        "@%kfp_skip bra $kfuse_prologue_loop_end;\nmov.u32 %kfp_e32, %kfp_p;\n" + as_thread));
+    KFUSE_RETURN_IF_ERROR(producerCopy(loads.size(), "$kfuse_prologue_next", ""));
+    KFUSE_RETURN_IF_ERROR(glue("$kfuse_prologue_next:\nadd.u32 %kfp_p, %kfp_p, " + u(fused_threads) +
+                               ";\nbra.uni $kfuse_prologue_loop;\n$kfuse_prologue_loop_end:\n"));
+  }
+
+  // The consumer's body, each load of the intermediate computing its element instead.
+  Status status;
+  size_t site = 0;
+  walkBody(consumer, [&](size_t i, const Statement& st, bool hoisted) {
+    if (hoisted || detail::BodyRenamer::dropped(st) || !status.ok()) return;
+    Statement copy = st;
+    renamers[0].rename(copy);
+    if (std::find(loads.begin(), loads.end(), i) == loads.end()) {
+      fused.body.push_back(std::move(copy));
+      return;
+    }
+    const std::string n = std::to_string(site);
+    const std::string end = "$kfuse_prologue_site" + n + "_end", load = "$kfuse_prologue_site" + n + "_load";
+    ptx::Instruction in = copy.inst;
+    const Operand& addr = in.operands[1];
+    std::string code;
+    if (!in.guard.empty()) code += "@" + std::string(in.guard_negated ? "" : "!") + in.guard + " bra " + end + ";\n";
+    code += "ld.param.u64 %kfp_ptr, [" + cparam + "];\ncvta.to.global.u64 %kfp_ptr, %kfp_ptr;\n";
+    code += "sub.s64 %kfp_rel, " + addr.elements[0].name + ", %kfp_ptr;\n";
+    if (const int64_t off = addr.offset - spec.consumer_offset; off != 0) {
+      code += "add.s64 %kfp_rel, %kfp_rel, " + std::to_string(off) + ";\n";
+    }
+    code += "shr.u64 %kfp_e, %kfp_rel, " + std::to_string(std::countr_zero(s)) + ";\n";
+    code += "setp.ge.u64 %kfp_skip, %kfp_e, " + std::to_string(producer_threads) + ";\n";  // negative wraps above
+    code += "@%kfp_skip bra " + load + ";\ncvt.u32.u64 %kfp_e32, %kfp_e;\n" + as_thread;
+    status = glue(code);
+    if (status.ok()) status = producerCopy(site, end, in.operands[0].name);
+    if (!status.ok()) return;
+    fused.body.push_back(detail::instructionStatement(detail::branchTo(end)));
+    fused.body.push_back(detail::labelStatement(load));
+    in.guard.clear();
+    in.guard_negated = false;
+    fused.body.push_back(detail::instructionStatement(std::move(in)));
+    fused.body.push_back(detail::labelStatement(end));
+    ++site;
+  });
+  KFUSE_RETURN_IF_ERROR(status);
+
+  result.notes.push_back("prologue: " + std::to_string(loads.size()) + " load(s) of " + consumer.name +
+                         " recompute their element with " + producer.name + "'s body" +
+                         (spec.write_intermediate ? "; its threads still write the intermediate, strided over the "
+                                                    "fused launch"
+                                                  : "; the intermediate is no longer written (--aggressive)"));
+  module.functions.push_back(std::move(fused));
+  module.order.push_back({ptx::TopLevelKind::kFunction, module.functions.size() - 1});
+  return result;
+}
+
+}  // namespace kfuse::rewriter
