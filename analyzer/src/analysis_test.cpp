@@ -235,15 +235,37 @@ TEST(Analysis, ChecksEveryDistinctArgumentTupleAndSaysSo) {
 }
 
 TEST(Analysis, BlocksAStencilConsumer) {
+  // blur reads mid[1000] (its thread 999), which produce (n = 1000) never writes: no thread-local fusion, and no
+  // prologue either (the element a load recomputes must be one the producer writes).
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kBlur, {2, 3}, 1001);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.legality, Legality::kBlocked);
+  EXPECT_NE(c.verdict.find("stencil"), std::string::npos) << c.verdict;
+  EXPECT_TRUE(anyReasonContains(c, "prologue fusion does not apply: blur(float const*, float*, int) may read element "
+                                   "1000"));
+  EXPECT_DOUBLE_EQ(c.total_saving_ns, 0);
+  EXPECT_FALSE(r.why_none.empty());  // nothing qualified: the report says why
+}
+
+TEST(Analysis, ProvesAStencilConsumerOnlyAsAPrologue) {
+  // Every element blur reads (mid[0..999]) is one produce writes: not thread-local (a neighbour's element), but
+  // each of blur's three loads can recompute its element with produce's body.
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kBlur, {2, 3}, 1000);
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
   const Candidate& c = r.candidates[0];
-  EXPECT_EQ(c.legality, Legality::kBlocked);
+  EXPECT_EQ(c.legality, Legality::kProven);
+  EXPECT_EQ(c.fusion, FusionKind::kPrologue);
+  EXPECT_TRUE(anyReasonContains(c, "thread-local fusion does not apply"));
   EXPECT_TRUE(anyReasonContains(c, "stencil"));
-  EXPECT_DOUBLE_EQ(c.total_saving_ns, 0);
-  EXPECT_FALSE(r.why_none.empty());  // nothing qualified: the report says why
+  ASSERT_TRUE(c.epilogue.has_value());
+  EXPECT_EQ(c.epilogue->producer_param, 1);
+  EXPECT_EQ(c.epilogue->consumer_param, 0);
+  EXPECT_EQ(c.epilogue->element_bytes, 4u);
 }
 
 TEST(Analysis, DoesNotProveADataDependentGather) {

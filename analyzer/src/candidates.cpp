@@ -625,6 +625,32 @@ class Analysis {
     v = std::move(proven);
   }
 
+  // Prologue fusion of a same-shape pair that is neither thread-local nor block-level (prologue.h). As for
+  // block-level, only verdicts that rest on thread locality are reconsidered.
+  void checkSameShapePrologue(const std::vector<size_t>& occ, Verdict& v) const {
+    Verdict visibility;
+    for (size_t op : occ) checkVisibility(op, visibility);
+    if (visibility.legality != Legality::kProven) return;
+    std::vector<epilogue::Part> parts;
+    for (size_t op : occ) {
+      const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+      if (!k) return;
+      const core::Launch& l = launch(op);
+      parts.push_back(epilogue::Part{k, locality::Shape{l.grid, l.block}, atomValues(op), g_.ops[op].uses});
+    }
+    const prologue::Result r = prologue::check(parts[0], parts[1]);
+    if (r.legality != Legality::kProven) {
+      v.reasons.push_back("prologue fusion does not apply: " + r.why);
+      return;
+    }
+    Verdict proven;
+    proven.prologue = true;
+    proven.epilogue = EpilogueMap{r.producer_param, 1, r.consumer_param, r.consumer_offset, r.element_bytes};
+    proven.reasons.push_back(r.why);
+    for (std::string& why : v.reasons) proven.reasons.push_back("thread-local fusion does not apply: " + why);
+    v = std::move(proven);
+  }
+
   // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
   void checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
     std::vector<epilogue::Part> parts;
@@ -740,8 +766,10 @@ class Analysis {
         for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
       }
       if (remapped) checkEpilogue(occ, v);
-      // Not thread-local: a producer and consumer of one launch shape may still fuse per block, with a barrier.
+      // Not thread-local: a producer and consumer of one launch shape may still fuse per block, with a barrier,
+      // or with the producer recomputed at the consumer's loads (a stencil after an element-wise kernel).
       if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkBlockLevel(occ, v);
+      if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkSameShapePrologue(occ, v);
     }
     for (const auto& [key, kernels] : v.local) {
       std::string names;

@@ -2,6 +2,7 @@
 // built as the collector records them, analysed end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -259,7 +260,8 @@ std::vector<NearMiss> nearMisses() {
        }, {"rowsum2d", "row_total"}, "could not follow"},
       {"row loop on the same launch shape", [=](Chain& c) {
          // Thread-local, not epilogue: both launches have one shape, and the consumer reads a whole row in a loop.
-         c.b.launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn})
+         // (A prologue would be legal, but act writes only the first mn - 1 elements of the rows row_total reads.)
+         c.b.launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn - 1})
              .launch("row_total", cgrid, cblock, {Ptr{c.y}, Ptr{c.a}, kM, kN});
        }, {"act", "row_total"}, "could not follow"},
       {"element written twice", [=](Chain& c) {
@@ -330,6 +332,23 @@ TEST(PrologueFusion, ProvesAnActivationFoldedIntoARowLoop) {
     // The fused kernel redoes act at each of rowsum2d's kN loads of an element: the FLOPs say so.
     EXPECT_GT(c->cost.fused_ns, 0);
   }
+}
+
+TEST(PrologueFusion, ProvesARowLoopAfterAnElementWiseProducerOfTheSameShape) {
+  // Not thread-local (each row_total thread reads a whole row that other act threads wrote); every element it
+  // reads is one act writes, so each load can recompute it.
+  Chain ch;
+  const int mn = kM * kN;
+  ch.b.launch("act", {mn / 256, 1, 1}, {256, 1, 1}, {Ptr{ch.c}, Ptr{ch.y}, mn})
+      .launch("row_total", {mn / 256, 1, 1}, {256, 1, 1}, {Ptr{ch.y}, Ptr{ch.a}, kM, kN});
+  const Report r = ch.b.analyze();
+  const Candidate* c = find(r, {"act", "row_total"});
+  ASSERT_NE(c, nullptr) << describe(r);
+  EXPECT_EQ(c->legality, Legality::kProven) << describe(r);
+  EXPECT_EQ(c->fusion, FusionKind::kPrologue) << describe(r);
+  EXPECT_TRUE(std::any_of(c->reasons.begin(), c->reasons.end(), [](const std::string& s) {
+    return s.rfind("thread-local fusion does not apply: ", 0) == 0 && s.find("could not follow") != std::string::npos;
+  }));
 }
 
 TEST(PrologueFusion, RefusesTheNearMisses) {

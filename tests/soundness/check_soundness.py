@@ -28,6 +28,9 @@ CASES = {
     # Off by one through a constant in the consumer's code.
     "const_off_by_one": [("prod", "cons_next", "blocked", "stencil-like", 1)],
     "const_same": [("prod", "cons_same", "proven", "thread-local for these arguments", 1)],
+    # The same consumer on one element fewer: still not thread-local, but every element it loads is one the producer
+    # writes, so each load can recompute its element (a prologue fusion, rewritten and validated like the rest).
+    "const_next_inside": [("prod", "cons_next", "proven", "prologue: prod writes element p", 1)],
     # Off by one through the pointer argument: the consumer's pointer is one float further into the buffer.
     "pointer_offset_differs": [("prod", "cons_same", "blocked", "stencil-like", 1)],
     "pointer_offset_equal": [("prod", "cons_same", "proven", "thread-local for these arguments", 1)],

@@ -81,6 +81,14 @@ int main(int argc, char** argv) {
        }},
       {"const_off_by_one", [&] { prodPlain(b.mid), consumer("cons_next", b.mid); }},
       {"const_same", [&] { prodPlain(b.mid), consumer("cons_same", b.mid); }},
+      // cons_next on one element fewer: every element it reads (mid[1..n-1]) is one prod writes.
+      {"const_next_inside",
+       [&] {
+         prodPlain(b.mid);
+         int fewer = kN - 1;
+         void* a[] = {&b.y, &b.mid, &fewer};
+         launch1d(s, st, "cons_next", a);
+       }},
       {"pointer_offset_differs", [&] { prodPlain(b.mid), consumer("cons_same", b.mid + sizeof(float)); }},
       {"pointer_offset_equal", [&] { prodPlain(b.mid + sizeof(float)), consumer("cons_same", b.mid + sizeof(float)); }},
       {"write_twice",
