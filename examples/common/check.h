@@ -27,6 +27,16 @@ inline void layernormRef(const std::vector<float>& x, std::vector<float>& y, con
   }
 }
 
+// c = a * w (m x k times k x n, row-major), accumulated with fma in float as the examples' matmul kernels do.
+inline void matmulRef(const std::vector<float>& a, const float* w, std::vector<float>& c, int m, int n, int k) {
+  for (int r = 0; r < m; ++r)
+    for (int col = 0; col < n; ++col) {
+      float acc = 0.f;
+      for (int i = 0; i < k; ++i) acc = std::fma(a[size_t(r) * k + i], w[size_t(i) * n + col], acc);
+      c[size_t(r) * n + col] = acc;
+    }
+}
+
 // Compares with a tolerance (0 = exact) and reports the first mismatch; returns the number of mismatches.
 template <class T>
 size_t compare(const char* what, const std::vector<T>& got, const std::vector<T>& want, double tol = 0) {

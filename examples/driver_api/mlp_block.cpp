@@ -8,15 +8,6 @@
 
 namespace {
 constexpr int kTokens = 32, kHidden = 64, kFfn = 256, kLayers = 2, kIterations = 2;
-
-void matmulRef(const std::vector<float>& a, const float* w, std::vector<float>& c, int m, int n, int k) {
-  for (int r = 0; r < m; ++r)
-    for (int col = 0; col < n; ++col) {
-      float acc = 0.f;
-      for (int i = 0; i < k; ++i) acc = std::fma(a[r * k + i], w[i * n + col], acc);
-      c[r * n + col] = acc;
-    }
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,12 +87,12 @@ int main(int argc, char** argv) {
   for (int it = 0; it < kIterations; ++it)
     for (int l = 0; l < kLayers; ++l) {
       example::layernormRef(x, hh, gamma, beta, kTokens, kHidden);
-      matmulRef(hh, &w1[size_t(l) * kHidden * kFfn], uu, kTokens, kFfn, kHidden);
+      example::matmulRef(hh, &w1[size_t(l) * kHidden * kFfn], uu, kTokens, kFfn, kHidden);
       for (int i = 0; i < tf; ++i) {
         float u = uu[i] + b1[size_t(l) * kFfn + i % kFfn];
         uu[i] = float(0.5 * u * (1.0 + std::tanh(0.7978845608 * (u + 0.044715 * double(u) * u * u))));
       }
-      matmulRef(uu, &w2[size_t(l) * kFfn * kHidden], vv, kTokens, kHidden, kFfn);
+      example::matmulRef(uu, &w2[size_t(l) * kFfn * kHidden], vv, kTokens, kHidden, kFfn);
       for (int i = 0; i < th; ++i) x[i] += vv[i];
     }
   size_t bad = example::compare("x", got, x, 2e-4);

@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 TWINS = ["vector_add", "elementwise_chain", "mlp_block", "many_small_kernels", "histogram", "reduction", "stencil",
+         "activation_matmul",
          "vector_add_shared_cudart"]
 # Runtime-API program -> its driver-API twin, where the names differ.
 DRIVER_TWIN = {"vector_add_shared_cudart": "vector_add"}
