@@ -604,12 +604,11 @@ class Analysis {
 
   // Block-level fusion of a same-shape pair that is not thread-local (block_level.h). Only verdicts that rest on
   // thread locality are reconsidered: what checkVisibility found (no PTX, unfollowed pointers, calls) still holds.
-  void checkBlockLevel(const std::vector<size_t>& occ, Verdict& v) const {
-    Verdict visibility;
-    for (size_t op : occ) checkVisibility(op, visibility);
+  // `visible`: checkVisibility found nothing for either launch.
+  void checkBlockLevel(const std::vector<size_t>& occ, bool visible, Verdict& v) const {
     const KernelFacts* kp = cat_.find(g_.ops[occ[0]].function_id);
     const KernelFacts* kc = cat_.find(g_.ops[occ[1]].function_id);
-    if (visibility.legality != Legality::kProven || !kp || !kc) return;
+    if (!visible || !kp || !kc) return;
     for (const KernelFacts* k : {kp, kc}) {
       if (k->grid_sync) return;  // checkPair's verdict stands
     }
@@ -627,10 +626,8 @@ class Analysis {
 
   // Prologue fusion of a same-shape pair that is neither thread-local nor block-level (prologue.h). As for
   // block-level, only verdicts that rest on thread locality are reconsidered.
-  void checkSameShapePrologue(const std::vector<size_t>& occ, Verdict& v) const {
-    Verdict visibility;
-    for (size_t op : occ) checkVisibility(op, visibility);
-    if (visibility.legality != Legality::kProven) return;
+  void checkSameShapePrologue(const std::vector<size_t>& occ, bool visible, Verdict& v) const {
+    if (!visible) return;
     std::vector<epilogue::Part> parts;
     for (size_t op : occ) {
       const KernelFacts* k = cat_.find(g_.ops[op].function_id);
@@ -758,9 +755,10 @@ class Analysis {
     Verdict v;
     if (!g_.has_pointer_data) return v;
     for (size_t op : occ) checkVisibility(op, v);
+    const bool visible = v.legality == Legality::kProven;  // what the kinds tried after thread locality need
     if (kind == CandidateKind::kVertical) {
-      // A producer whose launch shape differs from its consumers' can only be an epilogue fusion; the consumers,
-      // which share one shape, must still be thread-local among themselves.
+      // A producer whose launch shape differs from its consumers' can only be an epilogue fusion (or, for a pair,
+      // a prologue); the consumers, which share one shape, must still be thread-local among themselves.
       const bool remapped = !sameShape(occ[0], occ[1]);
       for (size_t i = remapped ? 1 : 0; i < occ.size(); ++i) {
         for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
@@ -768,8 +766,8 @@ class Analysis {
       if (remapped) checkEpilogue(occ, v);
       // Not thread-local: a producer and consumer of one launch shape may still fuse per block, with a barrier,
       // or with the producer recomputed at the consumer's loads (a stencil after an element-wise kernel).
-      if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkBlockLevel(occ, v);
-      if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkSameShapePrologue(occ, v);
+      if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkBlockLevel(occ, visible, v);
+      if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkSameShapePrologue(occ, visible, v);
     }
     for (const auto& [key, kernels] : v.local) {
       std::string names;

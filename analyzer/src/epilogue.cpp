@@ -125,52 +125,15 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
     }
   }
 
-  const ParamFacts* pp = param(producer, pu->param_index);
-  if (!pp) return refuse(Legality::kLikely, pk.name + ": the pointer into " + xs + " is not a parameter the PTX has");
-  if (!fullyFollowed(*pp)) {
-    return refuse(Legality::kBlocked, pk.name + " accesses " + xs + " at an address the PTX analysis could not "
-                                                "follow: which element each thread writes is not known");
-  }
-  const ParamMemoryAccess* store = nullptr;
-  for (const ParamMemoryAccess& a : pp->accesses) {
-    if (a.is_read && consumers_write_x) {
-      return refuse(Legality::kBlocked, pk.name + " reads " + xs + " (" + line(a) + "), which the consumers write: "
-                                            "its other threads could see their results");
-    }
-    if (!a.is_write) continue;
-    if (store) {
-      return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " more than once (" + line(*store) + ", " +
-                                            line(a) + "): the consumers must run after its last store");
-    }
-    store = &a;
-  }
-  if (!store) return refuse(Legality::kBlocked, pk.name + " does not store to " + xs);
-  if (store->atomic) return refuse(Legality::kBlocked, pk.name + " updates " + xs + " with atomics");
-  if (store->in_loop) {
-    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " inside a loop (" + line(*store) +
-                                          "): a thread writes several elements, one store cannot hand each on");
-  }
-  if (!store->offset_form) {
-    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " at an address that is not affine in its "
-                                                "thread index (" + line(*store) + "): which element each thread "
-                                                "writes is not known");
-  }
-  if (store->bytes == 0) return refuse(Legality::kLikely, "the width of " + pk.name + "'s store is not known");
-  if (!store->guard_exact) {
-    return refuse(Legality::kLikely, "the conditions under which " + pk.name + " stores to " + xs + " (" +
-                                         line(*store) + ") are not fully understood: which elements it writes is "
-                                         "not known exactly");
-  }
-  const uint32_t s = store->bytes;
+  const Store st = producerStore(producer, param(producer, pu->param_index), xs,
+                                 consumers_write_x ? "), which the consumers write: its other threads could see "
+                                                     "their results"
+                                                   : "");
+  if (!st.access) return refuse(st.legality, st.why);
+  const uint32_t s = st.access->bytes;
+  const locality::LinearForm* pform = &st.form;
+  const locality::Domain& pdomain = st.domain;
   std::string why;
-  const auto pform = locality::bind(*store->offset_form, producer.shape, producer.values, &why);
-  if (!pform) return refuse(Legality::kLikely, pk.name + "'s store address cannot be evaluated: " + why);
-  const locality::Domain pdomain = locality::bindGuard(store->guard_conditions, producer.shape, producer.values);
-  if (!pdomain.exact) {
-    return refuse(Legality::kLikely, "the guard of " + pk.name + "'s store (" + store->guard +
-                                         ") cannot be bound for these arguments: which elements it writes is not "
-                                         "known exactly");
-  }
 
   // Every consumer access to X: its own element, s bytes, at one common base.
   Result r;
@@ -291,6 +254,64 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
           " touch only element e of it in thread e, and every consumer thread that writes owns an element it "
           "writes: the consumers run per element right after that store";
   return r;
+}
+
+Store producerStore(const Part& producer, const ParamFacts* pp, const std::string& xs, const std::string& read_refusal) {
+  const KernelFacts& pk = *producer.facts;
+  Store out;
+  auto refused = [&](Legality l, std::string why) {
+    out.access = nullptr;
+    out.legality = l;
+    out.why = std::move(why);
+    return out;
+  };
+  if (!pp) return refused(Legality::kLikely, pk.name + ": the pointer into " + xs + " is not a parameter the PTX has");
+  if (!fullyFollowed(*pp)) {
+    return refused(Legality::kBlocked, pk.name + " accesses " + xs + " at an address the PTX analysis could not "
+                                                 "follow: which element each thread writes is not known");
+  }
+  const ParamMemoryAccess* store = nullptr;
+  for (const ParamMemoryAccess& a : pp->accesses) {
+    if (a.is_read && !read_refusal.empty()) {
+      return refused(Legality::kBlocked, pk.name + " reads " + xs + " (" + line(a) + read_refusal);
+    }
+    if (!a.is_write) continue;
+    if (store) {
+      return refused(Legality::kBlocked, pk.name + " stores to " + xs + " more than once (" + line(*store) + ", " +
+                                             line(a) + "): each element must have one last store to hand on");
+    }
+    store = &a;
+  }
+  if (!store) return refused(Legality::kBlocked, pk.name + " does not store to " + xs);
+  if (store->atomic) return refused(Legality::kBlocked, pk.name + " updates " + xs + " with atomics");
+  if (store->in_loop) {
+    return refused(Legality::kBlocked, pk.name + " stores to " + xs + " inside a loop (" + line(*store) +
+                                           "): a thread writes several elements, one store cannot hand each on");
+  }
+  if (!store->offset_form) {
+    return refused(Legality::kBlocked, pk.name + " stores to " + xs + " at an address that is not affine in its "
+                                                 "thread index (" + line(*store) + "): which element each thread "
+                                                 "writes is not known");
+  }
+  if (store->bytes == 0) return refused(Legality::kLikely, "the width of " + pk.name + "'s store is not known");
+  if (!store->guard_exact) {
+    return refused(Legality::kLikely, "the conditions under which " + pk.name + " stores to " + xs + " (" +
+                                          line(*store) + ") are not fully understood: which elements it writes is "
+                                          "not known exactly");
+  }
+  std::string why;
+  const auto form = locality::bind(*store->offset_form, producer.shape, producer.values, &why);
+  if (!form) return refused(Legality::kLikely, pk.name + "'s store address cannot be evaluated: " + why);
+  out.domain = locality::bindGuard(store->guard_conditions, producer.shape, producer.values);
+  if (!out.domain.exact) {
+    return refused(Legality::kLikely, "the guard of " + pk.name + "'s store (" + store->guard +
+                                          ") cannot be bound for these arguments: which elements it writes is not "
+                                          "known exactly");
+  }
+  out.form = *form;
+  out.access = store;
+  out.legality = Legality::kProven;
+  return out;
 }
 
 }  // namespace kfuse::analyzer::epilogue

@@ -54,4 +54,17 @@ struct Result {
 // caller's (the thread-local rules), as is visibility (PTX present, no unattributed accesses).
 Result check(const Part& producer, const std::vector<Part>& consumers);
 
+// The producer's one store to the intermediate (`xs` names it) through its parameter `pp`, as both element-remapped
+// kinds need it (epilogue and prologue): every access followed, one store, not atomic, outside any loop, affine, of
+// known width, its guard exact and bound for these arguments. A read of the intermediate by the producer is refused
+// when `read_refusal` is not empty, with that text after "<producer> reads <xs> (line N)".
+struct Store {
+  const ParamMemoryAccess* access = nullptr;  // null: refused, for `legality` and `why`
+  Legality legality = Legality::kBlocked;
+  std::string why;
+  locality::LinearForm form;  // its byte offset from the pointer, bound
+  locality::Domain domain;    // the threads that store, bound
+};
+Store producerStore(const Part& producer, const ParamFacts* pp, const std::string& xs, const std::string& read_refusal);
+
 }  // namespace kfuse::analyzer::epilogue

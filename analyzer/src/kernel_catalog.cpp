@@ -213,7 +213,11 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   bool loops = false;
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
     KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1, ma.bytes,
-                                ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed};
+                                ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed, 1};
+    if (ma.stmt < f.body.size()) {
+      const ptx::Instruction& in = f.body[ma.stmt].inst;
+      ba.vector = in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
+    }
     std::set<int> via(ma.pointer_params.begin(), ma.pointer_params.end());
     if (ma.base_param >= 0) via.insert(ma.base_param);
     if (via.size() == 1) ba.via_param = *via.begin();

@@ -99,46 +99,16 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
   }
 
   // The producer's one store: element p of X in thread p.
-  const ParamFacts* pp = param(producer, pu->param_index);
-  if (!pp) return refuse(Legality::kLikely, pk.name + ": the pointer into " + xs + " is not a parameter the PTX has");
-  if (!fullyFollowed(*pp)) {
-    return refuse(Legality::kBlocked, pk.name + " accesses " + xs + " at an address the PTX analysis could not "
-                                                "follow: which element each thread writes is not known");
-  }
-  const ParamMemoryAccess* store = nullptr;
-  for (const ParamMemoryAccess& a : pp->accesses) {
-    if (a.is_read) {
-      return refuse(Legality::kBlocked, pk.name + " reads " + xs + " (" + line(a) + ")" + not_elementwise);
-    }
-    if (store) {
-      return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " more than once (" + line(*store) + ", " +
-                                            line(a) + "): a load can take only one stored value");
-    }
-    store = &a;
-  }
-  if (!store) return refuse(Legality::kBlocked, pk.name + " does not store to " + xs);
-  if (store->atomic) return refuse(Legality::kBlocked, pk.name + " updates " + xs + " with atomics");
-  if (store->in_loop) {
-    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " inside a loop (" + line(*store) +
-                                          "): a thread writes several elements" + not_elementwise);
-  }
-  if (!store->offset_form) {
-    return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " at an address that is not affine in its thread "
-                                                "index (" + line(*store) + ")" + not_elementwise);
-  }
+  const epilogue::Store st = epilogue::producerStore(producer, param(producer, pu->param_index), xs,
+                                                     ")" + not_elementwise);
+  if (!st.access) return refuse(st.legality, st.why);
+  const ParamMemoryAccess* store = st.access;
   const uint32_t s = store->bytes;
   if (s != 2 && s != 4 && s != 8) {
     return refuse(Legality::kLikely, pk.name + " stores " + std::to_string(s) + "-byte elements to " + xs +
                                          ": only 2-, 4- and 8-byte elements are handed to the consumer's loads");
   }
-  if (!store->guard_exact) {
-    return refuse(Legality::kLikely, "the conditions under which " + pk.name + " stores to " + xs + " (" +
-                                         line(*store) + ") are not fully understood: which elements it writes is not "
-                                         "known exactly");
-  }
-  std::string why;
-  const auto pform = locality::bind(*store->offset_form, producer.shape, producer.values, &why);
-  if (!pform) return refuse(Legality::kLikely, pk.name + "'s store address cannot be evaluated: " + why);
+  const locality::LinearForm* pform = &st.form;
   locality::LinearForm own;
   own.coef[locality::kTidX] = s;
   own.coef[locality::kCtaidX] = int64_t{s} * producer.shape.block.x;
@@ -147,12 +117,7 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
                                           line(*store) + "), not at its own element (" + own.toString() +
                                           "): thread p must write element p" + not_elementwise);
   }
-  const locality::Domain pdomain = locality::bindGuard(store->guard_conditions, producer.shape, producer.values);
-  if (!pdomain.exact) {
-    return refuse(Legality::kLikely, "the guard of " + pk.name + "'s store (" + store->guard +
-                                         ") cannot be bound for these arguments: which elements it writes is not "
-                                         "known exactly");
-  }
+  const locality::Domain& pdomain = st.domain;
   const int64_t ref = static_cast<int64_t>(pu->offset) + pform->constant;  // element 0, from the allocation's start
   if (ref < 0 || ref % s != 0) {
     return refuse(Legality::kLikely, pk.name + "'s element 0 is at byte " + std::to_string(ref) + " of " + xs +
@@ -175,10 +140,10 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
       return refuse(Legality::kBlocked, ck.name + (a.atomic ? " updates " : " writes ") + xs + " (" + at +
                                             "): a prologue fusion only replaces reads");
     }
-    if (a.bytes != s) {
+    if (a.bytes != s * a.vector || (a.vector != 1 && a.vector != 2 && a.vector != 4)) {
       return refuse(Legality::kBlocked, ck.name + " loads " + std::to_string(a.bytes) + " bytes of " + xs + " at a time (" +
                                             at + "), where " + pk.name + " writes " + std::to_string(s) +
-                                            "-byte elements: a load must be one whole element");
+                                            "-byte elements: a load must be one element, or a vector of 2 or 4");
     }
   }
   for (const KernelFacts::BlockAccess& a : ck.block_accesses) {

@@ -9,8 +9,8 @@
 //  - the producer is element-wise over X: one store of s bytes (2, 4 or 8), outside any loop, at s * its flat 1-D
 //    thread index plus a constant, whose guard is understood exactly; it reads nothing of X and writes nothing
 //    else; it uses no barriers, shared memory, shuffles, atomics or grid sync (so thread e can run anywhere);
-//  - the consumer only reads X, through one pointer, s bytes at a time (so each load is one whole element: loads
-//    are naturally aligned and element 0 is at a multiple of s);
+//  - the consumer only reads X, through one pointer, one element or a vector of 2 or 4 elements per load (loads
+//    are naturally aligned and element 0 is at a multiple of s, so each loads whole elements);
 //  - every element the consumer may read (its footprint, a sound over-approximation of the addresses its loads
 //    can take) is one the producer writes;
 //  - the consumer writes nothing the producer reads (the producer's inputs keep their values while the consumer's

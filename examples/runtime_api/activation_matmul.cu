@@ -1,5 +1,6 @@
-// silu -> tiled matmul, the runtime-API twin of examples/driver_api/activation_matmul (<<<>>> launches): one prologue
-// fusion and its two near misses, checked against the same C++ reference with the same tolerance.
+// silu -> matmul, the runtime-API twin of examples/driver_api/activation_matmul (<<<>>> launches): two prologue
+// fusions (a tiled GEMM, a GEMM loading float4) and two near misses, checked against the same C++ reference with the
+// same tolerance.
 #include "../common/activation_matmul.h"
 #include "../driver_api/activation_matmul.cu"
 #include "common.h"
@@ -11,9 +12,10 @@ int main() {
   const Data d;
   const std::vector<float> zeros(kElements, 0.f);
   float *dx1 = example::upload(d.x1), *dx2 = example::upload(d.x2), *dx3 = example::upload(d.x3);
-  float *dw = example::upload(d.w), *dh1 = example::upload(zeros), *dh2 = example::upload(zeros);
-  float *dh3 = example::upload(zeros), *dy1 = example::alloc<float>(kTokens * kOut);
-  float* dy2 = example::alloc<float>(kTokens * kOut);
+  float *dx4 = example::upload(d.x4), *dw = example::upload(d.w), *dh1 = example::upload(zeros);
+  float *dh2 = example::upload(zeros), *dh3 = example::upload(zeros), *dh4 = example::upload(zeros);
+  float *dy1 = example::alloc<float>(kTokens * kOut), *dy2 = example::alloc<float>(kTokens * kOut);
+  float* dy4 = example::alloc<float>(kTokens * kOut);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   const unsigned blocks = example::blocksFor(kElements, 256);
@@ -25,13 +27,18 @@ int main() {
     matmul_tiled<<<grid, block, 0, stream>>>(dh2, dw, dy2, kTokens, kOut, kIn);
     silu<<<blocks, 256, 0, stream>>>(dx3, dh3, kElements);
     matmul_tiled<<<grid, block, 0, stream>>>(dh3, dw, dx3, kTokens, kOut, kIn);
+    silu<<<blocks, 256, 0, stream>>>(dx4, dh4, kElements);
+    matmul_tiled_vec4<<<grid, block, 0, stream>>>(dh4, dw, dy4, kTokens, kOut, kIn);
     CUDA_CHECK_LAUNCH();
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<float> every;
-  const size_t bad = check(d, example::download(dy1, size_t(kTokens) * kOut), example::download(dy2, size_t(kTokens) * kOut),
-                           example::download(dx3, kElements), &every);
-  for (float* p : {dx1, dx2, dx3, dw, dh1, dh2, dh3, dy1, dy2}) CUDA_CHECK(cudaFree(p));
+  const size_t results = size_t(kTokens) * kOut;
+  const size_t bad = check(d,
+                           {example::download(dy1, results), example::download(dy2, results),
+                            example::download(dx3, kElements), example::download(dy4, results)},
+                           &every);
+  for (float* p : {dx1, dx2, dx3, dx4, dw, dh1, dh2, dh3, dh4, dy1, dy2, dy4}) CUDA_CHECK(cudaFree(p));
   CUDA_CHECK(cudaStreamDestroy(stream));
   return example::finish("activation_matmul", bad, example::checksum(every));
 }

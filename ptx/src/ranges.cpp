@@ -98,6 +98,10 @@ enum class Op : uint8_t {
   kNop,    // writes no tracked register
   kMov, kLdParam, kAdd, kSub, kMulLo, kMulWide, kMadLo, kMadWide, kShl, kShr, kAnd, kCvt, kMin, kMax, kNeg, kDiv,
   kRem, kSelp, kSetp, kBra,
+  // `sub d, a, b` where b = (a + z) & -M (M a power of two), z unchanged since: nvcc's signed `a % M`, whose value
+  // is -z + ((a + z) & (M - 1)), in [-z.hi, M - 1 - z.lo] (c is z; kNone when b = a & -M). nvcc also writes the mask
+  // as the bits from log2(M) up to some bit h (0x3ffffff0), equal to -M while 0 <= a + z < 2^(h+1) (mask_limit).
+  kRemMask,
 };
 
 enum class Cmp : uint8_t { kNone, kEq, kNe, kLt, kLe, kGt, kGe };
@@ -115,6 +119,8 @@ struct Decoded {
   int target = -1;  // kBra: target block
   int param = -1;   // kLdParam: parameter index
   int64_t param_offset = 0;
+  Wide mask = 0;         // kRemMask: M
+  Wide mask_limit = -1;  // kRemMask: a + z must lie in [0, mask_limit] (-1: no limit)
 };
 
 struct PredFact {
@@ -432,6 +438,18 @@ struct BlockRanges::Impl {
               guarded);
         return;
       }
+      case Op::kRemMask: {
+        const Interval z = d.c.kind == SrcKind::kNone ? Interval::point(0) : v(d.c, d.type);
+        if (z.isEmpty() || !z.bounded() || z.lo < 0 || z.hi > d.mask - 1) return write(st, d.dst, Interval::top(), guarded);
+        if (d.mask_limit >= 0) {
+          const Interval sum = add(v(d.a, d.type), z);
+          if (sum.isEmpty() || !sum.bounded() || sum.lo < 0 || sum.hi > d.mask_limit) {
+            return write(st, d.dst, Interval::top(), guarded);
+          }
+        }
+        write(st, d.dst, fitTo(Interval{-z.hi, d.mask - 1 - z.lo}, d.type), guarded);
+        return;
+      }
       case Op::kSelp: write(st, d.dst, join(v(d.a, d.type), v(d.b, d.type)), guarded); return;
       case Op::kSetp: {
         write(st, d.dst, Interval::top(), false);
@@ -646,6 +664,75 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
         }
         break;
       default: d.op = Op::kOther; break;
+    }
+  }
+
+  // nvcc's signed remainder by a power of two: `and b, c, -M` (c = a, or `add c, a, z`), then `sub d, a, b`, all in
+  // one block, unguarded, with a, z and b unchanged in between.
+  for (const BasicBlock& bb : cfg.blocks()) {
+    for (size_t i = bb.begin; i < bb.end; ++i) {
+      Decoded& d = impl->code[i];
+      if (d.op != Op::kSub || d.guard >= 0 || d.a.kind != SrcKind::kReg || d.b.kind != SrcKind::kReg) continue;
+      // The last definition of `reg` before statement `at` in this block, and whether any of `kept` is written
+      // after it (before `at`); SIZE_MAX when none.
+      auto lastDef = [&](int reg, size_t at, std::initializer_list<int> kept, bool* clobbered) {
+        *clobbered = false;
+        for (size_t j = at; j-- > bb.begin;) {
+          const Decoded& e = impl->code[j];
+          const bool writes_reg = e.dst == reg || std::find(e.clobbers.begin(), e.clobbers.end(), reg) != e.clobbers.end();
+          if (writes_reg) return j;
+          for (int k : kept) {
+            if (e.dst == k || std::find(e.clobbers.begin(), e.clobbers.end(), k) != e.clobbers.end()) *clobbered = true;
+          }
+        }
+        return SIZE_MAX;
+      };
+      bool clobbered = false;
+      const size_t and_at = lastDef(d.b.index, i, {d.a.index}, &clobbered);
+      if (and_at == SIZE_MAX || clobbered) continue;
+      const Decoded& an = impl->code[and_at];
+      if (an.op != Op::kAnd || an.guard >= 0 || an.type.bits != d.type.bits) continue;
+      const Src& x = an.b.kind == SrcKind::kImm ? an.a : an.b;
+      const Src& m = an.b.kind == SrcKind::kImm ? an.b : an.a;
+      if (m.kind != SrcKind::kImm || x.kind != SrcKind::kReg || d.type.bits == 0 || d.type.bits > 64) continue;
+      // The mask: -M in the instruction's width (every bit from log2(M) up), or the bits from log2(M) up to some h.
+      const Wide width_mask = d.type.bits == 64 ? ~Wide{0} : (Wide{1} << d.type.bits) - 1;
+      const Wide bits = m.imm & width_mask;
+      const Wide neg = bits & (0 - bits);  // M: the lowest set bit
+      if (neg < 2 || neg > (Wide{1} << 30)) continue;
+      Wide limit = -1;
+      if (((0 - neg) & width_mask) != bits) {
+        const Wide top = bits + neg;  // 2^(h+1) when the set bits are contiguous
+        if ((top & (top - 1)) != 0) continue;
+        limit = top - 1;
+      }
+      Src z;  // kNone: x is a itself
+      if (x.index != d.a.index) {
+        const size_t add_at = lastDef(x.index, and_at, {}, &clobbered);
+        if (add_at == SIZE_MAX) continue;
+        const Decoded& ad = impl->code[add_at];
+        if (ad.op != Op::kAdd || ad.guard >= 0 || ad.type.bits != d.type.bits) continue;
+        if (ad.a.kind == SrcKind::kReg && ad.a.index == d.a.index && ad.b.kind == SrcKind::kReg) {
+          z = ad.b;
+        } else if (ad.b.kind == SrcKind::kReg && ad.b.index == d.a.index && ad.a.kind == SrcKind::kReg) {
+          z = ad.a;
+        } else {
+          continue;
+        }
+        // a and z keep their values from the add to the sub.
+        bool moved = false;
+        for (size_t j = add_at + 1; j < i && !moved; ++j) {
+          const Decoded& e = impl->code[j];
+          for (int r : {d.a.index, z.index}) {
+            moved = moved || e.dst == r || std::find(e.clobbers.begin(), e.clobbers.end(), r) != e.clobbers.end();
+          }
+        }
+        if (moved) continue;
+      }
+      d.op = Op::kRemMask;
+      d.c = z;
+      d.mask = neg;
+      d.mask_limit = limit;
     }
   }
 

@@ -248,6 +248,50 @@ TEST(BlockRangesNested, AVariableBumpedInAnInnerLoopCountsEveryInnerIteration) {
   }
 }
 
+// The range of the one access of kernel `name` in rem_idiom.ptx for a block of 256 threads, p = 0x100000.
+AccessRange remIdiomRange(const char* name) {
+  auto m = parseFile(KFUSE_PTX_TESTDATA "/rem_idiom.ptx");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (!m.ok()) return {};
+  const Function* f = m->findFunction(name);
+  EXPECT_NE(f, nullptr);
+  if (!f) return {};
+  const Cfg cfg = Cfg::build(*f);
+  const DefUse du = DefUse::compute(*f, cfg);
+  const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, Dominators::compute(cfg), du);
+  std::string why;
+  auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
+  EXPECT_TRUE(ranges) << why;
+  if (!ranges) return {};
+  LaunchBinding lb;
+  lb.ntid = {256, 1, 1};
+  lb.params = {0x100000};
+  const auto r = ranges->evaluate(lb);
+  EXPECT_EQ(r.size(), 1u);
+  return r.empty() ? AccessRange{} : r[0];
+}
+
+TEST(BlockRangesRemainder, NvccsSignedRemainderByAPowerOfTwoStaysInsideTheDivisor) {
+  // tid.x % 16 in [0, 15]: the load touches [p, p + 64), however the mask is written.
+  for (const char* name : {"rem_neg", "rem_bits"}) {
+    const AccessRange r = remIdiomRange(name);
+    ASSERT_TRUE(r.reached && r.bounded) << name;
+    EXPECT_EQ(r.lo, 0x100000) << name;
+    EXPECT_EQ(r.hi, 0x100000 + 64) << name;
+  }
+}
+
+TEST(BlockRangesRemainder, AnOperandChangedBetweenTheStepsIsNoRemainder) {
+  // x grows by 1000 between the add and the sub: the value is x + 1000 - (x & -16), in [1000, 1015]; the range must
+  // hold it (an unbounded one does).
+  const AccessRange r = remIdiomRange("rem_moved");
+  ASSERT_TRUE(r.reached);
+  if (r.bounded) {
+    EXPECT_LE(r.lo, 0x100000 + 4000);
+    EXPECT_GE(r.hi, 0x100000 + 4064);
+  }
+}
+
 TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
   auto m = parseFile(KFUSE_PTX_TESTDATA "/wide_products.ptx");
   ASSERT_TRUE(m.ok()) << m.status().message();

@@ -11,6 +11,19 @@
 
 namespace kfuse::rewriter::detail {
 
+// Calls fn(index, statement, hoisted) over `f`'s body; `hoisted`: a declaration at the outermost level (which a
+// pass moves to the top of the fused kernel).
+template <typename Fn>
+void walkBody(const ptx::Function& f, Fn&& fn) {
+  int depth = 0;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const ptx::Statement& s = f.body[i];
+    if (s.kind == ptx::StatementKind::kBlockBegin) ++depth;
+    if (s.kind == ptx::StatementKind::kBlockEnd) --depth;
+    fn(i, s, depth == 0 && s.kind == ptx::StatementKind::kDeclaration);
+  }
+}
+
 // Special registers a copied body may read, and the registers `<prefix>tid`, `<prefix>ctaid`, `<prefix>ntid`,
 // `<prefix>nctaid`, `<prefix>zero` and `<prefix>one` that stand for them (a 1-D launch: y and z indices 0, sizes 1).
 std::map<std::string, std::string, std::less<>> elementSpecialRegisters(const std::string& prefix);

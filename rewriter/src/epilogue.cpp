@@ -92,17 +92,8 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   for (size_t k = 0; k < parts.size(); ++k) renamings.push_back({"k" + std::to_string(k) + "_", merged.names[k]});
   std::vector<detail::BodyRenamer> renamers;
   for (size_t k = 0; k < parts.size(); ++k) renamers.emplace_back(*parts[k], renamings[k]);
-  auto hoisted = [](const Function& f, auto&& fn) {
-    int depth = 0;
-    for (size_t i = 0; i < f.body.size(); ++i) {
-      const Statement& s = f.body[i];
-      if (s.kind == StatementKind::kBlockBegin) ++depth;
-      if (s.kind == StatementKind::kBlockEnd) --depth;
-      fn(i, s, depth == 0 && s.kind == StatementKind::kDeclaration);
-    }
-  };
   for (size_t k = 0; k < parts.size(); ++k) {
-    hoisted(*parts[k], [&](size_t, const Statement& s, bool h) {
+    detail::walkBody(*parts[k], [&](size_t, const Statement& s, bool h) {
       if (!h) return;
       fused.body.push_back(s);
       renamers[k].rename(fused.body.back());
@@ -162,7 +153,7 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
 
   // The producer's body with the consumers after its store.
   const auto sregs = detail::elementSpecialRegisters("%kfe_");
-  hoisted(producer, [&](size_t i, const Statement& s, bool h) {
+  detail::walkBody(producer, [&](size_t i, const Statement& s, bool h) {
     if (h || detail::BodyRenamer::dropped(s)) return;
     fused.body.push_back(s);
     renamers[0].rename(fused.body.back());
@@ -170,7 +161,7 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
     fused.body.insert(fused.body.end(), glue_code.begin(), glue_code.end());
     for (size_t k = 1; k < parts.size(); ++k) {
       const std::string part_end = k + 1 == parts.size() ? end : "$kfuse_epilogue_part" + std::to_string(k) + "_end";
-      hoisted(*parts[k], [&](size_t, const Statement& cs, bool ch) {
+      detail::walkBody(*parts[k], [&](size_t, const Statement& cs, bool ch) {
         if (ch || detail::BodyRenamer::dropped(cs)) return;
         fused.body.push_back(cs);
         Statement& copy = fused.body.back();

@@ -29,17 +29,7 @@ using ptx::StatementKind;
 
 namespace {
 
-// Calls fn(index, statement, hoisted) over `f`'s body; `hoisted`: a declaration at the outermost level.
-template <typename Fn>
-void walkBody(const Function& f, Fn&& fn) {
-  int depth = 0;
-  for (size_t i = 0; i < f.body.size(); ++i) {
-    const Statement& s = f.body[i];
-    if (s.kind == StatementKind::kBlockBegin) ++depth;
-    if (s.kind == StatementKind::kBlockEnd) --depth;
-    fn(i, s, depth == 0 && s.kind == StatementKind::kDeclaration);
-  }
-}
+using detail::walkBody;
 
 bool through(const ptx::MemoryAccess& a, int param) {
   return a.base_param == param ||
@@ -105,7 +95,11 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
 
   // The consumer's loads through its pointer into the intermediate: each becomes the producer's body.
   ptx::FunctionAnalyses ca(&module, consumer);
-  std::vector<size_t> loads;
+  struct Load {
+    size_t stmt;
+    uint32_t lanes;  // elements it loads (a vector load: 2 or 4)
+  };
+  std::vector<Load> loads;
   for (const ptx::MemoryAccess& a : ca.memoryAccesses()) {
     if (!through(a, spec.consumer_param)) continue;
     const std::string at = " (line " + std::to_string(a.line) + ")";
@@ -119,17 +113,23 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     if (a.is_write || a.op != ptx::Opcode::kLd) {
       return unsupported("'" + consumer.name + "' does more than load the intermediate" + at);
     }
-    if (a.bytes != s) {
-      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) + " bytes of the intermediate at "
-                         "a time, not one " + std::to_string(s) + "-byte element" + at);
-    }
     const ptx::Instruction& in = consumer.body[a.stmt].inst;
-    if (in.operands.size() != 2 || in.operands[0].kind != OperandKind::kRegister ||
-        in.operands[1].kind != OperandKind::kAddress || in.operands[1].elements.empty() ||
-        in.operands[1].elements[0].kind != OperandKind::kRegister) {
+    const uint32_t lanes = in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
+    if (a.bytes != s * lanes || lanes > 4 || lanes > producer_threads) {
+      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) + " bytes of the intermediate at "
+                         "a time, not one " + std::to_string(s) + "-byte element or a vector of 2 or 4" + at);
+    }
+    const Operand& dest = in.operands.empty() ? Operand{} : in.operands[0];
+    const bool dest_ok = lanes == 1 ? dest.kind == OperandKind::kRegister
+                                    : dest.kind == OperandKind::kVector && dest.elements.size() == lanes &&
+                                          std::all_of(dest.elements.begin(), dest.elements.end(), [](const Operand& o) {
+                                            return o.kind == OperandKind::kRegister;
+                                          });
+    if (in.operands.size() != 2 || !dest_ok || in.operands[1].kind != OperandKind::kAddress ||
+        in.operands[1].elements.empty() || in.operands[1].elements[0].kind != OperandKind::kRegister) {
       return unsupported("'" + consumer.name + "' loads the intermediate in a form the pass does not rewrite" + at);
     }
-    loads.push_back(a.stmt);
+    loads.push_back({a.stmt, lanes});
   }
   if (loads.empty()) return unsupported("'" + consumer.name + "' has no load through its parameter");
 
@@ -140,8 +140,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   fused.directives = consumer.directives;  // the fused launch is the consumer's
   const std::string cparam = fused.params[merged.index[1][static_cast<size_t>(spec.consumer_param)]].name;
 
-  // Renamers: the consumer once, the producer once per copy (its labels and registers apart in each).
-  const size_t copies = loads.size() + (spec.write_intermediate ? 1 : 0);
+  // Renamers: the consumer once, the producer once per copy (its labels and registers apart in each): one per element
+  // each load takes, and one for the producer's own threads.
+  size_t copies = spec.write_intermediate ? 1 : 0;
+  for (const Load& l : loads) copies += l.lanes;
   std::vector<detail::BodyRenaming> renamings;
   renamings.push_back({"k1_", merged.names[1]});
   for (size_t n = 0; n < copies; ++n) renamings.push_back({"k0c" + std::to_string(n) + "_", merged.names[0]});
@@ -215,19 +217,20 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
         "mad.lo.u32 %kfp_p, %kfp_a, " + u(cs.threads()) + ", %kfp_b;\n"
         "$kfuse_prologue_loop:\nsetp.ge.u32 %kfp_skip, %kfp_p, " + u(producer_threads) + ";\n"
         "@%kfp_skip bra $kfuse_prologue_loop_end;\nmov.u32 %kfp_e32, %kfp_p;\n" + as_thread));
-    KFUSE_RETURN_IF_ERROR(producerCopy(loads.size(), "$kfuse_prologue_next", ""));
+    KFUSE_RETURN_IF_ERROR(producerCopy(copies - 1, "$kfuse_prologue_next", ""));
     KFUSE_RETURN_IF_ERROR(glue("$kfuse_prologue_next:\nadd.u32 %kfp_p, %kfp_p, " + u(fused_threads) +
                                ";\nbra.uni $kfuse_prologue_loop;\n$kfuse_prologue_loop_end:\n"));
   }
 
   // The consumer's body, each load of the intermediate computing its element instead.
   Status status;
-  size_t site = 0;
+  size_t site = 0, copy_index = 0;
   walkBody(consumer, [&](size_t i, const Statement& st, bool hoisted) {
     if (hoisted || detail::BodyRenamer::dropped(st) || !status.ok()) return;
     Statement copy = st;
     renamers[0].rename(copy);
-    if (std::find(loads.begin(), loads.end(), i) == loads.end()) {
+    const auto it = std::find_if(loads.begin(), loads.end(), [&](const Load& l) { return l.stmt == i; });
+    if (it == loads.end()) {
       fused.body.push_back(std::move(copy));
       return;
     }
@@ -243,10 +246,18 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
       code += "add.s64 %kfp_rel, %kfp_rel, " + std::to_string(off) + ";\n";
     }
     code += "shr.u64 %kfp_e, %kfp_rel, " + std::to_string(std::countr_zero(s)) + ";\n";
-    code += "setp.ge.u64 %kfp_skip, %kfp_e, " + std::to_string(producer_threads) + ";\n";  // negative wraps above
-    code += "@%kfp_skip bra " + load + ";\ncvt.u32.u64 %kfp_e32, %kfp_e;\n" + as_thread;
+    // Every element the load takes among the producer's (a negative element wraps above too).
+    code += "setp.gt.u64 %kfp_skip, %kfp_e, " + std::to_string(producer_threads - std::min<uint64_t>(it->lanes, producer_threads)) + ";\n";
+    code += "@%kfp_skip bra " + load + ";\n";
     status = glue(code);
-    if (status.ok()) status = producerCopy(site, end, in.operands[0].name);
+    for (uint32_t lane = 0; lane < it->lanes && status.ok(); ++lane) {
+      const std::string lane_end = "$kfuse_prologue_site" + n + "_lane" + std::to_string(lane);
+      status = glue("add.s64 %kfp_rel, %kfp_e, " + std::to_string(lane) + ";\ncvt.u32.u64 %kfp_e32, %kfp_rel;\n" +
+                    as_thread);
+      const Operand& dest = it->lanes == 1 ? in.operands[0] : in.operands[0].elements[lane];
+      if (status.ok()) status = producerCopy(copy_index++, lane_end, dest.name);
+      fused.body.push_back(detail::labelStatement(lane_end));
+    }
     if (!status.ok()) return;
     fused.body.push_back(detail::instructionStatement(detail::branchTo(end)));
     fused.body.push_back(detail::labelStatement(load));
@@ -259,7 +270,7 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   KFUSE_RETURN_IF_ERROR(status);
 
   result.notes.push_back("prologue: " + std::to_string(loads.size()) + " load(s) of " + consumer.name +
-                         " recompute their element with " + producer.name + "'s body" +
+                         " recompute their elements with " + producer.name + "'s body" +
                          (spec.write_intermediate ? "; its threads still write the intermediate, strided over the "
                                                     "fused launch"
                                                   : "; the intermediate is no longer written (--aggressive)"));

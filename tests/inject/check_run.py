@@ -6,8 +6,9 @@ drop by exactly what the fusions remove. Also: statistics match schemas/run_stat
 a plan that was never validated are left out with a message while the program runs unchanged; KFUSE_DISABLE=1;
 the program's exit code passes through; --validate catches a deliberately wrong fused kernel and the program still
 prints the right result; a program that reaches the driver only through cuGetProcAddress (as cudart does), on
-per-thread default streams from 4 threads, has every pattern fused; a runtime-API program's prologue plan (silu
-recomputed at a tiled GEMM's loads) fuses both of its occurrences while its two near misses run unfused.
+per-thread default streams from 4 threads, has every pattern fused; a runtime-API program's prologue plans (silu
+recomputed at the loads of a tiled GEMM and of one loading float4 vectors) fuse every occurrence while the two near
+misses run unfused.
 
 Usage: check_run.py --kfuse BIN --source SRC --build BUILD
 """
@@ -122,8 +123,9 @@ class Checker:
         return plans
 
     def prologue(self, name):
-        # An ordinary <<<>>> program: silu recomputed at a tiled GEMM's operand loads (a prologue plan), injected. Its
-        # two near misses match the plan's kernels and must run unfused, refused by the plan's guards.
+        # An ordinary <<<>>> program: silu recomputed at the operand loads of a tiled GEMM and of one loading float4
+        # vectors (two prologue plans), injected together. The two near misses match the first plan's kernels and
+        # must run unfused, refused by its guards.
         trace = os.path.join(self.tmp, name.replace("/", "_") + ".prologue.sqlite")
         p = self.kfuse("-q", "record", "-o", trace, "--", self.program(name))
         self.check(p.returncode == 0, f"record {name}", p.stderr)
@@ -134,30 +136,34 @@ class Checker:
             return
         with open(report) as f:
             cands = [c for c in json.load(f)["candidates"] if c["fusion"] == "prologue" and c["legality"] == "proven"]
-        self.check(len(cands) == 1 and cands[0]["occurrences"] == 2, f"{name}: one proven prologue, 2 occurrences",
-                   json.dumps(cands)[:1000])
-        if len(cands) != 1:
-            return
-        plan = os.path.join(self.tmp, name.replace("/", "_") + "-prologue-plan")
-        p = self.kfuse("-q", "rewrite", trace, "--candidate", str(cands[0]["rank"]), "-o", plan)
-        self.check(p.returncode == 0, f"{name}: the prologue plan rewrites and validates", p.stdout + p.stderr)
-        if p.returncode != 0:
+        self.check(len(cands) == 2 and all(c["occurrences"] == 2 for c in cands),
+                   f"{name}: two proven prologues, 2 occurrences each", json.dumps(cands)[:1000])
+        plans = []
+        for c in cands:
+            plan = os.path.join(self.tmp, name.replace("/", "_") + f"-prologue-plan-{c['rank']}")
+            p = self.kfuse("-q", "rewrite", trace, "--candidate", str(c["rank"]), "-o", plan)
+            self.check(p.returncode == 0, f"{name}: prologue plan #{c['rank']} rewrites and validates",
+                       p.stdout + p.stderr)
+            if p.returncode == 0:
+                plans.append(plan)
+        if len(plans) != 2:
             return
         base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
         stats_path = os.path.join(self.tmp, name.replace("/", "_") + ".prologue.stats.json")
         fused_trace = os.path.join(self.tmp, name.replace("/", "_") + ".prologue.fused.sqlite")
-        p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "run", "--plan", plan, "--stats",
-                       stats_path, "--", self.program(name))
+        p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "run", "--plan", plans[0], "--plan",
+                       plans[1], "--stats", stats_path, "--", self.program(name))
         self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
-                   f"{name}: same result and checksum with the prologue plan",
+                   f"{name}: same result and checksum with the prologue plans",
                    f"without: {self.result_lines(base.stdout)} with: {self.result_lines(p.stdout)} {p.stderr}")
         if not os.path.exists(stats_path):
             return
-        st = self.check_stats(stats_path, f"{name} prologue statistics")["plans"][0]
-        self.check(st["occurrences_fused"] == 2 and sum(st["predicate_failures"].values()) == 4,
-                   f"{name}: both occurrences fuse, the 2 near misses run unfused", json.dumps(st))
-        self.check(self.launches_in(trace) - self.launches_in(fused_trace) == 2,
-                   f"{name}: the driver saw 2 launches fewer")
+        st = self.check_stats(stats_path, f"{name} prologue statistics")["plans"]
+        self.check(all(s["occurrences_fused"] == 2 for s in st) and
+                   sum(sum(s["predicate_failures"].values()) for s in st) == 4,
+                   f"{name}: every occurrence of both plans fuses, the 2 near misses run unfused", json.dumps(st))
+        self.check(self.launches_in(trace) - self.launches_in(fused_trace) == 4,
+                   f"{name}: the driver saw 4 launches fewer")
 
     def cudart_like(self, good):
         # Launches through cuGetProcAddress (flags 2: _ptsz functions, per-thread default streams), 4 threads.

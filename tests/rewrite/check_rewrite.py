@@ -311,27 +311,32 @@ class Checker:
         p = self.run("analyze", trace, "--all", "--json", out, "--no-store")
         self.check(p.returncode == 0, "analyze --all activation_matmul", p.stderr)
         with open(out) as f:
-            cands = [c for c in json.load(f)["candidates"]
-                     if tuple(k["name"] for k in c["kernels"]) == ("silu", "matmul_tiled")]
-        proven = [c for c in cands if c["legality"] == "proven"]
-        self.check(len(proven) == 1 and proven[0]["fusion"] == "prologue" and proven[0]["occurrences"] == 2,
-                   "silu -> matmul_tiled is proven as a prologue fusion on its 2 occurrences", json.dumps(cands)[:1500])
+            cands = [c for c in json.load(f)["candidates"] if c["kernels"][0]["name"] == "silu"]
+        proven = {c["kernels"][1]["name"]: c for c in cands if c["legality"] == "proven"}
+        # A tiled GEMM, and one loading its tiles as float4 vectors (each lane recomputed).
+        for gemm in ("matmul_tiled", "matmul_tiled_vec4"):
+            c = proven.get(gemm)
+            self.check(c is not None and c["fusion"] == "prologue" and c["occurrences"] == 2,
+                       f"silu -> {gemm} is proven as a prologue fusion on its 2 occurrences", json.dumps(cands)[:1500])
         # The near misses: the activation leaves the last 32 elements unwritten; the GEMM overwrites its input.
         for phrase, what in [("which silu never writes", "a ragged activation"),
                              ("which silu reads", "a GEMM writing over the activation's input")]:
             self.check(any(c["legality"] == "blocked" and c["fusion"] == "prologue" and
                            any(phrase in r for r in c["reasons"]) for c in cands),
                        f"prologue: {what} is refused with its reason", json.dumps(cands)[:1500])
-        if len(proven) != 1:
-            return
         program = os.path.join(self.args.build, "examples", "driver_api", "activation_matmul")
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(self.args.build, "standin"))
         base = subprocess.run([program], capture_output=True, text=True, env=env, timeout=300)
         checksum = [l for l in base.stdout.splitlines() if "checksum" in l]
-        for aggressive in (False, True):
-            what = "prologue" + (" --aggressive" if aggressive else "")
-            plan = os.path.join(self.tmp, "prologue-plan" + ("-aggressive" if aggressive else ""))
-            p = self.run("rewrite", trace, "--candidate", str(proven[0]["rank"]), "--arch", ARCHS, "-o", plan,
+        # (gemm, --aggressive, copies of silu's body: one per lane of each replaced load, plus its own threads'
+        # unless dropped; predicate failures at run time: the tiled GEMM's pattern also matches the 2 near misses).
+        runs = [("matmul_tiled", False, 2, 4), ("matmul_tiled", True, 1, 4), ("matmul_tiled_vec4", False, 5, 0)]
+        for gemm, aggressive, copies, refusals in runs:
+            if gemm not in proven:
+                continue
+            what = f"prologue silu -> {gemm}" + (" --aggressive" if aggressive else "")
+            plan = os.path.join(self.tmp, f"prologue-plan-{gemm}" + ("-aggressive" if aggressive else ""))
+            p = self.run("rewrite", trace, "--candidate", str(proven[gemm]["rank"]), "--arch", ARCHS, "-o", plan,
                          *(["--aggressive"] if aggressive else []))
             self.check(p.returncode == 0 and "validation: passed" in p.stdout,
                        f"{what}: the fusion rewrites and validates on the emulator", p.stdout + p.stderr)
@@ -344,12 +349,9 @@ class Checker:
             self.check(dropped == ([{"kernel": 0, "arg": 1}] if aggressive else []),
                        f"{what}: the activation's output is dropped only with --aggressive", json.dumps(dropped))
             with open(os.path.join(plan, "fused.ptx")) as f:
-                ptx = f.read()
-            # silu's body (its ex2) once per replaced load of the GEMM's input, and once more for its own threads
-            # unless dropped; no load of the activation's output remains outside the never-taken fallbacks.
-            copies = ptx.count("ex2.approx")
-            self.check(copies >= (1 if aggressive else 2), f"{what}: silu's body is copied into the GEMM ({copies}x)")
-            stats = os.path.join(self.tmp, what.replace(" ", "") + ".stats.json")
+                n = f.read().count("ex2.approx")  # silu's exponential
+            self.check(n == copies, f"{what}: silu's body is copied {copies} times into the GEMM", f"{n} copies")
+            stats = os.path.join(self.tmp, os.path.basename(plan) + ".stats.json")
             p = self.run("run", "--plan", plan, "--stats", stats, "--", program, env=env)
             got = [l for l in p.stdout.splitlines() if "checksum" in l]
             self.check(p.returncode == 0 and checksum and got == checksum,
@@ -358,8 +360,8 @@ class Checker:
                 with open(stats) as f:
                     st = json.load(f)["plans"][0]
                 # The near misses match the pattern's kernels; their arguments fail the guards and run unfused.
-                self.check(st["occurrences_fused"] == 2 and sum(st["predicate_failures"].values()) == 4,
-                           f"{what}: both occurrences fuse at run time, the 2 near misses do not", json.dumps(st))
+                self.check(st["occurrences_fused"] == 2 and sum(st["predicate_failures"].values()) == refusals,
+                           f"{what}: both occurrences fuse at run time, the near misses do not", json.dumps(st))
 
     def arena_matches(self, separate, arena):
         def summary(trace):

@@ -115,6 +115,7 @@ struct KernelFacts {
     int via_param = -1;
     uint32_t bytes = 0;   // access width (0 unknown)
     bool atomic = false;  // atom / red
+    uint32_t vector = 1;  // elements of a vector access (.v2: 2, .v4: 4), each bytes / vector wide
   };
   std::vector<BlockAccess> block_accesses;  // in block_ranges' order
   // Why threads of a block may leave the kernel while others still meet a barrier (ptx::

@@ -142,8 +142,9 @@ struct PrologueFusion {
 // body run as thread e = (load address - element 0's address) / element_bytes, its store to the intermediate
 // becoming a move into the load's register (a load outside the producer's threads, which the proof rules out, stays
 // a load). Refuses producers with barriers, `exit`, calls, special registers other than the thread and block
-// indices and sizes, more than one store or a store in a loop, consumer loads of another width than the element's
-// or through an address the PTX analysis cannot follow, and launches of 2^32 threads or more.
+// indices and sizes, more than one store or a store in a loop, consumer loads of anything but one element or a
+// vector of 2 or 4 (each lane computed by its own copy), or through an address that derives from another pointer
+// too, and launches of 2^32 threads or more.
 Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& spec);
 
 // ---- horizontal ----
