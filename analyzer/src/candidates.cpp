@@ -642,7 +642,7 @@ class Analysis {
     }
     Verdict proven;
     proven.prologue = true;
-    proven.epilogue = EpilogueMap{r.producer_param, 1, r.consumer_param, r.consumer_offset, r.element_bytes};
+    proven.epilogue = EpilogueMap{r.producer_param, 1, r.consumer_param, r.consumer_offset, r.element_bytes, r.producer_lanes};
     proven.reasons.push_back(r.why);
     for (std::string& why : v.reasons) proven.reasons.push_back("thread-local fusion does not apply: " + why);
     v = std::move(proven);
@@ -671,7 +671,7 @@ class Analysis {
       if (pr.legality == Legality::kProven) {
         v.reasons.push_back(pr.why);
         v.reasons.push_back("epilogue fusion does not apply: " + r.why);
-        v.epilogue = EpilogueMap{pr.producer_param, 1, pr.consumer_param, pr.consumer_offset, pr.element_bytes};
+        v.epilogue = EpilogueMap{pr.producer_param, 1, pr.consumer_param, pr.consumer_offset, pr.element_bytes, pr.producer_lanes};
         v.prologue = true;
         return;
       }

@@ -351,6 +351,28 @@ TEST(PrologueFusion, ProvesARowLoopAfterAnElementWiseProducerOfTheSameShape) {
   }));
 }
 
+TEST(PrologueFusion, ProvesAProducerStoringVectors) {
+  // act_vec4's thread p writes elements 4p to 4p + 3; with one vector fewer, the last four elements stay unwritten.
+  for (int n4 : {kM * kK / 4, kM * kK / 4 - 1}) {
+    Prologue p(false);
+    p.b.launch("act_vec4", {uint32_t(kM * kK / 4 + 63) / 64, 1, 1}, {64, 1, 1}, {p.t[0], p.t[1], n4});
+    p.rowsum(p.t[1], p.t[2]);
+    const Report r = p.b.analyze();
+    const Candidate* c = find(r, {"act_vec4", "rowsum2d"});
+    ASSERT_NE(c, nullptr) << describe(r);
+    EXPECT_EQ(c->fusion, FusionKind::kPrologue) << describe(r);
+    if (n4 == kM * kK / 4) {
+      EXPECT_EQ(c->legality, Legality::kProven) << describe(r);
+      ASSERT_TRUE(c->epilogue.has_value());
+      EXPECT_EQ(c->epilogue->element_bytes, 4u);
+      EXPECT_EQ(c->epilogue->producer_lanes, 4u);
+    } else {
+      EXPECT_EQ(c->legality, Legality::kBlocked) << describe(r);
+      EXPECT_NE(c->verdict.find("may read element " + std::to_string(kM * kK - 4)), std::string::npos) << c->verdict;
+    }
+  }
+}
+
 TEST(PrologueFusion, RefusesTheNearMisses) {
   struct Case {
     const char* name;

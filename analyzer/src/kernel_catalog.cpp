@@ -177,6 +177,11 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
       }
     }
   };
+  auto vectorOf = [&](const ptx::MemoryAccess& ma) -> uint32_t {
+    if (ma.stmt >= f.body.size()) return 1;
+    const ptx::Instruction& in = f.body[ma.stmt].inst;
+    return in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
+  };
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
     // An access whose base parameter is unknown may touch any buffer: counted, so that no proof relies on the
     // kernel's parameters alone (it also shows as a shortfall against ParamFacts::ptx_reads/writes).
@@ -197,6 +202,7 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
     a.guard_conditions = ma.guard;
     a.guard_exact = ma.guard_exact;
     a.in_loop = ma.in_loop;
+    a.vector = vectorOf(ma);
     if (ma.offset) noteParams(*ma.offset);
     for (const ptx::GuardCondition& g : ma.guard) {
       if (!g.structured) continue;
@@ -213,11 +219,7 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   bool loops = false;
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
     KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1, ma.bytes,
-                                ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed, 1};
-    if (ma.stmt < f.body.size()) {
-      const ptx::Instruction& in = f.body[ma.stmt].inst;
-      ba.vector = in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
-    }
+                                ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed, vectorOf(ma)};
     std::set<int> via(ma.pointer_params.begin(), ma.pointer_params.end());
     if (ma.base_param >= 0) via.insert(ma.base_param);
     if (via.size() == 1) ba.via_param = *via.begin();

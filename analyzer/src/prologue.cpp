@@ -103,19 +103,25 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
                                                      ")" + not_elementwise);
   if (!st.access) return refuse(st.legality, st.why);
   const ParamMemoryAccess* store = st.access;
-  const uint32_t s = store->bytes;
-  if (s != 2 && s != 4 && s != 8) {
-    return refuse(Legality::kLikely, pk.name + " stores " + std::to_string(s) + "-byte elements to " + xs +
-                                         ": only 2-, 4- and 8-byte elements are handed to the consumer's loads");
+  // A vector store writes `lanes` consecutive elements: thread p the elements p * lanes ... p * lanes + lanes - 1.
+  const uint32_t lanes = store->vector;
+  const uint32_t s = lanes ? store->bytes / lanes : 0;
+  if ((s != 2 && s != 4 && s != 8) || (lanes != 1 && lanes != 2 && lanes != 4)) {
+    return refuse(Legality::kLikely, pk.name + " stores " + std::to_string(store->bytes) + " bytes at a time to " + xs +
+                                         ": only 2-, 4- and 8-byte elements, alone or as vectors of 2 or 4, are "
+                                         "handed to the consumer's loads");
   }
+  const uint32_t chunk = s * lanes;  // bytes per producer thread
   const locality::LinearForm* pform = &st.form;
   locality::LinearForm own;
-  own.coef[locality::kTidX] = s;
-  own.coef[locality::kCtaidX] = int64_t{s} * producer.shape.block.x;
+  own.coef[locality::kTidX] = chunk;
+  own.coef[locality::kCtaidX] = int64_t{chunk} * producer.shape.block.x;
   if (!pform->sameLinearPart(own)) {
     return refuse(Legality::kBlocked, pk.name + " stores to " + xs + " at byte offset " + pform->toString() + " (" +
-                                          line(*store) + "), not at its own element (" + own.toString() +
-                                          "): thread p must write element p" + not_elementwise);
+                                          line(*store) + "), not at its own element" + (lanes > 1 ? "s" : "") + " (" +
+                                          own.toString() + "): thread p must write element" +
+                                          (lanes > 1 ? "s p * " + std::to_string(lanes) + " onwards" : " p") +
+                                          not_elementwise);
   }
   const locality::Domain& pdomain = st.domain;
   const int64_t ref = static_cast<int64_t>(pu->offset) + pform->constant;  // element 0, from the allocation's start
@@ -162,23 +168,26 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
     return refuse(Legality::kLikely, pk.name + " runs " + std::to_string(np) + " threads, more than the " +
                                          std::to_string(kMaxThreads) + " the element map is checked for");
   }
+  const uint64_t elements = np * lanes;
   const int64_t lo = static_cast<int64_t>(cu->lo) - ref, hi = static_cast<int64_t>(cu->hi) - ref;
-  if (lo < 0 || hi > static_cast<int64_t>(np * s)) {
+  if (lo < 0 || hi > static_cast<int64_t>(elements * s)) {
     return refuse(Legality::kBlocked, ck.name + " may read " + xs + " at bytes [" + std::to_string(cu->lo) + ", " +
-                                          std::to_string(cu->hi) + "), beyond the " + std::to_string(np) +
+                                          std::to_string(cu->hi) + "), beyond the " + std::to_string(elements) +
                                           " elements " + pk.name + "'s threads can write");
   }
   uint64_t count = 0;
   const uint32_t ntid = producer.shape.block.x;
-  for (uint64_t e = 0; e < np; ++e) {
-    const locality::Thread t{static_cast<int64_t>(e % ntid), 0, 0, static_cast<int64_t>(e / ntid), 0, 0};
+  for (uint64_t p = 0; p < np; ++p) {
+    const locality::Thread t{static_cast<int64_t>(p % ntid), 0, 0, static_cast<int64_t>(p / ntid), 0, 0};
     const bool written = locality::contains(pdomain, t);
-    count += written ? 1 : 0;
-    const int64_t at = static_cast<int64_t>(e) * s;
-    if (!written && at + static_cast<int64_t>(s) > lo && at < hi) {
-      return refuse(Legality::kBlocked, ck.name + " may read element " + std::to_string(e) + " of " + xs + " (its loads " +
-                                            "span bytes [" + std::to_string(cu->lo) + ", " + std::to_string(cu->hi) +
-                                            ")), which " + pk.name + " never writes (" + store->guard + ")");
+    count += written ? lanes : 0;
+    const int64_t at = static_cast<int64_t>(p) * chunk;
+    if (!written && at + static_cast<int64_t>(chunk) > lo && at < hi) {
+      const int64_t first = std::max<int64_t>(at, lo / s * s) / s;
+      return refuse(Legality::kBlocked, ck.name + " may read element " + std::to_string(first) + " of " + xs +
+                                            " (its loads span bytes [" + std::to_string(cu->lo) + ", " +
+                                            std::to_string(cu->hi) + ")), which " + pk.name + " never writes (" +
+                                            store->guard + ")");
     }
   }
 
@@ -188,8 +197,12 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
   r.consumer_param = cu->param_index;
   r.consumer_offset = ref - static_cast<int64_t>(cu->offset);
   r.element_bytes = s;
+  r.producer_lanes = lanes;
   r.elements = count;
-  r.why = "prologue: " + pk.name + " writes element p of " + xs + " (" + std::to_string(s) + " bytes) in thread p, " +
+  r.why = "prologue: " + pk.name + " writes " +
+          (lanes == 1 ? "element p" : "elements " + std::to_string(lanes) + "p to " + std::to_string(lanes) + "p + " +
+                                          std::to_string(lanes - 1)) +
+          " of " + xs + " (" + std::to_string(s) + " bytes each) in thread p, " +
           "in one store outside any loop, reading nothing the consumer writes; every byte " + ck.name +
           " may load from it (bytes [" + std::to_string(cu->lo) + ", " + std::to_string(cu->hi) + ")) lies in one of "
           "the " + std::to_string(count) + " elements it writes: each load recomputes its element";

@@ -75,8 +75,8 @@ std::string verdictText(const Candidate& c) {
         return "proven block-level: no consumer block touches what another producer block touches, on every "
                "occurrence checked";
       case FusionKind::kPrologue:
-        return "proven prologue: the producer writes element e in thread e and every element the consumer may load "
-               "is one it writes, on every occurrence checked";
+        return "proven prologue: each producer thread writes only its own elements, and every element the consumer "
+               "may load is one the producer writes, on every occurrence checked";
       case FusionKind::kHorizontal:
         break;
     }

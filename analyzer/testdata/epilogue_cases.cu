@@ -92,3 +92,11 @@ extern "C" __global__ void act_strided(const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[2 * i] = x[i] > 0.f ? x[i] : 0.f;
 }
+// A producer storing four elements per thread as a float4 (n4 vectors).
+extern "C" __global__ void act_vec4(const float4* x, float4* y, int n4) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) {
+    float4 v = x[i];
+    y[i] = make_float4(v.x > 0.f ? v.x : 0.f, v.y > 0.f ? v.y : 0.f, v.z > 0.f ? v.z : 0.f, v.w > 0.f ? v.w : 0.f);
+  }
+}

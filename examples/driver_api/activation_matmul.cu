@@ -11,6 +11,16 @@ extern "C" __global__ void silu(const float* x, float* y, int n) {
   }
 }
 
+// The same activation four elements at a time (n4 float4 vectors), as vectorised element-wise kernels store them.
+extern "C" __global__ void silu_vec4(const float4* x, float4* y, int n4) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) {
+    const float4 v = x[i];
+    y[i] = make_float4(v.x / (1.0f + __expf(-v.x)), v.y / (1.0f + __expf(-v.y)), v.z / (1.0f + __expf(-v.z)),
+                       v.w / (1.0f + __expf(-v.w)));
+  }
+}
+
 // c[m][n] = sum_k a[m][k] * w[k][n], 16x16 tiles staged through shared memory (the usual tiled GEMM).
 constexpr int kTile = 16;
 extern "C" __global__ void matmul_tiled(const float* a, const float* w, float* c, int m, int n, int k) {

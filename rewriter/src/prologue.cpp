@@ -39,17 +39,20 @@ bool through(const ptx::MemoryAccess& a, int param) {
 }  // namespace
 
 Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& spec) {
-  const uint32_t s = spec.element_bytes;
+  const uint32_t s = spec.element_bytes, k = spec.producer_lanes;
   if (s != 2 && s != 4 && s != 8) return unsupported("a prologue's elements must be 2, 4 or 8 bytes");
+  if (k != 1 && k != 2 && k != 4) return unsupported("a prologue's producer stores 1, 2 or 4 elements per thread");
   const LaunchShape& ps = spec.producer_shape;
   const LaunchShape& cs = spec.consumer_shape;
   if (ps.block[1] != 1 || ps.block[2] != 1 || ps.grid[1] != 1 || ps.grid[2] != 1) {
     return unsupported("the producer of a prologue fusion must run on a 1-D launch");
   }
   const uint64_t producer_threads = ps.blocks() * ps.threads(), fused_threads = cs.blocks() * cs.threads();
-  if (producer_threads == 0 || fused_threads == 0 || producer_threads + fused_threads >= (uint64_t{1} << 32)) {
-    return unsupported("a prologue fusion handles launches of fewer than 2^32 threads");
+  if (producer_threads == 0 || fused_threads == 0 || producer_threads + fused_threads >= (uint64_t{1} << 32) ||
+      producer_threads * k >= (uint64_t{1} << 32)) {
+    return unsupported("a prologue fusion handles launches of fewer than 2^32 threads and elements");
   }
+  const uint64_t elements = producer_threads * k;  // the elements the producer's threads may write
   KFUSE_ASSIGN_OR_RETURN(const std::vector<const Function*> parts,
                          detail::kernelsNamed(module, {spec.producer, spec.consumer}));
   const Function& producer = *parts[0];
@@ -80,17 +83,21 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
                          std::to_string(a.line) + ")");
     }
     if (a.in_loop) return unsupported("'" + producer.name + "' stores the intermediate inside a loop");
-    if (a.is_read || a.bytes != s) {
-      return unsupported("'" + producer.name + "' does not store the intermediate as " + std::to_string(s) +
-                         "-byte elements (line " + std::to_string(a.line) + ")");
+    if (a.is_read || a.bytes != s * k) {
+      return unsupported("'" + producer.name + "' does not store the intermediate as " +
+                         (k == 1 ? "one " : std::to_string(k) + " ") + std::to_string(s) + "-byte element" +
+                         (k == 1 ? "" : "s") + " (line " + std::to_string(a.line) + ")");
     }
     if (store_stmt != SIZE_MAX) return unsupported("'" + producer.name + "' stores the intermediate more than once");
     store_stmt = a.stmt;
   }
   if (store_stmt == SIZE_MAX) return unsupported("'" + producer.name + "' has no store through its parameter");
   const ptx::Instruction& store = producer.body[store_stmt].inst;
-  if (store.operands.size() != 2 || store.operands[1].kind == OperandKind::kVector) {
-    return unsupported("'" + producer.name + "' stores the intermediate as a vector");
+  const bool vector_store = store.operands.size() == 2 && store.operands[1].kind == OperandKind::kVector;
+  if (store.operands.size() != 2 || vector_store != (k > 1) ||
+      (vector_store && store.operands[1].elements.size() != k)) {
+    return unsupported("'" + producer.name + "' stores the intermediate in a form the pass does not rewrite (" +
+                       std::to_string(k) + " element" + (k == 1 ? "" : "s") + " per thread expected)");
   }
 
   // The consumer's loads through its pointer into the intermediate: each becomes the producer's body.
@@ -115,7 +122,7 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     }
     const ptx::Instruction& in = consumer.body[a.stmt].inst;
     const uint32_t lanes = in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
-    if (a.bytes != s * lanes || lanes > 4 || lanes > producer_threads) {
+    if (a.bytes != s * lanes || lanes > 4 || lanes > elements) {
       return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) + " bytes of the intermediate at "
                          "a time, not one " + std::to_string(s) + "-byte element or a vector of 2 or 4" + at);
     }
@@ -162,8 +169,9 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> decls,
                          detail::parseGlue(cparam, ".reg .b64 %kfp_ptr, %kfp_rel, %kfp_e;\n"
                                                    ".reg .b32 %kfp_p, %kfp_a, %kfp_b, %kfp_c, %kfp_e32, %kfp_tid, "
-                                                   "%kfp_ctaid, %kfp_ntid, %kfp_nctaid, %kfp_zero, %kfp_one;\n"
-                                                   ".reg .pred %kfp_skip;\n"));
+                                                   "%kfp_ctaid, %kfp_ntid, %kfp_nctaid, %kfp_zero, %kfp_one, "
+                                                   "%kfp_lane;\n"
+                                                   ".reg .pred %kfp_skip, %kfp_pick;\n"));
   fused.body.insert(fused.body.end(), decls.begin(), decls.end());
 
   const auto sregs = detail::elementSpecialRegisters("%kfp_");
@@ -194,11 +202,23 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
         });
       }
       if (i == store_stmt && !into.empty()) {
-        const std::string guard = copy.inst.guard.empty()
-                                      ? std::string()
-                                      : "@" + std::string(copy.inst.guard_negated ? "!" : "") + copy.inst.guard + " ";
-        status = glue(guard + "mov.b" + std::to_string(8 * s) + " " + into + ", " +
-                      ptx::printOperand(copy.inst.operands[1]) + ";\n");
+        // The stored value, or lane %kfp_lane of the stored vector, into the load's register.
+        const std::string mov = "mov.b" + std::to_string(8 * s) + " " + into + ", ";
+        const Operand& value = copy.inst.operands[1];
+        std::string code;
+        if (!copy.inst.guard.empty()) {
+          code += "@" + std::string(copy.inst.guard_negated ? "" : "!") + copy.inst.guard + " bra " + end + ";\n";
+        }
+        if (k == 1) {
+          code += mov + ptx::printOperand(value) + ";\n";
+        } else {
+          code += mov + ptx::printOperand(value.elements[0]) + ";\n";
+          for (uint32_t lane = 1; lane < k; ++lane) {
+            code += "setp.eq.u32 %kfp_pick, %kfp_lane, " + std::to_string(lane) + ";\n@%kfp_pick " + mov +
+                    ptx::printOperand(value.elements[lane]) + ";\n";
+          }
+        }
+        status = glue(code);
         return;
       }
       fused.body.push_back(std::move(copy));
@@ -247,12 +267,16 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     }
     code += "shr.u64 %kfp_e, %kfp_rel, " + std::to_string(std::countr_zero(s)) + ";\n";
     // Every element the load takes among the producer's (a negative element wraps above too).
-    code += "setp.gt.u64 %kfp_skip, %kfp_e, " + std::to_string(producer_threads - std::min<uint64_t>(it->lanes, producer_threads)) + ";\n";
+    code += "setp.gt.u64 %kfp_skip, %kfp_e, " + std::to_string(elements - it->lanes) + ";\n";
     code += "@%kfp_skip bra " + load + ";\n";
     status = glue(code);
     for (uint32_t lane = 0; lane < it->lanes && status.ok(); ++lane) {
       const std::string lane_end = "$kfuse_prologue_site" + n + "_lane" + std::to_string(lane);
+      // Element e + lane is lane (e + lane) % k of producer thread (e + lane) / k.
       status = glue("add.s64 %kfp_rel, %kfp_e, " + std::to_string(lane) + ";\ncvt.u32.u64 %kfp_e32, %kfp_rel;\n" +
+                    (k == 1 ? std::string()
+                            : "rem.u32 %kfp_lane, %kfp_e32, " + std::to_string(k) + ";\ndiv.u32 %kfp_e32, %kfp_e32, " +
+                                  std::to_string(k) + ";\n") +
                     as_thread);
       const Operand& dest = it->lanes == 1 ? in.operands[0] : in.operands[0].elements[lane];
       if (status.ok()) status = producerCopy(copy_index++, lane_end, dest.name);

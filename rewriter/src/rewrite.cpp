@@ -307,9 +307,10 @@ class Rewriter {
       KFUSE_ASSIGN_OR_RETURN(ArgumentSet set, argumentSet(occ));
       sets_.push_back(std::move(set));
     }
-    // An epilogue's or prologue's element map was proven for the recorded sizes only (the plan's predicates pin them), so
-    // ragged sizes would test launches the injector never makes.
-    if (!sets_.empty() && c_.fusion != analyzer::FusionKind::kEpilogue && c_.fusion != analyzer::FusionKind::kPrologue) {
+    // An epilogue's or prologue's element map was proven for the recorded sizes only (the plan's predicates pin
+    // them), so ragged sizes would test launches the injector never makes.
+    const bool remapped = c_.fusion == analyzer::FusionKind::kEpilogue || c_.fusion == analyzer::FusionKind::kPrologue;
+    if (!sets_.empty() && !remapped) {
       if (auto ragged = raggedVariant(sets_.front())) sets_.push_back(std::move(*ragged));
     }
     return {};
@@ -463,7 +464,11 @@ class Rewriter {
     }
     const bool epilogue = c_.fusion == analyzer::FusionKind::kEpilogue;
     const bool prologue = c_.fusion == analyzer::FusionKind::kPrologue;
-    fused_name_ = "kfuse_" + std::string(epilogue ? "epilogue" : prologue ? "prologue" : c_.kind == CandidateKind::kVertical ? "vertical" : "horizontal") + "_" +
+    const char* kind = epilogue ? "epilogue"
+                       : prologue ? "prologue"
+                       : c_.kind == CandidateKind::kVertical ? "vertical"
+                                                             : "horizontal";
+    fused_name_ = "kfuse_" + std::string(kind) + "_" +
                   core::sha256Hex(reinterpret_cast<const uint8_t*>(joined.data()), joined.size()).substr(0, 12);
     if (prologue) {
       if (!c_.epilogue || kernels_.size() != 2) return unsupported("the prologue candidate carries no proven element map");
@@ -476,6 +481,7 @@ class Rewriter {
       spec.consumer_param = c_.epilogue->consumer_param;
       spec.consumer_offset = c_.epilogue->consumer_offset;
       spec.element_bytes = c_.epilogue->element_bytes;
+      spec.producer_lanes = c_.epilogue->producer_lanes;
       spec.producer_shape = shapeOf(launch(0, 0));
       spec.consumer_shape = shapeOf(launch(0, 1));
       const ArgRef intermediate{0, spec.producer_param};

@@ -6,9 +6,9 @@ drop by exactly what the fusions remove. Also: statistics match schemas/run_stat
 a plan that was never validated are left out with a message while the program runs unchanged; KFUSE_DISABLE=1;
 the program's exit code passes through; --validate catches a deliberately wrong fused kernel and the program still
 prints the right result; a program that reaches the driver only through cuGetProcAddress (as cudart does), on
-per-thread default streams from 4 threads, has every pattern fused; a runtime-API program's prologue plans (silu
-recomputed at the loads of a tiled GEMM and of one loading float4 vectors) fuse every occurrence while the two near
-misses run unfused.
+per-thread default streams from 4 threads, has every pattern fused; a runtime-API program's prologue plans (an
+activation recomputed at the loads of a tiled GEMM and of one loading float4 vectors, and an activation storing float4
+vectors recomputed at the tiled GEMM's loads) fuse every occurrence while the two near misses run unfused.
 
 Usage: check_run.py --kfuse BIN --source SRC --build BUILD
 """
@@ -123,9 +123,10 @@ class Checker:
         return plans
 
     def prologue(self, name):
-        # An ordinary <<<>>> program: silu recomputed at the operand loads of a tiled GEMM and of one loading float4
-        # vectors (two prologue plans), injected together. The two near misses match the first plan's kernels and
-        # must run unfused, refused by its guards.
+        # An ordinary <<<>>> program: an activation recomputed at a GEMM's operand loads (three prologue plans: a
+        # tiled GEMM, one loading float4 vectors, and the tiled GEMM after an activation storing float4 vectors),
+        # injected together. The two near misses match the first plan's kernels and must run unfused, refused by its
+        # guards.
         trace = os.path.join(self.tmp, name.replace("/", "_") + ".prologue.sqlite")
         p = self.kfuse("-q", "record", "-o", trace, "--", self.program(name))
         self.check(p.returncode == 0, f"record {name}", p.stderr)
@@ -136,8 +137,8 @@ class Checker:
             return
         with open(report) as f:
             cands = [c for c in json.load(f)["candidates"] if c["fusion"] == "prologue" and c["legality"] == "proven"]
-        self.check(len(cands) == 2 and all(c["occurrences"] == 2 for c in cands),
-                   f"{name}: two proven prologues, 2 occurrences each", json.dumps(cands)[:1000])
+        self.check(len(cands) == 3 and all(c["occurrences"] == 2 for c in cands),
+                   f"{name}: three proven prologues, 2 occurrences each", json.dumps(cands)[:1000])
         plans = []
         for c in cands:
             plan = os.path.join(self.tmp, name.replace("/", "_") + f"-prologue-plan-{c['rank']}")
@@ -146,13 +147,14 @@ class Checker:
                        p.stdout + p.stderr)
             if p.returncode == 0:
                 plans.append(plan)
-        if len(plans) != 2:
+        if len(plans) != 3:
             return
         base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
         stats_path = os.path.join(self.tmp, name.replace("/", "_") + ".prologue.stats.json")
         fused_trace = os.path.join(self.tmp, name.replace("/", "_") + ".prologue.fused.sqlite")
-        p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "run", "--plan", plans[0], "--plan",
-                       plans[1], "--stats", stats_path, "--", self.program(name))
+        plan_args = [a for d in plans for a in ("--plan", d)]
+        p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "run", *plan_args, "--stats",
+                       stats_path, "--", self.program(name))
         self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
                    f"{name}: same result and checksum with the prologue plans",
                    f"without: {self.result_lines(base.stdout)} with: {self.result_lines(p.stdout)} {p.stderr}")
@@ -161,9 +163,9 @@ class Checker:
         st = self.check_stats(stats_path, f"{name} prologue statistics")["plans"]
         self.check(all(s["occurrences_fused"] == 2 for s in st) and
                    sum(sum(s["predicate_failures"].values()) for s in st) == 4,
-                   f"{name}: every occurrence of both plans fuses, the 2 near misses run unfused", json.dumps(st))
-        self.check(self.launches_in(trace) - self.launches_in(fused_trace) == 4,
-                   f"{name}: the driver saw 4 launches fewer")
+                   f"{name}: every occurrence of the three plans fuses, the 2 near misses run unfused", json.dumps(st))
+        self.check(self.launches_in(trace) - self.launches_in(fused_trace) == 6,
+                   f"{name}: the driver saw 6 launches fewer")
 
     def cudart_like(self, good):
         # Launches through cuGetProcAddress (flags 2: _ptsz functions, per-thread default streams), 4 threads.

@@ -53,6 +53,7 @@ struct ParamMemoryAccess {
   std::vector<ptx::GuardCondition> guard_conditions;  // the guard's conjuncts as structure, where understood
   bool guard_exact = false;  // the guard is also sufficient (ptx::MemoryAccess::guard_exact)
   bool in_loop = false;      // the access may run more than once per thread
+  uint32_t vector = 1;       // elements of a vector access (.v2: 2, .v4: 4), each bytes / vector wide
 };
 
 struct ParamFacts {
@@ -219,13 +220,14 @@ const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horiz
 // How a proven epilogue or prologue fusion maps the kernels onto the intermediate's elements: element e is at
 // (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer writes
 // it through its argument `producer_param` (kernel 0). Kernel positions are within the candidate. Prologue: the
-// consumer is kernel 1, and producer thread e writes element e.
+// consumer is kernel 1, and producer thread p writes elements p * producer_lanes ... + producer_lanes - 1.
 struct EpilogueMap {
   int producer_param = -1;
   int consumer = -1;
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
+  uint32_t producer_lanes = 1;  // prologue: elements per producer thread (its store a vector of that many)
   friend bool operator==(const EpilogueMap&, const EpilogueMap&) = default;
 };
 enum class Legality { kProven, kLikely, kBlocked };

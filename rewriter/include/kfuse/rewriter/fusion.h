@@ -116,8 +116,8 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
 
 // ---- prologue (an element-wise producer recomputed at the consumer's loads) ----
 
-// An element-wise 1-D producer whose thread e writes element e of the intermediate, and a consumer of any launch
-// shape that loads it (analyzer::EpilogueMap with consumer 1, proven for the launches the plan replaces). Element e
+// An element-wise 1-D producer whose thread p writes element p of the intermediate (elements kp to kp + k - 1 with a
+// vector store of k = producer_lanes), and a consumer of any launch shape that loads it (analyzer::EpilogueMap with consumer 1, proven for the launches the plan replaces). Element e
 // is at the consumer's argument `consumer_param` + consumer_offset + e * element_bytes; the producer writes it with
 // its one store through parameter `producer_param`.
 struct PrologueFusion {
@@ -128,6 +128,7 @@ struct PrologueFusion {
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
+  uint32_t producer_lanes = 1;     // elements each producer thread stores (a vector store of 2 or 4)
   LaunchShape producer_shape;      // the producer's recorded launch (1-D)
   LaunchShape consumer_shape;      // the consumer's: the fused launch
   // Whether the fused kernel still writes the intermediate (the producer's threads, strided over the fused
@@ -139,8 +140,8 @@ struct PrologueFusion {
 // Adds the fused .entry to `module`, run in the consumer's launch: (when write_intermediate) a loop over the
 // producer's threads p = flat thread index, + the fused launch's thread count, ..., each running the producer's
 // body as its thread p; then the consumer's body, each load through `consumer_param` replaced by the producer's
-// body run as thread e = (load address - element 0's address) / element_bytes, its store to the intermediate
-// becoming a move into the load's register (a load outside the producer's threads, which the proof rules out, stays
+// body run as thread e / k, e = (load address - element 0's address) / element_bytes, its store to the intermediate
+// becoming a move into the load's register (of lane e % k of a vector store) (a load outside the producer's threads, which the proof rules out, stays
 // a load). Refuses producers with barriers, `exit`, calls, special registers other than the thread and block
 // indices and sizes, more than one store or a store in a loop, consumer loads of anything but one element or a
 // vector of 2 or 4 (each lane computed by its own copy), or through an address that derives from another pointer
