@@ -58,7 +58,9 @@ const std::vector<CandidateColumn>& candidateColumns() {
        [](const Candidate& c) { return c.on_critical_path ? 1 : 0; }, "On the trace's critical path"},
       {"Fusion", [](const Candidate& c) { return QString(analyzer::fusionKindName(c.fusion)); }, {},
        "thread-local: each thread runs every kernel; epilogue: element-wise consumers run per element after the "
-       "producer's store; horizontal: side by side in one launch"},
+       "producer's store; prologue: the element-wise producer is recomputed at each of the consumer's loads; "
+       "block-level: each block runs the producer, a barrier, then the consumer; horizontal: side by side in one "
+       "launch"},
   };
   return columns;
 }
