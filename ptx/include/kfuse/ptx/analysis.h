@@ -198,6 +198,21 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
                                                 const DefUse& du);
 
 // ---------------------------------------------------------------------------------------------------------------
+// Parameter influence
+
+// The parameters whose values can change where a memory access falls, whether it runs, how often a loop runs,
+// which branch is taken or which barrier is met: data flow over every operation (min, max, division, shifts,
+// selects, predicates, values kept in local or shared memory), not only affine forms. A proof that binds a launch's
+// argument values is valid for another launch only where these arguments are equal (launch shapes aside).
+// Sound over-approximation: a parameter that flows only into stored data is left out.
+struct ParamInfluence {
+  std::vector<int> params;                 // parameter indices, ascending
+  bool dynamic_shared_size = false;        // %dynamic_smem_size reaches an address, guard or branch
+  bool reads_dynamic_shared_size = false;  // the function reads %dynamic_smem_size at all
+};
+ParamInfluence analyzeParamInfluence(const Function& f);
+
+// ---------------------------------------------------------------------------------------------------------------
 // Usage summary
 
 struct UsageSummary {

@@ -1,0 +1,202 @@
+// Which parameters can influence where a kernel's memory accesses fall and which of them run.
+//
+// A flow-insensitive taint analysis over registers: every parameter named by an operand seeds its bit, every
+// instruction passes the union of its operands' bits (guard included) to the registers it writes, and values kept
+// in local, shared or call-parameter memory pass their bits to every load from those spaces. The bits that reach an
+// address, the guard of a memory access or of a control transfer, a branch index, a barrier's operands or a call
+// are the influence set. Registers are PTX virtual registers; a register written in several places carries the
+// union of all of them, which only over-approximates.
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+
+#include "kfuse/ptx/analysis.h"
+
+namespace kfuse::ptx {
+namespace {
+
+using Bits = std::vector<uint64_t>;
+
+bool orInto(Bits& to, const Bits& from) {
+  bool changed = false;
+  for (size_t i = 0; i < to.size(); ++i) {
+    const uint64_t v = to[i] | from[i];
+    changed = changed || v != to[i];
+    to[i] = v;
+  }
+  return changed;
+}
+
+bool hasAddress(const Instruction& in) {
+  return std::any_of(in.operands.begin(), in.operands.end(),
+                     [](const Operand& o) { return o.kind == OperandKind::kAddress; });
+}
+
+// Instructions that transfer control, synchronize or have effects beyond the registers they write: their guard
+// and operands decide what runs (branch targets, trip counts, barrier participation).
+bool controls(const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::kBra:
+    case Opcode::kBrx:
+    case Opcode::kRet:
+    case Opcode::kExit:
+    case Opcode::kTrap:
+    case Opcode::kBar:
+    case Opcode::kBarrier:
+    case Opcode::kCall: return true;
+    default: return false;
+  }
+}
+
+// Memory a value can be kept in and read back from without kfuse's analyses seeing it as unknown data: local and
+// shared arrays and call parameters. Global memory is data to every proof (a value loaded from it is unbounded).
+bool keepsValues(const Instruction& in) {
+  return in.hasBaseSpace(StateSpace::kLocal) || in.hasBaseSpace(StateSpace::kShared) || in.has(StateSpace::kParam);
+}
+
+class Influence {
+ public:
+  explicit Influence(const Function& f) : f_(f) {
+    const size_t bits = f.params.size() + 1;  // the last bit: %dynamic_smem_size
+    words_ = (bits + 63) / 64;
+    dyn_bit_ = f.params.size();
+    mem_.assign(words_, 0);
+    sink_.assign(words_, 0);
+  }
+
+  ParamInfluence run() {
+    // Registers are few and instructions a few thousand: iterate to the fixed point (each pass only adds bits).
+    for (int pass = 0; pass < 64; ++pass) {
+      changed_ = false;
+      for (const Statement& s : f_.body) {
+        if (s.kind == StatementKind::kInstruction) visit(s.inst);
+      }
+      if (!changed_) break;
+      // Not converged in 64 passes (cannot happen with monotone bits over a finite set; kept as a guard): every
+      // parameter influences.
+      if (pass == 63) std::fill(sink_.begin(), sink_.end(), ~uint64_t{0});
+    }
+    ParamInfluence out;
+    for (size_t p = 0; p < f_.params.size(); ++p) {
+      if (test(sink_, p)) out.params.push_back(static_cast<int>(p));
+    }
+    out.dynamic_shared_size = test(sink_, dyn_bit_);
+    out.reads_dynamic_shared_size = reads_dyn_;
+    return out;
+  }
+
+ private:
+  static bool test(const Bits& b, size_t i) { return (b[i / 64] >> (i % 64)) & 1; }
+  void set(Bits& b, size_t i) const { b[i / 64] |= uint64_t{1} << (i % 64); }
+
+  Bits& reg(std::string_view name) {
+    auto it = regs_.find(name);
+    if (it == regs_.end()) it = regs_.emplace(name, Bits(words_, 0)).first;
+    return it->second;
+  }
+
+  // The bits an operand carries: its registers' and the parameters it names (a value, `[param]` or `param+4`).
+  void gather(const Operand& o, Bits& into) {
+    switch (o.kind) {
+      case OperandKind::kRegister:
+        if (o.name == "%dynamic_smem_size") {
+          set(into, dyn_bit_);
+          reads_dyn_ = true;
+        } else {
+          orInto(into, reg(o.name));
+        }
+        if (!o.pair.empty()) orInto(into, reg(o.pair));
+        break;
+      case OperandKind::kSymbol:
+        if (const int p = f_.paramIndex(o.name); p >= 0) set(into, static_cast<size_t>(p));
+        break;
+      case OperandKind::kAddress:
+      case OperandKind::kVector:
+      case OperandKind::kList:
+        for (const Operand& e : o.elements) gather(e, into);
+        break;
+      default: break;
+    }
+  }
+
+  void sink(const Bits& b) { changed_ = orInto(sink_, b) || changed_; }
+
+  void visit(const Instruction& in) {
+    Bits src(words_, 0);
+    if (!in.guard.empty()) orInto(src, reg(in.guard));
+    const bool memory = hasAddress(in);
+    // A guard deciding whether an access or a control transfer happens decides a footprint or a trip count.
+    if ((memory || controls(in)) && !in.guard.empty()) sink(reg(in.guard));
+    defs_.clear();
+    uses_.clear();
+    instructionDefsUsesViews(in, &defs_, &uses_);
+    size_t first = 0;
+    if (!defs_.empty() && !in.operands.empty()) first = 1;  // operand 0 is the destination
+    for (size_t i = first; i < in.operands.size(); ++i) {
+      const Operand& o = in.operands[i];
+      if (o.kind == OperandKind::kAddress) {
+        Bits addr(words_, 0);
+        gather(o, addr);
+        orInto(src, addr);
+        // `ld.param [kernel_param]` reads the parameter's value: a seed, not an address that can move. Any other
+        // address (registers, offsets, a parameter's address taken) decides where the access falls.
+        const bool reads_param = in.has(StateSpace::kParam) && o.elements.size() == 1 &&
+                                 o.elements[0].kind == OperandKind::kSymbol && f_.paramIndex(o.elements[0].name) >= 0;
+        if (!reads_param) {
+          Bits regs(words_, 0);
+          for (const Operand& e : o.elements) {
+            if (e.kind != OperandKind::kSymbol) gather(e, regs);
+          }
+          if (!o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol &&
+              f_.paramIndex(o.elements[0].name) >= 0 && !in.has(StateSpace::kParam)) {
+            gather(o.elements[0], regs);  // a parameter's address used as a pointer elsewhere
+          }
+          sink(regs);
+        }
+        continue;
+      }
+      gather(o, src);
+    }
+    if (controls(in)) {
+      sink(src);
+      // A call sees whatever its arguments hold in parameter memory, and whatever it reaches itself.
+      if (in.opcode == Opcode::kCall) sink(mem_);
+    }
+    // Values stored into local, shared or call-parameter memory come back through loads from those spaces.
+    if (memory && keepsValues(in) &&
+        (in.opcode == Opcode::kSt || in.opcode == Opcode::kAtom || in.opcode == Opcode::kRed)) {
+      changed_ = orInto(mem_, src) || changed_;
+    }
+    if (memory && keepsValues(in) && in.opcode != Opcode::kSt && in.opcode != Opcode::kRed) {
+      const bool kernel_param = in.has(StateSpace::kParam) && !in.operands.empty() && [&] {
+        for (const Operand& o : in.operands) {
+          if (o.kind == OperandKind::kAddress && !o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol &&
+              f_.paramIndex(o.elements[0].name) >= 0) {
+            return true;
+          }
+        }
+        return false;
+      }();
+      if (!kernel_param) orInto(src, mem_);
+    }
+    for (std::string_view d : defs_) {
+      if (d == "_" || d.empty()) continue;
+      changed_ = orInto(reg(d), src) || changed_;
+    }
+  }
+
+  const Function& f_;
+  size_t words_ = 1, dyn_bit_ = 0;
+  std::unordered_map<std::string_view, Bits> regs_;
+  Bits mem_, sink_;
+  bool changed_ = false, reads_dyn_ = false;
+  std::vector<std::string_view> defs_, uses_;
+};
+
+}  // namespace
+
+ParamInfluence analyzeParamInfluence(const Function& f) {
+  return Influence(f).run();
+}
+
+}  // namespace kfuse::ptx
