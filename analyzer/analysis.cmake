@@ -16,6 +16,7 @@ set(KFUSE_ANALYZER_TEST_PTX ${CMAKE_CURRENT_BINARY_DIR}/fusion_cases.ptx)
 set(KFUSE_EPILOGUE_TEST_PTX ${CMAKE_CURRENT_BINARY_DIR}/epilogue_cases.ptx)
 add_custom_target(kfuse_analyzer_test_ptx DEPENDS ${KFUSE_ANALYZER_TEST_PTX} ${KFUSE_EPILOGUE_TEST_PTX})
 kfuse_add_gtest(kfuse_analysis_test SOURCES src/analysis_test.cpp src/cost_model_test.cpp src/thread_locality_test.cpp
+  src/byte_dependences_test.cpp
   src/epilogue_test.cpp
   LIBS kfuse::analyzer kfuse::core kfuse::ptx)
 if(TARGET kfuse_analysis_test)

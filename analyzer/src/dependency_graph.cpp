@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "byte_dependences.h"
 #include "footprint.h"
 #include "kfuse/analyzer/analysis.h"
 
@@ -22,13 +23,6 @@ const char* edgeKindName(EdgeKind k) {
 }
 
 namespace {
-
-bool reads(core::AccessMode m) {
-  return m == core::AccessMode::kRead || m == core::AccessMode::kReadWrite || m == core::AccessMode::kUnknown;
-}
-bool writes(core::AccessMode m) {
-  return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite || m == core::AccessMode::kUnknown;
-}
 
 std::string opName(const GpuOp& op, const core::Trace& trace, const KernelCatalog& catalog) {
   switch (op.kind) {
@@ -219,54 +213,9 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
     if (producer < consumer) addEdge(producer, consumer, EdgeKind::kEventSync, core::kNoId, -1, -1, si);
   }
 
-  // Data edges per allocation, by byte range: the writes not yet covered by a later write, and the reads since.
-  struct Live {
-    size_t op;
-    BufferUse use;
-  };
-  struct AllocState {
-    std::vector<Live> writes, reads;
-  };
-  std::unordered_map<core::Id, AllocState> state;
-  auto covers = [](const BufferUse& a, const BufferUse& b) { return a.lo <= b.lo && b.hi <= a.hi; };
-  for (size_t i = 0; i < g.ops.size(); ++i) {
-    const GpuOp& op = g.ops[i];
-    // Reads first (an in-place kernel reads the old value), then writes.
-    for (const BufferUse& u : op.uses) {
-      if (!reads(u.mode)) continue;
-      for (const Live& w : state[u.allocation_id].writes) {
-        if (w.op != i && w.use.overlaps(u)) {
-          addEdge(w.op, i, EdgeKind::kRaw, u.allocation_id, w.use.param_index, u.param_index);
-        }
-      }
-    }
-    for (const BufferUse& u : op.uses) {
-      if (!writes(u.mode)) continue;
-      AllocState& st = state[u.allocation_id];
-      bool read_between = false;
-      for (const Live& r : st.reads) {
-        if (r.op == i || !r.use.overlaps(u)) continue;
-        addEdge(r.op, i, EdgeKind::kWar, u.allocation_id, r.use.param_index, u.param_index);
-        read_between = true;
-      }
-      if (read_between) continue;
-      for (const Live& w : st.writes) {
-        if (w.op != i && w.use.overlaps(u)) {
-          addEdge(w.op, i, EdgeKind::kWaw, u.allocation_id, w.use.param_index, u.param_index);
-        }
-      }
-    }
-    for (const BufferUse& u : op.uses) {
-      if (!writes(u.mode)) continue;
-      AllocState& st = state[u.allocation_id];
-      std::erase_if(st.writes, [&](const Live& w) { return w.op != i && covers(u, w.use); });
-      std::erase_if(st.reads, [&](const Live& r) { return r.op != i && covers(u, r.use); });
-      st.writes.push_back({i, u});
-    }
-    for (const BufferUse& u : op.uses) {
-      if (reads(u.mode) && !writes(u.mode)) state[u.allocation_id].reads.push_back({i, u});
-    }
-  }
+  // Data edges per allocation, exact by byte range (ByteDependences says how).
+  ByteDependences data;
+  for (size_t i = 0; i < g.ops.size(); ++i) data.add(i, g.ops[i].uses, g.edges);
 
   g.out_edges.assign(g.ops.size(), {});
   g.in_edges.assign(g.ops.size(), {});
