@@ -229,8 +229,19 @@ TEST(Analysis, ChecksEveryDistinctArgumentTupleAndSaysSo) {
   EXPECT_EQ(c.checked.argument_tuples, 2u);
   ASSERT_EQ(c.checked.tuples.size(), 2u);
   // The proof reads each kernel's n (param 2: it bounds the guard) and where each pointer points.
-  const ProofArgument n_of_produce{0, 2, false, 1000};
+  const ProofArgument n_of_produce{0, 2, ProofValue::kScalar, 1000};
   EXPECT_NE(std::find(c.checked.tuples[0].begin(), c.checked.tuples[0].end(), n_of_produce), c.checked.tuples[0].end());
+  // ... and which pointers share an allocation: produce(in, mid, n) and consume(mid, out, n) on buffers 1, 2, 3.
+  auto allocationOf = [&](int kernel, int param) -> int64_t {
+    for (const ProofArgument& a : c.checked.tuples[0]) {
+      if (a.kernel == kernel && a.param == param && a.what == ProofValue::kAllocation) return a.value;
+    }
+    return -1;
+  };
+  EXPECT_EQ(allocationOf(0, 0), 0);
+  EXPECT_EQ(allocationOf(0, 1), 1);
+  EXPECT_EQ(allocationOf(1, 0), 1);  // consume reads the allocation produce writes
+  EXPECT_EQ(allocationOf(1, 1), 2);
   EXPECT_TRUE(anyReasonContains(c, "legality checked on every one of its 4 occurrences (2 sets"));
 }
 

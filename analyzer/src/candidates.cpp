@@ -38,6 +38,14 @@ const char* legalityName(Legality l) {
   }
   return "likely";
 }
+const char* proofValueName(ProofValue v) {
+  switch (v) {
+    case ProofValue::kScalar: return "value";
+    case ProofValue::kPointerOffset: return "pointer_offset";
+    case ProofValue::kAllocation: return "allocation";
+  }
+  return "value";
+}
 const char* confidenceName(Confidence c) {
   switch (c) {
     case Confidence::kHigh: return "high";
@@ -717,22 +725,84 @@ class Analysis {
            " (a transpose or a gather): some thread touches another thread's data";
   }
 
-  // The values a legality verdict for this occurrence depends on, beyond the pattern's identity: the arguments
-  // the kernels' access forms read, where each pointer argument points inside its allocation, and which pointer
-  // arguments resolved at all. Occurrences with equal keys get equal verdicts.
-  void proofArguments(const std::vector<size_t>& occ, std::vector<ProofArgument>& args) const {
+  // The values a legality verdict for this occurrence depends on, beyond the pattern's identity (functions, launch
+  // shapes, which arguments share an allocation): every argument that influences the kernels' accesses
+  // (KernelFacts::influence_params) by its value, and every pointer into an allocation by its offset there and by
+  // which other pointers share that allocation. Occurrences with equal keys get equal verdicts, and a plan pins
+  // them all. `unpinned` says why some influencing argument cannot be pinned (empty when all can).
+  void proofArguments(const std::vector<size_t>& occ, std::vector<ProofArgument>& args, std::string* unpinned) const {
     args.clear();
+    std::vector<core::Id> allocations;  // first-seen order over the tuple's pointers
     for (size_t i = 0; i < occ.size(); ++i) {
       const KernelFacts* k = cat_.find(g_.ops[occ[i]].function_id);
-      const size_t form = k ? k->form_params.size() : 0;
-      for (size_t n = 0; k && n < form + k->loop_params.size(); ++n) {
-        const int p = n < form ? k->form_params[n] : k->loop_params[n - form];
+      const core::Launch& l = launch(occ[i]);
+      auto resolved = [&](int p) -> const core::PointerArg* {
+        for (const core::PointerArg& a : l.pointer_args) {
+          if (a.param_index == p && a.field_offset < 0 && a.allocation_id != core::kNoId) return &a;
+        }
+        return nullptr;
+      };
+      std::vector<const core::PointerArg*> pointers;  // this kernel's, pinned after its scalars
+      auto pin = [&](const core::PointerArg& a) {
+        if (std::find(pointers.begin(), pointers.end(), &a) == pointers.end()) pointers.push_back(&a);
+      };
+      for (size_t n = 0; k && n < k->influence_params.size(); ++n) {
+        const int p = k->influence_params[n];
+        if (const core::PointerArg* a = resolved(p)) {
+          pin(*a);
+          continue;
+        }
         std::optional<int64_t> v;
-        if (static_cast<size_t>(p) < k->params.size()) v = argumentValue(launch(occ[i]), k->params[static_cast<size_t>(p)]);
-        args.push_back(ProofArgument{static_cast<int>(i), p, false, v.value_or(INT64_MIN)});
+        if (static_cast<size_t>(p) < k->params.size()) v = pinnedValue(l, k->params[static_cast<size_t>(p)]);
+        if (!v && unpinned && unpinned->empty()) {
+          const int size = static_cast<size_t>(p) < k->params.size() ? k->params[static_cast<size_t>(p)].size : -1;
+          *unpinned = k->name + " argument " + std::to_string(p) + " (" +
+                      (size > 0 ? std::to_string(size) + " bytes" : std::string("of unknown size")) +
+                      ") decides where its accesses fall, and kfuse pins only arguments of 1, 2, 4 or 8 bytes";
+        }
+        args.push_back(ProofArgument{static_cast<int>(i), p, ProofValue::kScalar, v.value_or(INT64_MIN)});
       }
       for (const BufferUse& u : g_.ops[occ[i]].uses) {
-        args.push_back(ProofArgument{static_cast<int>(i), u.param_index, true, static_cast<int64_t>(u.offset)});
+        if (u.in_struct) continue;  // not a parameter of its own: checkVisibility refuses proofs through it
+        if (const core::PointerArg* a = resolved(u.param_index)) pin(*a);
+      }
+      std::sort(pointers.begin(), pointers.end(),
+                [](const core::PointerArg* a, const core::PointerArg* b) { return a->param_index < b->param_index; });
+      for (const core::PointerArg* a : pointers) {
+        const auto at = std::find(allocations.begin(), allocations.end(), a->allocation_id);
+        const int64_t cls = at - allocations.begin();
+        if (at == allocations.end()) allocations.push_back(a->allocation_id);
+        args.push_back(ProofArgument{static_cast<int>(i), a->param_index, ProofValue::kPointerOffset,
+                                     static_cast<int64_t>(a->offset)});
+        args.push_back(ProofArgument{static_cast<int>(i), a->param_index, ProofValue::kAllocation, cls});
+      }
+    }
+  }
+
+  // The value a plan pins for a scalar argument: its 1, 2, 4 or 8 bytes, sign-extended (the injector reads them
+  // the same way); nullopt for other sizes and bytes the launch does not have.
+  static std::optional<int64_t> pinnedValue(const core::Launch& l, const ParamFacts& p) {
+    if (p.offset < 0 || (p.size != 1 && p.size != 2 && p.size != 4 && p.size != 8) ||
+        static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size()) {
+      return std::nullopt;
+    }
+    const uint8_t* b = l.arg_bytes.data() + p.offset;
+    switch (p.size) {
+      case 1: return static_cast<int8_t>(b[0]);
+      case 2: {
+        int16_t v;
+        std::memcpy(&v, b, 2);
+        return v;
+      }
+      case 4: {
+        int32_t v;
+        std::memcpy(&v, b, 4);
+        return v;
+      }
+      default: {
+        int64_t v;
+        std::memcpy(&v, b, 8);
+        return v;
       }
     }
   }
@@ -742,10 +812,11 @@ class Analysis {
   static std::string argumentsText(const Candidate& c, const std::vector<ProofArgument>& args) {
     std::string s;
     for (const ProofArgument& a : args) {
-      if (a.pointer_offset && a.value == 0) continue;
+      if (a.what == ProofValue::kAllocation || (a.what == ProofValue::kPointerOffset && a.value == 0)) continue;
+      const bool offset = a.what == ProofValue::kPointerOffset;
       if (!s.empty()) s += ", ";
-      s += c.names[static_cast<size_t>(a.kernel)] + (a.pointer_offset ? " arg " : " param") + std::to_string(a.param) +
-           (a.pointer_offset ? " at +" + std::to_string(a.value) + " bytes" : "=" + std::to_string(a.value));
+      s += c.names[static_cast<size_t>(a.kernel)] + (offset ? " arg " : " param") + std::to_string(a.param) +
+           (offset ? " at +" + std::to_string(a.value) + " bytes" : "=" + std::to_string(a.value));
     }
     return s.empty() ? "pointers at their allocations' starts" : s;
   }
@@ -872,11 +943,17 @@ class Analysis {
     std::vector<size_t> unchecked;
     std::vector<ProofArgument> args;
     std::vector<int64_t> key;
+    std::string unpinned;
     for (size_t i = 0; i < c.occurrences.size(); ++i) {
-      proofArguments(c.occurrences[i], args);
+      proofArguments(c.occurrences[i], args, &unpinned);
       key.clear();
       for (const ProofArgument& a : args) {
-        key.insert(key.end(), {a.kernel * 2 + (a.pointer_offset ? 1 : 0), a.param, a.value});
+        key.insert(key.end(), {a.kernel * 4 + static_cast<int64_t>(a.what), a.param, a.value});
+      }
+      // The size of dynamic shared memory, for kernels whose accesses depend on it (the plan pins launch shapes).
+      for (size_t op : c.occurrences[i]) {
+        const KernelFacts* k = cat_.find(g_.ops[op].function_id);
+        if (k && k->reads_dynamic_shared_size) key.insert(key.end(), {-1, -1, launch(op).dynamic_shared_bytes});
       }
       auto it = index.find(key);
       if (it == index.end()) {
@@ -902,6 +979,7 @@ class Analysis {
     bool map_prologue = false;
     for (const Tuple& tuple : tuples) {
       Verdict v = judgeOccurrence(c.kind, c.occurrences[tuple.occurrences.front()]);
+      if (!unpinned.empty()) v.weaken(Legality::kLikely, unpinned);
       if (v.legality == Legality::kProven && v.epilogue) {
         if (!map) {
           map = v.epilogue;

@@ -123,10 +123,19 @@ const std::vector<RelativeRange>& FootprintCache::of(const KernelFacts& k, const
   for (const uint32_t v : {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z}) {
     key_.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
-  for (const std::vector<int>* list : {&k.form_params, &k.loop_params}) for (int fp : *list) {
+  key_.append(reinterpret_cast<const char*>(&l.dynamic_shared_bytes), sizeof l.dynamic_shared_bytes);
+  // Every argument that can move an access: footprints are relative to each pointer, so a pointer into an
+  // allocation counts by that fact alone; a scalar, or a pointer into none (null), by its bytes.
+  for (int fp : k.influence_params) {
     if (fp < 0 || static_cast<size_t>(fp) >= k.params.size()) continue;
+    const bool resolved = std::any_of(l.pointer_args.begin(), l.pointer_args.end(), [&](const core::PointerArg& a) {
+      return a.param_index == fp && a.field_offset < 0 && a.allocation_id != core::kNoId;
+    });
     const ParamFacts& p = k.params[static_cast<size_t>(fp)];
-    if (p.offset >= 0 && p.size > 0 && static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) <= l.arg_bytes.size()) {
+    if (resolved) {
+      key_.push_back('P');
+    } else if (p.offset >= 0 && p.size > 0 &&
+               static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) <= l.arg_bytes.size()) {
       key_.append(reinterpret_cast<const char*>(l.arg_bytes.data() + p.offset), static_cast<size_t>(p.size));
     }
     key_.push_back('|');

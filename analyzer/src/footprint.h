@@ -40,7 +40,8 @@ struct RelativeRange {
 };
 
 // The bytes argument `param` of launch `l` may touch, relative to its pointer. Depends only on the kernel, the
-// launch shape and the values of the kernel's form parameters (KernelFacts::form_params): callers may cache on them.
+// launch shape (dynamic shared memory included) and the arguments that influence its accesses (KernelFacts::
+// influence_params; a pointer into an allocation only by pointing into one): callers may cache on them.
 RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values);
 
 // Footprints of every parameter of a launch, cached by (kernel, launch shape, form-parameter values): a trace of a

@@ -216,7 +216,6 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   if (!ptx::threadsExitAfterTheirLastBarrier(f, fa.cfg(), &k.barrier_exit_problem) && k.barrier_exit_problem.empty()) {
     k.barrier_exit_problem = "its barriers cannot be shown to be met by every thread";
   }
-  bool loops = false;
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
     KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1, ma.bytes,
                                 ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed, vectorOf(ma)};
@@ -224,16 +223,14 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
     if (ma.base_param >= 0) via.insert(ma.base_param);
     if (via.size() == 1) ba.via_param = *via.begin();
     k.block_accesses.push_back(ba);
-    loops = loops || ma.in_loop;
   }
-  if (loops) {
-    for (const ptx::ParamAccess& pa : access) {
-      const bool scalar = pa.mode == ptx::AccessMode::kNotAccessed || pa.mode == ptx::AccessMode::kNotPointer;
-      if (!scalar || pa.index < 0 || static_cast<size_t>(pa.index) >= f.params.size()) continue;
-      const uint64_t size = f.params[static_cast<size_t>(pa.index)].byteSize();
-      if ((size == 4 || size == 8) && !form_params.count(pa.index)) k.loop_params.push_back(pa.index);
-    }
-  }
+  // The affine forms' parameters are in the influence set by construction; the union keeps that so.
+  const ptx::ParamInfluence influence = ptx::analyzeParamInfluence(f);
+  std::set<int> influence_params(influence.params.begin(), influence.params.end());
+  influence_params.insert(form_params.begin(), form_params.end());
+  k.influence_params.assign(influence_params.begin(), influence_params.end());
+  k.dynamic_shared_influence = influence.dynamic_shared_size;
+  k.reads_dynamic_shared_size = influence.reads_dynamic_shared_size;
   // Parameter layout from the declarations where the trace did not record it: each parameter aligned to its
   // .align (else its element size), in declaration order.
   int offset = 0;

@@ -251,7 +251,7 @@ nlohmann::json reportToJson(const Report& r) {
       json args = json::array();
       for (const ProofArgument& a : tuple) {
         args.push_back({{"kernel", a.kernel}, {"param", a.param},
-                        {"kind", a.pointer_offset ? "pointer_offset" : "value"}, {"value", a.value}});
+                        {"kind", proofValueName(a.what)}, {"value", a.value}});
       }
       tuples.push_back(std::move(args));
     }

@@ -87,6 +87,7 @@ json predicateJson(const Predicate& p) {
       for (const Predicate::ProofRef& r : p.proof_args) {
         json a = argRefJson(r.arg);
         a["pointer_offset"] = r.pointer_offset;
+        if (r.allocation) a["allocation"] = true;
         args.push_back(std::move(a));
       }
       j["proof_args"] = std::move(args);
@@ -382,10 +383,12 @@ void readPredicate(Reader& r, const json& j, const std::string& path, Predicate&
     p.kind = Predicate::Kind::kProvenValues;
     r.array(j, path, "proof_args", true, [&](const json& e, const std::string& ep) {
       Predicate::ProofRef pr;
-      if (!r.object(e, ep, {"kernel", "arg", "pointer_offset"})) return;
+      if (!r.object(e, ep, {"kernel", "arg", "pointer_offset", "allocation"})) return;
       r.integer(e, ep, "kernel", pr.arg.kernel, true, 0, 1u << 20);
       r.integer(e, ep, "arg", pr.arg.param, true, 0, 1u << 20);
       r.boolean(e, ep, "pointer_offset", pr.pointer_offset);
+      r.boolean(e, ep, "allocation", pr.allocation);
+      if (pr.pointer_offset && pr.allocation) r.fail(ep, "pointer_offset and allocation exclude each other");
       p.proof_args.push_back(pr);
     });
     if (r.ok() && p.proof_args.empty()) r.fail(join(path, "proof_args"), "expected at least one argument");
@@ -870,7 +873,10 @@ std::string planReadme(const Plan& plan) {
       case Predicate::Kind::kProvenValues: {
         o << "- (";
         for (size_t i = 0; i < p.proof_args.size(); ++i) {
-          o << (i ? ", " : "") << (p.proof_args[i].pointer_offset ? "the byte offset of " : "")
+          o << (i ? ", " : "")
+            << (p.proof_args[i].pointer_offset ? "the byte offset of "
+                : p.proof_args[i].allocation   ? "the allocation of "
+                                               : "")
             << argRefText(plan, p.proof_args[i].arg);
         }
         o << ") is one of the values the legality proof covers:";

@@ -73,7 +73,7 @@ TEST(PlanJson, RefusesOtherVersionsAndSaysWhatToDo) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kUnsupportedVersion);
   EXPECT_EQ(p.status().message(),
-            "plan/plan.json: plan version 1 is not supported by this kfuse (reads version 2); re-run kfuse rewrite");
+            "plan/plan.json: plan version 1 is not supported by this kfuse (reads version 3); re-run kfuse rewrite");
 }
 
 TEST(PlanJson, NamesMissingAndUnknownFields) {

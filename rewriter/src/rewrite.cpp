@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -25,6 +26,21 @@
 
 namespace kfuse::rewriter {
 namespace {
+
+// Whether `f` reads %dynamic_smem_size or %total_smem_size, whose values depend on the launch it runs in.
+bool readsSharedMemorySize(const ptx::Function& f) {
+  std::function<bool(const ptx::Operand&)> names = [&](const ptx::Operand& o) {
+    if (o.kind == ptx::OperandKind::kRegister) return o.name == "%dynamic_smem_size" || o.name == "%total_smem_size";
+    return std::any_of(o.elements.begin(), o.elements.end(), names);
+  };
+  for (const ptx::Statement& s : f.body) {
+    if (s.kind == ptx::StatementKind::kInstruction &&
+        std::any_of(s.inst.operands.begin(), s.inst.operands.end(), names)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 namespace fs = std::filesystem;
 using analyzer::Candidate;
@@ -123,26 +139,6 @@ std::vector<std::string> elementTypes(ptx::FunctionAnalyses& fa) {
     const ptx::DataType t = f.body[a.stmt].inst.type();
     std::string_view name = ptx::typeName(t);
     if (!name.empty()) out[static_cast<size_t>(a.base_param)] = std::string(name.substr(1));
-  }
-  return out;
-}
-
-// Scalar parameters of `f` its access guards compare against ("param3" in `tid.x + ... < param3`).
-std::set<int> guardParams(ptx::FunctionAnalyses& fa) {
-  std::set<int> out;
-  auto note = [&](const ptx::AffineExpr& e) {
-    for (const auto& [atoms, coef] : e.terms) {
-      for (const std::string& a : atoms) {
-        if (a.rfind("param", 0) == 0 && a.size() > 5) out.insert(std::atoi(a.c_str() + 5));
-      }
-    }
-  };
-  for (const ptx::MemoryAccess& a : fa.memoryAccesses()) {
-    for (const ptx::GuardCondition& g : a.guard) {
-      if (!g.structured) continue;
-      note(g.lhs);
-      note(g.rhs);
-    }
   }
   return out;
 }
@@ -307,12 +303,9 @@ class Rewriter {
       KFUSE_ASSIGN_OR_RETURN(ArgumentSet set, argumentSet(occ));
       sets_.push_back(std::move(set));
     }
-    // An epilogue's or prologue's element map was proven for the recorded sizes only (the plan's predicates pin
-    // them), so ragged sizes would test launches the injector never makes.
-    const bool remapped = c_.fusion == analyzer::FusionKind::kEpilogue || c_.fusion == analyzer::FusionKind::kPrologue;
-    if (!sets_.empty() && !remapped) {
-      if (auto ragged = raggedVariant(sets_.front())) sets_.push_back(std::move(*ragged));
-    }
+    // Only recorded argument sets: a proof holds for the values it was checked on, which the plan pins (every
+    // argument that influences an access, sizes included), so other sizes would test launches the injector never
+    // makes.
     return {};
   }
 
@@ -349,42 +342,6 @@ class Rewriter {
           }
         }
         args.push_back(std::move(v));
-      }
-    }
-    return set;
-  }
-
-  // The first set with each size its guards compare against lowered so it is no multiple of the block size.
-  std::optional<ArgumentSet> raggedVariant(const ArgumentSet& base) {
-    std::map<std::vector<uint8_t>, std::vector<uint8_t>> changes;
-    std::string what;
-    std::vector<std::set<int>> guards;
-    for (const PatternKernel& k : kernels_) guards.push_back(guardParams(*k.analyses));
-    for (size_t k = 0; k < kernels_.size(); ++k) {
-      const uint32_t block = base.shapes[k].block[0] * base.shapes[k].block[1] * base.shapes[k].block[2];
-      for (int p : guards[k]) {
-        if (p < 0 || static_cast<size_t>(p) >= base.args[k].size()) continue;
-        const ArgValue& v = base.args[k][static_cast<size_t>(p)];
-        if (v.pointer || (v.bytes.size() != 4 && v.bytes.size() != 8) || changes.count(v.bytes)) continue;
-        int64_t x = 0;
-        std::memcpy(&x, v.bytes.data(), v.bytes.size());
-        if (v.bytes.size() == 4) x = static_cast<int32_t>(x);
-        const int64_t lowered = x - block / 2 - 1;
-        if (x <= static_cast<int64_t>(block) || lowered <= 0 || lowered % block == 0) continue;
-        std::vector<uint8_t> nb(v.bytes.size());
-        std::memcpy(nb.data(), &lowered, nb.size());
-        changes[v.bytes] = nb;
-        what += (what.empty() ? "" : ", ") + std::to_string(x) + " -> " + std::to_string(lowered);
-      }
-    }
-    if (changes.empty()) return std::nullopt;
-    ArgumentSet set = base;
-    set.origin = "ragged sizes (" + what + ") of " + base.origin;
-    for (size_t k = 0; k < kernels_.size(); ++k) {
-      for (int p : guards[k]) {
-        if (p < 0 || static_cast<size_t>(p) >= set.args[k].size()) continue;
-        ArgValue& v = set.args[k][static_cast<size_t>(p)];
-        if (auto it = changes.find(v.bytes); !v.pointer && it != changes.end()) v.bytes = it->second;
       }
     }
     return set;
@@ -531,6 +488,16 @@ class Rewriter {
       for (size_t k = 1; k < kernels_.size(); ++k) {
         result_.shape.dynamic_shared_bytes =
             std::max(result_.shape.dynamic_shared_bytes, shapeOf(launch(0, k)).dynamic_shared_bytes);
+      }
+      // A part that reads the size of its dynamic shared memory would see the fused launch's instead of its own.
+      for (size_t k = 0; k < kernels_.size(); ++k) {
+        const uint32_t own = shapeOf(launch(0, k)).dynamic_shared_bytes;
+        if (own != result_.shape.dynamic_shared_bytes && readsSharedMemorySize(*kernels_[k].original)) {
+          return unsupported("'" + kernels_[k].function->mangled_name + "' reads the size of its dynamic shared memory "
+                             "(%dynamic_smem_size or %total_smem_size): launched with " + std::to_string(own) +
+                             " bytes, it would see the fused launch's " +
+                             std::to_string(result_.shape.dynamic_shared_bytes));
+        }
       }
     } else {
       KFUSE_RETURN_IF_ERROR(fuseHorizontally(entries));
@@ -806,7 +773,8 @@ class Rewriter {
       Predicate p;
       p.kind = Predicate::Kind::kProvenValues;
       for (const analyzer::ProofArgument& a : c_.checked.tuples.front()) {
-        p.proof_args.push_back({{a.kernel, a.param}, a.pointer_offset});
+        p.proof_args.push_back({{a.kernel, a.param}, a.what == analyzer::ProofValue::kPointerOffset,
+                                a.what == analyzer::ProofValue::kAllocation});
       }
       for (const auto& tuple : c_.checked.tuples) {
         std::vector<int64_t>& values = p.tuples.emplace_back();

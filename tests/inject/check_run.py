@@ -186,7 +186,7 @@ class Checker:
         corrupt = os.path.join(self.tmp, "corrupt-plan")
         shutil.copytree(good, corrupt)
         with open(os.path.join(corrupt, "plan.json"), "w") as f:
-            f.write('{"format": "kfuse-plan", "version": 2, "pattern": ')
+            f.write('{"format": "kfuse-plan", "version": 3, "pattern": ')
         unvalidated = os.path.join(self.tmp, "unvalidated-plan")
         shutil.copytree(good, unvalidated)
         with open(os.path.join(unvalidated, "plan.json")) as f:

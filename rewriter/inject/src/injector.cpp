@@ -85,7 +85,15 @@ uint64_t mix(uint64_t x) {
   return x;
 }
 
+// A scalar argument as the analyzer pins it: 1, 2, 4 or 8 bytes, sign-extended; INT64_MIN for other sizes (the
+// analyzer never proves with such an argument pinned).
 int64_t scalarValue(const uint8_t* p, uint32_t size) {
+  if (size == 1) return static_cast<int8_t>(p[0]);
+  if (size == 2) {
+    int16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
   if (size == 4) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -123,6 +131,7 @@ struct StreamSlot {
   unsigned verified_shape[kMaxPatternKernels][7] = {};
   int verified_plan = -1;
   uint64_t verified_version = 0;
+  int verified_row = 0;  // which proven argument tuple it matched
 };
 
 // Counters every launch touches, one cache line per stripe of threads: 8 launching threads do not share a line.
@@ -173,7 +182,8 @@ struct CompiledPredicates {
   struct Proven {
     int index;
     std::vector<uint32_t> at, size;
-    std::vector<int32_t> pointer;  // into `pointers` for a pointer's offset into its allocation, else -1
+    std::vector<int32_t> pointer;  // into `pointers` for a pointer's offset or allocation, else -1
+    std::vector<uint8_t> allocation;  // 1: the value is which allocation the pointer shares (see ProofRef)
     std::vector<int64_t> tuples;   // row-major, at.size() values each
   };
   int same_shape = -1;
@@ -199,6 +209,9 @@ struct PlanState {
   std::atomic<uint64_t> predicate_failures[5] = {};
   std::atomic<uint64_t> validations_passed{0}, validations_failed{0};
   std::atomic<int> validations_started{0};
+  // --validate: the proven argument tuples (rows of the proven_values predicate) seen validated at least once.
+  std::mutex validated_mu;
+  std::vector<int> validated_rows;
   std::mutex mu;  // load, disable
   std::string disabled;
   LoadedFused loaded[8];
@@ -318,11 +331,12 @@ struct Injector::Impl {
           break;
         }
         case Predicate::Kind::kProvenValues: {
-          CompiledPredicates::Proven v{index, {}, {}, {}, {}};
+          CompiledPredicates::Proven v{index, {}, {}, {}, {}, {}};
           for (const auto& a : pr.proof_args) {
             v.at.push_back(at(p, a.arg));
             v.size.push_back(sizeOf(p, a.arg));
-            v.pointer.push_back(a.pointer_offset ? c.pointerIndex(at(p, a.arg)) : -1);
+            v.pointer.push_back(a.pointer_offset || a.allocation ? c.pointerIndex(at(p, a.arg)) : -1);
+            v.allocation.push_back(a.allocation ? 1 : 0);
           }
           for (const auto& t : pr.tuples) v.tuples.insert(v.tuples.end(), t.begin(), t.end());
           c.proven.push_back(std::move(v));
@@ -753,7 +767,7 @@ struct Injector::Impl {
   // Which predicate of plan `pi` fails for the deferred launches, or -1 if all hold. An occurrence identical to
   // the last one that passed (arguments, shapes, no allocation or free since) passes without being re-checked.
   // Allocates nothing. Caller holds s.mu.
-  int failingPredicateMemo(StreamSlot& s, size_t pi) {
+  int failingPredicateMemo(StreamSlot& s, size_t pi, int* row) {
     const size_t bytes = static_cast<size_t>(s.count) * arg_stride;
     const uint64_t version = allocations_version.load(std::memory_order_acquire);
     unsigned shape[kMaxPatternKernels][7];
@@ -765,11 +779,13 @@ struct Injector::Impl {
     const size_t shape_bytes = static_cast<size_t>(s.count) * sizeof shape[0];
     if (s.verified_plan == static_cast<int>(pi) && s.verified_version == version &&
         std::memcmp(s.verified, s.args, bytes) == 0 && std::memcmp(s.verified_shape, shape, shape_bytes) == 0) {
+      *row = s.verified_row;
       return -1;
     }
     bool reusable = false;
-    const int failed = failingPredicate(s, *plans[pi], &reusable);
+    const int failed = failingPredicate(s, *plans[pi], &reusable, row);
     if (failed < 0 && reusable) {
+      s.verified_row = *row;
       std::memcpy(s.verified, s.args, bytes);
       std::memcpy(s.verified_shape, shape, shape_bytes);
       s.verified_plan = static_cast<int>(pi);
@@ -779,8 +795,10 @@ struct Injector::Impl {
   }
 
   // Which predicate of `plan` fails for the deferred launches, or -1 if all hold. `reusable`: the answer depends
-  // only on the arguments, the shapes and the tracked allocations. Allocates nothing.
-  int failingPredicate(StreamSlot& s, const PlanState& st, bool* reusable) {
+  // only on the arguments, the shapes and the tracked allocations. `row`: which proven argument tuple matched (0
+  // without a proven_values predicate). Allocates nothing.
+  int failingPredicate(StreamSlot& s, const PlanState& st, bool* reusable, int* row) {
+    *row = 0;
     const RuntimePlan& p = st.plan;
     const CompiledPredicates& c = st.checks;
     const uint8_t* args = s.args;
@@ -840,18 +858,28 @@ struct Injector::Impl {
     for (const auto& v : c.proven) {
       const size_t n = v.at.size();
       if (n == 0 || n > sizeof values / sizeof values[0]) return v.index;
+      uint64_t bases[sizeof values / sizeof values[0]];  // distinct allocations so far, in proof_args order
+      size_t distinct = 0;
       for (size_t a = 0; a < n; ++a) {
         if (v.pointer[a] >= 0) {
           const size_t i = static_cast<size_t>(v.pointer[a]);
           if (!known[i] || ptr[i] < base[i]) return v.index;
-          values[a] = static_cast<int64_t>(ptr[i] - base[i]);
+          if (v.allocation[a]) {
+            size_t j = 0;
+            while (j < distinct && bases[j] != base[i]) ++j;
+            if (j == distinct) bases[distinct++] = base[i];
+            values[a] = static_cast<int64_t>(j);
+          } else {
+            values[a] = static_cast<int64_t>(ptr[i] - base[i]);
+          }
         } else {
           values[a] = scalarValue(args + v.at[a], v.size[a]);
         }
       }
       bool any = false;
-      for (size_t row = 0; row + n <= v.tuples.size() && !any; row += n) {
-        any = std::equal(values, values + n, v.tuples.begin() + static_cast<ptrdiff_t>(row));
+      for (size_t r = 0; r + n <= v.tuples.size() && !any; r += n) {
+        any = std::equal(values, values + n, v.tuples.begin() + static_cast<ptrdiff_t>(r));
+        if (any) *row = static_cast<int>(r / n);
       }
       if (!any) return v.index;
     }
@@ -1080,7 +1108,8 @@ struct Injector::Impl {
     for (uint64_t m = complete; m; m &= m - 1) {
       const size_t pi = static_cast<size_t>(std::countr_zero(m));
       PlanState& st = *plans[pi];
-      const int failed = failingPredicateMemo(s, pi);
+      int row = 0;
+      const int failed = failingPredicateMemo(s, pi, &row);
       if (failed >= 0) {
         predicate_failed = true;
         st.predicate_failures[static_cast<int>(st.plan.predicates[static_cast<size_t>(failed)].kind)].fetch_add(1);
@@ -1092,9 +1121,13 @@ struct Injector::Impl {
       }
       CUfunction fn = fusedFunction(pi);
       if (!fn) continue;
-      const CUresult r = options.validate > 0 && st.validations_started.fetch_add(1) < options.validate
-                             ? validateAndLaunch(s, pi, fn)
-                             : launchFused(s, pi, fn);
+      // --validate=N: the first N occurrences, and the first occurrence of every proven argument tuple after them.
+      bool validate = false;
+      if (options.validate > 0) {
+        const bool first_n = st.validations_started.fetch_add(1) < options.validate;
+        validate = firstOfTuple(st, row) || first_n;
+      }
+      const CUresult r = validate ? validateAndLaunch(s, pi, fn) : launchFused(s, pi, fn);
       if (options.log) std::fprintf(stderr, "kfuse run: %s: fused %d launches\n", st.plan.dir.c_str(), s.count);
       if (s.key.load(std::memory_order_relaxed) == kLegacyKey) legacy_pending.store(0, std::memory_order_relaxed);
       s.count = 0;
@@ -1108,6 +1141,14 @@ struct Injector::Impl {
       return CUDA_SUCCESS;
     }
     return flushLocked(s, predicate_failed ? FlushReason::kPredicate : FlushReason::kUnavailable);
+  }
+
+  // Whether argument tuple `row` of plan `st` is met for the first time (and marks it met).
+  static bool firstOfTuple(PlanState& st, int row) {
+    std::lock_guard lock(st.validated_mu);
+    if (std::find(st.validated_rows.begin(), st.validated_rows.end(), row) != st.validated_rows.end()) return false;
+    st.validated_rows.push_back(row);
+    return true;
   }
 
   // --validate: run the originals, keep their results, restore the buffers, run the fused kernel, compare. On a

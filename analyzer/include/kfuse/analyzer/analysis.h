@@ -122,9 +122,13 @@ struct KernelFacts {
   // Why threads of a block may leave the kernel while others still meet a barrier (ptx::
   // threadsExitAfterTheirLastBarrier); empty when they cannot. A block-level fusion needs it empty for its producer.
   std::string barrier_exit_problem;
-  // Scalar parameters a block-level proof reads besides form_params: when an access sits in a loop, its trip count
-  // and addresses may depend on any 4- or 8-byte parameter the kernel never dereferences.
-  std::vector<int> loop_params;
+  // Every parameter whose value can change where an access falls, whether it runs or how often (ptx::
+  // analyzeParamInfluence: data flow through min, max, division, shifts, selects, branches and loop bounds, not only
+  // affine forms), pointers included. A verdict or footprint computed for one launch holds for another only where
+  // these arguments are equal (pointers: at the same offsets of allocations related in the same way).
+  std::vector<int> influence_params;
+  bool dynamic_shared_influence = false;  // %dynamic_smem_size reaches an address, guard or branch
+  bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size at all
 };
 
 // Facts for every function of a trace. PTX module images are parsed once each (PTX text, or the PTX entries
@@ -248,11 +252,22 @@ struct CostEstimate {
   std::string note;
 };
 
-// One value a legality proof read: a scalar argument, or where a pointer argument points inside its allocation.
+// What a ProofArgument's value is.
+enum class ProofValue : uint8_t {
+  kScalar,         // the argument's value (a scalar, or a pointer that points into no allocation, such as null)
+  kPointerOffset,  // the byte offset of a pointer argument into its allocation
+  kAllocation,     // which allocation a pointer argument points into: the index, among the tuple's kAllocation
+                   // arguments in order, of the first one in the same allocation (so 0, 1, 0 says the first and
+                   // third pointers share an allocation that the second does not)
+};
+const char* proofValueName(ProofValue v);  // "value", "pointer_offset", "allocation"
+
+// One value a legality proof read: a scalar argument, where a pointer argument points inside its allocation, or
+// which pointers share an allocation.
 struct ProofArgument {
   int kernel = 0;  // position of the kernel in the candidate
   int param = 0;
-  bool pointer_offset = false;  // the byte offset of pointer argument `param` into its allocation
+  ProofValue what = ProofValue::kScalar;
   int64_t value = 0;
   friend bool operator==(const ProofArgument&, const ProofArgument&) = default;
 };

@@ -20,7 +20,7 @@
 
 namespace kfuse::rewriter {
 
-inline constexpr int kPlanVersion = 2;
+inline constexpr int kPlanVersion = 3;
 
 struct PlanParam {
   int index = 0;
@@ -46,12 +46,16 @@ struct Predicate {
     kNoOverlap,         // the byte ranges [arg, arg + bytes[i]) of `buffers` are pairwise disjoint
     kSameLaunchConfig,  // every kernel is launched with the grid/block recorded in `kernels`
     kArgValue,          // `a` has exactly `value` (a scalar the legality proof read)
-    kProvenValues,      // the values of `proof_args` form one of `tuples`: the argument values (scalars, and byte
-                        // offsets of pointers into their allocations) for which the analyzer proved legality
+    kProvenValues,      // the values of `proof_args` form one of `tuples`: the argument values (scalars, byte
+                        // offsets of pointers into their allocations, and which pointers share an allocation) for
+                        // which the analyzer proved legality
   };
   struct ProofRef {
     ArgRef arg;
     bool pointer_offset = false;  // the byte offset of pointer `arg` into its allocation, not its value
+    // Which allocation pointer `arg` points into: the position, among the proof_args with `allocation` set and in
+    // their order, of the first one pointing into the same allocation (analyzer::ProofValue::kAllocation).
+    bool allocation = false;
   };
   Kind kind = Kind::kArgEqual;
   ArgRef a, b;
