@@ -1,0 +1,437 @@
+// Launches one case of the red-team soundness suite: `redteam PTX_DIR CASE MODE`, MODE `legal` or `illegal`. Both
+// modes launch the same kernels in the same order on one stream; only the arguments differ (scalars, pointer
+// offsets, which allocation a pointer points into, the dynamic shared memory size). Every buffer starts with
+// index-based values, so reading a wrong element changes the result; at the end every buffer is copied back and
+// printed as one FNV-1a checksum line, which check_redteam.py compares with and without `kfuse run`.
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "common.h"
+
+namespace {
+
+constexpr int kN = 1024;         // elements of the 1-D cases
+constexpr int kCap = 8192;       // floats in each separate buffer
+constexpr int kRegion = 4096;    // floats in each region of the arena
+constexpr int kRegions = 8;
+constexpr int kW = 64, kH = 16;  // the 2-D image of the epilogue and prologue cases (kW * kH == kN)
+constexpr int kRowH = 256;       // elements per row of the block-level cases (one row per block, 8 rows)
+
+struct Shape {
+  unsigned gx, gy, bx, by, smem;
+};
+constexpr Shape k1d{8, 1, 128, 1, 0};      // kN threads
+constexpr Shape kImg{4, 1, 16, 16, 0};     // a 64 x 16 image
+constexpr Shape kRows{8, 1, 128, 1, 0};    // 8 rows, one per block
+constexpr Shape kOne{1, 1, 128, 1, 0};     // one block
+Shape img(int w, int h) { return {example::blocksFor(w, 16), example::blocksFor(h, 16), 16, 16, 0}; }
+Shape withSmem(Shape s, unsigned smem) {
+  s.smem = smem;
+  return s;
+}
+
+float initial(int buffer, int i) { return float((i * 37 + buffer * 101) % 997) * 0.25f - 60.f + float(buffer); }
+
+uint64_t fnv1a(const void* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  return h;
+}
+
+// The buffers every case may use: five separate allocations, one arena (regions of kRegion floats inside one
+// cuMemAlloc), two index arrays (identity, rotation by 300) and an integer counter array.
+struct Buffers {
+  CUdeviceptr a = 0, b = 0, c = 0, d = 0, e = 0, arena = 0, idx_id = 0, idx_perm = 0, cnt = 0;
+  struct Entry {
+    const char* name;
+    CUdeviceptr* ptr;
+    size_t bytes;
+  };
+  std::vector<Entry> all() {
+    return {{"A", &a, kCap * 4},           {"B", &b, kCap * 4},         {"C", &c, kCap * 4},
+            {"D", &d, kCap * 4},           {"E", &e, kCap * 4},         {"ARENA", &arena, kRegion * kRegions * 4},
+            {"IDX_ID", &idx_id, kCap * 4}, {"IDX_PERM", &idx_perm, kCap * 4}, {"CNT", &cnt, kCap * 4}};
+  }
+  Buffers() {
+    int which = 0;
+    for (Entry& en : all()) {
+      CU_CHECK(cuMemAlloc(en.ptr, en.bytes));
+      std::vector<uint32_t> words(en.bytes / 4);
+      for (size_t i = 0; i < words.size(); ++i) {
+        float f = initial(which, int(i));
+        int v = int(i);
+        if (en.ptr == &idx_perm) v = i < size_t(kN) ? int((i + 300) % kN) : int(i);
+        if (en.ptr == &cnt) v = 0;
+        if (en.ptr == &idx_id || en.ptr == &idx_perm || en.ptr == &cnt)
+          std::memcpy(&words[i], &v, 4);
+        else
+          std::memcpy(&words[i], &f, 4);
+      }
+      CU_CHECK(cuMemcpyHtoD(*en.ptr, words.data(), en.bytes));
+      ++which;
+    }
+  }
+  ~Buffers() {
+    for (Entry& en : all()) cuMemFree(*en.ptr);
+  }
+  CUdeviceptr ar(int region, long elements = 0) const { return arena + 4 * (size_t(region) * kRegion + elements); }
+  void print() {
+    for (Entry& en : all()) {
+      std::vector<unsigned char> bytes(en.bytes);
+      CU_CHECK(cuMemcpyDtoH(bytes.data(), *en.ptr, en.bytes));
+      std::printf("redteam %s %016llx\n", en.name, (unsigned long long)fnv1a(bytes.data(), bytes.size()));
+    }
+  }
+};
+
+CUdeviceptr at(CUdeviceptr base, long elements) { return base + 4 * elements; }
+
+struct Run {
+  const example::Session& s;
+  CUstream st;
+  bool illegal;
+  Buffers& b;
+  template <class T>
+  T pick(T legal, T ill) const {
+    return illegal ? ill : legal;
+  }
+  template <class... T>
+  void launch(const char* name, Shape sh, T... args) const {
+    void* a[] = {static_cast<void*>(&args)...};
+    CU_CHECK(cuLaunchKernel(s.function(name), sh.gx, sh.gy, 1, sh.bx, sh.by, 1, sh.smem, st, a, nullptr));
+  }
+};
+
+using Case = std::function<void(const Run&)>;
+constexpr CUdeviceptr kNull = 0;
+
+std::map<std::string, Case> cases(Buffers& b) {
+  const int n = kN, w = kW, h = kH, rh = kRowH;
+  std::map<std::string, Case> c;
+  // ---- Class 1: a scalar reaching an address only through non-affine arithmetic ----
+  // Thread-local, every buffer in the arena. RAW: the consumer reads ahead of its thread.
+  c["tl_max_raw"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1), b.ar(0), n);
+    r.launch("rd_max", k1d, b.ar(2), b.ar(1), r.pick(0, 700), n);
+  };
+  c["tl_select_raw"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1), b.ar(0), n);
+    r.launch("rd_sel", k1d, b.ar(2), b.ar(1), r.pick(1, 0), n);
+  };
+  c["tl_mul_raw"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1), b.ar(0), n);
+    r.launch("rd_mul", k1d, b.ar(2), b.ar(1), r.pick(1, 2), n);
+  };
+  // WAR: the first kernel reads behind its thread what the second overwrites.
+  auto war = [=, &b](const char* reader, int legal, int ill) {
+    return [=, &b](const Run& r) {
+      r.launch(reader, k1d, b.ar(2), b.ar(1), r.pick(legal, ill), n);
+      r.launch("wr_from", k1d, b.ar(1), b.ar(2), n);
+    };
+  };
+  c["tl_min_war"] = war("rd_min", n - 1, 100);
+  c["tl_div_war"] = war("rd_div", 1, 3);
+  c["tl_rem_war"] = war("rd_rem", n, 100);
+  c["tl_shr_war"] = war("rd_shr", 0, 2);
+  c["tl_and_war"] = war("rd_and", -1, 0x3c0);
+  // Prologue: an element-wise producer writing 1000 of its 1024 threads' elements, a 2-D consumer reading z at
+  // min/max/or of its element and k; the illegal k reaches elements no producer thread writes.
+  c["pro_min"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, 1000);
+    r.launch("p2_rd_min", kImg, b.d, b.c, r.pick(999, 1023), w, h);
+  };
+  c["pro_max"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, 1000);
+    r.launch("p2_rd_max", img(50, 20), b.d, b.c, r.pick(0, 1010), 50, 20);
+  };
+  c["pro_or"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, 1000);
+    r.launch("p2_rd_or", img(50, 20), b.d, b.c, r.pick(0, 0x200), 50, 20);
+  };
+  // Block-level: row b of the consumer reads row max(b, k) (RAW: a later block's row) or min(b, k) (WAR: a row an
+  // earlier block already overwrote).
+  c["blk_max_raw"] = [=, &b](const Run& r) {
+    r.launch("blk_scale", kRows, b.c, b.a, rh);
+    r.launch("blk_rd_max", kRows, b.d, b.c, rh, r.pick(0, 5));
+  };
+  c["blk_max_noloop"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("blk_rd_max1", k1d, b.d, b.c, r.pick(0, 5));
+  };
+  c["blk_min_war"] = [=, &b](const Run& r) {
+    r.launch("blk_rd_min", kRows, b.d, b.c, rh, r.pick(7, 2));
+    r.launch("blk_wr_row", kRows, b.c, b.d, rh);
+  };
+  // Horizontal, in the arena: hz_read reads region 1 (or 0); the writer's max/min lands in its own region for the
+  // legal k and on element 600 of the region hz_read reads for the illegal one (a write-after-read race).
+  c["hor_max_war"] = [=, &b](const Run& r) {
+    r.launch("hz_read", k1d, b.ar(2), b.ar(1), n);
+    r.launch("hz_write_max", k1d, b.ar(0), 0.5f, r.pick(0, kRegion + 600), n);
+  };
+  c["hor_min_war"] = [=, &b](const Run& r) {
+    r.launch("hz_read", k1d, b.ar(2), b.ar(0), n);
+    r.launch("hz_write_min", k1d, b.ar(1), 0.5f, r.pick(n - 1, 600 - kRegion), n);
+  };
+  // Epilogue: a 2-D producer, a 1-D consumer reading z[max(i, k)] (element 500 is stored by the producer's last
+  // block); a producer reading x[min(e, k)] that its consumer overwrites.
+  c["epi_max_raw"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("rd_max", k1d, b.d, b.c, r.pick(0, 500), n);
+  };
+  c["epi_min_war"] = [=, &b](const Run& r) {
+    r.launch("p2_scale_min", kImg, b.c, b.a, r.pick(n - 1, 100), w, h);
+    r.launch("wr_from", k1d, b.a, b.c, n);
+  };
+  // ---- Class 2: writes after writes ----
+  // rd reads x[0..101), slowfill writes x[0..100) from one block, fill writes x[0..2048): fill must win.
+  c["waw_rd_slowfill_fill"] = [=, &b](const Run& r) {
+    r.launch("rd_prefix", kOne, b.d, b.a, r.pick(101, 301));
+    r.launch("slowfill", kOne, b.a, 1.f, r.pick(100, 300));
+    r.launch("fill", Shape{16, 1, 128, 1, 0}, b.a, 2.f, 2048);
+  };
+  // The same with the partial writer's work done by the last of 16 blocks: fused side by side with fill, that block
+  // would run after fill's blocks and win where fill must.
+  c["waw_rd_lastfill_fill"] = [=, &b](const Run& r) {
+    r.launch("rd_prefix", kOne, b.d, b.a, r.pick(101, 301));
+    r.launch("lastfill", Shape{16, 1, 128, 1, 0}, b.a, 1.f, r.pick(100, 300));
+    r.launch("fill", Shape{16, 1, 128, 1, 0}, b.a, 2.f, 2048);
+  };
+  // The other order: fill x[0..2048) from 16 blocks, then slowfill x[0..m) from one block, then rd x[0..m + 1):
+  // slowfill must win on x[0..m). Already the legal variant (m = 300) is a WAW pair that must never be fused
+  // side by side; the illegal m = 1000 overwrites more.
+  c["waw_fill_slowfill"] = [=, &b](const Run& r) {
+    r.launch("fill", Shape{16, 1, 128, 1, 0}, b.a, 2.f, 2048);
+    r.launch("slowfill", kOne, b.a, 1.f, r.pick(300, 1000));
+    r.launch("rd_prefix", Shape{16, 1, 128, 1, 0}, b.d, b.a, r.pick(301, 1001));
+  };
+  // Thread i writes y[i] and x[i - s]; then x[i] = y[i] + 1. With s > 0 a later thread's first write lands on an
+  // element an earlier thread's second write already set.
+  c["waw_tl_back"] = [=, &b](const Run& r) {
+    r.launch("wr_back", k1d, b.d, b.c, b.a, r.pick(0, 200), n);
+    r.launch("wr_own", k1d, b.c, b.d, n);
+  };
+  // Block-level: block b writes row b of z and row b - s of x; then row b of x from row b of z.
+  c["waw_blk_back"] = [=, &b](const Run& r) {
+    r.launch("blk_scale_wx", kRows, b.c, b.d, b.a, rh, r.pick(0, 1));
+    r.launch("blk_wx_row", kRows, b.d, b.c, rh);
+  };
+  // x = 2a + 1 over 1024 elements, y = x + 3, then x[i + s] = 3 y[i] over 512: a read between two writes of different
+  // extents; the illegal shift makes the second write land where a later thread still reads and first writes.
+  c["waw_read_between"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("ew_add", k1d, b.d, b.c, n);
+    r.launch("wr_shift", k1d, b.c, b.d, r.pick(0, 64), 512);
+  };
+  // Two independent writers, the second into another allocation, or (illegal) one block further into the first's.
+  c["waw_hor_shift"] = [=, &b](const Run& r) {
+    r.launch("fill", k1d, b.c, 1.f, n);
+    r.launch("hz_write", k1d, r.pick(b.d, at(b.c, 128)), 0.25f, n);
+  };
+  // slowfill x[0..100), fill x[0..n), rd x[0..m): rd must read fill's values (fill -> rd is an epilogue of a
+  // 16-block producer into a 2-block consumer); the illegal fill writes fewer elements than rd reads.
+  c["waw_slowfill_fill_rd"] = [=, &b](const Run& r) {
+    r.launch("slowfill", kOne, b.a, 1.f, 100);
+    r.launch("fill", Shape{16, 1, 128, 1, 0}, b.a, 2.f, r.pick(2048, 200));
+    r.launch("rd_prefix", Shape{2, 1, 128, 1, 0}, b.d, b.a, 256);
+  };
+  // ---- Class 3: the producer -> consumer buffer relation ----
+  c["tl_ptr_cons_other"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, at(b.c, 1), b.a, n);
+    r.launch("ew_add", k1d, b.d, r.pick(at(b.c, 1), at(b.b, 1)), n);
+  };
+  c["tl_ptr_prod_other"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, r.pick(at(b.c, 1), at(b.b, 1)), b.a, n);
+    r.launch("ew_add", k1d, b.d, at(b.c, 1), n);
+  };
+  c["tl_ptr_arena_shift"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1, 16), b.ar(0), n);
+    r.launch("ew_add", k1d, b.ar(2), b.ar(1, r.pick(16, 17)), n);
+  };
+  // Epilogue: the consumer reads the intermediate one element on (legal: a consistent shift).
+  c["epi_ptr_cons_other"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("ew_add", k1d, b.d, r.pick(at(b.c, 1), at(b.b, 1)), n - 1);
+  };
+  c["epi_ptr_prod_other"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, r.pick(b.c, b.b), b.a, w, h);
+    r.launch("ew_add", k1d, b.d, at(b.c, 1), n - 1);
+  };
+  c["epi_ptr_arena"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.ar(1), b.ar(0), w, h);
+    r.launch("ew_add", k1d, b.ar(2), b.ar(1, r.pick(1, 200)), n - 1);
+  };
+  // Prologue: a 2-D consumer (31 x 33 = 1023 elements) reading the intermediate one element on.
+  c["pro_ptr_cons_other"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("p2_rd", img(31, 33), b.d, r.pick(at(b.c, 1), at(b.b, 1)), 31, 33);
+  };
+  c["pro_ptr_prod_other"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, r.pick(b.c, b.b), b.a, n);
+    r.launch("p2_rd", img(31, 33), b.d, at(b.c, 1), 31, 33);
+  };
+  // In the arena, the producer writing 1000 elements, the consumer 33 x 30 = 990 from one element on; the illegal
+  // offset reaches elements no producer thread writes.
+  c["pro_ptr_arena"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1), b.ar(0), 1000);
+    r.launch("p2_rd", img(33, 30), b.ar(2), b.ar(1, r.pick(1, 40)), 33, 30);
+  };
+  // Block-level: the consumer reads its row reversed through a pointer one element on; the illegal pointer is one
+  // row further (a later block's row); or the producer writes one row back.
+  c["blk_ptr_row_shift"] = [=, &b](const Run& r) {
+    r.launch("blk_scale", kRows, b.c, b.a, rh);
+    r.launch("blk_rd_rev_m1", kRows, b.d, at(b.c, r.pick(1, rh + 1)), rh);
+  };
+  c["blk_ptr_prod_shift"] = [=, &b](const Run& r) {
+    r.launch("blk_scale", kRows, r.pick(at(b.c, rh), b.c), b.a, rh);
+    r.launch("blk_rd_rev_m1", kRows, b.d, at(b.c, rh + 1), rh);
+  };
+  // ---- Class 4 ----
+  // Aliasing: the consumer's second input, or its output, lands one element into another kernel's buffer.
+  c["alias_tl_w_into_z"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("ew_add2", k1d, b.d, b.c, r.pick(b.b, at(b.c, 1)), n);
+  };
+  c["alias_tl_out_into_in"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("ew_add", k1d, r.pick(b.d, at(b.a, 1)), b.c, n);
+  };
+  c["hor_alias"] = [=, &b](const Run& r) {
+    r.launch("hz_read", k1d, b.d, b.a, n);
+    r.launch("hz_write", k1d, r.pick(b.b, at(b.a, 128)), 0.5f, n);
+  };
+  // Partial coverage: the producer writes fewer elements than the consumer reads.
+  c["partial_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, r.pick(n, 900));
+    r.launch("ew_add", k1d, b.d, b.c, n);
+  };
+  c["partial_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, r.pick(h, 12));
+    r.launch("ew_add", k1d, b.d, b.c, n);
+  };
+  c["partial_pro"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, r.pick(n, 900));
+    r.launch("p2_rd", kImg, b.d, b.c, w, h);
+  };
+  // An in-place producer (x == out) in front of a prologue: recomputing it reads what it already overwrote.
+  c["inplace_pro"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, r.pick(b.a, b.c), n);
+    r.launch("p2_rd", kImg, b.d, b.c, w, h);
+  };
+  // Atomics into counters c[i / k]: one per thread (legal k) or shared by 100 threads of two blocks.
+  c["atomic_bucket"] = [=, &b](const Run& r) {
+    r.launch("at_count", k1d, b.cnt, b.a, b.c, r.pick(1, 100), n);
+    r.launch("at_use", k1d, b.d, b.cnt, b.c, r.pick(1, 100), n);
+  };
+  // Data-dependent indices: identity (legal) or a rotation by 300.
+  c["gather_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("gather", k1d, b.d, b.c, r.pick(b.idx_id, b.idx_perm), n);
+  };
+  c["gather_pro"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, 1000);
+    r.launch("p2_gather", img(50, 20), b.d, b.c, r.pick(b.idx_id, b.idx_perm), 50, 20);
+  };
+  // Reversed indices: thread-local never; a prologue while the consumer stays inside the producer's 1000 elements.
+  c["reverse_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("rd_rev", k1d, b.d, b.c, r.pick(n, 1000));
+  };
+  c["reverse_pro"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, 1000);
+    r.launch("p2_rd_rev", kImg, b.d, b.c, r.pick(1000, n), w, h);
+  };
+  // Dynamic shared memory: an address, and a loop bound, depending on %dynamic_smem_size.
+  c["dynsmem_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("rd_dsm", withSmem(k1d, r.pick(0u, 1024u)), b.d, b.c, n);
+  };
+  c["dynsmem_blk"] = [=, &b](const Run& r) {
+    r.launch("blk_stage", withSmem(kRows, unsigned(rh) * 4), b.c, b.a, rh);
+    r.launch("blk_rd_dsm", withSmem(kRows, r.pick(0u, 256u)), b.d, b.c, rh);
+  };
+  c["dynsmem_pro"] = [=, &b](const Run& r) {
+    r.launch("ew_scale_dsm", withSmem(k1d, r.pick(256u, 512u)), b.c, b.a, n);
+    r.launch("p2_rd", kImg, b.d, b.c, w, h);
+  };
+  c["dynsmem_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("ew_add_dsm", withSmem(k1d, r.pick(64u, 128u)), b.d, b.c, n);
+  };
+  c["dynsmem_hor"] = [=, &b](const Run& r) {
+    r.launch("hz_read", k1d, b.d, b.a, n);
+    r.launch("hz_write_dsm", withSmem(k1d, r.pick(128u, 256u)), b.b, n);
+  };
+  // The launch size alone: an unguarded consumer on 9 blocks writes 128 elements the producer never stores.
+  c["grid_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("ew_add_ng", Shape{r.pick(8u, 9u), 1, 128, 1, 0}, b.d, b.c);
+  };
+  // Guards on a scalar.
+  c["guard_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("rd_guard", k1d, b.d, b.c, r.pick(0, n - 1), n);
+  };
+  c["guard_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("rd_upto", Shape{9, 1, 128, 1, 0}, b.d, b.c, r.pick(n, n + 64));
+  };
+  // Optional NULL pointers: NULL (legal) or pointing one element into the intermediate.
+  c["null_bias_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("bias_opt", k1d, b.d, b.c, r.pick(kNull, at(b.c, 1)), n);
+  };
+  c["null_bias_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("bias_opt", k1d, b.d, b.c, r.pick(kNull, at(b.c, 1)), n);
+  };
+  // A 2-D pair with a scalar pitch (60 x 17 image).
+  c["pitch2d_tl"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", img(60, 17), b.c, b.a, 60, 17);
+    r.launch("p2_rd_pitch", img(60, 17), b.d, b.c, r.pick(60, 61), 60, 17);
+  };
+  // Loop trip counts from a scalar.
+  c["loop_trip_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("rd_loop", k1d, b.d, b.c, r.pick(1, 4), n);
+  };
+  c["loop_trip_blk"] = [=, &b](const Run& r) {
+    r.launch("blk_scale", kRows, b.c, b.a, rh);
+    r.launch("blk_rd_loop", kRows, b.d, b.c, rh, r.pick(rh, rh + 128));
+  };
+  // Grid-stride loops with a scalar stride (4096 elements, 1024 threads).
+  c["gridstride_tl"] = [=, &b](const Run& r) {
+    r.launch("gs_scale", k1d, b.c, b.a, n, 4 * n);
+    r.launch("gs_sum", k1d, b.d, b.c, r.pick(n, n / 2), 4 * n);
+  };
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4 || (std::strcmp(argv[3], "legal") != 0 && std::strcmp(argv[3], "illegal") != 0)) {
+    std::fprintf(stderr, "usage: redteam PTX_DIR CASE legal|illegal\n");
+    return 2;
+  }
+  example::Session s(argc, argv, "redteam");
+  CUstream st;
+  CU_CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  {
+    Buffers b;
+    const auto all = cases(b);
+    auto it = all.find(argv[2]);
+    if (it == all.end()) {
+      std::fprintf(stderr, "redteam: unknown case '%s'; cases:", argv[2]);
+      for (const auto& [name, fn] : all) std::fprintf(stderr, " %s", name.c_str());
+      std::fprintf(stderr, "\n");
+      return 2;
+    }
+    it->second(Run{s, st, std::strcmp(argv[3], "illegal") == 0, b});
+    CU_CHECK(cuStreamSynchronize(st));
+    b.print();
+  }
+  CU_CHECK(cuStreamDestroy(st));
+  return 0;
+}
