@@ -28,8 +28,8 @@ Plan fullPlan() {
   p.predicates.push_back(value);
   Predicate proven;
   proven.kind = Predicate::Kind::kProvenValues;
-  proven.proof_args = {{{0, 3}, false}, {{1, 2}, true}};
-  proven.tuples = {{1000, 0}, {32768, -4}};
+  proven.proof_args = {{{0, 3}, false, false}, {{1, 2}, true, false}, {{1, 2}, false, true}};
+  proven.tuples = {{1000, 0, 0}, {32768, -4, 0}};
   p.predicates.push_back(proven);
   p.fused.parts = {{0, 0, 128, 0, 256, -1}, {1, 0, 128, 0, 256, 3}};
   p.resources = {{"scale", "sm_90", 8, 0, 0, 0, 0, 0, 256, 1.0, "warps"},
@@ -51,8 +51,10 @@ TEST(PlanJson, RoundTripsEveryField) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(planToJson(*back), j);
   EXPECT_EQ(back->predicates[4].value, (std::vector<uint8_t>{0xe8, 0x03, 0, 0}));
-  EXPECT_EQ(back->predicates[5].tuples[1], (std::vector<int64_t>{32768, -4}));
+  EXPECT_EQ(back->predicates[5].tuples[1], (std::vector<int64_t>{32768, -4, 0}));
   EXPECT_TRUE(back->predicates[5].proof_args[1].pointer_offset);
+  EXPECT_TRUE(back->predicates[5].proof_args[2].allocation);
+  EXPECT_FALSE(back->predicates[5].proof_args[2].pointer_offset);
   EXPECT_EQ(back->argument_sets[1].fused_shape->grid[0], 4u);
   EXPECT_EQ(back->fused.parts[1].barrier_id, 3);
   EXPECT_EQ(back->validation.validated_at, "2026-11-25T14:00:00Z");
@@ -64,6 +66,15 @@ TEST(PlanJson, NamesFileAndFieldOfABadModuleHash) {
   auto p = parse(j);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().message(), "plan/plan.json: pattern.kernels[1].module_hash: expected 64 hex digits");
+}
+
+TEST(PlanJson, RefusesAProofArgumentThatIsBothOffsetAndAllocation) {
+  json j = planToJson(fullPlan());
+  j["pattern"]["predicates"][5]["proof_args"][2]["pointer_offset"] = true;
+  auto p = parse(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "plan/plan.json: pattern.predicates[5].proof_args[2]: pointer_offset and allocation exclude each other");
 }
 
 TEST(PlanJson, RefusesOtherVersionsAndSaysWhatToDo) {
@@ -100,9 +111,9 @@ TEST(PlanJson, ProvenValuesTuplesMatchTheirArguments) {
   json j = planToJson(fullPlan());
   json& proven = j["pattern"]["predicates"][5];
   ASSERT_EQ(proven["kind"], "proven_values");
-  proven["tuples"][1] = json::array({1, 2, 3});
+  proven["tuples"][1] = json::array({1, 2});
   EXPECT_EQ(parse(j).status().message(),
-            "plan/plan.json: pattern.predicates[5].tuples[1]: expected an array of 2 integers");
+            "plan/plan.json: pattern.predicates[5].tuples[1]: expected an array of 3 integers");
 }
 
 TEST(PlanJson, RejectsOutOfRangeNumbers) {

@@ -764,6 +764,60 @@ TEST_F(InjectorTest, ValidatePassesACorrectFusedKernel) {
   EXPECT_EQ(zs, std::vector<float>(4, 7.f));
 }
 
+// A proven_values predicate over n (each kernel's argument 2) with the given rows.
+rewriter::Predicate provenN(std::vector<std::vector<int64_t>> rows) {
+  rewriter::Predicate p;
+  p.kind = rewriter::Predicate::Kind::kProvenValues;
+  p.proof_args = {{{0, 2}, false, false}, {{1, 2}, false, false}};
+  p.tuples = std::move(rows);
+  return p;
+}
+
+TEST_F(InjectorTest, ValidateChecksTheFirstOccurrenceOfEveryProvenTuple) {
+  InjectorOptions o;
+  o.validate = 1;
+  RuntimePlan plan = twicePlus1();
+  plan.predicates.push_back(provenN({{4, 4}, {2, 2}}));
+  auto inj = make({plan}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  for (int n : {4, 4, 2, 2, 4}) {
+    n_ = n;
+    launch(*inj, kTwice, x, t);
+    launch(*inj, kPlus1, t, z);
+  }
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].occurrences_fused, 5u);
+  EXPECT_EQ(s.plans[0].validations_passed, 2u) << "the first occurrence with n = 4, then the first with n = 2";
+  n_ = 3;  // never proven: refused, not validated
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t, z);
+  EXPECT_EQ(inj->stats().plans[0].validations_passed, 2u);
+  EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kProvenValues)], 1u);
+}
+
+// twice(x, t) then plus1(t + 1 element, z), proven with plus1's input one element into twice's output's allocation:
+// the same offsets in another allocation are refused (the relation, not only the offsets, is pinned).
+TEST_F(InjectorTest, RefusesAPointerIntoAnotherAllocationAtTheProvenOffset) {
+  RuntimePlan plan = twicePlus1();
+  plan.predicates.resize(1);  // same launch config only: the pins below carry the relation
+  rewriter::Predicate pins;
+  pins.kind = rewriter::Predicate::Kind::kProvenValues;
+  pins.proof_args = {{{0, 1}, true, false}, {{0, 1}, false, true}, {{1, 0}, true, false}, {{1, 0}, false, true}};
+  pins.tuples = {{0, 0, 4, 0}};  // t at +0, plus1's input at +4 bytes of the same allocation
+  plan.predicates.push_back(pins);
+  auto inj = make({plan});
+  std::vector<float> xs, ts, us, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *u = buffer(us, 0), *z = buffer(zs, 0);
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, t + 1, z);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  launch(*inj, kTwice, x, t);
+  launch(*inj, kPlus1, u + 1, z);  // +4 bytes too, but into u's allocation
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"fused_ok", "twice", "plus1"}));
+  EXPECT_EQ(inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kProvenValues)], 1u);
+}
+
 // A GPU driver hands out adjacent allocations (three 16-byte buffers back to back here): --validate's shadow copies
 // must not run from one allocation into the next (seen on an H100: "could not allocate shadow copies: CUresult 1").
 TEST_F(InjectorTest, ValidateCopiesEachAllocationOnItsOwnWhenAllocationsAreAdjacent) {
