@@ -886,6 +886,10 @@ std::string planReadme(const Plan& plan) {
           o << ")";
         }
         if (p.tuples.size() > 8) o << " and " << p.tuples.size() - 8 << " more";
+        if (std::any_of(p.proof_args.begin(), p.proof_args.end(), [](const auto& a) { return a.allocation; })) {
+          o << " (allocations are numbered 0, 1, ... in the order the listed pointers first point into them: equal "
+               "numbers mean one allocation)";
+        }
         o << "\n";
         break;
       }

@@ -200,8 +200,8 @@ TEST(PlanReadme, ShowsThePlanForPeople) {
                            "## Validation", "argument 1 of `scale` equals argument 0 of `add`",
                            "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%",
                            "emulator: passed", "Aggressive",
-                           "(argument 3 of `scale`, the byte offset of argument 2 of `add`) is one of the values the "
-                           "legality proof covers: (1000, 0), (32768, -4)"}) {
+                           "(argument 3 of `scale`, the byte offset of argument 2 of `add`, the allocation of argument "
+                           "2 of `add`) is one of the values the legality proof covers: (1000, 0, 0), (32768, -4, 0)"}) {
     EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
   }
 }
