@@ -497,6 +497,7 @@ void Advisor::describe(Candidate& c, bool has_pointer_data, bool have_ptx) const
   ri.proven = c.legality == Legality::kProven;
   ri.in_cuda_graph = c.in_cuda_graph;
   ri.rank = c.rank;
+  ri.id = c.id;
   c.remedies = remediesFor(ri);
 }
 

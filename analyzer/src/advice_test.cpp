@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -468,6 +469,12 @@ TEST_P(GoldenReport, MatchesPinnedText) {
   auto r = analyze(*in, name + ".json.gz", {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   const std::string text = reportToText(*r, 10);
+  // A report of a real trace reads back as itself (what `kfuse rewrite --report` relies on).
+  const nlohmann::json j = reportToJson(*r);
+  auto back = reportFromJson(j, name);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const nlohmann::json patch = nlohmann::json::diff(j, reportToJson(*back));
+  EXPECT_TRUE(patch.empty()) << "read back differs: " << patch.dump().substr(0, 600);
   const std::string golden = std::string(KFUSE_SOURCE_DIR) + "/analyzer/testdata/golden/" + name + ".txt";
   if (std::getenv("KFUSE_UPDATE_GOLDEN")) {
     std::ofstream(golden, std::ios::binary) << text;

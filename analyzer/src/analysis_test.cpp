@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -621,10 +622,75 @@ TEST(Reports, WritersAgreeWithTheReport) {
   const std::string text = reportToText(r, 10);
   EXPECT_NE(text.find("thread-local proven"), std::string::npos) << text;
   const std::string md = reportToMarkdown(r);
-  EXPECT_NE(md.find("| 1 | thread-local |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | `" + r.candidates[0].id + "` | thread-local |"), std::string::npos) << md;
   const std::string html = reportToHtml(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("produce(float const*, float*, int) -&gt; consume"), std::string::npos);
+}
+
+TEST(Reports, ReadBackGivesTheSameReport) {
+  TraceBuilder b;
+  for (int n : {1000, 2000}) b.launch(TraceBuilder::kProduce, {1, 2}, n).launch(TraceBuilder::kConsume, {2, 3}, n);
+  const Report r = run(b);
+  const nlohmann::json j = reportToJson(r);
+  auto back = reportFromJson(j, "test report");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(reportToJson(*back), j);
+  ASSERT_EQ(back->candidates.size(), r.candidates.size());
+  const Candidate& c = back->candidates[0];
+  EXPECT_EQ(c.id, r.candidates[0].id);
+  EXPECT_EQ(c.function_ids, r.candidates[0].function_ids);
+  EXPECT_EQ(c.occurrence_launches, r.candidates[0].occurrence_launches);
+  EXPECT_EQ(c.checked.tuples, r.candidates[0].checked.tuples);
+  EXPECT_EQ(back->gpu.short_name, r.gpu.short_name);
+}
+
+TEST(Reports, IdsAreStableAndUniqueAndRanksAreNot) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kBlur, {2, 3}, 1001);
+  const Report first = run(b), second = run(b);
+  ASSERT_GE(first.candidates.size(), 2u);
+  std::set<std::string> ids;
+  for (size_t i = 0; i < first.candidates.size(); ++i) {
+    EXPECT_EQ(first.candidates[i].id, second.candidates[i].id);
+    EXPECT_EQ(first.candidates[i].id.size(), 11u);
+    EXPECT_EQ(first.candidates[i].id[0], 'k');
+    ids.insert(first.candidates[i].id);
+  }
+  EXPECT_EQ(ids.size(), first.candidates.size());
+}
+
+TEST(Reports, ReadBackRefusesMalformedReportsNamingTheField) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  const nlohmann::json good = reportToJson(run(b));
+  auto message = [](const nlohmann::json& j) {
+    auto r = reportFromJson(j, "r.json");
+    return r.ok() ? std::string("accepted") : r.status().message();
+  };
+  nlohmann::json j = good;
+  j["version"] = 1;
+  EXPECT_EQ(message(j), "r.json: report version 1 (this kfuse reads version 2); run `kfuse analyze` again");
+  j = good;
+  j["candidates"][0].erase("occurrence_launches");
+  EXPECT_EQ(message(j), "r.json: candidates[0].occurrence_launches: missing");
+  j = good;
+  j["candidates"][0]["occurrence_launches"][0] = nlohmann::json::array({1});
+  EXPECT_EQ(message(j), "r.json: candidates[0].occurrence_launches[0]: expected one launch id per kernel");
+  j = good;
+  j["candidates"][0]["legality"] = "surely";
+  EXPECT_EQ(message(j), "r.json: candidates[0].legality: unknown value 'surely'");
+  j = good;
+  j["candidates"][0]["checked"]["tuples"][0][0]["kernel"] = 7;
+  EXPECT_EQ(message(j), "r.json: candidates[0].checked.tuples[0][0]: names no argument of the candidate's kernels");
+  j = good;
+  j["gpu"]["short_name"] = "abacus";
+  EXPECT_EQ(message(j), "r.json: gpu.short_name: 'abacus' is not in kfuse's GPU table");
+  j = good;
+  j["candidates"].push_back(j["candidates"][0]);
+  EXPECT_EQ(message(j), "r.json: candidates[1] repeats the id or rank of candidates[0]");
+  EXPECT_EQ(message(nlohmann::json::array()), "r.json: expected an object");
 }
 
 TEST(Reports, ShortKernelNamesDropReturnTypeParametersAndNamespaces) {

@@ -1385,6 +1385,7 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   const ImportResult& input = without ? *without : original;
   const core::Trace& t = input.trace;
   Report r;
+  r.options = options;
   r.input_path = input_path;
   r.input_format = input.format;
   r.producer = t.metadata.producer;
@@ -1498,7 +1499,12 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   SearchStats stats;
   std::vector<Candidate> candidates;
   for (Candidate& found : analysis.run(stats)) {
-    for (Candidate& part : analysis.judge(std::move(found))) candidates.push_back(std::move(part));
+    const std::string key = analysis.patternKey(found.kind, found.occurrences.front());
+    for (Candidate& part : analysis.judge(std::move(found))) {
+      const std::string what = key + "|" + fusionKindName(part.fusion) + "|" + legalityName(part.legality);
+      part.id = "k" + core::sha256Hex(reinterpret_cast<const uint8_t*>(what.data()), what.size()).substr(0, 10);
+      candidates.push_back(std::move(part));
+    }
   }
   for (Candidate& c : candidates) {
     analysis.cost(c);

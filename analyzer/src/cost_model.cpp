@@ -360,7 +360,7 @@ Expected<Candidate> candidateWithOccupancy(const Candidate& candidate, double fu
   Candidate out = candidate;
   const double growth = cost->fused_ns - candidate.cost.fused_ns;
   out.cost = std::move(cost).value();
-  out.total_saving_ns = candidate.total_saving_ns - static_cast<double>(candidate.occurrences.size()) * growth;
+  out.total_saving_ns = candidate.total_saving_ns - static_cast<double>(candidate.occurrence_launches.size()) * growth;
   out.share_of_gpu_busy = candidate.share_of_gpu_busy > 0 && candidate.total_saving_ns > 0
                               ? out.total_saving_ns * (candidate.share_of_gpu_busy / candidate.total_saving_ns)
                               : 0;

@@ -321,7 +321,7 @@ TEST(CostModel, LowerOccupancyScalesTheCarriedOverAchievedFractionDown) {
 TEST(CostModel, ACandidatesTotalFallsByEachOccurrencesGrowth) {
   // 4 occurrences saving 80,000 ns in all, 8% of GPU busy time (so busy = 1,000,000 ns); fused 12,000 ns each.
   Candidate c;
-  c.occurrences.resize(4);
+  c.occurrence_launches.resize(4);
   c.cost.fused_ns = 12'000;
   c.cost.saving_ns = 20'000;
   c.total_saving_ns = 80'000;

@@ -1,6 +1,9 @@
 #include "kfuse/analyzer/importer.h"
 
 #include <algorithm>
+#include <span>
+
+#include "kfuse/ptx/fatbin.h"
 
 #include "importers.h"
 #include "input_file.h"
@@ -104,8 +107,49 @@ Expected<ImportResult> ImporterRegistry::import(const std::string& path, const I
 
 Expected<ImportResult> importTrace(const std::string& path, const ImportOptions& options) {
   static const ImporterRegistry registry = ImporterRegistry::withBuiltins();
-  return registry.import(path, options);
+  KFUSE_ASSIGN_OR_RETURN(ImportResult result, registry.import(path, options));
+  if (!options.binary.empty()) {
+    KFUSE_ASSIGN_OR_RETURN(result.ptx_modules_attached, attachPtxFromBinary(result.trace, options.binary));
+  }
+  return result;
 }
+
+Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& binary) {
+  auto bytes = ptx::readBinaryFile(binary);
+  if (!bytes.ok()) return bytes.status();
+  const std::span<const uint8_t> span(bytes->data(), bytes->size());
+  auto entries = ptx::listEntries(span);
+  if (!entries.ok()) return entries.status().withContext(binary);
+  if (std::none_of(entries->begin(), entries->end(), [](const auto& e) { return e.kind == ptx::EntryKind::kPtx; })) {
+    return notFound(binary + " holds no PTX (only cubins): rebuild it with PTX embedded (nvcc -gencode "
+                    "arch=compute_XX,code=compute_XX) to let kfuse rewrite its kernels");
+  }
+  size_t attached = 0;
+  for (core::Module& m : trace.modules) {
+    if (!m.image.empty() && m.kind != core::ImageKind::kCubin) continue;
+    std::vector<std::string> names;
+    for (const core::KernelFunction& f : trace.functions) {
+      if (f.module_id == m.id) names.push_back(f.mangled_name);
+    }
+    if (names.empty()) continue;
+    const ptx::FatbinEntry* best = nullptr;
+    for (const ptx::FatbinEntry& e : *entries) {
+      if (e.kind != ptx::EntryKind::kPtx) continue;
+      const bool all = std::all_of(names.begin(), names.end(), [&](const std::string& n) {
+        return std::find(e.kernels.begin(), e.kernels.end(), n) != e.kernels.end();
+      });
+      if (all && (!best || e.arch > best->arch)) best = &e;
+    }
+    if (!best) continue;
+    auto text = ptx::extractEntry(span, *best);
+    if (!text.ok()) return text.status().withContext(binary);
+    m.image.assign(text->begin(), text->end());
+    m.kind = core::ImageKind::kPtx;
+    ++attached;
+  }
+  return attached;
+}
+
 
 namespace detail {
 

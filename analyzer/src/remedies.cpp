@@ -28,7 +28,7 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
   std::vector<Remedy> out;
   if (in.kfuse_trace_with_ptx) {
     out.push_back({"kfuse-rewrite", std::string(in.proven ? "" : "after checking the data flow by hand, ") +
-                                        "`kfuse rewrite TRACE --candidate " + std::to_string(in.rank) +
+                                        "`kfuse rewrite TRACE --candidate " + (in.id.empty() ? std::to_string(in.rank) : in.id) +
                                         "` writes the fused kernel (PTX, compiled and validated on the emulator); "
                                         "`kfuse run` injects it without changing the application"});
   }

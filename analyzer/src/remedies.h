@@ -23,6 +23,7 @@ struct RemedyInput {
   bool proven = false;
   bool in_cuda_graph = false;
   int rank = 0;
+  std::string id;  // the candidate's stable id, which the kfuse-rewrite remedy names ("" : its rank instead)
 };
 
 std::vector<Remedy> remediesFor(const RemedyInput& in);

@@ -48,7 +48,7 @@ std::string whereText(const Candidate& c) {
   }
   std::string out = "in `" + c.module_pattern + "`";
   if (c.modules.size() > 1) {
-    out += " (" + std::to_string(c.occurrences.size()) + " occurrences in " + std::to_string(c.modules.size()) +
+    out += " (" + std::to_string(c.occurrence_launches.size()) + " occurrences in " + std::to_string(c.modules.size()) +
            " module instances: ";
     for (size_t i = 0; i < c.modules.size() && i < 4; ++i) {
       const std::string& m = c.modules[i].module;
@@ -96,16 +96,16 @@ std::string conflictsText(const Candidate& c) {
 // Savings of non-blocked candidates taken greedily by rank, skipping any that shares a launch with one taken:
 // what applying the recommendations together would save, without counting a launch twice.
 double disjointSaving(const Report& r) {
-  std::set<size_t> taken;
+  std::set<core::Id> taken;  // launch ids
   double total = 0;
   for (const Candidate& c : r.candidates) {
     if (c.legality == Legality::kBlocked) continue;
     bool clash = false;
-    for (const auto& occ : c.occurrences) {
-      for (size_t op : occ) clash = clash || taken.count(op);
+    for (const auto& occ : c.occurrence_launches) {
+      for (core::Id id : occ) clash = clash || taken.count(id);
     }
     if (clash) continue;
-    for (const auto& occ : c.occurrences) taken.insert(occ.begin(), occ.end());
+    for (const auto& occ : c.occurrence_launches) taken.insert(occ.begin(), occ.end());
     total += c.total_saving_ns;
   }
   return total;
@@ -217,7 +217,14 @@ std::string shortKernelName(const std::string& name, size_t max) {
 nlohmann::json reportToJson(const Report& r) {
   json j;
   j["format"] = "kfuse-report";
-  j["version"] = 1;
+  j["version"] = kReportVersion;
+  j["options"] = {{"gpu", r.options.gpu},
+                  {"max_chain", r.options.max_chain_length},
+                  {"max_group", r.options.max_group},
+                  {"all", r.options.keep_no_gain},
+                  {"execution_trace", r.options.execution_trace},
+                  {"metrics_from", r.options.metrics_from},
+                  {"binary", r.options.binary}};
   j["input"] = {{"path", r.input_path}, {"format", r.input_format}, {"producer", r.producer}};
   j["gpu"] = {{"name", r.gpu.marketing_name}, {"short_name", r.gpu.short_name}, {"source", r.gpu_source}};
   json by_kind = json::object();
@@ -255,11 +262,12 @@ nlohmann::json reportToJson(const Report& r) {
       }
       tuples.push_back(std::move(args));
     }
-    cands.push_back({{"rank", c.rank},
+    cands.push_back({{"id", c.id},
+                     {"rank", c.rank},
                      {"kind", candidateKindName(c.kind)},
                      {"fusion", fusionKindName(c.fusion)},
                      {"kernels", kernels},
-                     {"occurrences", c.occurrences.size()},
+                     {"occurrences", c.occurrence_launches.size()},
                      {"legality", legalityName(c.legality)},
                      {"reasons", c.reasons},
                      {"checked",
@@ -282,8 +290,16 @@ nlohmann::json reportToJson(const Report& r) {
                        {"bytes_source", c.cost.bytes_source},
                        {"flops_source", c.cost.flops_source},
                        {"note", c.cost.note}}},
-                     {"edges", edges}});
+                     {"edges", edges},
+                     {"function_ids", c.function_ids},
+                     {"occurrence_launches", c.occurrence_launches}});
     json& cj = cands.back();
+    if (c.epilogue) {
+      const EpilogueMap& e = *c.epilogue;
+      cj["epilogue"] = {{"producer_param", e.producer_param}, {"consumer", e.consumer},
+                        {"consumer_param", e.consumer_param}, {"consumer_offset", e.consumer_offset},
+                        {"element_bytes", e.element_bytes}, {"producer_lanes", e.producer_lanes}};
+    }
     json members = json::array();
     for (const MemberContext& m : c.members) {
       members.push_back({{"label", m.label}, {"op", m.op}, {"top_op", m.top_op}, {"module", m.module},
@@ -353,13 +369,14 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   out += "\n";
   size_t shown = 0;
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-12s %-8s %-6s %6s %12s %12s %6s  %s\n", "rank", "kind", "legality", "conf",
-                "occur", "saving/occ", "total", "share", "kernels");
+  std::snprintf(line, sizeof line, "%4s  %-11s  %-12s %-8s %-6s %6s %12s %12s %6s  %s\n", "rank", "id", "kind",
+                "legality", "conf", "occur", "saving/occ", "total", "share", "kernels");
   out += line;
   for (const Candidate& c : r.candidates) {
     if (shown++ >= top) break;
-    std::snprintf(line, sizeof line, "%4d  %-12s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, fusionKindName(c.fusion),
-                  legalityName(c.legality), confidenceName(c.confidence), c.occurrences.size(),
+    std::snprintf(line, sizeof line, "%4d  %-11s  %-12s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, c.id.c_str(),
+                  fusionKindName(c.fusion),
+                  legalityName(c.legality), confidenceName(c.confidence), c.occurrence_launches.size(),
                   durationText(c.cost.saving_ns).c_str(), durationText(c.total_saving_ns).c_str(),
                   100 * c.share_of_gpu_busy);
     out += line + (verbose ? membersText(c) : shortened(membersText(c, true), 110)) + "\n";
@@ -367,7 +384,7 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   if (r.candidates.empty()) out += "      (no candidates)\n";
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
-    out += "\n#" + std::to_string(c.rank) + " " + membersText(c, !verbose) + "\n";
+    out += "\n#" + std::to_string(c.rank) + " (" + c.id + ") " + membersText(c, !verbose) + "\n";
     if (!whereText(c).empty() || !c.fusion_kind.empty()) {
       out += "  " + (c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion") +
              (whereText(c).empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + whereText(c)) +
@@ -425,11 +442,11 @@ std::string reportToMarkdown(const Report& r) {
   out += "- Predicted saving if all non-overlapping candidates are applied: " + durationText(disjointSaving(r)) + "\n";
   for (const Advice& a : r.advice) out += "- Advice (" + a.kind + "): " + mdEscape(a.text) + "\n";
   out += "\n";
-  out += "| rank | kind | kernels | occurrences | legality | confidence | saving / occurrence | total | share |\n";
-  out += "|---|---|---|---|---|---|---|---|---|\n";
+  out += "| rank | id | kind | kernels | occurrences | legality | confidence | saving / occurrence | total | share |\n";
+  out += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Candidate& c : r.candidates) {
-    out += "| " + std::to_string(c.rank) + " | " + fusionKindName(c.fusion) + " | " + mdEscape(membersText(c)) + " | " +
-           std::to_string(c.occurrences.size()) + " | " + legalityName(c.legality) + " | " +
+    out += "| " + std::to_string(c.rank) + " | `" + c.id + "` | " + fusionKindName(c.fusion) + " | " + mdEscape(membersText(c)) + " | " +
+           std::to_string(c.occurrence_launches.size()) + " | " + legalityName(c.legality) + " | " +
            confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) + " | " +
            durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
   }
@@ -467,7 +484,7 @@ std::string reportToHtml(const Report& r) {
          ".</p>\n<h2>Roofline</h2>\n" + rooflineSvg(r) +
          "<p>Dots: kernels as measured. Rings: fused kernels as predicted, joined by dashed lines to their member "
          "kernels (ringed in orange).</p>\n<h2>Candidates</h2>\n<table>\n"
-         "<tr><th>rank</th><th>kind</th><th>kernels</th><th>occurrences</th><th>legality</th><th>confidence</th>"
+         "<tr><th>rank</th><th>id</th><th>kind</th><th>kernels</th><th>occurrences</th><th>legality</th><th>confidence</th>"
          "<th>saving / occurrence</th><th>total</th><th>share</th><th>why</th></tr>\n";
   for (const Candidate& c : r.candidates) {
     std::string why = "<li><b>" + htmlEscape(verdictText(c)) + "</b></li>";
@@ -478,10 +495,10 @@ std::string reportToHtml(const Report& r) {
     for (const Remedy& m : c.remedies) why += "<li><b>" + htmlEscape(m.kind) + "</b>: " + htmlEscape(m.text) + "</li>";
     for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
-    out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
+    out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" + c.id + "</td><td>" +
            fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
            htmlEscape(membersText(c, /*short_names=*/true)) + "</td><td>" +
-           std::to_string(c.occurrences.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
+           std::to_string(c.occurrence_launches.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
            confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +
            durationText(c.total_saving_ns) + "</td><td>" + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" +
            why + "</ul></td></tr>\n";

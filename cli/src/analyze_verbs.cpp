@@ -27,6 +27,7 @@ struct AnalyzeOptions {
   std::string json_out, md_out, html_out;
   std::string metrics_from;
   std::string execution_trace;
+  std::string binary;
   bool no_store = false;
   bool all = false;
   bool verbose = false;
@@ -81,6 +82,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
       }
     };
   }
+  import_options.binary = o.binary;
   auto imported = analyzer::importTrace(o.input, import_options);
   if (!imported) {
     const bool no_kernels = imported.status().code() == ErrorCode::kNotFound &&
@@ -88,6 +90,9 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
     return reportError(imported.status(), no_kernels ? kExitNothingToDo : kExitBadInput);
   }
   if (!ctx.quiet) {
+    if (!o.binary.empty()) {
+      std::fprintf(stderr, "kfuse: PTX from %s for %zu module(s)\n", o.binary.c_str(), imported->ptx_modules_attached);
+    }
     std::fprintf(stderr, "kfuse: %s trace: %zu launches; analyzing\n", imported->format.c_str(),
                  imported->trace.launches.size());
   }
@@ -110,6 +115,8 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
   options.max_chain_length = std::max<size_t>(2, o.max_chain);
   options.execution_trace = o.execution_trace;
   options.max_group = std::max<size_t>(2, o.max_group);
+  options.metrics_from = o.metrics_from;
+  options.binary = o.binary;
   auto report = analyzer::analyze(*imported, o.input, options);
   if (!report) return reportError(report.status());
 
@@ -170,7 +177,12 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--et", o->execution_trace,
                   "A PyTorch Execution Trace (ExecutionTraceObserver JSON, .json or .json.gz) of the same run as a "
                   "Kineto trace: tensor-level RAW/WAR/WAW edges per storage instead of edges inferred from shapes");
-  cmd->add_flag("--no-store", o->no_store, "Do not store the report in the kfuse trace");
+  cmd->add_option("--binary", o->binary,
+                  "An application binary (executable, shared library or fatbin) whose embedded PTX stands in for "
+                  "module images the trace lacks, so legality can be proven from it");
+  cmd->add_flag("--no-store", o->no_store,
+                "Do not store the report in the kfuse trace (`kfuse rewrite` takes its candidates from the stored "
+                "report)");
   cmd->add_flag("-v,--verbose", o->verbose,
                 "Every reason behind each verdict, full kernel names, and a per-kernel table (time, bytes, FLOPs, "
                 "intensity, share of roof)");

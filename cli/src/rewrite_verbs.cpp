@@ -1,13 +1,18 @@
 // `kfuse rewrite` (a candidate of a trace -> a validated plan directory) and `kfuse ptx opt` (a pass pipeline
 // over PTX files): thin verbs over the rewriter library.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/analyzer/metrics_merge.h"
+#include "kfuse/core/gpu_spec.h"
+#include "kfuse/core/trace_store.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
 #include "kfuse/rewriter/fusion.h"
@@ -25,7 +30,8 @@ struct RewriteVerbOptions {
   std::string input;
   std::string out_dir;
   std::string gpu;
-  int candidate = 0;
+  std::string candidate;  // an id or a rank of the report
+  std::string report;     // --report FILE
   bool all = false;
   bool no_gain = false;
   double min_saving_pct = 0;
@@ -58,9 +64,48 @@ std::string formatNs(double ns) {
   return buf;
 }
 
+// The report whose candidates `kfuse rewrite` rewrites: --report FILE, else the one `kfuse analyze` stored in the
+// trace, else none (the caller analyzes). `source` says which, for the user; `notice` why a stored one was not used.
+Expected<std::optional<analyzer::Report>> reportToRewrite(const RewriteVerbOptions& o, std::string& source,
+                                                          std::string& notice) {
+  if (!o.report.empty()) {
+    std::ifstream in(o.report, std::ios::binary);
+    if (!in) return notFound(o.report + ": cannot open the report");
+    std::stringstream text;
+    text << in.rdbuf();
+    const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return badFormat(o.report + ": not JSON (expected `kfuse analyze --json` output)");
+    KFUSE_ASSIGN_OR_RETURN(analyzer::Report r, analyzer::reportFromJson(j, o.report));
+    source = o.report;
+    return std::optional<analyzer::Report>(std::move(r));
+  }
+  auto reader = core::TraceReader::open(o.input);
+  if (!reader.ok()) return std::optional<analyzer::Report>();  // not a kfuse trace: nothing stored
+  auto stored = (*reader)->latestAnalysisReport();
+  if (!stored.ok() || !*stored) return std::optional<analyzer::Report>();
+  const nlohmann::json j = nlohmann::json::parse(**stored, nullptr, /*allow_exceptions=*/false);
+  auto r = j.is_discarded() ? Expected<analyzer::Report>(badFormat("the stored report is not JSON"))
+                            : analyzer::reportFromJson(j, "the report stored in " + o.input);
+  if (!r.ok()) {
+    notice = r.status().message();
+    return std::optional<analyzer::Report>();
+  }
+  source = "the report `kfuse analyze` stored in " + o.input;
+  return std::optional<analyzer::Report>(std::move(r).value());
+}
+
+// The candidate `which` (a rank or an id) of `report`.
+const analyzer::Candidate* findCandidate(const analyzer::Report& report, const std::string& which) {
+  const bool rank = !which.empty() && std::all_of(which.begin(), which.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  for (const analyzer::Candidate& c : report.candidates) {
+    if (rank ? std::to_string(c.rank) == which : c.id == which) return &c;
+  }
+  return nullptr;
+}
+
 int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
-  if (o.all == (o.candidate > 0)) {
-    std::fprintf(stderr, "kfuse: rewrite: give either --candidate RANK or --all\n");
+  if (o.all == !o.candidate.empty()) {
+    std::fprintf(stderr, "kfuse: rewrite: give either --candidate ID|RANK or --all\n");
     return kExitBadInput;
   }
   rewriter::RewriteOptions options;
@@ -72,7 +117,6 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       return kExitBadInput;
     }
   }
-  options.binary = o.binary;
   if (o.layout == "block") {
     options.layout = rewriter::HorizontalLayout::kBlockPartitioned;
   } else if (o.layout == "thread") {
@@ -87,22 +131,69 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
     options.progress = [](const std::string& line) { std::fprintf(stderr, "kfuse: %s\n", line.c_str()); };
   }
 
+  // The candidates come from one report, so that a rank or id means what `kfuse analyze` printed.
+  std::string source, notice;
+  auto loaded = reportToRewrite(o, source, notice);
+  if (!loaded) return reportError(loaded.status());
+  std::optional<analyzer::Report> report = std::move(loaded).value();
+  if (!notice.empty() && !ctx.quiet) std::fprintf(stderr, "kfuse: %s; analyzing again\n", notice.c_str());
+
+  analyzer::ImportOptions import_options;
+  import_options.binary = !o.binary.empty() ? o.binary : report ? report->options.binary : "";
+  options.binary = import_options.binary;
   if (!ctx.quiet) std::fprintf(stderr, "kfuse: importing %s\n", o.input.c_str());
-  auto imported = analyzer::importTrace(o.input);
+  auto imported = analyzer::importTrace(o.input, import_options);
   if (!imported) return reportError(imported.status());
-  if (!o.binary.empty()) {
-    auto attached = rewriter::attachPtxFromBinary(imported->trace, o.binary);
-    if (!attached) return reportError(attached.status());
-    if (!ctx.quiet) std::fprintf(stderr, "kfuse: PTX from %s for %zu module(s)\n", o.binary.c_str(), *attached);
+  if (!import_options.binary.empty() && !ctx.quiet) {
+    std::fprintf(stderr, "kfuse: PTX from %s for %zu module(s)\n", import_options.binary.c_str(),
+                 imported->ptx_modules_attached);
+  }
+  if (report && static_cast<size_t>(report->launches) != imported->trace.launches.size()) {
+    return reportError(invalidArgument(source + " describes a trace of " + std::to_string(report->launches) +
+                                       " launches, and " + o.input + " has " +
+                                       std::to_string(imported->trace.launches.size()) +
+                                       ": it was made from another trace (run `kfuse analyze " + o.input + "`)"));
   }
   analyzer::AnalysisOptions analysis;
   analysis.gpu = o.gpu;
   analysis.top = SIZE_MAX;
   analysis.keep_no_gain = o.no_gain;
-  auto report = analyzer::analyze(*imported, o.input, analysis);
-  if (!report) return reportError(report.status());
+  analysis.binary = import_options.binary;
+  if (report && !o.gpu.empty()) {
+    auto spec = core::findGpuSpec(o.gpu);
+    if (!spec) return reportError(invalidArgument("unknown GPU '" + o.gpu + "'; `kfuse gpus` lists the known ones"));
+    if (spec->short_name != report->gpu.short_name) {
+      // Another GPU: the same analysis (its options) costed for that one. Ids stay; ranks may move.
+      analysis = report->options;
+      analysis.gpu = o.gpu;
+      analysis.top = SIZE_MAX;
+      if (!ctx.quiet) {
+        std::fprintf(stderr, "kfuse: %s is for %s: analyzing again for %s with the same options\n", source.c_str(),
+                     report->gpu.short_name.c_str(), spec->short_name.c_str());
+      }
+      report.reset();
+      source = "an analysis for " + spec->short_name + " with the options of " + source;
+    }
+  }
+  if (!report) {
+    // (An Execution Trace is joined by analyze() itself; measured metrics are merged into the trace before it.)
+    if (!analysis.metrics_from.empty()) {
+      auto metrics_run = analyzer::importTrace(analysis.metrics_from);
+      if (!metrics_run) return reportError(metrics_run.status());
+      auto merged = analyzer::mergeMeasuredMetrics(imported->trace, metrics_run->trace, analysis.metrics_from);
+      if (!merged) return reportError(merged.status());
+    }
+    auto fresh = analyzer::analyze(*imported, o.input, analysis);
+    if (!fresh) return reportError(fresh.status());
+    report = std::move(fresh).value();
+    if (source.empty()) {
+      source = "an analysis run now with the default options" + std::string(o.no_gain ? " and --all" : "") +
+               " (no report stored in the trace: `kfuse analyze` stores one, or pass --report FILE)";
+    }
+  }
+  if (!ctx.quiet) std::fprintf(stderr, "kfuse: candidates from %s\n", source.c_str());
 
-  std::vector<int> ranks;
+  std::vector<const analyzer::Candidate*> chosen;
   if (o.all) {
     const rewriter::Selection sel = rewriter::chooseConsistentSet(report->candidates, o.min_saving_pct / 100.0);
     if (!ctx.quiet) {
@@ -111,32 +202,31 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
                    formatNs(sel.total_saving_ns).c_str());
       for (const auto& [rank, why] : sel.rejected) std::fprintf(stderr, "kfuse:   #%d not rewritten: %s\n", rank, why.c_str());
     }
-    ranks = sel.chosen;
-    if (ranks.empty()) {
+    for (int rank : sel.chosen) chosen.push_back(findCandidate(*report, std::to_string(rank)));
+    if (chosen.empty()) {
       std::fprintf(stderr, "kfuse: %s: no proven candidate to rewrite\n", o.input.c_str());
       return kExitNothingToDo;
     }
   } else {
-    ranks = {o.candidate};
+    const analyzer::Candidate* c = findCandidate(*report, o.candidate);
+    if (!c) {
+      std::fprintf(stderr, "kfuse: %s: no candidate %s in %s (it has %zu%s; `kfuse analyze` lists them)\n",
+                   o.input.c_str(), o.candidate.c_str(), source.c_str(), report->candidates.size(),
+                   report->options.keep_no_gain ? "" : ", without those predicted to save nothing (--all lists them)");
+      return kExitBadInput;
+    }
+    chosen.push_back(c);
   }
 
   int exit_code = kExitOk;
-  for (int rank : ranks) {
-    const analyzer::Candidate* c = nullptr;
-    for (const analyzer::Candidate& x : report->candidates) {
-      if (x.rank == rank) c = &x;
-    }
-    if (!c) {
-      std::fprintf(stderr, "kfuse: %s: no candidate %d (the report has %zu; `kfuse analyze` lists them)\n",
-                   o.input.c_str(), rank, report->candidates.size());
-      return kExitBadInput;
-    }
+  for (const analyzer::Candidate* c : chosen) {
+    const int rank = c->rank;
     const std::string dir = o.all ? (fs::path(o.out_dir) / ("candidate-" + std::to_string(rank))).string() : o.out_dir;
     if (o.all) {
       std::error_code ec;
       fs::create_directories(o.out_dir, ec);
     }
-    if (!ctx.quiet) std::fprintf(stderr, "kfuse: rewriting candidate %d into %s\n", rank, dir.c_str());
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: rewriting candidate %d (%s) into %s\n", rank, c->id.c_str(), dir.c_str());
     rewriter::RewriteDiagnostics diag;
     auto plan = rewriter::rewriteCandidate(*imported, *report, *c, options, dir, &diag);
     if (!plan) {
@@ -146,8 +236,8 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       continue;
     }
     const bool failed = plan->validation.emulator == "failed" || plan->validation.gpu == "failed";
-    std::printf("candidate %d: %s fusion -> %s/%s (%s), validation: %s%s\n", rank, plan->kind.c_str(), dir.c_str(),
-                plan->fused.ptx_file.c_str(), plan->fused.name.c_str(),
+    std::printf("candidate %d (%s): %s fusion -> %s/%s (%s), validation: %s%s\n", rank, c->id.c_str(),
+                plan->kind.c_str(), dir.c_str(), plan->fused.ptx_file.c_str(), plan->fused.name.c_str(),
                 o.no_validate ? "skipped" : plan->validation.emulator.c_str(),
                 failed ? (" — " + plan->validation.mismatch).c_str() : "");
     if (failed) exit_code = std::max(exit_code, kExitCheckFailed);
@@ -222,13 +312,19 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   auto ro = std::make_shared<RewriteVerbOptions>();
   CLI::App* rw = app.add_subcommand(
       "rewrite", "Write a fused kernel and a plan for a proven candidate, compile it with ptxas and validate it");
-  rw->add_option("trace", ro->input, "Trace to analyze (kfuse SQLite/JSON; the PTX comes from its module images)")
+  rw->add_option("trace", ro->input, "The kfuse trace (SQLite/JSON) the candidates come from; the PTX comes from its "
+                                     "module images")
       ->required();
-  rw->add_option("--candidate", ro->candidate, "Rank of the candidate in `kfuse analyze`'s list");
+  rw->add_option("--candidate", ro->candidate,
+                 "The candidate's id (k0123456789) or rank in the report: the one `kfuse analyze` stored in the "
+                 "trace, or --report");
+  rw->add_option("--report", ro->report,
+                 "The report to take candidates from (`kfuse analyze --json` output of this trace); default: the one "
+                 "`kfuse analyze` stored in the trace, else an analysis now with the default options");
   rw->add_flag("--all", ro->all, "Rewrite the best consistent set of proven candidates (one directory each)");
   rw->add_flag("--no-gain", ro->no_gain,
-               "Rank candidates as `kfuse analyze --all` does, with those predicted to save no time (traces without "
-               "GPU times, such as the emulator's, often predict none)");
+               "Where no report is stored: analyze as `kfuse analyze --all` does, with the candidates predicted to "
+               "save no time (traces without GPU times, such as the emulator's, often predict none)");
   rw->add_option("--min-saving", ro->min_saving_pct, "With --all: skip candidates saving less than PCT % of GPU time");
   rw->add_option("-o,--output", ro->out_dir, "Plan directory (with --all: one candidate-RANK directory under it)")
       ->required()
@@ -236,9 +332,13 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   rw->add_flag("--aggressive", ro->aggressive,
                "Drop stores of intermediates the trace shows are overwritten before anything reads them");
   rw->add_option("--arch", ro->archs, "Also compile for these architectures, e.g. sm_80,sm_90,sm_100");
-  rw->add_option("--binary", ro->binary, "Take PTX from this application's fatbin when the trace has no images");
+  rw->add_option("--binary", ro->binary,
+                 "Take PTX from this application's fatbin when the trace has no images (default: the binary the "
+                 "report's analysis used)");
   rw->add_option("--layout", ro->layout, "Horizontal layout: block or thread (default: the one predicted faster)");
-  rw->add_option("--gpu", ro->gpu, "GPU to cost for (`kfuse gpus`); default: the trace's");
+  rw->add_option("--gpu", ro->gpu,
+                 "GPU to cost for (`kfuse gpus`); default: the report's. Another GPU than the report's analyzes "
+                 "again with the report's options");
   rw->add_flag("--no-validate", ro->no_validate, "Skip validation on the emulator (run `kfuse validate` later)");
   rw->add_option("--seed", ro->seed, "Seed of the validation's random inputs");
   rw->callback([ro, &ctx] { ctx.exit_code = runRewrite(*ro, ctx); });

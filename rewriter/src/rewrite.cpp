@@ -294,7 +294,7 @@ class Rewriter {
       }
     }
 
-    // Argument sets: occurrences with distinct argument values, then a ragged variant of the first.
+    // Argument sets: occurrences with distinct argument values.
     std::set<std::vector<std::vector<uint8_t>>> seen;
     for (size_t occ = 0; occ < c_.occurrence_launches.size() && sets_.size() < options_.max_argument_sets; ++occ) {
       std::vector<std::vector<uint8_t>> key;
@@ -796,7 +796,7 @@ class Rewriter {
     plan_.prediction.measured_ns = candidate_.cost.measured_ns;
     plan_.prediction.fused_ns = candidate_.cost.fused_ns;
     plan_.prediction.saving_ns = candidate_.cost.saving_ns;
-    plan_.prediction.occurrences = candidate_.occurrences.size();
+    plan_.prediction.occurrences = candidate_.occurrence_launches.size();
     plan_.prediction.total_saving_ns = candidate_.total_saving_ns;
     plan_.prediction.note = candidate_.cost.note;
     plan_.argument_sets = sets_;
@@ -874,42 +874,6 @@ class Rewriter {
 };
 
 }  // namespace
-
-Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& binary) {
-  auto bytes = ptx::readBinaryFile(binary);
-  if (!bytes.ok()) return bytes.status();
-  const std::span<const uint8_t> span(bytes->data(), bytes->size());
-  auto entries = ptx::listEntries(span);
-  if (!entries.ok()) return entries.status().withContext(binary);
-  if (std::none_of(entries->begin(), entries->end(), [](const auto& e) { return e.kind == ptx::EntryKind::kPtx; })) {
-    return notFound(binary + " holds no PTX (only cubins): rebuild it with PTX embedded (nvcc -gencode "
-                    "arch=compute_XX,code=compute_XX) to let kfuse rewrite its kernels");
-  }
-  size_t attached = 0;
-  for (core::Module& m : trace.modules) {
-    if (!m.image.empty() && m.kind != core::ImageKind::kCubin) continue;
-    std::vector<std::string> names;
-    for (const core::KernelFunction& f : trace.functions) {
-      if (f.module_id == m.id) names.push_back(f.mangled_name);
-    }
-    if (names.empty()) continue;
-    const ptx::FatbinEntry* best = nullptr;
-    for (const ptx::FatbinEntry& e : *entries) {
-      if (e.kind != ptx::EntryKind::kPtx) continue;
-      const bool all = std::all_of(names.begin(), names.end(), [&](const std::string& n) {
-        return std::find(e.kernels.begin(), e.kernels.end(), n) != e.kernels.end();
-      });
-      if (all && (!best || e.arch > best->arch)) best = &e;
-    }
-    if (!best) continue;
-    auto text = ptx::extractEntry(span, *best);
-    if (!text.ok()) return text.status().withContext(binary);
-    m.image.assign(text->begin(), text->end());
-    m.kind = core::ImageKind::kPtx;
-    ++attached;
-  }
-  return attached;
-}
 
 Expected<Plan> rewriteCandidate(const analyzer::ImportResult& input, const analyzer::Report& report,
                                 const analyzer::Candidate& candidate, const RewriteOptions& options,

@@ -296,7 +296,7 @@ class Analyze(TempDirCase):
         self.assertIn("<svg", html)
         self.assertIn("scale(float const*, float*, float, int)", html)
         with open(out_md) as f:
-            self.assertIn("| 1 | thread-local |", f.read())
+            self.assertIn(f"| 1 | `{c['id']}` | thread-local |", f.read())
         # The report is kept in the trace for the GUI.
         db = sqlite3.connect(trace)
         rows = db.execute("SELECT gpu, report FROM analysis").fetchall()

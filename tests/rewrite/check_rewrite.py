@@ -394,6 +394,73 @@ class Checker:
                    str(dirs))
 
 
+    def report_handoff(self, trace):
+        """`kfuse rewrite --candidate ID|RANK` rewrites the candidate `kfuse analyze` printed under that id or rank,
+        whatever analyze's options: from the report stored in the trace, or from --report FILE."""
+        def kernels(c):
+            return [k["mangled_name"] for k in c["kernels"]]
+
+        def planned(plan_dir):
+            with open(os.path.join(plan_dir, "plan.json")) as f:
+                return [k["mangled_name"] for k in json.load(f)["pattern"]["kernels"]]
+
+        two = os.path.join(self.tmp, "handoff-chain2.json")
+        p = self.run("analyze", trace, "--max-chain", "2", "--all", "--json", two)
+        self.check(p.returncode == 0, "analyze --max-chain 2 --all stores its report", p.stderr)
+        with open(two) as f:
+            stored = json.load(f)["candidates"]
+        pairs = [c for c in stored if c["legality"] == "proven" and len(c["kernels"]) == 2]
+        self.check(len(pairs) >= 2, "--max-chain 2 proposes proven pairs", json.dumps([kernels(c) for c in stored]))
+        for c in pairs[:2]:
+            for which in (c["id"], str(c["rank"])):
+                out = os.path.join(self.tmp, f"handoff-{which}")
+                p = subprocess.run([self.args.kfuse, "rewrite", trace, "--candidate", which, "-o", out],
+                                   capture_output=True, text=True, timeout=300)
+                self.check(p.returncode == 0 and planned(out) == kernels(c) and
+                           "candidates from the report `kfuse analyze` stored in" in p.stderr,
+                           f"rewrite --candidate {which} rewrites the stored report's {kernels(c)}",
+                           p.stdout + p.stderr[-800:])
+        # Another report of the same trace (the default chains of 4, not stored), named with --report.
+        four = os.path.join(self.tmp, "handoff-chain4.json")
+        p = self.run("analyze", trace, "--json", four, "--no-store")
+        with open(four) as f:
+            longest = json.load(f)["candidates"][0]
+        out = os.path.join(self.tmp, "handoff-report")
+        p = self.run("rewrite", trace, "--report", four, "--candidate", longest["id"], "-o", out)
+        self.check(p.returncode == 0 and planned(out) == kernels(longest) and len(kernels(longest)) == 4,
+                   "rewrite --report FILE --candidate ID rewrites that report's candidate", p.stdout + p.stderr)
+        p = self.run("rewrite", trace, "--report", four, "--candidate", pairs[0]["id"], "-o", out + "-x")
+        self.check(p.returncode == 2 and pairs[0]["id"] in p.stderr and four in p.stderr,
+                   "an id another report gave is not found in this one, and the error names the report", p.stderr)
+        # A PyTorch trace analyzed with its Execution Trace: its tensor-level data flow shows that no adjacent pair
+        # shares data, so that report has no candidate 1, while an analysis without --et (what rewrite did before
+        # reading reports back) proposes one. rewrite --report must follow the report.
+        kineto = os.path.join(self.args.source, "..", "shared", "data", "kineto", "hta_simple_add.json.gz")
+        et = os.path.join(self.args.source, "..", "shared", "data", "kineto", "hta_simple_add_et.json.gz")
+        if os.path.exists(kineto) and os.path.exists(et):
+            with_et, without = os.path.join(self.tmp, "handoff-et.json"), os.path.join(self.tmp, "handoff-no-et.json")
+            p = self.run("analyze", kineto, "--et", et, "--json", with_et)
+            q = self.run("analyze", kineto, "--json", without)
+            with open(with_et) as f:
+                report = json.load(f)
+            with open(without) as f:
+                plain = json.load(f)
+            self.check(p.returncode == 0 and q.returncode == 0 and report["options"]["execution_trace"] == et and
+                       not report["candidates"] and plain["candidates"],
+                       "analyze --et finds no pair sharing data where the analysis without it proposes one",
+                       p.stderr + q.stderr)
+            p = self.run("rewrite", kineto, "--report", with_et, "--candidate", "1", "-o",
+                         os.path.join(self.tmp, "handoff-kineto-plan"))
+            self.check(p.returncode == 2 and "no candidate 1 in " + with_et in p.stderr,
+                       "rewrite --report of the --et analysis takes that report's candidates", p.stderr)
+            p = self.run("rewrite", kineto, "--report", without, "--candidate", plain["candidates"][0]["id"], "-o",
+                         os.path.join(self.tmp, "handoff-kineto-plan"))
+            self.check(p.returncode == 2 and "not proven" in p.stderr,
+                       "the candidate of the analysis without --et is found, and refused as not proven", p.stderr)
+        else:
+            self.check(False, "the shared Kineto trace and its Execution Trace are in ../shared/data/kineto")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kfuse", required=True)
@@ -423,6 +490,7 @@ def main():
         c.block_level(traces["residual_layernorm"])
         c.prologue(traces["activation_matmul"])
         c.arena_matches(traces["mlp_block"], traces["mlp_block_arena"])
+        c.report_handoff(traces["elementwise_chain"])
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0
 

@@ -306,6 +306,10 @@ struct ModuleOccurrences {
 };
 
 struct Candidate {
+  // Stable across runs of the same analysis of the same trace: "k" and 10 hex digits of the SHA-256 of the pattern
+  // (kernels, launch shapes, which arguments share an allocation), its fusion kind and its legality. `kfuse rewrite
+  // --candidate` takes it as well as the rank.
+  std::string id;
   int rank = 0;
   CandidateKind kind = CandidateKind::kVertical;
   FusionKind fusion = FusionKind::kThreadLocal;
@@ -371,9 +375,14 @@ struct AnalysisOptions {
   size_t top = 10;
   bool keep_no_gain = false;  // list patterns predicted to save nothing too (a legality audit), ranked last
   std::string execution_trace;  // a PyTorch Execution Trace (ExecutionTraceObserver JSON) to join, "" none
+  // Applied by the caller to the input before analyze() (mergeMeasuredMetrics, attachPtxFromBinary); kept here so
+  // that the report says what it was made from.
+  std::string metrics_from;
+  std::string binary;
 };
 
 struct Report {
+  AnalysisOptions options;  // what this report was made with (top aside)
   std::string input_path;
   std::string input_format;
   std::string producer;
@@ -432,7 +441,14 @@ Expected<Candidate> candidateWithOccupancy(const Candidate& candidate, double fu
 double meanOccupancy(const std::vector<double>& occupancies, const std::vector<double>& times_ns);
 
 // Report writers. JSON follows schemas/report.schema.json.
+inline constexpr int kReportVersion = 2;  // 2: candidate ids, kernels' function ids, occurrences' launch ids,
+                                          // epilogue maps and the analysis options (what kfuse rewrite reads back)
 nlohmann::json reportToJson(const Report& report);
+// The report `j` (reportToJson's output, as stored in a trace or written by `kfuse analyze --json`) read back, for
+// `kfuse rewrite`: every field reportToJson writes (occurrences as launch ids: Candidate::occurrences stays empty;
+// the GPU's spec from the table by its short name). `what` names the source in errors ("trace.sqlite's stored
+// report"). kBadFormat for a malformed report, kUnsupportedVersion for one of another version.
+Expected<Report> reportFromJson(const nlohmann::json& j, const std::string& what);
 // Text for a terminal: candidates with short kernel names and the sentence that decided each verdict; `verbose`
 // adds every reason, the full kernel names and the per-kernel table.
 std::string reportToText(const Report& report, size_t top, bool verbose = false);

@@ -50,6 +50,9 @@ struct ImportOptions {
   // Kineto: called about once a second while a large trace is read, with the (decompressed) JSON bytes and the
   // events read so far; empty: no progress.
   std::function<void(uint64_t text_bytes, uint64_t events)> progress;
+  // An application binary (executable, shared library or fatbin) whose embedded PTX is given to every module the
+  // trace holds no PTX for (attachPtxFromBinary); "" none. ImportResult::ptx_modules_attached says how many.
+  std::string binary;
 };
 
 // An immutable vector whose copies share one allocation. CPU ops repeat the same shapes thousands of times (one
@@ -110,6 +113,7 @@ struct ImportResult {
   // Kernels a CUDA / HIP graph launch ran (their launch call is cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch):
   // launch record id -> the graph launch call's correlation id, the same for every node of one replay.
   std::map<core::Id, int64_t> launch_graph_ids;
+  size_t ptx_modules_attached = 0;  // modules given PTX from ImportOptions::binary
 
   // The count of problem `name`, 0 when it was not met.
   int64_t problemCount(std::string_view name) const;
@@ -159,6 +163,12 @@ class ImporterRegistry {
 
 // importTrace(path, options) == ImporterRegistry::withBuiltins().import(path, options), with the registry built
 // once.
+// Gives every module of `trace` whose image was not captured (or is a cubin) the PTX of the application binary
+// `binary` (an executable, shared library or fatbin) that defines the module's kernels, keeping the module's
+// identity (its hash), so legality can be proven from that PTX. Returns how many modules got PTX; an error when
+// the binary cannot be read or holds no PTX at all. importTrace() runs it for ImportOptions::binary.
+Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& binary);
+
 Expected<ImportResult> importTrace(const std::string& path, const ImportOptions& options = {});
 
 }  // namespace kfuse::analyzer

@@ -42,12 +42,6 @@ struct RewriteDiagnostics {
   std::string kept_ptx;  // path of the fused PTX ptxas rejected
 };
 
-// Gives every module of `trace` whose image was not captured (or is a cubin) the PTX of the application binary
-// `binary` (an executable, shared library or fatbin) that defines the module's kernels, keeping the module's
-// identity (its hash). Run it before analyze(), so legality can be proven from that PTX. Returns how many modules
-// got PTX; an error when the binary cannot be read or holds no PTX at all.
-Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& binary);
-
 // Rewrites `candidate` of `report` (produced by analyze() on `input`) into `plan_dir`. Returns the plan as
 // written; validation failure is not an error: the plan says "failed" and the caller decides (exit 1).
 Expected<Plan> rewriteCandidate(const analyzer::ImportResult& input, const analyzer::Report& report,
