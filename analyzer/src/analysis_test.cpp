@@ -674,7 +674,7 @@ TEST(Reports, ReadBackRefusesMalformedReportsNamingTheField) {
   EXPECT_EQ(message(j), "r.json: report version 1 (this kfuse reads version 2); run `kfuse analyze` again");
   j = good;
   j["candidates"][0].erase("occurrence_launches");
-  EXPECT_EQ(message(j), "r.json: candidates[0].occurrence_launches: missing");
+  EXPECT_EQ(message(j), "r.json: candidates[0].occurrence_launches: missing required field");
   j = good;
   j["candidates"][0]["occurrence_launches"][0] = nlohmann::json::array({1});
   EXPECT_EQ(message(j), "r.json: candidates[0].occurrence_launches[0]: expected one launch id per kernel");
@@ -690,7 +690,7 @@ TEST(Reports, ReadBackRefusesMalformedReportsNamingTheField) {
   j = good;
   j["candidates"].push_back(j["candidates"][0]);
   EXPECT_EQ(message(j), "r.json: candidates[1] repeats the id or rank of candidates[0]");
-  EXPECT_EQ(message(nlohmann::json::array()), "r.json: expected an object");
+  EXPECT_EQ(message(nlohmann::json::array()), "r.json: expected an object (a `kfuse analyze --json` report)");
 }
 
 TEST(Reports, ShortKernelNamesDropReturnTypeParametersAndNamespaces) {
