@@ -15,9 +15,9 @@ kfuse_analyzer_test_ptx_rule(epilogue_cases)
 set(KFUSE_ANALYZER_TEST_PTX ${CMAKE_CURRENT_BINARY_DIR}/fusion_cases.ptx)
 set(KFUSE_EPILOGUE_TEST_PTX ${CMAKE_CURRENT_BINARY_DIR}/epilogue_cases.ptx)
 add_custom_target(kfuse_analyzer_test_ptx DEPENDS ${KFUSE_ANALYZER_TEST_PTX} ${KFUSE_EPILOGUE_TEST_PTX})
-kfuse_add_gtest(kfuse_analysis_test SOURCES src/analysis_test.cpp src/cost_model_test.cpp src/thread_locality_test.cpp
-  src/byte_dependences_test.cpp
-  src/epilogue_test.cpp
+kfuse_add_gtest(kfuse_analysis_test SOURCES src/analysis_test.cpp src/cost/cost_model_test.cpp src/legality/thread_locality_test.cpp
+  src/graph/byte_dependences_test.cpp
+  src/legality/epilogue_test.cpp
   LIBS kfuse::analyzer kfuse::core kfuse::ptx)
 if(TARGET kfuse_analysis_test)
   add_dependencies(kfuse_analysis_test kfuse_analyzer_test_ptx)

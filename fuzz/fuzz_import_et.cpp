@@ -1,7 +1,7 @@
 // libFuzzer target: a PyTorch Execution Trace (`kfuse analyze --et FILE`), read as a file as the verb reads it, then
 // each node's tensors walked. Any crash, leak or sanitizer report is a bug; a bad-format Status is the expected
 // answer to most inputs.
-#include "execution_trace.h"
+#include "import/execution_trace.h"
 #include "fuzz_input_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // Epilogue fusion: the consumers run per element inside the producer, right after the store of that element.
 //
-// Why this is sound for a pattern the analyzer proved (analyzer/src/epilogue.h): the producer writes each element
+// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/epilogue.h): the producer writes each element
 // of the intermediate exactly once, and consumer thread e touches only element e of it, so running consumer
 // thread e right after that store reads what the separate launches would have read; every consumer thread with an
 // effect owns an element the producer writes, so none is lost; the consumers share no written buffer with the

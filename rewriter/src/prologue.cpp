@@ -1,6 +1,6 @@
 // Prologue fusion: an element-wise producer recomputed at the consumer's loads of what it wrote.
 //
-// Why this is sound for a pattern the analyzer proved (analyzer/src/prologue.h): producer thread e writes element e
+// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/prologue.h): producer thread e writes element e
 // of the intermediate X and nothing else, from inputs the consumer does not write, so running the producer's body
 // as thread e anywhere computes the value element e holds after the producer's launch; every element the consumer
 // may load is one the producer writes, so each replaced load gets the value it would have read. The consumer no

@@ -1,0 +1,385 @@
+// The cost model's rules; docs/analyzer.md ("Cost model") states them in words.
+#include "cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+namespace kfuse::analyzer::cost {
+
+const char* sourceName(Source s) {
+  switch (s) {
+    case Source::kMeasured: return "measured";
+    case Source::kEmulated: return "emulated";
+    case Source::kPtxEstimate: return "ptx-estimate";
+    case Source::kExtentEstimate: return "extent-estimate";
+    case Source::kOperatorEstimate: return "operator-estimate";
+    case Source::kMixedEstimate: return "mixed-estimate";
+    case Source::kEstimated: return "estimated";
+    case Source::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+Source combine(Source a, Source b) {
+  if (a == b) return a;
+  if (a == Source::kUnknown || b == Source::kUnknown) return Source::kUnknown;
+  return Source::kMixedEstimate;
+}
+
+double memoryNs(double bytes, const core::GpuSpec& gpu) {
+  return gpu.dram_bandwidth_bytes_per_s > 0 ? bytes / gpu.dram_bandwidth_bytes_per_s * 1e9 : 0;
+}
+
+double computeNs(const FlopCounts& flops, const core::GpuSpec& gpu) {
+  auto at = [&gpu](double n, double peak) {
+    if (peak <= 0) peak = gpu.fp32_flops;
+    return n > 0 && peak > 0 ? n / peak * 1e9 : 0;
+  };
+  return at(flops.fp16, gpu.fp16_flops) + at(flops.bf16, gpu.bf16_flops) + at(flops.fp32, gpu.fp32_flops) +
+         at(flops.fp64, gpu.fp64_flops);
+}
+
+double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gpu) {
+  return std::max(memoryNs(bytes, gpu), computeNs(flops, gpu));
+}
+
+double smShare(const LaunchShape& shape, const core::GpuSpec& gpu) {
+  if (shape.blocks == 0 || gpu.sm_count <= 0) return 1;
+  return std::min(1.0, static_cast<double>(shape.blocks) / gpu.sm_count);
+}
+
+double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchShape& shape, const core::GpuSpec& gpu) {
+  return rooflineNs(bytes, flops, gpu) / smShare(shape, gpu);
+}
+
+double blockCapacity(const LaunchShape& shape, const core::GpuSpec& gpu) {
+  const double threads = static_cast<double>(std::max<uint64_t>(1, shape.threads_per_block));
+  double per_sm = gpu.max_blocks_per_sm;
+  if (gpu.max_threads_per_sm > 0) per_sm = std::min(per_sm, std::floor(gpu.max_threads_per_sm / threads));
+  if (shape.registers_per_thread > 0 && gpu.registers_per_sm > 0) {
+    per_sm = std::min(per_sm, std::floor(gpu.registers_per_sm / (threads * shape.registers_per_thread)));
+  }
+  if (shape.shared_bytes_per_block > 0 && gpu.max_shared_per_sm > 0) {
+    per_sm = std::min(per_sm, std::floor(static_cast<double>(gpu.max_shared_per_sm) / shape.shared_bytes_per_block));
+  }
+  return std::max(1.0, per_sm) * std::max(1, gpu.sm_count);
+}
+
+double waves(const std::vector<LaunchShape>& shapes, const core::GpuSpec& gpu) {
+  double w = 0;
+  for (const LaunchShape& s : shapes) w += static_cast<double>(s.blocks) / blockCapacity(s, gpu);
+  return w;
+}
+
+double removedIdleNs(const std::vector<KernelTimes>& chain) {
+  double idle = 0;
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    const KernelTimes& a = chain[i];
+    const KernelTimes& b = chain[i + 1];
+    if (a.gpu_end_ns == core::kNoTime || b.gpu_start_ns == core::kNoTime || b.gpu_start_ns <= a.gpu_end_ns) continue;
+    const double gap = static_cast<double>(b.gpu_start_ns - a.gpu_end_ns);
+    if (b.api_start_ns == core::kNoTime) {
+      idle += std::min(gap, kUnknownIssueGapCapNs);
+    } else if (b.api_start_ns <= a.gpu_end_ns) {
+      idle += gap;
+    }
+  }
+  return idle;
+}
+
+double busyNs(const std::vector<KernelTimes>& kernels) {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const KernelTimes& k : kernels) {
+    if (k.gpu_start_ns != core::kNoTime && k.gpu_end_ns != core::kNoTime)
+      spans.emplace_back(k.gpu_start_ns, k.gpu_end_ns);
+  }
+  if (spans.empty()) return 0;
+  std::sort(spans.begin(), spans.end());
+  double busy = 0;
+  int64_t cur_start = spans[0].first, cur_end = spans[0].second;
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].first > cur_end) {
+      busy += static_cast<double>(cur_end - cur_start);
+      cur_start = spans[i].first;
+    }
+    cur_end = std::max(cur_end, spans[i].second);
+  }
+  return busy + static_cast<double>(cur_end - cur_start);
+}
+
+bool LivenessScan::see(Region used, bool reads, bool writes, bool writes_exactly) {
+  if (decided_) return true;
+  auto overlaps = [&used](const Region& r) { return used.begin < r.end && r.begin < used.end; };
+  if (reads && std::any_of(live_parts_.begin(), live_parts_.end(), overlaps)) {
+    decided_ = live_ = true;
+    return true;
+  }
+  if (writes && writes_exactly) {
+    std::vector<Region> left;
+    for (const Region& r : live_parts_) {
+      if (!overlaps(r)) {
+        left.push_back(r);
+        continue;
+      }
+      if (r.begin < used.begin) left.push_back({r.begin, used.begin});
+      if (used.end < r.end) left.push_back({used.end, r.end});
+    }
+    live_parts_ = std::move(left);
+    if (live_parts_.empty()) decided_ = true;  // every byte overwritten before any was read: dead
+  }
+  return decided_;
+}
+
+namespace {
+
+struct BufferTotals {
+  double first_read = -1;  // the first use's read bytes when it reads; -1 until seen
+  bool seen = false, first_reads = false, followed = true;
+  double read = 0, write = 0, all_bytes = 0;
+};
+
+std::map<int, BufferTotals> totals(const std::vector<UseBytes>& uses) {
+  std::map<int, BufferTotals> bufs;
+  for (const UseBytes& u : uses) {
+    BufferTotals& b = bufs[u.buffer];
+    if (!b.seen) {
+      b.seen = true;
+      b.first_reads = u.read_bytes > 0;
+    }
+    b.read = std::max(b.read, u.read_bytes);
+    b.write = std::max(b.write, u.write_bytes);
+    b.all_bytes += u.read_bytes + u.write_bytes;
+    b.followed = b.followed && u.followed;
+  }
+  return bufs;
+}
+
+// The fused kernel's grid: the largest of a chain (its kernels share one when proven), the sum for kernels side by
+// side; unknown (0) when any is.
+uint64_t fusedBlocks(const std::vector<LaunchShape>& shapes, bool vertical) {
+  uint64_t blocks = 0;
+  for (const LaunchShape& s : shapes) {
+    if (s.blocks == 0) return 0;
+    blocks = vertical ? std::max(blocks, s.blocks) : blocks + s.blocks;
+  }
+  return blocks;
+}
+
+}  // namespace
+
+double fusedChainBytes(const std::vector<UseBytes>& uses, const std::vector<bool>& live) {
+  double bytes = 0;
+  for (const auto& [buffer, b] : totals(uses)) {
+    if (!b.followed) {
+      bytes += b.all_bytes;
+      continue;
+    }
+    const bool is_live = buffer >= 0 && static_cast<size_t>(buffer) < live.size() && live[static_cast<size_t>(buffer)];
+    if (b.first_reads) bytes += b.read;
+    if (is_live) bytes += b.write;
+  }
+  return bytes;
+}
+
+double unfusedChainBytes(const std::vector<UseBytes>& uses) {
+  double bytes = 0;
+  for (const UseBytes& u : uses) bytes += u.read_bytes + u.write_bytes;
+  return bytes;
+}
+
+CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu) {
+  CostEstimate c;
+  const bool vertical = in.kind == CandidateKind::kVertical;
+  Source use_source = in.uses.empty() ? Source::kUnknown : in.uses.front().source;
+  for (const UseBytes& u : in.uses) use_source = combine(use_source, u.source);
+  const bool buffers_known = vertical && use_source != Source::kUnknown;
+  // Per-kernel bytes for the achieved fraction: the per-buffer bytes when the fused bytes come from them.
+  std::vector<double> model_bytes(in.kernels.size(), 0);
+  if (buffers_known) {
+    for (const UseBytes& u : in.uses) {
+      if (u.kernel >= 0 && static_cast<size_t>(u.kernel) < model_bytes.size()) {
+        model_bytes[static_cast<size_t>(u.kernel)] += u.read_bytes + u.write_bytes;
+      }
+    }
+  }
+  double sum_times = 0, sum_roof = 0, longest = 0;
+  bool estimated_times = false;
+  FlopCounts flops;
+  Source bytes_source = Source::kMeasured, flops_source = Source::kMeasured;
+  std::vector<KernelTimes> times;
+  std::vector<LaunchShape> shapes;
+  for (size_t i = 0; i < in.kernels.size(); ++i) {
+    const KernelCost& k = in.kernels[i];
+    c.bytes_before += k.bytes;
+    flops += k.flops;
+    bytes_source = i == 0 ? k.bytes_source : combine(bytes_source, k.bytes_source);
+    flops_source = i == 0 ? k.flops_source : combine(flops_source, k.flops_source);
+    double t = 0;
+    if (k.times.gpu_start_ns != core::kNoTime && k.times.gpu_end_ns != core::kNoTime) {
+      t = static_cast<double>(k.times.gpu_end_ns - k.times.gpu_start_ns);
+    }
+    if (t <= 0) {
+      // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate.
+      t = launchRooflineNs(k.bytes, k.flops, k.shape, gpu);
+      estimated_times = true;
+    }
+    sum_times += t;
+    longest = std::max(longest, t);
+    sum_roof += std::min(launchRooflineNs(buffers_known ? model_bytes[i] : k.bytes, k.flops, k.shape, gpu), t);
+    times.push_back(k.times);
+    shapes.push_back(k.shape);
+  }
+  FlopCounts fused_flops = flops;
+  if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size() && in.recompute_times > 1) {
+    fused_flops += in.kernels[static_cast<size_t>(in.recompute)].flops.scaled(in.recompute_times - 1);
+  }
+  c.flops = flops.total();
+  c.flops_source = sourceName(flops_source);
+  c.bytes_source = sourceName(bytes_source);
+  c.measured_ns = sum_times;
+  if (vertical) c.gap_ns = removedIdleNs(times);
+  const double spans = vertical ? 0 : busyNs(times);
+  const double busy = spans > 0 ? spans : sum_times;
+  if (sum_times <= 0) {
+    c.note = "no GPU times for these kernels";
+    return c;
+  }
+  double achieved = std::clamp(sum_roof / sum_times, kMinAchievedFraction, 1.0);
+  const bool anchored = vertical && in.anchor >= 0 && static_cast<size_t>(in.anchor) < in.kernels.size();
+  if (vertical && !buffers_known) {
+    c.bytes_after = c.bytes_before;
+    c.fused_ns = sum_times;
+    c.note = "intermediate buffers unknown (no pointer arguments in the trace): only idle gaps counted";
+  } else {
+    double predicted = 0;
+    LaunchShape fused_shape;
+    fused_shape.blocks = fusedBlocks(shapes, vertical);
+    if (anchored) {
+      // The epilogue runs inside the anchor kernel: its grid, and its own achieved fraction.
+      const KernelCost& a = in.kernels[static_cast<size_t>(in.anchor)];
+      fused_shape = a.shape;
+      double t = 0;
+      if (a.times.gpu_start_ns != core::kNoTime && a.times.gpu_end_ns != core::kNoTime) {
+        t = static_cast<double>(a.times.gpu_end_ns - a.times.gpu_start_ns);
+      }
+      if (t <= 0) t = launchRooflineNs(a.bytes, a.flops, a.shape, gpu);
+      double anchor_bytes = 0;
+      for (const UseBytes& u : in.uses) {
+        if (u.kernel == in.anchor) anchor_bytes += u.read_bytes + u.write_bytes;
+      }
+      const double roof = launchRooflineNs(buffers_known ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
+      if (t > 0) achieved = std::clamp(std::min(roof, t) / t, kMinAchievedFraction, 1.0);
+    }
+    if (vertical) {
+      // Before and after from the same per-buffer bytes, so that the two are comparable.
+      c.bytes_before = unfusedChainBytes(in.uses);
+      c.bytes_source = sourceName(use_source);
+      c.bytes_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
+      predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu) / achieved;
+    } else {
+      // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
+      c.bytes_after = c.bytes_before;
+      predicted = longest * std::max(1.0, std::ceil(waves(shapes, gpu)));
+    }
+    // Never slower than running the kernels as they are, never faster than the fused kernel's own roof (the roof
+    // wins where the two disagree).
+    c.fused_ns = std::max(launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu), std::min(sum_times, predicted));
+  }
+  c.saving_ns = std::max(0.0, (vertical ? sum_times + c.gap_ns : busy) - c.fused_ns);
+  if (estimated_times) c.note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;
+  return c;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool blocked) {
+  CandidateCost out;
+  if (occurrences.empty()) return out;
+  std::vector<double> savings, measured, fused, gaps;
+  double total = 0;
+  for (const CostEstimate& e : occurrences) {
+    savings.push_back(e.saving_ns);
+    measured.push_back(e.measured_ns);
+    fused.push_back(e.fused_ns);
+    gaps.push_back(e.gap_ns);
+    total += e.saving_ns;
+  }
+  out.per_occurrence = occurrences.front();
+  out.per_occurrence.saving_ns = median(savings);
+  out.per_occurrence.measured_ns = median(measured);
+  out.per_occurrence.fused_ns = median(fused);
+  out.per_occurrence.gap_ns = median(gaps);
+  out.total_saving_ns = blocked ? 0 : total;
+  return out;
+}
+
+}  // namespace kfuse::analyzer::cost
+
+namespace kfuse::analyzer {
+namespace {
+
+bool validOccupancy(double x) { return x > 0 && x <= 1; }
+
+std::string percentText(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+  return buf;
+}
+
+}  // namespace
+
+Expected<CostEstimate> costWithOccupancy(const CostEstimate& estimate, double fused_occupancy,
+                                         double originals_occupancy) {
+  if (!validOccupancy(fused_occupancy) || !validOccupancy(originals_occupancy)) {
+    return invalidArgument("occupancy must be in (0, 1]: fused " + std::to_string(fused_occupancy) +
+                           ", originals " + std::to_string(originals_occupancy));
+  }
+  const double f = std::min(1.0, fused_occupancy / originals_occupancy);
+  CostEstimate out = estimate;
+  if (f >= 1) return out;
+  out.fused_ns = estimate.fused_ns / f;
+  out.saving_ns = estimate.saving_ns - (out.fused_ns - estimate.fused_ns);
+  out.note += (out.note.empty() ? "" : "; ") + std::string("fused kernel's occupancy ") +
+              percentText(fused_occupancy) + " vs the originals' " + percentText(originals_occupancy) +
+              ": achieved fraction and fused time scaled by " + percentText(f);
+  return out;
+}
+
+Expected<Candidate> candidateWithOccupancy(const Candidate& candidate, double fused_occupancy,
+                                           double originals_occupancy) {
+  auto cost = costWithOccupancy(candidate.cost, fused_occupancy, originals_occupancy);
+  if (!cost.ok()) return cost.status();
+  Candidate out = candidate;
+  const double growth = cost->fused_ns - candidate.cost.fused_ns;
+  out.cost = std::move(cost).value();
+  out.total_saving_ns = candidate.total_saving_ns - static_cast<double>(candidate.occurrence_launches.size()) * growth;
+  out.share_of_gpu_busy = candidate.share_of_gpu_busy > 0 && candidate.total_saving_ns > 0
+                              ? out.total_saving_ns * (candidate.share_of_gpu_busy / candidate.total_saving_ns)
+                              : 0;
+  return out;
+}
+
+double meanOccupancy(const std::vector<double>& occupancies, const std::vector<double>& times_ns) {
+  KFUSE_CHECK(times_ns.empty() || times_ns.size() == occupancies.size());
+  double weighted = 0, weights = 0;
+  for (size_t i = 0; i < occupancies.size(); ++i) {
+    const double w = times_ns.empty() ? 0 : times_ns[i];
+    weighted += w * occupancies[i];
+    weights += w;
+  }
+  if (weights > 0) return weighted / weights;
+  if (occupancies.empty()) return 0;
+  double sum = 0;
+  for (double o : occupancies) sum += o;
+  return sum / static_cast<double>(occupancies.size());
+}
+
+}  // namespace kfuse::analyzer

@@ -1,0 +1,151 @@
+// Byte ranges of kernel arguments inside their allocations; see footprint.h.
+#include "graph/footprint.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kfuse/ptx/ranges.h"
+
+namespace kfuse::analyzer {
+
+bool fullyFollowed(const ParamFacts& p) {
+  int reads = 0, writes = 0;
+  for (const ParamMemoryAccess& a : p.accesses) {
+    reads += a.is_read ? 1 : 0;
+    writes += a.is_write ? 1 : 0;
+  }
+  return reads >= p.ptx_reads && writes >= p.ptx_writes;
+}
+
+std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p) {
+  if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size())
+    return std::nullopt;
+  if (p.size == 4) {
+    int32_t v;
+    std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
+    return v;
+  }
+  if (p.size == 8) {
+    int64_t v;
+    std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
+    return v;
+  }
+  return std::nullopt;
+}
+
+locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l) {
+  locality::AtomValues values;
+  for (const ParamFacts& p : k.params) {
+    if (auto v = argumentValue(l, p)) values["param" + std::to_string(p.index)] = *v;
+  }
+  return values;
+}
+
+ByteRange RelativeRange::at(uint64_t pointer_offset) const {
+  constexpr int64_t kLimit = int64_t{1} << 60;
+  if (!bounded || pointer_offset > static_cast<uint64_t>(kLimit)) return ByteRange{};
+  const int64_t base = static_cast<int64_t>(pointer_offset);
+  if (lo == hi) return ByteRange{pointer_offset, pointer_offset};  // nothing is accessed
+  if (base + lo < 0) return ByteRange{};  // before the allocation's start: not a range kfuse can trust
+  return ByteRange{static_cast<uint64_t>(base + lo), static_cast<uint64_t>(base + hi)};
+}
+
+namespace {
+
+// The bytes argument `param` may touch from the kernel's interval analysis over all blocks of the launch (loops
+// included; ptx::BlockRanges), relative to its pointer. Whole when some access may go through it without being
+// attributed to it, or is unbounded.
+RelativeRange loopFootprint(const KernelFacts& k, const core::Launch& l, int param) {
+  const RelativeRange whole;
+  if (!k.block_ranges) return whole;
+  const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
+  if (!pointer) return whole;
+  ptx::LaunchBinding b;
+  b.ntid = {l.block.x, l.block.y, l.block.z};
+  b.nctaid = {l.grid.x, l.grid.y, l.grid.z};
+  b.all_blocks = true;
+  for (const ParamFacts& p : k.params) b.params.push_back(argumentValue(l, p));
+  const std::vector<ptx::AccessRange> ranges = k.block_ranges->evaluate(b);
+  constexpr int64_t kLimit = int64_t{1} << 60;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < ranges.size() && i < k.block_accesses.size(); ++i) {
+    const KernelFacts::BlockAccess& a = k.block_accesses[i];
+    if (a.via_param != param) {
+      if (a.via_param < 0) return whole;  // it might go through this pointer unattributed
+      continue;
+    }
+    if (!ranges[i].reached) continue;
+    if (!ranges[i].bounded) return whole;
+    int64_t rlo = 0, rhi = 0;
+    if (__builtin_sub_overflow(ranges[i].lo, *pointer, &rlo) || __builtin_sub_overflow(ranges[i].hi, *pointer, &rhi) ||
+        rlo < -kLimit || rhi > kLimit) {
+      return whole;
+    }
+    lo = std::min(lo, rlo);
+    hi = std::max(hi, rhi);
+  }
+  if (lo > hi) return RelativeRange{true, 0, 0};
+  return RelativeRange{true, lo, hi};
+}
+
+}  // namespace
+
+RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values) {
+  const RelativeRange whole;
+  if (!k || !k->has_ptx || param < 0 || static_cast<size_t>(param) >= k->params.size()) return whole;
+  const ParamFacts& p = k->params[static_cast<size_t>(param)];
+  if (p.source != AccessSource::kPtx) return whole;
+  const bool affine = fullyFollowed(p) && std::all_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
+    return a.offset_form.has_value() && a.bytes > 0;
+  });
+  // Addresses inside loops, or not affine in the thread indices: the interval analysis over every block.
+  if (!affine) return loopFootprint(*k, l, param);
+  const locality::Shape shape{l.grid, l.block};
+  constexpr int64_t kLimit = int64_t{1} << 60;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const ParamMemoryAccess& a : p.accesses) {
+    if (!a.offset_form || a.bytes == 0) return whole;
+    std::string why;
+    const auto f = locality::bind(*a.offset_form, shape, values, &why);
+    if (!f) return whole;
+    const auto r = locality::range(*f, locality::bindGuard(a.guard_conditions, shape, values), shape);
+    if (!r) continue;  // no thread of this launch makes the access
+    if (r->first < -kLimit || r->second > kLimit) return whole;
+    lo = std::min(lo, r->first);
+    hi = std::max(hi, r->second + static_cast<int64_t>(a.bytes));
+  }
+  if (lo > hi) return RelativeRange{true, 0, 0};
+  return RelativeRange{true, lo, hi};
+}
+
+const std::vector<RelativeRange>& FootprintCache::of(const KernelFacts& k, const core::Launch& l) {
+  key_.assign(reinterpret_cast<const char*>(&k.function_id), sizeof k.function_id);
+  for (const uint32_t v : {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z}) {
+    key_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  key_.append(reinterpret_cast<const char*>(&l.dynamic_shared_bytes), sizeof l.dynamic_shared_bytes);
+  // Every argument that can move an access: footprints are relative to each pointer, so a pointer into an
+  // allocation counts by that fact alone; a scalar, or a pointer into none (null), by its bytes.
+  for (int fp : k.influence_params) {
+    if (fp < 0 || static_cast<size_t>(fp) >= k.params.size()) continue;
+    const bool resolved = std::any_of(l.pointer_args.begin(), l.pointer_args.end(), [&](const core::PointerArg& a) {
+      return a.param_index == fp && a.field_offset < 0 && a.allocation_id != core::kNoId;
+    });
+    const ParamFacts& p = k.params[static_cast<size_t>(fp)];
+    if (resolved) {
+      key_.push_back('P');
+    } else if (p.offset >= 0 && p.size > 0 &&
+               static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) <= l.arg_bytes.size()) {
+      key_.append(reinterpret_cast<const char*>(l.arg_bytes.data() + p.offset), static_cast<size_t>(p.size));
+    }
+    key_.push_back('|');
+  }
+  auto it = cache_.find(key_);
+  if (it != cache_.end()) return it->second;
+  const locality::AtomValues values = launchValues(k, l);
+  std::vector<RelativeRange> ranges;
+  for (size_t i = 0; i < k.params.size(); ++i) ranges.push_back(footprint(&k, l, static_cast<int>(i), values));
+  return cache_.emplace(key_, std::move(ranges)).first->second;
+}
+
+}  // namespace kfuse::analyzer

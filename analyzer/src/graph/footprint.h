@@ -1,0 +1,59 @@
+// Where a kernel's accesses through one pointer argument can fall inside its allocation, for one launch.
+//
+// Tensors carved out of one allocation (an arena, PyTorch's caching allocator, llm.c's parameter block) are told
+// apart by these byte ranges: dependencies and proofs need overlapping ranges, not only a common allocation. The
+// range comes from the PTX analysis's affine access forms with the launch's values bound (argument values, launch
+// shape) over the threads the guards allow; it is a sound over-approximation. Without PTX, with an access the
+// analysis could not follow, or with a form that cannot be bound, it is the whole allocation. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kfuse/analyzer/analysis.h"
+#include "legality/thread_locality.h"
+
+namespace kfuse::analyzer {
+
+// Every memory instruction through the parameter was followed to an address (none is missing from `accesses`).
+bool fullyFollowed(const ParamFacts& p);
+
+// Argument `p` of launch `l` when it is 4 or 8 bytes, sign-extended; nullopt for other sizes or bytes the launch
+// does not have. Values that do not fit the analysis's arithmetic make the forms that use them fail their checks.
+std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p);
+
+// The launch's 4- and 8-byte arguments as the atoms of the PTX analysis's forms ("param3").
+locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l);
+
+struct ByteRange {
+  uint64_t lo = 0, hi = UINT64_MAX;  // [lo, hi) from the allocation's start; the default is the whole allocation
+};
+
+// The same relative to the pointer: [lo, hi) bytes from where the argument points, or unbounded.
+struct RelativeRange {
+  bool bounded = false;
+  int64_t lo = 0, hi = 0;  // lo == hi: nothing is accessed
+  ByteRange at(uint64_t pointer_offset) const;
+};
+
+// The bytes argument `param` of launch `l` may touch, relative to its pointer. Depends only on the kernel, the
+// launch shape (dynamic shared memory included) and the arguments that influence its accesses (KernelFacts::
+// influence_params; a pointer into an allocation only by pointing into one): callers may cache on them.
+RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values);
+
+// Footprints of every parameter of a launch, cached by (kernel, launch shape, form-parameter values): a trace of a
+// million launches repeats a few distinct keys. Not thread-safe.
+class FootprintCache {
+ public:
+  // Relative ranges by parameter index (empty when the kernel has no PTX).
+  const std::vector<RelativeRange>& of(const KernelFacts& k, const core::Launch& l);
+
+ private:
+  std::unordered_map<std::string, std::vector<RelativeRange>> cache_;
+  std::string key_;
+};
+
+}  // namespace kfuse::analyzer
