@@ -1377,19 +1377,11 @@ void markConflicts(std::vector<Candidate>& candidates) {
   }
 }
 
-}  // namespace
+// ---- the steps of analyze() ----
 
-Expected<Report> analyze(const ImportResult& original, const std::string& input_path, const AnalysisOptions& options) {
-  int64_t emulator_times = 0;
-  const std::optional<ImportResult> without = withoutEmulatorTimes(original, emulator_times);
-  const ImportResult& input = without ? *without : original;
-  const core::Trace& t = input.trace;
-  Report r;
-  r.options = options;
-  r.input_path = input_path;
-  r.input_format = input.format;
-  r.producer = t.metadata.producer;
-  r.stats = t.stats;
+// Input problems that shape how far the numbers can be trusted: emulator times ignored, a metrics run's
+// serialised timeline, tensor-core FLOPs the counters miss.
+void noteInputProblems(const core::Trace& t, int64_t emulator_times, Report& r) {
   if (emulator_times > 0) {
     r.stats.push_back(core::makeStat(core::StatId::kEmulatorGpuTimesIgnored, emulator_times));
   }
@@ -1405,8 +1397,24 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   if (tensor_launches > 0) {
     r.stats.push_back(core::makeStat(core::StatId::kTensorCoreFlopsNotCounted, tensor_launches));
   }
+}
 
-  // The GPU: --gpu, else the trace's first device, else H100 SXM (said so).
+// The report's summary of the trace and its graph.
+void summarizeTrace(const core::Trace& t, const KernelCatalog& catalog, const DependencyGraph& graph, Report& r) {
+  r.cost_model_version = cost::kCostModelVersion;
+  r.launches = static_cast<int64_t>(t.launches.size());
+  r.kernels = static_cast<int64_t>(t.functions.size());
+  r.kernels_with_ptx = catalog.kernelsWithPtx();
+  r.has_pointer_data = graph.has_pointer_data;
+  r.edges = graph.edges.size();
+  for (const Edge& e : graph.edges) r.edges_by_kind[edgeKindName(e.kind)]++;
+  for (const core::Launch& l : t.launches) {
+    if (const int64_t d = l.gpuDurationNs(); d != core::kNoTime && d > 0) r.gpu_busy_ns += d;
+  }
+}
+
+// The GPU to cost for: --gpu, else the trace's first device, else H100 SXM (said so, in stats and notices).
+Status chooseGpu(const core::Trace& t, const AnalysisOptions& options, Report& r) {
   if (!options.gpu.empty()) {
     auto spec = core::findGpuSpec(options.gpu);
     if (!spec) return invalidArgument("unknown GPU '" + options.gpu + "'; `kfuse gpus` lists the known ones");
@@ -1448,30 +1456,14 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
       }
     }
   }
+  return {};
+}
 
-  const KernelCatalog catalog = KernelCatalog::build(t);
-  const DependencyGraph graph = DependencyGraph::build(t, catalog);
-  // Operator context, kernel families and tensor data flow (imported traces; advice.h).
-  Advisor advisor(input, graph, catalog);
-  if (!options.execution_trace.empty()) {
-    KFUSE_RETURN_IF_ERROR(advisor.joinExecutionTrace(options.execution_trace));
-  } else if (!graph.has_pointer_data) {
-    advisor.inferTensorFlow();
-  }
-  r.cost_model_version = cost::kCostModelVersion;
-  r.launches = static_cast<int64_t>(t.launches.size());
-  r.kernels = static_cast<int64_t>(t.functions.size());
-  r.kernels_with_ptx = catalog.kernelsWithPtx();
-  r.has_pointer_data = graph.has_pointer_data;
-  r.edges = graph.edges.size();
-  for (const Edge& e : graph.edges) r.edges_by_kind[edgeKindName(e.kind)]++;
-  for (const core::Launch& l : t.launches) {
-    if (const int64_t d = l.gpuDurationNs(); d != core::kNoTime && d > 0) r.gpu_busy_ns += d;
-  }
-
-  Analysis analysis(input, catalog, graph, r.gpu, options, advisor);
-  // Op weights for the critical path: GPU times; in a trace without any (recorded on the emulator, or without GPU
-  // timestamps), the roofline estimates: kernels by their bytes and FLOPs, copies and sets by their bytes.
+// Which ops lie on the critical path of the graph, weighted by GPU times, or in a trace without any (recorded on
+// the emulator, or without GPU timestamps) by roofline estimates: kernels by their bytes and FLOPs, copies and sets
+// by their bytes. Sets r.critical_path_ns, and r.gpu_busy_ns from the estimates when the trace has no times.
+std::vector<char> markCriticalPath(const core::Trace& t, const DependencyGraph& graph, const Analysis& analysis,
+                                   Report& r) {
   const bool no_gpu_times = r.gpu_busy_ns == 0;
   std::vector<double> weights(graph.ops.size(), 0);
   for (size_t i = 0; i < graph.ops.size(); ++i) {
@@ -1496,7 +1488,11 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     r.gpu_busy_ns = static_cast<int64_t>(estimated);
     r.gpu_busy_estimated = r.gpu_busy_ns > 0;
   }
-  SearchStats stats;
+  return on_path;
+}
+
+// Every pattern the search finds, judged (split by legality where argument tuples disagree), each with its id.
+std::vector<Candidate> findCandidates(Analysis& analysis, SearchStats& stats) {
   std::vector<Candidate> candidates;
   for (Candidate& found : analysis.run(stats)) {
     const std::string key = analysis.patternKey(found.kind, found.occurrences.front());
@@ -1506,6 +1502,14 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
       candidates.push_back(std::move(part));
     }
   }
+  return candidates;
+}
+
+// Costs each candidate, drops those predicted to save nothing (unless options.keep_no_gain; returns how many),
+// ranks the rest, marks conflicts and adds the advice of each.
+size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const DependencyGraph& graph,
+                   const KernelCatalog& catalog, Advisor& advisor, const std::vector<char>& on_path,
+                   const AnalysisOptions& options, const Report& r) {
   for (Candidate& c : candidates) {
     analysis.cost(c);
     for (const auto& occ : c.occurrences) {
@@ -1547,9 +1551,11 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     });
     advisor.describe(c, graph.has_pointer_data, have_ptx);
   }
-  advisor.summarize(r);
-  r.candidates = std::move(candidates);
+  return no_gain;
+}
 
+// The per-kernel table and the roofline points (kernels as measured, the top fused candidates as predicted).
+void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog, const Analysis& analysis, Report& r) {
   // Roofline points: each kernel's achieved FLOP/s against its arithmetic intensity, where both are known.
   struct Acc {
     double bytes = 0, flops = 0, ns = 0;
@@ -1590,51 +1596,94 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     r.roofline.push_back(RooflinePoint{"#" + std::to_string(c.rank) + " fused", c.cost.flops / c.cost.bytes_after,
                                        c.cost.flops / (c.cost.fused_ns * 1e-9), true});
   }
+}
 
-  const bool none = std::none_of(r.candidates.begin(), r.candidates.end(),
-                                 [](const Candidate& c) { return c.legality != Legality::kBlocked; });
-  if (none) {
-    r.why_none.push_back("looked at " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) +
-                         " kernels, " + std::to_string(stats.adjacent_pairs) + " adjacent kernel pairs on a stream and " +
-                         std::to_string(stats.horizontal_pairs) + " consecutive kernel pairs across streams");
-    if (stats.pairs_config_unknown) {
-      r.why_none.push_back(std::to_string(stats.pairs_config_unknown) +
-                           " kernel pairs have no recorded grid or block shape (the trace does not say)");
-    }
-    if (stats.pairs_config_differs) {
-      r.why_none.push_back(std::to_string(stats.pairs_config_differs) +
-                           " adjacent pairs differ in grid or block shape (vertical fusion needs the same shape)");
-    }
-    if (stats.pairs_no_data_flow) {
-      r.why_none.push_back(std::to_string(stats.pairs_no_data_flow) +
-                           " adjacent pairs share no data (the second does not read what the first wrote)");
-    }
-    if (stats.pairs_sync_between) {
-      r.why_none.push_back(std::to_string(stats.pairs_sync_between) + " adjacent pairs have a host synchronization (or the second an event wait) between them");
-    }
-    if (stats.pairs_copy_between) {
-      r.why_none.push_back(std::to_string(stats.pairs_copy_between) + " kernels are followed by a copy or memset on their stream");
-    }
-    if (stats.horizontal_not_small) {
-      r.why_none.push_back(std::to_string(stats.horizontal_not_small) +
-                           " consecutive pairs together need more than one wave on " + r.gpu.short_name +
-                           " (horizontal fusion only pays for small kernels)");
-    }
-    if (stats.pairs_family_never) {
-      r.why_none.push_back(std::to_string(stats.pairs_family_never) +
-                           " pairs are of kernel families that are not fused (a collective, two GEMMs, work "
-                           "before a GEMM, an attention kernel; docs/analyzer.md, \"Kernel families\")");
-    }
-    if (stats.horizontal_dependent) {
-      r.why_none.push_back(std::to_string(stats.horizontal_dependent) +
-                           " consecutive pairs are (or may be) dependent on each other");
-    }
-    if (no_gain) {
-      r.why_none.push_back(std::to_string(no_gain) + " fusable patterns are predicted to save no time (no memory "
-                           "traffic to save that the trace shows, and no launch latency between the kernels)");
-    }
-    size_t blocked = r.candidates.size();
-    if (blocked) r.why_none.push_back(std::to_string(blocked) + " candidate patterns were found but are blocked (listed with reasons)");
+// When no candidate qualifies: what was looked at and why each kind of pair fell out.
+void explainNone(const SearchStats& stats, size_t no_gain, Report& r) {
+  r.why_none.push_back("looked at " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) +
+                       " kernels, " + std::to_string(stats.adjacent_pairs) + " adjacent kernel pairs on a stream and " +
+                       std::to_string(stats.horizontal_pairs) + " consecutive kernel pairs across streams");
+  if (stats.pairs_config_unknown) {
+    r.why_none.push_back(std::to_string(stats.pairs_config_unknown) +
+                         " kernel pairs have no recorded grid or block shape (the trace does not say)");
+  }
+  if (stats.pairs_config_differs) {
+    r.why_none.push_back(std::to_string(stats.pairs_config_differs) +
+                         " adjacent pairs differ in grid or block shape (vertical fusion needs the same shape)");
+  }
+  if (stats.pairs_no_data_flow) {
+    r.why_none.push_back(std::to_string(stats.pairs_no_data_flow) +
+                         " adjacent pairs share no data (the second does not read what the first wrote)");
+  }
+  if (stats.pairs_sync_between) {
+    r.why_none.push_back(std::to_string(stats.pairs_sync_between) + " adjacent pairs have a host synchronization (or the second an event wait) between them");
+  }
+  if (stats.pairs_copy_between) {
+    r.why_none.push_back(std::to_string(stats.pairs_copy_between) + " kernels are followed by a copy or memset on their stream");
+  }
+  if (stats.horizontal_not_small) {
+    r.why_none.push_back(std::to_string(stats.horizontal_not_small) +
+                         " consecutive pairs together need more than one wave on " + r.gpu.short_name +
+                         " (horizontal fusion only pays for small kernels)");
+  }
+  if (stats.pairs_family_never) {
+    r.why_none.push_back(std::to_string(stats.pairs_family_never) +
+                         " pairs are of kernel families that are not fused (a collective, two GEMMs, work "
+                         "before a GEMM, an attention kernel; docs/analyzer.md, \"Kernel families\")");
+  }
+  if (stats.horizontal_dependent) {
+    r.why_none.push_back(std::to_string(stats.horizontal_dependent) +
+                         " consecutive pairs are (or may be) dependent on each other");
+  }
+  if (no_gain) {
+    r.why_none.push_back(std::to_string(no_gain) + " fusable patterns are predicted to save no time (no memory "
+                         "traffic to save that the trace shows, and no launch latency between the kernels)");
+  }
+  size_t blocked = r.candidates.size();
+  if (blocked) r.why_none.push_back(std::to_string(blocked) + " candidate patterns were found but are blocked (listed with reasons)");
+}
+
+}  // namespace
+
+// The steps, in order: input problems, the GPU, the kernel catalog and the graph, operator context, the critical
+// path, the search with its legality proofs, costs and ranks, the kernel table and roofline, and why nothing
+// qualified when nothing did.
+Expected<Report> analyze(const ImportResult& original, const std::string& input_path, const AnalysisOptions& options) {
+  int64_t emulator_times = 0;
+  const std::optional<ImportResult> without = withoutEmulatorTimes(original, emulator_times);
+  const ImportResult& input = without ? *without : original;
+  const core::Trace& t = input.trace;
+  Report r;
+  r.options = options;
+  r.input_path = input_path;
+  r.input_format = input.format;
+  r.producer = t.metadata.producer;
+  r.stats = t.stats;
+  noteInputProblems(t, emulator_times, r);
+  KFUSE_RETURN_IF_ERROR(chooseGpu(t, options, r));
+
+  const KernelCatalog catalog = KernelCatalog::build(t);
+  const DependencyGraph graph = DependencyGraph::build(t, catalog);
+  // Operator context, kernel families and tensor data flow (imported traces; advice.h).
+  Advisor advisor(input, graph, catalog);
+  if (!options.execution_trace.empty()) {
+    KFUSE_RETURN_IF_ERROR(advisor.joinExecutionTrace(options.execution_trace));
+  } else if (!graph.has_pointer_data) {
+    advisor.inferTensorFlow();
+  }
+  summarizeTrace(t, catalog, graph, r);
+
+  Analysis analysis(input, catalog, graph, r.gpu, options, advisor);
+  const std::vector<char> on_path = markCriticalPath(t, graph, analysis, r);
+  SearchStats stats;
+  std::vector<Candidate> candidates = findCandidates(analysis, stats);
+  const size_t no_gain = costAndRank(candidates, analysis, graph, catalog, advisor, on_path, options, r);
+  advisor.summarize(r);
+  r.candidates = std::move(candidates);
+  summarizeKernels(graph, catalog, analysis, r);
+  if (std::none_of(r.candidates.begin(), r.candidates.end(),
+                   [](const Candidate& c) { return c.legality != Legality::kBlocked; })) {
+    explainNone(stats, no_gain, r);
   }
   return r;
 }
