@@ -748,9 +748,17 @@ class Analysis {
       };
       for (size_t n = 0; k && n < k->influence_params.size(); ++n) {
         const int p = k->influence_params[n];
+        const bool absolute = std::binary_search(k->absolute_params.begin(), k->absolute_params.end(), p);
         if (const core::PointerArg* a = resolved(p)) {
           pin(*a);
-          continue;
+          if (!absolute) continue;
+          // Its value too, below: the kernel computes with the address itself. The proof then holds only at the
+          // recorded addresses, which validation (fresh buffers) cannot reproduce: not a proof kfuse can act on.
+          if (unpinned && unpinned->empty()) {
+            *unpinned = k->name + " computes with the address in its argument " + std::to_string(p) +
+                        " itself (its bits, or its distance to another pointer): the verdict holds only at the "
+                        "recorded addresses, which a plan cannot validate elsewhere";
+          }
         }
         std::optional<int64_t> v;
         if (static_cast<size_t>(p) < k->params.size()) v = pinnedValue(l, k->params[static_cast<size_t>(p)]);

@@ -6,6 +6,11 @@
 // address, the guard of a memory access or of a control transfer, a branch index, a barrier's operands or a call
 // are the influence set. Registers are PTX virtual registers; a register written in several places carries the
 // union of all of them, which only over-approximates.
+//
+// A second layer follows pointer values: a parameter's value used as the base of an address (moved, converted,
+// plus or minus an integer) matters only relative to its allocation, which plans pin; used as a number (masked,
+// shifted, multiplied, compared with or subtracted from another pointer, stored) its absolute value matters, and
+// ParamInfluence::absolute lists it.
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
@@ -61,7 +66,9 @@ class Influence {
     words_ = (bits + 63) / 64;
     dyn_bit_ = f.params.size();
     mem_.assign(words_, 0);
+    mem_abs_.assign(words_, 0);
     sink_.assign(words_, 0);
+    abs_sink_.assign(words_, 0);
   }
 
   ParamInfluence run() {
@@ -74,11 +81,17 @@ class Influence {
       if (!changed_) break;
       // Not converged in 64 passes (cannot happen with monotone bits over a finite set; kept as a guard): every
       // parameter influences.
-      if (pass == 63) std::fill(sink_.begin(), sink_.end(), ~uint64_t{0});
+      if (pass == 63) {
+        std::fill(sink_.begin(), sink_.end(), ~uint64_t{0});
+        std::fill(abs_sink_.begin(), abs_sink_.end(), ~uint64_t{0});
+      }
     }
     ParamInfluence out;
     for (size_t p = 0; p < f_.params.size(); ++p) {
       if (test(sink_, p)) out.params.push_back(static_cast<int>(p));
+    }
+    for (size_t p = 0; p < f_.params.size(); ++p) {
+      if (test(abs_sink_, p)) out.absolute.push_back(static_cast<int>(p));
     }
     out.dynamic_shared_size = test(sink_, dyn_bit_);
     out.reads_dynamic_shared_size = reads_dyn_;
@@ -89,10 +102,90 @@ class Influence {
   static bool test(const Bits& b, size_t i) { return (b[i / 64] >> (i % 64)) & 1; }
   void set(Bits& b, size_t i) const { b[i / 64] |= uint64_t{1} << (i % 64); }
 
-  Bits& reg(std::string_view name) {
-    auto it = regs_.find(name);
-    if (it == regs_.end()) it = regs_.emplace(name, Bits(words_, 0)).first;
+  Bits& reg(std::string_view name) { return slot(regs_, name); }
+  Bits& slot(std::unordered_map<std::string_view, Bits>& map, std::string_view name) {
+    auto it = map.find(name);
+    if (it == map.end()) it = map.emplace(name, Bits(words_, 0)).first;
     return it->second;
+  }
+
+  // The pointer layer of a source operand: parameters present as an address base (`rel`) or as a number (`abs`).
+  void gatherPointer(const Operand& o, Bits& rel, Bits& abs) {
+    switch (o.kind) {
+      case OperandKind::kRegister:
+        orInto(rel, slot(rel_, o.name));
+        orInto(abs, slot(abs_, o.name));
+        if (!o.pair.empty()) {
+          orInto(rel, slot(rel_, o.pair));
+          orInto(abs, slot(abs_, o.pair));
+        }
+        break;
+      case OperandKind::kVector:
+      case OperandKind::kList:
+        for (const Operand& e : o.elements) gatherPointer(e, rel, abs);
+        break;
+      default: break;
+    }
+  }
+
+  static bool isZero(const Operand& o) { return o.kind == OperandKind::kImmediate && o.intValue() == 0; }
+  static bool empty(const Bits& b) {
+    return std::all_of(b.begin(), b.end(), [](uint64_t w) { return w == 0; });
+  }
+  static bool singleton(const Bits& b) {
+    int n = 0;
+    for (uint64_t w : b) n += __builtin_popcountll(w);
+    return n == 1;
+  }
+
+  // Where pointer values go in `in`: sets `rel` (the result is a base of those parameters) and adds to `abs` (the
+  // result depends on their absolute values). `sources` are the non-address source operands.
+  void pointerFlow(const Instruction& in, const std::vector<const Operand*>& sources, Bits& rel, Bits& abs) {
+    std::vector<Bits> rels;
+    for (const Operand* o : sources) {
+      Bits r(words_, 0);
+      gatherPointer(*o, r, abs);
+      rels.push_back(std::move(r));
+    }
+    auto unionOf = [&](Bits& into) {
+      for (const Bits& r : rels) orInto(into, r);
+    };
+    size_t with_base = 0;
+    for (const Bits& r : rels) with_base += empty(r) ? 0 : 1;
+    // Two operands derived from one and the same pointer: their difference or comparison is relative.
+    const bool same_base = with_base == 2 && [&] {
+      const Bits* a = nullptr;
+      for (const Bits& r : rels) {
+        if (empty(r)) continue;
+        if (!singleton(r)) return false;
+        if (a && *a != r) return false;
+        a = &r;
+      }
+      return true;
+    }();
+    switch (in.opcode) {
+      case Opcode::kMov:
+      case Opcode::kCvta:
+      case Opcode::kCvt:
+      case Opcode::kSelp:
+        unionOf(rel);
+        return;
+      case Opcode::kAdd:
+        if (with_base <= 1) return unionOf(rel);
+        return unionOf(abs);  // pointer + pointer
+      case Opcode::kSub:
+        if (with_base == 0) return;
+        if (with_base == 1 && !empty(rels.front())) return unionOf(rel);  // pointer - integer
+        if (same_base) return;                                            // (p + a) - (p + b)
+        return unionOf(abs);  // integer - pointer, or the distance between two pointers
+      case Opcode::kSetp:
+        // A null check sees only whether the pointer is null, which the plan's allocation pin decides.
+        if (std::any_of(sources.begin(), sources.end(), [](const Operand* o) { return isZero(*o); })) return;
+        if (same_base) return;
+        return unionOf(abs);
+      default:
+        return unionOf(abs);  // masked, shifted, multiplied, divided...: the number matters
+    }
   }
 
   // The bits an operand carries: its registers' and the parameters it names (a value, `[param]` or `param+4`).
@@ -120,13 +213,21 @@ class Influence {
   }
 
   void sink(const Bits& b) { changed_ = orInto(sink_, b) || changed_; }
+  void sinkAbsolute(const Bits& b) { changed_ = orInto(abs_sink_, b) || changed_; }
 
   void visit(const Instruction& in) {
-    Bits src(words_, 0);
-    if (!in.guard.empty()) orInto(src, reg(in.guard));
+    Bits src(words_, 0), rel(words_, 0), abs(words_, 0);
+    if (!in.guard.empty()) {
+      orInto(src, reg(in.guard));
+      orInto(abs, slot(abs_, in.guard));
+    }
     const bool memory = hasAddress(in);
     // A guard deciding whether an access or a control transfer happens decides a footprint or a trip count.
-    if ((memory || controls(in)) && !in.guard.empty()) sink(reg(in.guard));
+    if ((memory || controls(in)) && !in.guard.empty()) {
+      sink(reg(in.guard));
+      sinkAbsolute(slot(abs_, in.guard));
+    }
+    std::vector<const Operand*> sources;
     defs_.clear();
     uses_.clear();
     instructionDefsUsesViews(in, &defs_, &uses_);
@@ -142,11 +243,17 @@ class Influence {
         // address (registers, offsets, a parameter's address taken) decides where the access falls.
         const bool reads_param = in.has(StateSpace::kParam) && o.elements.size() == 1 &&
                                  o.elements[0].kind == OperandKind::kSymbol && f_.paramIndex(o.elements[0].name) >= 0;
-        if (!reads_param) {
-          Bits regs(words_, 0);
+        if (reads_param) {
+          set(rel, static_cast<size_t>(f_.paramIndex(o.elements[0].name)));  // its value, as a possible base
+        } else {
+          Bits regs(words_, 0), base(words_, 0), number(words_, 0);
           for (const Operand& e : o.elements) {
-            if (e.kind != OperandKind::kSymbol) gather(e, regs);
+            if (e.kind != OperandKind::kSymbol) {
+              gather(e, regs);
+              gatherPointer(e, base, number);
+            }
           }
+          sinkAbsolute(number);  // an address computed from a pointer's bits
           if (!o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol &&
               f_.paramIndex(o.elements[0].name) >= 0 && !in.has(StateSpace::kParam)) {
             gather(o.elements[0], regs);  // a parameter's address used as a pointer elsewhere
@@ -156,16 +263,26 @@ class Influence {
         continue;
       }
       gather(o, src);
+      sources.push_back(&o);
     }
+    if (!sources.empty() || !memory) pointerFlow(in, sources, rel, abs);
     if (controls(in)) {
       sink(src);
+      sinkAbsolute(abs);
       // A call sees whatever its arguments hold in parameter memory, and whatever it reaches itself.
-      if (in.opcode == Opcode::kCall) sink(mem_);
+      if (in.opcode == Opcode::kCall) {
+        sink(mem_);
+        sinkAbsolute(mem_abs_);
+        sinkAbsolute(rel);
+      }
     }
     // Values stored into local, shared or call-parameter memory come back through loads from those spaces.
     if (memory && keepsValues(in) &&
         (in.opcode == Opcode::kSt || in.opcode == Opcode::kAtom || in.opcode == Opcode::kRed)) {
       changed_ = orInto(mem_, src) || changed_;
+      // A pointer kept in memory comes back as a number kfuse does not follow.
+      changed_ = orInto(mem_abs_, rel) || changed_;
+      changed_ = orInto(mem_abs_, abs) || changed_;
     }
     if (memory && keepsValues(in) && in.opcode != Opcode::kSt && in.opcode != Opcode::kRed) {
       const bool kernel_param = in.has(StateSpace::kParam) && !in.operands.empty() && [&] {
@@ -177,18 +294,28 @@ class Influence {
         }
         return false;
       }();
-      if (!kernel_param) orInto(src, mem_);
+      if (!kernel_param) {
+        orInto(src, mem_);
+        orInto(abs, mem_abs_);
+        std::fill(rel.begin(), rel.end(), 0);
+      }
+    }
+    if (memory && in.opcode != Opcode::kSt && in.opcode != Opcode::kRed && !in.has(StateSpace::kParam) &&
+        !keepsValues(in)) {
+      std::fill(rel.begin(), rel.end(), 0);  // a value loaded from global memory is data
     }
     for (std::string_view d : defs_) {
       if (d == "_" || d.empty()) continue;
       changed_ = orInto(reg(d), src) || changed_;
+      changed_ = orInto(slot(rel_, d), rel) || changed_;
+      changed_ = orInto(slot(abs_, d), abs) || changed_;
     }
   }
 
   const Function& f_;
   size_t words_ = 1, dyn_bit_ = 0;
-  std::unordered_map<std::string_view, Bits> regs_;
-  Bits mem_, sink_;
+  std::unordered_map<std::string_view, Bits> regs_, rel_, abs_;
+  Bits mem_, mem_abs_, sink_, abs_sink_;
   bool changed_ = false, reads_dyn_ = false;
   std::vector<std::string_view> defs_, uses_;
 };

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -61,6 +62,24 @@ TEST(ParamInfluence, DynamicSharedMemorySizeIsTracked) {
   const ParamInfluence m = influenceOf("min_index");
   EXPECT_FALSE(m.dynamic_shared_size);
   EXPECT_FALSE(m.reads_dynamic_shared_size);
+}
+
+bool contains(const Params& ps, int p) { return std::find(ps.begin(), ps.end(), p) != ps.end(); }
+
+TEST(ParamInfluence, PointersUsedAsNumbersAreAbsolute) {
+  // pointer_bits(y, z, n): an index from z's low bits; pointer_distance(y, z, q, n): from q - z. Scalars compared
+  // or computed with are absolute too (pinned by value either way); y, written through as a base, is not.
+  const Params bits = influenceOf("pointer_bits").absolute, distance = influenceOf("pointer_distance").absolute;
+  EXPECT_TRUE(contains(bits, 1) && !contains(bits, 0)) << ::testing::PrintToString(bits);
+  EXPECT_TRUE(contains(distance, 1) && contains(distance, 2) && !contains(distance, 0))
+      << ::testing::PrintToString(distance);
+  // Pointers used only as bases, and a null check (optional_bias's param 2), are not.
+  for (const char* k : {"min_index", "max_index", "div_mod_index", "shift_and_index", "select_index", "loop_count",
+                        "optional_bias", "dyn_smem_rows", "local_array_index"}) {
+    const Params a = influenceOf(k).absolute;
+    EXPECT_FALSE(contains(a, 0) || contains(a, 1)) << k << ": " << ::testing::PrintToString(a);
+  }
+  EXPECT_FALSE(contains(influenceOf("optional_bias").absolute, 2)) << "a null check is not an absolute use";
 }
 
 TEST(ParamInfluence, ACallSeesItsArguments) {

@@ -56,3 +56,16 @@ __global__ void local_array_index(float* y, const float* x, int k, int n) {
   if (i < n) y[i] = x[idx[(i >> 2) & 3]];
 }
 }
+
+// Pointers used as numbers: an index from an address's low bits, and from the distance between two allocations.
+// Their absolute values matter (a proof must pin them), unlike a pointer used as a base or checked for null.
+extern "C" __global__ void pointer_bits(float* y, const float* z, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int k = (int)(((unsigned long long)z & 0xFFFF) >> 2);
+  if (i < n) y[i] = z[max(i, k)];
+}
+extern "C" __global__ void pointer_distance(float* y, const float* z, const float* q, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int k = (int)(q - z);
+  if (i < n) y[i] = z[max(i, k)];
+}

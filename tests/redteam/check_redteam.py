@@ -61,6 +61,12 @@ CASES = {
     "blk_max_raw": (1, "block-level", True, "k = 5: blocks 0-4 read row 5 before block 5 writes it"),
     # The same outside any loop (rows of blockDim.x elements, one per thread).
     "blk_max_noloop": (1, "block-level", True, "k = 5: blocks 0-4 read row 5 before block 5 writes it"),
+    # A pointer used as a number (ptx::ParamInfluence::absolute): the row comes from the distance between two
+    # buffers or from an address's bits, minus a bias that makes it row 0 when recorded; the illegal mode only
+    # moves the buffers. Such a verdict holds only at the recorded addresses, which validation on fresh buffers
+    # cannot reproduce, so kfuse keeps it `likely` (not fused, even legally).
+    "addr_distance_blk": (1, "block-level", False, "buffers moved by 12 KiB: the distance is another row"),
+    "addr_bits_blk": (1, "block-level", False, "buffers moved by 12 KiB: the address bits are another row"),
     "blk_min_war": (1, "block-level", True, "k = 2: blocks 3-7 read row 2 after block 2 overwrote it"),
     "hor_max_war": (1, "horizontal", False, "k = 4096 + 600: the writer lands on what the reader reads (WAR race)"),
     "hor_min_war": (1, "horizontal", False, "k = 600 - 4096: the writer lands on what the reader reads (WAR race)"),

@@ -160,6 +160,16 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("ew_scale", k1d, b.c, b.a, n);
     r.launch("blk_rd_max1", k1d, b.d, b.c, r.pick(0, 5));
   };
+  // A pointer used as a number: the row comes from the distance between two buffers (minus a bias that makes it
+  // row 0 as recorded), or from an address's low bits. Moving the buffers moves the row onto another block's.
+  c["addr_distance_blk"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("blk_rd_distance", k1d, b.d, b.c, b.e, long((b.e - b.c) / 4));
+  };
+  c["addr_bits_blk"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("blk_rd_bits", k1d, b.d, b.c, int((b.c & 0xFFFF) >> 2));
+  };
   c["blk_min_war"] = [=, &b](const Run& r) {
     r.launch("blk_rd_min", kRows, b.d, b.c, rh, r.pick(7, 2));
     r.launch("blk_wr_row", kRows, b.c, b.d, rh);
@@ -418,6 +428,11 @@ int main(int argc, char** argv) {
   example::Session s(argc, argv, "redteam");
   CUstream st;
   CU_CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  // The `addr_` cases change no argument: their illegal mode moves every buffer by allocating 12 KiB first, so
+  // only absolute addresses differ (offsets inside allocations and which pointers share one stay the same).
+  CUdeviceptr spacer = 0;
+  const bool illegal = std::strcmp(argv[3], "illegal") == 0;
+  if (illegal && std::strncmp(argv[2], "addr_", 5) == 0) CU_CHECK(cuMemAlloc(&spacer, 12 * 1024));
   {
     Buffers b;
     const auto all = cases(b);
@@ -428,10 +443,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "\n");
       return 2;
     }
-    it->second(Run{s, st, std::strcmp(argv[3], "illegal") == 0, b});
+    it->second(Run{s, st, illegal, b});
     CU_CHECK(cuStreamSynchronize(st));
     b.print();
   }
+  if (spacer) cuMemFree(spacer);
   CU_CHECK(cuStreamDestroy(st));
   return 0;
 }

@@ -146,6 +146,19 @@ __global__ void blk_rd_max1(float* y, const float* z, int k) {
   const float* zr = z + max(b, k) * h;
   y[b * h + t] = zr[t] + zr[0] * 0.5f;
 }
+// Rows from a pointer used as a number: the distance to another buffer, or an address's low bits, minus a bias.
+__global__ void blk_rd_distance(float* y, const float* z, const float* q, long bias) {
+  const int b = blockIdx.x, t = threadIdx.x, h = blockDim.x;
+  const long k = (q - z) - bias;
+  const float* zr = z + max(long(b), k) * h;
+  y[b * h + t] = zr[t] + zr[0] * 0.5f;
+}
+__global__ void blk_rd_bits(float* y, const float* z, int bias) {
+  const int b = blockIdx.x, t = threadIdx.x, h = blockDim.x;
+  const int k = int((reinterpret_cast<unsigned long long>(z) & 0xFFFF) >> 2) - bias;
+  const float* zr = z + max(b, k) * h;
+  y[b * h + t] = zr[t] + zr[0] * 0.5f;
+}
 __global__ void blk_rd_min(float* y, const float* z, int h, int k) {
   const int b = blockIdx.x;
   const float* zr = z + min(b, k) * h;

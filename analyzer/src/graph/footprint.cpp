@@ -132,7 +132,8 @@ const std::vector<RelativeRange>& FootprintCache::of(const KernelFacts& k, const
       return a.param_index == fp && a.field_offset < 0 && a.allocation_id != core::kNoId;
     });
     const ParamFacts& p = k.params[static_cast<size_t>(fp)];
-    if (resolved) {
+    const bool absolute = std::binary_search(k.absolute_params.begin(), k.absolute_params.end(), fp);
+    if (resolved && !absolute) {
       key_.push_back('P');
     } else if (p.offset >= 0 && p.size > 0 &&
                static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) <= l.arg_bytes.size()) {

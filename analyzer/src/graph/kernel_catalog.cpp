@@ -229,6 +229,7 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   std::set<int> influence_params(influence.params.begin(), influence.params.end());
   influence_params.insert(form_params.begin(), form_params.end());
   k.influence_params.assign(influence_params.begin(), influence_params.end());
+  k.absolute_params = influence.absolute;
   k.dynamic_shared_influence = influence.dynamic_shared_size;
   k.reads_dynamic_shared_size = influence.reads_dynamic_shared_size;
   // Parameter layout from the declarations where the trace did not record it: each parameter aligned to its

@@ -127,6 +127,9 @@ struct KernelFacts {
   // affine forms), pointers included. A verdict or footprint computed for one launch holds for another only where
   // these arguments are equal (pointers: at the same offsets of allocations related in the same way).
   std::vector<int> influence_params;
+  // Of those, the ones whose absolute value matters (ptx::ParamInfluence::absolute): a pointer used as a number
+  // (its bits masked, its distance to another pointer) is pinned by its value, not only by where it points.
+  std::vector<int> absolute_params;
   bool dynamic_shared_influence = false;  // %dynamic_smem_size reaches an address, guard or branch
   bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size at all
 };

@@ -207,6 +207,10 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
 // Sound over-approximation: a parameter that flows only into stored data is left out.
 struct ParamInfluence {
   std::vector<int> params;                 // parameter indices, ascending
+  // Of those, the parameters whose absolute value matters, not only where they point inside their allocation:
+  // a pointer masked, shifted, compared with or subtracted from another pointer, stored, on the way to an
+  // address, guard or branch (a proof must pin its exact value).
+  std::vector<int> absolute;
   bool dynamic_shared_size = false;        // %dynamic_smem_size reaches an address, guard or branch
   bool reads_dynamic_shared_size = false;  // the function reads %dynamic_smem_size at all
 };
