@@ -86,8 +86,9 @@ void logResult(PassLog& log, std::string_view pass, const FusionResult& r) {
 
 class VerticalPass : public Pass {
  public:
-  explicit VerticalPass(VerticalFusion spec) : spec_(std::move(spec)) {}
-  std::string_view name() const override { return "fuse-vertical"; }
+  explicit VerticalPass(VerticalFusion spec, std::string_view name = "fuse-vertical")
+      : spec_(std::move(spec)), name_(name) {}
+  std::string_view name() const override { return name_; }
   std::vector<std::string_view> requiredAnalyses() const override {
     return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kDefUse, ptx::FunctionAnalyses::kMemoryAccess};
   }
@@ -99,6 +100,7 @@ class VerticalPass : public Pass {
 
  private:
   VerticalFusion spec_;
+  std::string_view name_;
 };
 
 class HorizontalPass : public Pass {
@@ -258,6 +260,124 @@ Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
   return std::unique_ptr<Pass>(std::make_unique<HorizontalPass>(std::move(spec)));
 }
 
+class EpiloguePass : public Pass {
+ public:
+  explicit EpiloguePass(EpilogueFusion spec) : spec_(std::move(spec)) {}
+  std::string_view name() const override { return "fuse-epilogue"; }
+  std::vector<std::string_view> requiredAnalyses() const override {
+    return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kMemoryAccess};
+  }
+  Status run(Module& module, AnalysisManager&, PassLog& log) override {
+    KFUSE_ASSIGN_OR_RETURN(FusionResult r, fuseEpilogue(module, spec_));
+    logResult(log, name(), r);
+    return {};
+  }
+
+ private:
+  EpilogueFusion spec_;
+};
+
+class ProloguePass : public Pass {
+ public:
+  explicit ProloguePass(PrologueFusion spec) : spec_(std::move(spec)) {}
+  std::string_view name() const override { return "fuse-prologue"; }
+  std::vector<std::string_view> requiredAnalyses() const override {
+    return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kMemoryAccess};
+  }
+  Status run(Module& module, AnalysisManager&, PassLog& log) override {
+    KFUSE_ASSIGN_OR_RETURN(FusionResult r, fusePrologue(module, spec_));
+    logResult(log, name(), r);
+    return {};
+  }
+
+ private:
+  PrologueFusion spec_;
+};
+
+// The element map both element-remapped kinds share: where element e of the intermediate is.
+struct ElementMapOptions {
+  int producer_param = -1, consumer_param = -1;
+  int64_t offset = 0;
+  uint32_t element_bytes = 0;
+};
+Expected<ElementMapOptions> parseElementMap(const PassOptions& o) {
+  ElementMapOptions m;
+  if (o.get("producer-param").empty() || o.get("consumer-param").empty() || o.get("element-bytes").empty()) {
+    return invalidArgument("producer-param=N, consumer-param=N and element-bytes=N say where element e of the "
+                           "intermediate is (kfuse analyze --json gives them in the candidate's \"epilogue\")");
+  }
+  KFUSE_ASSIGN_OR_RETURN(m.producer_param, parseIndex(o.get("producer-param"), "parameter position"));
+  KFUSE_ASSIGN_OR_RETURN(m.consumer_param, parseIndex(o.get("consumer-param"), "parameter position"));
+  KFUSE_ASSIGN_OR_RETURN(int bytes, parseIndex(o.get("element-bytes"), "element size in bytes"));
+  if (bytes == 0) return invalidArgument("element-bytes=0: expected the intermediate's element size");
+  m.element_bytes = static_cast<uint32_t>(bytes);
+  const std::string off = o.get("offset", "0");
+  auto [end, ec] = std::from_chars(off.data(), off.data() + off.size(), m.offset);
+  if (ec != std::errc() || end != off.data() + off.size()) return invalidArgument("offset=" + off + ": not a number");
+  return m;
+}
+
+Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
+  KFUSE_RETURN_IF_ERROR(o.checkKnown("fuse-epilogue", {"producer", "consumers", "name", "equal", "producer-param",
+                                                       "consumer", "consumer-param", "offset", "element-bytes",
+                                                       "shape"}));
+  EpilogueFusion spec;
+  spec.producer = o.get("producer");
+  spec.consumers = o.list("consumers");
+  if (spec.producer.empty() || spec.consumers.empty()) {
+    return invalidArgument("producer=P and consumers=C[+D...] name the kernels");
+  }
+  spec.fused_name = o.get("name");
+  KFUSE_ASSIGN_OR_RETURN(spec.equal_args, parseEqualities(o.list("equal")));
+  KFUSE_ASSIGN_OR_RETURN(ElementMapOptions m, parseElementMap(o));
+  spec.producer_param = m.producer_param;
+  spec.consumer_param = m.consumer_param;
+  spec.consumer_offset = m.offset;
+  spec.element_bytes = m.element_bytes;
+  KFUSE_ASSIGN_OR_RETURN(spec.consumer, parseIndex(o.get("consumer", "1"), "kernel position"));
+  if (o.get("shape").empty()) return invalidArgument("shape=GRID/BLOCK is the consumers' launch (e.g. 64/256)");
+  KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("shape")));
+  return std::unique_ptr<Pass>(std::make_unique<EpiloguePass>(std::move(spec)));
+}
+
+Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
+  KFUSE_RETURN_IF_ERROR(o.checkKnown("fuse-prologue", {"producer", "consumer", "name", "equal", "producer-param",
+                                                       "consumer-param", "offset", "element-bytes", "lanes",
+                                                       "producer-shape", "consumer-shape", "write-intermediate"}));
+  PrologueFusion spec;
+  spec.producer = o.get("producer");
+  spec.consumer = o.get("consumer");
+  if (spec.producer.empty() || spec.consumer.empty()) return invalidArgument("producer=P and consumer=C name the kernels");
+  spec.fused_name = o.get("name");
+  KFUSE_ASSIGN_OR_RETURN(spec.equal_args, parseEqualities(o.list("equal")));
+  KFUSE_ASSIGN_OR_RETURN(ElementMapOptions m, parseElementMap(o));
+  spec.producer_param = m.producer_param;
+  spec.consumer_param = m.consumer_param;
+  spec.consumer_offset = m.offset;
+  spec.element_bytes = m.element_bytes;
+  KFUSE_ASSIGN_OR_RETURN(int lanes, parseIndex(o.get("lanes", "1"), "lane count"));
+  spec.producer_lanes = static_cast<uint32_t>(lanes);
+  if (o.get("producer-shape").empty() || o.get("consumer-shape").empty()) {
+    return invalidArgument("producer-shape=GRID/BLOCK and consumer-shape=GRID/BLOCK are the two launches");
+  }
+  KFUSE_ASSIGN_OR_RETURN(spec.producer_shape, parseShape(o.get("producer-shape")));
+  KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("consumer-shape")));
+  KFUSE_ASSIGN_OR_RETURN(spec.write_intermediate, o.flag("write-intermediate", true));
+  return std::unique_ptr<Pass>(std::make_unique<ProloguePass>(std::move(spec)));
+}
+
+Expected<std::unique_ptr<Pass>> makeBlockLevel(const PassOptions& o) {
+  KFUSE_RETURN_IF_ERROR(o.checkKnown("fuse-block-level", {"kernels", "name", "equal"}));
+  VerticalFusion spec;
+  spec.kernels = o.list("kernels");
+  if (spec.kernels.size() != 2) return invalidArgument("kernels=P+C names the producer and the consumer");
+  spec.fused_name = o.get("name");
+  KFUSE_ASSIGN_OR_RETURN(spec.equal_args, parseEqualities(o.list("equal")));
+  spec.block_barrier = true;
+  spec.forward_stores = false;
+  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec), "fuse-block-level"));
+}
+
 Expected<std::unique_ptr<Pass>> makeCleanup(const PassOptions& o) {
   KFUSE_RETURN_IF_ERROR(o.checkKnown("cleanup", {"kernels", "params"}));
   KFUSE_ASSIGN_OR_RETURN(bool params, o.flag("params", false));
@@ -285,6 +405,24 @@ const std::vector<PassInfo>& passRegistry() {
        "kernels=A+B[+C] (required), shapes=GRID/BLOCK+... (required, e.g. 64/256+32x2/128), layout=block|thread, "
        "name=FUSED, equal=K.P=K.P[+...]",
        makeHorizontal},
+      {"fuse-block-level",
+       "Fuse a producer and a consumer of one launch shape per block: the producer's body, a block barrier, then "
+       "the consumer's (each consumer block touches only what its own producer block touched)",
+       "kernels=P+C (required), name=FUSED, equal=K.P=K.P[+...]", makeBlockLevel},
+      {"fuse-epilogue",
+       "Run element-wise consumers inside the producer's launch, each as the consumer thread of the element the "
+       "producer's thread has just stored",
+       "producer=P, consumers=C[+D] (required), producer-param=N, consumer-param=N, element-bytes=N, shape=GRID/BLOCK "
+       "(the consumers' launch; required), consumer=K (the pattern position whose argument locates the "
+       "intermediate, default 1), offset=BYTES (element 0's offset from that argument, default 0), name=FUSED, "
+       "equal=K.P=K.P[+...]",
+       makeEpilogue},
+      {"fuse-prologue",
+       "Recompute an element-wise producer at each of the consumer's loads of its output, in the consumer's launch",
+       "producer=P, consumer=C, producer-param=N, consumer-param=N, element-bytes=N, producer-shape=GRID/BLOCK, "
+       "consumer-shape=GRID/BLOCK (required), offset=BYTES (default 0), lanes=1|2|4 (elements each producer thread "
+       "stores, default 1), write-intermediate=true|false (default true), name=FUSED, equal=K.P=K.P[+...]",
+       makePrologue},
       {"cleanup",
        "Remove dead code, branches to the next statement, unused declarations (and unused parameters)",
        "kernels=A[+B] (default: every kernel), params=true|false (also remove unused parameters; changes the "

@@ -213,7 +213,9 @@ class Checker:
         p = self.run("ptx", "opt", chain, "--passes=fuse-vertical{kernels=scale}")
         self.check(p.returncode == 2 and "at least two kernels" in p.stderr, "ptx opt refuses a bad pipeline", p.stderr)
         p = self.run("ptx", "opt", "--list")
-        self.check(p.returncode == 0 and "fuse-horizontal" in p.stdout, "ptx opt --list names the passes", p.stdout)
+        self.check(p.returncode == 0 and all(k in p.stdout for k in ("fuse-vertical", "fuse-horizontal", "fuse-block-level",
+                                                                     "fuse-epilogue", "fuse-prologue")),
+                   "ptx opt --list names a pass for every fusion kind", p.stdout)
 
     def from_binary(self, trace):
         """A trace without module images: refused with a hint, then rewritten from the application's fatbin."""
