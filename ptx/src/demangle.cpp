@@ -75,6 +75,9 @@ ParamType classify(std::string_view text) {
 
 std::string demangle(std::string_view mangled) {
   const std::string m(mangled);
+  // Only mangled names (_Z...): __cxa_demangle also reads bare type encodings, so an extern "C" kernel named `rd`
+  // would come back as "double restrict".
+  if (m.rfind("_Z", 0) != 0) return m;
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(m.c_str(), nullptr, nullptr, &status), std::free);
   if (status != 0 || !out) return m;

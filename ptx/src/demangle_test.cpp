@@ -58,6 +58,10 @@ TEST(Demangle, TemplatesStructsRestrictAndSubstitutions) {
 
 TEST(Demangle, NonMangledNamesAreNotFound) {
   EXPECT_EQ(demangle("vecAdd"), "vecAdd");
+  // extern "C" names that happen to be valid type encodings stay as they are.
+  EXPECT_EQ(demangle("rd"), "rd");
+  EXPECT_EQ(demangle("i"), "i");
+  EXPECT_EQ(demangle("Pf"), "Pf");
   EXPECT_EQ(parseMangledSignature("vecAdd").status().code(), ErrorCode::kNotFound);
   EXPECT_EQ(parseMangledSignature("_Zgarbage").status().code(), ErrorCode::kNotFound);
   auto v = parseMangledSignature("_Z4noopv");
