@@ -809,6 +809,7 @@ TEST_F(InjectorTest, RefusesAPointerIntoAnotherAllocationAtTheProvenOffset) {
   auto inj = make({plan});
   std::vector<float> xs, ts, us, zs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *u = buffer(us, 0), *z = buffer(zs, 0);
+  n_ = 3;  // plus1 reads t[1..3]: inside the 4-float buffers
   launch(*inj, kTwice, x, t);
   launch(*inj, kPlus1, t + 1, z);
   EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
