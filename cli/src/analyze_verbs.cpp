@@ -9,6 +9,7 @@
 #include "kfuse/analyzer/importer.h"
 #include "kfuse/analyzer/metrics_merge.h"
 #include "kfuse/analyzer/multi_rank.h"
+#include "kfuse/core/files.h"
 #include "kfuse/core/text.h"
 #include "kfuse/core/trace_store.h"
 #include "verbs.h"
@@ -33,14 +34,7 @@ struct AnalyzeOptions {
   bool verbose = false;
 };
 
-Status writeText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return ioError(path + ": cannot open for writing");
-  out << text;
-  out.flush();
-  if (!out) return ioError(path + ": write failed (disk full?)");
-  return {};
-}
+Status writeText(const std::string& path, const std::string& text) { return core::writeFileAtomically(path, text); }
 
 // Several traces (or a directory of them): the ranks of one job, analyzed in parallel and merged by pattern.
 int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {

@@ -11,8 +11,10 @@
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
 #include "kfuse/analyzer/metrics_merge.h"
+#include "kfuse/core/files.h"
 #include "kfuse/core/gpu_spec.h"
 #include "kfuse/core/trace_store.h"
+#include "kfuse/core/trace_summary.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
 #include "kfuse/rewriter/fusion.h"
@@ -50,18 +52,6 @@ std::vector<std::string> splitList(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-std::string formatNs(double ns) {
-  char buf[64];
-  if (ns >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  } else if (ns >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.2f us", ns / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  }
-  return buf;
 }
 
 // The report whose candidates `kfuse rewrite` rewrites: --report FILE, else the one `kfuse analyze` stored in the
@@ -199,7 +189,7 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
     if (!ctx.quiet) {
       std::fprintf(stderr, "kfuse: %zu of %zu candidates chosen (%s selection, %s predicted in total)\n",
                    sel.chosen.size(), report->candidates.size(), sel.method.c_str(),
-                   formatNs(sel.total_saving_ns).c_str());
+                   core::formatDuration(static_cast<int64_t>(sel.total_saving_ns)).c_str());
       for (const auto& [rank, why] : sel.rejected) std::fprintf(stderr, "kfuse:   #%d not rewritten: %s\n", rank, why.c_str());
     }
     for (int rank : sel.chosen) chosen.push_back(findCandidate(*report, std::to_string(rank)));
@@ -294,15 +284,7 @@ int runOpt(const OptVerbOptions& o, const VerbContext& ctx) {
     std::cout << text;
     return kExitOk;
   }
-  const std::string tmp = o.out + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) return reportError(ioError(o.out + ": cannot write"));
-  }
-  std::error_code ec;
-  fs::rename(tmp, o.out, ec);
-  if (ec) return reportError(ioError(o.out + ": " + ec.message()));
+  if (Status w = core::writeFileAtomically(o.out, text); !w.ok()) return reportError(w);
   return kExitOk;
 }
 

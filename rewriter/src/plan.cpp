@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kfuse/core/files.h"
 #include "kfuse/core/json_reader.h"
 #include "kfuse/core/text.h"
 
@@ -691,33 +692,13 @@ Status writePlan(const std::string& dir, const Plan& plan) {
   fs::create_directories(dir, ec);
   if (ec) return ioError(dir + ": cannot create the plan directory: " + ec.message());
   fs::path final_path = fs::path(dir) / "plan.json";
-  // The pid keeps two processes writing the same plan from sharing a temporary file; the rename is atomic
-  // within the directory, so a reader sees the old plan or the new one, never half of one.
-  fs::path tmp = fs::path(dir) / (".plan.json.tmp." + std::to_string(::getpid()));
   std::string text;
   try {
     text = core::dumpJson(planToJson(plan), 1) + "\n";
   } catch (const std::exception& e) {
     return invalidArgument(final_path.string() + ": cannot write the plan: " + e.what());
   }
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return ioError(tmp.string() + ": cannot create");
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      return ioError(tmp.string() + ": write failed");
-    }
-  }
-  fs::rename(tmp, final_path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return ioError(final_path.string() + ": cannot replace: " + ec.message());
-  }
-  return Status::okStatus();
+  return core::writeFileAtomically(final_path.string(), text);
 }
 
 std::string planReadme(const Plan& plan) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <set>
 
+#include "kfuse/core/files.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/fatbin.h"
 #include "kfuse/ptx/parser.h"
@@ -122,13 +123,7 @@ std::string archOf(const core::GpuSpec& gpu) {
   return "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
 }
 
-Status writeText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return ioError("cannot write " + path.string());
-  return {};
-}
+Status writeText(const fs::path& path, const std::string& text) { return core::writeFileAtomically(path.string(), text); }
 
 // The element type of the accesses through each pointer parameter of `f`: "f32", "u32"...; "" when unknown.
 std::vector<std::string> elementTypes(ptx::FunctionAnalyses& fa) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "kfuse/collector/driver_hooks.h"
+#include "kfuse/core/files.h"
 #include "kfuse/inject/injector.h"
 #include "kfuse/inject/runtime_plan.h"
 
@@ -53,13 +54,8 @@ void writeStats(const Injector& injector) {
   if (!env("KFUSE_RUN_QUIET")) std::fputs(Injector::statsSummary(s).c_str(), stderr);
   const char* path = env("KFUSE_RUN_STATS");
   if (!path) return;
-  const std::string tmp = std::string(path) + ".tmp" + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  const std::string json = Injector::statsJson(s);
-  if (!f || std::fwrite(json.data(), 1, json.size(), f) != json.size() || std::fclose(f) != 0 ||
-      std::rename(tmp.c_str(), path) != 0) {
-    std::fprintf(stderr, "kfuse run: cannot write the statistics to %s: %s\n", path, std::strerror(errno));
-    std::remove(tmp.c_str());
+  if (const kfuse::Status w = kfuse::core::writeFileAtomically(path, Injector::statsJson(s)); !w.ok()) {
+    std::fprintf(stderr, "kfuse run: cannot write the statistics: %s\n", w.message().c_str());
   }
 }
 
