@@ -260,39 +260,27 @@ Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
   return std::unique_ptr<Pass>(std::make_unique<HorizontalPass>(std::move(spec)));
 }
 
-class EpiloguePass : public Pass {
+// A pass that runs one fusion transform with a fixed spec (the element-remapped kinds).
+template <typename Spec, Expected<FusionResult> (*Fuse)(ptx::Module&, const Spec&)>
+class SpecPass : public Pass {
  public:
-  explicit EpiloguePass(EpilogueFusion spec) : spec_(std::move(spec)) {}
-  std::string_view name() const override { return "fuse-epilogue"; }
+  SpecPass(Spec spec, std::string_view name) : spec_(std::move(spec)), name_(name) {}
+  std::string_view name() const override { return name_; }
   std::vector<std::string_view> requiredAnalyses() const override {
     return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kMemoryAccess};
   }
   Status run(Module& module, AnalysisManager&, PassLog& log) override {
-    KFUSE_ASSIGN_OR_RETURN(FusionResult r, fuseEpilogue(module, spec_));
+    KFUSE_ASSIGN_OR_RETURN(FusionResult r, Fuse(module, spec_));
     logResult(log, name(), r);
     return {};
   }
 
  private:
-  EpilogueFusion spec_;
+  Spec spec_;
+  std::string_view name_;
 };
-
-class ProloguePass : public Pass {
- public:
-  explicit ProloguePass(PrologueFusion spec) : spec_(std::move(spec)) {}
-  std::string_view name() const override { return "fuse-prologue"; }
-  std::vector<std::string_view> requiredAnalyses() const override {
-    return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kMemoryAccess};
-  }
-  Status run(Module& module, AnalysisManager&, PassLog& log) override {
-    KFUSE_ASSIGN_OR_RETURN(FusionResult r, fusePrologue(module, spec_));
-    logResult(log, name(), r);
-    return {};
-  }
-
- private:
-  PrologueFusion spec_;
-};
+using EpiloguePass = SpecPass<EpilogueFusion, fuseEpilogue>;
+using ProloguePass = SpecPass<PrologueFusion, fusePrologue>;
 
 // The element map both element-remapped kinds share: where element e of the intermediate is.
 struct ElementMapOptions {
@@ -337,7 +325,7 @@ Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.consumer, parseIndex(o.get("consumer", "1"), "kernel position"));
   if (o.get("shape").empty()) return invalidArgument("shape=GRID/BLOCK is the consumers' launch (e.g. 64/256)");
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("shape")));
-  return std::unique_ptr<Pass>(std::make_unique<EpiloguePass>(std::move(spec)));
+  return std::unique_ptr<Pass>(std::make_unique<EpiloguePass>(std::move(spec), "fuse-epilogue"));
 }
 
 Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
@@ -363,7 +351,7 @@ Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.producer_shape, parseShape(o.get("producer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("consumer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.write_intermediate, o.flag("write-intermediate", true));
-  return std::unique_ptr<Pass>(std::make_unique<ProloguePass>(std::move(spec)));
+  return std::unique_ptr<Pass>(std::make_unique<ProloguePass>(std::move(spec), "fuse-prologue"));
 }
 
 Expected<std::unique_ptr<Pass>> makeBlockLevel(const PassOptions& o) {
