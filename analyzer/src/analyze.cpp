@@ -479,6 +479,12 @@ class Analysis {
     }
     for (const ParamFacts& p : k->params) {
       if (p.source != AccessSource::kPtx || p.mode == core::AccessMode::kNone || resolved.count(p.index)) continue;
+      // An optional pointer (null here) whose every access its guards rule out for these arguments (`if (bias)`):
+      // nothing is accessed through it. The plan pins its value, since the guard reads it.
+      if (const RelativeRange none = footprint(k, launch(op), p.index, launchValues(*k, launch(op)));
+          none.bounded && none.lo == none.hi) {
+        continue;
+      }
       v.weaken(Legality::kLikely, k->name + " accesses memory through argument " + std::to_string(p.index) +
                                       ", which does not point into any allocation the trace recorded");
     }

@@ -138,9 +138,10 @@ CASES = {
     # (docs/analyzer.md: guards narrow the thread domain). If kfuse drops the guard, this becomes not-proven.
     "guard_tl": (4, "thread-local", True, "k = n - 1: every thread reads its neighbour"),
     "guard_epi": (4, "epilogue", True, "k = n + 64: consumer threads beyond the producer's elements write"),
-    # A NULL pointer argument the kernel may dereference: refusing is sound.
-    "null_bias_tl": (4, "thread-local", False, "bias = the intermediate + 1 element instead of NULL"),
-    "null_bias_epi": (4, "epilogue", False, "bias = the intermediate + 1 element instead of NULL"),
+    # An optional pointer: NULL when recorded, so the guarded load never runs and the pair is proven with the NULL
+    # pinned; the illegal mode passes a real pointer (into the intermediate, one element on), which must be refused.
+    "null_bias_tl": (4, "thread-local", True, "bias = the intermediate + 1 element instead of NULL"),
+    "null_bias_epi": (4, "epilogue", True, "bias = the intermediate + 1 element instead of NULL"),
     "pitch2d_tl": (4, "thread-local", True, "pitch = w + 1: row r reads r elements ahead"),
     "loop_trip_tl": (4, "thread-local", False, "k = 4: reads 3 later blocks' elements"),
     # Proven block-level for the recorded h and k, which the plan pins (validation once also tried lowered sizes the
