@@ -786,6 +786,14 @@ CUresult CuptiWatch::ModuleLoadData(int variant, CUmodule* module, const void* i
                    if (module) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image);
                  });
 }
+CUresult CuptiWatch::ModuleLoad(int variant, CUmodule* module, const char* fname) {
+  return watched([&] { return HookClient::ModuleLoad(variant, module, fname); },
+                 [&](int64_t, int64_t) {
+                   if (!module) return;
+                   const std::vector<uint8_t> image = readModuleFile(fname, uint64_t{1} << 30);
+                   if (!image.empty()) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image.data());
+                 });
+}
 CUresult CuptiWatch::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n,
                                       CUjit_option* options, void** values) {
   return watched([&] { return HookClient::ModuleLoadDataEx(variant, module, image, n, options, values); },

@@ -641,6 +641,15 @@ CUresult HookRecorder::ModuleLoadFatBinary(int variant, CUmodule* module, const 
   if (r == CUDA_SUCCESS && module) recordModule(reinterpret_cast<uint64_t>(*module), image);
   return r;
 }
+// A module from a file: its image is read back from the file the driver loaded (at most 1 GiB).
+CUresult HookRecorder::ModuleLoad(int variant, CUmodule* module, const char* fname) {
+  KFUSE_FORWARD(ModuleLoad, module, fname)
+  if (r == CUDA_SUCCESS && module) {
+    const std::vector<uint8_t> image = readModuleFile(fname, uint64_t{1} << 30);
+    if (!image.empty()) recordModule(reinterpret_cast<uint64_t>(*module), image.data());
+  }
+  return r;
+}
 CUresult HookRecorder::LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
                                        void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
                                        void** library_values, unsigned n_library) {

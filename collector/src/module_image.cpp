@@ -3,7 +3,9 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace kfuse::collector {
 
@@ -51,6 +53,29 @@ ImageInfo inspectModuleImage(const void* image) {
   info.data = p;
   info.size = n + 1;
   return info;
+}
+
+std::vector<uint8_t> readModuleFile(const char* path, uint64_t max_bytes) {
+  std::vector<uint8_t> bytes;
+  if (!path) return bytes;
+  FILE* f = std::fopen(path, "rb");
+  if (!f) return bytes;
+  try {
+    uint8_t chunk[1 << 16];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) {
+      if (bytes.size() + n > max_bytes) {
+        bytes.clear();
+        break;
+      }
+      bytes.insert(bytes.end(), chunk, chunk + n);
+    }
+    if (!bytes.empty() && !std::ferror(f)) bytes.push_back(0);
+    if (std::ferror(f)) bytes.clear();
+  } catch (const std::bad_alloc&) {
+    bytes.clear();
+  }
+  std::fclose(f);
+  return bytes;
 }
 
 }  // namespace kfuse::collector

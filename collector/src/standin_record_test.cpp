@@ -117,6 +117,20 @@ TEST_F(StandinRecordTest, VectorAddIsRecordedWithArgumentsAllocationsCopiesAndMe
   ASSERT_EQ(t.devices.size(), 1u);
 }
 
+TEST_F(StandinRecordTest, AModuleLoadedFromAFileIsRecordedWithItsImage) {
+  // cuModuleLoad(path), as many applications load their kernels: the image is read back from the file.
+  setenv("KFUSE_EXAMPLE_MODULE_FROM_FILE", "1", 1);
+  core::Trace t = record(example("elementwise_chain"));
+  unsetenv("KFUSE_EXAMPLE_MODULE_FROM_FILE");
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_EQ(t.modules[0].kind, core::ImageKind::kPtx);
+  const std::string image(t.modules[0].image.begin(), t.modules[0].image.end());
+  EXPECT_NE(image.find(".entry scale("), std::string::npos);
+  ASSERT_EQ(t.functions.size(), 4u);
+  for (const auto& f : t.functions) EXPECT_EQ(f.module_id, t.modules[0].id) << f.mangled_name;
+  EXPECT_EQ(t.launches.size(), 12u);
+}
+
 TEST_F(StandinRecordTest, EveryExampleIsRecordedWithExactLaunchCounts) {
   const std::map<std::string, std::pair<size_t, std::set<std::string>>> expected = {
       {"elementwise_chain", {12, {"scale", "add", "relu", "mul"}}},

@@ -58,7 +58,13 @@ struct Session {
     std::printf("device: %s (sm_%d%d)\n", dev_name, major, minor);
     CU_CHECK(cuDevicePrimaryCtxRetain(&context, device));
     CU_CHECK(cuCtxSetCurrent(context));
-    CU_CHECK(cuModuleLoadData(&module, ptx.c_str()));
+    // KFUSE_EXAMPLE_MODULE_FROM_FILE=1: load the module by its path (cuModuleLoad), as many applications do.
+    const char* from_file = std::getenv("KFUSE_EXAMPLE_MODULE_FROM_FILE");
+    if (from_file && std::string(from_file) == "1") {
+      CU_CHECK(cuModuleLoad(&module, path.c_str()));
+    } else {
+      CU_CHECK(cuModuleLoadData(&module, ptx.c_str()));
+    }
   }
   ~Session() {
     cuModuleUnload(module);

@@ -180,6 +180,21 @@ class Checker:
         self.check(stats["plans"][0]["occurrences_fused"] == 12 and stats["launches_issued"] == 12,
                    "every pattern of every thread's per-thread default stream is fused", json.dumps(stats))
 
+    def module_from_file(self, good):
+        # The same program loading its module by path (cuModuleLoad): the injector identifies the module by the
+        # file's contents, as the trace (made with cuModuleLoadData) recorded them, and fuses every occurrence.
+        name = "elementwise_chain"
+        base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
+        stats_path = os.path.join(self.tmp, "from-file.stats.json")
+        env = dict(self.env, KFUSE_EXAMPLE_MODULE_FROM_FILE="1")
+        p = self.kfuse("run", "--plan", good, "--stats", stats_path, "--", self.program(name), env=env)
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "a module loaded from its file (cuModuleLoad): the program prints what it prints without kfuse",
+                   p.stdout + p.stderr)
+        stats = self.check_stats(stats_path, "cuModuleLoad statistics")
+        self.check(stats["plans"][0]["occurrences_fused"] == 3,
+                   "a module loaded from its file is matched to the plan, every occurrence fused", json.dumps(stats))
+
     def bad_plans(self, good):
         name = "elementwise_chain"
         base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
@@ -268,6 +283,7 @@ def main():
         c.prologue("runtime_api/activation_matmul")
         if first:
             c.cudart_like(first)
+            c.module_from_file(first)
             c.bad_plans(first)
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures else 0

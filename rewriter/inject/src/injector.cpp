@@ -1469,6 +1469,15 @@ CUresult Injector::ModuleLoadFatBinary(int variant, CUmodule* module, const void
   if (r == CUDA_SUCCESS && module) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image);
   return r;
 }
+// A module from a file: identified by the file's contents, as the trace recorded them.
+CUresult Injector::ModuleLoad(int variant, CUmodule* module, const char* fname) {
+  const CUresult r = HookClient::ModuleLoad(variant, module, fname);
+  if (r == CUDA_SUCCESS && module) {
+    const std::vector<uint8_t> image = collector::readModuleFile(fname, uint64_t{1} << 30);
+    if (!image.empty()) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image.data());
+  }
+  return r;
+}
 CUresult Injector::LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
                                    void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
                                    void** library_values, unsigned n_library) {

@@ -119,6 +119,7 @@ class CuptiWatch : public HookClient {
       : HookClient(table), recorder_(recorder), on_blind_(on_blind), seen_(seen), seen_on_thread_(seen_on_thread) {}
 
   CUresult ModuleLoadData(int variant, CUmodule* module, const void* image) override;
+  CUresult ModuleLoad(int variant, CUmodule* module, const char* fname) override;
   CUresult ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
                             void** values) override;
   CUresult LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,

@@ -95,6 +95,8 @@ namespace kfuse::collector {
     (module, image, n, options, values))                                                                               \
   X(ModuleLoadFatBinary, "cuModuleLoadFatBinary", 2000, 0, "cuModuleLoadFatBinary", nullptr, 0,                        \
     (CUmodule * module, const void* image), (module, image))                                                           \
+  X(ModuleLoad, "cuModuleLoad", 2000, 0, "cuModuleLoad", nullptr, 0, (CUmodule * module, const char* fname),           \
+    (module, fname))                                                                                                   \
   X(ModuleUnload, "cuModuleUnload", 2000, 0, "cuModuleUnload", nullptr, 0, (CUmodule module), (module))                \
   X(LibraryLoadData, "cuLibraryLoadData", 12000, 0, "cuLibraryLoadData", nullptr, 0,                                   \
     (CUlibrary * library, const void* code, CUjit_option* jit_options, void** jit_values, unsigned n_jit,              \

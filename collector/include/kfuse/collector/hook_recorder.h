@@ -106,6 +106,7 @@ class HookRecorder : public HookClient {
   CUresult ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
                             void** values) override;
   CUresult ModuleLoadFatBinary(int variant, CUmodule* module, const void* image) override;
+  CUresult ModuleLoad(int variant, CUmodule* module, const char* fname) override;
   CUresult ModuleUnload(int variant, CUmodule module) override;
   CUresult LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
                            void** jit_values, unsigned n_jit, CUlibraryOption* library_options, void** library_values,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kfuse/collector/events.h"
 
@@ -17,5 +18,10 @@ struct ImageInfo {
   uint64_t size = 0;
 };
 ImageInfo inspectModuleImage(const void* image);
+
+// The contents of a module file given to cuModuleLoad (PTX, cubin or fatbin), followed by a NUL so that a PTX
+// image reads as the text cuModuleLoadData would have been given; empty when the file cannot be read or is larger
+// than `max_bytes`. Allocates; throws nothing.
+std::vector<uint8_t> readModuleFile(const char* path, uint64_t max_bytes);
 
 }  // namespace kfuse::collector

@@ -108,6 +108,7 @@ class Injector : public collector::HookClient {
   CUresult ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
                             void** values) override;
   CUresult ModuleLoadFatBinary(int variant, CUmodule* module, const void* image) override;
+  CUresult ModuleLoad(int variant, CUmodule* module, const char* fname) override;
   CUresult LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
                            void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
                            void** library_values, unsigned n_library) override;
