@@ -7,7 +7,6 @@
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
-#include "kfuse/analyzer/metrics_merge.h"
 #include "kfuse/analyzer/multi_rank.h"
 #include "kfuse/core/files.h"
 #include "kfuse/core/text.h"
@@ -77,6 +76,7 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
     };
   }
   import_options.binary = o.binary;
+  import_options.metrics_from = o.metrics_from;
   auto imported = analyzer::importTrace(o.input, import_options);
   if (!imported) {
     const bool no_kernels = imported.status().code() == ErrorCode::kNotFound &&
@@ -87,20 +87,12 @@ int runAnalyze(const AnalyzeOptions& o, const VerbContext& ctx) {
     if (!o.binary.empty()) {
       std::fprintf(stderr, "kfuse: PTX from %s for %zu module(s)\n", o.binary.c_str(), imported->ptx_modules_attached);
     }
+    if (!o.metrics_from.empty()) {
+      std::fprintf(stderr, "kfuse: measured metrics from %s for %lld of %zu launches\n", o.metrics_from.c_str(),
+                   static_cast<long long>(imported->metrics_launches_matched), imported->trace.launches.size());
+    }
     std::fprintf(stderr, "kfuse: %s trace: %zu launches; analyzing\n", imported->format.c_str(),
                  imported->trace.launches.size());
-  }
-  if (!o.metrics_from.empty()) {
-    analyzer::ImportOptions metrics_options;
-    metrics_options.format = "kfuse";
-    auto metrics_run = analyzer::importTrace(o.metrics_from, metrics_options);
-    if (!metrics_run) return reportError(metrics_run.status());
-    auto merged = analyzer::mergeMeasuredMetrics(imported->trace, metrics_run->trace, o.metrics_from);
-    if (!merged) return reportError(merged.status());
-    if (!ctx.quiet) {
-      std::fprintf(stderr, "kfuse: measured metrics from %s for %lld of %zu launches\n", o.metrics_from.c_str(),
-                   static_cast<long long>(merged->launches_matched), imported->trace.launches.size());
-    }
   }
   analyzer::AnalysisOptions options;
   options.gpu = o.gpu;

@@ -10,7 +10,6 @@
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/importer.h"
-#include "kfuse/analyzer/metrics_merge.h"
 #include "kfuse/core/files.h"
 #include "kfuse/core/gpu_spec.h"
 #include "kfuse/core/trace_store.h"
@@ -128,8 +127,31 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
   std::optional<analyzer::Report> report = std::move(loaded).value();
   if (!notice.empty() && !ctx.quiet) std::fprintf(stderr, "kfuse: %s; analyzing again\n", notice.c_str());
 
+  // Without a report, or for another GPU than the report's, analyze now: with the report's options where there is
+  // one (ids stay, ranks may move), else with the defaults.
+  analyzer::AnalysisOptions analysis;
+  analysis.gpu = o.gpu;
+  analysis.keep_no_gain = o.no_gain;
+  if (report && !o.gpu.empty()) {
+    auto spec = core::findGpuSpec(o.gpu);
+    if (!spec) return reportError(invalidArgument("unknown GPU '" + o.gpu + "'; `kfuse gpus` lists the known ones"));
+    if (spec->short_name != report->gpu.short_name) {
+      analysis = report->options;
+      analysis.gpu = o.gpu;
+      if (!ctx.quiet) {
+        std::fprintf(stderr, "kfuse: %s is for %s: analyzing again for %s with the same options\n", source.c_str(),
+                     report->gpu.short_name.c_str(), spec->short_name.c_str());
+      }
+      source = "an analysis for " + spec->short_name + " with the options of " + source;
+      report.reset();
+    }
+  }
+  analysis.top = SIZE_MAX;
+
   analyzer::ImportOptions import_options;
-  import_options.binary = !o.binary.empty() ? o.binary : report ? report->options.binary : "";
+  import_options.binary = !o.binary.empty() ? o.binary : report ? report->options.binary : analysis.binary;
+  if (!report) import_options.metrics_from = analysis.metrics_from;  // what the analysis joined
+  analysis.binary = import_options.binary;
   options.binary = import_options.binary;
   if (!ctx.quiet) std::fprintf(stderr, "kfuse: importing %s\n", o.input.c_str());
   auto imported = analyzer::importTrace(o.input, import_options);
@@ -144,35 +166,7 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
                                        std::to_string(imported->trace.launches.size()) +
                                        ": it was made from another trace (run `kfuse analyze " + o.input + "`)"));
   }
-  analyzer::AnalysisOptions analysis;
-  analysis.gpu = o.gpu;
-  analysis.top = SIZE_MAX;
-  analysis.keep_no_gain = o.no_gain;
-  analysis.binary = import_options.binary;
-  if (report && !o.gpu.empty()) {
-    auto spec = core::findGpuSpec(o.gpu);
-    if (!spec) return reportError(invalidArgument("unknown GPU '" + o.gpu + "'; `kfuse gpus` lists the known ones"));
-    if (spec->short_name != report->gpu.short_name) {
-      // Another GPU: the same analysis (its options) costed for that one. Ids stay; ranks may move.
-      analysis = report->options;
-      analysis.gpu = o.gpu;
-      analysis.top = SIZE_MAX;
-      if (!ctx.quiet) {
-        std::fprintf(stderr, "kfuse: %s is for %s: analyzing again for %s with the same options\n", source.c_str(),
-                     report->gpu.short_name.c_str(), spec->short_name.c_str());
-      }
-      report.reset();
-      source = "an analysis for " + spec->short_name + " with the options of " + source;
-    }
-  }
   if (!report) {
-    // (An Execution Trace is joined by analyze() itself; measured metrics are merged into the trace before it.)
-    if (!analysis.metrics_from.empty()) {
-      auto metrics_run = analyzer::importTrace(analysis.metrics_from);
-      if (!metrics_run) return reportError(metrics_run.status());
-      auto merged = analyzer::mergeMeasuredMetrics(imported->trace, metrics_run->trace, analysis.metrics_from);
-      if (!merged) return reportError(merged.status());
-    }
     auto fresh = analyzer::analyze(*imported, o.input, analysis);
     if (!fresh) return reportError(fresh.status());
     report = std::move(fresh).value();
@@ -192,7 +186,11 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
                    core::formatDuration(static_cast<int64_t>(sel.total_saving_ns)).c_str());
       for (const auto& [rank, why] : sel.rejected) std::fprintf(stderr, "kfuse:   #%d not rewritten: %s\n", rank, why.c_str());
     }
-    for (int rank : sel.chosen) chosen.push_back(findCandidate(*report, std::to_string(rank)));
+    for (int rank : sel.chosen) {
+      for (const analyzer::Candidate& c : report->candidates) {
+        if (c.rank == rank) chosen.push_back(&c);
+      }
+    }
     if (chosen.empty()) {
       std::fprintf(stderr, "kfuse: %s: no proven candidate to rewrite\n", o.input.c_str());
       return kExitNothingToDo;

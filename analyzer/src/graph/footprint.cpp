@@ -33,6 +33,13 @@ std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p)
   return std::nullopt;
 }
 
+const core::PointerArg* resolvedPointer(const core::Launch& l, int param) {
+  for (const core::PointerArg& a : l.pointer_args) {
+    if (a.param_index == param && a.field_offset < 0 && a.allocation_id != core::kNoId) return &a;
+  }
+  return nullptr;
+}
+
 locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l) {
   locality::AtomValues values;
   for (const ParamFacts& p : k.params) {
@@ -128,9 +135,7 @@ const std::vector<RelativeRange>& FootprintCache::of(const KernelFacts& k, const
   // allocation counts by that fact alone; a scalar, or a pointer into none (null), by its bytes.
   for (int fp : k.influence_params) {
     if (fp < 0 || static_cast<size_t>(fp) >= k.params.size()) continue;
-    const bool resolved = std::any_of(l.pointer_args.begin(), l.pointer_args.end(), [&](const core::PointerArg& a) {
-      return a.param_index == fp && a.field_offset < 0 && a.allocation_id != core::kNoId;
-    });
+    const bool resolved = resolvedPointer(l, fp) != nullptr;
     const ParamFacts& p = k.params[static_cast<size_t>(fp)];
     const bool absolute = std::binary_search(k.absolute_params.begin(), k.absolute_params.end(), fp);
     if (resolved && !absolute) {

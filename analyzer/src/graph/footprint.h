@@ -25,6 +25,10 @@ bool fullyFollowed(const ParamFacts& p);
 // does not have. Values that do not fit the analysis's arithmetic make the forms that use them fail their checks.
 std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p);
 
+// Argument `param` of launch `l` when it is itself a pointer into a recorded allocation (not one held inside a
+// struct argument), else nullptr.
+const core::PointerArg* resolvedPointer(const core::Launch& l, int param);
+
 // The launch's 4- and 8-byte arguments as the atoms of the PTX analysis's forms ("param3").
 locality::AtomValues launchValues(const KernelFacts& k, const core::Launch& l);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "kfuse/analyzer/metrics_merge.h"
 #include "kfuse/ptx/fatbin.h"
 
 #include "import/importers.h"
@@ -110,6 +111,14 @@ Expected<ImportResult> importTrace(const std::string& path, const ImportOptions&
   KFUSE_ASSIGN_OR_RETURN(ImportResult result, registry.import(path, options));
   if (!options.binary.empty()) {
     KFUSE_ASSIGN_OR_RETURN(result.ptx_modules_attached, attachPtxFromBinary(result.trace, options.binary));
+  }
+  if (!options.metrics_from.empty()) {
+    ImportOptions metrics_options;
+    metrics_options.format = "kfuse";
+    KFUSE_ASSIGN_OR_RETURN(ImportResult metrics_run, importTrace(options.metrics_from, metrics_options));
+    KFUSE_ASSIGN_OR_RETURN(MetricsMergeSummary merged,
+                           mergeMeasuredMetrics(result.trace, metrics_run.trace, options.metrics_from));
+    result.metrics_launches_matched = merged.launches_matched;
   }
   return result;
 }

@@ -330,12 +330,6 @@ void Analysis::proofArguments(const std::vector<size_t>& occ, std::vector<ProofA
   for (size_t i = 0; i < occ.size(); ++i) {
     const KernelFacts* k = cat_.find(g_.ops[occ[i]].function_id);
     const core::Launch& l = launch(occ[i]);
-    auto resolved = [&](int p) -> const core::PointerArg* {
-      for (const core::PointerArg& a : l.pointer_args) {
-        if (a.param_index == p && a.field_offset < 0 && a.allocation_id != core::kNoId) return &a;
-      }
-      return nullptr;
-    };
     std::vector<const core::PointerArg*> pointers;  // this kernel's, pinned after its scalars
     auto pin = [&](const core::PointerArg& a) {
       if (std::find(pointers.begin(), pointers.end(), &a) == pointers.end()) pointers.push_back(&a);
@@ -343,7 +337,7 @@ void Analysis::proofArguments(const std::vector<size_t>& occ, std::vector<ProofA
     for (size_t n = 0; k && n < k->influence_params.size(); ++n) {
       const int p = k->influence_params[n];
       const bool absolute = std::binary_search(k->absolute_params.begin(), k->absolute_params.end(), p);
-      if (const core::PointerArg* a = resolved(p)) {
+      if (const core::PointerArg* a = resolvedPointer(l, p)) {
         pin(*a);
         if (!absolute) continue;
         // Its value too, below: the kernel computes with the address itself. The proof then holds only at the
@@ -366,7 +360,7 @@ void Analysis::proofArguments(const std::vector<size_t>& occ, std::vector<ProofA
     }
     for (const BufferUse& u : g_.ops[occ[i]].uses) {
       if (u.in_struct) continue;  // not a parameter of its own: checkVisibility refuses proofs through it
-      if (const core::PointerArg* a = resolved(u.param_index)) pin(*a);
+      if (const core::PointerArg* a = resolvedPointer(l, u.param_index)) pin(*a);
     }
     std::sort(pointers.begin(), pointers.end(),
               [](const core::PointerArg* a, const core::PointerArg* b) { return a->param_index < b->param_index; });

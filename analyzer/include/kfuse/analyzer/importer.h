@@ -53,6 +53,10 @@ struct ImportOptions {
   // An application binary (executable, shared library or fatbin) whose embedded PTX is given to every module the
   // trace holds no PTX for (attachPtxFromBinary); "" none. ImportResult::ptx_modules_attached says how many.
   std::string binary;
+  // A kfuse trace of the same program recorded with `kfuse record --metrics`, whose measured metrics are joined
+  // onto the imported trace's launches (mergeMeasuredMetrics); "" none. ImportResult::metrics_launches_matched
+  // says onto how many.
+  std::string metrics_from;
 };
 
 // An immutable vector whose copies share one allocation. CPU ops repeat the same shapes thousands of times (one
@@ -113,7 +117,8 @@ struct ImportResult {
   // Kernels a CUDA / HIP graph launch ran (their launch call is cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch):
   // launch record id -> the graph launch call's correlation id, the same for every node of one replay.
   std::map<core::Id, int64_t> launch_graph_ids;
-  size_t ptx_modules_attached = 0;  // modules given PTX from ImportOptions::binary
+  size_t ptx_modules_attached = 0;      // modules given PTX from ImportOptions::binary
+  int64_t metrics_launches_matched = 0;  // launches given measured metrics from ImportOptions::metrics_from
 
   // The count of problem `name`, 0 when it was not met.
   int64_t problemCount(std::string_view name) const;
