@@ -228,9 +228,9 @@ class Influence {
       sinkAbsolute(slot(abs_, in.guard));
     }
     std::vector<const Operand*> sources;
+    bool reads_kernel_param = false;  // ld.param [kernel_param]
     defs_.clear();
-    uses_.clear();
-    instructionDefsUsesViews(in, &defs_, &uses_);
+    instructionDefsUsesViews(in, &defs_, nullptr);
     size_t first = 0;
     if (!defs_.empty() && !in.operands.empty()) first = 1;  // operand 0 is the destination
     for (size_t i = first; i < in.operands.size(); ++i) {
@@ -244,6 +244,7 @@ class Influence {
         const bool reads_param = in.has(StateSpace::kParam) && o.elements.size() == 1 &&
                                  o.elements[0].kind == OperandKind::kSymbol && f_.paramIndex(o.elements[0].name) >= 0;
         if (reads_param) {
+          reads_kernel_param = true;
           set(rel, static_cast<size_t>(f_.paramIndex(o.elements[0].name)));  // its value, as a possible base
         } else {
           Bits regs(words_, 0), base(words_, 0), number(words_, 0);
@@ -280,21 +281,12 @@ class Influence {
     if (memory && keepsValues(in) &&
         (in.opcode == Opcode::kSt || in.opcode == Opcode::kAtom || in.opcode == Opcode::kRed)) {
       changed_ = orInto(mem_, src) || changed_;
-      // A pointer kept in memory comes back as a number kfuse does not follow.
-      changed_ = orInto(mem_abs_, rel) || changed_;
+      // A pointer kept in memory comes back as a number kfuse does not follow (pointerFlow made the stored values'
+      // bases absolute).
       changed_ = orInto(mem_abs_, abs) || changed_;
     }
     if (memory && keepsValues(in) && in.opcode != Opcode::kSt && in.opcode != Opcode::kRed) {
-      const bool kernel_param = in.has(StateSpace::kParam) && !in.operands.empty() && [&] {
-        for (const Operand& o : in.operands) {
-          if (o.kind == OperandKind::kAddress && !o.elements.empty() && o.elements[0].kind == OperandKind::kSymbol &&
-              f_.paramIndex(o.elements[0].name) >= 0) {
-            return true;
-          }
-        }
-        return false;
-      }();
-      if (!kernel_param) {
+      if (!reads_kernel_param) {
         orInto(src, mem_);
         orInto(abs, mem_abs_);
         std::fill(rel.begin(), rel.end(), 0);
@@ -317,7 +309,7 @@ class Influence {
   std::unordered_map<std::string_view, Bits> regs_, rel_, abs_;
   Bits mem_, mem_abs_, sink_, abs_sink_;
   bool changed_ = false, reads_dyn_ = false;
-  std::vector<std::string_view> defs_, uses_;
+  std::vector<std::string_view> defs_;
 };
 
 }  // namespace

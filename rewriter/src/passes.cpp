@@ -84,24 +84,32 @@ void logResult(PassLog& log, std::string_view pass, const FusionResult& r) {
   for (const std::string& n : r.notes) log.note(std::string(pass), n);
 }
 
-class VerticalPass : public Pass {
+// A pass that runs one fusion transform with a fixed spec, under the name it is registered as.
+template <typename Spec, Expected<FusionResult> (*Fuse)(ptx::Module&, const Spec&)>
+class SpecPass : public Pass {
  public:
-  explicit VerticalPass(VerticalFusion spec, std::string_view name = "fuse-vertical")
-      : spec_(std::move(spec)), name_(name) {}
+  SpecPass(Spec spec, std::string_view name, std::vector<std::string_view> analyses)
+      : spec_(std::move(spec)), name_(name), analyses_(std::move(analyses)) {}
   std::string_view name() const override { return name_; }
-  std::vector<std::string_view> requiredAnalyses() const override {
-    return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kDefUse, ptx::FunctionAnalyses::kMemoryAccess};
-  }
+  std::vector<std::string_view> requiredAnalyses() const override { return analyses_; }
   Status run(Module& module, AnalysisManager&, PassLog& log) override {
-    KFUSE_ASSIGN_OR_RETURN(FusionResult r, fuseVertical(module, spec_));
+    KFUSE_ASSIGN_OR_RETURN(FusionResult r, Fuse(module, spec_));
     logResult(log, name(), r);
     return {};
   }
 
  private:
-  VerticalFusion spec_;
+  Spec spec_;
   std::string_view name_;
+  std::vector<std::string_view> analyses_;
 };
+using VerticalPass = SpecPass<VerticalFusion, fuseVertical>;
+using EpiloguePass = SpecPass<EpilogueFusion, fuseEpilogue>;
+using ProloguePass = SpecPass<PrologueFusion, fusePrologue>;
+const std::vector<std::string_view> kVerticalAnalyses = {
+    ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kDefUse, ptx::FunctionAnalyses::kMemoryAccess};
+const std::vector<std::string_view> kElementAnalyses = {ptx::FunctionAnalyses::kCfg,
+                                                        ptx::FunctionAnalyses::kMemoryAccess};
 
 class HorizontalPass : public Pass {
  public:
@@ -232,7 +240,7 @@ Expected<std::unique_ptr<Pass>> makeVertical(const PassOptions& o) {
     KFUSE_ASSIGN_OR_RETURN(ArgRef r, parseArgRef(d));
     spec.drop_stores.push_back(r);
   }
-  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec)));
+  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec), "fuse-vertical", kVerticalAnalyses));
 }
 
 Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
@@ -259,28 +267,6 @@ Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
   }
   return std::unique_ptr<Pass>(std::make_unique<HorizontalPass>(std::move(spec)));
 }
-
-// A pass that runs one fusion transform with a fixed spec (the element-remapped kinds).
-template <typename Spec, Expected<FusionResult> (*Fuse)(ptx::Module&, const Spec&)>
-class SpecPass : public Pass {
- public:
-  SpecPass(Spec spec, std::string_view name) : spec_(std::move(spec)), name_(name) {}
-  std::string_view name() const override { return name_; }
-  std::vector<std::string_view> requiredAnalyses() const override {
-    return {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kMemoryAccess};
-  }
-  Status run(Module& module, AnalysisManager&, PassLog& log) override {
-    KFUSE_ASSIGN_OR_RETURN(FusionResult r, Fuse(module, spec_));
-    logResult(log, name(), r);
-    return {};
-  }
-
- private:
-  Spec spec_;
-  std::string_view name_;
-};
-using EpiloguePass = SpecPass<EpilogueFusion, fuseEpilogue>;
-using ProloguePass = SpecPass<PrologueFusion, fusePrologue>;
 
 // The element map both element-remapped kinds share: where element e of the intermediate is.
 struct ElementMapOptions {
@@ -325,7 +311,7 @@ Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.consumer, parseIndex(o.get("consumer", "1"), "kernel position"));
   if (o.get("shape").empty()) return invalidArgument("shape=GRID/BLOCK is the consumers' launch (e.g. 64/256)");
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("shape")));
-  return std::unique_ptr<Pass>(std::make_unique<EpiloguePass>(std::move(spec), "fuse-epilogue"));
+  return std::unique_ptr<Pass>(std::make_unique<EpiloguePass>(std::move(spec), "fuse-epilogue", kElementAnalyses));
 }
 
 Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
@@ -335,7 +321,9 @@ Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
   PrologueFusion spec;
   spec.producer = o.get("producer");
   spec.consumer = o.get("consumer");
-  if (spec.producer.empty() || spec.consumer.empty()) return invalidArgument("producer=P and consumer=C name the kernels");
+  if (spec.producer.empty() || spec.consumer.empty()) {
+    return invalidArgument("producer=P and consumer=C name the kernels");
+  }
   spec.fused_name = o.get("name");
   KFUSE_ASSIGN_OR_RETURN(spec.equal_args, parseEqualities(o.list("equal")));
   KFUSE_ASSIGN_OR_RETURN(ElementMapOptions m, parseElementMap(o));
@@ -351,7 +339,7 @@ Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.producer_shape, parseShape(o.get("producer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("consumer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.write_intermediate, o.flag("write-intermediate", true));
-  return std::unique_ptr<Pass>(std::make_unique<ProloguePass>(std::move(spec), "fuse-prologue"));
+  return std::unique_ptr<Pass>(std::make_unique<ProloguePass>(std::move(spec), "fuse-prologue", kElementAnalyses));
 }
 
 Expected<std::unique_ptr<Pass>> makeBlockLevel(const PassOptions& o) {
@@ -363,7 +351,7 @@ Expected<std::unique_ptr<Pass>> makeBlockLevel(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.equal_args, parseEqualities(o.list("equal")));
   spec.block_barrier = true;
   spec.forward_stores = false;
-  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec), "fuse-block-level"));
+  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec), "fuse-block-level", kVerticalAnalyses));
 }
 
 Expected<std::unique_ptr<Pass>> makeCleanup(const PassOptions& o) {
