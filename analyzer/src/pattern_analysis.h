@@ -208,10 +208,6 @@ class Analysis {
   // them all. `unpinned` says why some influencing argument cannot be pinned (empty when all can).
   void proofArguments(const std::vector<size_t>& occ, std::vector<ProofArgument>& args, std::string* unpinned) const;
 
-  // The value a plan pins for a scalar argument: its 1, 2, 4 or 8 bytes, sign-extended (the injector reads them
-  // the same way); nullopt for other sizes and bytes the launch does not have.
-  static std::optional<int64_t> pinnedValue(const core::Launch& l, const ParamFacts& p);
-
   // The values of a tuple that say something: scalar arguments, and pointer arguments not at their allocation's
   // start (the JSON report lists them all).
   static std::string argumentsText(const Candidate& c, const std::vector<ProofArgument>& args);

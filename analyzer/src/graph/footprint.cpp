@@ -17,20 +17,35 @@ bool fullyFollowed(const ParamFacts& p) {
   return reads >= p.ptx_reads && writes >= p.ptx_writes;
 }
 
-std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p) {
-  if (p.offset < 0 || p.size <= 0 || static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size())
+std::optional<int64_t> pinnedValue(const core::Launch& l, const ParamFacts& p) {
+  if (p.offset < 0 || (p.size != 1 && p.size != 2 && p.size != 4 && p.size != 8) ||
+      static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size()) {
     return std::nullopt;
-  if (p.size == 4) {
-    int32_t v;
-    std::memcpy(&v, l.arg_bytes.data() + p.offset, 4);
-    return v;
   }
-  if (p.size == 8) {
-    int64_t v;
-    std::memcpy(&v, l.arg_bytes.data() + p.offset, 8);
-    return v;
+  const uint8_t* b = l.arg_bytes.data() + p.offset;
+  switch (p.size) {
+    case 1: return static_cast<int8_t>(b[0]);
+    case 2: {
+      int16_t v;
+      std::memcpy(&v, b, 2);
+      return v;
+    }
+    case 4: {
+      int32_t v;
+      std::memcpy(&v, b, 4);
+      return v;
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, b, 8);
+      return v;
+    }
   }
-  return std::nullopt;
+}
+
+std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p) {
+  if (p.size != 4 && p.size != 8) return std::nullopt;
+  return pinnedValue(l, p);
 }
 
 const core::PointerArg* resolvedPointer(const core::Launch& l, int param) {

@@ -25,6 +25,10 @@ bool fullyFollowed(const ParamFacts& p);
 // does not have. Values that do not fit the analysis's arithmetic make the forms that use them fail their checks.
 std::optional<int64_t> argumentValue(const core::Launch& l, const ParamFacts& p);
 
+// The value a plan pins for argument `p` of launch `l`: its 1, 2, 4 or 8 bytes, sign-extended (the injector reads
+// them the same way); nullopt for other sizes and bytes the launch does not have.
+std::optional<int64_t> pinnedValue(const core::Launch& l, const ParamFacts& p);
+
 // Argument `param` of launch `l` when it is itself a pointer into a recorded allocation (not one held inside a
 // struct argument), else nullptr.
 const core::PointerArg* resolvedPointer(const core::Launch& l, int param);

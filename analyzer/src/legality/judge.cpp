@@ -375,34 +375,6 @@ void Analysis::proofArguments(const std::vector<size_t>& occ, std::vector<ProofA
   }
 }
 
-// The value a plan pins for a scalar argument: its 1, 2, 4 or 8 bytes, sign-extended (the injector reads them
-// the same way); nullopt for other sizes and bytes the launch does not have.
-std::optional<int64_t> Analysis::pinnedValue(const core::Launch& l, const ParamFacts& p) {
-  if (p.offset < 0 || (p.size != 1 && p.size != 2 && p.size != 4 && p.size != 8) ||
-      static_cast<size_t>(p.offset) + static_cast<size_t>(p.size) > l.arg_bytes.size()) {
-    return std::nullopt;
-  }
-  const uint8_t* b = l.arg_bytes.data() + p.offset;
-  switch (p.size) {
-    case 1: return static_cast<int8_t>(b[0]);
-    case 2: {
-      int16_t v;
-      std::memcpy(&v, b, 2);
-      return v;
-    }
-    case 4: {
-      int32_t v;
-      std::memcpy(&v, b, 4);
-      return v;
-    }
-    default: {
-      int64_t v;
-      std::memcpy(&v, b, 8);
-      return v;
-    }
-  }
-}
-
 // The values of a tuple that say something: scalar arguments, and pointer arguments not at their allocation's
 // start (the JSON report lists them all).
 std::string Analysis::argumentsText(const Candidate& c, const std::vector<ProofArgument>& args) {
