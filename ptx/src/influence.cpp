@@ -62,7 +62,7 @@ bool keepsValues(const Instruction& in) {
 class Influence {
  public:
   explicit Influence(const Function& f) : f_(f) {
-    const size_t bits = f.params.size() + 1;  // the last bit: %dynamic_smem_size
+    const size_t bits = f.params.size() + 1;  // the last bit: the dynamic shared memory size
     words_ = (bits + 63) / 64;
     dyn_bit_ = f.params.size();
     mem_.assign(words_, 0);
@@ -192,7 +192,8 @@ class Influence {
   void gather(const Operand& o, Bits& into) {
     switch (o.kind) {
       case OperandKind::kRegister:
-        if (o.name == "%dynamic_smem_size") {
+        // %total_smem_size is the static size plus the dynamic one: both follow the launch's dynamic size.
+        if (o.name == "%dynamic_smem_size" || o.name == "%total_smem_size") {
           set(into, dyn_bit_);
           reads_dyn_ = true;
         } else {

@@ -82,6 +82,33 @@ TEST(ParamInfluence, PointersUsedAsNumbersAreAbsolute) {
   EXPECT_FALSE(contains(influenceOf("optional_bias").absolute, 2)) << "a null check is not an absolute use";
 }
 
+TEST(ParamInfluence, TheTotalSharedMemorySizeFollowsTheDynamicOne) {
+  // Hand-written: a guard on %total_smem_size (static + dynamic shared memory).
+  constexpr const char* kTotal = R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry total(.param .u64 total_param_0)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [total_param_0];
+	mov.u32 %r1, %total_smem_size;
+	setp.lt.u32 %p1, %r1, 1024;
+	@%p1 bra DONE;
+	st.global.u32 [%rd1], %r1;
+DONE:
+	ret;
+}
+)";
+  auto m = parseModule(kTotal, "total.ptx");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ParamInfluence in = analyzeParamInfluence(*m->findFunction("total"));
+  EXPECT_TRUE(in.reads_dynamic_shared_size);
+  EXPECT_TRUE(in.dynamic_shared_size);
+}
+
 TEST(ParamInfluence, ACallSeesItsArguments) {
   // Hand-written: k is passed to a device function, which may use it as an index.
   constexpr const char* kCall = R"(

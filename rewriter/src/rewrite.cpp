@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -27,21 +26,6 @@
 
 namespace kfuse::rewriter {
 namespace {
-
-// Whether `f` reads %dynamic_smem_size or %total_smem_size, whose values depend on the launch it runs in.
-bool readsSharedMemorySize(const ptx::Function& f) {
-  std::function<bool(const ptx::Operand&)> names = [&](const ptx::Operand& o) {
-    if (o.kind == ptx::OperandKind::kRegister) return o.name == "%dynamic_smem_size" || o.name == "%total_smem_size";
-    return std::any_of(o.elements.begin(), o.elements.end(), names);
-  };
-  for (const ptx::Statement& s : f.body) {
-    if (s.kind == ptx::StatementKind::kInstruction &&
-        std::any_of(s.inst.operands.begin(), s.inst.operands.end(), names)) {
-      return true;
-    }
-  }
-  return false;
-}
 
 namespace fs = std::filesystem;
 using analyzer::Candidate;
@@ -487,7 +471,7 @@ class Rewriter {
       // A part that reads the size of its dynamic shared memory would see the fused launch's instead of its own.
       for (size_t k = 0; k < kernels_.size(); ++k) {
         const uint32_t own = shapeOf(launch(0, k)).dynamic_shared_bytes;
-        if (own != result_.shape.dynamic_shared_bytes && readsSharedMemorySize(*kernels_[k].original)) {
+        if (own != result_.shape.dynamic_shared_bytes && ptx::analyzeParamInfluence(*kernels_[k].original).reads_dynamic_shared_size) {
           return unsupported("'" + kernels_[k].function->mangled_name + "' reads the size of its dynamic shared memory "
                              "(%dynamic_smem_size or %total_smem_size): launched with " + std::to_string(own) +
                              " bytes, it would see the fused launch's " +

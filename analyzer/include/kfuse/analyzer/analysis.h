@@ -130,8 +130,8 @@ struct KernelFacts {
   // Of those, the ones whose absolute value matters (ptx::ParamInfluence::absolute): a pointer used as a number
   // (its bits masked, its distance to another pointer) is pinned by its value, not only by where it points.
   std::vector<int> absolute_params;
-  bool dynamic_shared_influence = false;  // %dynamic_smem_size reaches an address, guard or branch
-  bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size at all
+  bool dynamic_shared_influence = false;  // %dynamic_smem_size (or %total_smem_size) reaches an address, guard...
+  bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size or %total_smem_size at all
 };
 
 // Facts for every function of a trace. PTX module images are parsed once each (PTX text, or the PTX entries

@@ -211,8 +211,10 @@ struct ParamInfluence {
   // a pointer masked, shifted, compared with or subtracted from another pointer, stored, on the way to an
   // address, guard or branch (a proof must pin its exact value).
   std::vector<int> absolute;
-  bool dynamic_shared_size = false;        // %dynamic_smem_size reaches an address, guard or branch
-  bool reads_dynamic_shared_size = false;  // the function reads %dynamic_smem_size at all
+  // %dynamic_smem_size or %total_smem_size (which both follow the launch's dynamic shared memory size) reaches an
+  // address, guard or branch; the function reads either at all.
+  bool dynamic_shared_size = false;
+  bool reads_dynamic_shared_size = false;
 };
 ParamInfluence analyzeParamInfluence(const Function& f);
 
