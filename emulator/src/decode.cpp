@@ -8,6 +8,7 @@
 
 #include "builder.h"
 #include "kfuse/core/log.h"
+#include "kfuse/ptx/special_registers.h"
 
 namespace kfuse::emulator {
 
@@ -322,9 +323,9 @@ class FunctionDecoder final : public FnBuilder {
   uint16_t scratch() override { return scratch_; }
   void noteBarrier() override { f_.uses_barrier = true; }
   bool isClockRegister(const ptx::Operand& o) override {
-    return o.kind == ptx::OperandKind::kRegister &&
-           (o.name == "%clock" || o.name == "%clock64" || o.name == "%globaltimer" || o.name == "%clock_hi" ||
-            o.name == "%globaltimer_lo" || o.name == "%globaltimer_hi");
+    if (o.kind != ptx::OperandKind::kRegister) return false;
+    const auto r = ptx::specialRegister(o.name);
+    return r && ptx::isTimer(*r);
   }
 
  private:
@@ -461,35 +462,56 @@ class FunctionDecoder final : public FnBuilder {
   Expected<uint16_t> special(const std::string& name) {
     auto it = specials_.find(name);
     if (it != specials_.end()) return it->second;
-    static const std::pair<const char*, SpecialReg> kRegs[] = {
-        {"%tid.x", kTidX}, {"%tid.y", kTidY}, {"%tid.z", kTidZ}, {"%ntid.x", kNtidX}, {"%ntid.y", kNtidY},
-        {"%ntid.z", kNtidZ}, {"%ctaid.x", kCtaidX}, {"%ctaid.y", kCtaidY}, {"%ctaid.z", kCtaidZ},
-        {"%nctaid.x", kNctaidX}, {"%nctaid.y", kNctaidY}, {"%nctaid.z", kNctaidZ}, {"%laneid", kLaneId},
-        {"%warpid", kWarpId}, {"%nwarpid", kNWarpId}, {"%smid", kSmId}, {"%nsmid", kNSmId}, {"%gridid", kGridId},
-        {"%lanemask_eq", kLaneMaskEq}, {"%lanemask_lt", kLaneMaskLt}, {"%lanemask_le", kLaneMaskLe},
-        {"%lanemask_gt", kLaneMaskGt}, {"%lanemask_ge", kLaneMaskGe},
-        {"%dynamic_smem_size", kDynSmem}, {"%total_smem_size", kTotalSmem},
-        {"%tid", kTidX}, {"%ntid", kNtidX}, {"%ctaid", kCtaidX}, {"%nctaid", kNctaidX},
-        // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
-        // the block ids and a block's place in its cluster is 0 (the cluster sizes are 1, below).
-        {"%clusterid.x", kCtaidX}, {"%clusterid.y", kCtaidY}, {"%clusterid.z", kCtaidZ},
-        {"%nclusterid.x", kNctaidX}, {"%nclusterid.y", kNctaidY}, {"%nclusterid.z", kNctaidZ}};
-    if (name.rfind("%cluster_nctaid", 0) == 0 || name == "%cluster_nctarank") {
-      uint16_t one = constant(1);
-      specials_[name] = one;
-      return one;
-    }
+    const auto r = ptx::specialRegister(name);
+    if (!r) return unsupported("special register " + name);
+    using R = ptx::SpecialRegister;
     SpecialReg what = kZero;
-    bool found = false;
-    for (auto& [n, w] : kRegs)
-      if (name == n) what = w, found = true;
-    if (!found) {
-      if (name.rfind("%envreg", 0) == 0 || name.rfind("%pm", 0) == 0 || name.rfind("%reserved_smem", 0) == 0 ||
-          name.rfind("%aggr_smem", 0) == 0 || name.rfind("%cluster", 0) == 0 || name.rfind("%nclusterid", 0) == 0 ||
-          name.rfind("%is_explicit_cluster", 0) == 0)
-        what = kZero;
-      else
-        return unsupported("special register " + name);
+    if (auto g = ptx::geometryComponent(*r)) {
+      what = SpecialReg(kTidX + static_cast<int>(g->family) * 3 + g->axis);  // the same order
+    } else {
+      switch (*r) {
+        // A bare vector reads as its x component.
+        case R::kTid: what = kTidX; break;
+        case R::kNtid: what = kNtidX; break;
+        case R::kCtaid: what = kCtaidX; break;
+        case R::kNctaid: what = kNctaidX; break;
+        // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
+        // the block ids, a block's place in its cluster is 0 and the cluster sizes are 1.
+        case R::kClusterIdX: what = kCtaidX; break;
+        case R::kClusterIdY: what = kCtaidY; break;
+        case R::kClusterIdZ: what = kCtaidZ; break;
+        case R::kNClusterIdX: what = kNctaidX; break;
+        case R::kNClusterIdY: what = kNctaidY; break;
+        case R::kNClusterIdZ: what = kNctaidZ; break;
+        case R::kClusterNCtaIdX: case R::kClusterNCtaIdY: case R::kClusterNCtaIdZ: case R::kClusterNCtaId:
+        case R::kClusterNCtaRank: {
+          uint16_t one = constant(1);
+          specials_[name] = one;
+          return one;
+        }
+        case R::kLaneId: what = kLaneId; break;
+        case R::kWarpId: what = kWarpId; break;
+        case R::kNWarpId: what = kNWarpId; break;
+        case R::kSmId: what = kSmId; break;
+        case R::kNSmId: what = kNSmId; break;
+        case R::kGridId: what = kGridId; break;
+        case R::kLaneMaskEq: what = kLaneMaskEq; break;
+        case R::kLaneMaskLt: what = kLaneMaskLt; break;
+        case R::kLaneMaskLe: what = kLaneMaskLe; break;
+        case R::kLaneMaskGt: what = kLaneMaskGt; break;
+        case R::kLaneMaskGe: what = kLaneMaskGe; break;
+        case R::kDynamicSmemSize: what = kDynSmem; break;
+        case R::kTotalSmemSize: what = kTotalSmem; break;
+        // No driver environment, performance monitors or reserved shared memory here; a cluster of one.
+        case R::kEnvReg: case R::kPerfMonitor: case R::kPerfMonitor64: case R::kAggrSmemSize:
+        case R::kReservedSmemOffsetBegin: case R::kReservedSmemOffsetEnd: case R::kReservedSmemOffsetCap:
+        case R::kReservedSmemOffset0: case R::kReservedSmemOffset1: case R::kClusterCtaIdX: case R::kClusterCtaIdY:
+        case R::kClusterCtaIdZ: case R::kClusterId: case R::kNClusterId: case R::kClusterCtaId:
+        case R::kClusterCtaRank: case R::kIsExplicitCluster:
+          what = kZero;
+          break;
+        default: return unsupported("special register " + name);
+      }
     }
     uint16_t s = newSlot();
     specials_[name] = s;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "inst_common.h"
+#include "kfuse/ptx/special_registers.h"
 
 namespace kfuse::emulator {
 namespace {
@@ -289,7 +290,7 @@ Status decodeMov(const Decoding& x) {
   }
   DST(d->d0, ops[0]);
   if (b.isClockRegister(ops[1])) {
-    d->aux8 = ops[1].name == "%globaltimer" ? 1 : 0;
+    d->aux8 = ptx::specialRegister(ops[1].name) == ptx::SpecialRegister::kGlobalTimer ? 1 : 0;
     d->fn = &clockreg;
     return {};
   }

@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "kfuse/ptx/special_registers.h"
 #include "kfuse/ptx/analysis.h"
 
 namespace kfuse::ptx {
@@ -535,9 +536,7 @@ class Evaluator {
 
   std::optional<AffineExpr> reg(const std::string& r, size_t stmt, int depth, std::string* why) {
     if (isSpecialRegister(r)) {
-      if (r.rfind("%tid.", 0) == 0 || r.rfind("%ntid.", 0) == 0 || r.rfind("%ctaid.", 0) == 0 ||
-          r.rfind("%nctaid.", 0) == 0)
-        return AffineExpr::atom(r.substr(1));
+      if (auto special = specialRegister(r); special && geometryComponent(*special)) return AffineExpr::atom(r.substr(1));
       *why = "depends on " + r;
       return std::nullopt;
     }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "kfuse/ptx/special_registers.h"
 #include "kfuse/ptx/analysis.h"
 
 namespace kfuse::ptx {
@@ -193,7 +194,7 @@ class Influence {
     switch (o.kind) {
       case OperandKind::kRegister:
         // %total_smem_size is the static size plus the dynamic one: both follow the launch's dynamic size.
-        if (o.name == "%dynamic_smem_size" || o.name == "%total_smem_size") {
+        if (auto special = specialRegister(o.name); special && readsLaunchSharedMemorySize(*special)) {
           set(into, dyn_bit_);
           reads_dyn_ = true;
         } else {

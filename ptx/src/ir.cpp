@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kfuse/ptx/special_registers.h"
+
 namespace kfuse::ptx {
 
 std::optional<int64_t> Operand::intValue() const {
@@ -170,43 +172,7 @@ std::optional<int64_t> predefinedConstant(std::string_view name) {
 }
 
 bool isSpecialRegister(std::string_view name) {
-  static constexpr std::string_view kPrefixes[] = {"%tid",
-                                                   "%ntid",
-                                                   "%ctaid",
-                                                   "%nctaid",
-                                                   "%laneid",
-                                                   "%warpid",
-                                                   "%nwarpid",
-                                                   "%smid",
-                                                   "%nsmid",
-                                                   "%gridid",
-                                                   "%lanemask_",
-                                                   "%clock",
-                                                   "%globaltimer",
-                                                   "%pm",
-                                                   "%envreg",
-                                                   "%dynamic_smem_size",
-                                                   "%total_smem_size",
-                                                   "%aggr_smem_size",
-                                                   "%cluster",
-                                                   "%nclusterid",
-                                                   "%clusterid",
-                                                   "%is_explicit_cluster",
-                                                   "%reserved_smem",
-                                                   "%current_graph_exec",
-                                                   "%WARP_SZ"};
-  // The prefixes by the letter after '%', so that a register like %rd5 is compared with %reserved_smem only: this
-  // runs for every register operand a pass visits.
-  static const auto kByLetter = [] {
-    std::array<std::vector<std::string_view>, 128> t;
-    for (auto p : kPrefixes) t[static_cast<unsigned char>(p[1])].push_back(p);
-    return t;
-  }();
-  if (name.size() < 2 || name[0] != '%' || static_cast<unsigned char>(name[1]) >= kByLetter.size()) return false;
-  for (auto p : kByLetter[static_cast<unsigned char>(name[1])]) {
-    if (name.substr(0, p.size()) == p) return true;
-  }
-  return false;
+  return specialRegister(name).has_value() || predefinedConstant(name).has_value();
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "kfuse/ptx/special_registers.h"
 #include "kfuse/ptx/analysis.h"
 
 namespace kfuse::ptx {
@@ -90,7 +91,12 @@ UsageSummary summarizeUsage(const Module* m, const Function& f) {
       default: break;
     }
     for (const auto& o : in.operands) {
-      if (o.kind == OperandKind::kRegister && (o.name == "%envreg1" || o.name == "%envreg2")) u.grid_sync = true;
+      // The driver passes a cooperative launch's grid-synchronisation workspace in %envreg1 and %envreg2.
+      int number = 0;
+      if (o.kind == OperandKind::kRegister && specialRegister(o.name, &number) == SpecialRegister::kEnvReg &&
+          (number == 1 || number == 2)) {
+        u.grid_sync = true;
+      }
     }
   }
   for (size_t k = 0; k < module_shared.size(); ++k) {

@@ -202,7 +202,8 @@ Status verify(const Function& function);
 // for float literals (0f..., 0d...) and anything else.
 std::optional<int64_t> parseIntegerLiteral(std::string_view text);
 
-// True for special registers (%tid.x, %ctaid.y, %laneid, %clock64, %envreg3, ...).
+// True for special registers (%tid.x, %ctaid.y, %laneid, %clock64, %envreg3, ...: see special_registers.h) and
+// the predefined constant %WARP_SZ.
 bool isSpecialRegister(std::string_view name);
 
 // The value of a PTX predefined constant: `WARP_SZ` (what `warpSize` compiles to; spelled without '%') and its
