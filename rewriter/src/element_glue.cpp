@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "kfuse/ptx/parser.h"
+#include "kfuse/ptx/special_registers.h"
 #include "rename.h"
 
 namespace kfuse::rewriter::detail {
@@ -13,21 +13,42 @@ using ptx::Operand;
 using ptx::OperandKind;
 using ptx::StatementKind;
 
-std::map<std::string, std::string, std::less<>> elementSpecialRegisters(const std::string& prefix) {
-  return {{"%tid.x", prefix + "tid"},       {"%ctaid.x", prefix + "ctaid"}, {"%ntid.x", prefix + "ntid"},
-          {"%nctaid.x", prefix + "nctaid"}, {"%tid.y", prefix + "zero"},    {"%tid.z", prefix + "zero"},
-          {"%ctaid.y", prefix + "zero"},    {"%ctaid.z", prefix + "zero"},  {"%ntid.y", prefix + "one"},
-          {"%ntid.z", prefix + "one"},      {"%nctaid.y", prefix + "one"},  {"%nctaid.z", prefix + "one"}};
+std::map<ptx::SpecialRegister, std::string> elementSpecialRegisters(const std::string& prefix) {
+  using R = ptx::SpecialRegister;
+  return {{R::kTidX, prefix + "tid"},       {R::kCtaidX, prefix + "ctaid"}, {R::kNtidX, prefix + "ntid"},
+          {R::kNctaidX, prefix + "nctaid"}, {R::kTidY, prefix + "zero"},    {R::kTidZ, prefix + "zero"},
+          {R::kCtaidY, prefix + "zero"},    {R::kCtaidZ, prefix + "zero"},  {R::kNtidY, prefix + "one"},
+          {R::kNtidZ, prefix + "one"},      {R::kNctaidY, prefix + "one"},  {R::kNctaidZ, prefix + "one"}};
 }
 
 bool otherSpecialRegister(const std::string& name) {
-  static const char* kSpecial[] = {"%laneid",  "%warpid", "%nwarpid", "%smid",       "%nsmid",  "%lanemask",
-                                   "%clock",   "%globaltimer", "%gridid", "%cluster", "%is_explicit_cluster",
-                                   "%envreg",  "%dynamic_smem_size", "%total_smem_size", "%tid", "%ntid",
-                                   "%ctaid",   "%nctaid", "%pm", "%reserved_smem"};
-  static const auto mapped = elementSpecialRegisters("");
-  if (mapped.count(name)) return false;
-  return std::any_of(std::begin(kSpecial), std::end(kSpecial), [&](const char* p) { return name.rfind(p, 0) == 0; });
+  const auto r = ptx::specialRegister(name);
+  if (!r) return false;
+  auto c = ptx::geometryComponent(*r);
+  return !c;  // every component of the launch geometry has an element register; nothing else does
+}
+
+void declareElementThread(ptx::Builder& b) {
+  for (const char* name : {"tid", "ctaid", "ntid", "nctaid", "zero", "one"}) b.declare(name, ptx::DataType::kB32);
+}
+
+void setElementThread(ptx::Builder& b, const ptx::Operand& element, const LaunchShape& shape) {
+  const int64_t block = shape.block[0];
+  b.emit(ptx::Opcode::kDiv, {".u32"}, {b.named("ctaid"), element, ptx::integerOperand(block)});
+  b.emit(ptx::Opcode::kRem, {".u32"}, {b.named("tid"), element, ptx::integerOperand(block)});
+  b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("ntid"), ptx::integerOperand(block)});
+  b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("nctaid"), ptx::integerOperand(shape.grid[0])});
+  b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("zero"), ptx::integerOperand(0)});
+  b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("one"), ptx::integerOperand(1)});
+}
+
+void useElementRegisters(ptx::Instruction& in, const std::map<ptx::SpecialRegister, std::string>& registers) {
+  forEachOperand(in, [&](Operand& o) {
+    if (o.kind != OperandKind::kRegister) return;
+    const auto r = ptx::specialRegister(o.name);
+    if (!r) return;
+    if (auto it = registers.find(*r); it != registers.end()) o.name = it->second;
+  });
 }
 
 std::string elementBodyProblem(const ptx::Function& f, const std::string& role) {
@@ -51,16 +72,6 @@ std::string elementBodyProblem(const ptx::Function& f, const std::string& role) 
     }
   }
   return "";
-}
-
-Expected<std::vector<ptx::Statement>> parseGlue(const std::string& param, const std::string& text) {
-  const std::string module = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kfuse_glue(.param .u64 " +
-                             param + ")\n{\n" + text + "}\n";
-  auto m = ptx::parseModule(module, "<glue>");
-  if (!m.ok()) return internalError("the fusion's glue code does not parse: " + m.status().message());
-  const ptx::Function* f = m->findFunction("kfuse_glue");
-  if (!f) return internalError("the fusion's glue code has no body");
-  return f->body;
 }
 
 }  // namespace kfuse::rewriter::detail

@@ -6,8 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "kfuse/ptx/ir.h"
 #include "kfuse/core/status.h"
+#include "kfuse/ptx/builder.h"
+#include "kfuse/ptx/ir.h"
+#include "kfuse/ptx/special_registers.h"
+#include "kfuse/rewriter/fusion.h"
 
 namespace kfuse::rewriter::detail {
 
@@ -26,18 +29,22 @@ void walkBody(const ptx::Function& f, Fn&& fn) {
 
 // Special registers a copied body may read, and the registers `<prefix>tid`, `<prefix>ctaid`, `<prefix>ntid`,
 // `<prefix>nctaid`, `<prefix>zero` and `<prefix>one` that stand for them (a 1-D launch: y and z indices 0, sizes 1).
-std::map<std::string, std::string, std::less<>> elementSpecialRegisters(const std::string& prefix);
+std::map<ptx::SpecialRegister, std::string> elementSpecialRegisters(const std::string& prefix);
 
-// A special register (a '%' name the function does not declare, like %laneid) an element cannot stand for: any
-// other than those elementSpecialRegisters() maps.
+// A special register an element cannot stand for: any other than the launch geometry's components (%laneid,
+// %clock, %dynamic_smem_size, the vector %tid ...).
 bool otherSpecialRegister(const std::string& name);
+
+// Declares the element thread's registers (tid, ctaid, ntid, nctaid, zero, one: see elementSpecialRegisters) with
+// `b`'s prefix, in that order.
+void declareElementThread(ptx::Builder& b);
+// Sets them for the thread that owns element `element` (a .u32 linear index) of a 1-D launch of `shape`.
+void setElementThread(ptx::Builder& b, const ptx::Operand& element, const LaunchShape& shape);
+// Replaces the special registers `in` reads by the element's registers.
+void useElementRegisters(ptx::Instruction& in, const std::map<ptx::SpecialRegister, std::string>& registers);
 
 // Why `f`'s body cannot run as one element's thread inside another kernel (a barrier, exit, a call, another special
 // register), naming the line; "" when it can. `role` names it in the message ("consumer 'gelu'").
 std::string elementBodyProblem(const ptx::Function& f, const std::string& role);
-
-// The statements of `text`, glue written by a pass, parsed by the PTX parser (so they are exactly what it makes of
-// PTX text). `param` is declared so that `ld.param` of it parses.
-Expected<std::vector<ptx::Statement>> parseGlue(const std::string& param, const std::string& text);
 
 }  // namespace kfuse::rewriter::detail

@@ -23,6 +23,7 @@
 namespace kfuse::rewriter {
 
 using ptx::Function;
+using ptx::Opcode;
 using ptx::Operand;
 using ptx::OperandKind;
 using ptx::Statement;
@@ -120,35 +121,32 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   const std::string param_name = fused.params[consumer_params[static_cast<size_t>(ref.param)]].name;
   const uint64_t total = spec.consumer_shape.threads() * spec.consumer_shape.blocks();
   const std::string end = "$kfuse_epilogue_end";
-  std::string glue =
-      ".reg .b64 %kfe_ptr, %kfe_rel, %kfe_e;\n"
-      ".reg .b32 %kfe_e32, %kfe_tid, %kfe_ctaid, %kfe_ntid, %kfe_nctaid, %kfe_zero, %kfe_one;\n"
-      ".reg .pred %kfe_skip;\n";
-  std::string code;
-  if (!store.inst.guard.empty()) {
-    code += "@" + std::string(store.inst.guard_negated ? "" : "!") + store.inst.guard + " bra " + end + ";\n";
-  }
-  code += "ld.param.u64 %kfe_ptr, [" + param_name + "];\n";
-  code += "cvta.to.global.u64 %kfe_ptr, %kfe_ptr;\n";
-  code += "sub.s64 %kfe_rel, " + addr->elements[0].name + ", %kfe_ptr;\n";
+  // Registers first (declared at the top of the fused kernel), then the code that runs after the store.
+  std::vector<Statement> glue_decls, glue_code;
+  ptx::Builder glue("%kfe_", &glue_code, &glue_decls);
+  const Operand ptr = glue.declare("ptr", ptx::DataType::kB64);
+  const Operand rel = glue.declare("rel", ptx::DataType::kB64);
+  const Operand e = glue.declare("e", ptx::DataType::kB64);
+  const Operand e32 = glue.declare("e32", ptx::DataType::kB32);
+  detail::declareElementThread(glue);
+  const Operand skip = glue.declare("skip", ptx::DataType::kPred);
+  if (!store.inst.guard.empty()) glue.branch(end, store.inst.guard, !store.inst.guard_negated);  // no store, no element
+  glue.emit(Opcode::kLd, {".param", ".u64"}, {ptr, ptx::addressOperand(ptx::symbolOperand(param_name))});
+  glue.emit(Opcode::kCvta, {".to", ".global", ".u64"}, {ptr, ptr});
+  glue.emit(Opcode::kSub, {".s64"}, {rel, addr->elements[0], ptr});
   if (const int64_t off = addr->offset - spec.consumer_offset; off != 0) {
-    code += "add.s64 %kfe_rel, %kfe_rel, " + std::to_string(off) + ";\n";
+    glue.emit(Opcode::kAdd, {".s64"}, {rel, rel, ptx::integerOperand(off)});
   }
   if (std::has_single_bit(spec.element_bytes)) {
-    code += "shr.u64 %kfe_e, %kfe_rel, " + std::to_string(std::countr_zero(spec.element_bytes)) + ";\n";
+    glue.emit(Opcode::kShr, {".u64"}, {e, rel, ptx::integerOperand(std::countr_zero(spec.element_bytes))});
   } else {
-    code += "div.u64 %kfe_e, %kfe_rel, " + std::to_string(spec.element_bytes) + ";\n";
+    glue.emit(Opcode::kDiv, {".u64"}, {e, rel, ptx::integerOperand(spec.element_bytes)});
   }
-  code += "setp.ge.u64 %kfe_skip, %kfe_e, " + std::to_string(total) + ";\n";  // negative offsets wrap above too
-  code += "@%kfe_skip bra " + end + ";\n";
-  code += "cvt.u32.u64 %kfe_e32, %kfe_e;\n";
-  code += "div.u32 %kfe_ctaid, %kfe_e32, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
-  code += "rem.u32 %kfe_tid, %kfe_e32, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
-  code += "mov.u32 %kfe_ntid, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
-  code += "mov.u32 %kfe_nctaid, " + std::to_string(spec.consumer_shape.grid[0]) + ";\n";
-  code += "mov.u32 %kfe_zero, 0;\nmov.u32 %kfe_one, 1;\n";
-  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_decls, detail::parseGlue(param_name, glue));
-  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_code, detail::parseGlue(param_name, code));
+  // Negative offsets wrap above the total too.
+  glue.emit(Opcode::kSetp, {".ge", ".u64"}, {skip, e, ptx::integerOperand(static_cast<int64_t>(total))});
+  glue.branch(end, skip.name);
+  glue.emit(Opcode::kCvt, {".u32", ".u64"}, {e32, e});
+  detail::setElementThread(glue, e32, spec.consumer_shape);
   fused.body.insert(fused.body.end(), glue_decls.begin(), glue_decls.end());
 
   // The producer's body with the consumers after its store.
@@ -167,13 +165,9 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
         Statement& copy = fused.body.back();
         renamers[k].rename(copy);
         detail::replaceReturn(copy, part_end);
-        if (copy.kind != StatementKind::kInstruction) return;
-        detail::forEachOperand(copy.inst, [&](Operand& o) {
-          if (o.kind != OperandKind::kRegister) return;
-          if (auto it = sregs.find(o.name); it != sregs.end()) o.name = it->second;
-        });
+        if (copy.kind == StatementKind::kInstruction) detail::useElementRegisters(copy.inst, sregs);
       });
-      fused.body.push_back(detail::labelStatement(part_end));
+      fused.body.push_back(ptx::labelStatement(part_end));
     }
   });
   result.notes.push_back("epilogue: " + std::to_string(spec.consumers.size()) + " consumer(s) run per element after " +

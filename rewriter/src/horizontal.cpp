@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/builder.h"
+#include "kfuse/ptx/special_registers.h"
 #include "kfuse/rewriter/fusion.h"
 #include "rename.h"
 
@@ -65,33 +67,35 @@ constexpr int kMaxNamedBarriers = 16;
 constexpr uint64_t kMaxGridX = 0x7fffffff;
 constexpr uint32_t kDynamicSharedAlign = 16;
 
-// The launch-geometry special registers a part may need to see with its own values. Index = family * 3 + dim.
+// The launch-geometry special registers a part may need to see with its own values: %tid.x .. %nctaid.z, indexed
+// family * 3 + axis (the order of ptx::SpecialRegister and ptx::GeometryFamily).
 enum Family { kTid = 0, kNtid = 1, kCtaid = 2, kNctaid = 3 };
-constexpr std::array<const char*, 12> kGeometryNames = {"%tid.x",   "%tid.y",    "%tid.z",    "%ntid.x",
-                                                        "%ntid.y",  "%ntid.z",   "%ctaid.x",  "%ctaid.y",
-                                                        "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"};
-constexpr std::array<const char*, 12> kGeometrySuffix = {"tid_x",   "tid_y",    "tid_z",    "ntid_x",
-                                                         "ntid_y",  "ntid_z",   "ctaid_x",  "ctaid_y",
-                                                         "ctaid_z", "nctaid_x", "nctaid_y", "nctaid_z"};
-constexpr const char* kDynamicSmemSize = "%dynamic_smem_size";
+constexpr int kGeometryRegisters = 12;
 
-std::optional<int> geometryIndex(std::string_view name) {
-  for (size_t i = 0; i < kGeometryNames.size(); ++i) {
-    if (name == kGeometryNames[i]) return static_cast<int>(i);
-  }
-  return std::nullopt;
+std::string geometryName(int i) { return ptx::specialRegisterName(static_cast<ptx::SpecialRegister>(i)); }
+
+// "%ctaid.y" -> "ctaid_y": the part of the name of the register that holds a part's value.
+std::string geometrySuffix(int i) {
+  std::string s = geometryName(i).substr(1);
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
 }
 
-// Special registers whose meaning the fused launch changes in a way no per-part value can restore.
-bool refusedSpecialRegister(std::string_view name) {
-  static constexpr std::string_view kRefused[] = {
-      "%cluster",         "%nclusterid",     "%clusterid",         "%is_explicit_cluster",
-      "%total_smem_size", "%aggr_smem_size", "%current_graph_exec"};
-  for (std::string_view p : kRefused) {
-    if (name.substr(0, p.size()) == p) return true;
-  }
-  // A whole vector (`%tid`) cannot be replaced component-wise.
-  return name == "%tid" || name == "%ntid" || name == "%ctaid" || name == "%nctaid";
+std::optional<int> geometryIndex(std::optional<ptx::SpecialRegister> r) {
+  if (!r) return std::nullopt;
+  auto c = ptx::geometryComponent(*r);
+  if (!c) return std::nullopt;
+  return static_cast<int>(c->family) * 3 + c->axis;
+}
+
+// Special registers whose meaning the fused launch changes in a way no per-part value can restore: the cluster's,
+// the sizes of the launch's shared memory besides the dynamic part's, the executing graph, and a whole vector
+// (`%tid`), which cannot be replaced component-wise.
+bool refusedSpecialRegister(std::optional<ptx::SpecialRegister> r) {
+  using R = ptx::SpecialRegister;
+  if (!r) return false;
+  if (*r >= R::kClusterIdX && *r <= R::kIsExplicitCluster) return true;
+  return *r == R::kTotalSmemSize || *r == R::kAggrSmemSize || *r == R::kCurrentGraphExec || ptx::isGeometryVector(*r);
 }
 
 // Device-runtime entry points: a kernel that launches kernels (dynamic parallelism) or uses device graphs.
@@ -139,7 +143,7 @@ struct Part {
   std::string tag;  // renaming tag "k<index>_"
   uint64_t first_block = 0;
   uint32_t first_thread = 0;
-  std::array<bool, 12> reads{};  // geometry special registers the body reads
+  std::array<bool, kGeometryRegisters> reads{};  // geometry special registers the body reads
   bool reads_dynamic_smem_size = false;
   bool rewrite_thread_geometry = false;  // %tid/%ntid get the part's own values
   bool rewrite_block_geometry = false;   // %ctaid/%nctaid get the part's own values
@@ -184,7 +188,9 @@ Status inspectPart(const ptx::Module& module, Part& p) {
       std::string bad;
       detail::forEachOperand(in, [&](Operand& o) {
         if (o.kind == OperandKind::kRegister &&
-            (geometryIndex(o.name) || o.name == kDynamicSmemSize || refusedSpecialRegister(o.name))) {
+            (geometryIndex(ptx::specialRegister(o.name)) ||
+             ptx::specialRegister(o.name) == ptx::SpecialRegister::kDynamicSmemSize ||
+             refusedSpecialRegister(ptx::specialRegister(o.name)))) {
           bad = o.name;
         }
       });
@@ -202,9 +208,10 @@ Status inspectPart(const ptx::Module& module, Part& p) {
     std::string refused;
     detail::forEachOperand(in, [&](Operand& o) {
       if (o.kind != OperandKind::kRegister) return;
-      if (auto g = geometryIndex(o.name)) p.reads[*g] = true;
-      if (o.name == kDynamicSmemSize) p.reads_dynamic_smem_size = true;
-      if (refusedSpecialRegister(o.name)) refused = o.name;
+      const auto special = ptx::specialRegister(o.name);
+      if (auto g = geometryIndex(special)) p.reads[*g] = true;
+      if (special == ptx::SpecialRegister::kDynamicSmemSize) p.reads_dynamic_smem_size = true;
+      if (refusedSpecialRegister(special)) refused = o.name;
     });
     if (!refused.empty()) return unsupported(who + " reads " + refused + line + ", which a fused launch changes");
     if (in.opcode == Opcode::kBarrier && in.has(Mod::kCluster)) {
@@ -224,113 +231,83 @@ Status inspectPart(const ptx::Module& module, Part& p) {
   return {};
 }
 
-// Builds `op.type dst, a, b` style instructions.
-Instruction make(Opcode op, std::initializer_list<const char*> modifiers, std::vector<Operand> operands) {
-  Instruction in;
-  in.opcode = op;
-  for (const char* m : modifiers) in.addModifier(m);
-  in.operands = std::move(operands);
-  return in;
-}
-Operand imm(uint64_t v) {
-  return Operand::imm(std::to_string(v));
-}
-Operand reg(const std::string& n) {
-  return Operand::reg(n);
-}
-
-VariableDecl registerDecl(const std::string& name, ptx::DataType type) {
-  VariableDecl d;
-  d.space = StateSpace::kReg;
-  d.type = type;
-  d.name = name;
-  return d;
-}
-
 // Emits into `out` the code that computes a part's values; `decls` receives the registers it declares.
 class PartCode {
  public:
   PartCode(int k, std::vector<Statement>* out, std::vector<Statement>* decls)
-      : prefix_("%kh" + std::to_string(k) + "_"), out_(out), decls_(decls) {}
+      : builder_("%kh" + std::to_string(k) + "_", out, decls) {}
 
   std::string newReg(const std::string& name, ptx::DataType type = ptx::DataType::kB32) {
-    std::string r = prefix_ + name;
-    Statement s;
-    s.kind = StatementKind::kDeclaration;
-    s.decl = registerDecl(r, type);
-    decls_->push_back(std::move(s));
-    return r;
+    return builder_.declare(name, type).name;
   }
-  void emit(Instruction in) { out_->push_back(detail::instructionStatement(std::move(in))); }
+  void emit(Instruction in) { builder_.emit(std::move(in)); }
   // `dst = src` (a register or a constant).
   std::string value(const std::string& name, Operand src) {
     std::string r = newReg(name);
-    emit(make(Opcode::kMov, {".u32"}, {reg(r), std::move(src)}));
+    emit(ptx::makeInstruction(Opcode::kMov, {".u32"}, {ptx::registerOperand(r), std::move(src)}));
     return r;
   }
   // Skips to `label` when `value >= limit` (unsigned).
   void skipUnlessBelow(const std::string& name, const Operand& value, uint64_t limit, const std::string& label) {
     std::string p = newReg(name, ptx::DataType::kPred);
-    emit(make(Opcode::kSetp, {".ge", ".u32"}, {reg(p), value, imm(limit)}));
-    emit(detail::branchTo(label, p));
+    emit(ptx::makeInstruction(Opcode::kSetp, {".ge", ".u32"}, {ptx::registerOperand(p), value, ptx::integerOperand(limit)}));
+    emit(ptx::branchTo(label, p));
   }
   // Splits a linear index into x, y, z of `shape` (x fastest), into the registers of `family` the part reads.
   void split(const std::string& linear, const std::array<uint32_t, 3>& shape, int family,
-             const std::array<bool, 12>& reads, std::map<std::string, std::string>* renames) {
+             const std::array<bool, kGeometryRegisters>& reads, std::map<std::string, std::string>* renames) {
     const int base = family * 3;
     auto want = [&](int dim) { return reads[base + dim]; };
-    auto name = [&](int dim) { return std::string(kGeometrySuffix[base + dim]); };
+    auto name = [&](int dim) { return geometrySuffix(base + dim); };
     if (shape[1] == 1 && shape[2] == 1) {
-      if (want(0)) (*renames)[kGeometryNames[base]] = value(name(0), reg(linear));
-      if (want(1)) (*renames)[kGeometryNames[base + 1]] = value(name(1), imm(0));
-      if (want(2)) (*renames)[kGeometryNames[base + 2]] = value(name(2), imm(0));
+      if (want(0)) (*renames)[geometryName(base)] = value(name(0), ptx::registerOperand(linear));
+      if (want(1)) (*renames)[geometryName(base + 1)] = value(name(1), ptx::integerOperand(0));
+      if (want(2)) (*renames)[geometryName(base + 2)] = value(name(2), ptx::integerOperand(0));
       return;
     }
     if (want(0)) {
       std::string x = newReg(name(0));
-      emit(make(Opcode::kRem, {".u32"}, {reg(x), reg(linear), imm(shape[0])}));
-      (*renames)[kGeometryNames[base]] = x;
+      emit(ptx::makeInstruction(Opcode::kRem, {".u32"}, {ptx::registerOperand(x), ptx::registerOperand(linear), ptx::integerOperand(shape[0])}));
+      (*renames)[geometryName(base)] = x;
     }
     if (!want(1) && !want(2)) return;
     std::string rest = newReg(name(0) + "_rest");
-    emit(make(Opcode::kDiv, {".u32"}, {reg(rest), reg(linear), imm(shape[0])}));
+    emit(ptx::makeInstruction(Opcode::kDiv, {".u32"}, {ptx::registerOperand(rest), ptx::registerOperand(linear), ptx::integerOperand(shape[0])}));
     if (want(1)) {
       std::string y = newReg(name(1));
-      emit(make(Opcode::kRem, {".u32"}, {reg(y), reg(rest), imm(shape[1])}));
-      (*renames)[kGeometryNames[base + 1]] = y;
+      emit(ptx::makeInstruction(Opcode::kRem, {".u32"}, {ptx::registerOperand(y), ptx::registerOperand(rest), ptx::integerOperand(shape[1])}));
+      (*renames)[geometryName(base + 1)] = y;
     }
     if (want(2)) {
       std::string z = newReg(name(2));
-      emit(make(Opcode::kDiv, {".u32"}, {reg(z), reg(rest), imm(shape[1])}));
-      (*renames)[kGeometryNames[base + 2]] = z;
+      emit(ptx::makeInstruction(Opcode::kDiv, {".u32"}, {ptx::registerOperand(z), ptx::registerOperand(rest), ptx::integerOperand(shape[1])}));
+      (*renames)[geometryName(base + 2)] = z;
     }
   }
   // Constants of `family` (ntid or nctaid) from `shape`.
-  void constants(const std::array<uint32_t, 3>& shape, int family, const std::array<bool, 12>& reads,
+  void constants(const std::array<uint32_t, 3>& shape, int family, const std::array<bool, kGeometryRegisters>& reads,
                  std::map<std::string, std::string>* renames) {
     for (int dim = 0; dim < 3; ++dim) {
       int i = family * 3 + dim;
-      if (reads[i]) (*renames)[kGeometryNames[i]] = value(kGeometrySuffix[i], imm(shape[dim]));
+      if (reads[i]) (*renames)[geometryName(i)] = value(geometrySuffix(i), ptx::integerOperand(shape[dim]));
     }
   }
 
  private:
-  std::string prefix_;
-  std::vector<Statement>* out_;
-  std::vector<Statement>* decls_;
+  ptx::Builder builder_;
 };
 
 // The linear index of the thread in the fused block (`%tid.x` when the fused block is 1-D).
 // Special registers are first moved into ordinary registers: ptxas accepts them as `mov` sources only.
 std::string fusedLinearThread(PartCode& code, const std::array<uint32_t, 3>& block) {
-  std::string x = code.value("fused_tid_x", reg("%tid.x"));
+  std::string x = code.value("fused_tid_x", ptx::specialOperand(ptx::SpecialRegister::kTidX));
   if (block[1] == 1 && block[2] == 1) return x;
-  std::string y = code.value("fused_tid_y", reg("%tid.y"));
-  std::string z = code.value("fused_tid_z", reg("%tid.z"));
+  std::string y = code.value("fused_tid_y", ptx::specialOperand(ptx::SpecialRegister::kTidY));
+  std::string z = code.value("fused_tid_z", ptx::specialOperand(ptx::SpecialRegister::kTidZ));
   std::string yz = code.newReg("lin_yz");
-  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(yz), reg(z), imm(block[1]), reg(y)}));
+  code.emit(ptx::makeInstruction(Opcode::kMad, {".lo", ".u32"}, {ptx::registerOperand(yz), ptx::registerOperand(z), ptx::integerOperand(block[1]), ptx::registerOperand(y)}));
   std::string lin = code.newReg("lin_thread");
-  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(lin), reg(yz), imm(block[0]), reg(x)}));
+  code.emit(ptx::makeInstruction(Opcode::kMad, {".lo", ".u32"}, {ptx::registerOperand(lin), ptx::registerOperand(yz), ptx::integerOperand(block[0]), ptx::registerOperand(x)}));
   return lin;
 }
 
@@ -661,24 +638,24 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     std::string linear_block, linear_thread;
     if (thread_layout) {
       rp.first_thread = p.first_thread;
-      std::string tid = pc.value("fused_tid_x", reg("%tid.x"));
+      std::string tid = pc.value("fused_tid_x", ptx::specialOperand(ptx::SpecialRegister::kTidX));
       linear_thread = pc.newReg("thread");
-      pc.emit(make(Opcode::kSub, {".u32"}, {reg(linear_thread), reg(tid), imm(p.first_thread)}));
-      pc.skipUnlessBelow("not_mine", reg(linear_thread), p.shape.threads(), end_label);
-      linear_block = pc.value("block", reg("%ctaid.x"));
+      pc.emit(ptx::makeInstruction(Opcode::kSub, {".u32"}, {ptx::registerOperand(linear_thread), ptx::registerOperand(tid), ptx::integerOperand(p.first_thread)}));
+      pc.skipUnlessBelow("not_mine", ptx::registerOperand(linear_thread), p.shape.threads(), end_label);
+      linear_block = pc.value("block", ptx::specialOperand(ptx::SpecialRegister::kCtaidX));
       if (p.shape.blocks() < shape.blocks()) {
-        pc.skipUnlessBelow("beyond_grid", reg(linear_block), p.shape.blocks(), end_label);
+        pc.skipUnlessBelow("beyond_grid", ptx::registerOperand(linear_block), p.shape.blocks(), end_label);
       }
     } else {
       rp.first_block = p.first_block;
-      std::string cta = pc.value("fused_ctaid_x", reg("%ctaid.x"));
+      std::string cta = pc.value("fused_ctaid_x", ptx::specialOperand(ptx::SpecialRegister::kCtaidX));
       linear_block = pc.newReg("block");
-      pc.emit(make(Opcode::kSub, {".u32"}, {reg(linear_block), reg(cta), imm(p.first_block)}));
-      pc.skipUnlessBelow("not_mine", reg(linear_block), p.shape.blocks(), end_label);
+      pc.emit(ptx::makeInstruction(Opcode::kSub, {".u32"}, {ptx::registerOperand(linear_block), ptx::registerOperand(cta), ptx::integerOperand(p.first_block)}));
+      pc.skipUnlessBelow("not_mine", ptx::registerOperand(linear_block), p.shape.blocks(), end_label);
       if (p.rewrite_thread_geometry) {
         linear_thread = fusedLinearThread(pc, shape.block);
         if (p.shape.threads() < shape.threads()) {
-          pc.skipUnlessBelow("beyond_block", reg(linear_thread), p.shape.threads(), end_label);
+          pc.skipUnlessBelow("beyond_block", ptx::registerOperand(linear_thread), p.shape.threads(), end_label);
         }
       }
     }
@@ -691,7 +668,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       pc.constants(p.shape.grid, kNctaid, p.reads, &specials);
     }
     if (p.reads_dynamic_smem_size) {
-      specials[kDynamicSmemSize] = pc.value("dynamic_smem_size", imm(p.shape.dynamic_shared_bytes));
+      specials[ptx::specialRegisterName(ptx::SpecialRegister::kDynamicSmemSize)] = pc.value("dynamic_smem_size", ptx::integerOperand(p.shape.dynamic_shared_bytes));
     }
 
     std::vector<Statement> body = detail::renamedBody(*p.f, renamings[p.index]);
@@ -715,19 +692,19 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       }
       if (!detail::isCtaBarrier(in)) continue;
       BarrierOperands b = barrierOperands(in);
-      if (b.id >= in.operands.size()) in.operands.push_back(imm(0));
+      if (b.id >= in.operands.size()) in.operands.push_back(ptx::integerOperand(0));
       if (auto id = in.operands[b.id].intValue()) {
         int64_t mapped = p.barrier_map.at(*id);
-        in.operands[b.id] = imm(static_cast<uint64_t>(mapped));
+        in.operands[b.id] = ptx::integerOperand(static_cast<uint64_t>(mapped));
         if (rp.barrier_id < 0 || mapped < rp.barrier_id) rp.barrier_id = static_cast<int>(mapped);
       }
       if (count_barriers && !b.has_count) {
-        in.operands.insert(in.operands.begin() + static_cast<std::ptrdiff_t>(b.count), imm(p.shape.threads()));
+        in.operands.insert(in.operands.begin() + static_cast<std::ptrdiff_t>(b.count), ptx::integerOperand(p.shape.threads()));
       }
     }
     if (!count_barriers && !thread_layout) rp.barrier_id = -1;
     code.insert(code.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
-    code.push_back(detail::labelStatement(end_label));
+    code.push_back(ptx::labelStatement(end_label));
 
     std::string where =
         thread_layout
@@ -760,9 +737,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     }
     result.parts.push_back(rp);
   }
-  ptx::Instruction ret;
-  ret.opcode = Opcode::kRet;
-  code.push_back(detail::instructionStatement(std::move(ret)));
+  code.push_back(ptx::instructionStatement(ptx::makeInstruction(Opcode::kRet, {}, {})));
 
   if (overlay) {
     Statement d;

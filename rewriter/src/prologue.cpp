@@ -22,6 +22,7 @@
 namespace kfuse::rewriter {
 
 using ptx::Function;
+using ptx::Opcode;
 using ptx::Operand;
 using ptx::OperandKind;
 using ptx::Statement;
@@ -166,87 +167,86 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   };
   declare(consumer, renamers[0]);
   for (size_t n = 0; n < copies; ++n) declare(producer, renamers[n + 1]);
-  KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> decls,
-                         detail::parseGlue(cparam, ".reg .b64 %kfp_ptr, %kfp_rel, %kfp_e;\n"
-                                                   ".reg .b32 %kfp_p, %kfp_a, %kfp_b, %kfp_c, %kfp_e32, %kfp_tid, "
-                                                   "%kfp_ctaid, %kfp_ntid, %kfp_nctaid, %kfp_zero, %kfp_one, "
-                                                   "%kfp_lane;\n"
-                                                   ".reg .pred %kfp_skip, %kfp_pick;\n"));
+  // The glue's registers, declared at the top; its code goes straight into the fused body.
+  std::vector<Statement> decls;
+  ptx::Builder glue("%kfp_", &fused.body, &decls);
+  const Operand ptr = glue.declare("ptr", ptx::DataType::kB64);
+  const Operand rel = glue.declare("rel", ptx::DataType::kB64);
+  const Operand e = glue.declare("e", ptx::DataType::kB64);
+  const Operand p = glue.declare("p", ptx::DataType::kB32);
+  const Operand ra = glue.declare("a", ptx::DataType::kB32);
+  const Operand rb = glue.declare("b", ptx::DataType::kB32);
+  const Operand rc = glue.declare("c", ptx::DataType::kB32);
+  const Operand e32 = glue.declare("e32", ptx::DataType::kB32);
+  detail::declareElementThread(glue);
+  const Operand lane_reg = glue.declare("lane", ptx::DataType::kB32);
+  const Operand skip = glue.declare("skip", ptx::DataType::kPred);
+  const Operand pick = glue.declare("pick", ptx::DataType::kPred);
   fused.body.insert(fused.body.end(), decls.begin(), decls.end());
 
   const auto sregs = detail::elementSpecialRegisters("%kfp_");
-  const std::string as_thread = "div.u32 %kfp_ctaid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
-                                "rem.u32 %kfp_tid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
-                                "mov.u32 %kfp_ntid, " + std::to_string(ps.block[0]) + ";\n" +
-                                "mov.u32 %kfp_nctaid, " + std::to_string(ps.grid[0]) + ";\n" +
-                                "mov.u32 %kfp_zero, 0;\nmov.u32 %kfp_one, 1;\n";
-  auto glue = [&](const std::string& text) -> Status {
-    KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> code, detail::parseGlue(cparam, text));
-    fused.body.insert(fused.body.end(), code.begin(), code.end());
-    return {};
-  };
+  const auto imm = [](uint64_t v) { return ptx::integerOperand(static_cast<int64_t>(v)); };
   // Producer copy `n`, as the thread in %kfp_tid/%kfp_ctaid; its returns branch to `end`. `into`: the register its
   // store moves into (the store is kept when empty).
-  auto producerCopy = [&](size_t n, const std::string& end, const std::string& into) -> Status {
+  auto producerCopy = [&](size_t n, const std::string& end, const std::string& into) {
     const detail::BodyRenamer& r = renamers[n + 1];
-    Status status;
     walkBody(producer, [&](size_t i, const Statement& st, bool hoisted) {
-      if (hoisted || detail::BodyRenamer::dropped(st) || !status.ok()) return;
+      if (hoisted || detail::BodyRenamer::dropped(st)) return;
       Statement copy = st;
       r.rename(copy);
       detail::replaceReturn(copy, end);
-      if (copy.kind == StatementKind::kInstruction) {
-        detail::forEachOperand(copy.inst, [&](Operand& o) {
-          if (o.kind != OperandKind::kRegister) return;
-          if (auto it = sregs.find(o.name); it != sregs.end()) o.name = it->second;
-        });
-      }
+      if (copy.kind == StatementKind::kInstruction) detail::useElementRegisters(copy.inst, sregs);
       if (i == store_stmt && !into.empty()) {
         // The stored value, or lane %kfp_lane of the stored vector, into the load's register.
-        const std::string mov = "mov.b" + std::to_string(8 * s) + " " + into + ", ";
+        const std::string bits = ".b" + std::to_string(8 * s);
         const Operand& value = copy.inst.operands[1];
-        std::string code;
-        if (!copy.inst.guard.empty()) {
-          code += "@" + std::string(copy.inst.guard_negated ? "" : "!") + copy.inst.guard + " bra " + end + ";\n";
+        if (!copy.inst.guard.empty()) glue.branch(end, copy.inst.guard, !copy.inst.guard_negated);
+        glue.emit(Opcode::kMov, {bits}, {ptx::registerOperand(into), k == 1 ? value : value.elements[0]});
+        for (uint32_t lane = 1; lane < k; ++lane) {
+          glue.emit(Opcode::kSetp, {".eq", ".u32"}, {pick, lane_reg, imm(lane)});
+          ptx::Instruction mov = ptx::makeInstruction(Opcode::kMov, {bits}, {ptx::registerOperand(into),
+                                                                             value.elements[lane]});
+          mov.guard = pick.name;
+          glue.emit(std::move(mov));
         }
-        if (k == 1) {
-          code += mov + ptx::printOperand(value) + ";\n";
-        } else {
-          code += mov + ptx::printOperand(value.elements[0]) + ";\n";
-          for (uint32_t lane = 1; lane < k; ++lane) {
-            code += "setp.eq.u32 %kfp_pick, %kfp_lane, " + std::to_string(lane) + ";\n@%kfp_pick " + mov +
-                    ptx::printOperand(value.elements[lane]) + ";\n";
-          }
-        }
-        status = glue(code);
         return;
       }
       fused.body.push_back(std::move(copy));
     });
-    return status;
   };
 
   // Part 1: the producer's threads, strided over the fused launch's, so that the intermediate is still written.
   if (spec.write_intermediate) {
-    const auto u = [](uint64_t v) { return std::to_string(v); };
-    KFUSE_RETURN_IF_ERROR(glue(
-        "mov.u32 %kfp_a, %ctaid.z;\nmov.u32 %kfp_b, %ctaid.y;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[1]) +
-        ", %kfp_b;\nmov.u32 %kfp_b, %ctaid.x;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[0]) + ", %kfp_b;\n"
-        "mov.u32 %kfp_b, %tid.z;\nmov.u32 %kfp_c, %tid.y;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[1]) +
-        ", %kfp_c;\nmov.u32 %kfp_c, %tid.x;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[0]) + ", %kfp_c;\n"
-        "mad.lo.u32 %kfp_p, %kfp_a, " + u(cs.threads()) + ", %kfp_b;\n"
-        "$kfuse_prologue_loop:\nsetp.ge.u32 %kfp_skip, %kfp_p, " + u(producer_threads) + ";\n"
-        "@%kfp_skip bra $kfuse_prologue_loop_end;\nmov.u32 %kfp_e32, %kfp_p;\n" + as_thread));
-    KFUSE_RETURN_IF_ERROR(producerCopy(copies - 1, "$kfuse_prologue_next", ""));
-    KFUSE_RETURN_IF_ERROR(glue("$kfuse_prologue_next:\nadd.u32 %kfp_p, %kfp_p, " + u(fused_threads) +
-                               ";\nbra.uni $kfuse_prologue_loop;\n$kfuse_prologue_loop_end:\n"));
+    // p = the fused thread's linear index: ((ctaid.z * grid.y + ctaid.y) * grid.x + ctaid.x) * threads + the
+    // thread's linear index in its block.
+    using R = ptx::SpecialRegister;
+    glue.emit(Opcode::kMov, {".u32"}, {ra, ptx::specialOperand(R::kCtaidZ)});
+    glue.emit(Opcode::kMov, {".u32"}, {rb, ptx::specialOperand(R::kCtaidY)});
+    glue.emit(Opcode::kMad, {".lo", ".u32"}, {ra, ra, imm(cs.grid[1]), rb});
+    glue.emit(Opcode::kMov, {".u32"}, {rb, ptx::specialOperand(R::kCtaidX)});
+    glue.emit(Opcode::kMad, {".lo", ".u32"}, {ra, ra, imm(cs.grid[0]), rb});
+    glue.emit(Opcode::kMov, {".u32"}, {rb, ptx::specialOperand(R::kTidZ)});
+    glue.emit(Opcode::kMov, {".u32"}, {rc, ptx::specialOperand(R::kTidY)});
+    glue.emit(Opcode::kMad, {".lo", ".u32"}, {rb, rb, imm(cs.block[1]), rc});
+    glue.emit(Opcode::kMov, {".u32"}, {rc, ptx::specialOperand(R::kTidX)});
+    glue.emit(Opcode::kMad, {".lo", ".u32"}, {rb, rb, imm(cs.block[0]), rc});
+    glue.emit(Opcode::kMad, {".lo", ".u32"}, {p, ra, imm(cs.threads()), rb});
+    glue.label("$kfuse_prologue_loop");
+    glue.emit(Opcode::kSetp, {".ge", ".u32"}, {skip, p, imm(producer_threads)});
+    glue.branch("$kfuse_prologue_loop_end", skip.name);
+    glue.emit(Opcode::kMov, {".u32"}, {e32, p});
+    detail::setElementThread(glue, e32, ps);
+    producerCopy(copies - 1, "$kfuse_prologue_next", "");
+    glue.label("$kfuse_prologue_next");
+    glue.emit(Opcode::kAdd, {".u32"}, {p, p, imm(fused_threads)});
+    glue.branch("$kfuse_prologue_loop");
+    glue.label("$kfuse_prologue_loop_end");
   }
 
   // The consumer's body, each load of the intermediate computing its element instead.
-  Status status;
   size_t site = 0, copy_index = 0;
   walkBody(consumer, [&](size_t i, const Statement& st, bool hoisted) {
-    if (hoisted || detail::BodyRenamer::dropped(st) || !status.ok()) return;
+    if (hoisted || detail::BodyRenamer::dropped(st)) return;
     Statement copy = st;
     renamers[0].rename(copy);
     const auto it = std::find_if(loads.begin(), loads.end(), [&](const Load& l) { return l.stmt == i; });
@@ -258,40 +258,39 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     const std::string end = "$kfuse_prologue_site" + n + "_end", load = "$kfuse_prologue_site" + n + "_load";
     ptx::Instruction in = copy.inst;
     const Operand& addr = in.operands[1];
-    std::string code;
-    if (!in.guard.empty()) code += "@" + std::string(in.guard_negated ? "" : "!") + in.guard + " bra " + end + ";\n";
-    code += "ld.param.u64 %kfp_ptr, [" + cparam + "];\ncvta.to.global.u64 %kfp_ptr, %kfp_ptr;\n";
-    code += "sub.s64 %kfp_rel, " + addr.elements[0].name + ", %kfp_ptr;\n";
+    if (!in.guard.empty()) glue.branch(end, in.guard, !in.guard_negated);
+    glue.emit(Opcode::kLd, {".param", ".u64"}, {ptr, ptx::addressOperand(ptx::symbolOperand(cparam))});
+    glue.emit(Opcode::kCvta, {".to", ".global", ".u64"}, {ptr, ptr});
+    glue.emit(Opcode::kSub, {".s64"}, {rel, addr.elements[0], ptr});
     if (const int64_t off = addr.offset - spec.consumer_offset; off != 0) {
-      code += "add.s64 %kfp_rel, %kfp_rel, " + std::to_string(off) + ";\n";
+      glue.emit(Opcode::kAdd, {".s64"}, {rel, rel, ptx::integerOperand(off)});
     }
-    code += "shr.u64 %kfp_e, %kfp_rel, " + std::to_string(std::countr_zero(s)) + ";\n";
+    glue.emit(Opcode::kShr, {".u64"}, {e, rel, imm(static_cast<uint64_t>(std::countr_zero(s)))});
     // Every element the load takes among the producer's (a negative element wraps above too).
-    code += "setp.gt.u64 %kfp_skip, %kfp_e, " + std::to_string(elements - it->lanes) + ";\n";
-    code += "@%kfp_skip bra " + load + ";\n";
-    status = glue(code);
-    for (uint32_t lane = 0; lane < it->lanes && status.ok(); ++lane) {
+    glue.emit(Opcode::kSetp, {".gt", ".u64"}, {skip, e, imm(elements - it->lanes)});
+    glue.branch(load, skip.name);
+    for (uint32_t lane = 0; lane < it->lanes; ++lane) {
       const std::string lane_end = "$kfuse_prologue_site" + n + "_lane" + std::to_string(lane);
       // Element e + lane is lane (e + lane) % k of producer thread (e + lane) / k.
-      status = glue("add.s64 %kfp_rel, %kfp_e, " + std::to_string(lane) + ";\ncvt.u32.u64 %kfp_e32, %kfp_rel;\n" +
-                    (k == 1 ? std::string()
-                            : "rem.u32 %kfp_lane, %kfp_e32, " + std::to_string(k) + ";\ndiv.u32 %kfp_e32, %kfp_e32, " +
-                                  std::to_string(k) + ";\n") +
-                    as_thread);
+      glue.emit(Opcode::kAdd, {".s64"}, {rel, e, imm(lane)});
+      glue.emit(Opcode::kCvt, {".u32", ".u64"}, {e32, rel});
+      if (k != 1) {
+        glue.emit(Opcode::kRem, {".u32"}, {lane_reg, e32, imm(k)});
+        glue.emit(Opcode::kDiv, {".u32"}, {e32, e32, imm(k)});
+      }
+      detail::setElementThread(glue, e32, ps);
       const Operand& dest = it->lanes == 1 ? in.operands[0] : in.operands[0].elements[lane];
-      if (status.ok()) status = producerCopy(copy_index++, lane_end, dest.name);
-      fused.body.push_back(detail::labelStatement(lane_end));
+      producerCopy(copy_index++, lane_end, dest.name);
+      glue.label(lane_end);
     }
-    if (!status.ok()) return;
-    fused.body.push_back(detail::instructionStatement(detail::branchTo(end)));
-    fused.body.push_back(detail::labelStatement(load));
+    glue.branch(end);
+    glue.label(load);
     in.guard.clear();
     in.guard_negated = false;
-    fused.body.push_back(detail::instructionStatement(std::move(in)));
-    fused.body.push_back(detail::labelStatement(end));
+    glue.emit(std::move(in));
+    glue.label(end);
     ++site;
   });
-  KFUSE_RETURN_IF_ERROR(status);
 
   result.notes.push_back("prologue: " + std::to_string(loads.size()) + " load(s) of " + consumer.name +
                          " recompute their elements with " + producer.name + "'s body" +

@@ -102,7 +102,7 @@ std::vector<Statement> renamedBody(const ptx::Function& f, const BodyRenaming& r
 bool replaceReturn(Statement& s, const std::string& label) {
   if (s.kind != StatementKind::kInstruction) return false;
   if (s.inst.opcode != ptx::Opcode::kRet && s.inst.opcode != ptx::Opcode::kExit) return false;
-  ptx::Instruction b = branchTo(label, s.inst.guard, s.inst.guard_negated);
+  ptx::Instruction b = ptx::branchTo(label, s.inst.guard, s.inst.guard_negated);
   b.loc = s.inst.loc;
   s.inst = std::move(b);
   return true;
@@ -128,32 +128,6 @@ void hoistDeclarations(std::vector<Statement>& body, std::vector<Statement>* dec
     }
   }
   body = std::move(kept);
-}
-
-Statement labelStatement(std::string name) {
-  Statement s;
-  s.kind = StatementKind::kLabel;
-  s.text = std::move(name);
-  return s;
-}
-
-Statement instructionStatement(ptx::Instruction in) {
-  Statement s;
-  s.kind = StatementKind::kInstruction;
-  s.loc = in.loc;
-  s.inst = std::move(in);
-  return s;
-}
-
-ptx::Instruction branchTo(const std::string& target, const std::string& guard, bool negated) {
-  ptx::Instruction in;
-  in.opcode = ptx::Opcode::kBra;
-  in.guard = guard;
-  in.guard_negated = negated;
-  // An unguarded branch is taken by every active thread: `.uni` lets ptxas know there is no divergence.
-  if (guard.empty()) in.addModifier(".uni");
-  in.operands.push_back(Operand::sym(target));
-  return in;
 }
 
 std::vector<std::string> registersRead(const ptx::Instruction& in) {

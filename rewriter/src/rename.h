@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kfuse/core/status.h"
+#include "kfuse/ptx/builder.h"
 #include "kfuse/ptx/ir.h"
 #include "kfuse/rewriter/fusion.h"
 
@@ -68,12 +69,6 @@ int replaceReturns(std::vector<ptx::Statement>& body, const std::string& label);
 
 // Moves the declarations at the outermost level of `body` (not inside `{ }` scopes) to `decls`, in order.
 void hoistDeclarations(std::vector<ptx::Statement>& body, std::vector<ptx::Statement>* decls);
-
-// Makes a statement.
-ptx::Statement labelStatement(std::string name);
-ptx::Statement instructionStatement(ptx::Instruction in);
-// `bra.uni target` (or `@guard bra target` when guarded).
-ptx::Instruction branchTo(const std::string& target, const std::string& guard = "", bool negated = false);
 
 // Registers written and read by `in` ("%r1"), like ptx::instructionDefsUses.
 std::vector<std::string> registersRead(const ptx::Instruction& in);

@@ -211,14 +211,12 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
     Edit edit{load.stmt, Edit::Kind::kReplace, {}};
     for (size_t e = 0; e < values.size(); ++e) {
       if (dests[e].kind == OperandKind::kSink) continue;
-      Instruction mov;
-      mov.opcode = ptx::Opcode::kMov;
+      const std::string type = ".b" + std::to_string(bits);
+      Instruction mov = ptx::makeInstruction(ptx::Opcode::kMov, {type}, {dests[e], values[e]});
       mov.guard = ld.guard;
       mov.guard_negated = ld.guard_negated;
-      mov.addModifier(".b" + std::to_string(bits));
-      mov.operands = {dests[e], values[e]};
       mov.loc = ld.loc;
-      edit.replacement.push_back(detail::instructionStatement(std::move(mov)));
+      edit.replacement.push_back(ptx::instructionStatement(std::move(mov)));
     }
     edits.push_back(std::move(edit));
     forwarded.insert(load.stmt);
@@ -372,13 +370,10 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
       renamers[k].rename(fused.body.back());
       if (!last) detail::replaceReturn(fused.body.back(), end);
     });
-    if (!last) fused.body.push_back(detail::labelStatement(end));
+    if (!last) fused.body.push_back(ptx::labelStatement(end));
     if (!last && spec.block_barrier) {
-      ptx::Instruction bar;
-      bar.opcode = ptx::Opcode::kBar;
-      bar.addModifier(".sync");
-      bar.operands.push_back(Operand::imm("0"));
-      fused.body.push_back(detail::instructionStatement(std::move(bar)));
+      fused.body.push_back(
+          ptx::instructionStatement(ptx::makeInstruction(ptx::Opcode::kBar, {".sync"}, {ptx::integerOperand(0)})));
     }
   }
   if (spec.block_barrier) result.notes.push_back("a block barrier (bar.sync 0) separates the parts: block-level fusion");
