@@ -95,6 +95,7 @@ class SpecPass : public Pass {
   Status run(Module& module, AnalysisManager&, PassLog& log) override {
     KFUSE_ASSIGN_OR_RETURN(FusionResult r, Fuse(module, spec_));
     logResult(log, name(), r);
+    log.fusions.push_back(std::move(r));
     return {};
   }
 
@@ -125,6 +126,7 @@ class HorizontalPass : public Pass {
                                       std::to_string(s.block[0]) + "x" + std::to_string(s.block[1]) + "x" +
                                       std::to_string(s.block[2]) + ", " + std::to_string(s.dynamic_shared_bytes) +
                                       " bytes of dynamic shared memory");
+    log.fusions.push_back(std::move(r));
     return {};
   }
 
@@ -146,6 +148,7 @@ class CleanupPass : public Pass {
     for (const std::string& k : targets) {
       std::vector<int> kept;
       KFUSE_ASSIGN_OR_RETURN(CleanupStats st, cleanupFunction(module, k, params_, &kept));
+      if (params_) log.kept_params[k] = kept;
       log.note("cleanup", k + ": removed " + std::to_string(st.removed_instructions) + " instruction(s), " +
                               std::to_string(st.removed_declarations) + " declaration(s), " +
                               std::to_string(st.removed_params) + " parameter(s)");
@@ -240,7 +243,7 @@ Expected<std::unique_ptr<Pass>> makeVertical(const PassOptions& o) {
     KFUSE_ASSIGN_OR_RETURN(ArgRef r, parseArgRef(d));
     spec.drop_stores.push_back(r);
   }
-  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec), "fuse-vertical", kVerticalAnalyses));
+  return makeFusionPass(std::move(spec));
 }
 
 Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
@@ -265,7 +268,7 @@ Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
   if (spec.shapes.size() != spec.kernels.size()) {
     return invalidArgument("shapes=GRID/BLOCK+... gives one launch shape per kernel (e.g. shapes=64/256+32x2/128)");
   }
-  return std::unique_ptr<Pass>(std::make_unique<HorizontalPass>(std::move(spec)));
+  return makeFusionPass(std::move(spec));
 }
 
 // The element map both element-remapped kinds share: where element e of the intermediate is.
@@ -311,7 +314,7 @@ Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.consumer, parseIndex(o.get("consumer", "1"), "kernel position"));
   if (o.get("shape").empty()) return invalidArgument("shape=GRID/BLOCK is the consumers' launch (e.g. 64/256)");
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("shape")));
-  return std::unique_ptr<Pass>(std::make_unique<EpiloguePass>(std::move(spec), "fuse-epilogue", kElementAnalyses));
+  return makeFusionPass(std::move(spec));
 }
 
 Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
@@ -339,7 +342,7 @@ Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.producer_shape, parseShape(o.get("producer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("consumer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.write_intermediate, o.flag("write-intermediate", true));
-  return std::unique_ptr<Pass>(std::make_unique<ProloguePass>(std::move(spec), "fuse-prologue", kElementAnalyses));
+  return makeFusionPass(std::move(spec));
 }
 
 Expected<std::unique_ptr<Pass>> makeBlockLevel(const PassOptions& o) {
@@ -351,22 +354,40 @@ Expected<std::unique_ptr<Pass>> makeBlockLevel(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.equal_args, parseEqualities(o.list("equal")));
   spec.block_barrier = true;
   spec.forward_stores = false;
-  return std::unique_ptr<Pass>(std::make_unique<VerticalPass>(std::move(spec), "fuse-block-level", kVerticalAnalyses));
+  return makeFusionPass(std::move(spec));
 }
 
 Expected<std::unique_ptr<Pass>> makeCleanup(const PassOptions& o) {
   KFUSE_RETURN_IF_ERROR(o.checkKnown("cleanup", {"kernels", "params"}));
   KFUSE_ASSIGN_OR_RETURN(bool params, o.flag("params", false));
-  return std::unique_ptr<Pass>(std::make_unique<CleanupPass>(o.list("kernels"), params));
+  return makeCleanupPass(o.list("kernels"), params);
 }
 
 Expected<std::unique_ptr<Pass>> makeKeepOnly(const PassOptions& o) {
   KFUSE_RETURN_IF_ERROR(o.checkKnown("keep-only", {"kernels"}));
   if (o.list("kernels").empty()) return invalidArgument("kernels=A[+B...] names the kernels to keep");
-  return std::unique_ptr<Pass>(std::make_unique<KeepOnlyPass>(o.list("kernels")));
+  return makeKeepOnlyPass(o.list("kernels"));
 }
 
 }  // namespace
+
+std::unique_ptr<Pass> makeFusionPass(VerticalFusion spec) {
+  const std::string_view name = spec.block_barrier ? "fuse-block-level" : "fuse-vertical";
+  return std::make_unique<VerticalPass>(std::move(spec), name, kVerticalAnalyses);
+}
+std::unique_ptr<Pass> makeFusionPass(HorizontalFusion spec) { return std::make_unique<HorizontalPass>(std::move(spec)); }
+std::unique_ptr<Pass> makeFusionPass(EpilogueFusion spec) {
+  return std::make_unique<EpiloguePass>(std::move(spec), "fuse-epilogue", kElementAnalyses);
+}
+std::unique_ptr<Pass> makeFusionPass(PrologueFusion spec) {
+  return std::make_unique<ProloguePass>(std::move(spec), "fuse-prologue", kElementAnalyses);
+}
+std::unique_ptr<Pass> makeCleanupPass(std::vector<std::string> kernels, bool remove_params) {
+  return std::make_unique<CleanupPass>(std::move(kernels), remove_params);
+}
+std::unique_ptr<Pass> makeKeepOnlyPass(std::vector<std::string> kernels) {
+  return std::make_unique<KeepOnlyPass>(std::move(kernels));
+}
 
 const std::vector<PassInfo>& passRegistry() {
   static const std::vector<PassInfo> kPasses = {

@@ -423,9 +423,7 @@ class Rewriter {
       const ArgRef intermediate{0, spec.producer_param};
       spec.write_intermediate = !(options_.aggressive && deadAfterEveryOccurrence(intermediate));
       progress(options_, "recomputing the producer at the consumer's loads (prologue fusion)");
-      auto r = fusePrologue(merged_, spec);
-      if (!r.ok()) return r.status();
-      result_ = std::move(r).value();
+      KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
       if (!spec.write_intermediate) {
         result_.dropped_buffers.push_back(intermediate);
         result_.dropped_stores = 1;
@@ -445,9 +443,7 @@ class Rewriter {
       spec.element_bytes = c_.epilogue->element_bytes;
       spec.consumer_shape = shapeOf(launch(0, 1));
       progress(options_, "fusing " + std::to_string(entries.size() - 1) + " consumer(s) into the producer's epilogue");
-      auto r = fuseEpilogue(merged_, spec);
-      if (!r.ok()) return r.status();
-      result_ = std::move(r).value();
+      KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
       result_.shape = shapeOf(launch(0, 0));  // the producer's launch
     } else if (c_.kind == CandidateKind::kVertical) {
       VerticalFusion spec;
@@ -459,9 +455,7 @@ class Rewriter {
       if (options_.aggressive && !spec.block_barrier) spec.drop_stores = deadIntermediates();
       progress(options_, "fusing " + std::to_string(entries.size()) + " kernels vertically" +
                              (spec.block_barrier ? " with a block barrier between them" : ""));
-      auto r = fuseVertical(merged_, spec);
-      if (!r.ok()) return r.status();
-      result_ = std::move(r).value();
+      KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
       result_.shape = shapeOf(launch(0, 0));  // every part runs in the launch shape they all share
       // ... with the dynamic shared memory of the hungriest part (the parts use it one after another).
       for (size_t k = 1; k < kernels_.size(); ++k) {
@@ -481,23 +475,31 @@ class Rewriter {
     } else {
       KFUSE_RETURN_IF_ERROR(fuseHorizontally(entries));
     }
-    std::vector<int> kept;
-    auto cleaned = cleanupFunction(merged_, fused_name_, /*remove_params=*/true, &kept);
-    if (!cleaned.ok()) return cleaned.status();
+    fused_ptx_ = "// Fused by kfuse: " + std::string(analyzer::candidateKindName(c_.kind)) + " fusion of candidate " +
+                 std::to_string(c_.rank) + " (" + joinNames() + ")\n" + ptx::printModule(fused_module_);
+    return {};
+  }
+
+  // The rewrite's pipeline over the merged module: the fusion pass (none when `fusion` is null: horizontal fusion
+  // has run it while choosing a layout), the fused kernel's cleanup (dead code, parameters it no longer reads), and
+  // then only the fused kernel and what it uses. Sets result_ (with the parameters kept) and fused_module_.
+  Status runPipeline(std::unique_ptr<Pass> fusion) {
+    PassManager pm;
+    const bool fuses = fusion != nullptr;
+    if (fusion) pm.add(std::move(fusion));
+    pm.add(makeCleanupPass({fused_name_}, /*remove_params=*/true));
+    pm.add(makeKeepOnlyPass({fused_name_}));
+    KFUSE_RETURN_IF_ERROR(pm.run(merged_));
+    if (fuses) result_ = pm.log().fusions.front();
+    const std::vector<int>& kept = pm.log().kept_params.at(fused_name_);
+    const size_t removed = result_.params.size() - kept.size();
     std::vector<FusedParam> params;
     for (int p : kept) params.push_back(result_.params[static_cast<size_t>(p)]);
     result_.params = std::move(params);
-    if (cleaned->removed_params > 0) {
-      result_.notes.push_back("removed " + std::to_string(cleaned->removed_params) +
-                              " parameter(s) the fused kernel no longer reads");
+    if (removed > 0) {
+      result_.notes.push_back("removed " + std::to_string(removed) + " parameter(s) the fused kernel no longer reads");
     }
-    ptx::Module only = merged_;
-    auto pm = PassManager::fromPipeline("keep-only{kernels=" + fused_name_ + "}");
-    if (!pm.ok()) return pm.status();
-    KFUSE_RETURN_IF_ERROR(pm->run(only));
-    fused_module_ = only;
-    fused_ptx_ = "// Fused by kfuse: " + std::string(analyzer::candidateKindName(c_.kind)) + " fusion of candidate " +
-                 std::to_string(c_.rank) + " (" + joinNames() + ")\n" + ptx::printModule(only);
+    fused_module_ = std::move(merged_);
     return {};
   }
 
@@ -532,39 +534,40 @@ class Rewriter {
     for (HorizontalLayout layout : layouts) {
       ptx::Module trial = merged_;
       spec.layout = layout;
-      auto r = fuseHorizontal(trial, spec);
-      if (!r.ok()) {
-        refusals += std::string(refusals.empty() ? "" : "; ") + horizontalLayoutName(layout) + ": " +
-                    r.status().message();
+      PassManager pm;
+      pm.add(makeFusionPass(spec));
+      if (Status st = pm.run(trial); !st.ok()) {
+        refusals += std::string(refusals.empty() ? "" : "; ") + horizontalLayoutName(layout) + ": " + st.message();
         continue;
       }
+      FusionResult r = pm.log().fusions.front();
       // The layout with fewer waves of blocks on the GPU is predicted faster (the work per thread is the same).
       double waves = 0;
       auto res = compileResources(ptx::printForArch(trial, arch), arch);
       if (res.ok()) {
         for (KernelResources& kr : *res) {
           if (kr.kernel != fused_name_) continue;
-          if (computeOccupancy(kr, static_cast<uint32_t>(r->shape.threads()), r->shape.dynamic_shared_bytes).ok() &&
+          if (computeOccupancy(kr, static_cast<uint32_t>(r.shape.threads()), r.shape.dynamic_shared_bytes).ok() &&
               kr.occupancy > 0) {
-            const double blocks_per_sm = kr.occupancy * 64.0 * 32.0 / static_cast<double>(r->shape.threads());
-            waves = std::ceil(static_cast<double>(r->shape.blocks()) /
+            const double blocks_per_sm = kr.occupancy * 64.0 * 32.0 / static_cast<double>(r.shape.threads());
+            waves = std::ceil(static_cast<double>(r.shape.blocks()) /
                               std::max(1.0, std::floor(blocks_per_sm) * std::max(1, report_.gpu.sm_count)));
           }
         }
       }
-      r->notes.push_back(std::string(horizontalLayoutName(layout)) + ": " + std::to_string(r->shape.blocks()) +
-                         " blocks of " + std::to_string(r->shape.threads()) + " threads, " +
+      r.notes.push_back(std::string(horizontalLayoutName(layout)) + ": " + std::to_string(r.shape.blocks()) +
+                         " blocks of " + std::to_string(r.shape.threads()) + " threads, " +
                          std::to_string(static_cast<int64_t>(waves)) + " wave(s) on " + report_.gpu.short_name);
       if (!best_waves || waves < *best_waves) {
         best_waves = waves;
-        result_ = std::move(r).value();
+        result_ = std::move(r);
         layout_ = layout;
         chosen_ = std::move(trial);
       }
     }
     if (!best_waves) return unsupported("no horizontal layout applies: " + refusals);
     merged_ = std::move(chosen_);
-    return {};
+    return runPipeline(nullptr);
   }
 
   std::string joinNames() const {

@@ -20,6 +20,7 @@
 #include "kfuse/core/status.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/ir.h"
+#include "kfuse/rewriter/fusion.h"
 
 namespace kfuse::rewriter {
 
@@ -57,9 +58,12 @@ class AnalysisManager {
   std::map<std::string, std::unique_ptr<ptx::FunctionAnalyses>, std::less<>> cache_;
 };
 
-// What passes report besides their Status: one line per noteworthy decision ("forwarded 2 loads of %rd4").
+// What passes report besides their Status: one line per noteworthy decision ("forwarded 2 loads of %rd4"), and
+// the results a driver builds on (`kfuse rewrite` makes its plan from them).
 struct PassLog {
   std::vector<std::string> lines;
+  std::vector<FusionResult> fusions;                   // each fusion pass's result, in the order they ran
+  std::map<std::string, std::vector<int>> kept_params;  // cleanup{params=true}: per kernel, the positions it kept
   void note(std::string pass, std::string text) { lines.push_back(std::move(pass) + ": " + std::move(text)); }
 };
 
@@ -79,6 +83,14 @@ struct PassInfo {
   std::string options_help;  // "kernels=A+B (required), name=FUSED, forward=true|false"
   std::function<Expected<std::unique_ptr<Pass>>(const PassOptions&)> create;
 };
+
+// The passes for a driver that holds its specs already (the registry makes the same from option text).
+std::unique_ptr<Pass> makeFusionPass(VerticalFusion spec);  // fuse-block-level when spec.block_barrier
+std::unique_ptr<Pass> makeFusionPass(HorizontalFusion spec);
+std::unique_ptr<Pass> makeFusionPass(EpilogueFusion spec);
+std::unique_ptr<Pass> makeFusionPass(PrologueFusion spec);
+std::unique_ptr<Pass> makeCleanupPass(std::vector<std::string> kernels, bool remove_params);
+std::unique_ptr<Pass> makeKeepOnlyPass(std::vector<std::string> kernels);
 
 // Every pass kfuse has, in a stable order.
 const std::vector<PassInfo>& passRegistry();
