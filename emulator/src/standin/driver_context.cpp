@@ -34,7 +34,9 @@ void fillUuid(CUuuid* u) {
 
 namespace kfuse::standin {
 
-CUctx_st* current() { return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back(); }
+CUctx_st* current() {
+  return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back();
+}
 
 int attribute(CUdevice_attribute a) {
   switch (a) {
@@ -229,8 +231,10 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
     if (!tl_ctx_stack.empty()) tl_ctx_stack.pop_back();
     return CUDA_SUCCESS;
   }
-  if (tl_ctx_stack.empty()) tl_ctx_stack.push_back(ctx);
-  else tl_ctx_stack.back() = ctx;
+  if (tl_ctx_stack.empty())
+    tl_ctx_stack.push_back(ctx);
+  else
+    tl_ctx_stack.back() = ctx;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
@@ -315,7 +319,9 @@ CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* config) {
   return CUDA_SUCCESS;
 }
 // Hints without effect on the emulator.
-CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) {
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
   (void)config;
   return CUDA_SUCCESS;
@@ -327,7 +333,9 @@ CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* config) {
 }
 
 // ---- legacy ABI names ----------------------------------------------------------------------------------------
-CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice d) { return createContext(pctx, flags, d); }
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice d) {
+  return createContext(pctx, flags, d);
+}
 CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* p, int n, unsigned int flags, CUdevice d) {
   (void)p;
   (void)n;

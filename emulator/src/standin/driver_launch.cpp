@@ -37,9 +37,12 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     void* ptr = nullptr;
     size_t size = 0;
     for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) ptr = extra[i + 1];
-      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<size_t*>(extra[i + 1]);
-      else return CUDA_ERROR_INVALID_VALUE;
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        ptr = extra[i + 1];
+      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+        size = *static_cast<size_t*>(extra[i + 1]);
+      else
+        return CUDA_ERROR_INVALID_VALUE;
     }
     if (!ptr && info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
     buf.assign(static_cast<uint8_t*>(ptr), static_cast<uint8_t*>(ptr) + size);
@@ -79,11 +82,11 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
       case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
-      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
-        break;
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
         if (config->attrs[i].value.clusterDim.x * config->attrs[i].value.clusterDim.y *
-                config->attrs[i].value.clusterDim.z > 1)
+                config->attrs[i].value.clusterDim.z >
+            1)
           return notSupported("cuLaunchKernelEx with thread-block clusters");
         break;
       default: return notSupported("cuLaunchKernelEx launch attribute");
@@ -152,8 +155,7 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* b
 CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction f,
                                                   CUoccupancyB2DSize shared_of_block, size_t dynamic_shared,
                                                   int limit) {
-  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, shared_of_block, dynamic_shared, limit,
-                                                   0);
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, shared_of_block, dynamic_shared, limit, 0);
 }
 CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction f, int blocks, int block) {
   if (!bytes || blocks <= 0) return CUDA_ERROR_INVALID_VALUE;
@@ -176,10 +178,14 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
   return cuLaunchKernelEx(c, f, params, extra);
 }
-CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* user) { return cuLaunchHostFunc(s, fn, user); }
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* user) {
+  return cuLaunchHostFunc(s, fn, user);
+}
 
 // ---- counters for tools (see kfuse/emulator/standin.h) -------------------------------------------------------
-int cuKfuseNotAGpu(void) { return 1; }
+int cuKfuseNotAGpu(void) {
+  return 1;
+}
 uint64_t cuKfuseEmuLaunchCount(void) {
   if (!dev()) return 0;
   return dev()->lastLaunch().sequence;

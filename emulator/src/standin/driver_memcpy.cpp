@@ -17,7 +17,9 @@ namespace {
 
 // Copies between host pointers and device addresses (unified addressing: anything that is not a live device
 // allocation is a host pointer).
-bool isDevice(uint64_t p) { return dev()->memory().rangeOf(p, nullptr, nullptr).ok(); }
+bool isDevice(uint64_t p) {
+  return dev()->memory().rangeOf(p, nullptr, nullptr).ok();
+}
 
 CUresult copyAny(uint64_t dst, uint64_t src, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
@@ -112,7 +114,9 @@ CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
       return r;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D* c) { return cuMemcpy2DUnaligned(c); }
+CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D* c) {
+  return cuMemcpy2DUnaligned(c);
+}
 CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
   (void)s;
   return cuMemcpy2DUnaligned(c);
@@ -158,18 +162,25 @@ CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CU
   (void)sc;
   return cuMemcpy(dst, src, n);
 }
-CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
-                                   CUstream s) {
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s) {
   (void)s;
   return cuMemcpyPeer(dst, dc, src, sc, n);
 }
 
 // Per-thread-default-stream entry points (programs built with CUDA_API_PER_THREAD_DEFAULT_STREAM): the same
 // operations, since everything here is synchronous.
-CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) { return cuMemcpyHtoD(d, s, n); }
-CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) { return cuMemcpyDtoH(d, s, n); }
-CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD(d, s, n); }
-CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
+  return cuMemcpyHtoD(d, s, n);
+}
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
+  return cuMemcpyDtoH(d, s, n);
+}
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return cuMemcpyDtoD(d, s, n);
+}
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return cuMemcpy(d, s, n);
+}
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream st_) {
   return cuMemcpyHtoDAsync(d, s, n, st_);
 }
@@ -179,8 +190,12 @@ CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUs
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st_) {
   return cuMemcpyAsync(d, s, n, st_);
 }
-CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8(d, v, n); }
-CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return cuMemsetD32(d, v, n); }
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+  return cuMemsetD8(d, v, n);
+}
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+  return cuMemsetD32(d, v, n);
+}
 CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
   return cuMemsetD8Async(d, v, n, s);
 }

@@ -320,9 +320,7 @@ static CUresult pointerAttribute(void* data, CUpointer_attribute attribute, CUde
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      *static_cast<int*>(data) = 0;
-      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: *static_cast<int*>(data) = 0; return CUDA_SUCCESS;
     default:
       logOnce("cuPointerGetAttribute(s): attribute " + std::to_string(int(attribute)) + " is not supported");
       return CUDA_ERROR_NOT_SUPPORTED;
@@ -332,8 +330,7 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute
   KF_REQUIRE_INIT();
   return pointerAttribute(data, attribute, ptr, /*many=*/false);
 }
-CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes, void** data,
-                                        CUdeviceptr ptr) {
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
   KF_REQUIRE_INIT();
   if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < n; ++i)
@@ -360,7 +357,11 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
 
 // Per-thread-default-stream entry points (programs built with CUDA_API_PER_THREAD_DEFAULT_STREAM): the same
 // operations, since everything here is synchronous.
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s) { return cuMemAllocAsync(d, n, s); }
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { return cuMemFreeAsync(d, s); }
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s) {
+  return cuMemAllocAsync(d, n, s);
+}
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) {
+  return cuMemFreeAsync(d, s);
+}
 
 }  // extern "C"

@@ -58,8 +58,7 @@ CUresult loadModule(CUmodule* out, std::span<const uint8_t> bytes, const std::st
     std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", m.c_str());
     // A fatbin with cubins only is what a GPU without a matching cubin reports too: no binary for this device.
     if (m.find("holds no PTX") != std::string::npos) return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED
-                                                                  : CUDA_ERROR_INVALID_IMAGE;
+    return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_IMAGE;
   }
   auto* m = new CUmod_st();
   m->program = *prog;
@@ -86,7 +85,9 @@ bool validModule(CUmodule m) {
 
 namespace kfuse::standin {
 
-bool validFunction(CUfunction f) { return f && f->magic == 0x6b666e63; }
+bool validFunction(CUfunction f) {
+  return f && f->magic == 0x6b666e63;
+}
 
 }  // namespace kfuse::standin
 
@@ -106,7 +107,9 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
   (void)values;
   return cuModuleLoadData(module, image);
 }
-CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) { return cuModuleLoadData(module, fatbin); }
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  return cuModuleLoadData(module, fatbin);
+}
 CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
   KF_REQUIRE_CTX();
   if (!module || !fname) return CUDA_ERROR_INVALID_VALUE;
@@ -312,7 +315,9 @@ CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction f) {
   *state = CU_FUNCTION_LOADING_STATE_LOADED;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncLoad(CUfunction f) { return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI cuFuncLoad(CUfunction f) {
+  return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 
 CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   if (!mode) return CUDA_ERROR_INVALID_VALUE;

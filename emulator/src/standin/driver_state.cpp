@@ -52,7 +52,9 @@ CUresult notSupported(const char* name) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-Device* dev() { return st().device.get(); }
+Device* dev() {
+  return st().device.get();
+}
 
 CUresult fromStatus(const kfuse::Status& s) {
   if (s.ok()) return CUDA_SUCCESS;
@@ -65,8 +67,7 @@ CUresult fromStatus(const kfuse::Status& s) {
   if (m.find("misaligned") != std::string::npos) return CUDA_ERROR_MISALIGNED_ADDRESS;
   if (m.find("out-of-bounds") != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (m.find("assertion") != std::string::npos) return CUDA_ERROR_ASSERT;
-  if (m.find("trap") != std::string::npos || m.find("deadlock") != std::string::npos)
-    return CUDA_ERROR_LAUNCH_FAILED;
+  if (m.find("trap") != std::string::npos || m.find("deadlock") != std::string::npos) return CUDA_ERROR_LAUNCH_FAILED;
   switch (s.code()) {
     case kfuse::ErrorCode::kUnsupported: return CUDA_ERROR_NOT_SUPPORTED;
     case kfuse::ErrorCode::kBadFormat: return CUDA_ERROR_INVALID_PTX;
@@ -105,32 +106,36 @@ CUresult CUDAAPI cuDriverGetVersion(int* v) {
 }
 
 // Hints without effect on the emulator.
-CUresult CUDAAPI cuProfilerStart(void) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuProfilerStop(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuProfilerStart(void) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuProfilerStop(void) {
+  return CUDA_SUCCESS;
+}
 
 // ---- errors --------------------------------------------------------------------------------------------------
-#define KF_ERRORS(X)                                                                           \
-  X(CUDA_SUCCESS, "no error")                                                                  \
-  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                              \
-  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                 \
-  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                        \
-  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                          \
-  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                                \
-  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                       \
-  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                \
-  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                      \
-  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                    \
-  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device")  \
-  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                               \
-  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                      \
-  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                            \
-  X(CUDA_ERROR_NOT_READY, "device not ready")                                                  \
-  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                    \
-  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")             \
-  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                         \
-  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                       \
-  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                    \
-  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                       \
+#define KF_ERRORS(X)                                                                          \
+  X(CUDA_SUCCESS, "no error")                                                                 \
+  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                             \
+  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                \
+  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                       \
+  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                         \
+  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                               \
+  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                      \
+  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                               \
+  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                     \
+  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                   \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device") \
+  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                              \
+  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                     \
+  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                           \
+  X(CUDA_ERROR_NOT_READY, "device not ready")                                                 \
+  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                   \
+  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")            \
+  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                        \
+  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                      \
+  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                   \
+  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                      \
   X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {
@@ -159,6 +164,8 @@ CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
 }
 
 // Used by the exported stubs of unsupported_stubs.cpp (not exported itself).
-int kfuseStandinUnsupported(const char* name) { return notSupported(name); }
+int kfuseStandinUnsupported(const char* name) {
+  return notSupported(name);
+}
 
 }  // extern "C"

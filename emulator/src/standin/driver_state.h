@@ -124,14 +124,14 @@ int attribute(CUdevice_attribute a);
 
 }  // namespace kfuse::standin
 
-#define KF_REQUIRE_INIT()                                                      \
-  do {                                                                         \
-    if (!kfuse::standin::st().initialized) return CUDA_ERROR_NOT_INITIALIZED;  \
+#define KF_REQUIRE_INIT()                                                     \
+  do {                                                                        \
+    if (!kfuse::standin::st().initialized) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (false)
-#define KF_REQUIRE_CTX()                                                       \
-  do {                                                                         \
-    KF_REQUIRE_INIT();                                                         \
-    if (!kfuse::standin::current()) return CUDA_ERROR_INVALID_CONTEXT;         \
+#define KF_REQUIRE_CTX()                                               \
+  do {                                                                 \
+    KF_REQUIRE_INIT();                                                 \
+    if (!kfuse::standin::current()) return CUDA_ERROR_INVALID_CONTEXT; \
   } while (false)
 
 // Legacy and per-thread-default-stream ABI names (cuda.h declares them only for the driver's own build), defined

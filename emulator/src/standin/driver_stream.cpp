@@ -196,10 +196,18 @@ CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
 
 // Per-thread-default-stream entry points (programs built with CUDA_API_PER_THREAD_DEFAULT_STREAM): the same
 // operations, since everything here is synchronous.
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
-CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { return cuStreamQuery(s); }
-CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) { return cuStreamWaitEvent(s, e, f); }
-CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
+  return cuStreamSynchronize(s);
+}
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) {
+  return cuStreamQuery(s);
+}
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) {
+  return cuStreamWaitEvent(s, e, f);
+}
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) {
+  return cuEventRecord(e, s);
+}
 CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f) {
   return cuEventRecordWithFlags(e, s, f);
 }
