@@ -1,4 +1,4 @@
-// Private interface between the stand-in's driver entry points (driver.cpp) and its implementation of the
+// Private interface between the stand-in's driver entry points (driver_*.cpp) and its implementation of the
 // runtime's private export tables (export_tables.cpp). Not exported from libcuda.so.1.
 #pragma once
 

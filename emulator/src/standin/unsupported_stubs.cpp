@@ -2,7 +2,7 @@
 // them directly still loads, and calling it logs the name once and returns CUDA_ERROR_NOT_SUPPORTED.
 // This file deliberately does not include cuda.h: the stubs take no declared parameters (the C calling
 // convention lets callers pass any), which would conflict with the header's prototypes.
-extern "C" int kfuseStandinUnsupported(const char* name);  // driver.cpp; not exported (version script)
+extern "C" int kfuseStandinUnsupported(const char* name);  // driver_state.cpp; not exported (version script)
 extern "C" int cuEventElapsedTime_v2(float* ms, void* start, void* end);
 
 #define KF_UNSUPPORTED(name) \
