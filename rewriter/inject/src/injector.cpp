@@ -13,13 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kfuse/collector/module_image.h"
 #include "kfuse/core/trace.h"
+#include "kfuse/hooks/module_image.h"
 
 namespace kfuse::inject {
 namespace {
 
-using collector::DriverTable;
+using hooks::DriverTable;
 using rewriter::ArgRef;
 using rewriter::LaunchShape;
 using rewriter::Predicate;
@@ -31,7 +31,7 @@ constexpr const char* kFlushNames[] = {
     "cooperative launch", "cuLaunchKernelEx with attributes", "stream destroy", "plan unavailable", "process exit"};
 static_assert(sizeof kFlushNames / sizeof kFlushNames[0] == static_cast<size_t>(FlushReason::kCount));
 
-constexpr int kPerThread = collector::kPerThread;
+constexpr int kPerThread = hooks::kPerThread;
 constexpr uint64_t kLegacyKey = 1;  // stream keys: real streams are pointers (even); per-thread ones odd (> 1)
 constexpr uint64_t kTombstone = ~uint64_t{0};
 constexpr size_t kFunctionSlots = 4096;  // power of two
@@ -358,7 +358,7 @@ struct Injector::Impl {
 
   void noteModule(uint64_t handle, const void* image) {
     if (hashes.empty() || !handle) return;
-    const collector::ImageInfo info = collector::inspectModuleImage(image);
+    const hooks::ImageInfo info = hooks::inspectModuleImage(image);
     int h = -1;
     if (info.size) {
       const std::string hex = core::sha256Hex(info.data, info.size);
@@ -935,8 +935,8 @@ struct Injector::Impl {
         r = self.HookClient::ModuleLoadData(0, &module, p.fused_ptx.c_str());
       } else {
         using Fn = DriverTable::ModuleLoadDataFn;
-        r = reinterpret_cast<Fn>(collector::Interposer::wrapper(collector::Api::ModuleLoadData, 0))(
-            &module, p.fused_ptx.c_str());
+        r = reinterpret_cast<Fn>(hooks::Interposer::wrapper(hooks::Api::ModuleLoadData, 0))(&module,
+                                                                                            p.fused_ptx.c_str());
       }
     }
     if (r == CUDA_ERROR_NOT_INITIALIZED) {
@@ -1473,7 +1473,7 @@ CUresult Injector::ModuleLoadFatBinary(int variant, CUmodule* module, const void
 CUresult Injector::ModuleLoad(int variant, CUmodule* module, const char* fname) {
   const CUresult r = HookClient::ModuleLoad(variant, module, fname);
   if (r == CUDA_SUCCESS && module) {
-    const std::vector<uint8_t> image = collector::readModuleFile(fname, uint64_t{1} << 30);
+    const std::vector<uint8_t> image = hooks::readModuleFile(fname, uint64_t{1} << 30);
     if (!image.empty()) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image.data());
   }
   return r;
