@@ -14,13 +14,15 @@
 #include <filesystem>
 #include <string>
 
-#include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/hook_recorder.h"
 #include "kfuse/collector/trace_sink.h"
+#include "kfuse/hooks/driver_hooks.h"
 
 namespace {
 
 using namespace kfuse::collector;
+using kfuse::hooks::DriverTable;
+using kfuse::hooks::Interposer;
 
 struct FakeKernel {
   const char* name = "_Z5saxpyifPKfPf";

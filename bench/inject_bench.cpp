@@ -18,15 +18,15 @@
 #include <sstream>
 #include <string>
 
-#include "kfuse/collector/driver_hooks.h"
+#include "kfuse/hooks/driver_hooks.h"
 #include "kfuse/inject/injector.h"
 #include "kfuse/inject/runtime_plan.h"
 
 namespace {
 
 using namespace kfuse;
-using collector::DriverTable;
-using collector::Interposer;
+using hooks::DriverTable;
+using hooks::Interposer;
 
 const std::string kPlanDir = std::string(KFUSE_SOURCE_DIR) + "/rewriter/inject/testdata/chain-plan";
 constexpr uint64_t kBase = 0x7f0000000000, kAllocBytes = 131072;

@@ -30,7 +30,7 @@ case "$kind" in
     build=$KFUSE_FUZZ_BUILD
     targets=(kfuse kfuse_schema_gen kfuse_core_test kfuse_ptx_test kfuse_analyzer_test kfuse_analysis_test
              kfuse_advice_test kfuse_rewriter_test kfuse_emulator_test kfuse_standin_test kfuse_standin_cuda
-             kfuse_collector_test kfuse_inject_test kfuse_collector_preload kfuse_test_launch_loop)
+             kfuse_hooks_test kfuse_collector_test kfuse_inject_test kfuse_collector_preload kfuse_test_launch_loop)
     labels='unit|cli|hostile|schema'
     exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics|PreloadTest\.NonCudaProcessesLeaveNoTrace|PreloadTest\.ForkedChildWithoutExec|RecordProgramTest\.OneTracePerProcessWithPercentP|Validate\.MillionElementChainValidatesQuickly'
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <mutex>
 
-#include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/nvtx_capture.h"
+#include "kfuse/hooks/driver_hooks.h"
 #include "recording_status.h"
 
 #ifndef KFUSE_VERSION_STRING
@@ -46,15 +46,15 @@ std::string procCmdline() {
 }
 
 void* queryLookup(const char* name, void* handle) {
-  return realDlsym(handle, name);
+  return hooks::realDlsym(handle, name);
 }
 
 void* fallbackLookup(const char* symbol) {
-  void* h = driverHandle(/*load=*/true);
+  void* h = hooks::driverHandle(/*load=*/true);
   if (!h) return nullptr;
   CollectorRuntime::instance().activate(/*from_injection=*/false);
   CollectorRuntime::resolveDriverQueries();
-  return realDlsym(h, symbol);
+  return hooks::realDlsym(h, symbol);
 }
 
 void atExitHandler() {
@@ -105,9 +105,9 @@ CollectorRuntime& CollectorRuntime::instance() {
 }
 
 void CollectorRuntime::resolveDriverQueries() {
-  DriverTable& t = Interposer::driver();
+  hooks::DriverTable& t = hooks::Interposer::driver();
   if (t.FuncGetName.load() || t.KernelGetName.load()) return;
-  if (void* h = driverHandle(/*load=*/false)) t.resolveQueries(&queryLookup, h);
+  if (void* h = hooks::driverHandle(/*load=*/false)) t.resolveQueries(&queryLookup, h);
 }
 
 void CollectorRuntime::init(CuptiApi* cupti, ProfilerApi* profiler) {
@@ -119,7 +119,7 @@ void CollectorRuntime::init(CuptiApi* cupti, ProfilerApi* profiler) {
   profiler_api_ = profiler;
   config_ = CollectorConfig::fromEnvironment();
   // Direct exports must reach the driver even when the library is loaded but not asked to record.
-  Interposer::setFallbackLookup(&fallbackLookup);
+  hooks::Interposer::setFallbackLookup(&fallbackLookup);
   if (config_.output_pattern.empty()) return;  // loaded but not asked to record
   pthread_atfork(nullptr, nullptr, &CollectorRuntime::atForkChild);
 }
@@ -161,7 +161,7 @@ void CollectorRuntime::activate(bool from_injection) {
   }
   sink_ = std::move(*sink);
   attachNvtxSink(sink_.get());
-  recorder_ = new HookRecorder(Interposer::driver(), *sink_);
+  recorder_ = new HookRecorder(hooks::Interposer::driver(), *sink_);
   recorder_->setQueryResolver(&CollectorRuntime::resolveDriverQueries);
   if (config_.gpu_time) recorder_->enableGpuTime();
   resolveDriverQueries();
@@ -170,8 +170,8 @@ void CollectorRuntime::activate(bool from_injection) {
     // Under LD_PRELOAD the hooks see the application's first driver calls too: if CUPTI turns out not to see them
     // (the driver never loaded the injection, or CUPTI cannot trace it), the watch switches to the hook backend
     // rather than leave an empty trace.
-    watch_ = new CuptiWatch(Interposer::driver(), *recorder_, &CollectorRuntime::onCuptiBlind);
-    Interposer::install(watch_);
+    watch_ = new CuptiWatch(hooks::Interposer::driver(), *recorder_, &CollectorRuntime::onCuptiBlind);
+    hooks::Interposer::install(watch_);
     // Under CUDA_INJECTION64_PATH the driver calls InitializeInjection at cuInit: start CUPTI there (it then also
     // runs our atexit handler before cudart's teardown).
     if (from_injection || !env("CUDA_INJECTION64_PATH")) startCupti(cupti_api_);
@@ -181,7 +181,7 @@ void CollectorRuntime::activate(bool from_injection) {
     std::fprintf(stderr, "kfuse: collector: unknown backend '%s' in KFUSE_BACKEND; recording with 'hook'\n",
                  config_.backend.c_str());
   }
-  Interposer::install(recorder_);
+  hooks::Interposer::install(recorder_);
   if (!atexit_registered_) atexit_registered_ = std::atexit(&atExitHandler) == 0;
 }
 
@@ -191,11 +191,11 @@ void CollectorRuntime::fallBackToHooks(const std::string& why) {
   sink_->pushStat(core::StatId::kCuptiUnavailableUsedHooks, 1, why.c_str());
   if (config_.metrics) {
     std::fprintf(stderr, "kfuse: collector: --metrics needs the CUPTI backend; recording without hardware metrics%s\n",
-                 Interposer::driver().EmuGetLaunch.load()
+                 hooks::Interposer::driver().EmuGetLaunch.load()
                      ? " (the emulator's own counters are recorded as 'emulated' metrics)"
                      : "");
   }
-  Interposer::install(recorder_);
+  hooks::Interposer::install(recorder_);
   if (!atexit_registered_) atexit_registered_ = std::atexit(&atExitHandler) == 0;
 }
 

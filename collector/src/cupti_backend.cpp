@@ -790,7 +790,7 @@ CUresult CuptiWatch::ModuleLoad(int variant, CUmodule* module, const char* fname
   return watched([&] { return HookClient::ModuleLoad(variant, module, fname); },
                  [&](int64_t, int64_t) {
                    if (!module) return;
-                   const std::vector<uint8_t> image = readModuleFile(fname, uint64_t{1} << 30);
+                   const std::vector<uint8_t> image = hooks::readModuleFile(fname, uint64_t{1} << 30);
                    if (!image.empty()) recorder_.recordModule(reinterpret_cast<uint64_t>(*module), image.data());
                  });
 }

@@ -126,7 +126,7 @@ CUresult CUDAAPI fName(const char** name, CUfunction) {
 
 struct Fixture {
   FakeCuptiApi api;
-  DriverTable table;
+  hooks::DriverTable table;
   MemorySink sink;
   HookRecorder recorder{table, sink};
   CuptiBackend backend{api, sink, recorder};
@@ -458,7 +458,7 @@ TEST(CuptiWatchTest, ACuptiThatSeesNothingIsReportedOnceAndTheCallIsRecorded) {
   t_fake_seen = 0;
   g_fake_cupti_sees = false;
   g_blind_calls = 0;
-  DriverTable table;
+  hooks::DriverTable table;
   table.MemAlloc[0] = &fWatchedAlloc;
   MemorySink sink;
   HookRecorder recorder(table, sink);
@@ -481,7 +481,7 @@ TEST(CuptiWatchTest, ACuptiThatSeesTheCallsIsLeftAlone) {
   t_fake_seen = 0;
   g_fake_cupti_sees = true;
   g_blind_calls = 0;
-  DriverTable table;
+  hooks::DriverTable table;
   table.MemAlloc[0] = &fWatchedAlloc;
   MemorySink sink;
   HookRecorder recorder(table, sink);

@@ -9,7 +9,7 @@
 
 namespace kfuse::collector {
 
-GpuTimer::GpuTimer(DriverTable& table, TraceSink& sink, size_t pairs)
+GpuTimer::GpuTimer(hooks::DriverTable& table, TraceSink& sink, size_t pairs)
     : table_(table), sink_(sink), pairs_(pairs ? pairs : 1), pool_(new Pair[pairs_]) {}
 
 GpuTimer::~GpuTimer() = default;

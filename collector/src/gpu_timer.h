@@ -21,8 +21,8 @@
 #include <memory>
 #include <mutex>
 
-#include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/trace_sink.h"
+#include "kfuse/hooks/driver_hooks.h"
 
 namespace kfuse::collector {
 
@@ -30,7 +30,7 @@ class GpuTimer {
  public:
   static constexpr size_t kDefaultPairs = 4096;
 
-  GpuTimer(DriverTable& table, TraceSink& sink, size_t pairs = kDefaultPairs);
+  GpuTimer(hooks::DriverTable& table, TraceSink& sink, size_t pairs = kDefaultPairs);
   ~GpuTimer();  // does not destroy the driver's events (the driver may be gone at exit)
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
@@ -63,7 +63,7 @@ class GpuTimer {
   void disable(const char* call, CUresult r);
   void pushTimes(int64_t correlation_id, int64_t start_ns, int64_t end_ns);
 
-  DriverTable& table_;
+  hooks::DriverTable& table_;
   TraceSink& sink_;
   const size_t pairs_;
   std::unique_ptr<Pair[]> pool_;

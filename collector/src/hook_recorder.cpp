@@ -107,7 +107,7 @@ int64_t collectorThreadId() {
   return t_tid;
 }
 
-HookRecorder::HookRecorder(DriverTable& table, TraceSink& sink)
+HookRecorder::HookRecorder(hooks::DriverTable& table, TraceSink& sink)
     : HookClient(table), sink_(sink), slots_(new FunctionSlot[kFunctionSlots]), params_(new ParamLayout[kParamPool]) {}
 
 HookRecorder::~HookRecorder() = default;
@@ -174,7 +174,7 @@ const HookRecorder::FunctionSlot* HookRecorder::describe(CUfunction f) {
     if (auto resolve = query_resolver_.load()) resolve();
   }
   emitDevice();
-  DriverTable& t = table();
+  hooks::DriverTable& t = table();
   // Parameter layout: probe indices until the driver says there are no more (13.0 has no count query). A
   // CUkernel cast to CUfunction is asked through the cuKernel* queries when the cuFunc* ones refuse it.
   uint32_t count = 0, args_size = 0;
@@ -232,7 +232,7 @@ const HookRecorder::FunctionSlot* HookRecorder::describe(CUfunction f) {
 
 void HookRecorder::emitDevice() {
   if (device_emitted_.exchange(true)) return;
-  DriverTable& t = table();
+  hooks::DriverTable& t = table();
   auto getDevice = t.CtxGetDevice.load();
   CUdevice dev = 0;
   if (!getDevice || getDevice(&dev) != CUDA_SUCCESS) return;
@@ -610,7 +610,7 @@ CUresult HookRecorder::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int
 }
 
 void HookRecorder::recordModule(uint64_t handle, const void* image) {
-  const ImageInfo info = inspectModuleImage(image);
+  const hooks::ImageInfo info = hooks::inspectModuleImage(image);
   ModuleEvent e;
   e.module = handle;
   e.load_ns = collectorNowNs();
@@ -645,7 +645,7 @@ CUresult HookRecorder::ModuleLoadFatBinary(int variant, CUmodule* module, const 
 CUresult HookRecorder::ModuleLoad(int variant, CUmodule* module, const char* fname) {
   KFUSE_FORWARD(ModuleLoad, module, fname)
   if (r == CUDA_SUCCESS && module) {
-    const std::vector<uint8_t> image = readModuleFile(fname, uint64_t{1} << 30);
+    const std::vector<uint8_t> image = hooks::readModuleFile(fname, uint64_t{1} << 30);
     if (!image.empty()) recordModule(reinterpret_cast<uint64_t>(*module), image.data());
   }
   return r;

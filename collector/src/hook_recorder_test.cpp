@@ -81,7 +81,7 @@ CUresult CUDAAPI fLoad(CUmodule* m, const void*) {
 }
 
 struct Fixture {
-  DriverTable table;
+  hooks::DriverTable table;
   MemorySink sink;
   HookRecorder recorder{table, sink};
   Fixture() {
@@ -224,8 +224,8 @@ TEST(HookRecorderTest, WorkCapturedIntoAGraphIsCountedNotRecorded) {
 
 TEST(HookRecorderTest, PerThreadVariantRecordsThePerThreadDefaultStream) {
   Fixture f;
-  ASSERT_EQ(launchSaxpy(f.recorder, kPerThread, nullptr, 0, 0), CUDA_SUCCESS);
-  ASSERT_EQ(launchSaxpy(f.recorder, kLegacy, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, hooks::kPerThread, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, hooks::kLegacy, nullptr, 0, 0), CUDA_SUCCESS);
   const core::Trace& t = f.finish();
   ASSERT_EQ(t.streams.size(), 2u);
   EXPECT_EQ(t.streams[0].handle, kPerThreadStream);
@@ -324,7 +324,7 @@ TEST(HookRecorderTest, RecordsCopiesSetsSyncsEventsAndModuleImages) {
   ASSERT_EQ(f.recorder.MemAlloc(0, &x, 1 << 20), CUDA_SUCCESS);
   std::vector<float> host(1024);
   ASSERT_EQ(f.recorder.MemcpyHtoD(0, x + 4096, host.data(), 4096), CUDA_SUCCESS);
-  ASSERT_EQ(f.recorder.MemsetD32Async(kPerThread, x, 7, 256, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemsetD32Async(hooks::kPerThread, x, 7, 256, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(f.recorder.EventRecord(0, reinterpret_cast<CUevent>(0xe1), reinterpret_cast<CUstream>(0x700)),
             CUDA_SUCCESS);
   ASSERT_EQ(f.recorder.StreamWaitEvent(0, reinterpret_cast<CUstream>(0x800), reinterpret_cast<CUevent>(0xe1), 0),
@@ -537,8 +537,8 @@ TEST(HookRecorderTest, WithoutGpuTimeLaunchesHaveNoGpuTimes) {
 
 TEST(HookRecorderTest, InspectsModuleImageKinds) {
   const char ptx[] = ".version 9.0";
-  EXPECT_EQ(inspectModuleImage(ptx).kind, ImageKindCode::kPtx);
-  EXPECT_EQ(inspectModuleImage(ptx).size, sizeof ptx);
+  EXPECT_EQ(hooks::inspectModuleImage(ptx).kind, ImageKindCode::kPtx);
+  EXPECT_EQ(hooks::inspectModuleImage(ptx).size, sizeof ptx);
   alignas(8) uint8_t fatbin[64] = {};
   const uint32_t magic = 0xBA55ED50u;
   const uint16_t header = 16;
@@ -546,16 +546,16 @@ TEST(HookRecorderTest, InspectsModuleImageKinds) {
   std::memcpy(fatbin, &magic, 4);
   std::memcpy(fatbin + 6, &header, 2);
   std::memcpy(fatbin + 8, &payload, 8);
-  EXPECT_EQ(inspectModuleImage(fatbin).kind, ImageKindCode::kFatbin);
-  EXPECT_EQ(inspectModuleImage(fatbin).size, 64u);
+  EXPECT_EQ(hooks::inspectModuleImage(fatbin).kind, ImageKindCode::kFatbin);
+  EXPECT_EQ(hooks::inspectModuleImage(fatbin).size, 64u);
   struct {
     int magic = 0x466243B1;
     int version = 1;
     const void* data;
     void* unused = nullptr;
   } wrapper{0x466243B1, 1, fatbin, nullptr};
-  EXPECT_EQ(inspectModuleImage(&wrapper).kind, ImageKindCode::kFatbin);
-  EXPECT_EQ(inspectModuleImage(&wrapper).data, fatbin);
+  EXPECT_EQ(hooks::inspectModuleImage(&wrapper).kind, ImageKindCode::kFatbin);
+  EXPECT_EQ(hooks::inspectModuleImage(&wrapper).data, fatbin);
 }
 
 }  // namespace

@@ -6,17 +6,17 @@
 #include <cstdlib>
 
 #include "kfuse/collector/collector_runtime.h"
-#include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/nvtx_capture.h"
 #include "kfuse/collector/profiler_api.h"
+#include "kfuse/hooks/driver_hooks.h"
 
 namespace kfuse::collector {
 CuptiApi& realCuptiApi();  // cupti_api_real.cpp
 }  // namespace kfuse::collector
 
 using kfuse::collector::CollectorRuntime;
-using kfuse::collector::DriverTable;
-using kfuse::collector::Interposer;
+using kfuse::hooks::DriverTable;
+using kfuse::hooks::Interposer;
 
 namespace kfuse_preload {
 
@@ -33,13 +33,13 @@ void driverReached(void* handle) {
   CollectorRuntime::instance().activate(/*from_injection=*/false);
   DriverTable& t = Interposer::driver();
   if (!t.FuncGetName.load()) {
-    t.resolveQueries([](const char* sym, void* h) { return kfuse::collector::realDlsym(h, sym); }, handle);
+    t.resolveQueries([](const char* sym, void* h) { return kfuse::hooks::realDlsym(h, sym); }, handle);
   }
 }
 
 }  // namespace kfuse_preload
 
-#include "kfuse/collector/preload_exports.h"
+#include "kfuse/hooks/preload_exports.h"
 
 namespace {
 

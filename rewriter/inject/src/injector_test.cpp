@@ -21,7 +21,7 @@
 namespace kfuse::inject {
 namespace {
 
-using collector::DriverTable;
+using hooks::DriverTable;
 
 struct Func {
   std::string name;

@@ -17,13 +17,13 @@
 #include <mutex>
 #include <string>
 
-#include "kfuse/collector/driver_hooks.h"
 #include "kfuse/core/files.h"
+#include "kfuse/hooks/driver_hooks.h"
 #include "kfuse/inject/injector.h"
 #include "kfuse/inject/runtime_plan.h"
 
-using kfuse::collector::DriverTable;
-using kfuse::collector::Interposer;
+using kfuse::hooks::DriverTable;
+using kfuse::hooks::Interposer;
 using kfuse::inject::Injector;
 
 namespace kfuse_preload {
@@ -45,7 +45,7 @@ std::atomic<bool> g_exited{false};
 void resolveQueries(void* handle) {
   DriverTable& t = Interposer::driver();
   if (handle && !t.FuncGetName.load()) {
-    t.resolveQueries([](const char* sym, void* h) { return kfuse::collector::realDlsym(h, sym); }, handle);
+    t.resolveQueries([](const char* sym, void* h) { return kfuse::hooks::realDlsym(h, sym); }, handle);
   }
 }
 
@@ -110,13 +110,13 @@ void activate() {
 // kfuse libraries chain; else the driver's own (a driver the program dlopen'ed privately, as cudart does, is not
 // in the global scope).
 void* fallbackLookup(const char* symbol) {
-  void* driver = kfuse::collector::driverHandle(/*load=*/true);
+  void* driver = kfuse::hooks::driverHandle(/*load=*/true);
   if (kfuse_preload::wanted()) {
     resolveQueries(driver);
     activate();
   }
-  if (void* next = kfuse::collector::realDlsym(RTLD_NEXT, symbol)) return next;
-  return driver ? kfuse::collector::realDlsym(driver, symbol) : nullptr;
+  if (void* next = kfuse::hooks::realDlsym(RTLD_NEXT, symbol)) return next;
+  return driver ? kfuse::hooks::realDlsym(driver, symbol) : nullptr;
 }
 
 }  // namespace
@@ -138,7 +138,7 @@ void driverReached(void* handle) {
 
 }  // namespace kfuse_preload
 
-#include "kfuse/collector/preload_exports.h"
+#include "kfuse/hooks/preload_exports.h"
 
 namespace {
 

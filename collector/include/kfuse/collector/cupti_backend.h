@@ -109,11 +109,11 @@ class CuptiBackend {
 // CUPTI saw them. If one succeeds while CUPTI has delivered no driver callback at all (a driver CUPTI cannot trace,
 // such as the emulator's stand-in), it records that call with `recorder` and calls `on_blind` once, which switches
 // the process to the hook backend. Once CUPTI is seen working it only forwards.
-class CuptiWatch : public HookClient {
+class CuptiWatch : public hooks::HookClient {
  public:
   // `seen` / `seen_on_thread` count CUPTI's driver callbacks (default: CuptiBackend's counters; tests pass their own).
   using CountFn = uint64_t (*)();
-  CuptiWatch(DriverTable& table, HookRecorder& recorder, void (*on_blind)(const char* why),
+  CuptiWatch(hooks::DriverTable& table, HookRecorder& recorder, void (*on_blind)(const char* why),
              CountFn seen = &CuptiBackend::driverCallbacksSeen,
              CountFn seen_on_thread = &CuptiBackend::driverCallbacksOnThisThread)
       : HookClient(table), recorder_(recorder), on_blind_(on_blind), seen_(seen), seen_on_thread_(seen_on_thread) {}

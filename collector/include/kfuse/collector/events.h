@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kfuse/hooks/module_image.h"
+
 namespace kfuse::collector {
 
 enum class EventKind : uint16_t {
@@ -88,7 +90,7 @@ struct FunctionEvent {  // + param_count ParamLayout + name_size bytes of the (m
   uint32_t reserved = 0;
 };
 
-enum class ImageKindCode : uint32_t { kUnknown = 0, kPtx, kCubin, kFatbin };
+using hooks::ImageKindCode;
 
 // Module images are too large for the ring: the event carries a heap copy (`image`, owned by the event once
 // queued; the consumer frees it with delete[]). Module loads are rare and not on the launch path.

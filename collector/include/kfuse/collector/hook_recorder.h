@@ -18,21 +18,21 @@
 #include <memory>
 #include <mutex>
 
-#include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/events.h"
-#include "kfuse/collector/module_image.h"
 #include "kfuse/collector/trace_sink.h"
+#include "kfuse/hooks/driver_hooks.h"
+#include "kfuse/hooks/module_image.h"
 
 namespace kfuse::collector {
 
 class GpuTimer;
 
-class HookRecorder : public HookClient {
+class HookRecorder : public hooks::HookClient {
  public:
   static constexpr size_t kFunctionSlots = 8192;  // power of two
   static constexpr size_t kParamPool = 1u << 16;
 
-  HookRecorder(DriverTable& table, TraceSink& sink);
+  HookRecorder(hooks::DriverTable& table, TraceSink& sink);
   ~HookRecorder() override;
 
   // Disabled: forward only (after a fork in the child, after the sink failed, when another backend records).

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "kfuse/collector/driver_hooks.h"
+#include "kfuse/hooks/driver_hooks.h"
 #include "kfuse/inject/runtime_plan.h"
 
 namespace kfuse::inject {
@@ -85,9 +85,9 @@ struct InjectorStats {
   std::vector<PlanStats> plans;
 };
 
-class Injector : public collector::HookClient {
+class Injector : public hooks::HookClient {
  public:
-  Injector(collector::DriverTable& table, std::vector<RuntimePlan> plans, InjectorOptions options = {});
+  Injector(hooks::DriverTable& table, std::vector<RuntimePlan> plans, InjectorOptions options = {});
   ~Injector() override;
 
   // Issues every deferred launch (process exit).

@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kfuse/collector/events.h"
+namespace kfuse::hooks {
 
-namespace kfuse::collector {
+// What a module image is. The collector's module events carry it.
+enum class ImageKindCode : uint32_t { kUnknown = 0, kPtx, kCubin, kFatbin };
 
 // Classifies a module image given to cuModuleLoadData & co and finds its size (NUL-terminated PTX, ELF cubin,
 // fatbin or fatbin wrapper). Size 0 if it cannot tell.
@@ -24,4 +25,4 @@ ImageInfo inspectModuleImage(const void* image);
 // than `max_bytes`. Allocates; throws nothing.
 std::vector<uint8_t> readModuleFile(const char* path, uint64_t max_bytes);
 
-}  // namespace kfuse::collector
+}  // namespace kfuse::hooks

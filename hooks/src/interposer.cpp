@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "kfuse/collector/driver_hooks.h"
+#include "kfuse/hooks/driver_hooks.h"
 
-namespace kfuse::collector {
+namespace kfuse::hooks {
 namespace {
 
 DriverTable g_driver;  // constant-initialized (all slots null): usable before any constructor runs
@@ -279,4 +279,4 @@ uint64_t Interposer::mismatchedLookups() {
   return g_mismatched.load();
 }
 
-}  // namespace kfuse::collector
+}  // namespace kfuse::hooks

@@ -1,8 +1,8 @@
-#include "kfuse/collector/driver_hooks.h"
+#include "kfuse/hooks/driver_hooks.h"
 
 #include <gtest/gtest.h>
 
-namespace kfuse::collector {
+namespace kfuse::hooks {
 namespace {
 
 // Fake driver functions: distinct addresses, recognisable results.
@@ -126,4 +126,4 @@ TEST(InterposerTest, EveryApiHasDistinctWrappersAndNames) {
 }
 
 }  // namespace
-}  // namespace kfuse::collector
+}  // namespace kfuse::hooks

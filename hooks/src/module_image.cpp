@@ -1,4 +1,4 @@
-#include "kfuse/collector/module_image.h"
+#include "kfuse/hooks/module_image.h"
 
 #include <elf.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-namespace kfuse::collector {
+namespace kfuse::hooks {
 
 ImageInfo inspectModuleImage(const void* image) {
   ImageInfo info;
@@ -78,4 +78,4 @@ std::vector<uint8_t> readModuleFile(const char* path, uint64_t max_bytes) {
   return bytes;
 }
 
-}  // namespace kfuse::collector
+}  // namespace kfuse::hooks

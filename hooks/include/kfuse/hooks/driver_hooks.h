@@ -19,7 +19,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace kfuse::collector {
+namespace kfuse::hooks {
 
 // Helpers for the X-macro below: "(a, b)" -> "(int variant, a, b)" and "(x, y)" -> "(variant, x, y)".
 #define KFUSE_WITH_VARIANT_PARAM(...) (int variant __VA_OPT__(, ) __VA_ARGS__)
@@ -283,4 +283,4 @@ class Interposer {
   static uint64_t mismatchedLookups();  // a second, different driver function for an occupied slot
 };
 
-}  // namespace kfuse::collector
+}  // namespace kfuse::hooks

@@ -16,7 +16,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "kfuse/collector/driver_hooks.h"
+#include "kfuse/hooks/driver_hooks.h"
 
 #define KFUSE_EXPORT __attribute__((visibility("default")))
 
@@ -65,7 +65,7 @@ inline KfuseDlsymFn kfuseNextDlsym() {
 inline void* kfuseInterposeDriverSymbol(void* handle, const char* name, void* real, const void* caller) {
   if (!real || kfuse_preload::callerExcluded(caller)) return real;
   if (std::strncmp(name, "cuGetProcAddress", 16) == 0) kfuse_preload::driverReached(handle);
-  return kfuse::collector::Interposer::resolveSymbol(name, real);
+  return kfuse::hooks::Interposer::resolveSymbol(name, real);
 }
 
 __attribute__((optimize("optimize-sibling-calls"))) KFUSE_EXPORT void* dlsym(void* handle, const char* name) {
@@ -80,33 +80,31 @@ __attribute__((optimize("optimize-sibling-calls"))) KFUSE_EXPORT void* dlsym(voi
 KFUSE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
                                           CUdriverProcAddressQueryResult* status) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  return reinterpret_cast<Fn>(kfuse::collector::Interposer::getProcAddressV2Wrapper())(symbol, pfn, version, flags,
-                                                                                       status);
+  return reinterpret_cast<Fn>(kfuse::hooks::Interposer::getProcAddressV2Wrapper())(symbol, pfn, version, flags, status);
 }
 
 CUresult kfuseLegacyGetProcAddress(const char* symbol, void** pfn, int version,
                                    cuuint64_t flags) __asm__("cuGetProcAddress");
 KFUSE_EXPORT CUresult kfuseLegacyGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
-  return reinterpret_cast<Fn>(kfuse::collector::Interposer::getProcAddressLegacyWrapper())(symbol, pfn, version,
-                                                                                           flags);
+  return reinterpret_cast<Fn>(kfuse::hooks::Interposer::getProcAddressLegacyWrapper())(symbol, pfn, version, flags);
 }
 
 // Direct exports for applications linked against libcuda.so.1: each forwards to the hooking layer's wrapper.
 #define KFUSE_PTSZ_EXPORT_0(ID, PTSZ, PARAMS, ARGS)
-#define KFUSE_PTSZ_EXPORT_1(ID, PTSZ, PARAMS, ARGS)                                                         \
-  CUresult kfuse_export_ptsz_##ID PARAMS __asm__(PTSZ);                                                     \
-  KFUSE_EXPORT CUresult kfuse_export_ptsz_##ID PARAMS {                                                     \
-    using Fn = kfuse::collector::DriverTable::ID##Fn;                                                       \
-    return reinterpret_cast<Fn>(kfuse::collector::Interposer::wrapper(kfuse::collector::Api::ID, 1)) ARGS; \
+#define KFUSE_PTSZ_EXPORT_1(ID, PTSZ, PARAMS, ARGS)                                                \
+  CUresult kfuse_export_ptsz_##ID PARAMS __asm__(PTSZ);                                            \
+  KFUSE_EXPORT CUresult kfuse_export_ptsz_##ID PARAMS {                                            \
+    using Fn = kfuse::hooks::DriverTable::ID##Fn;                                                  \
+    return reinterpret_cast<Fn>(kfuse::hooks::Interposer::wrapper(kfuse::hooks::Api::ID, 1)) ARGS; \
   }
 #define KFUSE_PTSZ_EXPORT(HAS, ID, PTSZ, PARAMS, ARGS) KFUSE_PTSZ_EXPORT_##HAS(ID, PTSZ, PARAMS, ARGS)
-#define KFUSE_X(ID, BASE, MINV, MAXV, SYM, PTSZ, HAS_PTSZ, PARAMS, ARGS)                                    \
-  CUresult kfuse_export_##ID PARAMS __asm__(SYM);                                                           \
-  KFUSE_EXPORT CUresult kfuse_export_##ID PARAMS {                                                          \
-    using Fn = kfuse::collector::DriverTable::ID##Fn;                                                       \
-    return reinterpret_cast<Fn>(kfuse::collector::Interposer::wrapper(kfuse::collector::Api::ID, 0)) ARGS; \
-  }                                                                                                         \
+#define KFUSE_X(ID, BASE, MINV, MAXV, SYM, PTSZ, HAS_PTSZ, PARAMS, ARGS)                           \
+  CUresult kfuse_export_##ID PARAMS __asm__(SYM);                                                  \
+  KFUSE_EXPORT CUresult kfuse_export_##ID PARAMS {                                                 \
+    using Fn = kfuse::hooks::DriverTable::ID##Fn;                                                  \
+    return reinterpret_cast<Fn>(kfuse::hooks::Interposer::wrapper(kfuse::hooks::Api::ID, 0)) ARGS; \
+  }                                                                                                \
   KFUSE_PTSZ_EXPORT(HAS_PTSZ, ID, PTSZ, PARAMS, ARGS)
 KFUSE_DRIVER_HOOKS(KFUSE_X)
 #undef KFUSE_X
