@@ -7,6 +7,7 @@
 
 #include "kfuse/ptx/ranges.h"
 
+#include "kfuse/ptx/special_registers.h"
 namespace kfuse::ptx {
 
 namespace {
@@ -15,20 +16,13 @@ bool isBlockBarrier(const Instruction& in) {
   return (in.opcode == Opcode::kBar || in.opcode == Opcode::kBarrier) && !in.has(Mod::kWarp) && !in.has(Mod::kArrive);
 }
 
-// Registers whose value may differ between the threads of one block: from %tid/%laneid/%warpid/%clock, memory,
+// Registers whose value may differ between the threads of one block: from %tid/%laneid/%lanemask_*/%clock, memory,
 // warp-level operations, or another such register. Flow-insensitive: a register is varying if any definition is.
 std::set<std::string> varyingRegisters(const Function& f) {
   std::set<std::string> varying;
   auto isVaryingOperand = [&](const Operand& o, auto& self) -> bool {
     if (o.kind == OperandKind::kRegister) {
-      if (o.name.rfind("%ctaid.", 0) == 0 || o.name.rfind("%nctaid.", 0) == 0 || o.name.rfind("%ntid.", 0) == 0 ||
-          o.name.rfind("%nclusterid", 0) == 0) {
-        return false;
-      }
-      if (o.name.find('.') != std::string::npos || o.name.rfind("%laneid", 0) == 0 || o.name.rfind("%warpid", 0) == 0 ||
-          o.name.rfind("%clock", 0) == 0 || o.name.rfind("%globaltimer", 0) == 0) {
-        return true;  // %tid.x and other per-thread special registers
-      }
+      if (auto r = specialRegister(o.name)) return variesWithinBlock(*r);  // %tid.x, %laneid, %clock...
       return varying.count(o.name) > 0;
     }
     for (const Operand& e : o.elements) {

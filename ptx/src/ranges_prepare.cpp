@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kfuse/ptx/ranges.h"
+#include "kfuse/ptx/special_registers.h"
 #include "ranges_impl.h"
 
 namespace kfuse::ptx {
@@ -311,23 +312,14 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
       s.kind = SrcKind::kUnknown;
       return s;
     }
-    static const std::pair<const char*, SrcKind> kSpecial[] = {{"%tid.", SrcKind::kTid},
-                                                               {"%ntid.", SrcKind::kNtid},
-                                                               {"%ctaid.", SrcKind::kCtaid},
-                                                               {"%nctaid.", SrcKind::kNctaid}};
-    for (const auto& [prefix, kind] : kSpecial) {
-      const std::string_view p(prefix);
-      if (o.name.size() == p.size() + 1 && o.name.compare(0, p.size(), p) == 0) {
-        const char c = o.name.back();
-        if (c >= 'x' && c <= 'z') {
-          s.kind = kind;
-          s.index = c - 'x';
-          return s;
-        }
+    if (auto r = specialRegister(o.name)) {
+      if (auto g = geometryComponent(*r)) {
+        static constexpr SrcKind kFamily[] = {SrcKind::kTid, SrcKind::kNtid, SrcKind::kCtaid, SrcKind::kNctaid};
+        s.kind = kFamily[static_cast<int>(g->family)];
+        s.index = g->axis;
+      } else {
+        s.kind = SrcKind::kUnknown;  // another special register (%laneid, %clock...)
       }
-    }
-    if (o.name.rfind("%", 0) == 0 && o.name.find('.') != std::string::npos) {
-      s.kind = SrcKind::kUnknown;  // another special register (%laneid, %clock...)
       return s;
     }
     s.kind = SrcKind::kReg;

@@ -152,6 +152,16 @@ bool isTimer(SpecialRegister r) {
   }
 }
 
+bool variesWithinBlock(SpecialRegister r) {
+  switch (r) {
+    case R::kTidX: case R::kTidY: case R::kTidZ: case R::kTid: case R::kLaneId: case R::kWarpId:
+    case R::kLaneMaskEq: case R::kLaneMaskLe: case R::kLaneMaskLt: case R::kLaneMaskGe: case R::kLaneMaskGt:
+    case R::kPerfMonitor: case R::kPerfMonitor64:
+      return true;
+    default: return isTimer(r);
+  }
+}
+
 bool readsLaunchSharedMemorySize(SpecialRegister r) {
   return r == R::kDynamicSmemSize || r == R::kTotalSmemSize;
 }

@@ -78,6 +78,15 @@ TEST(SpecialRegisters, Classes) {
   EXPECT_TRUE(readsLaunchSharedMemorySize(SpecialRegister::kDynamicSmemSize));
   EXPECT_TRUE(readsLaunchSharedMemorySize(SpecialRegister::kTotalSmemSize));
   EXPECT_FALSE(readsLaunchSharedMemorySize(SpecialRegister::kAggrSmemSize));
+  // Per thread: the indices, lane, warp, lane masks (which a prefix match on "%laneid" used to miss) and timers.
+  for (SpecialRegister r : {SpecialRegister::kTidY, SpecialRegister::kTid, SpecialRegister::kLaneId,
+                            SpecialRegister::kWarpId, SpecialRegister::kLaneMaskLt, SpecialRegister::kClock64}) {
+    EXPECT_TRUE(variesWithinBlock(r)) << specialRegisterName(r);
+  }
+  for (SpecialRegister r : {SpecialRegister::kCtaidX, SpecialRegister::kNtidZ, SpecialRegister::kNctaid,
+                            SpecialRegister::kSmId, SpecialRegister::kDynamicSmemSize, SpecialRegister::kEnvReg}) {
+    EXPECT_FALSE(variesWithinBlock(r)) << specialRegisterName(r);
+  }
 }
 
 // Every undeclared '%' name real nvcc output reads is a special register the enum knows: the verifier relies on

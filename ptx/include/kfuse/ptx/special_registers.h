@@ -60,6 +60,10 @@ bool isGeometryVector(SpecialRegister r);
 
 // %clock, %clock_hi, %clock64, %globaltimer and its halves: values that change while a thread runs.
 bool isTimer(SpecialRegister r);
+// Whether two threads of one block may read different values: the thread's indices, lane and warp, lane masks,
+// timers and performance counters. The block's and grid's indices and sizes, the SM, sizes and the environment
+// are the same for every thread of a block.
+bool variesWithinBlock(SpecialRegister r);
 // %dynamic_smem_size and %total_smem_size: sizes a launch's dynamic shared memory changes.
 bool readsLaunchSharedMemorySize(SpecialRegister r);
 
