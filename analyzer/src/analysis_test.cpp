@@ -280,6 +280,59 @@ TEST(Analysis, ProvesAStencilConsumerOnlyAsAPrologue) {
   EXPECT_EQ(c.epilogue->element_bytes, 4u);
 }
 
+const Candidate* findChain(const Report& r, const std::vector<Id>& functions) {
+  for (const Candidate& c : r.candidates) {
+    if (c.kind == CandidateKind::kVertical && c.function_ids == functions) return &c;
+  }
+  return nullptr;
+}
+
+TEST(Analysis, FindsTheLegalChainInsideABlockedOne) {
+  // produce -> consume is thread-local; consume -> blur reads its neighbours' elements. The chain of three is
+  // blocked as a whole, and its legal part produce -> consume is a candidate of its own; the blocked part
+  // consume -> blur is not listed again.
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000)
+        .launch(TraceBuilder::kBlur, {3, 4}, 1001);
+  }
+  AnalysisOptions options;
+  options.keep_no_gain = true;
+  const Report r = run(b, options);
+  const Candidate* chain = findChain(r, {TraceBuilder::kProduce, TraceBuilder::kConsume, TraceBuilder::kBlur});
+  ASSERT_NE(chain, nullptr);
+  EXPECT_EQ(chain->legality, Legality::kBlocked);
+  const Candidate* part = findChain(r, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(part, nullptr);
+  EXPECT_EQ(part->legality, Legality::kProven);
+  EXPECT_EQ(part->occurrences.size(), 3u);
+  EXPECT_TRUE(anyReasonContains(*part, "a legal part of a longer chain"));
+  EXPECT_EQ(findChain(r, {TraceBuilder::kConsume, TraceBuilder::kBlur}), nullptr);
+  // The two compete for the same launches.
+  EXPECT_FALSE(part->conflicts_with.empty());
+  std::set<std::string> ids;
+  for (const Candidate& c : r.candidates) EXPECT_TRUE(ids.insert(c.id).second) << "duplicate id " << c.id;
+}
+
+TEST(Analysis, ASubChainIsJudgedLikeAnyChain) {
+  // The illegal twin: consume (2 -> 1) overwrites element i of allocation 1, which blur's threads i - 1 and i + 1
+  // read. Fused, one thread would overwrite what a neighbour has yet to read: blur -> consume stays refused, and
+  // only the thread-local consume (2 -> 1) -> consume (1 -> 3) is offered.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kBlur, {1, 2}, 1001).launch(TraceBuilder::kConsume, {2, 1}, 1000)
+      .launch(TraceBuilder::kConsume, {1, 3}, 1000);
+  AnalysisOptions options;
+  options.keep_no_gain = true;
+  const Report r = run(b, options);
+  const Candidate* chain = findChain(r, {TraceBuilder::kBlur, TraceBuilder::kConsume, TraceBuilder::kConsume});
+  ASSERT_NE(chain, nullptr);
+  EXPECT_EQ(chain->legality, Legality::kBlocked);
+  EXPECT_EQ(findChain(r, {TraceBuilder::kBlur, TraceBuilder::kConsume}), nullptr);
+  const Candidate* part = findChain(r, {TraceBuilder::kConsume, TraceBuilder::kConsume});
+  ASSERT_NE(part, nullptr);
+  EXPECT_EQ(part->legality, Legality::kProven);
+}
+
 TEST(Analysis, DoesNotProveADataDependentGather) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kGather, {2, 4, 3}, 1000);

@@ -251,18 +251,113 @@ std::vector<char> markCriticalPath(const core::Trace& t, const DependencyGraph& 
   return on_path;
 }
 
-// Every pattern the search finds, judged (split by legality where argument tuples disagree), each with its id.
-std::vector<Candidate> findCandidates(Analysis& analysis, SearchStats& stats) {
-  std::vector<Candidate> candidates;
-  for (Candidate& found : analysis.run(stats)) {
-    const std::string key = analysis.patternKey(found.kind, found.occurrences.front());
-    for (Candidate& part : analysis.judge(std::move(found))) {
-      const std::string what = key + "|" + fusionKindName(part.fusion) + "|" + legalityName(part.legality);
-      part.id = "k" + core::sha256Hex(reinterpret_cast<const uint8_t*>(what.data()), what.size()).substr(0, 10);
-      candidates.push_back(std::move(part));
+std::string candidateId(const std::string& pattern_key, const Candidate& c) {
+  const std::string what = pattern_key + "|" + fusionKindName(c.fusion) + "|" + legalityName(c.legality);
+  return "k" + core::sha256Hex(reinterpret_cast<const uint8_t*>(what.data()), what.size()).substr(0, 10);
+}
+
+// The legal chains inside blocked ones. A chain is judged as a whole, so one illegal pair (a GEMM before a
+// softmax -> cross-entropy pair, say) blocks every kernel in it. Windows of each blocked occurrence are judged,
+// longest first, all windows of one pattern together (and with that pattern's own occurrences where the search
+// found it elsewhere, so that one pattern keeps one id); a window inside a legal longer window is not tried again.
+// Legal windows become candidates of their own; overlapping ones compete in the selection like any other
+// candidates. Blocked windows are not listed: the blocked chain already says why.
+void addLegalSubChains(Analysis& analysis, const std::vector<std::vector<size_t>>& blocked,
+                       std::map<std::string, std::vector<std::vector<size_t>>>& searched,
+                       std::map<std::string, std::vector<size_t>>& reported, std::vector<Candidate>& candidates,
+                       std::vector<char>& superseded) {
+  size_t longest = 0;
+  for (const auto& occ : blocked) longest = std::max(longest, occ.size());
+  std::vector<std::vector<std::pair<size_t, size_t>>> legal(blocked.size());  // per occurrence: legal [start, end)
+  for (size_t len = longest - 1; len >= 2; --len) {
+    std::map<std::string, size_t> index;
+    std::vector<Candidate> layer;
+    std::map<std::vector<size_t>, std::pair<size_t, size_t>> window_of;  // sub-occurrence -> (occurrence, start)
+    for (size_t b = 0; b < blocked.size(); ++b) {
+      const auto& occ = blocked[b];
+      for (size_t start = 0; start + len <= occ.size(); ++start) {
+        const bool covered = std::any_of(legal[b].begin(), legal[b].end(), [&](const auto& w) {
+          return w.first <= start && start + len <= w.second;
+        });
+        if (covered) continue;
+        std::vector<size_t> sub(occ.begin() + static_cast<std::ptrdiff_t>(start),
+                                occ.begin() + static_cast<std::ptrdiff_t>(start + len));
+        if (!window_of.emplace(sub, std::make_pair(b, start)).second) continue;
+        analysis.group(index, layer, CandidateKind::kVertical, sub);
+      }
+    }
+    for (Candidate& c : layer) {
+      const std::string key = analysis.patternKey(c.kind, c.occurrences.front());
+      const auto found = searched.find(key);
+      if (found != searched.end()) {
+        // The search found this pattern on its own: its occurrences and the windows are judged as one pattern.
+        std::set<std::vector<size_t>> have(c.occurrences.begin(), c.occurrences.end());
+        for (const auto& occ : found->second) {
+          if (have.insert(occ).second) c.occurrences.push_back(occ);
+        }
+      }
+      const std::vector<Candidate> parts = analysis.judge(c);
+      bool window_legal = false;
+      for (const Candidate& part : parts) {
+        if (part.legality == Legality::kBlocked) continue;
+        for (const auto& occ : part.occurrences) {
+          auto w = window_of.find(occ);
+          if (w == window_of.end()) continue;
+          window_legal = true;
+          legal[w->second.first].push_back({w->second.second, w->second.second + len});
+        }
+      }
+      // Nothing legal inside a blocked chain: the chain already says why (and the search's own candidates for the
+      // pattern stand as they were).
+      if (!window_legal) continue;
+      if (found != searched.end()) {
+        for (size_t i : reported[key]) superseded[i] = 1;
+        reported[key].clear();
+        found->second = c.occurrences;
+      }
+      for (const Candidate& part : parts) {
+        if (part.legality == Legality::kBlocked && found == searched.end()) continue;
+        Candidate kept = part;
+        kept.id = candidateId(key, kept);
+        if (part.legality != Legality::kBlocked) {
+          kept.reasons.push_back("a legal part of a longer chain that is blocked as a whole");
+        }
+        reported[key].push_back(candidates.size());
+        candidates.push_back(std::move(kept));
+        superseded.push_back(0);
+      }
     }
   }
-  return candidates;
+}
+
+// Every pattern the search finds, judged (split by legality where argument tuples disagree), each with its id, and
+// the legal chains inside the blocked ones.
+std::vector<Candidate> findCandidates(Analysis& analysis, SearchStats& stats) {
+  std::vector<Candidate> candidates;
+  std::vector<char> superseded;
+  std::map<std::string, std::vector<std::vector<size_t>>> searched;  // pattern key -> its occurrences
+  std::map<std::string, std::vector<size_t>> reported;               // pattern key -> its candidates' positions
+  std::vector<std::vector<size_t>> blocked;  // occurrences of blocked vertical chains of three or more kernels
+  for (Candidate& found : analysis.run(stats)) {
+    const std::string key = analysis.patternKey(found.kind, found.occurrences.front());
+    if (found.kind == CandidateKind::kVertical) searched[key] = found.occurrences;
+    for (Candidate& part : analysis.judge(std::move(found))) {
+      part.id = candidateId(key, part);
+      if (part.kind == CandidateKind::kVertical && part.legality == Legality::kBlocked &&
+          part.function_ids.size() > 2) {
+        blocked.insert(blocked.end(), part.occurrences.begin(), part.occurrences.end());
+      }
+      if (part.kind == CandidateKind::kVertical) reported[key].push_back(candidates.size());
+      candidates.push_back(std::move(part));
+      superseded.push_back(0);
+    }
+  }
+  if (!blocked.empty()) addLegalSubChains(analysis, blocked, searched, reported, candidates, superseded);
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!superseded[i]) out.push_back(std::move(candidates[i]));
+  }
+  return out;
 }
 
 // Costs each candidate, drops those predicted to save nothing (unless options.keep_no_gain; returns how many),
