@@ -42,6 +42,24 @@ void setElementThread(ptx::Builder& b, const ptx::Operand& element, const Launch
   b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("one"), ptx::integerOperand(1)});
 }
 
+ElementAddress declareElementAddress(ptx::Builder& b) {
+  ElementAddress r;
+  r.ptr = b.declare("ptr", ptx::DataType::kB64);
+  r.rel = b.declare("rel", ptx::DataType::kB64);
+  r.e = b.declare("e", ptx::DataType::kB64);
+  return r;
+}
+
+void emitDistanceFromElement0(ptx::Builder& b, const ElementAddress& r, const std::string& param,
+                              const ptx::Operand& access, int64_t element0_offset) {
+  b.emit(ptx::Opcode::kLd, {".param", ".u64"}, {r.ptr, ptx::addressOperand(ptx::symbolOperand(param))});
+  b.emit(ptx::Opcode::kCvta, {".to", ".global", ".u64"}, {r.ptr, r.ptr});
+  b.emit(ptx::Opcode::kSub, {".s64"}, {r.rel, access.elements[0], r.ptr});
+  if (const int64_t off = access.offset - element0_offset; off != 0) {
+    b.emit(ptx::Opcode::kAdd, {".s64"}, {r.rel, r.rel, ptx::integerOperand(off)});
+  }
+}
+
 void useElementRegisters(ptx::Instruction& in, const std::map<ptx::SpecialRegister, std::string>& registers) {
   forEachOperand(in, [&](Operand& o) {
     if (o.kind != OperandKind::kRegister) return;

@@ -40,6 +40,16 @@ bool otherSpecialRegister(const std::string& name);
 void declareElementThread(ptx::Builder& b);
 // Sets them for the thread that owns element `element` (a .u32 linear index) of a 1-D launch of `shape`.
 void setElementThread(ptx::Builder& b, const ptx::Operand& element, const LaunchShape& shape);
+// The registers that locate an element from an access's address: `ptr` (element 0's address, from a parameter),
+// `rel` (the access's byte distance from it) and `e` (the element index), all .b64, declared in that order.
+struct ElementAddress {
+  ptx::Operand ptr, rel, e;
+};
+ElementAddress declareElementAddress(ptx::Builder& b);
+// rel = the address of `access` (a register-based address operand) - (parameter `param` + `element0_offset`).
+void emitDistanceFromElement0(ptx::Builder& b, const ElementAddress& r, const std::string& param,
+                              const ptx::Operand& access, int64_t element0_offset);
+
 // Replaces the special registers `in` reads by the element's registers.
 void useElementRegisters(ptx::Instruction& in, const std::map<ptx::SpecialRegister, std::string>& registers);
 

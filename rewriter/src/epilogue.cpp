@@ -124,19 +124,14 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   // Registers first (declared at the top of the fused kernel), then the code that runs after the store.
   std::vector<Statement> glue_decls, glue_code;
   ptx::Builder glue("%kfe_", &glue_code, &glue_decls);
-  const Operand ptr = glue.declare("ptr", ptx::DataType::kB64);
-  const Operand rel = glue.declare("rel", ptx::DataType::kB64);
-  const Operand e = glue.declare("e", ptx::DataType::kB64);
+  const detail::ElementAddress at = detail::declareElementAddress(glue);
+  const Operand& rel = at.rel;
+  const Operand& e = at.e;
   const Operand e32 = glue.declare("e32", ptx::DataType::kB32);
   detail::declareElementThread(glue);
   const Operand skip = glue.declare("skip", ptx::DataType::kPred);
   if (!store.inst.guard.empty()) glue.branch(end, store.inst.guard, !store.inst.guard_negated);  // no store, no element
-  glue.emit(Opcode::kLd, {".param", ".u64"}, {ptr, ptx::addressOperand(ptx::symbolOperand(param_name))});
-  glue.emit(Opcode::kCvta, {".to", ".global", ".u64"}, {ptr, ptr});
-  glue.emit(Opcode::kSub, {".s64"}, {rel, addr->elements[0], ptr});
-  if (const int64_t off = addr->offset - spec.consumer_offset; off != 0) {
-    glue.emit(Opcode::kAdd, {".s64"}, {rel, rel, ptx::integerOperand(off)});
-  }
+  detail::emitDistanceFromElement0(glue, at, param_name, *addr, spec.consumer_offset);
   if (std::has_single_bit(spec.element_bytes)) {
     glue.emit(Opcode::kShr, {".u64"}, {e, rel, ptx::integerOperand(std::countr_zero(spec.element_bytes))});
   } else {

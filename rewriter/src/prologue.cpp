@@ -170,9 +170,9 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   // The glue's registers, declared at the top; its code goes straight into the fused body.
   std::vector<Statement> decls;
   ptx::Builder glue("%kfp_", &fused.body, &decls);
-  const Operand ptr = glue.declare("ptr", ptx::DataType::kB64);
-  const Operand rel = glue.declare("rel", ptx::DataType::kB64);
-  const Operand e = glue.declare("e", ptx::DataType::kB64);
+  const detail::ElementAddress at = detail::declareElementAddress(glue);
+  const Operand& rel = at.rel;
+  const Operand& e = at.e;
   const Operand p = glue.declare("p", ptx::DataType::kB32);
   const Operand ra = glue.declare("a", ptx::DataType::kB32);
   const Operand rb = glue.declare("b", ptx::DataType::kB32);
@@ -259,12 +259,7 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     ptx::Instruction in = copy.inst;
     const Operand& addr = in.operands[1];
     if (!in.guard.empty()) glue.branch(end, in.guard, !in.guard_negated);
-    glue.emit(Opcode::kLd, {".param", ".u64"}, {ptr, ptx::addressOperand(ptx::symbolOperand(cparam))});
-    glue.emit(Opcode::kCvta, {".to", ".global", ".u64"}, {ptr, ptr});
-    glue.emit(Opcode::kSub, {".s64"}, {rel, addr.elements[0], ptr});
-    if (const int64_t off = addr.offset - spec.consumer_offset; off != 0) {
-      glue.emit(Opcode::kAdd, {".s64"}, {rel, rel, ptx::integerOperand(off)});
-    }
+    detail::emitDistanceFromElement0(glue, at, cparam, addr, spec.consumer_offset);
     glue.emit(Opcode::kShr, {".u64"}, {e, rel, imm(static_cast<uint64_t>(std::countr_zero(s)))});
     // Every element the load takes among the producer's (a negative element wraps above too).
     glue.emit(Opcode::kSetp, {".gt", ".u64"}, {skip, e, imm(elements - it->lanes)});
