@@ -19,13 +19,15 @@ using Id = int64_t;
 inline constexpr Id kNoId = 0;
 inline constexpr int64_t kNoTime = -1;
 
-enum class ImageKind { kUnknown, kPtx, kCubin, kFatbin };
+// The enums with a fixed underlying type are also fields of the collector's fixed-layout events
+// (kfuse/collector/events.h), which carry them through its queue as 32-bit values.
+enum class ImageKind : uint32_t { kUnknown, kPtx, kCubin, kFatbin };
 enum class AccessMode { kUnknown, kNone, kRead, kWrite, kReadWrite };
-enum class MetricSource { kMeasured, kEmulated, kEstimated };
-enum class AllocationKind { kUnknown, kDevice, kHostPinned, kManaged, kPool, kArray };
-enum class MemcpyKind { kUnknown, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
-enum class SyncKind { kUnknown, kContext, kStream, kEvent, kStreamWaitEvent };
-enum class StatSeverity { kInfo, kWarning, kError };
+enum class MetricSource : uint32_t { kMeasured, kEmulated, kEstimated };
+enum class AllocationKind : uint32_t { kUnknown, kDevice, kHostPinned, kManaged, kPool, kArray };
+enum class MemcpyKind : uint32_t { kUnknown, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
+enum class SyncKind : uint32_t { kUnknown, kContext, kStream, kEvent, kStreamWaitEvent };
+enum class StatSeverity : uint32_t { kInfo, kWarning, kError };
 
 // String forms used by the SQLite store, the JSON interchange format and reports. `parse*` return nullopt for
 // a string that is not one of the names.
