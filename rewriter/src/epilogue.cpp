@@ -31,8 +31,8 @@ using ptx::StatementKind;
 Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& spec) {
   if (spec.consumers.empty()) return unsupported("an epilogue fusion needs at least one consumer");
   if (spec.element_bytes == 0) return unsupported("the epilogue's element size is not known");
-  if (spec.consumer_shape.block[1] != 1 || spec.consumer_shape.block[2] != 1 || spec.consumer_shape.grid[1] != 1 ||
-      spec.consumer_shape.grid[2] != 1) {
+  if (spec.consumer_shape.block.y != 1 || spec.consumer_shape.block.z != 1 || spec.consumer_shape.grid.y != 1 ||
+      spec.consumer_shape.grid.z != 1) {
     return unsupported("the consumers of an epilogue fusion must run on a 1-D launch");
   }
   if (spec.consumer < 1 || static_cast<size_t>(spec.consumer) > spec.consumers.size()) {
@@ -142,10 +142,10 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   code += "setp.ge.u64 %kfe_skip, %kfe_e, " + std::to_string(total) + ";\n";  // negative offsets wrap above too
   code += "@%kfe_skip bra " + end + ";\n";
   code += "cvt.u32.u64 %kfe_e32, %kfe_e;\n";
-  code += "div.u32 %kfe_ctaid, %kfe_e32, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
-  code += "rem.u32 %kfe_tid, %kfe_e32, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
-  code += "mov.u32 %kfe_ntid, " + std::to_string(spec.consumer_shape.block[0]) + ";\n";
-  code += "mov.u32 %kfe_nctaid, " + std::to_string(spec.consumer_shape.grid[0]) + ";\n";
+  code += "div.u32 %kfe_ctaid, %kfe_e32, " + std::to_string(spec.consumer_shape.block.x) + ";\n";
+  code += "rem.u32 %kfe_tid, %kfe_e32, " + std::to_string(spec.consumer_shape.block.x) + ";\n";
+  code += "mov.u32 %kfe_ntid, " + std::to_string(spec.consumer_shape.block.x) + ";\n";
+  code += "mov.u32 %kfe_nctaid, " + std::to_string(spec.consumer_shape.grid.x) + ";\n";
   code += "mov.u32 %kfe_zero, 0;\nmov.u32 %kfe_one, 1;\n";
   KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_decls, detail::parseGlue(param_name, glue));
   KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> glue_code, detail::parseGlue(param_name, code));

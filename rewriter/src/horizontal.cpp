@@ -120,8 +120,8 @@ BarrierOperands barrierOperands(const Instruction& in) {
   return b;
 }
 
-std::string dims(const std::array<uint32_t, 3>& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+std::string dims(const core::Dim3& d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
 }
 
 // Where references to a shared variable go in a part: another variable, at a byte offset into it.
@@ -135,7 +135,7 @@ using Relocations = std::map<std::string, Relocation, std::less<>>;
 struct Part {
   int index = 0;
   const Function* f = nullptr;
-  LaunchShape shape;
+  core::LaunchShape shape;
   std::string tag;  // renaming tag "k<index>_"
   uint64_t first_block = 0;
   uint32_t first_thread = 0;
@@ -275,12 +275,12 @@ class PartCode {
     emit(detail::branchTo(label, p));
   }
   // Splits a linear index into x, y, z of `shape` (x fastest), into the registers of `family` the part reads.
-  void split(const std::string& linear, const std::array<uint32_t, 3>& shape, int family,
-             const std::array<bool, 12>& reads, std::map<std::string, std::string>* renames) {
+  void split(const std::string& linear, const core::Dim3& shape, int family, const std::array<bool, 12>& reads,
+             std::map<std::string, std::string>* renames) {
     const int base = family * 3;
     auto want = [&](int dim) { return reads[base + dim]; };
     auto name = [&](int dim) { return std::string(kGeometrySuffix[base + dim]); };
-    if (shape[1] == 1 && shape[2] == 1) {
+    if (shape.y == 1 && shape.z == 1) {
       if (want(0)) (*renames)[kGeometryNames[base]] = value(name(0), reg(linear));
       if (want(1)) (*renames)[kGeometryNames[base + 1]] = value(name(1), imm(0));
       if (want(2)) (*renames)[kGeometryNames[base + 2]] = value(name(2), imm(0));
@@ -288,25 +288,25 @@ class PartCode {
     }
     if (want(0)) {
       std::string x = newReg(name(0));
-      emit(make(Opcode::kRem, {".u32"}, {reg(x), reg(linear), imm(shape[0])}));
+      emit(make(Opcode::kRem, {".u32"}, {reg(x), reg(linear), imm(shape.x)}));
       (*renames)[kGeometryNames[base]] = x;
     }
     if (!want(1) && !want(2)) return;
     std::string rest = newReg(name(0) + "_rest");
-    emit(make(Opcode::kDiv, {".u32"}, {reg(rest), reg(linear), imm(shape[0])}));
+    emit(make(Opcode::kDiv, {".u32"}, {reg(rest), reg(linear), imm(shape.x)}));
     if (want(1)) {
       std::string y = newReg(name(1));
-      emit(make(Opcode::kRem, {".u32"}, {reg(y), reg(rest), imm(shape[1])}));
+      emit(make(Opcode::kRem, {".u32"}, {reg(y), reg(rest), imm(shape.y)}));
       (*renames)[kGeometryNames[base + 1]] = y;
     }
     if (want(2)) {
       std::string z = newReg(name(2));
-      emit(make(Opcode::kDiv, {".u32"}, {reg(z), reg(rest), imm(shape[1])}));
+      emit(make(Opcode::kDiv, {".u32"}, {reg(z), reg(rest), imm(shape.y)}));
       (*renames)[kGeometryNames[base + 2]] = z;
     }
   }
   // Constants of `family` (ntid or nctaid) from `shape`.
-  void constants(const std::array<uint32_t, 3>& shape, int family, const std::array<bool, 12>& reads,
+  void constants(const core::Dim3& shape, int family, const std::array<bool, 12>& reads,
                  std::map<std::string, std::string>* renames) {
     for (int dim = 0; dim < 3; ++dim) {
       int i = family * 3 + dim;
@@ -322,15 +322,15 @@ class PartCode {
 
 // The linear index of the thread in the fused block (`%tid.x` when the fused block is 1-D).
 // Special registers are first moved into ordinary registers: ptxas accepts them as `mov` sources only.
-std::string fusedLinearThread(PartCode& code, const std::array<uint32_t, 3>& block) {
+std::string fusedLinearThread(PartCode& code, const core::Dim3& block) {
   std::string x = code.value("fused_tid_x", reg("%tid.x"));
-  if (block[1] == 1 && block[2] == 1) return x;
+  if (block.y == 1 && block.z == 1) return x;
   std::string y = code.value("fused_tid_y", reg("%tid.y"));
   std::string z = code.value("fused_tid_z", reg("%tid.z"));
   std::string yz = code.newReg("lin_yz");
-  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(yz), reg(z), imm(block[1]), reg(y)}));
+  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(yz), reg(z), imm(block.y), reg(y)}));
   std::string lin = code.newReg("lin_thread");
-  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(lin), reg(yz), imm(block[0]), reg(x)}));
+  code.emit(make(Opcode::kMad, {".lo", ".u32"}, {reg(lin), reg(yz), imm(block.x), reg(x)}));
   return lin;
 }
 
@@ -403,7 +403,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   result.fused_name = fused_name;
 
   // ---- the fused launch shape and each part's place in it ----
-  LaunchShape& shape = result.shape;
+  core::LaunchShape& shape = result.shape;
   if (thread_layout) {
     uint64_t threads = 0, blocks = 0;
     for (Part& p : parts) {

@@ -42,9 +42,9 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   const uint32_t s = spec.element_bytes, k = spec.producer_lanes;
   if (s != 2 && s != 4 && s != 8) return unsupported("a prologue's elements must be 2, 4 or 8 bytes");
   if (k != 1 && k != 2 && k != 4) return unsupported("a prologue's producer stores 1, 2 or 4 elements per thread");
-  const LaunchShape& ps = spec.producer_shape;
-  const LaunchShape& cs = spec.consumer_shape;
-  if (ps.block[1] != 1 || ps.block[2] != 1 || ps.grid[1] != 1 || ps.grid[2] != 1) {
+  const core::LaunchShape& ps = spec.producer_shape;
+  const core::LaunchShape& cs = spec.consumer_shape;
+  if (ps.block.y != 1 || ps.block.z != 1 || ps.grid.y != 1 || ps.grid.z != 1) {
     return unsupported("the producer of a prologue fusion must run on a 1-D launch");
   }
   const uint64_t producer_threads = ps.blocks() * ps.threads(), fused_threads = cs.blocks() * cs.threads();
@@ -175,10 +175,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   fused.body.insert(fused.body.end(), decls.begin(), decls.end());
 
   const auto sregs = detail::elementSpecialRegisters("%kfp_");
-  const std::string as_thread = "div.u32 %kfp_ctaid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
-                                "rem.u32 %kfp_tid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
-                                "mov.u32 %kfp_ntid, " + std::to_string(ps.block[0]) + ";\n" +
-                                "mov.u32 %kfp_nctaid, " + std::to_string(ps.grid[0]) + ";\n" +
+  const std::string as_thread = "div.u32 %kfp_ctaid, %kfp_e32, " + std::to_string(ps.block.x) + ";\n" +
+                                "rem.u32 %kfp_tid, %kfp_e32, " + std::to_string(ps.block.x) + ";\n" +
+                                "mov.u32 %kfp_ntid, " + std::to_string(ps.block.x) + ";\n" +
+                                "mov.u32 %kfp_nctaid, " + std::to_string(ps.grid.x) + ";\n" +
                                 "mov.u32 %kfp_zero, 0;\nmov.u32 %kfp_one, 1;\n";
   auto glue = [&](const std::string& text) -> Status {
     KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> code, detail::parseGlue(cparam, text));
@@ -230,10 +230,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   if (spec.write_intermediate) {
     const auto u = [](uint64_t v) { return std::to_string(v); };
     KFUSE_RETURN_IF_ERROR(glue(
-        "mov.u32 %kfp_a, %ctaid.z;\nmov.u32 %kfp_b, %ctaid.y;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[1]) +
-        ", %kfp_b;\nmov.u32 %kfp_b, %ctaid.x;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[0]) + ", %kfp_b;\n"
-        "mov.u32 %kfp_b, %tid.z;\nmov.u32 %kfp_c, %tid.y;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[1]) +
-        ", %kfp_c;\nmov.u32 %kfp_c, %tid.x;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[0]) + ", %kfp_c;\n"
+        "mov.u32 %kfp_a, %ctaid.z;\nmov.u32 %kfp_b, %ctaid.y;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid.y) +
+        ", %kfp_b;\nmov.u32 %kfp_b, %ctaid.x;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid.x) + ", %kfp_b;\n"
+        "mov.u32 %kfp_b, %tid.z;\nmov.u32 %kfp_c, %tid.y;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block.y) +
+        ", %kfp_c;\nmov.u32 %kfp_c, %tid.x;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block.x) + ", %kfp_c;\n"
         "mad.lo.u32 %kfp_p, %kfp_a, " + u(cs.threads()) + ", %kfp_b;\n"
         "$kfuse_prologue_loop:\nsetp.ge.u32 %kfp_skip, %kfp_p, " + u(producer_threads) + ";\n"
         "@%kfp_skip bra $kfuse_prologue_loop_end;\nmov.u32 %kfp_e32, %kfp_p;\n" + as_thread));

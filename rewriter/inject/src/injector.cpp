@@ -21,7 +21,7 @@ namespace {
 
 using collector::DriverTable;
 using rewriter::ArgRef;
-using rewriter::LaunchShape;
+using core::LaunchShape;
 using rewriter::Predicate;
 
 constexpr const char* kFlushNames[] = {
@@ -986,7 +986,7 @@ struct Injector::Impl {
     stripe().issued.fetch_add(1, std::memory_order_relaxed);
     fused_launches.fetch_add(1, std::memory_order_relaxed);
     st.fused.fetch_add(1, std::memory_order_relaxed);
-    return launch(last, fn, shape.grid.data(), shape.block.data(), shape.dynamic_shared_bytes, ptrs);
+    return launch(last, fn, shape.grid.axes().data(), shape.block.axes().data(), shape.dynamic_shared_bytes, ptrs);
   }
 
   CUresult onLaunch(const Incoming& in) {

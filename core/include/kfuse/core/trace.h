@@ -6,6 +6,7 @@
 // Times are nanoseconds on one clock per trace (CUPTI's or the host's); kNoTime marks "not known".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -46,10 +47,25 @@ std::optional<MemcpyKind> parseMemcpyKind(std::string_view s);
 std::optional<SyncKind> parseSyncKind(std::string_view s);
 std::optional<StatSeverity> parseStatSeverity(std::string_view s);
 
+// A CUDA grid or block size: the one 3-vector of launch dimensions (trace, emulator, rewriter).
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
   uint64_t count() const { return uint64_t{x} * y * z; }
+  // By axis: 0, 1, 2 = x, y, z.
+  uint32_t operator[](int axis) const { return axis == 0 ? x : axis == 1 ? y : z; }
+  uint32_t& operator[](int axis) { return axis == 0 ? x : axis == 1 ? y : z; }
+  std::array<uint32_t, 3> axes() const { return {x, y, z}; }  // for driver calls that take unsigned[3]
   friend bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// What a kernel launch asks for besides its arguments: grid, block and dynamic shared memory. The emulator runs
+// launches of this shape, the rewriter's plans record and replace them.
+struct LaunchShape {
+  Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  uint64_t blocks() const { return grid.count(); }
+  uint64_t threads() const { return block.count(); }  // per block
+  friend bool operator==(const LaunchShape&, const LaunchShape&) = default;
 };
 
 struct TraceMetadata {
@@ -166,6 +182,7 @@ struct Launch {
   int64_t gpuDurationNs() const {
     return gpu_start_ns == kNoTime || gpu_end_ns == kNoTime ? kNoTime : gpu_end_ns - gpu_start_ns;
   }
+  LaunchShape shape() const { return {grid, block, dynamic_shared_bytes}; }
   friend bool operator==(const Launch&, const Launch&) = default;
 };
 
