@@ -132,9 +132,9 @@ $L__BB1_8:
 }
 )PTX";
 
+using kfuse::core::LaunchShape;
 using kfuse::emulator::Device;
 using kfuse::emulator::DevicePtr;
-using kfuse::emulator::LaunchConfig;
 using kfuse::emulator::LaunchCounters;
 
 struct Fixture {
@@ -165,7 +165,7 @@ void BM_Elementwise(benchmark::State& state) {
   void* args[] = {&x, &y, &out, &a, &nn};
   const auto* k = f.program->findKernel("saxpy_relu");
   auto params = Device::packParams(k->info(), args);
-  LaunchConfig cfg{{unsigned((n + 255) / 256)}, {256}, 0};
+  LaunchShape cfg{{unsigned((n + 255) / 256)}, {256}, 0};
   uint64_t inst = 0;
   for (auto _ : state) {
     LaunchCounters c;
@@ -184,7 +184,7 @@ void BM_SharedReduction(benchmark::State& state) {
   void* args[] = {&in, &out, &nn};
   const auto* k = f.program->findKernel("block_reduce");
   auto params = Device::packParams(k->info(), args);
-  LaunchConfig cfg{{unsigned((n + 255) / 256)}, {256}, 256 * sizeof(float)};
+  LaunchShape cfg{{unsigned((n + 255) / 256)}, {256}, 256 * sizeof(float)};
   uint64_t inst = 0;
   for (auto _ : state) {
     LaunchCounters c;

@@ -102,7 +102,7 @@ class Analysis {
   // A kernel's roofline time for its launch: its time when the trace has none.
   double rooflineNs(size_t op) const;
 
-  cost::LaunchShape shape(const core::Launch& l) const;
+  cost::LaunchResources launchResources(const core::Launch& l) const;
 
   // The buffers of one occurrence of a vertical chain: every use with its bytes, numbered by (allocation, offset)
   // in order of first use (the same numbering in every occurrence of a pattern), and the region each buffer is

@@ -146,9 +146,9 @@ bool Analysis::joinsGroup(const std::vector<size_t>& group, size_t b, SearchStat
     ++stats.pairs_config_unknown;
     return false;
   }
-  std::vector<cost::LaunchShape> shapes;
-  for (size_t a : group) shapes.push_back(shape(launch(a)));
-  shapes.push_back(shape(lb));
+  std::vector<cost::LaunchResources> shapes;
+  for (size_t a : group) shapes.push_back(launchResources(launch(a)));
+  shapes.push_back(launchResources(lb));
   if (cost::waves(shapes, gpu_) > 1.0) {
     ++stats.horizontal_not_small;
     return false;

@@ -41,36 +41,36 @@ void CUPTIAPI bufferCompleteTrampoline(CUcontext, uint32_t, uint8_t* buffer, siz
   }
 }
 
-CopyKindCode copyKind(uint8_t k) {
+core::MemcpyKind copyKind(uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CopyKindCode::kHostToDevice;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CopyKindCode::kDeviceToHost;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CopyKindCode::kDeviceToDevice;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKindCode::kHostToHost;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKindCode::kPeer;
-    default: return CopyKindCode::kUnknown;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return core::MemcpyKind::kHostToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return core::MemcpyKind::kDeviceToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return core::MemcpyKind::kDeviceToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return core::MemcpyKind::kHostToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return core::MemcpyKind::kPeer;
+    default: return core::MemcpyKind::kUnknown;
   }
 }
 
-AllocKindCode memoryKind(CUpti_ActivityMemoryKind k) {
+core::AllocationKind memoryKind(CUpti_ActivityMemoryKind k) {
   switch (k) {
     case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return AllocKindCode::kDevice;
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return AllocKindCode::kHostPinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return core::AllocationKind::kDevice;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return core::AllocationKind::kHostPinned;
     case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return AllocKindCode::kManaged;
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return AllocKindCode::kArray;
-    default: return AllocKindCode::kUnknown;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return core::AllocationKind::kManaged;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return core::AllocationKind::kArray;
+    default: return core::AllocationKind::kUnknown;
   }
 }
 
-SyncKindCode syncKind(CUpti_ActivitySynchronizationType t) {
+core::SyncKind syncKind(CUpti_ActivitySynchronizationType t) {
   switch (t) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return SyncKindCode::kEvent;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return SyncKindCode::kStreamWaitEvent;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return SyncKindCode::kStream;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return SyncKindCode::kContext;
-    default: return SyncKindCode::kUnknown;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return core::SyncKind::kEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return core::SyncKind::kStreamWaitEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return core::SyncKind::kStream;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return core::SyncKind::kContext;
+    default: return core::SyncKind::kUnknown;
   }
 }
 
@@ -439,7 +439,7 @@ bool CuptiBackend::capturedLaunch(CUpti_CallbackId cbid, const void* params) {
 }
 
 bool CuptiBackend::onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t t0, int64_t t1, int64_t corr) {
-  auto copy = [&](CopyKindCode kind, uint64_t dst, uint64_t src, size_t bytes, CUstream stream, bool async,
+  auto copy = [&](core::MemcpyKind kind, uint64_t dst, uint64_t src, size_t bytes, CUstream stream, bool async,
                   bool per_thread) {
     recorder_.recordCopy(kind, dst, src, bytes, stream, async, per_thread ? 1 : 0, t0, t1, corr,
                          /*waits_for_gpu_time=*/true);
@@ -455,49 +455,49 @@ bool CuptiBackend::onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t 
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
       const auto* p = static_cast<const cuMemcpy_params*>(params);
-      return copy(CopyKindCode::kUnknown, p->dst, p->src, p->ByteCount, nullptr, false,
+      return copy(core::MemcpyKind::kUnknown, p->dst, p->src, p->ByteCount, nullptr, false,
                   cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
       const auto* p = static_cast<const cuMemcpyAsync_params*>(params);
-      return copy(CopyKindCode::kUnknown, p->dst, p->src, p->ByteCount, p->hStream, true,
+      return copy(core::MemcpyKind::kUnknown, p->dst, p->src, p->ByteCount, p->hStream, true,
                   cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: {
       const auto* p = static_cast<const cuMemcpyHtoD_v2_params*>(params);
-      return copy(CopyKindCode::kHostToDevice, p->dstDevice, reinterpret_cast<uint64_t>(p->srcHost), p->ByteCount,
+      return copy(core::MemcpyKind::kHostToDevice, p->dstDevice, reinterpret_cast<uint64_t>(p->srcHost), p->ByteCount,
                   nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: {
       const auto* p = static_cast<const cuMemcpyDtoH_v2_params*>(params);
-      return copy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(p->dstHost), p->srcDevice, p->ByteCount,
+      return copy(core::MemcpyKind::kDeviceToHost, reinterpret_cast<uint64_t>(p->dstHost), p->srcDevice, p->ByteCount,
                   nullptr, false, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds: {
       const auto* p = static_cast<const cuMemcpyDtoD_v2_params*>(params);
-      return copy(CopyKindCode::kDeviceToDevice, p->dstDevice, p->srcDevice, p->ByteCount, nullptr, false,
+      return copy(core::MemcpyKind::kDeviceToDevice, p->dstDevice, p->srcDevice, p->ByteCount, nullptr, false,
                   cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
       const auto* p = static_cast<const cuMemcpyHtoDAsync_v2_params*>(params);
-      return copy(CopyKindCode::kHostToDevice, p->dstDevice, reinterpret_cast<uint64_t>(p->srcHost), p->ByteCount,
+      return copy(core::MemcpyKind::kHostToDevice, p->dstDevice, reinterpret_cast<uint64_t>(p->srcHost), p->ByteCount,
                   p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
       const auto* p = static_cast<const cuMemcpyDtoHAsync_v2_params*>(params);
-      return copy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(p->dstHost), p->srcDevice, p->ByteCount,
+      return copy(core::MemcpyKind::kDeviceToHost, reinterpret_cast<uint64_t>(p->dstHost), p->srcDevice, p->ByteCount,
                   p->hStream, true, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
       const auto* p = static_cast<const cuMemcpyDtoDAsync_v2_params*>(params);
-      return copy(CopyKindCode::kDeviceToDevice, p->dstDevice, p->srcDevice, p->ByteCount, p->hStream, true,
+      return copy(core::MemcpyKind::kDeviceToDevice, p->dstDevice, p->srcDevice, p->ByteCount, p->hStream, true,
                   cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
@@ -536,7 +536,7 @@ bool CuptiBackend::onCopyApi(CUpti_CallbackId cbid, const void* params, int64_t 
 
 void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
   const int64_t now = collectorNowNs();
-  auto alloc = [&](const CUdeviceptr* p, uint64_t bytes, AllocKindCode kind) {
+  auto alloc = [&](const CUdeviceptr* p, uint64_t bytes, core::AllocationKind kind) {
     if (!p) return;
     AllocEvent e;
     e.address = *p;
@@ -551,7 +551,7 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
     e.address = reinterpret_cast<uint64_t>(*p);
     e.size = bytes;
     e.ns = now;
-    e.kind = AllocKindCode::kHostPinned;
+    e.kind = core::AllocationKind::kHostPinned;
     sink_.pushStruct(EventKind::kAlloc, e);
   };
   auto release = [&](uint64_t address, bool host) {
@@ -560,23 +560,23 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       const auto* p = static_cast<const cuMemAlloc_v2_params*>(params);
-      alloc(p->dptr, p->bytesize, AllocKindCode::kDevice);
+      alloc(p->dptr, p->bytesize, core::AllocationKind::kDevice);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(params);
-      if (p->pPitch) alloc(p->dptr, uint64_t{*p->pPitch} * p->Height, AllocKindCode::kDevice);
+      if (p->pPitch) alloc(p->dptr, uint64_t{*p->pPitch} * p->Height, core::AllocationKind::kDevice);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
       const auto* p = static_cast<const cuMemAllocManaged_params*>(params);
-      alloc(p->dptr, p->bytesize, AllocKindCode::kManaged);
+      alloc(p->dptr, p->bytesize, core::AllocationKind::kManaged);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       const auto* p = static_cast<const cuMemAllocAsync_params*>(params);
-      alloc(p->dptr, p->bytesize, AllocKindCode::kPool);
+      alloc(p->dptr, p->bytesize, core::AllocationKind::kPool);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
@@ -598,7 +598,7 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
       const auto* p = static_cast<const cuMemMap_params*>(params);
-      alloc(&p->ptr, p->size, AllocKindCode::kDevice);
+      alloc(&p->ptr, p->size, core::AllocationKind::kDevice);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: release(static_cast<const cuMemUnmap_params*>(params)->ptr, false); break;
@@ -624,7 +624,7 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const void* data) {
   e.module = 0;  // CUPTI names modules by id, not by CUmodule
   e.context = reinterpret_cast<Handle>(rd->context);
   e.load_ns = collectorNowNs();
-  e.kind = ImageKindCode::kCubin;
+  e.kind = core::ImageKind::kCubin;
   e.image = new (std::nothrow) uint8_t[mod->cubinSize];  // copied during the callback, as CUPTI requires
   if (e.image) {
     std::memcpy(e.image, mod->pCubin, mod->cubinSize);
@@ -654,12 +654,8 @@ void CuptiBackend::decode(const CUpti_Activity* record) {
       g.target = GpuTimeTarget::kLaunch;
       g.static_shared_bytes = static_cast<uint32_t>(k->staticSharedMemory);
       g.registers_per_thread = k->registersPerThread;
-      g.grid[0] = static_cast<uint32_t>(k->gridX);
-      g.grid[1] = static_cast<uint32_t>(k->gridY);
-      g.grid[2] = static_cast<uint32_t>(k->gridZ);
-      g.block[0] = static_cast<uint32_t>(k->blockX);
-      g.block[1] = static_cast<uint32_t>(k->blockY);
-      g.block[2] = static_cast<uint32_t>(k->blockZ);
+      g.grid = {static_cast<uint32_t>(k->gridX), static_cast<uint32_t>(k->gridY), static_cast<uint32_t>(k->gridZ)};
+      g.block = {static_cast<uint32_t>(k->blockX), static_cast<uint32_t>(k->blockY), static_cast<uint32_t>(k->blockZ)};
       g.dynamic_shared_bytes = static_cast<uint32_t>(k->dynamicSharedMemory);
       g.stream_native_id = k->streamId;
       const char* name = k->name ? k->name : "";
@@ -701,7 +697,7 @@ void CuptiBackend::decode(const CUpti_Activity* record) {
         e.size = m->bytes;
         e.ns = static_cast<int64_t>(m->timestamp);
         e.kind = m->memoryPoolConfig.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID
-                     ? AllocKindCode::kPool
+                     ? core::AllocationKind::kPool
                      : memoryKind(m->memoryKind);
         sink_.pushStruct(EventKind::kAlloc, e);
       } else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
@@ -816,25 +812,25 @@ CUresult CuptiWatch::LibraryLoadData(int variant, CUlibrary* library, const void
 CUresult CuptiWatch::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {
   return watched([&] { return HookClient::MemAlloc(variant, dptr, bytes); },
                  [&](int64_t, int64_t) {
-                   if (dptr) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kDevice);
+                   if (dptr) recorder_.recordAlloc(*dptr, bytes, core::AllocationKind::kDevice);
                  });
 }
 CUresult CuptiWatch::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) {
   return watched([&] { return HookClient::MemAllocAsync(variant, dptr, bytes, stream); },
                  [&](int64_t, int64_t) {
-                   if (dptr) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kPool);
+                   if (dptr) recorder_.recordAlloc(*dptr, bytes, core::AllocationKind::kPool);
                  });
 }
 CUresult CuptiWatch::MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) {
   return watched([&] { return HookClient::MemAllocManaged(variant, dptr, bytes, flags); },
                  [&](int64_t, int64_t) {
-                   if (dptr) recorder_.recordAlloc(*dptr, bytes, AllocKindCode::kManaged);
+                   if (dptr) recorder_.recordAlloc(*dptr, bytes, core::AllocationKind::kManaged);
                  });
 }
 CUresult CuptiWatch::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
   return watched([&] { return HookClient::MemcpyHtoD(variant, dst, src, bytes); },
                  [&](int64_t t0, int64_t t1) {
-                   recorder_.recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes,
+                   recorder_.recordCopy(core::MemcpyKind::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes,
                                         nullptr, false, variant, t0, t1);
                  });
 }

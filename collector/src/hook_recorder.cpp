@@ -266,10 +266,8 @@ int64_t HookRecorder::recordLaunch(CUfunction f, const unsigned grid[3], const u
   e.thread_id = collectorThreadId();
   e.function = key;
   e.stream = reinterpret_cast<Handle>(stream);
-  for (int i = 0; i < 3; ++i) {
-    e.grid[i] = grid[i];
-    e.block[i] = block[i];
-  }
+  e.grid = {grid[0], grid[1], grid[2]};
+  e.block = {block[0], block[1], block[2]};
   e.dynamic_shared_bytes = shmem;
   e.api_start_ns = t0;
   e.api_end_ns = t1;
@@ -351,7 +349,7 @@ void HookRecorder::recordEmulatedMetrics(const unsigned grid[3], const unsigned 
       MetricEvent m;
       m.correlation_id = correlation_id;
       m.value = it.value;
-      m.source = MetricSourceCode::kEmulated;
+      m.source = core::MetricSource::kEmulated;
       std::snprintf(m.name, sizeof m.name, "%s", it.name);
       std::snprintf(m.unit, sizeof m.unit, "%s", it.unit);
       sink_.pushStruct(EventKind::kMetric, m);
@@ -404,7 +402,7 @@ CUresult HookRecorder::LaunchCooperativeKernel(int variant, CUfunction f, unsign
   return r;
 }
 
-void HookRecorder::recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind) {
+void HookRecorder::recordAlloc(uint64_t address, uint64_t size, core::AllocationKind kind) {
   AllocEvent e;
   e.address = address;
   e.size = size;
@@ -423,38 +421,38 @@ void HookRecorder::recordFree(uint64_t address, bool host) {
 
 CUresult HookRecorder::MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) {
   KFUSE_FORWARD(MemAlloc, dptr, bytes)
-  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, AllocKindCode::kDevice);
+  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, core::AllocationKind::kDevice);
   return r;
 }
 
 CUresult HookRecorder::MemAllocPitch(int variant, CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
                                      unsigned elem) {
   KFUSE_FORWARD(MemAllocPitch, dptr, pitch, width, height, elem)
-  if (r == CUDA_SUCCESS && dptr && pitch) recordAlloc(*dptr, uint64_t{*pitch} * height, AllocKindCode::kDevice);
+  if (r == CUDA_SUCCESS && dptr && pitch) recordAlloc(*dptr, uint64_t{*pitch} * height, core::AllocationKind::kDevice);
   return r;
 }
 
 CUresult HookRecorder::MemAllocManaged(int variant, CUdeviceptr* dptr, size_t bytes, unsigned flags) {
   KFUSE_FORWARD(MemAllocManaged, dptr, bytes, flags)
-  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, AllocKindCode::kManaged);
+  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, core::AllocationKind::kManaged);
   return r;
 }
 
 CUresult HookRecorder::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) {
   KFUSE_FORWARD(MemAllocAsync, dptr, bytes, stream)
-  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, AllocKindCode::kPool);
+  if (r == CUDA_SUCCESS && dptr) recordAlloc(*dptr, bytes, core::AllocationKind::kPool);
   return r;
 }
 
 CUresult HookRecorder::MemAllocHost(int variant, void** pp, size_t bytes) {
   KFUSE_FORWARD(MemAllocHost, pp, bytes)
-  if (r == CUDA_SUCCESS && pp) recordAlloc(reinterpret_cast<uint64_t>(*pp), bytes, AllocKindCode::kHostPinned);
+  if (r == CUDA_SUCCESS && pp) recordAlloc(reinterpret_cast<uint64_t>(*pp), bytes, core::AllocationKind::kHostPinned);
   return r;
 }
 
 CUresult HookRecorder::MemHostAlloc(int variant, void** pp, size_t bytes, unsigned flags) {
   KFUSE_FORWARD(MemHostAlloc, pp, bytes, flags)
-  if (r == CUDA_SUCCESS && pp) recordAlloc(reinterpret_cast<uint64_t>(*pp), bytes, AllocKindCode::kHostPinned);
+  if (r == CUDA_SUCCESS && pp) recordAlloc(reinterpret_cast<uint64_t>(*pp), bytes, core::AllocationKind::kHostPinned);
   return r;
 }
 
@@ -467,7 +465,7 @@ CUresult HookRecorder::MemFree(int variant, CUdeviceptr dptr) {
 CUresult HookRecorder::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset,
                               CUmemGenericAllocationHandle handle, unsigned long long flags) {
   KFUSE_FORWARD(MemMap, ptr, size, offset, handle, flags)
-  if (r == CUDA_SUCCESS) recordAlloc(ptr, size, AllocKindCode::kDevice);
+  if (r == CUDA_SUCCESS) recordAlloc(ptr, size, core::AllocationKind::kDevice);
   return r;
 }
 
@@ -489,7 +487,7 @@ CUresult HookRecorder::MemFreeHost(int variant, void* p) {
   return r;
 }
 
-void HookRecorder::recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream,
+void HookRecorder::recordCopy(core::MemcpyKind kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream,
                               bool async, int variant, int64_t t0, int64_t t1, int64_t correlation_id,
                               bool waits_for_gpu_time) {
   if (capturing(stream, variant)) return noteCapturedWork();
@@ -510,53 +508,56 @@ void HookRecorder::recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uin
 
 CUresult HookRecorder::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   KFUSE_FORWARD(Memcpy, dst, src, bytes)
-  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kUnknown, dst, src, bytes, nullptr, false, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordCopy(core::MemcpyKind::kUnknown, dst, src, bytes, nullptr, false, variant, t0, t1);
   return r;
 }
 CUresult HookRecorder::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   KFUSE_FORWARD(MemcpyAsync, dst, src, bytes, stream)
-  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kUnknown, dst, src, bytes, stream, true, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordCopy(core::MemcpyKind::kUnknown, dst, src, bytes, stream, true, variant, t0, t1);
   return r;
 }
 CUresult HookRecorder::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
   KFUSE_FORWARD(MemcpyHtoD, dst, src, bytes)
   if (r == CUDA_SUCCESS) {
-    recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, nullptr, false, variant, t0,
-               t1);
+    recordCopy(core::MemcpyKind::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, nullptr, false, variant,
+               t0, t1);
   }
   return r;
 }
 CUresult HookRecorder::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) {
   KFUSE_FORWARD(MemcpyDtoH, dst, src, bytes)
   if (r == CUDA_SUCCESS) {
-    recordCopy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, nullptr, false, variant, t0,
-               t1);
+    recordCopy(core::MemcpyKind::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, nullptr, false, variant,
+               t0, t1);
   }
   resolveGpuTimes();  // a blocking copy waits for the kernels before it, like a synchronization
   return r;
 }
 CUresult HookRecorder::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   KFUSE_FORWARD(MemcpyDtoD, dst, src, bytes)
-  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kDeviceToDevice, dst, src, bytes, nullptr, false, variant, t0, t1);
+  if (r == CUDA_SUCCESS)
+    recordCopy(core::MemcpyKind::kDeviceToDevice, dst, src, bytes, nullptr, false, variant, t0, t1);
   return r;
 }
 CUresult HookRecorder::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
   KFUSE_FORWARD(MemcpyHtoDAsync, dst, src, bytes, stream)
   if (r == CUDA_SUCCESS) {
-    recordCopy(CopyKindCode::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, stream, true, variant, t0, t1);
+    recordCopy(core::MemcpyKind::kHostToDevice, dst, reinterpret_cast<uint64_t>(src), bytes, stream, true, variant, t0,
+               t1);
   }
   return r;
 }
 CUresult HookRecorder::MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   KFUSE_FORWARD(MemcpyDtoHAsync, dst, src, bytes, stream)
   if (r == CUDA_SUCCESS) {
-    recordCopy(CopyKindCode::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, stream, true, variant, t0, t1);
+    recordCopy(core::MemcpyKind::kDeviceToHost, reinterpret_cast<uint64_t>(dst), src, bytes, stream, true, variant, t0,
+               t1);
   }
   return r;
 }
 CUresult HookRecorder::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   KFUSE_FORWARD(MemcpyDtoDAsync, dst, src, bytes, stream)
-  if (r == CUDA_SUCCESS) recordCopy(CopyKindCode::kDeviceToDevice, dst, src, bytes, stream, true, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordCopy(core::MemcpyKind::kDeviceToDevice, dst, src, bytes, stream, true, variant, t0, t1);
   return r;
 }
 
@@ -684,7 +685,8 @@ CUresult HookRecorder::ModuleUnload(int variant, CUmodule module) {
   return r;
 }
 
-void HookRecorder::recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1) {
+void HookRecorder::recordSync(core::SyncKind kind, CUstream stream, CUevent event, int variant, int64_t t0,
+                              int64_t t1) {
   SyncEvent e;
   e.correlation_id = sink_.nextCorrelationId();
   e.thread_id = collectorThreadId();
@@ -698,19 +700,19 @@ void HookRecorder::recordSync(SyncKindCode kind, CUstream stream, CUevent event,
 
 CUresult HookRecorder::CtxSynchronize(int variant) {
   KFUSE_FORWARD(CtxSynchronize)
-  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kContext, nullptr, nullptr, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordSync(core::SyncKind::kContext, nullptr, nullptr, variant, t0, t1);
   resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::CtxSynchronizeV2(int variant, CUcontext ctx) {
   KFUSE_FORWARD(CtxSynchronizeV2, ctx)
-  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kContext, nullptr, nullptr, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordSync(core::SyncKind::kContext, nullptr, nullptr, variant, t0, t1);
   resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::StreamSynchronize(int variant, CUstream stream) {
   KFUSE_FORWARD(StreamSynchronize, stream)
-  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kStream, stream, nullptr, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordSync(core::SyncKind::kStream, stream, nullptr, variant, t0, t1);
   resolveGpuTimes();
   return r;
 }
@@ -724,13 +726,13 @@ CUresult HookRecorder::StreamDestroy(int variant, CUstream stream) {
 
 CUresult HookRecorder::EventSynchronize(int variant, CUevent event) {
   KFUSE_FORWARD(EventSynchronize, event)
-  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kEvent, nullptr, event, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordSync(core::SyncKind::kEvent, nullptr, event, variant, t0, t1);
   resolveGpuTimes();
   return r;
 }
 CUresult HookRecorder::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) {
   KFUSE_FORWARD(StreamWaitEvent, stream, event, flags)
-  if (r == CUDA_SUCCESS) recordSync(SyncKindCode::kStreamWaitEvent, stream, event, variant, t0, t1);
+  if (r == CUDA_SUCCESS) recordSync(core::SyncKind::kStreamWaitEvent, stream, event, variant, t0, t1);
   return r;
 }
 

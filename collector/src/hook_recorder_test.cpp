@@ -537,7 +537,7 @@ TEST(HookRecorderTest, WithoutGpuTimeLaunchesHaveNoGpuTimes) {
 
 TEST(HookRecorderTest, InspectsModuleImageKinds) {
   const char ptx[] = ".version 9.0";
-  EXPECT_EQ(hooks::inspectModuleImage(ptx).kind, ImageKindCode::kPtx);
+  EXPECT_EQ(hooks::inspectModuleImage(ptx).kind, core::ImageKind::kPtx);
   EXPECT_EQ(hooks::inspectModuleImage(ptx).size, sizeof ptx);
   alignas(8) uint8_t fatbin[64] = {};
   const uint32_t magic = 0xBA55ED50u;
@@ -546,7 +546,7 @@ TEST(HookRecorderTest, InspectsModuleImageKinds) {
   std::memcpy(fatbin, &magic, 4);
   std::memcpy(fatbin + 6, &header, 2);
   std::memcpy(fatbin + 8, &payload, 8);
-  EXPECT_EQ(hooks::inspectModuleImage(fatbin).kind, ImageKindCode::kFatbin);
+  EXPECT_EQ(hooks::inspectModuleImage(fatbin).kind, core::ImageKind::kFatbin);
   EXPECT_EQ(hooks::inspectModuleImage(fatbin).size, 64u);
   struct {
     int magic = 0x466243B1;
@@ -554,7 +554,7 @@ TEST(HookRecorderTest, InspectsModuleImageKinds) {
     const void* data;
     void* unused = nullptr;
   } wrapper{0x466243B1, 1, fatbin, nullptr};
-  EXPECT_EQ(hooks::inspectModuleImage(&wrapper).kind, ImageKindCode::kFatbin);
+  EXPECT_EQ(hooks::inspectModuleImage(&wrapper).kind, core::ImageKind::kFatbin);
   EXPECT_EQ(hooks::inspectModuleImage(&wrapper).data, fatbin);
 }
 

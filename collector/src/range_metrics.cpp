@@ -259,7 +259,7 @@ void RangeMetrics::collect(Session& s, bool restart) {
       MetricEvent e;
       e.correlation_id = static_cast<int64_t>(s.pending[k]);
       e.value = (*values)[i];
-      e.source = MetricSourceCode::kMeasured;
+      e.source = core::MetricSource::kMeasured;
       std::snprintf(e.name, sizeof e.name, "%s", plan.recipes[i].name.c_str());
       std::snprintf(e.unit, sizeof e.unit, "%s", plan.recipes[i].unit.c_str());
       if (sink_.pushStruct(EventKind::kMetric, e)) ++metrics_written_;

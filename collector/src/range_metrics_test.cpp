@@ -91,7 +91,7 @@ TEST(RangeMetricsTest, JoinsRangeKToTheKthLaunchAcrossSessions) {
   const auto read = metricByCorrelation(sink.metrics, "dram_bytes_read");
   EXPECT_DOUBLE_EQ(read.at(104), FakeProfilerApi::value(1, 1, 0));
   EXPECT_EQ(sink.metrics.size(), 5u * plan->recipes.size());
-  for (const MetricEvent& e : sink.metrics) EXPECT_EQ(e.source, MetricSourceCode::kMeasured);
+  for (const MetricEvent& e : sink.metrics) EXPECT_EQ(e.source, core::MetricSource::kMeasured);
 }
 
 TEST(RangeMetricsTest, EachContextHasItsOwnSession) {

@@ -52,8 +52,8 @@ bool pushLaunch(TraceSink& sink, Handle fn, Handle stream, uint64_t x, uint64_t 
   e.thread_id = 42;
   e.function = fn;
   e.stream = stream;
-  e.grid[0] = 4;
-  e.block[0] = 256;
+  e.grid.x = 4;
+  e.block.x = 256;
   e.arg_size = sizeof args;
   e.api_start_ns = 100;
   e.api_end_ns = 200;
@@ -66,8 +66,8 @@ const std::vector<ParamLayout> kSaxpyParams = {{0, 4}, {4, 4}, {8, 8}, {16, 8}};
 TEST(MemorySinkTest, ResolvesPointerArgumentsToLiveAllocations) {
   MemorySink sink;
   pushFunction(sink, 0xf00, "_Z5saxpyifPKfPf", kSaxpyParams);
-  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, AllocKindCode::kDevice, 0}));
-  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x20000, 4096, 0, 6, AllocKindCode::kDevice, 0}));
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, core::AllocationKind::kDevice, 0}));
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x20000, 4096, 0, 6, core::AllocationKind::kDevice, 0}));
   ASSERT_TRUE(pushLaunch(sink, 0xf00, 0x77, 0x10000, 0x20010));
   ASSERT_TRUE(sink.finish().ok());
   const core::Trace& t = sink.trace();
@@ -97,8 +97,8 @@ TEST(MemorySinkTest, ResolvesPointerArgumentsToLiveAllocations) {
 TEST(MemorySinkTest, ResolvesPointersInsideStructArguments) {
   MemorySink sink;
   pushFunction(sink, 0xf00, "k", {{0, 4}, {4, 4}, {8, 16}});
-  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, AllocKindCode::kDevice, 0}));
-  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x20000, 4096, 0, 6, AllocKindCode::kDevice, 0}));
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, core::AllocationKind::kDevice, 0}));
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x20000, 4096, 0, 6, core::AllocationKind::kDevice, 0}));
   ASSERT_TRUE(pushLaunch(sink, 0xf00, 0x77, 0x10000, 0x20010));
   // The same struct holding two values that are no device addresses: nothing.
   ASSERT_TRUE(pushLaunch(sink, 0xf00, 0x77, 7, 0x90000));
@@ -115,7 +115,7 @@ TEST(MemorySinkTest, ResolvesPointersInsideStructArguments) {
 TEST(MemorySinkTest, FreedAllocationNoLongerResolves) {
   MemorySink sink;
   pushFunction(sink, 0xf00, "k", kSaxpyParams);
-  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, AllocKindCode::kDevice, 0}));
+  ASSERT_TRUE(sink.pushStruct(EventKind::kAlloc, AllocEvent{0x10000, 4096, 0, 5, core::AllocationKind::kDevice, 0}));
   ASSERT_TRUE(sink.pushStruct(EventKind::kFree, FreeEvent{0x10000, 9, 0, 0}));
   ASSERT_TRUE(pushLaunch(sink, 0xf00, 0, 0x10000, 0x10008));
   ASSERT_TRUE(sink.finish().ok());
@@ -253,7 +253,7 @@ TEST(SqliteSinkTest, ModuleImagesAreStoredOnceAndOwnedByTheSink) {
   for (int i = 0; i < 2; ++i) {
     ModuleEvent m;
     m.module = 0x500 + i;
-    m.kind = ImageKindCode::kPtx;
+    m.kind = core::ImageKind::kPtx;
     m.image = new uint8_t[ptx.size()];
     std::memcpy(m.image, ptx.data(), ptx.size());
     m.image_size = ptx.size();

@@ -26,47 +26,6 @@ std::string demangle(const std::string& mangled) {
   return out;
 }
 
-core::ImageKind imageKind(ImageKindCode k) {
-  switch (k) {
-    case ImageKindCode::kPtx: return core::ImageKind::kPtx;
-    case ImageKindCode::kCubin: return core::ImageKind::kCubin;
-    case ImageKindCode::kFatbin: return core::ImageKind::kFatbin;
-    default: return core::ImageKind::kUnknown;
-  }
-}
-
-core::AllocationKind allocKind(AllocKindCode k) {
-  switch (k) {
-    case AllocKindCode::kDevice: return core::AllocationKind::kDevice;
-    case AllocKindCode::kHostPinned: return core::AllocationKind::kHostPinned;
-    case AllocKindCode::kManaged: return core::AllocationKind::kManaged;
-    case AllocKindCode::kPool: return core::AllocationKind::kPool;
-    case AllocKindCode::kArray: return core::AllocationKind::kArray;
-    default: return core::AllocationKind::kUnknown;
-  }
-}
-
-core::MemcpyKind copyKind(CopyKindCode k) {
-  switch (k) {
-    case CopyKindCode::kHostToDevice: return core::MemcpyKind::kHostToDevice;
-    case CopyKindCode::kDeviceToHost: return core::MemcpyKind::kDeviceToHost;
-    case CopyKindCode::kDeviceToDevice: return core::MemcpyKind::kDeviceToDevice;
-    case CopyKindCode::kHostToHost: return core::MemcpyKind::kHostToHost;
-    case CopyKindCode::kPeer: return core::MemcpyKind::kPeer;
-    default: return core::MemcpyKind::kUnknown;
-  }
-}
-
-core::SyncKind syncKind(SyncKindCode k) {
-  switch (k) {
-    case SyncKindCode::kContext: return core::SyncKind::kContext;
-    case SyncKindCode::kStream: return core::SyncKind::kStream;
-    case SyncKindCode::kEvent: return core::SyncKind::kEvent;
-    case SyncKindCode::kStreamWaitEvent: return core::SyncKind::kStreamWaitEvent;
-    default: return core::SyncKind::kUnknown;
-  }
-}
-
 std::string fixedString(const char* s, size_t max) {
   return std::string(s, strnlen(s, max));
 }
@@ -264,8 +223,8 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
   l.correlation_id = e.correlation_id;
   l.thread_id = e.thread_id;
   KFUSE_ASSIGN_OR_RETURN(l.stream_id, streamId(e.stream));
-  l.grid = core::Dim3{e.grid[0], e.grid[1], e.grid[2]};
-  l.block = core::Dim3{e.block[0], e.block[1], e.block[2]};
+  l.grid = e.grid;
+  l.block = e.block;
   l.dynamic_shared_bytes = e.dynamic_shared_bytes;
   l.api_start_ns = e.api_start_ns;
   l.api_end_ns = e.api_end_ns;
@@ -364,8 +323,8 @@ Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
   l.correlation_id = e.correlation_id;
   KFUSE_ASSIGN_OR_RETURN(l.stream_id, streamId(0, e.stream_native_id));
   KFUSE_ASSIGN_OR_RETURN(l.function_id, functionForName(name));
-  l.grid = core::Dim3{e.grid[0], e.grid[1], e.grid[2]};
-  l.block = core::Dim3{e.block[0], e.block[1], e.block[2]};
+  l.grid = e.grid;
+  l.block = e.block;
   l.dynamic_shared_bytes = e.dynamic_shared_bytes;
   l.static_shared_bytes = e.static_shared_bytes;
   l.registers_per_thread = e.registers_per_thread;
@@ -377,7 +336,7 @@ Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
 Status TraceAssembler::onModule(const ModuleEvent& e) {
   core::Module m;
   m.id = ++next_module_;
-  m.kind = imageKind(e.kind);
+  m.kind = e.kind;
   m.load_ns = e.load_ns;
   if (e.image && e.image_size) m.image.assign(e.image, e.image + e.image_size);
   delete[] e.image;
@@ -390,7 +349,7 @@ Status TraceAssembler::onAlloc(const AllocEvent& e) {
   a.id = ++next_alloc_;
   a.address = e.address;
   a.size = e.size;
-  a.kind = allocKind(e.kind);
+  a.kind = e.kind;
   a.alloc_ns = e.ns;
   std::vector<core::Id> evicted;
   allocations_.insert(e.address, e.size, a.id, &evicted);
@@ -418,7 +377,7 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
       core::Memcpy m = std::move(*waiting);
       m.gpu_start_ns = e.gpu_start_ns;
       m.gpu_end_ns = e.gpu_end_ns;
-      if (m.kind == core::MemcpyKind::kUnknown) m.kind = copyKind(e.kind);
+      if (m.kind == core::MemcpyKind::kUnknown) m.kind = e.kind;
       return out_.add(m);
     }
   }
@@ -427,7 +386,7 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   m.correlation_id = e.correlation_id;
   m.thread_id = e.thread_id;
   KFUSE_ASSIGN_OR_RETURN(m.stream_id, streamId(e.stream, e.stream_native_id));
-  m.kind = copyKind(e.kind);
+  m.kind = e.kind;
   m.src_address = e.src;
   m.dst_address = e.dst;
   m.src_allocation_id = resolveAllocation(e.src);
@@ -477,8 +436,8 @@ Status TraceAssembler::onSync(const SyncEvent& e) {
   s.id = ++next_sync_;
   s.correlation_id = e.correlation_id;
   s.thread_id = e.thread_id;
-  s.kind = syncKind(e.kind);
-  if (e.kind == SyncKindCode::kStream || e.kind == SyncKindCode::kStreamWaitEvent) {
+  s.kind = e.kind;
+  if (e.kind == core::SyncKind::kStream || e.kind == core::SyncKind::kStreamWaitEvent) {
     KFUSE_ASSIGN_OR_RETURN(s.stream_id, streamId(e.stream, e.stream_native_id));
   }
   if (e.event) {
@@ -525,9 +484,7 @@ Status TraceAssembler::onMetric(const MetricEvent& e) {
   m.name = fixedString(e.name, sizeof e.name);
   m.unit = fixedString(e.unit, sizeof e.unit);
   m.value = e.value;
-  m.source = e.source == MetricSourceCode::kEmulated    ? core::MetricSource::kEmulated
-             : e.source == MetricSourceCode::kEstimated ? core::MetricSource::kEstimated
-                                                        : core::MetricSource::kMeasured;
+  m.source = e.source;
   return out_.add(m);
 }
 
@@ -546,7 +503,7 @@ Status TraceAssembler::onStat(const StatEvent& e) {
   core::Stat s;
   s.name = fixedString(e.name, sizeof e.name);
   s.description = fixedString(e.description, sizeof e.description);
-  s.severity = static_cast<core::StatSeverity>(e.severity <= 2 ? e.severity : 2);
+  s.severity = e.severity;
   auto [it, inserted] = producer_stats_.emplace(s.name, s);
   if (!inserted)
     it->second.value += e.value;

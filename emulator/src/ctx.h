@@ -16,7 +16,7 @@ namespace kfuse::emulator {
 struct LaunchShared {
   const Memory::Impl* mem = nullptr;
   std::span<const uint8_t> params;
-  LaunchConfig cfg;
+  core::LaunchShape cfg;
   uint32_t shared_bytes = 0;   // static + dynamic
   uint32_t local_stride = 0;   // per-thread local memory
   const DecodedFunction* entry = nullptr;
@@ -42,7 +42,7 @@ struct Ctx {
   uint8_t* local = nullptr;
   uint32_t warp_index = 0;
   uint32_t block_threads = 0;
-  Dim3 ctaid;
+  core::Dim3 ctaid;
   uint64_t block_linear = 0;
   uint32_t warp_exited = 0;       // lanes of the current warp that have exited (for activemask etc.)
   // Launch.

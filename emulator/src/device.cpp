@@ -160,7 +160,7 @@ std::vector<uint8_t> Device::packParams(const KernelInfo& info, void* const* arg
   return buf;
 }
 
-Status Device::launch(const Kernel& kernel, const LaunchConfig& config, std::span<const uint8_t> params,
+Status Device::launch(const Kernel& kernel, const core::LaunchShape& config, std::span<const uint8_t> params,
                       LaunchCounters* counters) {
   if (!kernel.loadStatus().ok()) {
     LaunchRecord r;

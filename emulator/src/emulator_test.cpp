@@ -62,14 +62,14 @@ class EmulatorTest : public ::testing::Test {
     return v;
   }
   template <class... Args>
-  Status launch(const char* name, Dim3 grid, Dim3 block, uint32_t dyn, Args... args) {
+  Status launch(const char* name, core::Dim3 grid, core::Dim3 block, uint32_t dyn, Args... args) {
     const Kernel* k = (*program_)->findKernel(name);
     if (!k) return notFound(name);
     std::vector<void*> ptrs;
     std::tuple<Args...> vals(args...);
     std::apply([&](auto&... a) { (ptrs.push_back(static_cast<void*>(&a)), ...); }, vals);
     auto buf = Device::packParams(k->info(), ptrs.data());
-    return device_->launch(*k, LaunchConfig{grid, block, dyn}, buf, &counters_);
+    return device_->launch(*k, core::LaunchShape{grid, block, dyn}, buf, &counters_);
   }
   void TearDown() override {
     for (auto p : ptrs_) (void)device_->memory().free(p);
@@ -649,7 +649,7 @@ TEST(EmulatorLoad, UnsupportedInstructionIsReportedByNameKernelAndLine) {
   ASSERT_NE(k, nullptr);
   ASSERT_FALSE(k->loadStatus().ok());
   std::vector<uint8_t> params(8, 0);
-  Status s = dev.launch(*k, LaunchConfig{{1}, {32}, 0}, params);
+  Status s = dev.launch(*k, core::LaunchShape{{1}, {32}, 0}, params);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
   const std::string& m = s.message();
@@ -680,7 +680,7 @@ DONE:
   ASSERT_TRUE(p.ok()) << p.status().message();
   const Kernel* k = (*p)->findKernel("k");
   ASSERT_NE(k, nullptr);
-  Status s = dev.launch(*k, LaunchConfig{{1}, {64}, 0}, {});
+  Status s = dev.launch(*k, core::LaunchShape{{1}, {64}, 0}, {});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("barrier deadlock"), std::string::npos) << s.message();
 }

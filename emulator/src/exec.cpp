@@ -95,8 +95,8 @@ enum class Stop { kDone, kBarrier, kYield, kError };
 constexpr uint64_t kWarpSlice = 1 << 16;
 
 uint64_t specialValue(uint8_t what, const Ctx& c, const LaunchShared& L, uint32_t t, int lane, uint32_t nwarps) {
-  const Dim3& b = L.cfg.block;
-  const Dim3& g = L.cfg.grid;
+  const core::Dim3& b = L.cfg.block;
+  const core::Dim3& g = L.cfg.grid;
   switch (what) {
     case kTidX: return t % b.x;
     case kTidY: return (t / b.x) % b.y;
@@ -147,7 +147,7 @@ void initFrame(const DecodedFunction& fn, uint64_t* regs, uint32_t local_base, c
 
 std::string threadName(const Ctx& c, int lane) {
   uint32_t t = c.warp_index * 32 + uint32_t(lane);
-  const Dim3& b = c.L->cfg.block;
+  const core::Dim3& b = c.L->cfg.block;
   char buf[128];
   std::snprintf(buf, sizeof buf, "block (%u,%u,%u), thread (%u,%u,%u)", c.ctaid.x, c.ctaid.y, c.ctaid.z, t % b.x,
                 (t / b.x) % b.y, t / (b.x * b.y));
@@ -636,7 +636,7 @@ Stop execute(Ctx& c, Group& g, BlockState& blk, uint32_t* exited_out) {
 bool runBlock(Ctx& c, BlockState& blk, uint64_t linear) {
   const LaunchShared& L = *c.L;
   const DecodedFunction& fn = *L.entry;
-  const Dim3& g = L.cfg.grid;
+  const core::Dim3& g = L.cfg.grid;
   c.ctaid = {uint32_t(linear % g.x), uint32_t((linear / g.x) % g.y), uint32_t(linear / (uint64_t(g.x) * g.y))};
   c.block_linear = linear;
   uint32_t threads = uint32_t(L.cfg.block.count());
@@ -703,7 +703,7 @@ bool runBlock(Ctx& c, BlockState& blk, uint64_t linear) {
 
 Status runLaunch(const LaunchRequest& req, LaunchCounters* counters) {
   const DecodedFunction& fn = *req.fn;
-  const LaunchConfig& cfg = req.config;
+  const core::LaunchShape& cfg = req.config;
   uint64_t threads = cfg.block.count();
   if (cfg.block.x == 0 || cfg.block.y == 0 || cfg.block.z == 0 || threads > 1024 || cfg.block.z > 64)
     return invalidArgument("invalid block dimensions for kernel '" + fn.name + "'");

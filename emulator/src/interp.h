@@ -120,7 +120,7 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
 struct LaunchRequest {
   const DecodedFunction* fn = nullptr;
   const Program::Impl* program = nullptr;
-  LaunchConfig config;
+  core::LaunchShape config;
   std::span<const uint8_t> params;
   Memory* memory = nullptr;
   unsigned workers = 1;

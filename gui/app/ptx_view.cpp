@@ -166,8 +166,8 @@ void PtxView::rewrite() {
                      .arg(QString::fromStdString(plan_->fused.name))
                      .arg(QString::fromStdString(plan_->kind))
                      .arg(plan_->layout.empty() ? QString() : ", " + QString::fromStdString(plan_->layout) + " layout")
-                     .arg(plan_->fused.shape.grid[0]).arg(plan_->fused.shape.grid[1]).arg(plan_->fused.shape.grid[2])
-                     .arg(plan_->fused.shape.block[0]).arg(plan_->fused.shape.block[1]).arg(plan_->fused.shape.block[2]);
+                     .arg(plan_->fused.shape.grid.x).arg(plan_->fused.shape.grid.y).arg(plan_->fused.shape.grid.z)
+                     .arg(plan_->fused.shape.block.x).arg(plan_->fused.shape.block.y).arg(plan_->fused.shape.block.z);
         QStringList parts;
         for (const auto& p : plan_->fused.parts) {
           parts << tr("member %1 → blocks [%2, %3), threads [%4, %5)")

@@ -25,7 +25,7 @@ ImageInfo inspectModuleImage(const void* image) {
     uint64_t fat_size;
     std::memcpy(&header_size, p + 6, 2);
     std::memcpy(&fat_size, p + 8, 8);
-    info.kind = ImageKindCode::kFatbin;
+    info.kind = core::ImageKind::kFatbin;
     info.data = p;
     info.size = header_size + fat_size;
     return info;
@@ -42,14 +42,14 @@ ImageInfo inspectModuleImage(const void* image) {
       std::memcpy(&sh, p + eh.e_shoff + uint64_t{i} * sizeof sh, sizeof sh);
       if (sh.sh_type != SHT_NOBITS) end = std::max<uint64_t>(end, sh.sh_offset + sh.sh_size);
     }
-    info.kind = ImageKindCode::kCubin;
+    info.kind = core::ImageKind::kCubin;
     info.data = p;
     info.size = end;
     return info;
   }
   // NUL-terminated PTX text.
   const size_t n = strnlen(reinterpret_cast<const char*>(p), size_t{1} << 30);
-  info.kind = ImageKindCode::kPtx;
+  info.kind = core::ImageKind::kPtx;
   info.data = p;
   info.size = n + 1;
   return info;

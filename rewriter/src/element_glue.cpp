@@ -32,12 +32,12 @@ void declareElementThread(ptx::Builder& b) {
   for (const char* name : {"tid", "ctaid", "ntid", "nctaid", "zero", "one"}) b.declare(name, ptx::DataType::kB32);
 }
 
-void setElementThread(ptx::Builder& b, const ptx::Operand& element, const LaunchShape& shape) {
-  const int64_t block = shape.block[0];
+void setElementThread(ptx::Builder& b, const ptx::Operand& element, const core::LaunchShape& shape) {
+  const int64_t block = shape.block.x;
   b.emit(ptx::Opcode::kDiv, {".u32"}, {b.named("ctaid"), element, ptx::integerOperand(block)});
   b.emit(ptx::Opcode::kRem, {".u32"}, {b.named("tid"), element, ptx::integerOperand(block)});
   b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("ntid"), ptx::integerOperand(block)});
-  b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("nctaid"), ptx::integerOperand(shape.grid[0])});
+  b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("nctaid"), ptx::integerOperand(shape.grid.x)});
   b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("zero"), ptx::integerOperand(0)});
   b.emit(ptx::Opcode::kMov, {".u32"}, {b.named("one"), ptx::integerOperand(1)});
 }

@@ -39,7 +39,7 @@ bool otherSpecialRegister(const std::string& name);
 // `b`'s prefix, in that order.
 void declareElementThread(ptx::Builder& b);
 // Sets them for the thread that owns element `element` (a .u32 linear index) of a 1-D launch of `shape`.
-void setElementThread(ptx::Builder& b, const ptx::Operand& element, const LaunchShape& shape);
+void setElementThread(ptx::Builder& b, const ptx::Operand& element, const core::LaunchShape& shape);
 // The registers that locate an element from an access's address: `ptr` (element 0's address, from a parameter),
 // `rel` (the access's byte distance from it) and `e` (the element index), all .b64, declared in that order.
 struct ElementAddress {

@@ -32,8 +32,8 @@ using ptx::StatementKind;
 Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& spec) {
   if (spec.consumers.empty()) return unsupported("an epilogue fusion needs at least one consumer");
   if (spec.element_bytes == 0) return unsupported("the epilogue's element size is not known");
-  if (spec.consumer_shape.block[1] != 1 || spec.consumer_shape.block[2] != 1 || spec.consumer_shape.grid[1] != 1 ||
-      spec.consumer_shape.grid[2] != 1) {
+  if (spec.consumer_shape.block.y != 1 || spec.consumer_shape.block.z != 1 || spec.consumer_shape.grid.y != 1 ||
+      spec.consumer_shape.grid.z != 1) {
     return unsupported("the consumers of an epilogue fusion must run on a 1-D launch");
   }
   if (spec.consumer < 1 || static_cast<size_t>(spec.consumer) > spec.consumers.size()) {

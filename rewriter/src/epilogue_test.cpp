@@ -50,7 +50,7 @@ TEST(EpilogueFusion, MatmulBiasGeluIsBitIdenticalToTheThreeLaunches) {
   testing::expectCompiles(fused);
 
   Runner a(buffers()), b(buffers());
-  const emulator::Dim3 mm_grid{kF / 16, kT / 16, 1}, mm_block{16, 16, 1}, grid{kT * kF / 256, 1, 1}, block{256, 1, 1};
+  const core::Dim3 mm_grid{kF / 16, kT / 16, 1}, mm_block{16, 16, 1}, grid{kT * kF / 256, 1, 1}, block{256, 1, 1};
   ASSERT_TRUE(a.launch(original, "matmul", mm_grid, mm_block,
                        {Arg::buf(kHid), Arg::buf(kW1), Arg::buf(kU), Arg::value(kT), Arg::value(kF), Arg::value(kH)})
                   .ok());

@@ -124,8 +124,8 @@ BarrierOperands barrierOperands(const Instruction& in) {
   return b;
 }
 
-std::string dims(const std::array<uint32_t, 3>& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+std::string dims(const core::Dim3& d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
 }
 
 // Where references to a shared variable go in a part: another variable, at a byte offset into it.
@@ -139,7 +139,7 @@ using Relocations = std::map<std::string, Relocation, std::less<>>;
 struct Part {
   int index = 0;
   const Function* f = nullptr;
-  LaunchShape shape;
+  core::LaunchShape shape;
   std::string tag;  // renaming tag "k<index>_"
   uint64_t first_block = 0;
   uint32_t first_thread = 0;
@@ -254,7 +254,7 @@ class PartCode {
     emit(ptx::branchTo(label, p));
   }
   // Splits a linear index into x, y, z of `shape` (x fastest), into the registers of `family` the part reads.
-  void split(const std::string& linear, const std::array<uint32_t, 3>& shape, int family,
+  void split(const std::string& linear, const core::Dim3& shape, int family,
              const std::array<bool, kGeometryRegisters>& reads, std::map<std::string, std::string>* renames) {
     const int base = family * 3;
     auto want = [&](int dim) { return reads[base + dim]; };
@@ -285,7 +285,7 @@ class PartCode {
     }
   }
   // Constants of `family` (ntid or nctaid) from `shape`.
-  void constants(const std::array<uint32_t, 3>& shape, int family, const std::array<bool, kGeometryRegisters>& reads,
+  void constants(const core::Dim3& shape, int family, const std::array<bool, kGeometryRegisters>& reads,
                  std::map<std::string, std::string>* renames) {
     for (int dim = 0; dim < 3; ++dim) {
       int i = family * 3 + dim;
@@ -299,7 +299,7 @@ class PartCode {
 
 // The linear index of the thread in the fused block (`%tid.x` when the fused block is 1-D).
 // Special registers are first moved into ordinary registers: ptxas accepts them as `mov` sources only.
-std::string fusedLinearThread(PartCode& code, const std::array<uint32_t, 3>& block) {
+std::string fusedLinearThread(PartCode& code, const core::Dim3& block) {
   std::string x = code.value("fused_tid_x", ptx::specialOperand(ptx::SpecialRegister::kTidX));
   if (block[1] == 1 && block[2] == 1) return x;
   std::string y = code.value("fused_tid_y", ptx::specialOperand(ptx::SpecialRegister::kTidY));
@@ -380,7 +380,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
   result.fused_name = fused_name;
 
   // ---- the fused launch shape and each part's place in it ----
-  LaunchShape& shape = result.shape;
+  core::LaunchShape& shape = result.shape;
   if (thread_layout) {
     uint64_t threads = 0, blocks = 0;
     for (Part& p : parts) {

@@ -72,7 +72,7 @@ Arg scalar(T v) {
 
 struct Launch {
   std::string kernel;
-  LaunchShape shape;
+  core::LaunchShape shape;
   std::vector<Arg> args;
 };
 
@@ -134,18 +134,14 @@ class Runner {
     std::memcpy(v.data(), &ptrs_[static_cast<size_t>(a.buffer)], v.size());
     return v;
   }
-  void launch(const std::string& name, const LaunchShape& s, const std::vector<std::vector<uint8_t>>& values) {
+  void launch(const std::string& name, const core::LaunchShape& s, const std::vector<std::vector<uint8_t>>& values) {
     const emulator::Kernel* k = program_->findKernel(name);
     ASSERT_NE(k, nullptr) << name;
     ASSERT_EQ(k->info().params.size(), values.size()) << name;
     std::vector<void*> args;
     for (const auto& v : values) args.push_back(const_cast<uint8_t*>(v.data()));
     std::vector<uint8_t> params = emulator::Device::packParams(k->info(), args.data());
-    emulator::LaunchConfig cfg;
-    cfg.grid = {s.grid[0], s.grid[1], s.grid[2]};
-    cfg.block = {s.block[0], s.block[1], s.block[2]};
-    cfg.dynamic_shared_bytes = s.dynamic_shared_bytes;
-    Status st = dev_.launch(*k, cfg, params);
+    Status st = dev_.launch(*k, s, params);
     ASSERT_TRUE(st.ok()) << st.message();
   }
   const std::vector<std::vector<uint8_t>>& initial() const { return init_; }
@@ -226,8 +222,8 @@ FusionResult fuseAndCompare(ptx::Module module, const HorizontalFusion& spec, co
   return r;
 }
 
-LaunchShape shape1d(uint32_t grid, uint32_t block, uint32_t dynamic = 0) {
-  LaunchShape s;
+core::LaunchShape shape1d(uint32_t grid, uint32_t block, uint32_t dynamic = 0) {
+  core::LaunchShape s;
   s.grid = {grid, 1, 1};
   s.block = {block, 1, 1};
   s.dynamic_shared_bytes = dynamic;
@@ -255,8 +251,8 @@ TEST(HorizontalFusion, BlockPartitionedRunsEachKernelOnItsOwnBlocks) {
   HorizontalFusion spec = specOf(launches, HorizontalLayout::kBlockPartitioned);
   FusionResult r = fuseAndCompare(m, spec, launches, smallKernelBuffers(1000, 3001));
   EXPECT_EQ(r.fused_name, "kfuse_horizontal_axpb_square");
-  EXPECT_EQ(r.shape.grid, (std::array<uint32_t, 3>{8 + 47, 1, 1}));
-  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(r.shape.grid, (core::Dim3{8 + 47, 1, 1}));
+  EXPECT_EQ(r.shape.block, (core::Dim3{128, 1, 1}));
   ASSERT_EQ(r.parts.size(), 2u);
   EXPECT_EQ(r.parts[0].first_block, 0u);
   EXPECT_EQ(r.parts[0].blocks, 8u);
@@ -274,8 +270,8 @@ TEST(HorizontalFusion, ThreadPartitionedRunsEachKernelOnItsOwnThreadsAndMergesEq
   HorizontalFusion spec = specOf(launches, HorizontalLayout::kThreadPartitioned);
   spec.equal_args = {{ArgRef{0, 0}, ArgRef{1, 0}}};
   FusionResult r = fuseAndCompare(m, spec, launches, smallKernelBuffers(2500, 2500));
-  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{192, 1, 1}));
-  EXPECT_EQ(r.shape.grid, (std::array<uint32_t, 3>{40, 1, 1}));  // max(8, 40)
+  EXPECT_EQ(r.shape.block, (core::Dim3{192, 1, 1}));
+  EXPECT_EQ(r.shape.grid, (core::Dim3{40, 1, 1}));  // max(8, 40)
   ASSERT_EQ(r.parts.size(), 2u);
   EXPECT_EQ(r.parts[1].first_thread, 128u);
   EXPECT_EQ(r.parts[1].threads, 64u);
@@ -324,7 +320,7 @@ TEST(HorizontalFusion, ThreadPartitionedReductionsGetDistinctNamedBarriersAndSha
   auto launches = twoReductions();
   FusionResult r =
       fuseAndCompare(m, specOf(launches, HorizontalLayout::kThreadPartitioned), launches, twoReductionBuffers());
-  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{384, 1, 1}));
+  EXPECT_EQ(r.shape.block, (core::Dim3{384, 1, 1}));
   EXPECT_EQ(r.shape.dynamic_shared_bytes, 1024u + 512u);  // side by side
   ASSERT_EQ(r.parts.size(), 2u);
   EXPECT_EQ(r.parts[0].barrier_id, 0);
@@ -412,10 +408,10 @@ using testing::testPtx;
 
 // 2-D grids and blocks: scale2d (16x8 threads) and transpose (32x8 threads, bar.sync, static shared tile).
 std::vector<Launch> twoDimensional(uint32_t w, uint32_t h) {
-  LaunchShape s;
+  core::LaunchShape s;
   s.grid = {blocksFor(w, 16), blocksFor(h, 8), 1};
   s.block = {16, 8, 1};
-  LaunchShape t;
+  core::LaunchShape t;
   t.grid = {blocksFor(w, 32), blocksFor(h, 32), 1};
   t.block = {32, 8, 1};
   return {
@@ -434,11 +430,11 @@ TEST(HorizontalFusion, MultiDimensionalShapesAreRebuiltFromLinearIndicesInBothLa
                                                  randomFloats(w * h, 16), randomFloats(w * h, 17)};
     FusionResult r = fuseAndCompare(m, specOf(launches, layout), launches, buffers);
     if (layout == HorizontalLayout::kBlockPartitioned) {
-      EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{32, 8, 1}));  // the larger block, kept 2-D
-      EXPECT_EQ(r.shape.grid[0], 5u * 6u + 3u * 2u);
+      EXPECT_EQ(r.shape.block, (core::Dim3{32, 8, 1}));  // the larger block, kept 2-D
+      EXPECT_EQ(r.shape.grid.x, 5u * 6u + 3u * 2u);
     } else {
-      EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{128 + 256, 1, 1}));
-      EXPECT_EQ(r.shape.grid[0], 30u);
+      EXPECT_EQ(r.shape.block, (core::Dim3{128 + 256, 1, 1}));
+      EXPECT_EQ(r.shape.grid.x, 30u);
     }
   }
 }
@@ -468,7 +464,7 @@ TEST(HorizontalFusion, BlockPartitionedOverlaysTheStaticSharedMemoryOfItsParts) 
   std::string printed;
   FusionResult r =
       fuseAndCompare(m, specOf(launches, HorizontalLayout::kBlockPartitioned), launches, buffers, &printed);
-  EXPECT_EQ(r.shape.block, (std::array<uint32_t, 3>{256, 1, 1}));  // the first of the largest blocks
+  EXPECT_EQ(r.shape.block, (core::Dim3{256, 1, 1}));  // the first of the largest blocks
   auto shared = fusedSharedDeclarations(printed, r.fused_name);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared.begin()->second, 4224u);  // max(1024, 4224), not the sum
@@ -512,14 +508,11 @@ TEST(HorizontalFusion, EarlyExitBeforeABarrierIsCaughtAsADeadlockOnTheEmulator) 
     ASSERT_TRUE(p.ok());
     ptrs.push_back(p.value());
   }
-  auto run = [&](const std::string& name, const LaunchShape& s, std::vector<std::vector<uint8_t>> values) {
+  auto run = [&](const std::string& name, const core::LaunchShape& s, std::vector<std::vector<uint8_t>> values) {
     const emulator::Kernel* k = program.value()->findKernel(name);
     std::vector<void*> args;
     for (auto& v : values) args.push_back(v.data());
-    emulator::LaunchConfig cfg;
-    cfg.grid = {s.grid[0], s.grid[1], s.grid[2]};
-    cfg.block = {s.block[0], s.block[1], s.block[2]};
-    return dev.launch(*k, cfg, emulator::Device::packParams(k->info(), args.data()));
+    return dev.launch(*k, s, emulator::Device::packParams(k->info(), args.data()));
   };
   auto bytes = [](auto v) { return scalar(v).bytes; };
   EXPECT_TRUE(run("early_exit_sync", launches[1].shape, {bytes(ptrs[2]), bytes(ptrs[3]), bytes(int32_t{64})}).ok());
@@ -573,7 +566,7 @@ TEST(HorizontalFusion, RefusesBadSpecifications) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no_such_kernel"), std::string::npos);
   HorizontalFusion empty = specOf(launches, HorizontalLayout::kThreadPartitioned);
-  empty.shapes[0].grid[0] = 0;
+  empty.shapes[0].grid.x = 0;
   EXPECT_FALSE(fuseHorizontal(m, empty).ok());
   HorizontalFusion bad_equal = specOf(launches, HorizontalLayout::kBlockPartitioned);
   bad_equal.equal_args = {{ArgRef{0, 0}, ArgRef{1, 2}}};  // a pointer and an int

@@ -46,8 +46,8 @@ Expected<std::vector<std::pair<ArgRef, ArgRef>>> parseEqualities(const std::vect
 }
 
 // "64x2/256" -> grid (64,2,1), block (256,1,1).
-Expected<std::array<uint32_t, 3>> parseDims(std::string_view s) {
-  std::array<uint32_t, 3> d{1, 1, 1};
+Expected<core::Dim3> parseDims(std::string_view s) {
+  core::Dim3 d;
   size_t i = 0;
   for (size_t k = 0; k < 3 && !s.empty(); ++k) {
     const size_t x = s.find('x');
@@ -63,10 +63,10 @@ Expected<std::array<uint32_t, 3>> parseDims(std::string_view s) {
   return d;
 }
 
-Expected<LaunchShape> parseShape(std::string_view s) {
+Expected<core::LaunchShape> parseShape(std::string_view s) {
   const size_t slash = s.find('/');
   if (slash == std::string_view::npos) return invalidArgument("shape '" + std::string(s) + "': expected GRID/BLOCK");
-  LaunchShape shape;
+  core::LaunchShape shape;
   KFUSE_ASSIGN_OR_RETURN(shape.grid, parseDims(s.substr(0, slash)));
   KFUSE_ASSIGN_OR_RETURN(shape.block, parseDims(s.substr(slash + 1)));
   return shape;
@@ -120,11 +120,11 @@ class HorizontalPass : public Pass {
   Status run(Module& module, AnalysisManager&, PassLog& log) override {
     KFUSE_ASSIGN_OR_RETURN(FusionResult r, fuseHorizontal(module, spec_));
     logResult(log, name(), r);
-    const LaunchShape& s = r.shape;
-    log.note(std::string(name()), "launch '" + r.fused_name + "' with grid " + std::to_string(s.grid[0]) + "x" +
-                                      std::to_string(s.grid[1]) + "x" + std::to_string(s.grid[2]) + ", block " +
-                                      std::to_string(s.block[0]) + "x" + std::to_string(s.block[1]) + "x" +
-                                      std::to_string(s.block[2]) + ", " + std::to_string(s.dynamic_shared_bytes) +
+    const core::LaunchShape& s = r.shape;
+    log.note(std::string(name()), "launch '" + r.fused_name + "' with grid " + std::to_string(s.grid.x) + "x" +
+                                      std::to_string(s.grid.y) + "x" + std::to_string(s.grid.z) + ", block " +
+                                      std::to_string(s.block.x) + "x" + std::to_string(s.block.y) + "x" +
+                                      std::to_string(s.block.z) + ", " + std::to_string(s.dynamic_shared_bytes) +
                                       " bytes of dynamic shared memory");
     log.fusions.push_back(std::move(r));
     return {};
@@ -262,7 +262,7 @@ Expected<std::unique_ptr<Pass>> makeHorizontal(const PassOptions& o) {
     return invalidArgument("layout=" + layout + ": expected block or thread");
   }
   for (const std::string& s : o.list("shapes")) {
-    KFUSE_ASSIGN_OR_RETURN(LaunchShape shape, parseShape(s));
+    KFUSE_ASSIGN_OR_RETURN(core::LaunchShape shape, parseShape(s));
     spec.shapes.push_back(shape);
   }
   if (spec.shapes.size() != spec.kernels.size()) {

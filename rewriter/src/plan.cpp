@@ -52,17 +52,17 @@ json argRefsJson(const std::vector<ArgRef>& refs) {
   return a;
 }
 
-json dimJson(const std::array<uint32_t, 3>& d) {
-  return json::array({d[0], d[1], d[2]});
+json dimJson(const core::Dim3& d) {
+  return json::array({d.x, d.y, d.z});
 }
 
-void putShape(json& j, const LaunchShape& s) {
+void putShape(json& j, const core::LaunchShape& s) {
   j["grid"] = dimJson(s.grid);
   j["block"] = dimJson(s.block);
   j["dynamic_shared_bytes"] = s.dynamic_shared_bytes;
 }
 
-json shapeJson(const LaunchShape& s) {
+json shapeJson(const core::LaunchShape& s) {
   json j = json::object();
   putShape(j, s);
   return j;
@@ -114,7 +114,7 @@ json argumentSetJson(const ArgumentSet& s) {
     args.push_back(std::move(k));
   }
   json shapes = json::array();
-  for (const LaunchShape& sh : s.shapes) shapes.push_back(shapeJson(sh));
+  for (const core::LaunchShape& sh : s.shapes) shapes.push_back(shapeJson(sh));
   json j{{"origin", s.origin}, {"buffer_bytes", s.buffer_bytes}, {"args", std::move(args)}, {"shapes", shapes}};
   if (s.fused_shape) j["fused_shape"] = shapeJson(*s.fused_shape);
   return j;
@@ -158,7 +158,7 @@ class Reader : public core::JsonReader {
     });
   }
 
-  void dim(const json& j, const std::string& path, const char* name, std::array<uint32_t, 3>& out) {
+  void dim(const json& j, const std::string& path, const char* name, core::Dim3& out) {
     const json* v = member(j, path, name, true);
     if (!v) return;
     std::string p = join(path, name);
@@ -169,13 +169,13 @@ class Reader : public core::JsonReader {
   }
 
   // grid, block and dynamic_shared_bytes of `j` (which may hold other fields too).
-  void shapeFields(const json& j, const std::string& path, LaunchShape& out) {
+  void shapeFields(const json& j, const std::string& path, core::LaunchShape& out) {
     dim(j, path, "grid", out.grid);
     dim(j, path, "block", out.block);
     integer(j, path, "dynamic_shared_bytes", out.dynamic_shared_bytes);
   }
 
-  void shape(const json& j, const std::string& path, LaunchShape& out) {
+  void shape(const json& j, const std::string& path, core::LaunchShape& out) {
     if (!object(j, path, {"grid", "block", "dynamic_shared_bytes"})) return;
     shapeFields(j, path, out);
   }
@@ -384,12 +384,12 @@ void readArgumentSet(Reader& r, const json& j, const std::string& path, Argument
     s.args.push_back(std::move(values));
   });
   r.array(j, path, "shapes", false, [&](const json& e, const std::string& p) {
-    LaunchShape sh;
+    core::LaunchShape sh;
     r.shape(e, p, sh);
     s.shapes.push_back(sh);
   });
   if (const json* fs = r.member(j, path, "fused_shape", false)) {
-    LaunchShape sh;
+    core::LaunchShape sh;
     r.shape(*fs, join(path, "fused_shape"), sh);
     s.fused_shape = sh;
   }
@@ -545,10 +545,10 @@ Plan readPlanJson(Reader& r, const json& j) {
   return plan;
 }
 
-std::string shapeText(const LaunchShape& s) {
+std::string shapeText(const core::LaunchShape& s) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "grid (%u, %u, %u), block (%u, %u, %u), %u B dynamic shared", s.grid[0], s.grid[1],
-                s.grid[2], s.block[0], s.block[1], s.block[2], s.dynamic_shared_bytes);
+  std::snprintf(buf, sizeof buf, "grid (%u, %u, %u), block (%u, %u, %u), %u B dynamic shared", s.grid.x, s.grid.y,
+                s.grid.z, s.block.x, s.block.y, s.block.z, s.dynamic_shared_bytes);
   return buf;
 }
 

@@ -43,9 +43,9 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   const uint32_t s = spec.element_bytes, k = spec.producer_lanes;
   if (s != 2 && s != 4 && s != 8) return unsupported("a prologue's elements must be 2, 4 or 8 bytes");
   if (k != 1 && k != 2 && k != 4) return unsupported("a prologue's producer stores 1, 2 or 4 elements per thread");
-  const LaunchShape& ps = spec.producer_shape;
-  const LaunchShape& cs = spec.consumer_shape;
-  if (ps.block[1] != 1 || ps.block[2] != 1 || ps.grid[1] != 1 || ps.grid[2] != 1) {
+  const core::LaunchShape& ps = spec.producer_shape;
+  const core::LaunchShape& cs = spec.consumer_shape;
+  if (ps.block.y != 1 || ps.block.z != 1 || ps.grid.y != 1 || ps.grid.z != 1) {
     return unsupported("the producer of a prologue fusion must run on a 1-D launch");
   }
   const uint64_t producer_threads = ps.blocks() * ps.threads(), fused_threads = cs.blocks() * cs.threads();

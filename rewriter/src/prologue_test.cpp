@@ -50,7 +50,7 @@ void expectSameAsTwoLaunches(const PrologueFusion& spec, int skip) {
   testing::expectCompiles(fused);
 
   Runner a(buffers()), b(buffers());
-  const emulator::Dim3 grid{kT * kF / 256, 1, 1}, block{256, 1, 1}, mm_grid{kH / 16, kT / 16, 1}, mm_block{16, 16, 1};
+  const core::Dim3 grid{kT * kF / 256, 1, 1}, block{256, 1, 1}, mm_grid{kH / 16, kT / 16, 1}, mm_block{16, 16, 1};
   ASSERT_TRUE(a.launch(original, "gelu", grid, block, {Arg::buf(kU), Arg::buf(kV), Arg::value(kT * kF)}).ok());
   ASSERT_TRUE(a.launch(original, "matmul", mm_grid, mm_block,
                        {Arg::buf(kV), Arg::buf(kW2), Arg::buf(kOut), Arg::value(kT), Arg::value(kH), Arg::value(kF)})

@@ -95,14 +95,6 @@ const core::PointerArg* pointerArg(const core::Launch& l, int param) {
   return nullptr;
 }
 
-LaunchShape shapeOf(const core::Launch& l) {
-  LaunchShape s;
-  s.grid = {l.grid.x, l.grid.y, l.grid.z};
-  s.block = {l.block.x, l.block.y, l.block.z};
-  s.dynamic_shared_bytes = l.dynamic_shared_bytes;
-  return s;
-}
-
 std::string archOf(const core::GpuSpec& gpu) {
   return "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
 }
@@ -295,7 +287,7 @@ class Rewriter {
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const core::Launch& l = launch(occ, k);
       set.origin += (k ? ", " : " ") + std::to_string(l.id);
-      set.shapes.push_back(shapeOf(l));
+      set.shapes.push_back(l.shape());
       std::vector<ArgValue>& args = set.args.emplace_back();
       for (const core::KernelParam& p : kernels_[k].function->params) {
         ArgValue v;
@@ -418,8 +410,8 @@ class Rewriter {
       spec.consumer_offset = c_.epilogue->consumer_offset;
       spec.element_bytes = c_.epilogue->element_bytes;
       spec.producer_lanes = c_.epilogue->producer_lanes;
-      spec.producer_shape = shapeOf(launch(0, 0));
-      spec.consumer_shape = shapeOf(launch(0, 1));
+      spec.producer_shape = launch(0, 0).shape();
+      spec.consumer_shape = launch(0, 1).shape();
       const ArgRef intermediate{0, spec.producer_param};
       spec.write_intermediate = !(options_.aggressive && deadAfterEveryOccurrence(intermediate));
       progress(options_, "recomputing the producer at the consumer's loads (prologue fusion)");
@@ -441,10 +433,10 @@ class Rewriter {
       spec.consumer_param = c_.epilogue->consumer_param;
       spec.consumer_offset = c_.epilogue->consumer_offset;
       spec.element_bytes = c_.epilogue->element_bytes;
-      spec.consumer_shape = shapeOf(launch(0, 1));
+      spec.consumer_shape = launch(0, 1).shape();
       progress(options_, "fusing " + std::to_string(entries.size() - 1) + " consumer(s) into the producer's epilogue");
       KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
-      result_.shape = shapeOf(launch(0, 0));  // the producer's launch
+      result_.shape = launch(0, 0).shape();  // the producer's launch
     } else if (c_.kind == CandidateKind::kVertical) {
       VerticalFusion spec;
       spec.kernels = entries;
@@ -456,15 +448,15 @@ class Rewriter {
       progress(options_, "fusing " + std::to_string(entries.size()) + " kernels vertically" +
                              (spec.block_barrier ? " with a block barrier between them" : ""));
       KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
-      result_.shape = shapeOf(launch(0, 0));  // every part runs in the launch shape they all share
+      result_.shape = launch(0, 0).shape();  // every part runs in the launch shape they all share
       // ... with the dynamic shared memory of the hungriest part (the parts use it one after another).
       for (size_t k = 1; k < kernels_.size(); ++k) {
         result_.shape.dynamic_shared_bytes =
-            std::max(result_.shape.dynamic_shared_bytes, shapeOf(launch(0, k)).dynamic_shared_bytes);
+            std::max(result_.shape.dynamic_shared_bytes, launch(0, k).dynamic_shared_bytes);
       }
       // A part that reads the size of its dynamic shared memory would see the fused launch's instead of its own.
       for (size_t k = 0; k < kernels_.size(); ++k) {
-        const uint32_t own = shapeOf(launch(0, k)).dynamic_shared_bytes;
+        const uint32_t own = launch(0, k).dynamic_shared_bytes;
         if (own != result_.shape.dynamic_shared_bytes && ptx::analyzeParamInfluence(*kernels_[k].original).reads_dynamic_shared_size) {
           return unsupported("'" + kernels_[k].function->mangled_name + "' reads the size of its dynamic shared memory "
                              "(%dynamic_smem_size or %total_smem_size): launched with " + std::to_string(own) +
@@ -524,7 +516,7 @@ class Rewriter {
     spec.kernels = entries;
     spec.fused_name = fused_name_;
     spec.equal_args = equal_args_;
-    for (size_t k = 0; k < kernels_.size(); ++k) spec.shapes.push_back(shapeOf(launch(0, k)));
+    for (size_t k = 0; k < kernels_.size(); ++k) spec.shapes.push_back(launch(0, k).shape());
     std::vector<HorizontalLayout> layouts = {HorizontalLayout::kBlockPartitioned,
                                              HorizontalLayout::kThreadPartitioned};
     if (options_.layout) layouts = {*options_.layout};
@@ -599,7 +591,7 @@ class Rewriter {
         for (KernelResources& r : *orig) {
           for (size_t k = 0; k < kernels_.size(); ++k) {
             if (kernels_[k].source_module != m || r.kernel != kernels_[k].function->mangled_name) continue;
-            const LaunchShape s = shapeOf(launch(0, k));
+            const core::LaunchShape s = launch(0, k).shape();
             (void)computeOccupancy(r, static_cast<uint32_t>(s.threads()), s.dynamic_shared_bytes);
             originals.push_back(r);
             break;
@@ -700,7 +692,7 @@ class Rewriter {
       p.mangled_name = pk.function->mangled_name;
       p.module_hash = pk.module->hash;
       p.ptx_file = "originals/" + pk.module->hash.substr(0, 16) + ".ptx";
-      p.shape = shapeOf(launch(0, k));
+      p.shape = launch(0, k).shape();
       const std::vector<std::string> types = elementTypes(*pk.analyses);
       for (const core::KernelParam& kp : pk.function->params) {
         PlanParam pp;

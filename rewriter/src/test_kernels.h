@@ -62,7 +62,7 @@ class Runner {
       sizes_.push_back(b.size());
     }
   }
-  Status launch(const std::string& ptx_text, const std::string& kernel, emulator::Dim3 grid, emulator::Dim3 block,
+  Status launch(const std::string& ptx_text, const std::string& kernel, core::Dim3 grid, core::Dim3 block,
                 const std::vector<Arg>& args, uint32_t dynamic_shared = 0) {
     auto program = device_.loadPtx(ptx_text);
     if (!program.ok()) return program.status();

@@ -43,8 +43,8 @@ inline ArgValue scalarArg(std::vector<uint8_t> bytes) {
   return v;
 }
 
-inline LaunchShape shape1d(uint32_t grid, uint32_t block) {
-  LaunchShape s;
+inline core::LaunchShape shape1d(uint32_t grid, uint32_t block) {
+  core::LaunchShape s;
   s.grid = {grid, 1, 1};
   s.block = {block, 1, 1};
   return s;

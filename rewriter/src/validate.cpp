@@ -497,7 +497,7 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     std::vector<std::vector<uint8_t>> params;
     for (const ArgValue& v : set.args[k]) params.push_back(argBytes(v, side[0]));
-    const LaunchShape& shape = set.shapes.empty() ? plan.kernels[k].shape : set.shapes[k];
+    const core::LaunchShape& shape = set.shapes.empty() ? plan.kernels[k].shape : set.shapes[k];
     Status s = b.launch(l.originals[k].id, shape, params);
     if (!s.ok()) {
       out.kind = RunOutcome::Kind::kOriginalFailed;

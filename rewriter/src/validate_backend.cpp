@@ -58,7 +58,7 @@ class EmulatorBackend final : public ValidationBackend {
     return device_.memory().copyToHost(dst, src, bytes);
   }
 
-  Status launch(int kernel, const LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) override {
+  Status launch(int kernel, const core::LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) override {
     if (kernel < 0 || static_cast<size_t>(kernel) >= kernels_.size()) return internalError("no such kernel");
     const emulator::Kernel& k = *kernels_[static_cast<size_t>(kernel)];
     const emulator::KernelInfo& info = k.info();
@@ -75,11 +75,7 @@ class EmulatorBackend final : public ValidationBackend {
       }
       std::copy(params[i].begin(), params[i].end(), buffer.begin() + p.offset);
     }
-    emulator::LaunchConfig config;
-    config.grid = {shape.grid[0], shape.grid[1], shape.grid[2]};
-    config.block = {shape.block[0], shape.block[1], shape.block[2]};
-    config.dynamic_shared_bytes = shape.dynamic_shared_bytes;
-    return device_.launch(k, config, buffer);
+    return device_.launch(k, shape, buffer);
   }
 
   bool failedLaunchIsSticky() const override { return false; }
@@ -270,7 +266,7 @@ class DriverBackend final : public ValidationBackend {
     return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemcpyDtoH failed: " + cuError(api_, r));
   }
 
-  Status launch(int kernel, const LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) override {
+  Status launch(int kernel, const core::LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) override {
     KFUSE_RETURN_IF_ERROR(current());
     if (kernel < 0 || static_cast<size_t>(kernel) >= functions_.size()) return internalError("no such kernel");
     CUfunction f = functions_[static_cast<size_t>(kernel)];
@@ -280,8 +276,8 @@ class DriverBackend final : public ValidationBackend {
       (void)api_.funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   static_cast<int>(shape.dynamic_shared_bytes));
     }
-    CUresult r = api_.launchKernel(f, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
-                                   shape.block[2], shape.dynamic_shared_bytes, /*hStream=*/nullptr, args.data(),
+    CUresult r = api_.launchKernel(f, shape.grid.x, shape.grid.y, shape.grid.z, shape.block.x, shape.block.y,
+                                   shape.block.z, shape.dynamic_shared_bytes, /*hStream=*/nullptr, args.data(),
                                    /*extra=*/nullptr);
     if (r != CUDA_SUCCESS) return Status(ErrorCode::kInternal, "cuLaunchKernel failed: " + cuError(api_, r));
     r = api_.ctxSynchronize();

@@ -40,7 +40,8 @@ class ValidationBackend {
 
   // Runs `kernel` to completion. `params` holds each parameter's bytes, in declaration order. A non-ok Status is a
   // launch that failed (a fault, a deadlock, an instruction the backend cannot run), with the backend's message.
-  virtual Status launch(int kernel, const LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) = 0;
+  virtual Status launch(int kernel, const core::LaunchShape& shape,
+                        const std::vector<std::vector<uint8_t>>& params) = 0;
 
   // Bytes of canary the validator puts after each buffer and checks after every run. The emulator needs none: its
   // allocations sit between unmapped gaps, so a stray access faults. A GPU faults only past its allocation

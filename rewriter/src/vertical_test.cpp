@@ -17,8 +17,8 @@ using testing::Runner;
 using testing::testPtx;
 
 constexpr int kN = 1000;  // not a multiple of the block: the last block is ragged
-const emulator::Dim3 kGrid{4, 1, 1};
-const emulator::Dim3 kBlock{256, 1, 1};
+const core::Dim3 kGrid{4, 1, 1};
+const core::Dim3 kBlock{256, 1, 1};
 
 // The elementwise chain as examples/driver_api/elementwise_chain.cpp launches it:
 // scale(x, t1, a, n); add(t1, b, t2, n); relu(t2, t3, n); mul(t3, g, out, n).

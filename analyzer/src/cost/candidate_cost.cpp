@@ -141,10 +141,10 @@ FlopCounts Analysis::kernelFlops(size_t op, cost::Source& source) const {
 // A kernel's roofline time for its launch: its time when the trace has none.
 double Analysis::rooflineNs(size_t op) const {
   cost::Source bs, fs;
-  return cost::launchRooflineNs(kernelBytes(op, bs), kernelFlops(op, fs), shape(launch(op)), gpu_);
+  return cost::launchRooflineNs(kernelBytes(op, bs), kernelFlops(op, fs), launchResources(launch(op)), gpu_);
 }
 
-cost::LaunchShape Analysis::shape(const core::Launch& l) const {
+cost::LaunchResources Analysis::launchResources(const core::Launch& l) const {
   return {shapeUnknown(l) ? 0 : l.grid.count(), l.block.count(), static_cast<int>(l.registers_per_thread),
           static_cast<double>(l.static_shared_bytes) + l.dynamic_shared_bytes};
 }
@@ -234,7 +234,7 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
     k.bytes = kernelBytes(op, k.bytes_source);
     k.flops = kernelFlops(op, k.flops_source);
     k.times = {launch(op).api_start_ns, o.gpu_start_ns, o.gpu_end_ns};
-    k.shape = shape(launch(op));
+    k.shape = launchResources(launch(op));
     in.kernels.push_back(k);
   }
   if (kind == CandidateKind::kVertical && g_.has_pointer_data) {

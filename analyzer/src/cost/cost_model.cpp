@@ -46,16 +46,16 @@ double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gp
   return std::max(memoryNs(bytes, gpu), computeNs(flops, gpu));
 }
 
-double smShare(const LaunchShape& shape, const core::GpuSpec& gpu) {
+double smShare(const LaunchResources& shape, const core::GpuSpec& gpu) {
   if (shape.blocks == 0 || gpu.sm_count <= 0) return 1;
   return std::min(1.0, static_cast<double>(shape.blocks) / gpu.sm_count);
 }
 
-double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchShape& shape, const core::GpuSpec& gpu) {
+double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchResources& shape, const core::GpuSpec& gpu) {
   return rooflineNs(bytes, flops, gpu) / smShare(shape, gpu);
 }
 
-double blockCapacity(const LaunchShape& shape, const core::GpuSpec& gpu) {
+double blockCapacity(const LaunchResources& shape, const core::GpuSpec& gpu) {
   const double threads = static_cast<double>(std::max<uint64_t>(1, shape.threads_per_block));
   double per_sm = gpu.max_blocks_per_sm;
   if (gpu.max_threads_per_sm > 0) per_sm = std::min(per_sm, std::floor(gpu.max_threads_per_sm / threads));
@@ -68,9 +68,9 @@ double blockCapacity(const LaunchShape& shape, const core::GpuSpec& gpu) {
   return std::max(1.0, per_sm) * std::max(1, gpu.sm_count);
 }
 
-double waves(const std::vector<LaunchShape>& shapes, const core::GpuSpec& gpu) {
+double waves(const std::vector<LaunchResources>& shapes, const core::GpuSpec& gpu) {
   double w = 0;
-  for (const LaunchShape& s : shapes) w += static_cast<double>(s.blocks) / blockCapacity(s, gpu);
+  for (const LaunchResources& s : shapes) w += static_cast<double>(s.blocks) / blockCapacity(s, gpu);
   return w;
 }
 
@@ -159,9 +159,9 @@ std::map<int, BufferTotals> totals(const std::vector<UseBytes>& uses) {
 
 // The fused kernel's grid: the largest of a chain (its kernels share one when proven), the sum for kernels side by
 // side; unknown (0) when any is.
-uint64_t fusedBlocks(const std::vector<LaunchShape>& shapes, bool vertical) {
+uint64_t fusedBlocks(const std::vector<LaunchResources>& shapes, bool vertical) {
   uint64_t blocks = 0;
-  for (const LaunchShape& s : shapes) {
+  for (const LaunchResources& s : shapes) {
     if (s.blocks == 0) return 0;
     blocks = vertical ? std::max(blocks, s.blocks) : blocks + s.blocks;
   }
@@ -210,7 +210,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
   FlopCounts flops;
   Source bytes_source = Source::kMeasured, flops_source = Source::kMeasured;
   std::vector<KernelTimes> times;
-  std::vector<LaunchShape> shapes;
+  std::vector<LaunchResources> shapes;
   for (size_t i = 0; i < in.kernels.size(); ++i) {
     const KernelCost& k = in.kernels[i];
     c.bytes_before += k.bytes;
@@ -255,7 +255,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     c.note = "intermediate buffers unknown (no pointer arguments in the trace): only idle gaps counted";
   } else {
     double predicted = 0;
-    LaunchShape fused_shape;
+    LaunchResources fused_shape;
     fused_shape.blocks = fusedBlocks(shapes, vertical);
     if (anchored) {
       // The epilogue runs inside the anchor kernel: its grid, and its own achieved fraction.

@@ -55,7 +55,9 @@ double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gp
 
 // ---- occupancy ----
 
-struct LaunchShape {
+// What the occupancy rules need of a launch: block and thread counts (not the grid's and block's dimensions, as
+// in core::LaunchShape), registers and shared memory per block.
+struct LaunchResources {
   uint64_t blocks = 0;             // grid.x * grid.y * grid.z; 0 = unknown
   uint64_t threads_per_block = 1;  // block.x * block.y * block.z
   int registers_per_thread = 0;    // 0 = unknown (no register limit applied)
@@ -63,15 +65,15 @@ struct LaunchShape {
 };
 // The share of the GPU's peaks a launch can reach: a launch of fewer blocks than the GPU has SMs runs on only
 // that many SMs, so min(1, blocks / SMs); 1 when the shape is unknown.
-double smShare(const LaunchShape& shape, const core::GpuSpec& gpu);
+double smShare(const LaunchResources& shape, const core::GpuSpec& gpu);
 // The roofline time of one launch: rooflineNs / smShare. What a kernel without a GPU time is costed at, the
 // bound the achieved fraction is taken against, and the floor of a fused kernel's time.
-double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchShape& shape, const core::GpuSpec& gpu);
+double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchResources& shape, const core::GpuSpec& gpu);
 // Blocks of this shape resident on the whole GPU at once: per SM the least of the block, thread, register and
 // shared-memory limits (at least 1), times the SM count.
-double blockCapacity(const LaunchShape& shape, const core::GpuSpec& gpu);
+double blockCapacity(const LaunchResources& shape, const core::GpuSpec& gpu);
 // Waves of kernels launched as one: the sum over the kernels of blocks / capacity (fractional).
-double waves(const std::vector<LaunchShape>& shapes, const core::GpuSpec& gpu);
+double waves(const std::vector<LaunchResources>& shapes, const core::GpuSpec& gpu);
 
 // ---- timeline ----
 
@@ -136,7 +138,7 @@ struct KernelCost {
   FlopCounts flops;
   Source flops_source = Source::kUnknown;
   KernelTimes times;  // gpu_start/end kNoTime: no GPU time, the roofline estimate stands in
-  LaunchShape shape;
+  LaunchResources shape;
 };
 
 struct OccurrenceInput {

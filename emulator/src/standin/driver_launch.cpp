@@ -51,7 +51,7 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (shmem > unsigned(f->max_dynamic_shared) && shmem > 48 * 1024) return CUDA_ERROR_INVALID_VALUE;
-  kfuse::emulator::LaunchConfig cfg{{gx, gy, gz}, {bx, by, bz}, shmem};
+  kfuse::core::LaunchShape cfg{{gx, gy, gz}, {bx, by, bz}, shmem};
   kfuse::Status s = dev()->launch(*f->kernel, cfg, buf);
   CUresult r = fromStatus(s);
   if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_ASSERT ||

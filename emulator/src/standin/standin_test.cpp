@@ -56,7 +56,7 @@ TEST_F(StandinTest, ExportsOnlyDriverSymbols) {
   EXPECT_NE(dlsym(handle_, "cuCtxCreate_v4"), nullptr);
   EXPECT_NE(dlsym(handle_, "cuGetProcAddress"), nullptr);
   EXPECT_NE(dlsym(handle_, "cuLaunchKernelEx"), nullptr);
-  EXPECT_EQ(dlsym(handle_, "_ZN5kfuse8emulator6Device6launchERKNS0_6KernelERKNS0_12LaunchConfigESt4spanIKhLm18446744073709551615EEPNS0_14LaunchCountersE"),
+  EXPECT_EQ(dlsym(handle_, "_ZN5kfuse8emulator6Device6launchERKNS0_6KernelERKNS_4core11LaunchShapeESt4spanIKhLm18446744073709551615EEPNS0_14LaunchCountersE"),
             nullptr);
 }
 

@@ -10,7 +10,7 @@ namespace kfuse::inject {
 namespace {
 
 using rewriter::ArgRef;
-using rewriter::LaunchShape;
+using core::LaunchShape;
 
 }  // namespace
 
@@ -106,7 +106,7 @@ CUresult Injector::Impl::launchFused(StreamSlot& s, size_t pi, CUfunction fn) {
   stripe().issued.fetch_add(1, std::memory_order_relaxed);
   fused_launches.fetch_add(1, std::memory_order_relaxed);
   st.fused.fetch_add(1, std::memory_order_relaxed);
-  return launch(last, fn, shape.grid.data(), shape.block.data(), shape.dynamic_shared_bytes, ptrs);
+  return launch(last, fn, shape.grid.axes().data(), shape.block.axes().data(), shape.dynamic_shared_bytes, ptrs);
 }
 
 // ---- flushing ----

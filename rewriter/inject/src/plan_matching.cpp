@@ -13,7 +13,7 @@ namespace kfuse::inject {
 namespace {
 
 using rewriter::ArgRef;
-using rewriter::LaunchShape;
+using core::LaunchShape;
 using rewriter::Predicate;
 
 // Pointer arguments whose allocations one predicate check looks up, at most (the check allocates nothing).

@@ -4,14 +4,15 @@
 // Events carry the application's handles (CUfunction, CUstream, CUmodule values as integers) and addresses; the
 // TraceAssembler turns them into core::Trace records on the consumer side (ids, stream/function tables, pointer
 // resolution). Every event is a header plus a fixed struct plus optional trailing bytes (argument buffer, a
-// name, a module image), 8-byte aligned in the queue.
+// name, a module image), 8-byte aligned in the queue. Kinds and grid/block sizes are the trace model's types
+// (kfuse/core/trace.h): enums with a fixed 32-bit underlying type, and core::Dim3.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-#include "kfuse/hooks/module_image.h"
+#include "kfuse/core/trace.h"
 
 namespace kfuse::collector {
 
@@ -54,8 +55,7 @@ struct LaunchEvent {  // + arg_size bytes of the argument buffer (device-side la
   int64_t thread_id = 0;
   Handle function = 0;
   Handle stream = 0;
-  uint32_t grid[3] = {1, 1, 1};
-  uint32_t block[3] = {1, 1, 1};
+  core::Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
   uint32_t arg_size = 0;
   int64_t api_start_ns = -1, api_end_ns = -1;
@@ -90,15 +90,13 @@ struct FunctionEvent {  // + param_count ParamLayout + name_size bytes of the (m
   uint32_t reserved = 0;
 };
 
-using hooks::ImageKindCode;
-
 // Module images are too large for the ring: the event carries a heap copy (`image`, owned by the event once
 // queued; the consumer frees it with delete[]). Module loads are rare and not on the launch path.
 struct ModuleEvent {
   Handle module = 0;
   Handle context = 0;
   int64_t load_ns = -1;
-  ImageKindCode kind = ImageKindCode::kUnknown;
+  core::ImageKind kind = core::ImageKind::kUnknown;
   uint32_t reserved = 0;
   uint8_t* image = nullptr;
   uint64_t image_size = 0;
@@ -115,14 +113,12 @@ struct ModuleUnloadEvent {
   int64_t ns = -1;
 };
 
-enum class AllocKindCode : uint32_t { kUnknown = 0, kDevice, kHostPinned, kManaged, kPool, kArray };
-
 struct AllocEvent {
   uint64_t address = 0;
   uint64_t size = 0;
   Handle context = 0;
   int64_t ns = -1;
-  AllocKindCode kind = AllocKindCode::kDevice;
+  core::AllocationKind kind = core::AllocationKind::kDevice;
   uint32_t reserved = 0;
 };
 
@@ -133,14 +129,12 @@ struct FreeEvent {
   uint32_t reserved = 0;
 };
 
-enum class CopyKindCode : uint32_t { kUnknown = 0, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
-
 struct MemcpyEvent {
   int64_t correlation_id = 0;
   int64_t thread_id = 0;
   Handle stream = 0;
   uint64_t src = 0, dst = 0, bytes = 0;
-  CopyKindCode kind = CopyKindCode::kUnknown;
+  core::MemcpyKind kind = core::MemcpyKind::kUnknown;
   uint32_t async = 0;
   uint32_t waits_for_gpu_time = 0;  // from a CUPTI callback: GPU times come with the record of the same correlation
   uint32_t reserved = 0;
@@ -163,12 +157,10 @@ struct MemsetEvent {
   int64_t stream_native_id = -1;
 };
 
-enum class SyncKindCode : uint32_t { kUnknown = 0, kContext, kStream, kEvent, kStreamWaitEvent };
-
 struct SyncEvent {
   int64_t correlation_id = 0;
   int64_t thread_id = 0;
-  SyncKindCode kind = SyncKindCode::kUnknown;
+  core::SyncKind kind = core::SyncKind::kUnknown;
   uint32_t reserved = 0;
   Handle stream = 0;
   Handle event = 0;  // CUevent awaited, 0 = none
@@ -201,18 +193,16 @@ struct GpuTimeEvent {  // + name_size bytes: the kernel name from the activity r
   uint32_t name_size = 0;
   uint32_t static_shared_bytes = 0;
   uint32_t registers_per_thread = 0;
-  uint32_t grid[3] = {1, 1, 1};
-  uint32_t block[3] = {1, 1, 1};
+  core::Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
   uint32_t reserved = 0;
   int64_t stream_native_id = -1;
 };
 
-enum class MetricSourceCode : uint32_t { kMeasured = 0, kEmulated, kEstimated };
 struct MetricEvent {
   int64_t correlation_id = 0;  // of the launch
   double value = 0;
-  MetricSourceCode source = MetricSourceCode::kMeasured;
+  core::MetricSource source = core::MetricSource::kMeasured;
   uint32_t reserved = 0;
   char name[48] = {};
   char unit[16] = {};
@@ -235,7 +225,7 @@ struct CorrelationAliasEvent {
 // A producer-side statistic (tier-1 error count) to be stored in the trace's stat table.
 struct StatEvent {
   int64_t value = 0;
-  uint32_t severity = 0;  // core::StatSeverity
+  core::StatSeverity severity = core::StatSeverity::kInfo;
   uint32_t reserved = 0;
   char name[64] = {};
   char description[192] = {};
@@ -243,5 +233,9 @@ struct StatEvent {
 
 static_assert(std::is_trivially_copyable_v<LaunchEvent> && std::is_trivially_copyable_v<ModuleEvent> &&
               std::is_trivially_copyable_v<DeviceEvent> && std::is_trivially_copyable_v<StatEvent>);
+// The trace model's types in these layouts: 32-bit kinds, and Dim3 as three packed 32-bit values.
+static_assert(sizeof(core::ImageKind) == 4 && sizeof(core::AllocationKind) == 4 && sizeof(core::MemcpyKind) == 4 &&
+              sizeof(core::SyncKind) == 4 && sizeof(core::MetricSource) == 4 && sizeof(core::StatSeverity) == 4);
+static_assert(sizeof(core::Dim3) == 12 && alignof(core::Dim3) == 4 && std::is_trivially_copyable_v<core::Dim3>);
 
 }  // namespace kfuse::collector

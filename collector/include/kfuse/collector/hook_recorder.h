@@ -51,7 +51,7 @@ class HookRecorder : public hooks::HookClient {
   // current context (cuFuncGetModule says which; the CUDA runtime loads every fatbin this way), so the image is
   // recorded under that module (cuLibraryGetModule), and under the library only when the driver cannot say.
   void recordLibrary(CUlibrary library, const void* code);
-  void recordAlloc(uint64_t address, uint64_t size, AllocKindCode kind);
+  void recordAlloc(uint64_t address, uint64_t size, core::AllocationKind kind);
   // Stream capture (CUDA graphs): work enqueued on a capturing stream does not run, it becomes a graph node, so it
   // is counted (`work_captured_into_graphs`) instead of recorded. Begin/end are told by the hooks below and by the
   // CUPTI backend; while any capture is open, `capturing` asks the driver (cuStreamIsCapturing), which also covers
@@ -63,7 +63,7 @@ class HookRecorder : public hooks::HookClient {
 
   // Records a copy / memset as made (used by the CUPTI backend's callbacks too). `correlation_id` 0: a fresh one;
   // `waits_for_gpu_time`: the GPU times follow in a record with the same correlation id (CUPTI activity).
-  void recordCopy(CopyKindCode kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
+  void recordCopy(core::MemcpyKind kind, uint64_t dst, uint64_t src, uint64_t bytes, CUstream stream, bool async,
                   int variant, int64_t t0, int64_t t1, int64_t correlation_id = 0, bool waits_for_gpu_time = false);
   void recordSet(uint64_t dst, uint64_t n, uint32_t value, uint32_t elem, CUstream stream, bool async, int variant,
                  int64_t t0, int64_t t1, int64_t correlation_id = 0, bool waits_for_gpu_time = false);
@@ -155,7 +155,7 @@ class HookRecorder : public hooks::HookClient {
   // On the emulator's stand-in driver: the counters of the launch just made, as "emulated" metrics.
   void recordEmulatedMetrics(const unsigned grid[3], const unsigned block[3], unsigned shmem, int64_t correlation_id);
   void recordFree(uint64_t address, bool host);
-  void recordSync(SyncKindCode kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1);
+  void recordSync(core::SyncKind kind, CUstream stream, CUevent event, int variant, int64_t t0, int64_t t1);
   bool active() const;
   int beginGpuTime(CUstream stream, int variant);
   uint32_t endGpuTime(int slot, CUstream stream, int variant);  // kLaunchWaitsForGpuTime if the pair is complete

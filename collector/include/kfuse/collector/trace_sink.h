@@ -74,7 +74,7 @@ class TraceSink {
     const core::StatInfo& info = core::statInfo(id);
     StatEvent s;
     s.value = value;
-    s.severity = static_cast<uint32_t>(info.severity);
+    s.severity = info.severity;
     std::snprintf(s.name, sizeof s.name, "%s", info.name);
     std::snprintf(s.description, sizeof s.description, "%s", detail && *detail ? detail : info.description);
     return pushStruct(EventKind::kStat, s);

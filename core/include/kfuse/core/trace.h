@@ -6,6 +6,7 @@
 // Times are nanoseconds on one clock per trace (CUPTI's or the host's); kNoTime marks "not known".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,13 +20,15 @@ using Id = int64_t;
 inline constexpr Id kNoId = 0;
 inline constexpr int64_t kNoTime = -1;
 
-enum class ImageKind { kUnknown, kPtx, kCubin, kFatbin };
+// The enums with a fixed underlying type are also fields of the collector's fixed-layout events
+// (kfuse/collector/events.h), which carry them through its queue as 32-bit values.
+enum class ImageKind : uint32_t { kUnknown, kPtx, kCubin, kFatbin };
 enum class AccessMode { kUnknown, kNone, kRead, kWrite, kReadWrite };
-enum class MetricSource { kMeasured, kEmulated, kEstimated };
-enum class AllocationKind { kUnknown, kDevice, kHostPinned, kManaged, kPool, kArray };
-enum class MemcpyKind { kUnknown, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
-enum class SyncKind { kUnknown, kContext, kStream, kEvent, kStreamWaitEvent };
-enum class StatSeverity { kInfo, kWarning, kError };
+enum class MetricSource : uint32_t { kMeasured, kEmulated, kEstimated };
+enum class AllocationKind : uint32_t { kUnknown, kDevice, kHostPinned, kManaged, kPool, kArray };
+enum class MemcpyKind : uint32_t { kUnknown, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
+enum class SyncKind : uint32_t { kUnknown, kContext, kStream, kEvent, kStreamWaitEvent };
+enum class StatSeverity : uint32_t { kInfo, kWarning, kError };
 
 // String forms used by the SQLite store, the JSON interchange format and reports. `parse*` return nullopt for
 // a string that is not one of the names.
@@ -44,10 +47,25 @@ std::optional<MemcpyKind> parseMemcpyKind(std::string_view s);
 std::optional<SyncKind> parseSyncKind(std::string_view s);
 std::optional<StatSeverity> parseStatSeverity(std::string_view s);
 
+// A CUDA grid or block size: the one 3-vector of launch dimensions (trace, emulator, rewriter).
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
   uint64_t count() const { return uint64_t{x} * y * z; }
+  // By axis: 0, 1, 2 = x, y, z.
+  uint32_t operator[](int axis) const { return axis == 0 ? x : axis == 1 ? y : z; }
+  uint32_t& operator[](int axis) { return axis == 0 ? x : axis == 1 ? y : z; }
+  std::array<uint32_t, 3> axes() const { return {x, y, z}; }  // for driver calls that take unsigned[3]
   friend bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// What a kernel launch asks for besides its arguments: grid, block and dynamic shared memory. The emulator runs
+// launches of this shape, the rewriter's plans record and replace them.
+struct LaunchShape {
+  Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  uint64_t blocks() const { return grid.count(); }
+  uint64_t threads() const { return block.count(); }  // per block
+  friend bool operator==(const LaunchShape&, const LaunchShape&) = default;
 };
 
 struct TraceMetadata {
@@ -164,6 +182,7 @@ struct Launch {
   int64_t gpuDurationNs() const {
     return gpu_start_ns == kNoTime || gpu_end_ns == kNoTime ? kNoTime : gpu_end_ns - gpu_start_ns;
   }
+  LaunchShape shape() const { return {grid, block, dynamic_shared_bytes}; }
   friend bool operator==(const Launch&, const Launch&) = default;
 };
 

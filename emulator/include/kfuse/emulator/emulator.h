@@ -23,15 +23,11 @@
 #include <vector>
 
 #include "kfuse/core/status.h"
+#include "kfuse/core/trace.h"
 
 namespace kfuse::emulator {
 
 using DevicePtr = uint64_t;
-
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
-  uint64_t count() const { return uint64_t{x} * y * z; }
-};
 
 // Instruction classes counted per launch (thread-level: one per active thread per executed instruction).
 enum class InstClass : uint8_t {
@@ -80,7 +76,7 @@ struct LaunchCounters {
 struct LaunchRecord {
   uint64_t sequence = 0;        // 1, 2, ... per Device
   std::string kernel;
-  Dim3 grid, block;
+  core::Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
   LaunchCounters counters;
   double wall_seconds = 0;      // host time the emulation took
@@ -182,12 +178,6 @@ class Program {
   Memory* memory_ = nullptr;
 };
 
-struct LaunchConfig {
-  Dim3 grid;
-  Dim3 block;
-  uint32_t dynamic_shared_bytes = 0;
-};
-
 // Called after every launch (from the launching thread) with its record; used by the collector.
 using LaunchObserver = std::function<void(const LaunchRecord&)>;
 
@@ -208,7 +198,7 @@ class Device {
   Expected<std::shared_ptr<Program>> loadImage(std::span<const uint8_t> image, std::string_view name = "<image>");
 
   // Runs a kernel to completion. `params` is the parameter buffer laid out as KernelInfo::params says.
-  Status launch(const Kernel& kernel, const LaunchConfig& config, std::span<const uint8_t> params,
+  Status launch(const Kernel& kernel, const core::LaunchShape& config, std::span<const uint8_t> params,
                 LaunchCounters* counters = nullptr);
   // Builds the parameter buffer from CUDA-style `void** args` (one pointer per parameter).
   static std::vector<uint8_t> packParams(const KernelInfo& info, void* const* args);

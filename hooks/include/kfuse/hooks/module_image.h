@@ -1,20 +1,19 @@
 // What a module image handed to cuModuleLoadData & co is, and how long: the collector stores it, the injector
 // hashes it (a kernel's identity is its mangled name and the SHA-256 of its module image). Part of the hooking
-// layer; depends on nothing but the C library. Thread-safe (pure).
+// layer; depends on nothing but the C library and the trace model's enums. Thread-safe (pure).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-namespace kfuse::hooks {
+#include "kfuse/core/trace.h"
 
-// What a module image is. The collector's module events carry it.
-enum class ImageKindCode : uint32_t { kUnknown = 0, kPtx, kCubin, kFatbin };
+namespace kfuse::hooks {
 
 // Classifies a module image given to cuModuleLoadData & co and finds its size (NUL-terminated PTX, ELF cubin,
 // fatbin or fatbin wrapper). Size 0 if it cannot tell.
 struct ImageInfo {
-  ImageKindCode kind = ImageKindCode::kUnknown;
+  core::ImageKind kind = core::ImageKind::kUnknown;
   const uint8_t* data = nullptr;
   uint64_t size = 0;
 };

@@ -9,12 +9,12 @@
 // rewrite driver); tests verify explicitly. Pure functions of their inputs; thread-safe on distinct modules.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "kfuse/core/status.h"
+#include "kfuse/core/trace.h"
 #include "kfuse/ptx/ir.h"
 
 namespace kfuse::rewriter {
@@ -25,15 +25,6 @@ struct ArgRef {
   int param = 0;
   friend bool operator==(const ArgRef&, const ArgRef&) = default;
   friend auto operator<=>(const ArgRef&, const ArgRef&) = default;
-};
-
-struct LaunchShape {
-  std::array<uint32_t, 3> grid{1, 1, 1};
-  std::array<uint32_t, 3> block{1, 1, 1};
-  uint32_t dynamic_shared_bytes = 0;
-  uint64_t blocks() const { return uint64_t{grid[0]} * grid[1] * grid[2]; }
-  uint64_t threads() const { return uint64_t{block[0]} * block[1] * block[2]; }
-  friend bool operator==(const LaunchShape&, const LaunchShape&) = default;
 };
 
 // One parameter of a fused kernel: its PTX name and the original arguments whose value it takes (all equal at
@@ -47,7 +38,7 @@ struct FusedParam {
 struct FusionResult {
   std::string fused_name;
   std::vector<FusedParam> params;  // in the fused kernel's parameter order
-  LaunchShape shape;               // the fused launch (vertical: the originals' shape)
+  core::LaunchShape shape;         // the fused launch (vertical: the originals' shape)
   // Horizontal layouts: where each original kernel runs inside the fused launch. Block-partitioned: blocks
   // [first_block, first_block + blocks); thread-partitioned: threads [first_thread, first_thread + threads) of
   // every block (blocks beyond the kernel's own grid skip its part).
@@ -104,7 +95,7 @@ struct EpilogueFusion {
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
-  LaunchShape consumer_shape;          // the consumers' recorded launch (1-D)
+  core::LaunchShape consumer_shape;  // the consumers' recorded launch (1-D)
 };
 
 // Adds the fused .entry to `module`: the producer's body; right after its store to the intermediate, the thread
@@ -129,8 +120,8 @@ struct PrologueFusion {
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
   uint32_t producer_lanes = 1;     // elements each producer thread stores (a vector store of 2 or 4)
-  LaunchShape producer_shape;      // the producer's recorded launch (1-D)
-  LaunchShape consumer_shape;      // the consumer's: the fused launch
+  core::LaunchShape producer_shape;  // the producer's recorded launch (1-D)
+  core::LaunchShape consumer_shape;  // the consumer's: the fused launch
   // Whether the fused kernel still writes the intermediate (the producer's threads, strided over the fused
   // launch's threads, before the consumer's body). false (--aggressive, the trace shows nobody reads it later):
   // only the consumer's loads compute it.
@@ -158,10 +149,10 @@ enum class HorizontalLayout {
 const char* horizontalLayoutName(HorizontalLayout l);  // "block-partitioned", "thread-partitioned"
 
 struct HorizontalFusion {
-  std::vector<std::string> kernels;  // .entry names, 2 or more
-  std::vector<LaunchShape> shapes;   // each kernel's recorded launch shape (same order)
+  std::vector<std::string> kernels;       // .entry names, 2 or more
+  std::vector<core::LaunchShape> shapes;  // each kernel's recorded launch shape (same order)
   HorizontalLayout layout = HorizontalLayout::kBlockPartitioned;
-  std::string fused_name;            // "" = "kfuse_horizontal_" + names joined
+  std::string fused_name;  // "" = "kfuse_horizontal_" + names joined
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
 };
 

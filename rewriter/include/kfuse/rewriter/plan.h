@@ -35,7 +35,7 @@ struct PlanKernel {
   std::string mangled_name;
   std::string module_hash;  // hex SHA-256 of the module image the kernel came from (the kernel's identity)
   std::string ptx_file;     // relative to the plan dir: "originals/<hash prefix>.ptx"
-  LaunchShape shape;        // as recorded
+  core::LaunchShape shape;  // as recorded
   std::vector<PlanParam> params;
 };
 
@@ -81,9 +81,9 @@ struct ArgValue {
 struct ArgumentSet {
   std::string origin;  // "launch 12 of the trace", "ragged: arg 3 = 1000 -> 871"
   std::vector<uint64_t> buffer_bytes;
-  std::vector<std::vector<ArgValue>> args;  // [kernel][param]
-  std::vector<LaunchShape> shapes;          // [kernel]; empty = the plan's recorded shapes
-  std::optional<LaunchShape> fused_shape;   // the fused launch for these shapes; empty = Plan::fused.shape
+  std::vector<std::vector<ArgValue>> args;       // [kernel][param]
+  std::vector<core::LaunchShape> shapes;         // [kernel]; empty = the plan's recorded shapes
+  std::optional<core::LaunchShape> fused_shape;  // the fused launch for these shapes; empty = Plan::fused.shape
 };
 
 // ptxas's report for one kernel on one architecture, with the theoretical occupancy it allows.
@@ -133,7 +133,7 @@ struct Plan {
     std::string ptx_file = "fused.ptx";
     std::string arch;  // the architecture the injector loads it for (the trace's GPU)
     std::vector<FusedParam> params;
-    LaunchShape shape;
+    core::LaunchShape shape;
     std::vector<FusionResult::Part> parts;
   } fused;
   std::vector<std::string> targets;  // architectures it was compiled for

@@ -28,7 +28,7 @@ struct RuntimeParam {
 struct RuntimeKernel {
   std::string name;         // mangled
   std::string module_hash;  // hex SHA-256 of the module image
-  rewriter::LaunchShape shape;
+  core::LaunchShape shape;
   std::vector<RuntimeParam> params;
   uint32_t arg_bytes = 0;  // end of the last parameter
 };
@@ -41,7 +41,7 @@ struct RuntimePlan {
   std::vector<rewriter::Predicate> predicates;
   std::string fused_name;
   std::string fused_ptx;  // NUL-terminated when handed to the driver (std::string keeps the NUL)
-  rewriter::LaunchShape fused_shape;
+  core::LaunchShape fused_shape;
   std::vector<rewriter::ArgRef> fused_args;  // the original argument each fused parameter takes
   std::vector<std::string> targets;          // "sm_90", ...
 };
