@@ -14,7 +14,9 @@ namespace kfuse::emulator {
 
 namespace {
 
-uint32_t alignUp(uint32_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+uint32_t alignUp(uint32_t v, uint32_t a) {
+  return a <= 1 ? v : (v + a - 1) / a * a;
+}
 
 struct ModuleSym {
   enum Kind { kGlobal, kShared, kFunction } kind = kGlobal;
@@ -28,7 +30,9 @@ struct ModuleSymbols {
   const ptx::Module* module = nullptr;
 };
 
-std::string lineOf(const ptx::SourceLoc& l) { return "line " + std::to_string(l.line); }
+std::string lineOf(const ptx::SourceLoc& l) {
+  return "line " + std::to_string(l.line);
+}
 
 // Parses an initializer list into bytes of `elem`-sized elements.
 Status parseInitializer(const ptx::VariableDecl& v, const ModuleSymbols& ms, std::vector<uint8_t>* out) {
@@ -40,9 +44,19 @@ Status parseInitializer(const ptx::VariableDecl& v, const ModuleSymbols& ms, std
   std::string cur;
   int depth = 0;
   for (char ch : s) {
-    if (ch == '{') { ++depth; continue; }
-    if (ch == '}') { --depth; continue; }
-    if (ch == ',') { toks.push_back(cur); cur.clear(); continue; }
+    if (ch == '{') {
+      ++depth;
+      continue;
+    }
+    if (ch == '}') {
+      --depth;
+      continue;
+    }
+    if (ch == ',') {
+      toks.push_back(cur);
+      cur.clear();
+      continue;
+    }
     if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') cur += ch;
   }
   if (!cur.empty()) toks.push_back(cur);
@@ -288,10 +302,14 @@ class FunctionDecoder final : public FnBuilder {
     if (i < ops.size() && ops[i].kind == ptx::OperandKind::kList) args = &ops[i++];
     if (i < ops.size() && ops[i].kind != ptx::OperandKind::kSymbol) return unsupported("call with extra operands");
     const ptx::Function* target = ms_.module->findFunction(callee);
-    if (callee == "vprintf") cs.builtin = 1;
-    else if (callee == "__assertfail") cs.builtin = 2;
-    else if (auto it = ms_.fn_index.find(callee); it != ms_.fn_index.end()) cs.callee = it->second;
-    else return unsupported("call to '" + callee + "', which has no body in this module");
+    if (callee == "vprintf")
+      cs.builtin = 1;
+    else if (callee == "__assertfail")
+      cs.builtin = 2;
+    else if (auto it = ms_.fn_index.find(callee); it != ms_.fn_index.end())
+      cs.callee = it->second;
+    else
+      return unsupported("call to '" + callee + "', which has no body in this module");
     KFUSE_RETURN_IF_ERROR(addCallArgs(args, &cs.args, target ? &target->params : nullptr));
     KFUSE_RETURN_IF_ERROR(addCallArgs(rets, &cs.rets, target ? &target->returns : nullptr));
     f_.calls.push_back(std::move(cs));
@@ -299,26 +317,26 @@ class FunctionDecoder final : public FnBuilder {
   }
   Status addCallArgs(const ptx::Operand* list, std::vector<CallArg>* outv,
                      const std::vector<ptx::VariableDecl>* decls) {
-      if (!list) return {};
-      for (size_t k = 0; k < list->elements.size(); ++k) {
-        const ptx::Operand& a = list->elements[k];
-        CallArg ca;
-        uint32_t want = decls && k < decls->size() ? uint32_t((*decls)[k].byteSize()) : 8;
-        if (a.kind == ptx::OperandKind::kSymbol) {
-          auto s = lookup(a.name);
-          if (!s || s->kind != LSym::kFrameParam) return badFormat("call argument " + a.name + " is not a .param");
-          ca.offset = s->index;
-          ca.size = std::min(s->size, want ? want : s->size);
-        } else {
-          auto v = value(a, Ty::kB64);
-          if (!v.ok()) return v.status();
-          ca.is_reg = true;
-          ca.slot = *v;
-          ca.size = want ? want : 8;
-        }
-        outv->push_back(ca);
+    if (!list) return {};
+    for (size_t k = 0; k < list->elements.size(); ++k) {
+      const ptx::Operand& a = list->elements[k];
+      CallArg ca;
+      uint32_t want = decls && k < decls->size() ? uint32_t((*decls)[k].byteSize()) : 8;
+      if (a.kind == ptx::OperandKind::kSymbol) {
+        auto s = lookup(a.name);
+        if (!s || s->kind != LSym::kFrameParam) return badFormat("call argument " + a.name + " is not a .param");
+        ca.offset = s->index;
+        ca.size = std::min(s->size, want ? want : s->size);
+      } else {
+        auto v = value(a, Ty::kB64);
+        if (!v.ok()) return v.status();
+        ca.is_reg = true;
+        ca.slot = *v;
+        ca.size = want ? want : 8;
       }
-      return {};
+      outv->push_back(ca);
+    }
+    return {};
   }
   uint16_t scratch() override { return scratch_; }
   void noteBarrier() override { f_.uses_barrier = true; }
@@ -378,7 +396,8 @@ class FunctionDecoder final : public FnBuilder {
       int n = v.vector == 2 ? 2 : v.vector == 4 ? 4 : 1;
       if (n != 1) return unsupported("vector registers");
       auto add = [&](const std::string& name) {
-        if (is_pred) scopes_.back()[name] = {LSym::kPred, preds_++, 1};
+        if (is_pred)
+          scopes_.back()[name] = {LSym::kPred, preds_++, 1};
         else {
           scopes_.back()[name] = {LSym::kReg, newSlot(), 8};
           ++declared_regs_;
@@ -483,7 +502,10 @@ class FunctionDecoder final : public FnBuilder {
         case R::kNClusterIdX: what = kNctaidX; break;
         case R::kNClusterIdY: what = kNctaidY; break;
         case R::kNClusterIdZ: what = kNctaidZ; break;
-        case R::kClusterNCtaIdX: case R::kClusterNCtaIdY: case R::kClusterNCtaIdZ: case R::kClusterNCtaId:
+        case R::kClusterNCtaIdX:
+        case R::kClusterNCtaIdY:
+        case R::kClusterNCtaIdZ:
+        case R::kClusterNCtaId:
         case R::kClusterNCtaRank: {
           uint16_t one = constant(1);
           specials_[name] = one;
@@ -503,13 +525,23 @@ class FunctionDecoder final : public FnBuilder {
         case R::kDynamicSmemSize: what = kDynSmem; break;
         case R::kTotalSmemSize: what = kTotalSmem; break;
         // No driver environment, performance monitors or reserved shared memory here; a cluster of one.
-        case R::kEnvReg: case R::kPerfMonitor: case R::kPerfMonitor64: case R::kAggrSmemSize:
-        case R::kReservedSmemOffsetBegin: case R::kReservedSmemOffsetEnd: case R::kReservedSmemOffsetCap:
-        case R::kReservedSmemOffset0: case R::kReservedSmemOffset1: case R::kClusterCtaIdX: case R::kClusterCtaIdY:
-        case R::kClusterCtaIdZ: case R::kClusterId: case R::kNClusterId: case R::kClusterCtaId:
-        case R::kClusterCtaRank: case R::kIsExplicitCluster:
-          what = kZero;
-          break;
+        case R::kEnvReg:
+        case R::kPerfMonitor:
+        case R::kPerfMonitor64:
+        case R::kAggrSmemSize:
+        case R::kReservedSmemOffsetBegin:
+        case R::kReservedSmemOffsetEnd:
+        case R::kReservedSmemOffsetCap:
+        case R::kReservedSmemOffset0:
+        case R::kReservedSmemOffset1:
+        case R::kClusterCtaIdX:
+        case R::kClusterCtaIdY:
+        case R::kClusterCtaIdZ:
+        case R::kClusterId:
+        case R::kNClusterId:
+        case R::kClusterCtaId:
+        case R::kClusterCtaRank:
+        case R::kIsExplicitCluster: what = kZero; break;
         default: return unsupported("special register " + name);
       }
     }

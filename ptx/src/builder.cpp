@@ -4,13 +4,21 @@
 
 namespace kfuse::ptx {
 
-Operand registerOperand(std::string name) { return Operand::reg(std::move(name)); }
+Operand registerOperand(std::string name) {
+  return Operand::reg(std::move(name));
+}
 
-Operand specialOperand(SpecialRegister r) { return Operand::reg(specialRegisterName(r)); }
+Operand specialOperand(SpecialRegister r) {
+  return Operand::reg(specialRegisterName(r));
+}
 
-Operand integerOperand(int64_t value) { return Operand::imm(std::to_string(value)); }
+Operand integerOperand(int64_t value) {
+  return Operand::imm(std::to_string(value));
+}
 
-Operand symbolOperand(std::string name) { return Operand::sym(std::move(name)); }
+Operand symbolOperand(std::string name) {
+  return Operand::sym(std::move(name));
+}
 
 Operand addressOperand(Operand base, int64_t offset) {
   Operand o;

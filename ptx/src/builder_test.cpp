@@ -45,9 +45,9 @@ TEST(Builder, BuildsWhatThePtxSays) {
   m.order.push_back({TopLevelKind::kFunction, 0});
   ASSERT_TRUE(verify(m).ok()) << verify(m).message();
   const std::string text = printModule(m);
-  for (const char* line : {"ld.param.u64\t%kb_ptr, [k_param_0];", "mov.u32\t%kb_tid, %tid.x;",
-                           "setp.ge.u32\t%kb_skip, %kb_tid, 128;", "@%kb_skip bra\t$end;",
-                           "st.global.u32\t[%kb_ptr+8], %kb_tid;", "bar.sync\t0;", "bra.uni\t$end;"}) {
+  for (const char* line :
+       {"ld.param.u64\t%kb_ptr, [k_param_0];", "mov.u32\t%kb_tid, %tid.x;", "setp.ge.u32\t%kb_skip, %kb_tid, 128;",
+        "@%kb_skip bra\t$end;", "st.global.u32\t[%kb_ptr+8], %kb_tid;", "bar.sync\t0;", "bra.uni\t$end;"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
   }
   auto back = parseModule(text);

@@ -92,9 +92,19 @@ std::optional<SpecialRegister> specialRegister(std::string_view name, int* numbe
   // Most register operands are ordinary registers (%r12, %rd4, %f3, %p1): only names whose second letter starts a
   // special register are looked up.
   switch (name[1]) {
-    case 't': case 'n': case 'c': case 'i': case 'l': case 'w': case 's': case 'g': case 'p': case 'e': case 'd':
-    case 'a': case 'r':
-      break;
+    case 't':
+    case 'n':
+    case 'c':
+    case 'i':
+    case 'l':
+    case 'w':
+    case 's':
+    case 'g':
+    case 'p':
+    case 'e':
+    case 'd':
+    case 'a':
+    case 'r': break;
     default: return std::nullopt;
   }
   for (const auto& [spelling, r] : kNames) {
@@ -145,19 +155,31 @@ bool isGeometryVector(SpecialRegister r) {
 
 bool isTimer(SpecialRegister r) {
   switch (r) {
-    case R::kClock: case R::kClockHi: case R::kClock64: case R::kGlobalTimer: case R::kGlobalTimerLo:
-    case R::kGlobalTimerHi:
-      return true;
+    case R::kClock:
+    case R::kClockHi:
+    case R::kClock64:
+    case R::kGlobalTimer:
+    case R::kGlobalTimerLo:
+    case R::kGlobalTimerHi: return true;
     default: return false;
   }
 }
 
 bool variesWithinBlock(SpecialRegister r) {
   switch (r) {
-    case R::kTidX: case R::kTidY: case R::kTidZ: case R::kTid: case R::kLaneId: case R::kWarpId:
-    case R::kLaneMaskEq: case R::kLaneMaskLe: case R::kLaneMaskLt: case R::kLaneMaskGe: case R::kLaneMaskGt:
-    case R::kPerfMonitor: case R::kPerfMonitor64:
-      return true;
+    case R::kTidX:
+    case R::kTidY:
+    case R::kTidZ:
+    case R::kTid:
+    case R::kLaneId:
+    case R::kWarpId:
+    case R::kLaneMaskEq:
+    case R::kLaneMaskLe:
+    case R::kLaneMaskLt:
+    case R::kLaneMaskGe:
+    case R::kLaneMaskGt:
+    case R::kPerfMonitor:
+    case R::kPerfMonitor64: return true;
     default: return isTimer(r);
   }
 }

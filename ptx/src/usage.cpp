@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "kfuse/ptx/special_registers.h"
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/special_registers.h"
 
 namespace kfuse::ptx {
 

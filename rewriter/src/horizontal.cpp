@@ -72,7 +72,9 @@ constexpr uint32_t kDynamicSharedAlign = 16;
 enum Family { kTid = 0, kNtid = 1, kCtaid = 2, kNctaid = 3 };
 constexpr int kGeometryRegisters = 12;
 
-std::string geometryName(int i) { return ptx::specialRegisterName(static_cast<ptx::SpecialRegister>(i)); }
+std::string geometryName(int i) {
+  return ptx::specialRegisterName(static_cast<ptx::SpecialRegister>(i));
+}
 
 // "%ctaid.y" -> "ctaid_y": the part of the name of the register that holds a part's value.
 std::string geometrySuffix(int i) {
@@ -250,7 +252,8 @@ class PartCode {
   // Skips to `label` when `value >= limit` (unsigned).
   void skipUnlessBelow(const std::string& name, const Operand& value, uint64_t limit, const std::string& label) {
     std::string p = newReg(name, ptx::DataType::kPred);
-    emit(ptx::makeInstruction(Opcode::kSetp, {".ge", ".u32"}, {ptx::registerOperand(p), value, ptx::integerOperand(limit)}));
+    emit(ptx::makeInstruction(Opcode::kSetp, {".ge", ".u32"},
+                              {ptx::registerOperand(p), value, ptx::integerOperand(limit)}));
     emit(ptx::branchTo(label, p));
   }
   // Splits a linear index into x, y, z of `shape` (x fastest), into the registers of `family` the part reads.
@@ -267,20 +270,26 @@ class PartCode {
     }
     if (want(0)) {
       std::string x = newReg(name(0));
-      emit(ptx::makeInstruction(Opcode::kRem, {".u32"}, {ptx::registerOperand(x), ptx::registerOperand(linear), ptx::integerOperand(shape[0])}));
+      emit(
+          ptx::makeInstruction(Opcode::kRem, {".u32"},
+                               {ptx::registerOperand(x), ptx::registerOperand(linear), ptx::integerOperand(shape[0])}));
       (*renames)[geometryName(base)] = x;
     }
     if (!want(1) && !want(2)) return;
     std::string rest = newReg(name(0) + "_rest");
-    emit(ptx::makeInstruction(Opcode::kDiv, {".u32"}, {ptx::registerOperand(rest), ptx::registerOperand(linear), ptx::integerOperand(shape[0])}));
+    emit(ptx::makeInstruction(
+        Opcode::kDiv, {".u32"},
+        {ptx::registerOperand(rest), ptx::registerOperand(linear), ptx::integerOperand(shape[0])}));
     if (want(1)) {
       std::string y = newReg(name(1));
-      emit(ptx::makeInstruction(Opcode::kRem, {".u32"}, {ptx::registerOperand(y), ptx::registerOperand(rest), ptx::integerOperand(shape[1])}));
+      emit(ptx::makeInstruction(Opcode::kRem, {".u32"},
+                                {ptx::registerOperand(y), ptx::registerOperand(rest), ptx::integerOperand(shape[1])}));
       (*renames)[geometryName(base + 1)] = y;
     }
     if (want(2)) {
       std::string z = newReg(name(2));
-      emit(ptx::makeInstruction(Opcode::kDiv, {".u32"}, {ptx::registerOperand(z), ptx::registerOperand(rest), ptx::integerOperand(shape[1])}));
+      emit(ptx::makeInstruction(Opcode::kDiv, {".u32"},
+                                {ptx::registerOperand(z), ptx::registerOperand(rest), ptx::integerOperand(shape[1])}));
       (*renames)[geometryName(base + 2)] = z;
     }
   }
@@ -305,9 +314,13 @@ std::string fusedLinearThread(PartCode& code, const core::Dim3& block) {
   std::string y = code.value("fused_tid_y", ptx::specialOperand(ptx::SpecialRegister::kTidY));
   std::string z = code.value("fused_tid_z", ptx::specialOperand(ptx::SpecialRegister::kTidZ));
   std::string yz = code.newReg("lin_yz");
-  code.emit(ptx::makeInstruction(Opcode::kMad, {".lo", ".u32"}, {ptx::registerOperand(yz), ptx::registerOperand(z), ptx::integerOperand(block[1]), ptx::registerOperand(y)}));
+  code.emit(ptx::makeInstruction(
+      Opcode::kMad, {".lo", ".u32"},
+      {ptx::registerOperand(yz), ptx::registerOperand(z), ptx::integerOperand(block[1]), ptx::registerOperand(y)}));
   std::string lin = code.newReg("lin_thread");
-  code.emit(ptx::makeInstruction(Opcode::kMad, {".lo", ".u32"}, {ptx::registerOperand(lin), ptx::registerOperand(yz), ptx::integerOperand(block[0]), ptx::registerOperand(x)}));
+  code.emit(ptx::makeInstruction(
+      Opcode::kMad, {".lo", ".u32"},
+      {ptx::registerOperand(lin), ptx::registerOperand(yz), ptx::integerOperand(block[0]), ptx::registerOperand(x)}));
   return lin;
 }
 
@@ -640,7 +653,9 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       rp.first_thread = p.first_thread;
       std::string tid = pc.value("fused_tid_x", ptx::specialOperand(ptx::SpecialRegister::kTidX));
       linear_thread = pc.newReg("thread");
-      pc.emit(ptx::makeInstruction(Opcode::kSub, {".u32"}, {ptx::registerOperand(linear_thread), ptx::registerOperand(tid), ptx::integerOperand(p.first_thread)}));
+      pc.emit(ptx::makeInstruction(
+          Opcode::kSub, {".u32"},
+          {ptx::registerOperand(linear_thread), ptx::registerOperand(tid), ptx::integerOperand(p.first_thread)}));
       pc.skipUnlessBelow("not_mine", ptx::registerOperand(linear_thread), p.shape.threads(), end_label);
       linear_block = pc.value("block", ptx::specialOperand(ptx::SpecialRegister::kCtaidX));
       if (p.shape.blocks() < shape.blocks()) {
@@ -650,7 +665,9 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       rp.first_block = p.first_block;
       std::string cta = pc.value("fused_ctaid_x", ptx::specialOperand(ptx::SpecialRegister::kCtaidX));
       linear_block = pc.newReg("block");
-      pc.emit(ptx::makeInstruction(Opcode::kSub, {".u32"}, {ptx::registerOperand(linear_block), ptx::registerOperand(cta), ptx::integerOperand(p.first_block)}));
+      pc.emit(ptx::makeInstruction(
+          Opcode::kSub, {".u32"},
+          {ptx::registerOperand(linear_block), ptx::registerOperand(cta), ptx::integerOperand(p.first_block)}));
       pc.skipUnlessBelow("not_mine", ptx::registerOperand(linear_block), p.shape.blocks(), end_label);
       if (p.rewrite_thread_geometry) {
         linear_thread = fusedLinearThread(pc, shape.block);
@@ -668,7 +685,8 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
       pc.constants(p.shape.grid, kNctaid, p.reads, &specials);
     }
     if (p.reads_dynamic_smem_size) {
-      specials[ptx::specialRegisterName(ptx::SpecialRegister::kDynamicSmemSize)] = pc.value("dynamic_smem_size", ptx::integerOperand(p.shape.dynamic_shared_bytes));
+      specials[ptx::specialRegisterName(ptx::SpecialRegister::kDynamicSmemSize)] =
+          pc.value("dynamic_smem_size", ptx::integerOperand(p.shape.dynamic_shared_bytes));
     }
 
     std::vector<Statement> body = detail::renamedBody(*p.f, renamings[p.index]);
@@ -699,7 +717,8 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
         if (rp.barrier_id < 0 || mapped < rp.barrier_id) rp.barrier_id = static_cast<int>(mapped);
       }
       if (count_barriers && !b.has_count) {
-        in.operands.insert(in.operands.begin() + static_cast<std::ptrdiff_t>(b.count), ptx::integerOperand(p.shape.threads()));
+        in.operands.insert(in.operands.begin() + static_cast<std::ptrdiff_t>(b.count),
+                           ptx::integerOperand(p.shape.threads()));
       }
     }
     if (!count_barriers && !thread_layout) rp.barrier_id = -1;

@@ -130,8 +130,12 @@ bool isHex(const std::string& s) {
 }
 
 using core::JsonReader;
-std::string join(const std::string& path, const std::string& name) { return JsonReader::join(path, name); }
-std::string indexed(const std::string& path, size_t i) { return JsonReader::indexed(path, i); }
+std::string join(const std::string& path, const std::string& name) {
+  return JsonReader::join(path, name);
+}
+std::string indexed(const std::string& path, size_t i) {
+  return JsonReader::indexed(path, i);
+}
 
 // Reads typed fields out of plan JSON: core::JsonReader plus the plan's own shapes.
 class Reader : public core::JsonReader {
@@ -490,7 +494,8 @@ Plan readPlanJson(Reader& r, const json& j) {
   r.str(j, "", "kind", plan.kind, true);
   r.oneOf(plan.kind, "kind", {"vertical", "horizontal"});
   r.str(j, "", "layout", plan.layout);
-  if (r.ok() && !plan.layout.empty()) r.oneOf(plan.layout, "layout", {"block-partitioned", "thread-partitioned", "epilogue", "block-level", "prologue"});
+  if (r.ok() && !plan.layout.empty())
+    r.oneOf(plan.layout, "layout", {"block-partitioned", "thread-partitioned", "epilogue", "block-level", "prologue"});
 
   if (const json* pattern = r.member(j, "", "pattern", true)) {
     if (r.object(*pattern, "pattern", {"kernels", "predicates"})) {

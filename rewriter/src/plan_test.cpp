@@ -195,13 +195,14 @@ TEST(PlanFiles, ReadNamesTheFileThatIsMissingOrBroken) {
 
 TEST(PlanReadme, ShowsThePlanForPeople) {
   std::string r = planReadme(fullPlan());
-  for (const char* want : {"# kfuse plan: `kfuse_scale_add`", "## Pattern", "## Predicates", "## Fused kernel",
-                           "### Parameter mapping", "### Launch mapping", "## Resources", "## Prediction",
-                           "## Validation", "argument 1 of `scale` equals argument 0 of `add`",
-                           "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%",
-                           "emulator: passed", "Aggressive",
-                           "(argument 3 of `scale`, the byte offset of argument 2 of `add`, the allocation of argument "
-                           "2 of `add`) is one of the values the legality proof covers: (1000, 0, 0), (32768, -4, 0)"}) {
+  for (const char* want :
+       {"# kfuse plan: `kfuse_scale_add`", "## Pattern", "## Predicates", "## Fused kernel", "### Parameter mapping",
+        "### Launch mapping", "## Resources", "## Prediction", "## Validation",
+        "argument 1 of `scale` equals argument 0 of `add`",
+        "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%", "emulator: passed",
+        "Aggressive",
+        "(argument 3 of `scale`, the byte offset of argument 2 of `add`, the allocation of argument "
+        "2 of `add`) is one of the values the legality proof covers: (1000, 0, 0), (32768, -4, 0)"}) {
     EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
   }
 }

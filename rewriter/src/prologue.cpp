@@ -1,8 +1,8 @@
 // Prologue fusion: an element-wise producer recomputed at the consumer's loads of what it wrote.
 //
-// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/prologue.h): producer thread e writes element e
-// of the intermediate X and nothing else, from inputs the consumer does not write, so running the producer's body
-// as thread e anywhere computes the value element e holds after the producer's launch; every element the consumer
+// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/prologue.h): producer thread e writes
+// element e of the intermediate X and nothing else, from inputs the consumer does not write, so running the producer's
+// body as thread e anywhere computes the value element e holds after the producer's launch; every element the consumer
 // may load is one the producer writes, so each replaced load gets the value it would have read. The consumer no
 // longer reads X from memory, so the producer's own threads (kept so that X is still written) need no ordering
 // against the consumer's: they run first in each fused thread, strided over the fused launch. The transform keeps:
@@ -33,8 +33,8 @@ namespace {
 using detail::walkBody;
 
 bool through(const ptx::MemoryAccess& a, int param) {
-  return a.base_param == param ||
-         (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(), param) != a.pointer_params.end());
+  return a.base_param == param || (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(),
+                                                                 param) != a.pointer_params.end());
 }
 
 }  // namespace
@@ -59,8 +59,8 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   const Function& producer = *parts[0];
   const Function& consumer = *parts[1];
   FusionResult result;
-  result.fused_name = spec.fused_name.empty() ? "kfuse_prologue_" + spec.producer + "_" + spec.consumer
-                                              : spec.fused_name;
+  result.fused_name =
+      spec.fused_name.empty() ? "kfuse_prologue_" + spec.producer + "_" + spec.consumer : spec.fused_name;
   if (module.findFunction(result.fused_name)) {
     return unsupported("the module already has a function named '" + result.fused_name + "'");
   }
@@ -115,8 +115,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     // 0 is the element, whatever arithmetic led there.
     if (a.base_param != spec.consumer_param &&
         !(a.pointer_params.size() == 1 && a.pointer_params[0] == spec.consumer_param)) {
-      return unsupported("'" + consumer.name + "' reads the intermediate at an address that also derives from "
-                         "another pointer" + at);
+      return unsupported("'" + consumer.name +
+                         "' reads the intermediate at an address that also derives from "
+                         "another pointer" +
+                         at);
     }
     if (a.is_write || a.op != ptx::Opcode::kLd) {
       return unsupported("'" + consumer.name + "' does more than load the intermediate" + at);
@@ -124,8 +126,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     const ptx::Instruction& in = consumer.body[a.stmt].inst;
     const uint32_t lanes = in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
     if (a.bytes != s * lanes || lanes > 4 || lanes > elements) {
-      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) + " bytes of the intermediate at "
-                         "a time, not one " + std::to_string(s) + "-byte element or a vector of 2 or 4" + at);
+      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) +
+                         " bytes of the intermediate at "
+                         "a time, not one " +
+                         std::to_string(s) + "-byte element or a vector of 2 or 4" + at);
     }
     const Operand& dest = in.operands.empty() ? Operand{} : in.operands[0];
     const bool dest_ok = lanes == 1 ? dest.kind == OperandKind::kRegister
@@ -141,8 +145,8 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   }
   if (loads.empty()) return unsupported("'" + consumer.name + "' has no load through its parameter");
 
-  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
-                                                                              result.fused_name));
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged,
+                         detail::mergeParameters(parts, spec.equal_args, result.fused_name));
   Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
   result.params = std::move(merged.params);
   fused.directives = consumer.directives;  // the fused launch is the consumer's
@@ -204,8 +208,8 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
         glue.emit(Opcode::kMov, {bits}, {ptx::registerOperand(into), k == 1 ? value : value.elements[0]});
         for (uint32_t lane = 1; lane < k; ++lane) {
           glue.emit(Opcode::kSetp, {".eq", ".u32"}, {pick, lane_reg, imm(lane)});
-          ptx::Instruction mov = ptx::makeInstruction(Opcode::kMov, {bits}, {ptx::registerOperand(into),
-                                                                             value.elements[lane]});
+          ptx::Instruction mov =
+              ptx::makeInstruction(Opcode::kMov, {bits}, {ptx::registerOperand(into), value.elements[lane]});
           mov.guard = pick.name;
           glue.emit(std::move(mov));
         }

@@ -74,13 +74,13 @@ void readCandidate(Reader& r, const json& j, const std::string& path, Candidate&
     c.names.push_back(std::move(name));
     c.mangled_names.push_back(std::move(mangled));
   });
-  r.list(j, path, "function_ids", [&](const json& e, const std::string& p) {
-    r.integerValue(e, p, c.function_ids.emplace_back());
-  });
+  r.list(j, path, "function_ids",
+         [&](const json& e, const std::string& p) { r.integerValue(e, p, c.function_ids.emplace_back()); });
   r.list(j, path, "occurrence_launches", [&](const json& occ, const std::string& p) {
     std::vector<core::Id>& ids = c.occurrence_launches.emplace_back();
     if (!occ.is_array()) return r.fail(p, "expected an array of launch ids");
-    for (size_t i = 0; i < occ.size() && r.ok(); ++i) r.integerValue(occ[i], p + "[" + std::to_string(i) + "]", ids.emplace_back());
+    for (size_t i = 0; i < occ.size() && r.ok(); ++i)
+      r.integerValue(occ[i], p + "[" + std::to_string(i) + "]", ids.emplace_back());
     if (r.ok() && ids.size() != c.function_ids.size()) r.fail(p, "expected one launch id per kernel");
   });
   size_t occurrences = 0;
@@ -117,9 +117,8 @@ void readCandidate(Reader& r, const json& j, const std::string& path, Candidate&
   r.real(j, path, "predicted_saving_ns_total", c.total_saving_ns);
   r.real(j, path, "share_of_gpu_busy", c.share_of_gpu_busy);
   r.flag(j, path, "on_critical_path", c.on_critical_path);
-  r.list(j, path, "conflicts_with", [&](const json& e, const std::string& p) {
-    r.integerValue(e, p, c.conflicts_with.emplace_back());
-  });
+  r.list(j, path, "conflicts_with",
+         [&](const json& e, const std::string& p) { r.integerValue(e, p, c.conflicts_with.emplace_back()); });
   if (const json* cost = r.member(j, path, "cost", true)) {
     const std::string cp = core::JsonReader::join(path, "cost");
     r.real(*cost, cp, "measured_ns", c.cost.measured_ns);
@@ -192,9 +191,9 @@ Expected<Report> reportFromJson(const json& j, const std::string& what) {
   r.whole(j, "", "version", version);
   if (!r.ok()) return r.status();
   if (version != kReportVersion) {
-    return Status(ErrorCode::kUnsupportedVersion,
-                  what + ": report version " + std::to_string(version) + " (this kfuse reads version " +
-                      std::to_string(kReportVersion) + "); run `kfuse analyze` again");
+    return Status(ErrorCode::kUnsupportedVersion, what + ": report version " + std::to_string(version) +
+                                                      " (this kfuse reads version " + std::to_string(kReportVersion) +
+                                                      "); run `kfuse analyze` again");
   }
   if (const json* o = r.member(j, "", "options", true)) {
     r.text(*o, "options", "gpu", out.options.gpu);
@@ -246,9 +245,8 @@ Expected<Report> reportFromJson(const json& j, const std::string& what) {
       r.text(*c, "summary.context", "tensor_edges_source", out.tensor_edges_source);
     }
   }
-  r.list(j, "", "candidates", [&](const json& c, const std::string& p) {
-    readCandidate(r, c, p, out.candidates.emplace_back());
-  });
+  r.list(j, "", "candidates",
+         [&](const json& c, const std::string& p) { readCandidate(r, c, p, out.candidates.emplace_back()); });
   r.strings(j, "", "notices", out.notices);
   r.list(j, "", "advice", [&](const json& e, const std::string& p) {
     Advice& a = out.advice.emplace_back();

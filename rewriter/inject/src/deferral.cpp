@@ -9,8 +9,8 @@
 namespace kfuse::inject {
 namespace {
 
-using rewriter::ArgRef;
 using core::LaunchShape;
+using rewriter::ArgRef;
 
 }  // namespace
 

@@ -379,22 +379,22 @@ CUresult Injector::LaunchKernelEx(int variant, const CUlaunchConfig* c, CUfuncti
   return impl_->onLaunch(in);
 }
 
-#define KFUSE_AFTER(FLUSH, CALL)                    \
-  const CUresult flushed_ = (FLUSH);                \
-  CUresult r_;                                      \
-  {                                                 \
-    Inside inside_;                                 \
-    r_ = CALL;                                      \
-  }                                                 \
+#define KFUSE_AFTER(FLUSH, CALL)     \
+  const CUresult flushed_ = (FLUSH); \
+  CUresult r_;                       \
+  {                                  \
+    Inside inside_;                  \
+    r_ = CALL;                       \
+  }                                  \
   return flushed_ != CUDA_SUCCESS ? flushed_ : r_;
 
 #define KFUSE_STREAM(WHY, STREAM, CALL) KFUSE_AFTER(impl_->beforeStreamWork(STREAM, variant, FlushReason::WHY), CALL)
 #define KFUSE_GLOBAL(WHY, CALL) KFUSE_AFTER(impl_->beforeGlobalWork(FlushReason::WHY), CALL)
 // A synchronous copy or set is ordered on the legacy default stream (so after every blocking stream's work), or,
 // called through its _ptds function, on the calling thread's per-thread default stream only.
-#define KFUSE_SYNC_COPY(WHY, CALL)                                                                            \
-  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::WHY)             \
-                                    : impl_->beforeGlobalWork(FlushReason::WHY),                              \
+#define KFUSE_SYNC_COPY(WHY, CALL)                                                                \
+  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::WHY) \
+                                    : impl_->beforeGlobalWork(FlushReason::WHY),                  \
               CALL)
 
 CUresult Injector::LaunchCooperativeKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -411,8 +411,8 @@ CUresult Injector::ModuleLoadData(int variant, CUmodule* module, const void* ima
   if (r == CUDA_SUCCESS && module) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image);
   return r;
 }
-CUresult Injector::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n,
-                                    CUjit_option* options, void** values) {
+CUresult Injector::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
+                                    void** values) {
   const CUresult r = HookClient::ModuleLoadDataEx(variant, module, image, n, options, values);
   if (r == CUDA_SUCCESS && module) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image);
   return r;
@@ -473,8 +473,8 @@ CUresult Injector::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, C
   if (r == CUDA_SUCCESS && dptr) impl_->noteAllocation(*dptr, bytes);
   return r;
 }
-CUresult Injector::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset,
-                          CUmemGenericAllocationHandle handle, unsigned long long flags) {
+CUresult Injector::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags) {
   const CUresult r = HookClient::MemMap(variant, ptr, size, offset, handle, flags);
   if (r == CUDA_SUCCESS) impl_->noteAllocation(ptr, size);
   return r;
@@ -487,121 +487,100 @@ CUresult Injector::MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) 
   impl_->forgetAllocation(dptr);
   KFUSE_GLOBAL(kFree, HookClient::MemFreeAsync(variant, dptr, stream))
 }
-CUresult Injector::MemFreeHost(int variant, void* p) {
-  KFUSE_GLOBAL(kFree, HookClient::MemFreeHost(variant, p))
-}
-CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr, size_t size) {
+CUresult Injector::MemFreeHost(int variant, void* p){
+    KFUSE_GLOBAL(kFree, HookClient::MemFreeHost(variant, p))} CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr,
+                                                                                          size_t size) {
   impl_->forgetAllocation(ptr);
   KFUSE_GLOBAL(kFree, HookClient::MemUnmap(variant, ptr, size))
 }
-CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
-  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::kMemcpy)
-                                    : impl_->beforeHostToDeviceCopy(dst, bytes),
-              HookClient::MemcpyHtoD(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoD(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyHtoDAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoHAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoDAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::Memcpy2D(int variant, const CUDA_MEMCPY2D* copy) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy2D(variant, copy))
-}
-CUresult Injector::Memcpy2DAsync(int variant, const CUDA_MEMCPY2D* copy, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy2DAsync(variant, copy, stream))
-}
-CUresult Injector::Memcpy3D(int variant, const CUDA_MEMCPY3D* copy) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy3D(variant, copy))
-}
-CUresult Injector::Memcpy3DAsync(int variant, const CUDA_MEMCPY3D* copy, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy3DAsync(variant, copy, stream))
-}
-CUresult Injector::MemcpyPeer(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
-                              size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyPeer(variant, dst, dst_ctx, src, src_ctx, bytes))
-}
-CUresult Injector::MemcpyPeerAsync(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                   CUcontext src_ctx, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyPeerAsync(variant, dst, dst_ctx, src, src_ctx, bytes, stream))
-}
-CUresult Injector::MemsetD8(int variant, CUdeviceptr dst, unsigned char value, size_t n) {
-  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD8(variant, dst, value, n))
-}
-CUresult Injector::MemsetD16(int variant, CUdeviceptr dst, unsigned short value, size_t n) {
-  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD16(variant, dst, value, n))
-}
-CUresult Injector::MemsetD32(int variant, CUdeviceptr dst, unsigned int value, size_t n) {
-  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD32(variant, dst, value, n))
-}
-CUresult Injector::MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream) {
-  KFUSE_STREAM(kMemset, stream, HookClient::MemsetD8Async(variant, dst, value, n, stream))
-}
-CUresult Injector::MemsetD16Async(int variant, CUdeviceptr dst, unsigned short value, size_t n, CUstream stream) {
-  KFUSE_STREAM(kMemset, stream, HookClient::MemsetD16Async(variant, dst, value, n, stream))
-}
-CUresult Injector::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int value, size_t n, CUstream stream) {
-  KFUSE_STREAM(kMemset, stream, HookClient::MemsetD32Async(variant, dst, value, n, stream))
-}
-CUresult Injector::CtxSynchronize(int variant) {
-  KFUSE_GLOBAL(kContextSync, HookClient::CtxSynchronize(variant))
-}
-CUresult Injector::CtxSynchronizeV2(int variant, CUcontext ctx) {
-  KFUSE_GLOBAL(kContextSync, HookClient::CtxSynchronizeV2(variant, ctx))
-}
-CUresult Injector::StreamSynchronize(int variant, CUstream stream) {
-  KFUSE_STREAM(kStreamSync, stream, HookClient::StreamSynchronize(variant, stream))
-}
-CUresult Injector::StreamQuery(int variant, CUstream stream) {
-  KFUSE_STREAM(kStreamQuery, stream, HookClient::StreamQuery(variant, stream))
-}
-CUresult Injector::StreamDestroy(int variant, CUstream stream) {
+CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src,
+                          size_t bytes){KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy(variant, dst, src, bytes))} CUresult
+    Injector::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes){
+        KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::kMemcpy)
+                                          : impl_->beforeHostToDeviceCopy(dst, bytes),
+                    HookClient::MemcpyHtoD(variant, dst, src, bytes))} CUresult Injector::MemcpyDtoH(int variant,
+                                                                                                     void* dst,
+                                                                                                     CUdeviceptr src,
+                                                                                                     size_t bytes){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))} CUresult
+    Injector::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoD(variant, dst, src, bytes))} CUresult
+    Injector::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyHtoDAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoHAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoDAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::Memcpy2D(int variant, const CUDA_MEMCPY2D* copy){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy2D(variant, copy))} CUresult
+    Injector::Memcpy2DAsync(int variant, const CUDA_MEMCPY2D* copy, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy2DAsync(variant, copy, stream))} CUresult
+    Injector::Memcpy3D(int variant, const CUDA_MEMCPY3D* copy){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy3D(variant, copy))} CUresult
+    Injector::Memcpy3DAsync(int variant, const CUDA_MEMCPY3D* copy, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy3DAsync(variant, copy, stream))} CUresult
+    Injector::MemcpyPeer(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                         size_t bytes){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyPeer(variant, dst, dst_ctx, src, src_ctx, bytes))} CUresult
+    Injector::MemcpyPeerAsync(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                              size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream,
+                     HookClient::MemcpyPeerAsync(variant, dst, dst_ctx, src, src_ctx, bytes,
+                                                 stream))} CUresult Injector::MemsetD8(int variant, CUdeviceptr dst,
+                                                                                       unsigned char value, size_t n){
+        KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD8(variant, dst, value,
+                                                      n))} CUresult Injector::MemsetD16(int variant, CUdeviceptr dst,
+                                                                                        unsigned short value, size_t n){
+        KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD16(variant, dst, value,
+                                                       n))} CUresult Injector::MemsetD32(int variant, CUdeviceptr dst,
+                                                                                         unsigned int value, size_t n){
+        KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD32(variant, dst, value, n))} CUresult
+    Injector::MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream){
+        KFUSE_STREAM(kMemset, stream, HookClient::MemsetD8Async(variant, dst, value, n, stream))} CUresult
+    Injector::MemsetD16Async(int variant, CUdeviceptr dst, unsigned short value, size_t n, CUstream stream){
+        KFUSE_STREAM(kMemset, stream, HookClient::MemsetD16Async(variant, dst, value, n, stream))} CUresult
+    Injector::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int value, size_t n, CUstream stream){
+        KFUSE_STREAM(kMemset, stream,
+                     HookClient::MemsetD32Async(variant, dst, value, n,
+                                                stream))} CUresult Injector::CtxSynchronize(int variant){
+        KFUSE_GLOBAL(kContextSync,
+                     HookClient::CtxSynchronize(variant))} CUresult Injector::CtxSynchronizeV2(int variant,
+                                                                                               CUcontext ctx){
+        KFUSE_GLOBAL(kContextSync,
+                     HookClient::CtxSynchronizeV2(variant, ctx))} CUresult Injector::StreamSynchronize(int variant,
+                                                                                                       CUstream stream){
+        KFUSE_STREAM(kStreamSync, stream,
+                     HookClient::StreamSynchronize(variant, stream))} CUresult Injector::StreamQuery(int variant,
+                                                                                                     CUstream stream){
+        KFUSE_STREAM(kStreamQuery, stream,
+                     HookClient::StreamQuery(variant, stream))} CUresult Injector::StreamDestroy(int variant,
+                                                                                                 CUstream stream) {
   const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kStreamDestroy);
   impl_->releaseSlot(streamKey(stream, variant));  // its handle may come back for another stream
   const CUresult r = HookClient::StreamDestroy(variant, stream);
   return flushed != CUDA_SUCCESS ? flushed : r;
 }
-CUresult Injector::EventSynchronize(int variant, CUevent event) {
-  KFUSE_GLOBAL(kEventSync, HookClient::EventSynchronize(variant, event))
-}
-CUresult Injector::EventQueryHook(int variant, CUevent event) {
-  KFUSE_GLOBAL(kEventQuery, HookClient::EventQueryHook(variant, event))
-}
-CUresult Injector::EventRecord(int variant, CUevent event, CUstream stream) {
-  KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecord(variant, event, stream))
-}
-CUresult Injector::EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) {
-  KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecordWithFlags(variant, event, stream, flags))
-}
-CUresult Injector::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) {
-  KFUSE_STREAM(kStreamWaitEvent, stream, HookClient::StreamWaitEvent(variant, stream, event, flags))
-}
-CUresult Injector::LaunchHostFunc(int variant, CUstream stream, CUhostFn host_fn, void* data) {
-  KFUSE_STREAM(kHostFunc, stream, HookClient::LaunchHostFunc(variant, stream, host_fn, data))
-}
-CUresult Injector::StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data,
-                                     unsigned flags) {
-  KFUSE_STREAM(kHostFunc, stream, HookClient::StreamAddCallback(variant, stream, callback, data, flags))
-}
-CUresult Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream) {
-  KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, graph, stream))
-}
-CUresult Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
+CUresult Injector::EventSynchronize(int variant, CUevent event){
+    KFUSE_GLOBAL(kEventSync,
+                 HookClient::EventSynchronize(variant, event))} CUresult Injector::EventQueryHook(int variant,
+                                                                                                  CUevent event){
+    KFUSE_GLOBAL(kEventQuery,
+                 HookClient::EventQueryHook(variant, event))} CUresult Injector::EventRecord(int variant, CUevent event,
+                                                                                             CUstream stream){
+    KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecord(variant, event, stream))} CUresult
+    Injector::EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags){
+        KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecordWithFlags(variant, event, stream, flags))} CUresult
+    Injector::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags){
+        KFUSE_STREAM(kStreamWaitEvent, stream, HookClient::StreamWaitEvent(variant, stream, event, flags))} CUresult
+    Injector::LaunchHostFunc(int variant, CUstream stream, CUhostFn host_fn, void* data){
+        KFUSE_STREAM(kHostFunc, stream, HookClient::LaunchHostFunc(variant, stream, host_fn, data))} CUresult
+    Injector::StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data, unsigned flags){
+        KFUSE_STREAM(kHostFunc, stream, HookClient::StreamAddCallback(variant, stream, callback, data, flags))} CUresult
+    Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream){
+        KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, graph, stream))} CUresult
+    Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
   const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kGraph);
   const CUresult r = HookClient::StreamBeginCapture(variant, stream, mode);
   if (r == CUDA_SUCCESS) impl_->captures_open.fetch_add(1, std::memory_order_release);
@@ -620,13 +599,12 @@ CUresult Injector::StreamEndCapture(int variant, CUstream stream, CUgraph* graph
   if (r == CUDA_SUCCESS && impl_->captures_open.load() > 0) impl_->captures_open.fetch_sub(1);
   return flushed != CUDA_SUCCESS ? flushed : r;
 }
-CUresult Injector::CtxDestroy(int variant, CUcontext ctx) {
-  KFUSE_GLOBAL(kContextTeardown, HookClient::CtxDestroy(variant, ctx))
-}
-CUresult Injector::DevicePrimaryCtxRelease(int variant, CUdevice dev) {
-  KFUSE_GLOBAL(kContextTeardown, HookClient::DevicePrimaryCtxRelease(variant, dev))
-}
-CUresult Injector::DevicePrimaryCtxReset(int variant, CUdevice dev) {
+CUresult Injector::CtxDestroy(int variant, CUcontext ctx){
+    KFUSE_GLOBAL(kContextTeardown,
+                 HookClient::CtxDestroy(variant, ctx))} CUresult Injector::DevicePrimaryCtxRelease(int variant,
+                                                                                                   CUdevice dev){
+    KFUSE_GLOBAL(kContextTeardown, HookClient::DevicePrimaryCtxRelease(variant, dev))} CUresult
+    Injector::DevicePrimaryCtxReset(int variant, CUdevice dev) {
   KFUSE_GLOBAL(kContextTeardown, HookClient::DevicePrimaryCtxReset(variant, dev))
 }
 

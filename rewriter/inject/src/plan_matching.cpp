@@ -12,8 +12,8 @@
 namespace kfuse::inject {
 namespace {
 
-using rewriter::ArgRef;
 using core::LaunchShape;
+using rewriter::ArgRef;
 using rewriter::Predicate;
 
 // Pointer arguments whose allocations one predicate check looks up, at most (the check allocates nothing).

@@ -70,8 +70,7 @@ inline void* kfuseInterposeDriverSymbol(void* handle, const char* name, void* re
 
 __attribute__((optimize("optimize-sibling-calls"))) KFUSE_EXPORT void* dlsym(void* handle, const char* name) {
   KfuseDlsymFn fn = kfuseNextDlsym();
-  if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || name[0] != 'c' || name[1] != 'u' ||
-      !kfuse_preload::wanted()) {
+  if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || name[0] != 'c' || name[1] != 'u' || !kfuse_preload::wanted()) {
     return fn(handle, name);  // tail call: the caller stays the application
   }
   return kfuseInterposeDriverSymbol(handle, name, fn(handle, name), __builtin_return_address(0));

@@ -13,10 +13,10 @@
 namespace kfuse::ptx {
 
 // Operands.
-Operand registerOperand(std::string name);              // %r1
-Operand specialOperand(SpecialRegister r);              // %tid.x
-Operand integerOperand(int64_t value);                  // 42, -4
-Operand symbolOperand(std::string name);                // a label, parameter or variable
+Operand registerOperand(std::string name);                 // %r1
+Operand specialOperand(SpecialRegister r);                 // %tid.x
+Operand integerOperand(int64_t value);                     // 42, -4
+Operand symbolOperand(std::string name);                   // a label, parameter or variable
 Operand addressOperand(Operand base, int64_t offset = 0);  // [base], [base+offset]
 
 // `opcode.modifiers operands`, unguarded; modifiers by their spellings (".global", ".u32", ".rn").

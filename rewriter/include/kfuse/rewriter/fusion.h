@@ -49,8 +49,8 @@ struct FusionResult {
     int barrier_id = -1;  // named barrier the kernel's bar.sync became (-1: none)
   };
   std::vector<Part> parts;
-  int forwarded_loads = 0;   // loads replaced by the register an earlier part stored
-  int dropped_stores = 0;    // --aggressive: stores of intermediates removed
+  int forwarded_loads = 0;              // loads replaced by the register an earlier part stored
+  int dropped_stores = 0;               // --aggressive: stores of intermediates removed
   std::vector<ArgRef> dropped_buffers;  // the intermediates whose stores were removed
   std::vector<std::string> notes;       // decisions worth showing (one line each)
 };
@@ -62,11 +62,11 @@ struct VerticalFusion {
   std::string fused_name;            // "" = "kfuse_vertical_" + the kernels' names joined
   // Arguments equal at every launch the plan replaces: each pair becomes one fused parameter.
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
-  bool forward_stores = true;        // replace a later part's load of what an earlier part stored by the register
-  bool params_disjoint = false;      // distinct pointer parameters never overlap (the plan's no_overlap predicate):
-                                     // a store through one does not stop forwarding through another
-  std::vector<ArgRef> drop_stores;   // --aggressive: intermediates whose stores are removed (all their loads must
-                                     // have been forwarded, else the fusion is refused)
+  bool forward_stores = true;       // replace a later part's load of what an earlier part stored by the register
+  bool params_disjoint = false;     // distinct pointer parameters never overlap (the plan's no_overlap predicate):
+                                    // a store through one does not stop forwarding through another
+  std::vector<ArgRef> drop_stores;  // --aggressive: intermediates whose stores are removed (all their loads must
+                                    // have been forwarded, else the fusion is refused)
   // Block-level fusion (the analyzer proved no block's later part touches what another block's earlier part
   // touches): a block barrier (bar.sync 0) between the parts, which every thread reaches because the earlier parts'
   // returns branch to it and earlier parts may hold no barrier of their own. Store-to-load forwarding is off: a
@@ -91,7 +91,7 @@ struct EpilogueFusion {
   std::string fused_name;              // "" = "kfuse_epilogue_" + the kernels' names joined
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
   int producer_param = -1;
-  int consumer = 1;                    // pattern position (1-based among all kernels: the producer is 0)
+  int consumer = 1;  // pattern position (1-based among all kernels: the producer is 0)
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
@@ -108,9 +108,9 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
 // ---- prologue (an element-wise producer recomputed at the consumer's loads) ----
 
 // An element-wise 1-D producer whose thread p writes element p of the intermediate (elements kp to kp + k - 1 with a
-// vector store of k = producer_lanes), and a consumer of any launch shape that loads it (analyzer::EpilogueMap with consumer 1, proven for the launches the plan replaces). Element e
-// is at the consumer's argument `consumer_param` + consumer_offset + e * element_bytes; the producer writes it with
-// its one store through parameter `producer_param`.
+// vector store of k = producer_lanes), and a consumer of any launch shape that loads it (analyzer::EpilogueMap with
+// consumer 1, proven for the launches the plan replaces). Element e is at the consumer's argument `consumer_param` +
+// consumer_offset + e * element_bytes; the producer writes it with its one store through parameter `producer_param`.
 struct PrologueFusion {
   std::string producer, consumer;  // .entry names
   std::string fused_name;          // "" = "kfuse_prologue_" + the kernels' names joined
@@ -119,7 +119,7 @@ struct PrologueFusion {
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
-  uint32_t producer_lanes = 1;     // elements each producer thread stores (a vector store of 2 or 4)
+  uint32_t producer_lanes = 1;       // elements each producer thread stores (a vector store of 2 or 4)
   core::LaunchShape producer_shape;  // the producer's recorded launch (1-D)
   core::LaunchShape consumer_shape;  // the consumer's: the fused launch
   // Whether the fused kernel still writes the intermediate (the producer's threads, strided over the fused
@@ -132,11 +132,11 @@ struct PrologueFusion {
 // producer's threads p = flat thread index, + the fused launch's thread count, ..., each running the producer's
 // body as its thread p; then the consumer's body, each load through `consumer_param` replaced by the producer's
 // body run as thread e / k, e = (load address - element 0's address) / element_bytes, its store to the intermediate
-// becoming a move into the load's register (of lane e % k of a vector store) (a load outside the producer's threads, which the proof rules out, stays
-// a load). Refuses producers with barriers, `exit`, calls, special registers other than the thread and block
-// indices and sizes, more than one store or a store in a loop, consumer loads of anything but one element or a
-// vector of 2 or 4 (each lane computed by its own copy), or through an address that derives from another pointer
-// too, and launches of 2^32 threads or more.
+// becoming a move into the load's register (of lane e % k of a vector store) (a load outside the producer's threads,
+// which the proof rules out, stays a load). Refuses producers with barriers, `exit`, calls, special registers other
+// than the thread and block indices and sizes, more than one store or a store in a loop, consumer loads of anything but
+// one element or a vector of 2 or 4 (each lane computed by its own copy), or through an address that derives from
+// another pointer too, and launches of 2^32 threads or more.
 Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& spec);
 
 // ---- horizontal ----

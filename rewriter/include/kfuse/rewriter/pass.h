@@ -62,7 +62,7 @@ class AnalysisManager {
 // the results a driver builds on (`kfuse rewrite` makes its plan from them).
 struct PassLog {
   std::vector<std::string> lines;
-  std::vector<FusionResult> fusions;                   // each fusion pass's result, in the order they ran
+  std::vector<FusionResult> fusions;                    // each fusion pass's result, in the order they ran
   std::map<std::string, std::vector<int>> kept_params;  // cleanup{params=true}: per kernel, the positions it kept
   void note(std::string pass, std::string text) { lines.push_back(std::move(pass) + ": " + std::move(text)); }
 };

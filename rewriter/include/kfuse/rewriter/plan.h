@@ -71,8 +71,8 @@ const char* predicateKindName(Predicate::Kind k);  // "arg_equal", "no_overlap",
 // One argument of one launch in an argument set.
 struct ArgValue {
   bool pointer = false;
-  int buffer = -1;       // pointer: index into ArgumentSet::buffer_bytes
-  uint64_t offset = 0;   // pointer: byte offset into that buffer
+  int buffer = -1;             // pointer: index into ArgumentSet::buffer_bytes
+  uint64_t offset = 0;         // pointer: byte offset into that buffer
   std::vector<uint8_t> bytes;  // scalar: the raw argument bytes
 };
 
@@ -115,17 +115,17 @@ struct PlanValidation {
   std::string emulator = "not-run";  // "passed", "failed", "not-run"
   std::string gpu = "not-run";       // the same for --backend gpu
   uint64_t seed = 0;
-  int runs = 0;                      // argument sets x data trials executed
-  std::string mismatch;              // the first mismatch, as a sentence; empty when none
-  std::string validated_at;          // ISO 8601 UTC
+  int runs = 0;              // argument sets x data trials executed
+  std::string mismatch;      // the first mismatch, as a sentence; empty when none
+  std::string validated_at;  // ISO 8601 UTC
 };
 
 struct Plan {
   int version = kPlanVersion;
   std::string source_trace;
   int candidate_rank = 0;
-  std::string kind;    // "vertical", "horizontal"
-  std::string layout;  // horizontal only: horizontalLayoutName()
+  std::string kind;                 // "vertical", "horizontal"
+  std::string layout;               // horizontal only: horizontalLayoutName()
   std::vector<PlanKernel> kernels;  // the pattern, in launch order
   std::vector<Predicate> predicates;
   struct Fused {
