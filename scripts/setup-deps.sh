@@ -10,6 +10,7 @@ packages=(
   libzstd-dev liblz4-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3-jsonschema
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (Debian 12's clang is 14)
+  clang-format              # scripts/format.sh --check, run by scripts/test.sh
 )
 if [[ "${1:-}" == "--gui" ]]; then
   packages+=(qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgraphviz-dev xvfb)

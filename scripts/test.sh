@@ -6,6 +6,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # With the GUI's packages: kfuse-gui is built and its tests (offscreen Qt, no display needed) run too.
 "$here/setup-deps.sh" --gui
 source "$here/common.sh"
+# Formatting first: seconds, and a failure says which files to run scripts/format.sh on.
+format_status=0
+"$here/format.sh" --check || format_status=1
 mkdir -p "$KFUSE_BUILD"
 kfuse_configure "${KFUSE_SCRIPT_CMAKE_ARGS[@]}" -DKFUSE_BUILD_GUI=ON
 start=$(date +%s)
@@ -20,7 +23,7 @@ else
   ctest_args+=(-LE gpu)
 fi
 # Tests must leave nothing behind in the temporary directory: they run with a private one, checked afterwards.
-status=0
+status=$format_status
 kfuse_ctest_private_tmp kfuse "${ctest_args[@]}" || status=1
 
 # Then the sanitizer and fuzzing stages, each in a time box (README "Reliability" says what each covers; a stage
