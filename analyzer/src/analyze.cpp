@@ -21,16 +21,7 @@
 namespace kfuse::analyzer {
 
 const char* candidateKindName(CandidateKind k) { return k == CandidateKind::kVertical ? "vertical" : "horizontal"; }
-const char* fusionKindName(FusionKind k) {
-  switch (k) {
-    case FusionKind::kThreadLocal: return "thread-local";
-    case FusionKind::kEpilogue: return "epilogue";
-    case FusionKind::kHorizontal: return "horizontal";
-    case FusionKind::kBlockLevel: return "block-level";
-    case FusionKind::kPrologue: return "prologue";
-  }
-  return "?";
-}
+const char* fusionKindName(FusionKind k) { return core::enumName(k); }
 const char* legalityName(Legality l) {
   switch (l) {
     case Legality::kProven: return "proven";

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kfuse/core/trace_json.h"
+#include "kfuse/core/trace_store.h"
 #include "trace_fields.h"
 
 namespace kfuse::core::detail {
@@ -260,3 +261,10 @@ std::string traceJsonSchema() {
 }
 
 }  // namespace kfuse::core::detail
+
+namespace kfuse::core {
+
+std::string traceSqlSchema() { return detail::traceSql(); }
+std::string traceJsonSchema() { return detail::traceJsonSchema(); }
+
+}  // namespace kfuse::core

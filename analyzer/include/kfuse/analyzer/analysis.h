@@ -22,6 +22,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/core/fusion_kind.h"
 #include "kfuse/core/gpu_spec.h"
 #include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
@@ -212,16 +213,9 @@ struct DependencyGraph {
 // Candidates and cost
 
 enum class CandidateKind { kVertical, kHorizontal };
-// How the kernels of a candidate share the fused launch (docs/analyzer.md, "Fusion kinds"):
-//  thread-local  vertical, one launch shape: each thread runs every kernel's body for itself;
-//  epilogue      vertical, the producer's launch: each consumer runs per element right after the producer's store
-//                of that element (element-remapped; the consumers are element-wise and 1-D);
-//  horizontal    independent kernels side by side in one launch.
-//  block-level   vertical, one launch shape: each block runs the producer's body, a barrier, then the consumer's
-//                (each consumer block touches only what no other producer block touches);
-//  prologue      vertical, the consumer's launch: each consumer load of the intermediate recomputes its element
-//                with the producer's body (an element-wise 1-D producer; any consumer shape).
-enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal, kBlockLevel, kPrologue };
+// How the kernels of a candidate share the fused launch (kfuse/core/fusion_kind.h; docs/analyzer.md, "Fusion
+// kinds"); plans name it too.
+using FusionKind = core::FusionKind;
 const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal", "block-level", "prologue"
 
 // How a proven epilogue or prologue fusion maps the kernels onto the intermediate's elements: element e is at
