@@ -2,6 +2,7 @@
 // under schemas/ must equal (tests/schemas/check_generated.py):
 //   trace.sql, trace.schema.json   core/src/trace_fields.h
 //   plan.schema.json               rewriter/src/plan.cpp
+//   report.schema.json             analyzer/src/report/report_json.cpp
 //
 //   kfuse_schema_gen --list            their names, one a line
 //   kfuse_schema_gen --print NAME      one of them to stdout
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/trace_json.h"
 #include "kfuse/core/trace_store.h"
 #include "kfuse/rewriter/plan.h"
@@ -27,6 +29,7 @@ constexpr Schema kSchemas[] = {
     {"trace.sql", kfuse::core::traceSqlSchema},
     {"trace.schema.json", kfuse::core::traceJsonSchema},
     {"plan.schema.json", kfuse::rewriter::planJsonSchema},
+    {"report.schema.json", kfuse::analyzer::reportJsonSchema},
 };
 
 bool writeFile(const std::string& path, const std::string& text) {
