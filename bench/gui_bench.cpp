@@ -12,11 +12,11 @@
 #include <QImage>
 #include <QPainter>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "kfuse/gui/session.h"
 #include "kfuse/gui/timeline_painter.h"
@@ -35,8 +35,8 @@ std::string benchTrace() {
   if (const char* p = std::getenv("KFUSE_GUI_BENCH_TRACE")) return p;
   if (!generated().empty()) return generated();
   const fs::path out = fs::temp_directory_path() / ("kfuse_gui_bench_" + std::to_string(::getpid()) + ".json");
-  const std::string cmd = "python3 " + std::string(KFUSE_SOURCE_DIR) + "/bench/make_large_kineto.py " + out.string() +
-                          " --launches 200000";
+  const std::string cmd =
+      "python3 " + std::string(KFUSE_SOURCE_DIR) + "/bench/make_large_kineto.py " + out.string() + " --launches 200000";
   if (std::system(cmd.c_str()) != 0) return {};
   generated() = out.string();
   return generated();
@@ -64,8 +64,8 @@ void BM_OpenToDrawnTimeline(benchmark::State& state) {
     }
     const TimelineData& t = (*session)->timeline;
     QPainter p(&image);
-    TimelinePainter().paint(p, image.size(), t,
-                            {static_cast<double>(t.start_ns), static_cast<double>(t.end_ns), 0}, {});
+    TimelinePainter().paint(p, image.size(), t, {static_cast<double>(t.start_ns), static_cast<double>(t.end_ns), 0},
+                            {});
     p.end();
     state.counters["launches"] = static_cast<double>(t.kernels);
     state.counters["candidates"] = static_cast<double>((*session)->report.candidates.size());

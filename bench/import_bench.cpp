@@ -4,19 +4,19 @@
 // plain-JSON copies of it with the event array repeated 1x and 4x, written to the temp directory.
 // Counters: MB_per_s_gz (compressed bytes / s), MB_per_s_json (JSON text bytes / s), import_peak_MiB (the largest
 // growth of the resident set during one import: VmHWM, reset through /proc/self/clear_refs after malloc_trim, minus
-// VmRSS before the import; it includes the imported Trace itself) and json_MiB (size of the JSON text). BM_ZlibInflate is the zcat-equivalent floor for the
-// .json.gz case: inflating alone, in process, with zlib.
+// VmRSS before the import; it includes the imported Trace itself) and json_MiB (size of the JSON text). BM_ZlibInflate
+// is the zcat-equivalent floor for the .json.gz case: inflating alone, in process, with zlib.
 #include <benchmark/benchmark.h>
 #include <zlib.h>
 
 #include <malloc.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "kfuse/analyzer/importer.h"
@@ -124,7 +124,8 @@ void BM_KinetoImportGz(benchmark::State& state) {
   in.seekg(-4, std::ios::end);
   unsigned char t[4] = {};
   in.read(reinterpret_cast<char*>(t), 4);
-  const double json_bytes = static_cast<double>(uint32_t{t[0]} | uint32_t{t[1]} << 8 | uint32_t{t[2]} << 16 | uint32_t{t[3]} << 24);
+  const double json_bytes =
+      static_cast<double>(uint32_t{t[0]} | uint32_t{t[1]} << 8 | uint32_t{t[2]} << 16 | uint32_t{t[3]} << 24);
   importLoop(state, path, static_cast<double>(fs::file_size(path)), json_bytes);
 }
 BENCHMARK(BM_KinetoImportGz)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -140,12 +141,7 @@ void BM_KinetoImportJson(benchmark::State& state) {
   importLoop(state, path, 0, static_cast<double>(fs::file_size(path)), options);
 }
 // Args: {copies of the event array, keep CPU ops (their shapes are a good part of the imported data)}.
-BENCHMARK(BM_KinetoImportJson)
-    ->Args({1, 1})
-    ->Args({4, 1})
-    ->Args({4, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_KinetoImportJson)->Args({1, 1})->Args({4, 1})->Args({4, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // zcat's work on the same file, in process: the floor for importing a .json.gz.
 void BM_ZlibInflate(benchmark::State& state) {
@@ -157,8 +153,8 @@ void BM_ZlibInflate(benchmark::State& state) {
     benchmark::DoNotOptimize(text.data());
   }
   const auto iterations = static_cast<double>(state.iterations());
-  state.counters["MB_per_s_gz"] = benchmark::Counter(
-      iterations * static_cast<double>(fs::file_size(path)) / 1e6, benchmark::Counter::kIsRate);
+  state.counters["MB_per_s_gz"] =
+      benchmark::Counter(iterations * static_cast<double>(fs::file_size(path)) / 1e6, benchmark::Counter::kIsRate);
   state.counters["MB_per_s_json"] = benchmark::Counter(iterations * json_bytes / 1e6, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ZlibInflate)->Unit(benchmark::kMillisecond)->UseRealTime();

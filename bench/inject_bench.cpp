@@ -11,8 +11,8 @@
 // Read the CPU column; the wall-clock column also counts time the thread was descheduled.
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -32,7 +32,9 @@ const std::string kPlanDir = std::string(KFUSE_SOURCE_DIR) + "/rewriter/inject/t
 constexpr uint64_t kBase = 0x7f0000000000, kAllocBytes = 131072;
 const CUmodule kModule = reinterpret_cast<CUmodule>(0x1000);
 const char* const kNames[] = {"scale", "add", "relu", "mul", "unrelated", "fused"};
-CUfunction function(int i) { return reinterpret_cast<CUfunction>(0x1001 + i); }
+CUfunction function(int i) {
+  return reinterpret_cast<CUfunction>(0x1001 + i);
+}
 
 __attribute__((noinline)) CUresult CUDAAPI fakeLaunch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                                       unsigned, unsigned, CUstream, void**, void**) {

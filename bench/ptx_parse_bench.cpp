@@ -115,8 +115,9 @@ BENCHMARK(BM_AnalyzeAllFunctions)->Unit(benchmark::kMillisecond);
 // Reaching definitions of a function that redefines one register N times in one block (a hostile input to
 // `kfuse ptx check`): each redefinition kills all the others, which must cost O(N), not O(N^2).
 void BM_DefUseOneRegisterRedefined(benchmark::State& state) {
-  std::string text = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
-                     "\t.reg .b32 %r<2>;\n";
+  std::string text =
+      ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
+      "\t.reg .b32 %r<2>;\n";
   for (int64_t i = 0; i < state.range(0); ++i) text.append("\tmov.u32 %r1, ").append(std::to_string(i)).append(";\n");
   text.append("\tret;\n}\n");
   const kfuse::ptx::Module m = std::move(kfuse::ptx::parseModule(text)).value();

@@ -2,9 +2,9 @@
 // README's performance table quotes the median items_per_second of these (scripts/bench.sh).
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "kfuse/core/trace_store.h"
 #include "trace_builders.h"
@@ -14,8 +14,8 @@ namespace {
 using namespace kfuse::core;
 
 std::string benchPath(const char* name) {
-  return (std::filesystem::temp_directory_path() / (std::string("kfuse_bench_") + name + "_" +
-                                                     std::to_string(::getpid()) + ".sqlite"))
+  return (std::filesystem::temp_directory_path() /
+          (std::string("kfuse_bench_") + name + "_" + std::to_string(::getpid()) + ".sqlite"))
       .string();
 }
 

@@ -10,8 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& e : *entries) {
     auto payload = kfuse::ptx::extractEntry(input, e);
     if (!payload.ok() || e.kind != kfuse::ptx::EntryKind::kCubin) continue;
-    (void)kfuse::ptx::readCubin(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(payload->data()),
-                                                         payload->size()));
+    (void)kfuse::ptx::readCubin(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(payload->data()), payload->size()));
   }
   return 0;
 }

@@ -1,8 +1,8 @@
 // libFuzzer target: a PyTorch Execution Trace (`kfuse analyze --et FILE`), read as a file as the verb reads it, then
 // each node's tensors walked. Any crash, leak or sanitizer report is a bug; a bad-format Status is the expected
 // answer to most inputs.
-#include "import/execution_trace.h"
 #include "fuzz_input_file.h"
+#include "import/execution_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static kfuse::fuzz::InputFile file("et.json");

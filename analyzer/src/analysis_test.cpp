@@ -7,8 +7,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 namespace kfuse::analyzer {
@@ -37,7 +37,7 @@ class TraceBuilder {
     m.image = readFile(KFUSE_ANALYZER_TEST_PTX);
     m.hash = core::sha256Hex(m.image);
     t_.modules.push_back(m);
-    const char* names[] = {"_Z7producePKfPfi",   "_Z7consumePKfPfi", "_Z4blurPKfPfi",
+    const char* names[] = {"_Z7producePKfPfi",   "_Z7consumePKfPfi",   "_Z4blurPKfPfi",
                            "_Z6gatherPKfPKiPfi", "_Z9histogramPKiPji", "_Z9normalizePKjPfi"};
     for (const char* n : names) t_.functions.push_back(core::KernelFunction{Id(t_.functions.size() + 1), 1, n, "", {}});
     for (Id a = 1; a <= 6; ++a) {
@@ -148,7 +148,8 @@ TEST(KernelCatalog, FallsBackToMangledNamesWithoutPtx) {
 
 TEST(DependencyGraph, RecordsDataEdgesWithReasons) {
   TraceBuilder b;
-  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000)
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000)
+      .launch(TraceBuilder::kConsume, {2, 3}, 1000)
       .launch(TraceBuilder::kProduce, {3, 2}, 1000);
   const KernelCatalog catalog = KernelCatalog::build(b.trace());
   const DependencyGraph g = DependencyGraph::build(b.trace(), catalog);
@@ -168,8 +169,9 @@ TEST(DependencyGraph, RecordsDataEdgesWithReasons) {
       EXPECT_EQ(e->allocation_id, 2);
       const std::string reason = g.describe(*e, b.trace(), catalog);
       // n = 1000 floats: the bytes both launches touch, from their access forms and guards.
-      EXPECT_EQ(reason, "launch 2 (consume(float const*, float*, int)) reads allocation 2 bytes [0, 4000) (param 0) "
-                        "that launch 1 (produce(float const*, float*, int)) wrote (param 1)");
+      EXPECT_EQ(reason,
+                "launch 2 (consume(float const*, float*, int)) reads allocation 2 bytes [0, 4000) (param 0) "
+                "that launch 1 (produce(float const*, float*, int)) wrote (param 1)");
     }
   }
   EXPECT_TRUE(found);
@@ -193,7 +195,8 @@ TEST(Analysis, ProvesAnElementwiseChainAndGroupsItsOccurrences) {
   EXPECT_TRUE(anyReasonContains(c, "allocation 2: every access of"));
   EXPECT_TRUE(anyReasonContains(c, "both at byte 1024*ctaid.x + 4*tid.x, which no two threads share"));
   EXPECT_TRUE(anyReasonContains(c, "legality checked on every one of its 3 occurrences (one set"));
-  EXPECT_EQ(c.names, (std::vector<std::string>{"produce(float const*, float*, int)", "consume(float const*, float*, int)"}));
+  EXPECT_EQ(c.names,
+            (std::vector<std::string>{"produce(float const*, float*, int)", "consume(float const*, float*, int)"}));
   // 2 x 10 us measured + 1 us of launch latency between them.
   EXPECT_DOUBLE_EQ(c.cost.measured_ns, 20'000);
   EXPECT_DOUBLE_EQ(c.cost.gap_ns, 1'000);
@@ -221,7 +224,8 @@ TEST(Analysis, BoundsThatDifferDoNotMatterWhenEachElementBelongsToOneThread) {
 TEST(Analysis, ChecksEveryDistinctArgumentTupleAndSaysSo) {
   // The same chain three times with n = 1000 and once with n = 2000: two tuples, all four occurrences checked.
   TraceBuilder b;
-  for (int n : {1000, 1000, 2000, 1000}) b.launch(TraceBuilder::kProduce, {1, 2}, n).launch(TraceBuilder::kConsume, {2, 3}, n);
+  for (int n : {1000, 1000, 2000, 1000})
+    b.launch(TraceBuilder::kProduce, {1, 2}, n).launch(TraceBuilder::kConsume, {2, 3}, n);
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
   const Candidate& c = r.candidates[0];
@@ -256,8 +260,9 @@ TEST(Analysis, BlocksAStencilConsumer) {
   const Candidate& c = r.candidates[0];
   EXPECT_EQ(c.legality, Legality::kBlocked);
   EXPECT_NE(c.verdict.find("stencil"), std::string::npos) << c.verdict;
-  EXPECT_TRUE(anyReasonContains(c, "prologue fusion does not apply: blur(float const*, float*, int) may read element "
-                                   "1000"));
+  EXPECT_TRUE(anyReasonContains(c,
+                                "prologue fusion does not apply: blur(float const*, float*, int) may read element "
+                                "1000"));
   EXPECT_DOUBLE_EQ(c.total_saving_ns, 0);
   EXPECT_FALSE(r.why_none.empty());  // nothing qualified: the report says why
 }
@@ -289,8 +294,9 @@ TEST(Analysis, DoesNotProveADataDependentGather) {
   // followed is never called likely.
   EXPECT_EQ(r.candidates[0].legality, Legality::kBlocked);
   EXPECT_EQ(r.candidates[0].confidence, Confidence::kMedium);
-  EXPECT_TRUE(anyReasonContains(r.candidates[0], "gather(float const*, int const*, float*, int) accesses allocation 2 "
-                                                 "at an address the PTX analysis could not follow"))
+  EXPECT_TRUE(anyReasonContains(r.candidates[0],
+                                "gather(float const*, int const*, float*, int) accesses allocation 2 "
+                                "at an address the PTX analysis could not follow"))
       << r.candidates[0].reasons.front();
   // mid is written by produce and read by gather where the analysis cannot follow: both keep their bytes. The
   // gather's read of mid through idx may touch the whole allocation (4096 x 256 threads x 4 B = 4 MiB); every
@@ -417,13 +423,20 @@ TEST(Analysis, WithoutPointerDataCandidatesAreOnlyLikely) {
 TEST(Analysis, KernelFamiliesRefuseWorkFeedingAGemmWhenThereIsNoPtx) {
   TraceBuilder b;
   const Id gemm = Id(b.trace().functions.size() + 1), add = gemm + 1;
+  b.trace().functions.push_back(
+      core::KernelFunction{gemm,
+                           core::kNoId,
+                           "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+                           "alignc4_execute_kernel__5x_cublas",
+                           "",
+                           {}});
   b.trace().functions.push_back(core::KernelFunction{
-      gemm, core::kNoId, "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
-                         "alignc4_execute_kernel__5x_cublas", "", {}});
-  b.trace().functions.push_back(core::KernelFunction{
-      add, core::kNoId, "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_",
+      add,
+      core::kNoId,
+      "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_",
       "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
-      "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", {}});
+      "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+      {}});
   for (int i = 0; i < 2; ++i) b.launch(add, {1, 2}, 1000).launch(gemm, {2, 3}, 1000).launch(add, {3, 4}, 1000);
   for (core::Launch& l : b.trace().launches) {
     for (core::PointerArg& p : l.pointer_args) p.field_offset = 8 * p.param_index;
@@ -481,7 +494,8 @@ TEST(Analysis, IgnoresGpuTimesMeasuredOnTheEmulator) {
   EXPECT_EQ(on_emulator.critical_path_ns, static_cast<int64_t>(2 * 8'388'608 / 3.35e12 * 1e9));
   EXPECT_TRUE(on_emulator.candidates[0].on_critical_path);
   bool noted = false;
-  for (const core::Stat& s : on_emulator.stats) noted = noted || (s.name == "emulator_gpu_times_ignored" && s.value == 2);
+  for (const core::Stat& s : on_emulator.stats)
+    noted = noted || (s.name == "emulator_gpu_times_ignored" && s.value == 2);
   EXPECT_TRUE(noted);
 }
 

@@ -6,17 +6,17 @@
 #include <set>
 #include <unordered_map>
 
+#include "advice/advice.h"
+#include "advice/kernel_families.h"
+#include "cost/cost_model.h"
+#include "graph/footprint.h"
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/stats.h"
-#include "pattern_analysis.h"
-#include "advice/advice.h"
-#include "cost/cost_model.h"
 #include "legality/block_level.h"
 #include "legality/epilogue.h"
 #include "legality/prologue.h"
-#include "graph/footprint.h"
-#include "advice/kernel_families.h"
 #include "legality/thread_locality.h"
+#include "pattern_analysis.h"
 
 namespace kfuse::analyzer {
 
@@ -55,7 +55,9 @@ std::vector<char> criticalPath(const DependencyGraph& g, const std::vector<doubl
 
 namespace {
 
-bool recordedOnEmulator(const core::Trace& t) { return !t.devices.empty() && core::isEmulatorDevice(t.devices.front()); }
+bool recordedOnEmulator(const core::Trace& t) {
+  return !t.devices.empty() && core::isEmulatorDevice(t.devices.front());
+}
 
 // GPU times measured on kfuse's CPU emulator (`kfuse record --gpu-time` on the stand-in driver) time the
 // emulation, not a GPU: a copy of the input without them, so costs fall back to roofline estimates.
@@ -155,9 +157,13 @@ Status chooseGpu(const core::Trace& t, const AnalysisOptions& options, Report& r
       r.gpu_source = "trace";
       const core::Device& d = t.devices.front();
       if (core::gpuNameKey(d.name) == core::gpuNameKey(core::kAmdGenericDeviceName)) {
-        r.notices.push_back("the trace names its GPU '" + d.name + "' (what ROCm reports for a GPU missing from its "
-                            "name table); identified by its " + std::to_string(d.sm_count) + " compute units and GFX "
-                            "IP " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + " as " +
+        r.notices.push_back("the trace names its GPU '" + d.name +
+                            "' (what ROCm reports for a GPU missing from its "
+                            "name table); identified by its " +
+                            std::to_string(d.sm_count) +
+                            " compute units and GFX "
+                            "IP " +
+                            std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + " as " +
                             spec->marketing_name + " (pass --gpu NAME if that is wrong)");
       }
     } else {
@@ -165,17 +171,19 @@ Status chooseGpu(const core::Trace& t, const AnalysisOptions& options, Report& r
       r.gpu_source = "default";
       // A trace recorded on kfuse's own emulator has no GPU to cost for: expected, so only noted.
       const bool emulator = recordedOnEmulator(t);
-      core::Stat s = core::makeStat(
-          core::StatId::kGpuNotInSpecTable, 1,
-          (t.devices.empty() ? std::string("the trace names no device")
-           : emulator        ? std::string("recorded on kfuse's CPU emulator")
-                             : "device '" + t.devices.front().name + "' is not in the spec table") +
-              "; costs use h100-sxm (pass --gpu NAME)");
+      core::Stat s = core::makeStat(core::StatId::kGpuNotInSpecTable, 1,
+                                    (t.devices.empty() ? std::string("the trace names no device")
+                                     : emulator        ? std::string("recorded on kfuse's CPU emulator")
+                                                : "device '" + t.devices.front().name + "' is not in the spec table") +
+                                        "; costs use h100-sxm (pass --gpu NAME)");
       if (emulator) s.severity = core::StatSeverity::kInfo;
       r.stats.push_back(std::move(s));
       if (!emulator && !t.devices.empty()) {
-        r.notices.push_back("the trace's GPU '" + t.devices.front().name + "' is not in kfuse's spec table: the costs "
-                            "below are for " + r.gpu.marketing_name + ", not for that GPU (pass --gpu NAME; `kfuse "
+        r.notices.push_back("the trace's GPU '" + t.devices.front().name +
+                            "' is not in kfuse's spec table: the costs "
+                            "below are for " +
+                            r.gpu.marketing_name +
+                            ", not for that GPU (pass --gpu NAME; `kfuse "
                             "gpus` lists the table)");
       }
     }
@@ -315,7 +323,8 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
                                        a.flops / (a.ns * 1e-9), false});
   }
   for (const Candidate& c : r.candidates) {
-    if (c.legality == Legality::kBlocked || c.cost.bytes_after <= 0 || c.cost.flops <= 0 || c.cost.fused_ns <= 0) continue;
+    if (c.legality == Legality::kBlocked || c.cost.bytes_after <= 0 || c.cost.flops <= 0 || c.cost.fused_ns <= 0)
+      continue;
     if (c.rank > 5) break;
     r.roofline.push_back(RooflinePoint{"#" + std::to_string(c.rank) + " fused", c.cost.flops / c.cost.bytes_after,
                                        c.cost.flops / (c.cost.fused_ns * 1e-9), true});
@@ -340,10 +349,12 @@ void explainNone(const SearchStats& stats, size_t no_gain, Report& r) {
                          " adjacent pairs share no data (the second does not read what the first wrote)");
   }
   if (stats.pairs_sync_between) {
-    r.why_none.push_back(std::to_string(stats.pairs_sync_between) + " adjacent pairs have a host synchronization (or the second an event wait) between them");
+    r.why_none.push_back(std::to_string(stats.pairs_sync_between) +
+                         " adjacent pairs have a host synchronization (or the second an event wait) between them");
   }
   if (stats.pairs_copy_between) {
-    r.why_none.push_back(std::to_string(stats.pairs_copy_between) + " kernels are followed by a copy or memset on their stream");
+    r.why_none.push_back(std::to_string(stats.pairs_copy_between) +
+                         " kernels are followed by a copy or memset on their stream");
   }
   if (stats.horizontal_not_small) {
     r.why_none.push_back(std::to_string(stats.horizontal_not_small) +
@@ -360,11 +371,14 @@ void explainNone(const SearchStats& stats, size_t no_gain, Report& r) {
                          " consecutive pairs are (or may be) dependent on each other");
   }
   if (no_gain) {
-    r.why_none.push_back(std::to_string(no_gain) + " fusable patterns are predicted to save no time (no memory "
+    r.why_none.push_back(std::to_string(no_gain) +
+                         " fusable patterns are predicted to save no time (no memory "
                          "traffic to save that the trace shows, and no launch latency between the kernels)");
   }
   size_t blocked = r.candidates.size();
-  if (blocked) r.why_none.push_back(std::to_string(blocked) + " candidate patterns were found but are blocked (listed with reasons)");
+  if (blocked)
+    r.why_none.push_back(std::to_string(blocked) +
+                         " candidate patterns were found but are blocked (listed with reasons)");
 }
 
 }  // namespace

@@ -33,7 +33,9 @@ struct AnalyzeOptions {
   bool verbose = false;
 };
 
-Status writeText(const std::string& path, const std::string& text) { return core::writeFileAtomically(path, text); }
+Status writeText(const std::string& path, const std::string& text) {
+  return core::writeFileAtomically(path, text);
+}
 
 // Several traces (or a directory of them): the ranks of one job, analyzed in parallel and merged by pattern.
 int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
@@ -152,8 +154,7 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--json", o->json_out, "Also write the report as JSON (schemas/report.schema.json)")
       ->check(outputPath());
-  cmd->add_option("--md", o->md_out, "Also write the report as Markdown")
-      ->check(outputPath());
+  cmd->add_option("--md", o->md_out, "Also write the report as Markdown")->check(outputPath());
   cmd->add_option("--html", o->html_out, "Also write a self-contained HTML report with a roofline chart")
       ->check(outputPath());
   cmd->add_option("--format", o->format, "Input format instead of sniffing: kfuse, kfuse-json, kineto, nsys");

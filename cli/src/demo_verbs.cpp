@@ -40,7 +40,7 @@ struct DemoOptions {
 
 struct Demo {
   const DemoOptions& o;
-  std::string kfuse;   // this executable
+  std::string kfuse;  // this executable
   fs::path dir;
   std::vector<std::pair<std::string, std::string>> env;  // stand-in driver on the library path, on a CPU
   int step = 0;
@@ -62,8 +62,8 @@ struct Demo {
     }
     if (exit_code) *exit_code = r->exit_code;
     if (r->exit_code != 0 && !exit_code) {
-      std::fprintf(stderr, "kfuse: the step failed (exit %d); its output (%s):\n%s", r->exit_code,
-                   (dir / log).c_str(), readText(dir / log).c_str());
+      std::fprintf(stderr, "kfuse: the step failed (exit %d); its output (%s):\n%s", r->exit_code, (dir / log).c_str(),
+                   readText(dir / log).c_str());
       return false;
     }
     return true;
@@ -121,7 +121,8 @@ struct Demo {
     kfuse = self.string();
     const fs::path build = self.parent_path().parent_path();
     const char* examples_env = std::getenv("KFUSE_EXAMPLES_DIR");
-    const fs::path examples = examples_env && *examples_env ? fs::path(examples_env) : build / "examples" / "driver_api";
+    const fs::path examples =
+        examples_env && *examples_env ? fs::path(examples_env) : build / "examples" / "driver_api";
     const fs::path program = examples / o.example;
     if (!fs::exists(program)) {
       std::fprintf(stderr,
@@ -187,8 +188,8 @@ struct Demo {
       cmd.push_back("--plan");
       cmd.push_back(p);
     }
-    for (const std::string& a : {std::string("--stats"), (dir / "run.json").string(), std::string("--"),
-                                 program.string()}) {
+    for (const std::string& a :
+         {std::string("--stats"), (dir / "run.json").string(), std::string("--"), program.string()}) {
       cmd.push_back(a);
     }
     if (!run("Run the unmodified program again with the fused kernels injected (recorded, to count what the "
@@ -250,9 +251,10 @@ struct Demo {
                 fused, stats["plans"].size(), stats.value("launches_seen", uint64_t{0}),
                 stats.value("launches_issued", uint64_t{0}), (dir / "run.json").c_str());
     if (estimated) {
-      std::printf("    GPU times are the cost model's estimates for %s from the kernels' PTX and counted bytes: no "
-                  "GPU ran them.\n",
-                  o.gpu.c_str());
+      std::printf(
+          "    GPU times are the cost model's estimates for %s from the kernels' PTX and counted bytes: no "
+          "GPU ran them.\n",
+          o.gpu.c_str());
     }
     return sum_before == sum_after && sum_before != "n/a" ? 0 : 1;
   }
@@ -319,12 +321,14 @@ void registerDemoVerbs(CLI::App& app, VerbContext& ctx) {
       "injected, before/after table; then the top recommendations for a real recorded trace");
   cmd->add_option("--gpu", opts->gpu, "GPU the costs are predicted for (kfuse gpus lists them)")->capture_default_str();
   cmd->add_option("--example", opts->example, "Example program (examples/driver_api)")->capture_default_str();
-  cmd->add_option("-o,--dir", opts->dir, "Keep the traces, reports, plans and logs there (default: a temporary "
-                                         "directory, removed at the end)")
+  cmd->add_option("-o,--dir", opts->dir,
+                  "Keep the traces, reports, plans and logs there (default: a temporary "
+                  "directory, removed at the end)")
       ->check(outputPath());
   cmd->add_flag("--keep", opts->keep, "Keep the temporary directory");
-  cmd->add_option("--trace", opts->real_trace, "The recorded trace to analyze last (default: a PyTorch profiler "
-                                               "trace of a 16-rank A100 job from ../shared/data)");
+  cmd->add_option("--trace", opts->real_trace,
+                  "The recorded trace to analyze last (default: a PyTorch profiler "
+                  "trace of a 16-rank A100 job from ../shared/data)");
   cmd->callback([opts, &ctx] { ctx.exit_code = runDemo(*opts); });
 }
 

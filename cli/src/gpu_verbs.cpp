@@ -63,18 +63,20 @@ int runGpus(const GpusOptions& o) {
     std::cout << a.dump(2) << '\n';
     return kExitOk;
   }
-  std::printf("%-15s %-29s %-5s %4s %9s %10s %10s %9s %7s\n", "name", "product", "sm", "SMs", "FP32 TF/s",
-              "FP16T TF/s", "BF16T TF/s", "DRAM GB/s", "L2 MiB");
+  std::printf("%-15s %-29s %-5s %4s %9s %10s %10s %9s %7s\n", "name", "product", "sm", "SMs", "FP32 TF/s", "FP16T TF/s",
+              "BF16T TF/s", "DRAM GB/s", "L2 MiB");
   for (const auto& g : specs) {
     const std::string cc = std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor);
     std::printf("%-15s %-29s %-5s %4d %9.1f %10.1f %10.1f %9.0f %7.1f\n", g.short_name.c_str(),
-                g.marketing_name.c_str(), cc.c_str(), g.sm_count, g.fp32_flops / 1e12,
-                g.fp16_tensor_flops / 1e12, g.bf16_tensor_flops / 1e12, g.dram_bandwidth_bytes_per_s / 1e9,
+                g.marketing_name.c_str(), cc.c_str(), g.sm_count, g.fp32_flops / 1e12, g.fp16_tensor_flops / 1e12,
+                g.bf16_tensor_flops / 1e12, g.dram_bandwidth_bytes_per_s / 1e9,
                 static_cast<double>(g.l2_bytes) / (1024.0 * 1024.0));
   }
-  if (std::any_of(specs.begin(), specs.end(), [](const core::GpuSpec& g) { return g.vendor == core::GpuVendor::kAmd; })) {
-    std::printf("AMD rows: SMs are compute units, sm is the GFX IP version, tensor is matrix cores; MI250/MI250X rows "
-                "are one GCD (one device to the driver)\n");
+  if (std::any_of(specs.begin(), specs.end(),
+                  [](const core::GpuSpec& g) { return g.vendor == core::GpuVendor::kAmd; })) {
+    std::printf(
+        "AMD rows: SMs are compute units, sm is the GFX IP version, tensor is matrix cores; MI250/MI250X rows "
+        "are one GCD (one device to the driver)\n");
   }
   return kExitOk;
 }

@@ -310,8 +310,7 @@ void registerPtxVerbs(CLI::App& app, VerbContext& ctx) {
 
   CLI::App* extract = ptx->add_subcommand("extract", "Write every PTX/cubin entry of a binary to a directory");
   extract->add_option("binary", opts->input, "Executable, shared library, fatbin or cubin")->required();
-  extract->add_option("-o,--output", opts->out_dir, "Output directory")->required()
-      ->check(outputPath());
+  extract->add_option("-o,--output", opts->out_dir, "Output directory")->required()->check(outputPath());
   extract->callback([opts, &ctx] { ctx.exit_code = runExtract(*opts); });
 
   CLI::App* check = ptx->add_subcommand("check", "Parse and verify PTX and print its analyses");
@@ -323,8 +322,7 @@ void registerPtxVerbs(CLI::App& app, VerbContext& ctx) {
   CLI::App* rt = ptx->add_subcommand("roundtrip", "parse -> print -> ptxas; exit 0 only when resources are identical");
   rt->add_option("file", opts->input, "PTX file")->required();
   rt->add_option("--arch", opts->arch, "Target for ptxas (default: the file's .target), e.g. sm_90");
-  rt->add_option("-o,--output", opts->printed_out, "Also write the printed PTX here")
-      ->check(outputPath());
+  rt->add_option("-o,--output", opts->printed_out, "Also write the printed PTX here")->check(outputPath());
   rt->callback([opts, &ctx] { ctx.exit_code = runRoundTrip(*opts); });
 }
 

@@ -18,8 +18,10 @@ int runRecord(collector::RecordOptions o, const VerbContext& ctx) {
   if (!ctx.quiet) {
     if (result->traces.empty() && result->failures.empty()) {
       if (result->exit_code > 128) {
-        std::fprintf(stderr, "kfuse: no trace was written: the program ended by signal %d before the collector "
-                             "created its trace\n", result->exit_code - 128);
+        std::fprintf(stderr,
+                     "kfuse: no trace was written: the program ended by signal %d before the collector "
+                     "created its trace\n",
+                     result->exit_code - 128);
       } else {
         std::fprintf(stderr,
                      "kfuse: no trace was written: no CUDA driver call reached the collector (a program that uses "

@@ -85,7 +85,8 @@ Expected<std::optional<analyzer::Report>> reportToRewrite(const RewriteVerbOptio
 
 // The candidate `which` (a rank or an id) of `report`.
 const analyzer::Candidate* findCandidate(const analyzer::Report& report, const std::string& which) {
-  const bool rank = !which.empty() && std::all_of(which.begin(), which.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  const bool rank =
+      !which.empty() && std::all_of(which.begin(), which.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
   for (const analyzer::Candidate& c : report.candidates) {
     if (rank ? std::to_string(c.rank) == which : c.id == which) return &c;
   }
@@ -184,7 +185,8 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       std::fprintf(stderr, "kfuse: %zu of %zu candidates chosen (%s selection, %s predicted in total)\n",
                    sel.chosen.size(), report->candidates.size(), sel.method.c_str(),
                    core::formatDuration(static_cast<int64_t>(sel.total_saving_ns)).c_str());
-      for (const auto& [rank, why] : sel.rejected) std::fprintf(stderr, "kfuse:   #%d not rewritten: %s\n", rank, why.c_str());
+      for (const auto& [rank, why] : sel.rejected)
+        std::fprintf(stderr, "kfuse:   #%d not rewritten: %s\n", rank, why.c_str());
     }
     for (int rank : sel.chosen) {
       for (const analyzer::Candidate& c : report->candidates) {
@@ -214,7 +216,8 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       std::error_code ec;
       fs::create_directories(o.out_dir, ec);
     }
-    if (!ctx.quiet) std::fprintf(stderr, "kfuse: rewriting candidate %d (%s) into %s\n", rank, c->id.c_str(), dir.c_str());
+    if (!ctx.quiet)
+      std::fprintf(stderr, "kfuse: rewriting candidate %d (%s) into %s\n", rank, c->id.c_str(), dir.c_str());
     rewriter::RewriteDiagnostics diag;
     auto plan = rewriter::rewriteCandidate(*imported, *report, *c, options, dir, &diag);
     if (!plan) {
@@ -294,8 +297,9 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   auto ro = std::make_shared<RewriteVerbOptions>();
   CLI::App* rw = app.add_subcommand(
       "rewrite", "Write a fused kernel and a plan for a proven candidate, compile it with ptxas and validate it");
-  rw->add_option("trace", ro->input, "The kfuse trace (SQLite/JSON) the candidates come from; the PTX comes from its "
-                                     "module images")
+  rw->add_option("trace", ro->input,
+                 "The kfuse trace (SQLite/JSON) the candidates come from; the PTX comes from its "
+                 "module images")
       ->required();
   rw->add_option("--candidate", ro->candidate,
                  "The candidate's id (k0123456789) or rank in the report: the one `kfuse analyze` stored in the "
@@ -332,8 +336,7 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   opt->add_option("files", oo->inputs, "PTX files");
   opt->add_option("--passes", oo->passes,
                   "Pipeline: pass{key=value,...},pass2 (e.g. fuse-vertical{kernels=a+b,name=f},cleanup)");
-  opt->add_option("-o,--output", oo->out, "Output PTX file (default: stdout)")
-      ->check(outputPath());
+  opt->add_option("-o,--output", oo->out, "Output PTX file (default: stdout)")->check(outputPath());
   opt->add_flag("--list", oo->list, "List the passes and their options");
   opt->callback([oo, &ctx] { ctx.exit_code = runOpt(*oo, ctx); });
 }

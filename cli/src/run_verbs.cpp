@@ -61,8 +61,9 @@ int runWithPlans(const RunOptions& o, const VerbContext& ctx) {
 void registerRunVerbs(CLI::App& app, VerbContext& ctx) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "Run a CUDA program with the fused kernels of validated plans (`kfuse rewrite`) injected in place of the "
-             "launches they replace");
+      "run",
+      "Run a CUDA program with the fused kernels of validated plans (`kfuse rewrite`) injected in place of the "
+      "launches they replace");
   cmd->add_option("--plan", opts->plans, "Plan directory written by `kfuse rewrite` (repeat for several)")
       ->required()
       ->allow_extra_args(false);

@@ -140,11 +140,11 @@ void registerTraceVerbs(CLI::App& app, VerbContext& ctx) {
   cmd = app.add_subcommand("export",
                            "Write a kfuse trace as JSON (schemas/trace.schema.json), or any trace analyze reads as a "
                            "Chrome trace for Perfetto UI with its fusion candidates (--chrome)");
-  cmd->add_option("trace", exp->trace, "kfuse trace (.sqlite); with --chrome also Kineto JSON or an Nsight Systems "
-                                       "SQLite export")
+  cmd->add_option("trace", exp->trace,
+                  "kfuse trace (.sqlite); with --chrome also Kineto JSON or an Nsight Systems "
+                  "SQLite export")
       ->required();
-  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout")
-      ->check(outputPath());
+  cmd->add_option("-o,--output", exp->output, "Output JSON file, '-' for stdout")->check(outputPath());
   cmd->add_option("--chrome", exp->chrome,
                   "Write Chrome trace JSON (Trace Event Format) there instead, '-' for stdout: GPUs as processes, "
                   "streams as tracks, kernels/copies/sets, NVTX ranges, candidates as flows and annotated slices")
@@ -156,8 +156,7 @@ void registerTraceVerbs(CLI::App& app, VerbContext& ctx) {
   auto imp = std::make_shared<ImportOptions>();
   cmd = app.add_subcommand("import", "Build a kfuse trace from its JSON form");
   cmd->add_option("json", imp->input, "Trace JSON (as written by `kfuse export`)")->required();
-  cmd->add_option("-o,--output", imp->output, "Output kfuse trace (.sqlite)")->required()
-      ->check(outputPath());
+  cmd->add_option("-o,--output", imp->output, "Output kfuse trace (.sqlite)")->required()->check(outputPath());
   cmd->add_flag("-f,--force", imp->force, "Replace the output if it exists");
   cmd->callback([imp, &ctx] { ctx.exit_code = runImport(*imp, ctx); });
 }

@@ -39,16 +39,16 @@ inline constexpr int kExitNothingToDo = 3;
 // Prints "kfuse: <message>" to stderr and returns kExitBadInput (or `code`).
 int reportError(const Status& status, int code = kExitBadInput);
 
-void registerTraceVerbs(CLI::App& app, VerbContext& ctx);  // info, export, import
-void registerGpuVerbs(CLI::App& app, VerbContext& ctx);    // gpus
-void registerPtxVerbs(CLI::App& app, VerbContext& ctx);    // ptx list|extract|check|roundtrip
-void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);  // analyze
-void registerRecordVerbs(CLI::App& app, VerbContext& ctx);   // record
-void registerMetricVerbs(CLI::App& app, VerbContext& ctx);   // metrics
+void registerTraceVerbs(CLI::App& app, VerbContext& ctx);     // info, export, import
+void registerGpuVerbs(CLI::App& app, VerbContext& ctx);       // gpus
+void registerPtxVerbs(CLI::App& app, VerbContext& ctx);       // ptx list|extract|check|roundtrip
+void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);   // analyze
+void registerRecordVerbs(CLI::App& app, VerbContext& ctx);    // record
+void registerMetricVerbs(CLI::App& app, VerbContext& ctx);    // metrics
 void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate
-void registerRewriteVerbs(CLI::App& app, VerbContext& ctx);  // rewrite, ptx opt (after registerPtxVerbs)
-void registerRunVerbs(CLI::App& app, VerbContext& ctx);      // run
-void registerDemoVerbs(CLI::App& app, VerbContext& ctx);     // demo
-void registerHelpVerbs(CLI::App& app, VerbContext& ctx);     // help
+void registerRewriteVerbs(CLI::App& app, VerbContext& ctx);   // rewrite, ptx opt (after registerPtxVerbs)
+void registerRunVerbs(CLI::App& app, VerbContext& ctx);       // run
+void registerDemoVerbs(CLI::App& app, VerbContext& ctx);      // demo
+void registerHelpVerbs(CLI::App& app, VerbContext& ctx);      // help
 
 }  // namespace kfuse::cli

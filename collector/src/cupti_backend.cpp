@@ -208,9 +208,9 @@ Status CuptiBackend::start() {
   (void)api_.enableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
   // Stream capture: work enqueued while capturing becomes graph nodes, not executed work.
   const CUpti_CallbackId capture_cbids[] = {
-      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,          CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,               CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,          CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
   };
   for (CUpti_CallbackId cbid : capture_cbids) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
@@ -325,8 +325,7 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     if (d->correlationData) *d->correlationData = static_cast<uint64_t>(collectorNowNs());
     return;
   }
-  const CUresult result =
-      d->functionReturnValue ? *static_cast<const CUresult*>(d->functionReturnValue) : CUDA_SUCCESS;
+  const CUresult result = d->functionReturnValue ? *static_cast<const CUresult*>(d->functionReturnValue) : CUDA_SUCCESS;
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz) {
     // The stream leaves capture mode whether the capture succeeded or was invalidated.
     if (result != CUDA_ERROR_ILLEGAL_STATE) {
@@ -762,8 +761,9 @@ bool CuptiWatch::judge(uint64_t callbacks_before) {
   }
   int expected = kWatching;
   if (!state_.compare_exchange_strong(expected, kBlind)) return false;
-  on_blind_("CUPTI saw none of the application's first driver calls (the driver did not load the CUPTI injection, "
-            "or CUPTI cannot trace it; kfuse's CPU stand-in is such a driver)");
+  on_blind_(
+      "CUPTI saw none of the application's first driver calls (the driver did not load the CUPTI injection, "
+      "or CUPTI cannot trace it; kfuse's CPU stand-in is such a driver)");
   return true;
 }
 

@@ -690,7 +690,9 @@ TEST(CuptiBackendTest, LibraryLoadCallbackLinksTheImageToTheKernelsModule) {
   EXPECT_EQ(t.functions[0].module_id, t.modules[0].id);
 }
 
-CUresult CUDAAPI refuseKernelHandle(CUmodule*, CUfunction) { return CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI refuseKernelHandle(CUmodule*, CUfunction) {
+  return CUDA_ERROR_INVALID_HANDLE;
+}
 CUresult CUDAAPI kernelLibrary(CUlibrary* library, CUkernel) {
   *library = reinterpret_cast<CUlibrary>(0x1b);
   return CUDA_SUCCESS;

@@ -17,8 +17,10 @@ GpuTimer::~GpuTimer() = default;
 void GpuTimer::disable(const char* call, CUresult r) {
   enabled_.store(false, std::memory_order_relaxed);
   if (disabled_reported_.exchange(true)) return;
-  std::fprintf(stderr, "kfuse: collector: %s failed (CUresult %d); GPU times are off from here on, the application "
-                       "goes on\n", call, static_cast<int>(r));
+  std::fprintf(stderr,
+               "kfuse: collector: %s failed (CUresult %d); GPU times are off from here on, the application "
+               "goes on\n",
+               call, static_cast<int>(r));
   sink_.pushStat(core::StatId::kGpuTimeDisabled, 1);
 }
 

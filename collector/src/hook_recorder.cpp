@@ -54,20 +54,20 @@ Fn pick(const std::atomic<Fn>* slots, int variant) {
 
 // KFUSE_FORWARD for launches: with --gpu-time, an event pair brackets the real launch on its stream (outside the
 // CPU timestamps). `gt_flags` is kLaunchWaitsForGpuTime when the pair was recorded.
-#define KFUSE_FORWARD_TIMED(ID, STREAM, ...)                       \
-  auto fn_ = pick(table().ID, variant);                            \
-  if (!fn_) return CUDA_ERROR_NOT_INITIALIZED;                     \
-  if (!active()) return fn_(__VA_ARGS__);                          \
-  if (capturing(STREAM, variant)) {                                \
-    const CUresult captured_ = fn_(__VA_ARGS__);                   \
-    if (captured_ == CUDA_SUCCESS) noteCapturedWork();             \
-    return captured_;                                              \
-  }                                                                \
-  HookScope scope_;                                                \
-  const int gt_slot = beginGpuTime(STREAM, variant);               \
-  const int64_t t0 = collectorNowNs();                             \
-  const CUresult r = fn_(__VA_ARGS__);                             \
-  const int64_t t1 = collectorNowNs();                             \
+#define KFUSE_FORWARD_TIMED(ID, STREAM, ...)           \
+  auto fn_ = pick(table().ID, variant);                \
+  if (!fn_) return CUDA_ERROR_NOT_INITIALIZED;         \
+  if (!active()) return fn_(__VA_ARGS__);              \
+  if (capturing(STREAM, variant)) {                    \
+    const CUresult captured_ = fn_(__VA_ARGS__);       \
+    if (captured_ == CUDA_SUCCESS) noteCapturedWork(); \
+    return captured_;                                  \
+  }                                                    \
+  HookScope scope_;                                    \
+  const int gt_slot = beginGpuTime(STREAM, variant);   \
+  const int64_t t0 = collectorNowNs();                 \
+  const CUresult r = fn_(__VA_ARGS__);                 \
+  const int64_t t1 = collectorNowNs();                 \
   const uint32_t gt_flags = r == CUDA_SUCCESS ? endGpuTime(gt_slot, STREAM, variant) : (cancelGpuTime(gt_slot), 0u);
 
 struct LaunchFill {
@@ -127,8 +127,7 @@ int HookRecorder::beginGpuTime(CUstream stream, int variant) {
 
 uint32_t HookRecorder::endGpuTime(int slot, CUstream stream, int variant) {
   if (slot < 0) return 0;
-  return gpu_timer_->end(slot, reinterpret_cast<CUstream>(streamHandle(stream, variant))) ? kLaunchWaitsForGpuTime
-                                                                                           : 0u;
+  return gpu_timer_->end(slot, reinterpret_cast<CUstream>(streamHandle(stream, variant))) ? kLaunchWaitsForGpuTime : 0u;
 }
 
 void HookRecorder::commitGpuTime(int slot, int64_t correlation_id) {

@@ -188,7 +188,7 @@ CUresult CUDAAPI fEndCapture(CUstream, CUgraph* g) {
 }
 CUresult CUDAAPI fIsCapturing(CUstream s, CUstreamCaptureStatus* status) {
   *status = g_capturing && s == reinterpret_cast<CUstream>(0x700) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                                                   : CU_STREAM_CAPTURE_STATUS_NONE;
+                                                                  : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream) {

@@ -145,7 +145,9 @@ int end(nvtxRangeId_t id) {
   return 0;
 }
 
-const Domain* domainOf(nvtxDomainHandle_t handle) { return reinterpret_cast<const Domain*>(handle); }
+const Domain* domainOf(nvtxDomainHandle_t handle) {
+  return reinterpret_cast<const Domain*>(handle);
+}
 
 // ---- the functions NVTX calls: every one runs its whole body, message conversion included, under guarded() ------
 
@@ -160,7 +162,9 @@ int NVTX_API rangePushW(const wchar_t* message) {
 int NVTX_API rangePushEx(const nvtxEventAttributes_t* attributes) {
   return guarded([&] { return push(nullptr, messageOf(attributes)); }, -1);
 }
-int NVTX_API rangePop() { return guarded([&] { return pop(nullptr); }, -1); }
+int NVTX_API rangePop() {
+  return guarded([&] { return pop(nullptr); }, -1);
+}
 nvtxRangeId_t NVTX_API rangeStartA(const char* message) {
   return guarded([&] { return start(nullptr, ascii(message)); }, kNoRange);
 }
@@ -170,16 +174,22 @@ nvtxRangeId_t NVTX_API rangeStartW(const wchar_t* message) {
 nvtxRangeId_t NVTX_API rangeStartEx(const nvtxEventAttributes_t* attributes) {
   return guarded([&] { return start(nullptr, messageOf(attributes)); }, kNoRange);
 }
-void NVTX_API rangeEnd(nvtxRangeId_t id) { guarded([&] { return end(id); }, 0); }
+void NVTX_API rangeEnd(nvtxRangeId_t id) {
+  guarded([&] { return end(id); }, 0);
+}
 
 int NVTX_API domainRangePushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
   return guarded([&] { return push(domainOf(domain), messageOf(attributes)); }, -1);
 }
-int NVTX_API domainRangePop(nvtxDomainHandle_t domain) { return guarded([&] { return pop(domainOf(domain)); }, -1); }
+int NVTX_API domainRangePop(nvtxDomainHandle_t domain) {
+  return guarded([&] { return pop(domainOf(domain)); }, -1);
+}
 nvtxRangeId_t NVTX_API domainRangeStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
   return guarded([&] { return start(domainOf(domain), messageOf(attributes)); }, kNoRange);
 }
-void NVTX_API domainRangeEnd(nvtxDomainHandle_t /*domain*/, nvtxRangeId_t id) { guarded([&] { return end(id); }, 0); }
+void NVTX_API domainRangeEnd(nvtxDomainHandle_t /*domain*/, nvtxRangeId_t id) {
+  guarded([&] { return end(id); }, 0);
+}
 // Domains and registered strings: `new` is thread-safe; the objects are never freed (see Domain).
 nvtxDomainHandle_t NVTX_API domainCreateA(const char* name) {
   return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(new Domain{ascii(name)}); },
@@ -254,6 +264,8 @@ int initializeNvtxInjection(NvtxExportTableFn get_export_table) {
   return 1;
 }
 
-void attachNvtxSink(TraceSink* sink) { g_sink.store(sink, std::memory_order_release); }
+void attachNvtxSink(TraceSink* sink) {
+  g_sink.store(sink, std::memory_order_release);
+}
 
 }  // namespace kfuse::collector

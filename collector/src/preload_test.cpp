@@ -63,8 +63,9 @@ core::Trace readTrace(const std::string& path) {
 TEST(PreloadTest, InjectionLibraryExportsItsEntryPoints) {
   RunResult r = run("nm -D --defined-only " KFUSE_TEST_PRELOAD_LIB);
   ASSERT_EQ(r.rc, 0) << r.output;
-  for (const char* sym : {" T InitializeInjection", " T InitializeInjectionNvtx2", " T dlsym", " T cuGetProcAddress_v2", " T cuGetProcAddress",
-                          " T cuLaunchKernel", " T cuLaunchKernel_ptsz", " T cuMemcpyHtoD_v2_ptds"}) {
+  for (const char* sym :
+       {" T InitializeInjection", " T InitializeInjectionNvtx2", " T dlsym", " T cuGetProcAddress_v2",
+        " T cuGetProcAddress", " T cuLaunchKernel", " T cuLaunchKernel_ptsz", " T cuMemcpyHtoD_v2_ptds"}) {
     EXPECT_NE(r.output.find(std::string(sym) + "\n"), std::string::npos) << sym;
   }
   // Nothing of kfuse's own C++ leaks out (hidden visibility, --exclude-libs).

@@ -15,16 +15,17 @@ class LoadedProfilerApi final : public ProfilerApi {
  public:
   // Resolves every function in `library`; false with the missing name in `missing`.
   bool load(void* library, std::string* missing) {
-#define KFUSE_RESOLVE(method, function, Params)                                    \
+#define KFUSE_RESOLVE(method, function, Params)                                      \
   method##_ = reinterpret_cast<CUptiResult (*)(Params*)>(dlsym(library, #function)); \
-  if (!method##_) {                                                                \
-    *missing = #function;                                                          \
-    return false;                                                                  \
+  if (!method##_) {                                                                  \
+    *missing = #function;                                                            \
+    return false;                                                                    \
   }
     KFUSE_PROFILER_API_FUNCTIONS(KFUSE_RESOLVE)
 #undef KFUSE_RESOLVE
     get_device_id_ = reinterpret_cast<CUptiResult (*)(CUcontext, uint32_t*)>(dlsym(library, "cuptiGetDeviceId"));
-    result_string_ = reinterpret_cast<CUptiResult (*)(CUptiResult, const char**)>(dlsym(library, "cuptiGetResultString"));
+    result_string_ =
+        reinterpret_cast<CUptiResult (*)(CUptiResult, const char**)>(dlsym(library, "cuptiGetResultString"));
     if (!get_device_id_ || !result_string_) {
       *missing = get_device_id_ ? "cuptiGetResultString" : "cuptiGetDeviceId";
       return false;
@@ -33,11 +34,15 @@ class LoadedProfilerApi final : public ProfilerApi {
   }
 
 #define KFUSE_FORWARD(method, function, Params) \
-  CUptiResult method(Params* p) override { return method##_(p); }
+  CUptiResult method(Params* p) override {      \
+    return method##_(p);                        \
+  }
   KFUSE_PROFILER_API_FUNCTIONS(KFUSE_FORWARD)
 #undef KFUSE_FORWARD
 
-  CUptiResult getDeviceId(CUcontext context, uint32_t* device) override { return get_device_id_(context, device); }
+  CUptiResult getDeviceId(CUcontext context, uint32_t* device) override {
+    return get_device_id_(context, device);
+  }
 
   const char* errorString(CUptiResult result) override {
     const char* s = nullptr;
@@ -70,7 +75,8 @@ Expected<ProfilerApi*> loadProfilerApi() {
   }
 #endif
   if (!library) {
-    return notFound("cannot load CUPTI (tried " + tried + "): this needs libcupti.so.13 from the CUDA 13 toolkit; "
+    return notFound("cannot load CUPTI (tried " + tried +
+                    "): this needs libcupti.so.13 from the CUDA 13 toolkit; "
                     "put its directory (for example /usr/local/cuda/lib64) on LD_LIBRARY_PATH or name the file in "
                     "KFUSE_CUPTI_LIB");
   }

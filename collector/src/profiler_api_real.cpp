@@ -8,11 +8,15 @@ namespace {
 class RealProfilerApi final : public ProfilerApi {
  public:
 #define KFUSE_FORWARD(method, function, Params) \
-  CUptiResult method(Params* p) override { return function(p); }
+  CUptiResult method(Params* p) override {      \
+    return function(p);                         \
+  }
   KFUSE_PROFILER_API_FUNCTIONS(KFUSE_FORWARD)
 #undef KFUSE_FORWARD
 
-  CUptiResult getDeviceId(CUcontext context, uint32_t* device) override { return cuptiGetDeviceId(context, device); }
+  CUptiResult getDeviceId(CUcontext context, uint32_t* device) override {
+    return cuptiGetDeviceId(context, device);
+  }
 
   const char* errorString(CUptiResult result) override {
     const char* s = nullptr;

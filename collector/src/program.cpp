@@ -36,8 +36,8 @@ Expected<std::string> findKfuseLibrary(const std::string& file, const char* env_
     if (isFile(candidate.string())) return fs::weakly_canonical(candidate, ec).string();
   }
   if (!build_copy.empty() && isFile(build_copy)) return build_copy;
-  return notFound("cannot find " + file + " (looked next to the kfuse executable in ../lib and in the build tree); set " +
-                  env_var);
+  return notFound("cannot find " + file +
+                  " (looked next to the kfuse executable in ../lib and in the build tree); set " + env_var);
 }
 
 std::string preloadList(const std::string& library, const std::string& current, bool after_injector) {

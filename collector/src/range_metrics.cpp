@@ -167,8 +167,8 @@ Status RangeMetrics::setUp(Session& s) {
   // The image lives in the application's memory: a size the host cannot give is a reason to stop, not to crash.
   constexpr size_t kMaxCounterData = size_t{1} << 30;
   if (size.counterDataSize == 0 || size.counterDataSize > kMaxCounterData) {
-    return unsupported("the range profiler asked for a counter data image of " +
-                       std::to_string(size.counterDataSize) + " bytes (limit 1 GiB; lower KFUSE_METRICS_RANGES)");
+    return unsupported("the range profiler asked for a counter data image of " + std::to_string(size.counterDataSize) +
+                       " bytes (limit 1 GiB; lower KFUSE_METRICS_RANGES)");
   }
   try {
     s.counter_data.assign(size.counterDataSize, 0);
@@ -291,8 +291,9 @@ void RangeMetrics::onLaunchEnter(CUcontext context, uint64_t correlation_id) {
     if (CUptiResult r = api_.initialize(&p); r == CUPTI_SUCCESS) {
       started_ = true;
     } else {
-      const std::string why = std::string("cuptiProfilerInitialize failed at start-up and again at the first launch: ") +
-                              api_.errorString(r);
+      const std::string why =
+          std::string("cuptiProfilerInitialize failed at start-up and again at the first launch: ") +
+          api_.errorString(r);
       std::fprintf(stderr, "kfuse: collector: --metrics: %s; recording without hardware metrics\n", why.c_str());
       sink_.pushStat(core::StatId::kMetricsUnavailable, 1, why.c_str());
     }

@@ -565,8 +565,8 @@ Status TraceAssembler::finish(const SinkStats& sink) {
   KFUSE_RETURN_IF_ERROR(out_.add(core::makeStat(core::StatId::kCollectorEvents, static_cast<int64_t>(sink.events))));
   KFUSE_RETURN_IF_ERROR(out_.add(dropped));
   if (sink.dropped_images) {
-    KFUSE_RETURN_IF_ERROR(
-        out_.add(core::makeStat(core::StatId::kCollectorDroppedModuleImages, static_cast<int64_t>(sink.dropped_images))));
+    KFUSE_RETURN_IF_ERROR(out_.add(
+        core::makeStat(core::StatId::kCollectorDroppedModuleImages, static_cast<int64_t>(sink.dropped_images))));
   }
   if (sink.waits) {
     KFUSE_RETURN_IF_ERROR(

@@ -13,8 +13,8 @@
 #include "kfuse/collector/address_map.h"
 #include "kfuse/collector/events.h"
 #include "kfuse/collector/trace_sink.h"
-#include "kfuse/core/status.h"
 #include "kfuse/core/stats.h"
+#include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
 #include "kfuse/core/trace_store.h"
 
@@ -162,13 +162,13 @@ class TraceAssembler {
   std::unordered_map<Handle, core::Id> modules_;
   std::unordered_map<Handle, core::Id> events_;  // CUevent -> latest Event id
   AddressMap allocations_;
-  std::map<int64_t, core::Launch> pending_;                      // correlation id -> launch waiting for GPU time
-  std::map<int64_t, core::Memcpy> pending_copies_;               // CUPTI callback copies waiting for their record
+  std::map<int64_t, core::Launch> pending_;         // correlation id -> launch waiting for GPU time
+  std::map<int64_t, core::Memcpy> pending_copies_;  // CUPTI callback copies waiting for their record
   std::map<int64_t, core::Memset> pending_sets_;
   std::unordered_map<int64_t, int64_t> driver_correlation_;  // runtime correlation id -> driver correlation id
   int64_t driverCorrelation(int64_t id) const;  // `id`, or the driver call's id if `id` is a runtime call's
   std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
-  std::map<core::StatId, int64_t> counters_;  // in registry order
+  std::map<core::StatId, int64_t> counters_;                     // in registry order
   std::map<std::string, core::Stat> producer_stats_;
 };
 

@@ -21,7 +21,7 @@ class FakeProfilerApi : public ProfilerApi {
   const char* chip = "GH100";
   size_t dropped_per_decode = 0;
   size_t ranges_lost_per_session = 0;  // ranges the "GPU" leaves out of each session (not in numTotalRanges)
-  size_t counter_data_size = 0;         // 0: 64 + 16 bytes per range and metric
+  size_t counter_data_size = 0;        // 0: 64 + 16 bytes per range and metric
 
   // What happened.
   int enables = 0, disables = 0, set_configs = 0, starts = 0, stops = 0, decodes = 0, deinitializes = 0;

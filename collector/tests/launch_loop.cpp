@@ -28,13 +28,20 @@ int main(int argc, char** argv) {
   std::string crash, fork_exec;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (a == "--streams") streams = std::atoi(argv[i + 1]);
-    else if (a == "--launches") launches = std::atoi(argv[i + 1]);
-    else if (a == "--sleep-us") sleep_us = std::atoi(argv[i + 1]);
-    else if (a == "--crash") crash = argv[i + 1];
-    else if (a == "--at") crash_at = std::atoi(argv[i + 1]);
-    else if (a == "--fork-exec") fork_exec = argv[i + 1];
+    if (a == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (a == "--streams")
+      streams = std::atoi(argv[i + 1]);
+    else if (a == "--launches")
+      launches = std::atoi(argv[i + 1]);
+    else if (a == "--sleep-us")
+      sleep_us = std::atoi(argv[i + 1]);
+    else if (a == "--crash")
+      crash = argv[i + 1];
+    else if (a == "--at")
+      crash_at = std::atoi(argv[i + 1]);
+    else if (a == "--fork-exec")
+      fork_exec = argv[i + 1];
     else {
       std::fprintf(stderr, "launch_loop: unknown option %s\n", argv[i]);
       return 2;

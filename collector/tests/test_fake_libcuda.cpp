@@ -263,7 +263,9 @@ FAKE_EXPORT CUresult cuDeviceGetName(char* n, int l, CUdevice d) {
 }
 
 // Not a GPU (kfuse/emulator/standin.h): `kfuse record` must not pick the CUPTI backend on this driver.
-FAKE_EXPORT int cuKfuseNotAGpu() { return 1; }
+FAKE_EXPORT int cuKfuseNotAGpu() {
+  return 1;
+}
 
 // Test-only counters: how many calls actually reached the driver.
 FAKE_EXPORT int kfuse_test_fake_launches() {

@@ -82,12 +82,12 @@ SmLimits amdCdnaLimits(int major, int minor) {
 std::vector<SmLimits> buildSmLimits() {
   return {
       limits(7, 0, /*warps=*/64, /*blocks=*/32, /*shared_kib=*/96, /*barriers_per_block=*/2),  // Volta
-      limits(7, 5, 32, 16, 64, 2),    // Turing
-      limits(8, 0, 64, 32, 164, 2),   // GA100
-      limits(8, 6, 48, 16, 100, 1),   // GA10x
-      limits(8, 7, 48, 16, 164, 1),   // Orin
-      limits(8, 9, 48, 24, 100, 1),   // Ada
-      limits(9, 0, 64, 32, 228, 2),   // Hopper
+      limits(7, 5, 32, 16, 64, 2),                                                             // Turing
+      limits(8, 0, 64, 32, 164, 2),                                                            // GA100
+      limits(8, 6, 48, 16, 100, 1),                                                            // GA10x
+      limits(8, 7, 48, 16, 164, 1),                                                            // Orin
+      limits(8, 9, 48, 24, 100, 1),                                                            // Ada
+      limits(9, 0, 64, 32, 228, 2),                                                            // Hopper
       limits(10, 0, 64, 32, 228, 2),  // Blackwell data centre (B200)
       limits(10, 3, 64, 32, 228, 2),  // Blackwell Ultra (B300)
       limits(12, 0, 48, 24, 100, 1),  // Blackwell GeForce / workstation
@@ -164,8 +164,7 @@ GpuSpec toSpec(const Product& product) {
 
 // A product that differs from `base` only in memory (and so in name and, for A100, in bandwidth).
 Product memoryVariant(const Product& base, std::string short_name, std::string marketing_name,
-                      std::vector<std::string> device_names, uint64_t memory_bytes,
-                      double dram_bandwidth_bytes_per_s) {
+                      std::vector<std::string> device_names, uint64_t memory_bytes, double dram_bandwidth_bytes_per_s) {
   Product spec = base;
   spec.short_name = std::move(short_name);
   spec.marketing_name = std::move(marketing_name);
@@ -204,12 +203,13 @@ std::vector<GpuSpec> buildTable() {
       .fp16_tensor_flops = 125 * kTera,
       .bf16_flops = 0,
       .bf16_tensor_flops = 0,
-      .source = "NVIDIA Tesla V100 GPU Architecture whitepaper, Table 1; NVIDIA V100 Tensor Core GPU datasheet; "
-                "CUDA C++ Programming Guide (FP16 throughput, per-SM limits)",
+      .source =
+          "NVIDIA Tesla V100 GPU Architecture whitepaper, Table 1; NVIDIA V100 Tensor Core GPU datasheet; "
+          "CUDA C++ Programming Guide (FP16 throughput, per-SM limits)",
   };
   products.push_back(v100_sxm2);
-  products.push_back(memoryVariant(v100_sxm2, "v100-sxm2-32gb", "NVIDIA Tesla V100 SXM2 32GB",
-                                {"Tesla V100-SXM2-32GB"}, 32 * kGiB, 900 * kGBps));
+  products.push_back(memoryVariant(v100_sxm2, "v100-sxm2-32gb", "NVIDIA Tesla V100 SXM2 32GB", {"Tesla V100-SXM2-32GB"},
+                                   32 * kGiB, 900 * kGBps));
 
   // V100 PCIe: datasheet 7 / 14 / 112 TFLOPS, 900 GB/s. Boost clock: not in the datasheet; 1380 MHz is the max
   // clock the driver reports for Tesla V100-PCIE (deviceQuery "GPU Max Clock rate"). The datasheet's rounded
@@ -225,8 +225,8 @@ std::vector<GpuSpec> buildTable() {
   v100_pcie.fp16_flops = 28.3 * kTera;
   v100_pcie.fp16_tensor_flops = 112 * kTera;
   products.push_back(v100_pcie);
-  products.push_back(memoryVariant(v100_pcie, "v100-pcie-32gb", "NVIDIA Tesla V100 PCIe 32GB",
-                                {"Tesla V100-PCIE-32GB"}, 32 * kGiB, 900 * kGBps));
+  products.push_back(memoryVariant(v100_pcie, "v100-pcie-32gb", "NVIDIA Tesla V100 PCIe 32GB", {"Tesla V100-PCIE-32GB"},
+                                   32 * kGiB, 900 * kGBps));
 
   // ---- Ampere GA100 (CC 8.0) ----------------------------------------------------------------------------------
   // NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 1 (108 SMs, boost 1410 MHz, 40 MB L2; FP64 9.7,
@@ -256,16 +256,17 @@ std::vector<GpuSpec> buildTable() {
       .fp16_tensor_flops = 312 * kTera,
       .bf16_flops = 39 * kTera,
       .bf16_tensor_flops = 312 * kTera,
-      .source = "NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 1; NVIDIA A100 Tensor Core GPU "
-                "datasheet; CUDA C++ Programming Guide (per-SM limits)",
+      .source =
+          "NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 1; NVIDIA A100 Tensor Core GPU "
+          "datasheet; CUDA C++ Programming Guide (per-SM limits)",
   };
   products.push_back(a100_sxm_40gb);
-  products.push_back(memoryVariant(a100_sxm_40gb, "a100-sxm-80gb", "NVIDIA A100 SXM4 80GB",
-                                {"NVIDIA A100-SXM4-80GB"}, 80 * kGiB, 2039 * kGBps));
-  products.push_back(memoryVariant(a100_sxm_40gb, "a100-pcie-40gb", "NVIDIA A100 PCIe 40GB",
-                                {"NVIDIA A100-PCIE-40GB"}, 40 * kGiB, 1555 * kGBps));
-  products.push_back(memoryVariant(a100_sxm_40gb, "a100-pcie-80gb", "NVIDIA A100 PCIe 80GB",
-                                {"NVIDIA A100 80GB PCIe"}, 80 * kGiB, 1935 * kGBps));
+  products.push_back(memoryVariant(a100_sxm_40gb, "a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", {"NVIDIA A100-SXM4-80GB"},
+                                   80 * kGiB, 2039 * kGBps));
+  products.push_back(memoryVariant(a100_sxm_40gb, "a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", {"NVIDIA A100-PCIE-40GB"},
+                                   40 * kGiB, 1555 * kGBps));
+  products.push_back(memoryVariant(a100_sxm_40gb, "a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", {"NVIDIA A100 80GB PCIe"},
+                                   80 * kGiB, 1935 * kGBps));
 
   // ---- Ampere GA10x (CC 8.6) ----------------------------------------------------------------------------------
   // NVIDIA Ampere GA102 GPU Architecture whitepaper, GeForce RTX 3080 column: 68 SMs, boost 1710 MHz, 10 GB
@@ -619,9 +620,10 @@ std::vector<GpuSpec> buildTable() {
   mi325x.device_names = {"AMD Instinct MI325X"};
   mi325x.memory_bytes = 256 * kGiB;
   mi325x.dram_bandwidth_bytes_per_s = 6000 * kGBps;
-  mi325x.source = "ROCm documentation: AMD GPU specifications (CUs, memory, L2); AMD MI325X product page as quoted "
-                  "second-hand (bandwidth 6.0 TB/s, FP16 1,307 TFLOPS); other peaks those of the MI300X (same die, "
-                  "CUs and clock)";
+  mi325x.source =
+      "ROCm documentation: AMD GPU specifications (CUs, memory, L2); AMD MI325X product page as quoted "
+      "second-hand (bandwidth 6.0 TB/s, FP16 1,307 TFLOPS); other peaks those of the MI300X (same die, "
+      "CUs and clock)";
   products.push_back(mi325x);
 
   std::vector<GpuSpec> table;
@@ -632,14 +634,20 @@ std::vector<GpuSpec> buildTable() {
 
 // Other spellings users type, each naming exactly one entry (by short name).
 constexpr std::pair<const char*, const char*> kExtraAliases[] = {
-    {"a100-sxm4-40gb", "a100-sxm-40gb"},  {"a100-sxm4-80gb", "a100-sxm-80gb"},
-    {"h100-sxm5", "h100-sxm"},            {"h100-sxm5-80gb", "h100-sxm"},
-    {"h100-sxm-80gb", "h100-sxm"},        {"h100-pcie-80gb", "h100-pcie"},
-    {"h200-sxm", "h200"},                 {"h200-sxm-141gb", "h200"},
-    {"b200-sxm", "b200"},                 {"rtx-3080-10gb", "rtx-3080"},
+    {"a100-sxm4-40gb", "a100-sxm-40gb"},
+    {"a100-sxm4-80gb", "a100-sxm-80gb"},
+    {"h100-sxm5", "h100-sxm"},
+    {"h100-sxm5-80gb", "h100-sxm"},
+    {"h100-sxm-80gb", "h100-sxm"},
+    {"h100-pcie-80gb", "h100-pcie"},
+    {"h200-sxm", "h200"},
+    {"h200-sxm-141gb", "h200"},
+    {"b200-sxm", "b200"},
+    {"rtx-3080-10gb", "rtx-3080"},
     // Bare family names: the configuration each architecture whitepaper describes. A user who types "a100" most
     // likely has the SXM part, and the 40GB is the original one; the choice is documented in gpu_spec.h.
-    {"a100", "a100-sxm-40gb"},            {"h100", "h100-sxm"},
+    {"a100", "a100-sxm-40gb"},
+    {"h100", "h100-sxm"},
     {"v100", "v100-sxm2-16gb"},
 };
 
@@ -695,11 +703,17 @@ const SpecIndex& specIndex() {
   return index;
 }
 
-bool isAsciiAlnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool isAsciiAlnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
-char asciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+char asciiLower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
-bool isVendorWord(std::string_view word) { return word == "nvidia" || word == "tesla" || word == "geforce"; }
+bool isVendorWord(std::string_view word) {
+  return word == "nvidia" || word == "tesla" || word == "geforce";
+}
 
 }  // namespace
 
@@ -721,7 +735,9 @@ std::string gpuNameKey(std::string_view name) {
   return key;
 }
 
-const std::vector<GpuSpec>& gpuSpecs() { return specIndex().specs(); }
+const std::vector<GpuSpec>& gpuSpecs() {
+  return specIndex().specs();
+}
 
 const std::vector<SmLimits>& smLimitsTable() {
   static const std::vector<SmLimits> table = buildSmLimits();

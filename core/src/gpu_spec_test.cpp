@@ -74,10 +74,9 @@ TEST(GpuSpecTest, FindsEveryShortNameMarketingNameAndDeviceNameOfEveryEntry) {
 }
 
 TEST(GpuSpecTest, FindsShortNames) {
-  for (const char* short_name :
-       {"v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "v100-pcie-32gb", "a100-sxm-40gb", "a100-sxm-80gb",
-        "a100-pcie-40gb", "a100-pcie-80gb", "rtx-3080", "rtx-4090", "l4", "l40s", "h100-sxm", "h100-pcie", "h200",
-        "b200"}) {
+  for (const char* short_name : {"v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "v100-pcie-32gb",
+                                 "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "rtx-3080",
+                                 "rtx-4090", "l4", "l40s", "h100-sxm", "h100-pcie", "h200", "b200"}) {
     EXPECT_EQ(shortNameOf(short_name), short_name);
   }
 }
@@ -150,9 +149,9 @@ TEST(GpuSpecTest, ObservedFactsThatContradictTheEntryMeanNotFound) {
             "rtx-3080");
   EXPECT_FALSE(findGpuSpec("NVIDIA GeForce RTX 3080", observed(0, /*cc_major=*/8, /*cc_minor=*/9)).has_value());
   // Facts from ../shared/data/kineto/tracelens_bert_small_h100.json.gz deviceProperties.
-  EXPECT_EQ(findGpuSpec("NVIDIA H100 80GB HBM3", observed(/*sm_count=*/132, /*cc_major=*/9, /*cc_minor=*/0))
-                ->short_name,
-            "h100-sxm");
+  EXPECT_EQ(
+      findGpuSpec("NVIDIA H100 80GB HBM3", observed(/*sm_count=*/132, /*cc_major=*/9, /*cc_minor=*/0))->short_name,
+      "h100-sxm");
   // Nothing recorded: same as the name-only lookup.
   EXPECT_EQ(findGpuSpec("NVIDIA L4", ObservedDevice{})->short_name, "l4");
   EXPECT_FALSE(findGpuSpec("kfuse emulator", observed(/*sm_count=*/4, 0, 0)).has_value());
@@ -223,9 +222,9 @@ TEST(GpuSpecTest, TableCoversTheGpusTheIssueAsksFor) {
   std::set<std::string> short_names;
   for (const GpuSpec& spec : gpuSpecs()) short_names.insert(spec.short_name);
   EXPECT_EQ(short_names.size(), gpuSpecs().size()) << "short names must be unique";
-  for (const char* required : {"v100-sxm2-16gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200",
-                               "l4", "l40s", "rtx-4090", "rtx-3080", "b200", "mi250x-gcd", "mi250-gcd", "mi300x",
-                               "mi325x"}) {
+  for (const char* required :
+       {"v100-sxm2-16gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "l4", "l40s", "rtx-4090",
+        "rtx-3080", "b200", "mi250x-gcd", "mi250-gcd", "mi300x", "mi325x"}) {
     EXPECT_TRUE(short_names.count(required)) << required;
   }
 }

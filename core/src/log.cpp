@@ -8,8 +8,12 @@ namespace {
 std::atomic<LogLevel> g_level{LogLevel::kWarning};
 }
 
-void setLogLevel(LogLevel level) { g_level.store(level, std::memory_order_relaxed); }
-LogLevel logLevel() { return g_level.load(std::memory_order_relaxed); }
+void setLogLevel(LogLevel level) {
+  g_level.store(level, std::memory_order_relaxed);
+}
+LogLevel logLevel() {
+  return g_level.load(std::memory_order_relaxed);
+}
 
 void logMessage(LogLevel level, std::string_view message) {
   if (level < logLevel()) return;

@@ -13,7 +13,9 @@ constexpr std::array<StatInfo, static_cast<size_t>(StatId::kCount)> kStats = {{
 
 }  // namespace
 
-const StatInfo& statInfo(StatId id) { return kStats[static_cast<size_t>(id)]; }
+const StatInfo& statInfo(StatId id) {
+  return kStats[static_cast<size_t>(id)];
+}
 
 Stat makeStat(StatId id, int64_t value, std::string detail, std::string_view name_suffix) {
   const StatInfo& info = statInfo(id);

@@ -12,28 +12,37 @@ namespace {
 template <typename E, size_t N>
 using NameTable = std::array<EnumName<E>, N>;
 
-constexpr NameTable<ImageKind, 4> kImageKinds{{
-    {ImageKind::kUnknown, "unknown"}, {ImageKind::kPtx, "ptx"}, {ImageKind::kCubin, "cubin"},
-    {ImageKind::kFatbin, "fatbin"}}};
-constexpr NameTable<AccessMode, 5> kAccessModes{{
-    {AccessMode::kUnknown, "unknown"}, {AccessMode::kNone, "none"}, {AccessMode::kRead, "read"},
-    {AccessMode::kWrite, "write"}, {AccessMode::kReadWrite, "read_write"}}};
-constexpr NameTable<MetricSource, 3> kMetricSources{{
-    {MetricSource::kMeasured, "measured"}, {MetricSource::kEmulated, "emulated"},
-    {MetricSource::kEstimated, "estimated"}}};
-constexpr NameTable<AllocationKind, 6> kAllocationKinds{{
-    {AllocationKind::kUnknown, "unknown"}, {AllocationKind::kDevice, "device"},
-    {AllocationKind::kHostPinned, "host_pinned"}, {AllocationKind::kManaged, "managed"},
-    {AllocationKind::kPool, "pool"}, {AllocationKind::kArray, "array"}}};
-constexpr NameTable<MemcpyKind, 6> kMemcpyKinds{{
-    {MemcpyKind::kUnknown, "unknown"}, {MemcpyKind::kHostToDevice, "htod"},
-    {MemcpyKind::kDeviceToHost, "dtoh"}, {MemcpyKind::kDeviceToDevice, "dtod"},
-    {MemcpyKind::kHostToHost, "htoh"}, {MemcpyKind::kPeer, "peer"}}};
-constexpr NameTable<SyncKind, 5> kSyncKinds{{
-    {SyncKind::kUnknown, "unknown"}, {SyncKind::kContext, "context"}, {SyncKind::kStream, "stream"},
-    {SyncKind::kEvent, "event"}, {SyncKind::kStreamWaitEvent, "stream_wait_event"}}};
-constexpr NameTable<StatSeverity, 3> kSeverities{{
-    {StatSeverity::kInfo, "info"}, {StatSeverity::kWarning, "warning"}, {StatSeverity::kError, "error"}}};
+constexpr NameTable<ImageKind, 4> kImageKinds{{{ImageKind::kUnknown, "unknown"},
+                                               {ImageKind::kPtx, "ptx"},
+                                               {ImageKind::kCubin, "cubin"},
+                                               {ImageKind::kFatbin, "fatbin"}}};
+constexpr NameTable<AccessMode, 5> kAccessModes{{{AccessMode::kUnknown, "unknown"},
+                                                 {AccessMode::kNone, "none"},
+                                                 {AccessMode::kRead, "read"},
+                                                 {AccessMode::kWrite, "write"},
+                                                 {AccessMode::kReadWrite, "read_write"}}};
+constexpr NameTable<MetricSource, 3> kMetricSources{{{MetricSource::kMeasured, "measured"},
+                                                     {MetricSource::kEmulated, "emulated"},
+                                                     {MetricSource::kEstimated, "estimated"}}};
+constexpr NameTable<AllocationKind, 6> kAllocationKinds{{{AllocationKind::kUnknown, "unknown"},
+                                                         {AllocationKind::kDevice, "device"},
+                                                         {AllocationKind::kHostPinned, "host_pinned"},
+                                                         {AllocationKind::kManaged, "managed"},
+                                                         {AllocationKind::kPool, "pool"},
+                                                         {AllocationKind::kArray, "array"}}};
+constexpr NameTable<MemcpyKind, 6> kMemcpyKinds{{{MemcpyKind::kUnknown, "unknown"},
+                                                 {MemcpyKind::kHostToDevice, "htod"},
+                                                 {MemcpyKind::kDeviceToHost, "dtoh"},
+                                                 {MemcpyKind::kDeviceToDevice, "dtod"},
+                                                 {MemcpyKind::kHostToHost, "htoh"},
+                                                 {MemcpyKind::kPeer, "peer"}}};
+constexpr NameTable<SyncKind, 5> kSyncKinds{{{SyncKind::kUnknown, "unknown"},
+                                             {SyncKind::kContext, "context"},
+                                             {SyncKind::kStream, "stream"},
+                                             {SyncKind::kEvent, "event"},
+                                             {SyncKind::kStreamWaitEvent, "stream_wait_event"}}};
+constexpr NameTable<StatSeverity, 3> kSeverities{
+    {{StatSeverity::kInfo, "info"}, {StatSeverity::kWarning, "warning"}, {StatSeverity::kError, "error"}}};
 
 template <typename E, size_t N>
 std::string_view nameOf(const NameTable<E, N>& table, E value) {
@@ -53,31 +62,72 @@ std::optional<E> valueOf(const NameTable<E, N>& table, std::string_view name) {
 
 }  // namespace
 
-std::string_view toString(ImageKind v) { return nameOf(kImageKinds, v); }
-std::string_view toString(AccessMode v) { return nameOf(kAccessModes, v); }
-std::string_view toString(MetricSource v) { return nameOf(kMetricSources, v); }
-std::string_view toString(AllocationKind v) { return nameOf(kAllocationKinds, v); }
-std::string_view toString(MemcpyKind v) { return nameOf(kMemcpyKinds, v); }
-std::string_view toString(SyncKind v) { return nameOf(kSyncKinds, v); }
-std::string_view toString(StatSeverity v) { return nameOf(kSeverities, v); }
-std::optional<ImageKind> parseImageKind(std::string_view s) { return valueOf(kImageKinds, s); }
-std::optional<AccessMode> parseAccessMode(std::string_view s) { return valueOf(kAccessModes, s); }
-std::optional<MetricSource> parseMetricSource(std::string_view s) { return valueOf(kMetricSources, s); }
-std::optional<AllocationKind> parseAllocationKind(std::string_view s) { return valueOf(kAllocationKinds, s); }
-std::optional<MemcpyKind> parseMemcpyKind(std::string_view s) { return valueOf(kMemcpyKinds, s); }
-std::optional<SyncKind> parseSyncKind(std::string_view s) { return valueOf(kSyncKinds, s); }
-std::optional<StatSeverity> parseStatSeverity(std::string_view s) { return valueOf(kSeverities, s); }
+std::string_view toString(ImageKind v) {
+  return nameOf(kImageKinds, v);
+}
+std::string_view toString(AccessMode v) {
+  return nameOf(kAccessModes, v);
+}
+std::string_view toString(MetricSource v) {
+  return nameOf(kMetricSources, v);
+}
+std::string_view toString(AllocationKind v) {
+  return nameOf(kAllocationKinds, v);
+}
+std::string_view toString(MemcpyKind v) {
+  return nameOf(kMemcpyKinds, v);
+}
+std::string_view toString(SyncKind v) {
+  return nameOf(kSyncKinds, v);
+}
+std::string_view toString(StatSeverity v) {
+  return nameOf(kSeverities, v);
+}
+std::optional<ImageKind> parseImageKind(std::string_view s) {
+  return valueOf(kImageKinds, s);
+}
+std::optional<AccessMode> parseAccessMode(std::string_view s) {
+  return valueOf(kAccessModes, s);
+}
+std::optional<MetricSource> parseMetricSource(std::string_view s) {
+  return valueOf(kMetricSources, s);
+}
+std::optional<AllocationKind> parseAllocationKind(std::string_view s) {
+  return valueOf(kAllocationKinds, s);
+}
+std::optional<MemcpyKind> parseMemcpyKind(std::string_view s) {
+  return valueOf(kMemcpyKinds, s);
+}
+std::optional<SyncKind> parseSyncKind(std::string_view s) {
+  return valueOf(kSyncKinds, s);
+}
+std::optional<StatSeverity> parseStatSeverity(std::string_view s) {
+  return valueOf(kSeverities, s);
+}
 
-std::span<const EnumName<ImageKind>> nameTable(ImageKind) { return kImageKinds; }
-std::span<const EnumName<AccessMode>> nameTable(AccessMode) { return kAccessModes; }
-std::span<const EnumName<MetricSource>> nameTable(MetricSource) { return kMetricSources; }
-std::span<const EnumName<AllocationKind>> nameTable(AllocationKind) { return kAllocationKinds; }
-std::span<const EnumName<MemcpyKind>> nameTable(MemcpyKind) { return kMemcpyKinds; }
-std::span<const EnumName<SyncKind>> nameTable(SyncKind) { return kSyncKinds; }
-std::span<const EnumName<StatSeverity>> nameTable(StatSeverity) { return kSeverities; }
+std::span<const EnumName<ImageKind>> nameTable(ImageKind) {
+  return kImageKinds;
+}
+std::span<const EnumName<AccessMode>> nameTable(AccessMode) {
+  return kAccessModes;
+}
+std::span<const EnumName<MetricSource>> nameTable(MetricSource) {
+  return kMetricSources;
+}
+std::span<const EnumName<AllocationKind>> nameTable(AllocationKind) {
+  return kAllocationKinds;
+}
+std::span<const EnumName<MemcpyKind>> nameTable(MemcpyKind) {
+  return kMemcpyKinds;
+}
+std::span<const EnumName<SyncKind>> nameTable(SyncKind) {
+  return kSyncKinds;
+}
+std::span<const EnumName<StatSeverity>> nameTable(StatSeverity) {
+  return kSeverities;
+}
 
-const Allocation* findAllocation(const std::vector<Allocation>& allocations, uint64_t address,
-                                 int64_t time_ns) {
+const Allocation* findAllocation(const std::vector<Allocation>& allocations, uint64_t address, int64_t time_ns) {
   for (const Allocation& a : allocations) {
     if (address < a.address || address - a.address >= a.size) continue;
     if (time_ns != kNoTime) {

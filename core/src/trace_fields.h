@@ -33,8 +33,12 @@ struct TimeRef {
 struct ConstTimeRef {
   const int64_t& v;
 };
-inline TimeRef timeRef(int64_t& v) { return {v}; }
-inline ConstTimeRef timeRef(const int64_t& v) { return {v}; }
+inline TimeRef timeRef(int64_t& v) {
+  return {v};
+}
+inline ConstTimeRef timeRef(const int64_t& v) {
+  return {v};
+}
 
 enum FieldFlag : unsigned {
   kKey = 1u << 0,           // part of the SQL primary key
@@ -44,7 +48,7 @@ enum FieldFlag : unsigned {
 };
 
 struct Field {
-  const char* name = nullptr;        // JSON property, and SQL column unless `column` is set
+  const char* name = nullptr;  // JSON property, and SQL column unless `column` is set
   unsigned flags = 0;
   const char* references = nullptr;  // an id field: the table whose id it holds (0 = none unless kRequired)
   const char* doc = nullptr;         // one line, for the SQL comment and the JSON schema description
@@ -70,8 +74,12 @@ struct Field {
   constexpr bool has(FieldFlag flag) const { return (flags & flag) != 0; }
 };
 
-constexpr Field col(const char* name, unsigned flags = 0) { return Field{name, flags}; }
-constexpr Field key(const char* name) { return Field{name, kKey | kRequired}; }
+constexpr Field col(const char* name, unsigned flags = 0) {
+  return Field{name, flags};
+}
+constexpr Field key(const char* name) {
+  return Field{name, kKey | kRequired};
+}
 constexpr Field ref(const char* name, const char* table, unsigned flags = 0) {
   return Field{name, flags, table};
 }
@@ -79,11 +87,11 @@ constexpr Field ref(const char* name, const char* table, unsigned flags = 0) {
 // What a record kind is stored as. `table` null: not a table of its own (metadata is key/value rows in
 // kfuse_meta; PointerArg is kept inline in launch.pointer_args).
 struct RecordInfo {
-  const char* table = nullptr;     // SQL table
-  const char* json_def = nullptr;  // its name under $defs in the JSON schema
-  const char* doc = nullptr;       // SQL comment above the table, JSON schema description
-  bool replace = false;            // rows with the same key replace each other (INSERT OR REPLACE)
-  const char* parent = nullptr;    // a child table: the column holding the parent record's id ...
+  const char* table = nullptr;         // SQL table
+  const char* json_def = nullptr;      // its name under $defs in the JSON schema
+  const char* doc = nullptr;           // SQL comment above the table, JSON schema description
+  bool replace = false;                // rows with the same key replace each other (INSERT OR REPLACE)
+  const char* parent = nullptr;        // a child table: the column holding the parent record's id ...
   const char* parent_table = nullptr;  // ... and the parent's table
 };
 
@@ -103,8 +111,8 @@ template <>
 inline constexpr RecordInfo kRecord<Module>{
     "module", "module", "A loaded module; its image (base64) may be empty when only the hash is known"};
 template <>
-inline constexpr RecordInfo kRecord<KernelParam>{"function_param", "kernel_param", nullptr, false, "function_id",
-                                                 "function"};
+inline constexpr RecordInfo kRecord<KernelParam>{"function_param", "kernel_param", nullptr, false,
+                                                 "function_id",    "function"};
 template <>
 inline constexpr RecordInfo kRecord<KernelFunction>{"function", "function"};
 template <>
@@ -224,7 +232,8 @@ void forEachField(S& s, F&& f) {
     f(col("pointer_args")
           .withDoc("pointer arguments resolved to allocations; in SQLite a JSON array of [param_index, address, "
                    "allocation_id, offset] or, for a pointer inside a struct argument, [param_index, address, "
-                   "allocation_id, offset, field_offset] (allocation_id null: no known allocation), NULL when there are none, "
+                   "allocation_id, offset, field_offset] (allocation_id null: no known allocation), NULL when there "
+                   "are none, "
                    "kept inline because a row per pointer would more than double the cost of recording a "
                    "launch; the view launch_pointer_arg gives them one row each"),
       s.pointer_args);
@@ -331,15 +340,27 @@ template <typename T>
 struct IsVector<std::vector<T>> : std::true_type {};
 
 // The string forms of every enum the records use, looked up by type.
-inline std::optional<ImageKind> parseEnum(std::string_view s, ImageKind) { return parseImageKind(s); }
-inline std::optional<AccessMode> parseEnum(std::string_view s, AccessMode) { return parseAccessMode(s); }
-inline std::optional<MetricSource> parseEnum(std::string_view s, MetricSource) { return parseMetricSource(s); }
+inline std::optional<ImageKind> parseEnum(std::string_view s, ImageKind) {
+  return parseImageKind(s);
+}
+inline std::optional<AccessMode> parseEnum(std::string_view s, AccessMode) {
+  return parseAccessMode(s);
+}
+inline std::optional<MetricSource> parseEnum(std::string_view s, MetricSource) {
+  return parseMetricSource(s);
+}
 inline std::optional<AllocationKind> parseEnum(std::string_view s, AllocationKind) {
   return parseAllocationKind(s);
 }
-inline std::optional<MemcpyKind> parseEnum(std::string_view s, MemcpyKind) { return parseMemcpyKind(s); }
-inline std::optional<SyncKind> parseEnum(std::string_view s, SyncKind) { return parseSyncKind(s); }
-inline std::optional<StatSeverity> parseEnum(std::string_view s, StatSeverity) { return parseStatSeverity(s); }
+inline std::optional<MemcpyKind> parseEnum(std::string_view s, MemcpyKind) {
+  return parseMemcpyKind(s);
+}
+inline std::optional<SyncKind> parseEnum(std::string_view s, SyncKind) {
+  return parseSyncKind(s);
+}
+inline std::optional<StatSeverity> parseEnum(std::string_view s, StatSeverity) {
+  return parseStatSeverity(s);
+}
 
 // Every name of enum E in declaration order (the enums are dense from 0).
 template <typename E>

@@ -14,20 +14,28 @@
 namespace kfuse::core {
 namespace {
 
-using nlohmann::json;
 using detail::ConstTimeRef;
 using detail::Field;
 using detail::IsVector;
 using detail::TimeRef;
+using nlohmann::json;
 
 // ---- writing ----
 
 json toJson(const auto& record);
 
-json valueToJson(ConstTimeRef t) { return t.v == kNoTime ? json(nullptr) : json(t.v); }
-json valueToJson(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
-json valueToJson(const std::vector<uint8_t>& bytes) { return base64Encode(bytes); }
-json valueToJson(const std::map<std::string, std::string>& m) { return json(m); }
+json valueToJson(ConstTimeRef t) {
+  return t.v == kNoTime ? json(nullptr) : json(t.v);
+}
+json valueToJson(const Dim3& d) {
+  return json::array({d.x, d.y, d.z});
+}
+json valueToJson(const std::vector<uint8_t>& bytes) {
+  return base64Encode(bytes);
+}
+json valueToJson(const std::map<std::string, std::string>& m) {
+  return json(m);
+}
 template <typename T>
 json valueToJson(const T& v) {
   if constexpr (std::is_enum_v<T>) {
@@ -43,9 +51,7 @@ json valueToJson(const T& v) {
 
 json toJson(const auto& record) {
   json j = json::object();
-  detail::forEachField(record, [&](const Field& field, const auto& member) {
-    j[field.name] = valueToJson(member);
-  });
+  detail::forEachField(record, [&](const Field& field, const auto& member) { j[field.name] = valueToJson(member); });
   return j;
 }
 
@@ -160,18 +166,19 @@ class JsonReader {
 std::string base64Encode(const std::vector<uint8_t>& bytes) {
   if (bytes.empty()) return {};
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(),
-                                static_cast<int>(bytes.size()));
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(), static_cast<int>(bytes.size()));
   out.resize(static_cast<size_t>(n));
   return out;
 }
 
 Expected<std::vector<uint8_t>> base64Decode(const std::string& text) {
   if (text.empty()) return std::vector<uint8_t>{};
-  if (text.size() % 4 != 0) return badFormat("base64 text length " + std::to_string(text.size()) + " is not a multiple of 4");
+  if (text.size() % 4 != 0)
+    return badFormat("base64 text length " + std::to_string(text.size()) + " is not a multiple of 4");
   std::vector<uint8_t> out(text.size() / 4 * 3);
-  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
+  const int n =
+      EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
   if (n < 0) return badFormat("invalid base64 text");
   // EVP_DecodeBlock keeps the bytes that padding stands for; drop them.
   size_t pad = 0;

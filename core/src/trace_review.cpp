@@ -12,7 +12,9 @@ namespace kfuse::core {
 using sqlite::Db;
 using sqlite::Stmt;
 
-const char* reviewVerdictName(ReviewVerdict v) { return v == ReviewVerdict::kAccepted ? "accepted" : "rejected"; }
+const char* reviewVerdictName(ReviewVerdict v) {
+  return v == ReviewVerdict::kAccepted ? "accepted" : "rejected";
+}
 
 std::string reviewCandidateKey(const std::string& kind, const std::vector<std::string>& mangled_names) {
   std::string key = kind + ":";
@@ -40,8 +42,7 @@ Status storeReviewDecision(const std::string& trace_path, const ReviewDecision& 
                                                "decided_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
     int64_t when = decision.decided_ns;
     if (when == 0) {
-      when = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
+      when = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
                  .count();
     }
     st.bind(1, decision.candidate_key);

@@ -15,7 +15,8 @@ namespace {
 // ---- SQL ----
 
 // The parts of trace.sql that are not record tables: written here by hand, around the generated tables.
-constexpr const char kSqlHeader[] = R"sql(-- kfuse trace schema. PRAGMA user_version carries the schema version (see kTraceSchemaVersion in
+constexpr const char kSqlHeader[] =
+    R"sql(-- kfuse trace schema. PRAGMA user_version carries the schema version (see kTraceSchemaVersion in
 -- core/include/kfuse/core/trace_store.h); kfuse_meta('format') = 'kfuse-trace' marks the file as a kfuse trace.
 --
 -- Generated from the field list in core/src/trace_fields.h by kfuse_schema_gen (`kfuse_schema_gen --write
@@ -140,9 +141,8 @@ using OJson = nlohmann::ordered_json;
 
 template <typename T>
 OJson integerRange() {
-  return OJson{{"type", "integer"},
-               {"minimum", std::numeric_limits<T>::min()},
-               {"maximum", std::numeric_limits<T>::max()}};
+  return OJson{
+      {"type", "integer"}, {"minimum", std::numeric_limits<T>::min()}, {"maximum", std::numeric_limits<T>::max()}};
 }
 
 template <typename R>
@@ -166,8 +166,7 @@ OJson propertySchema(const Field& f, OJson& defs) {
     p = {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}};
   } else if constexpr (IsVector<M>::value) {
     addDef<typename M::value_type>(defs);
-    p = {{"type", "array"},
-         {"items", {{"$ref", std::string("#/$defs/") + kRecord<typename M::value_type>.json_def}}}};
+    p = {{"type", "array"}, {"items", {{"$ref", std::string("#/$defs/") + kRecord<typename M::value_type>.json_def}}}};
   } else if constexpr (std::is_enum_v<M>) {
     p = OJson::object();
     p["enum"] = OJson::array();
@@ -180,9 +179,7 @@ OJson propertySchema(const Field& f, OJson& defs) {
     static_assert(std::is_integral_v<M>, "no JSON schema for this member");
     const bool is_id = f.references || (f.has(kKey) && std::string_view(f.name) == "id");
     if (is_id) {
-      p = {{"type", "integer"},
-           {"minimum", f.has(kRequired) ? 1 : 0},
-           {"maximum", std::numeric_limits<Id>::max()}};
+      p = {{"type", "integer"}, {"minimum", f.has(kRequired) ? 1 : 0}, {"maximum", std::numeric_limits<Id>::max()}};
       if (!f.has(kRequired) && !description) description = "id of a record; 0 = none";
     } else {
       p = integerRange<M>();
@@ -221,8 +218,9 @@ std::string traceSql() {
   });
   out += kSqlFooter;
   out += kAnalysisTableSql;
-  out += "\n-- Review decisions (schema version 3): a performance engineer's accept/reject of a candidate, with a note\n"
-         "-- (kfuse-gui writes them; the latest row per candidate_key counts).\n";
+  out +=
+      "\n-- Review decisions (schema version 3): a performance engineer's accept/reject of a candidate, with a note\n"
+      "-- (kfuse-gui writes them; the latest row per candidate_key counts).\n";
   out += kReviewTableSql;
   return out;
 }
@@ -238,10 +236,7 @@ std::string traceJsonSchema() {
     addDef<R>(defs);
     properties[name] = {{"type", "array"}, {"items", {{"$ref", std::string("#/$defs/") + kRecord<R>.json_def}}}};
   });
-  defs["dim3"] = {{"type", "array"},
-                  {"items", integerRange<uint32_t>()},
-                  {"minItems", 3},
-                  {"maxItems", 3}};
+  defs["dim3"] = {{"type", "array"}, {"items", integerRange<uint32_t>()}, {"minItems", 3}, {"maxItems", 3}};
   OJson schema = {
       {"$schema", "https://json-schema.org/draft/2020-12/schema"},
       {"$id", "https://kfuse.dev/schemas/trace.schema.json"},
@@ -264,7 +259,11 @@ std::string traceJsonSchema() {
 
 namespace kfuse::core {
 
-std::string traceSqlSchema() { return detail::traceSql(); }
-std::string traceJsonSchema() { return detail::traceJsonSchema(); }
+std::string traceSqlSchema() {
+  return detail::traceSql();
+}
+std::string traceJsonSchema() {
+  return detail::traceJsonSchema();
+}
 
 }  // namespace kfuse::core

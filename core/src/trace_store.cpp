@@ -25,7 +25,9 @@ using sqlite::Stmt;
 namespace {
 
 // Checks what SQLite itself would only discover deep inside a query (sqlite_db.h).
-Status checkSqliteFile(const std::string& path) { return sqlite::checkSqliteFile(path, "kfuse trace"); }
+Status checkSqliteFile(const std::string& path) {
+  return sqlite::checkSqliteFile(path, "kfuse trace");
+}
 
 // launch.pointer_args: [[param_index,address,allocation_id|null,offset(,field_offset)],...] in decimal, unsigned
 // but for param_index (a damaged import may hold -1: kept, and named by the analyzer); field_offset only for a
@@ -260,10 +262,22 @@ template <typename R>
 struct InsertStmt {
   Stmt stmt;
 };
-struct Inserts : InsertStmt<Process>, InsertStmt<Device>, InsertStmt<Context>, InsertStmt<Stream>,
-                 InsertStmt<Module>, InsertStmt<KernelFunction>, InsertStmt<KernelParam>, InsertStmt<Launch>,
-                 InsertStmt<Allocation>, InsertStmt<Memcpy>, InsertStmt<Memset>, InsertStmt<Sync>,
-                 InsertStmt<Event>, InsertStmt<NvtxRange>, InsertStmt<Metric>, InsertStmt<Stat> {};
+struct Inserts : InsertStmt<Process>,
+                 InsertStmt<Device>,
+                 InsertStmt<Context>,
+                 InsertStmt<Stream>,
+                 InsertStmt<Module>,
+                 InsertStmt<KernelFunction>,
+                 InsertStmt<KernelParam>,
+                 InsertStmt<Launch>,
+                 InsertStmt<Allocation>,
+                 InsertStmt<Memcpy>,
+                 InsertStmt<Memset>,
+                 InsertStmt<Sync>,
+                 InsertStmt<Event>,
+                 InsertStmt<NvtxRange>,
+                 InsertStmt<Metric>,
+                 InsertStmt<Stat> {};
 
 struct TraceWriter::Impl {
   Db db;
@@ -300,7 +314,8 @@ struct TraceWriter::Impl {
   Status prepareAll() {
     KFUSE_ASSIGN_OR_RETURN(meta, db.prepare("INSERT OR REPLACE INTO kfuse_meta(key, value) VALUES (?1, ?2)"));
     KFUSE_ASSIGN_OR_RETURN(
-        module_image, db.prepare("INSERT OR IGNORE INTO module_image(hash, kind, size, bytes) VALUES (?1, ?2, ?3, ?4)"));
+        module_image,
+        db.prepare("INSERT OR IGNORE INTO module_image(hash, kind, size, bytes) VALUES (?1, ?2, ?3, ?4)"));
     KFUSE_ASSIGN_OR_RETURN(allocation_freed, db.prepare("UPDATE allocation SET free_ns = ?2 WHERE id = ?1"));
     Status s;
     Trace none;
@@ -389,8 +404,7 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& pa
   namespace fs = std::filesystem;
   const fs::path target(path);
   const std::string fresh =
-      (target.parent_path() / ("." + target.filename().string() + ".kfuse-new-" + std::to_string(::getpid())))
-          .string();
+      (target.parent_path() / ("." + target.filename().string() + ".kfuse-new-" + std::to_string(::getpid()))).string();
   auto removeWithJournals = [&](const std::string& p) {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(p + suffix, ec);
   };
@@ -400,12 +414,11 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& pa
     KFUSE_RETURN_IF_ERROR(impl->db.open(fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, path));
     KFUSE_RETURN_IF_ERROR(impl->db.exec("PRAGMA page_size=16384; PRAGMA journal_mode=DELETE; BEGIN"));
     KFUSE_RETURN_IF_ERROR(impl->db.exec(detail::traceSql().c_str()));
+    KFUSE_RETURN_IF_ERROR(impl->db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
     KFUSE_RETURN_IF_ERROR(
-        impl->db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
-    KFUSE_RETURN_IF_ERROR(impl->db.exec(("INSERT INTO kfuse_meta(key, value) VALUES ('format', '" +
-                                         std::string(kTraceFormatName) + "'), ('schema_version', '" +
-                                         std::to_string(kTraceSchemaVersion) + "'); COMMIT")
-                                            .c_str()));
+        impl->db.exec(("INSERT INTO kfuse_meta(key, value) VALUES ('format', '" + std::string(kTraceFormatName) +
+                       "'), ('schema_version', '" + std::to_string(kTraceSchemaVersion) + "'); COMMIT")
+                          .c_str()));
     impl->db.close();
     std::error_code rename_ec;
     fs::rename(fresh, target, rename_ec);
@@ -414,7 +427,9 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& pa
     KFUSE_RETURN_IF_ERROR(impl->db.open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX));
     // WAL + synchronous=NORMAL: a committed batch survives the writer being killed; only the last open
     // transaction can be lost.
-    KFUSE_RETURN_IF_ERROR(impl->db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=8192;"));
+    KFUSE_RETURN_IF_ERROR(
+        impl->db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA "
+                      "wal_autocheckpoint=8192;"));
     return impl->prepareAll();
   }();
   if (!s.ok()) {
@@ -446,10 +461,18 @@ Status TraceWriter::setMetadata(const TraceMetadata& m) {
   return s;
 }
 
-Status TraceWriter::add(const Process& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Device& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Context& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Stream& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Process& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Device& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Context& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Stream& v) {
+  return impl_->addRecord(v);
+}
 
 Status TraceWriter::add(const Module& v) {
   if (v.hash.empty() && !v.image.empty()) {
@@ -468,9 +491,15 @@ Status TraceWriter::add(const Module& v) {
   return impl_->addRecord(v);
 }
 
-Status TraceWriter::add(const KernelFunction& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Launch& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Allocation& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const KernelFunction& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Launch& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Allocation& v) {
+  return impl_->addRecord(v);
+}
 
 Status TraceWriter::setAllocationFreed(Id allocation_id, int64_t free_ns) {
   Stmt& s = impl_->allocation_freed;
@@ -479,13 +508,27 @@ Status TraceWriter::setAllocationFreed(Id allocation_id, int64_t free_ns) {
   return impl_->runRow(s);
 }
 
-Status TraceWriter::add(const Memcpy& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Memset& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Sync& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Event& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const NvtxRange& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Metric& v) { return impl_->addRecord(v); }
-Status TraceWriter::add(const Stat& v) { return impl_->addRecord(v); }
+Status TraceWriter::add(const Memcpy& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Memset& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Sync& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Event& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const NvtxRange& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Metric& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const Stat& v) {
+  return impl_->addRecord(v);
+}
 
 Status TraceWriter::write(const Trace& t) {
   KFUSE_RETURN_IF_ERROR(setMetadata(t.metadata));
@@ -511,7 +554,9 @@ Status TraceWriter::write(const Trace& t) {
   return flush();
 }
 
-Status TraceWriter::flush() { return impl_->commit(); }
+Status TraceWriter::flush() {
+  return impl_->commit();
+}
 
 Status TraceWriter::close() {
   if (impl_->closed) return {};
@@ -617,12 +662,13 @@ Expected<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path
                          [&](Stmt&) { has_meta = true; });
   if (!s.ok()) return s;
   if (!has_meta) {
-    return badFormat(path + ": a SQLite database but not a kfuse trace (no kfuse_meta table); "
-                            "Nsight Systems exports are read by `kfuse analyze`, not as kfuse traces");
+    return badFormat(path +
+                     ": a SQLite database but not a kfuse trace (no kfuse_meta table); "
+                     "Nsight Systems exports are read by `kfuse analyze`, not as kfuse traces");
   }
   std::string format;
-  KFUSE_RETURN_IF_ERROR(impl->query("SELECT value FROM kfuse_meta WHERE key = 'format'",
-                                    [&](Stmt& st) { format = st.text(0); }));
+  KFUSE_RETURN_IF_ERROR(
+      impl->query("SELECT value FROM kfuse_meta WHERE key = 'format'", [&](Stmt& st) { format = st.text(0); }));
   if (format != kTraceFormatName) {
     return badFormat(path + ": a SQLite database but not a kfuse trace (kfuse_meta.format is '" + format + "')");
   }
@@ -645,8 +691,8 @@ Expected<std::optional<std::string>> TraceReader::latestAnalysisReport() {
                                      [&](Stmt&) { has_table = true; }));
   std::optional<std::string> report;
   if (!has_table) return report;
-  KFUSE_RETURN_IF_ERROR(impl_->query("SELECT report FROM analysis ORDER BY id DESC LIMIT 1",
-                                     [&](Stmt& s) { report = s.text(0); }));
+  KFUSE_RETURN_IF_ERROR(
+      impl_->query("SELECT report FROM analysis ORDER BY id DESC LIMIT 1", [&](Stmt& s) { report = s.text(0); }));
   return report;
 }
 
@@ -663,9 +709,8 @@ Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::
   KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
   KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO analysis(created_ns, kfuse_version, gpu, report) "
                                              "VALUES (?1, ?2, ?3, ?4)"));
-  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  const auto now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   st.bind(1, static_cast<int64_t>(now));
   st.bind(2, std::string_view(KFUSE_VERSION_STRING));
   st.bind(3, gpu_short_name);
@@ -711,12 +756,23 @@ Expected<TraceCounts> TraceReader::counts() {
     const char* table;
   };
   const Entry entries[] = {
-      {&c.processes, "process"},     {&c.devices, "device"},         {&c.contexts, "context"},
-      {&c.streams, "stream"},        {&c.modules, "module"},         {&c.module_images, "module_image"},
-      {&c.functions, "function"},    {&c.launches, "launch"},        {&c.pointer_args, "launch_pointer_arg"},
-      {&c.allocations, "allocation"}, {&c.memcpys, "memcpy"},        {&c.memsets, "memset"},
-      {&c.syncs, "sync"},            {&c.events, "event"},           {&c.nvtx_ranges, "nvtx_range"},
-      {&c.metrics, "metric"},        {&c.stats, "stat"},
+      {&c.processes, "process"},
+      {&c.devices, "device"},
+      {&c.contexts, "context"},
+      {&c.streams, "stream"},
+      {&c.modules, "module"},
+      {&c.module_images, "module_image"},
+      {&c.functions, "function"},
+      {&c.launches, "launch"},
+      {&c.pointer_args, "launch_pointer_arg"},
+      {&c.allocations, "allocation"},
+      {&c.memcpys, "memcpy"},
+      {&c.memsets, "memset"},
+      {&c.syncs, "sync"},
+      {&c.events, "event"},
+      {&c.nvtx_ranges, "nvtx_range"},
+      {&c.metrics, "metric"},
+      {&c.stats, "stat"},
   };
   for (const Entry& e : entries) {
     KFUSE_ASSIGN_OR_RETURN(*e.field, impl_->count(e.table));

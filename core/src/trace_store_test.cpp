@@ -16,9 +16,8 @@ namespace fs = std::filesystem;
 class TraceStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kfuse_store_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("kfuse_store_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -237,14 +236,12 @@ TEST_F(TraceStoreTest, MalformedPointerArgsAreReportedWithTheLaunch) {
   writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
   for (const char* bad :
        {"[[0,1,2", "[[0,1,2,3]]x", "[[-99999999999,1,2,3]]", "[[--1,1,2,3]]", "[[0,1,\"a\",3]]", "{}", ""}) {
-    execSql(path("t.sqlite"),
-            ("UPDATE launch SET pointer_args = '" + std::string(bad) + "' WHERE id = 3").c_str());
+    execSql(path("t.sqlite"), ("UPDATE launch SET pointer_args = '" + std::string(bad) + "' WHERE id = 3").c_str());
     auto r = TraceReader::open(path("t.sqlite"));
     ASSERT_TRUE(r.ok());
     auto t = (*r)->readAll();
     ASSERT_FALSE(t.ok()) << bad;
-    EXPECT_NE(t.status().message().find("launch 3: malformed pointer_args"), std::string::npos)
-        << t.status().message();
+    EXPECT_NE(t.status().message().find("launch 3: malformed pointer_args"), std::string::npos) << t.status().message();
   }
 }
 
@@ -264,8 +261,8 @@ TEST_F(TraceStoreTest, PointersInsideStructArgumentsKeepTheirFieldOffset) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path("t.sqlite").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT param_index, field_offset FROM launch_pointer_arg WHERE launch_id = 1",
-                               -1, &st, nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT param_index, field_offset FROM launch_pointer_arg WHERE launch_id = 1", -1,
+                               &st, nullptr),
             SQLITE_OK);
   std::vector<std::pair<int64_t, int64_t>> rows;
   while (sqlite3_step(st) == SQLITE_ROW) {
@@ -427,8 +424,8 @@ TEST_F(TraceStoreTest, CorruptedPagesGiveAnErrorNotACrash) {
 }
 
 TEST(TraceModel, EnumNamesRoundTrip) {
-  for (auto v : {AccessMode::kUnknown, AccessMode::kNone, AccessMode::kRead, AccessMode::kWrite,
-                 AccessMode::kReadWrite}) {
+  for (auto v :
+       {AccessMode::kUnknown, AccessMode::kNone, AccessMode::kRead, AccessMode::kWrite, AccessMode::kReadWrite}) {
     EXPECT_EQ(parseAccessMode(toString(v)), v);
   }
   for (auto v : {MemcpyKind::kUnknown, MemcpyKind::kHostToDevice, MemcpyKind::kDeviceToHost,

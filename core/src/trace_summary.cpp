@@ -91,10 +91,10 @@ nlohmann::json toJson(const TraceSummary& s) {
   }
   j["devices"] = devices;
   const TraceCounts& c = s.counts;
-  j["counts"] = {{"launches", c.launches},       {"kernels", c.functions},   {"modules", c.modules},
-                 {"allocations", c.allocations}, {"memcpys", c.memcpys},     {"memsets", c.memsets},
-                 {"syncs", c.syncs},             {"events", c.events},       {"streams", c.streams},
-                 {"nvtx_ranges", c.nvtx_ranges}, {"metrics", c.metrics},     {"contexts", c.contexts}};
+  j["counts"] = {
+      {"launches", c.launches}, {"kernels", c.functions},       {"modules", c.modules}, {"allocations", c.allocations},
+      {"memcpys", c.memcpys},   {"memsets", c.memsets},         {"syncs", c.syncs},     {"events", c.events},
+      {"streams", c.streams},   {"nvtx_ranges", c.nvtx_ranges}, {"metrics", c.metrics}, {"contexts", c.contexts}};
   j["first_ns"] = timeOrNull(s.first_ns);
   j["last_ns"] = timeOrNull(s.last_ns);
   j["span_ns"] = s.first_ns == kNoTime ? json(nullptr) : json(s.last_ns - s.first_ns);
@@ -109,7 +109,9 @@ nlohmann::json toJson(const TraceSummary& s) {
   j["top_kernels"] = top;
   json stats = json::array();
   for (const Stat& st : s.stats) {
-    stats.push_back({{"name", st.name}, {"value", st.value}, {"severity", std::string(toString(st.severity))},
+    stats.push_back({{"name", st.name},
+                     {"value", st.value},
+                     {"severity", std::string(toString(st.severity))},
                      {"description", st.description}});
   }
   j["stats"] = stats;
@@ -149,8 +151,8 @@ std::string formatSummary(const TraceSummary& s) {
   if (!s.metadata.host.empty()) add("host        %s\n", s.metadata.host.c_str());
   if (s.devices.empty()) add("devices     (none recorded)\n");
   for (const Device& d : s.devices) {
-    add("device %-4d %s (sm_%d%d, %d SMs, %.1f GiB)\n", d.ordinal, d.name.c_str(), d.cc_major, d.cc_minor,
-        d.sm_count, static_cast<double>(d.memory_bytes) / (1024.0 * 1024 * 1024));
+    add("device %-4d %s (sm_%d%d, %d SMs, %.1f GiB)\n", d.ordinal, d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
+        static_cast<double>(d.memory_bytes) / (1024.0 * 1024 * 1024));
   }
   const TraceCounts& c = s.counts;
   add("launches    %" PRId64 " of %" PRId64 " kernels, %" PRId64 " modules\n", c.launches, c.functions, c.modules);
@@ -165,8 +167,8 @@ std::string formatSummary(const TraceSummary& s) {
     add("\ntop kernels by GPU time:\n  %12s  %8s  %6s  %s\n", "GPU time", "launches", "share", "kernel");
     for (const auto& k : s.top_kernels) {
       const double share = s.total_gpu_kernel_ns > 0 ? 100.0 * static_cast<double>(k.total_gpu_ns) /
-                                                            static_cast<double>(s.total_gpu_kernel_ns)
-                                                      : 0.0;
+                                                           static_cast<double>(s.total_gpu_kernel_ns)
+                                                     : 0.0;
       add("  %12s  %8" PRId64 "  %5.1f%%  %s\n", formatDuration(k.total_gpu_ns).c_str(), k.launches, share,
           k.name.c_str());
     }

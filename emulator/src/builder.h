@@ -8,12 +8,33 @@
 namespace kfuse::emulator {
 
 enum class Ty : uint8_t {
-  kB8, kB16, kB32, kB64, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64,
-  kF16, kF16x2, kBF16, kBF16x2, kF32, kF64, kPred, kB128, kNone,
+  kB8,
+  kB16,
+  kB32,
+  kB64,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kS8,
+  kS16,
+  kS32,
+  kS64,
+  kF16,
+  kF16x2,
+  kBF16,
+  kBF16x2,
+  kF32,
+  kF64,
+  kPred,
+  kB128,
+  kNone,
 };
 Ty tyOf(ptx::DataType t);  // kF32 -> Ty::kF32; kNone for types the emulator does not model
 uint32_t tySize(Ty t);
-inline bool tySigned(Ty t) { return t == Ty::kS8 || t == Ty::kS16 || t == Ty::kS32 || t == Ty::kS64; }
+inline bool tySigned(Ty t) {
+  return t == Ty::kS8 || t == Ty::kS16 || t == Ty::kS32 || t == Ty::kS64;
+}
 inline bool tyFloat(Ty t) {
   return t == Ty::kF16 || t == Ty::kF16x2 || t == Ty::kBF16 || t == Ty::kBF16x2 || t == Ty::kF32 || t == Ty::kF64;
 }

@@ -17,8 +17,8 @@ struct LaunchShared {
   const Memory::Impl* mem = nullptr;
   std::span<const uint8_t> params;
   LaunchConfig cfg;
-  uint32_t shared_bytes = 0;   // static + dynamic
-  uint32_t local_stride = 0;   // per-thread local memory
+  uint32_t shared_bytes = 0;  // static + dynamic
+  uint32_t local_stride = 0;  // per-thread local memory
   const DecodedFunction* entry = nullptr;
   const Program::Impl* prog = nullptr;
   const std::function<void(std::string_view)>* printf_sink = nullptr;
@@ -30,7 +30,7 @@ struct Ctx {
   // Current frame.
   uint64_t* r = nullptr;
   uint32_t* p = nullptr;
-  uint8_t* fparam = nullptr;      // per-lane .param storage of this frame: lane * fparam_stride + offset
+  uint8_t* fparam = nullptr;  // per-lane .param storage of this frame: lane * fparam_stride + offset
   uint32_t fparam_stride = 0;
   uint32_t local_base = 0;
   const DecodedFunction* fn = nullptr;
@@ -44,7 +44,7 @@ struct Ctx {
   uint32_t block_threads = 0;
   Dim3 ctaid;
   uint64_t block_linear = 0;
-  uint32_t warp_exited = 0;       // lanes of the current warp that have exited (for activemask etc.)
+  uint32_t warp_exited = 0;  // lanes of the current warp that have exited (for activemask etc.)
   // Launch.
   const LaunchShared* L = nullptr;
   const Region* cache = nullptr;  // last global region hit
@@ -56,8 +56,8 @@ struct Ctx {
   bool memFail(int lane, const char* space, bool store, uint64_t addr, uint32_t size, const std::string& why);
   // memFail for resolve(): returns nullptr; `why` is followed by "<bytes> bytes" when `bytes` is given. Out of
   // line and cold so that the inlined resolve() holds no std::string code (see resolve()).
-  [[gnu::cold, gnu::noinline]] uint8_t* memFault(int lane, const char* space, bool store, uint64_t addr,
-                                                uint32_t size, const char* why, int64_t bytes = -1);
+  [[gnu::cold, gnu::noinline]] uint8_t* memFault(int lane, const char* space, bool store, uint64_t addr, uint32_t size,
+                                                 const char* why, int64_t bytes = -1);
   uint8_t* globalSlow(uint64_t addr, uint32_t size, int lane, bool store);
   uint8_t* genericSlow(uint64_t addr, uint32_t size, int lane, bool store);
 };
@@ -74,16 +74,14 @@ template <Space S>
   if constexpr (S == Space::kGlobal || S == Space::kConst) {
     const Region* r = c.cache;
     if (r && addr >= r->base && addr - r->base + size <= r->size) {
-      if ((addr & (size - 1)) != 0)
-        return c.memFault(lane, "global", store, addr, size, "misaligned address");
+      if ((addr & (size - 1)) != 0) return c.memFault(lane, "global", store, addr, size, "misaligned address");
       return r->host + (addr - r->base);
     }
     return c.globalSlow(addr, size, lane, store);
   } else if constexpr (S == Space::kShared) {
     if (addr + size > c.shared_size || addr >= c.shared_size)
       return c.memFault(lane, "shared", store, addr, size, "shared memory of this block is ", c.shared_size);
-    if ((addr & (size - 1)) != 0)
-      return c.memFault(lane, "shared", store, addr, size, "misaligned address");
+    if ((addr & (size - 1)) != 0) return c.memFault(lane, "shared", store, addr, size, "misaligned address");
     return c.shared + addr;
   } else if constexpr (S == Space::kLocal) {
     if (addr + size > c.L->local_stride || addr >= c.L->local_stride)
@@ -93,8 +91,7 @@ template <Space S>
     uint64_t off = addr - kParamWindow;
     if (addr < kParamWindow || off + size > c.L->params.size())
       return c.memFault(lane, "param", store, addr, size, "kernel parameters are ", int64_t(c.L->params.size()));
-    if (store)
-      return c.memFault(lane, "param", store, addr, size, "kernel parameters are read-only");
+    if (store) return c.memFault(lane, "param", store, addr, size, "kernel parameters are read-only");
     return const_cast<uint8_t*>(c.L->params.data()) + off;
   } else if constexpr (S == Space::kFrameParam) {
     if (addr >= c.fparam_stride || addr + size > c.fparam_stride)

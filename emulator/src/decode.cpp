@@ -13,7 +13,9 @@ namespace kfuse::emulator {
 
 namespace {
 
-uint32_t alignUp(uint32_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+uint32_t alignUp(uint32_t v, uint32_t a) {
+  return a <= 1 ? v : (v + a - 1) / a * a;
+}
 
 struct ModuleSym {
   enum Kind { kGlobal, kShared, kFunction } kind = kGlobal;
@@ -27,7 +29,9 @@ struct ModuleSymbols {
   const ptx::Module* module = nullptr;
 };
 
-std::string lineOf(const ptx::SourceLoc& l) { return "line " + std::to_string(l.line); }
+std::string lineOf(const ptx::SourceLoc& l) {
+  return "line " + std::to_string(l.line);
+}
 
 // Parses an initializer list into bytes of `elem`-sized elements.
 Status parseInitializer(const ptx::VariableDecl& v, const ModuleSymbols& ms, std::vector<uint8_t>* out) {
@@ -39,9 +43,19 @@ Status parseInitializer(const ptx::VariableDecl& v, const ModuleSymbols& ms, std
   std::string cur;
   int depth = 0;
   for (char ch : s) {
-    if (ch == '{') { ++depth; continue; }
-    if (ch == '}') { --depth; continue; }
-    if (ch == ',') { toks.push_back(cur); cur.clear(); continue; }
+    if (ch == '{') {
+      ++depth;
+      continue;
+    }
+    if (ch == '}') {
+      --depth;
+      continue;
+    }
+    if (ch == ',') {
+      toks.push_back(cur);
+      cur.clear();
+      continue;
+    }
     if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') cur += ch;
   }
   if (!cur.empty()) toks.push_back(cur);
@@ -287,10 +301,14 @@ class FunctionDecoder final : public FnBuilder {
     if (i < ops.size() && ops[i].kind == ptx::OperandKind::kList) args = &ops[i++];
     if (i < ops.size() && ops[i].kind != ptx::OperandKind::kSymbol) return unsupported("call with extra operands");
     const ptx::Function* target = ms_.module->findFunction(callee);
-    if (callee == "vprintf") cs.builtin = 1;
-    else if (callee == "__assertfail") cs.builtin = 2;
-    else if (auto it = ms_.fn_index.find(callee); it != ms_.fn_index.end()) cs.callee = it->second;
-    else return unsupported("call to '" + callee + "', which has no body in this module");
+    if (callee == "vprintf")
+      cs.builtin = 1;
+    else if (callee == "__assertfail")
+      cs.builtin = 2;
+    else if (auto it = ms_.fn_index.find(callee); it != ms_.fn_index.end())
+      cs.callee = it->second;
+    else
+      return unsupported("call to '" + callee + "', which has no body in this module");
     KFUSE_RETURN_IF_ERROR(addCallArgs(args, &cs.args, target ? &target->params : nullptr));
     KFUSE_RETURN_IF_ERROR(addCallArgs(rets, &cs.rets, target ? &target->returns : nullptr));
     f_.calls.push_back(std::move(cs));
@@ -298,26 +316,26 @@ class FunctionDecoder final : public FnBuilder {
   }
   Status addCallArgs(const ptx::Operand* list, std::vector<CallArg>* outv,
                      const std::vector<ptx::VariableDecl>* decls) {
-      if (!list) return {};
-      for (size_t k = 0; k < list->elements.size(); ++k) {
-        const ptx::Operand& a = list->elements[k];
-        CallArg ca;
-        uint32_t want = decls && k < decls->size() ? uint32_t((*decls)[k].byteSize()) : 8;
-        if (a.kind == ptx::OperandKind::kSymbol) {
-          auto s = lookup(a.name);
-          if (!s || s->kind != LSym::kFrameParam) return badFormat("call argument " + a.name + " is not a .param");
-          ca.offset = s->index;
-          ca.size = std::min(s->size, want ? want : s->size);
-        } else {
-          auto v = value(a, Ty::kB64);
-          if (!v.ok()) return v.status();
-          ca.is_reg = true;
-          ca.slot = *v;
-          ca.size = want ? want : 8;
-        }
-        outv->push_back(ca);
+    if (!list) return {};
+    for (size_t k = 0; k < list->elements.size(); ++k) {
+      const ptx::Operand& a = list->elements[k];
+      CallArg ca;
+      uint32_t want = decls && k < decls->size() ? uint32_t((*decls)[k].byteSize()) : 8;
+      if (a.kind == ptx::OperandKind::kSymbol) {
+        auto s = lookup(a.name);
+        if (!s || s->kind != LSym::kFrameParam) return badFormat("call argument " + a.name + " is not a .param");
+        ca.offset = s->index;
+        ca.size = std::min(s->size, want ? want : s->size);
+      } else {
+        auto v = value(a, Ty::kB64);
+        if (!v.ok()) return v.status();
+        ca.is_reg = true;
+        ca.slot = *v;
+        ca.size = want ? want : 8;
       }
-      return {};
+      outv->push_back(ca);
+    }
+    return {};
   }
   uint16_t scratch() override { return scratch_; }
   void noteBarrier() override { f_.uses_barrier = true; }
@@ -377,7 +395,8 @@ class FunctionDecoder final : public FnBuilder {
       int n = v.vector == 2 ? 2 : v.vector == 4 ? 4 : 1;
       if (n != 1) return unsupported("vector registers");
       auto add = [&](const std::string& name) {
-        if (is_pred) scopes_.back()[name] = {LSym::kPred, preds_++, 1};
+        if (is_pred)
+          scopes_.back()[name] = {LSym::kPred, preds_++, 1};
         else {
           scopes_.back()[name] = {LSym::kReg, newSlot(), 8};
           ++declared_regs_;
@@ -462,18 +481,43 @@ class FunctionDecoder final : public FnBuilder {
     auto it = specials_.find(name);
     if (it != specials_.end()) return it->second;
     static const std::pair<const char*, SpecialReg> kRegs[] = {
-        {"%tid.x", kTidX}, {"%tid.y", kTidY}, {"%tid.z", kTidZ}, {"%ntid.x", kNtidX}, {"%ntid.y", kNtidY},
-        {"%ntid.z", kNtidZ}, {"%ctaid.x", kCtaidX}, {"%ctaid.y", kCtaidY}, {"%ctaid.z", kCtaidZ},
-        {"%nctaid.x", kNctaidX}, {"%nctaid.y", kNctaidY}, {"%nctaid.z", kNctaidZ}, {"%laneid", kLaneId},
-        {"%warpid", kWarpId}, {"%nwarpid", kNWarpId}, {"%smid", kSmId}, {"%nsmid", kNSmId}, {"%gridid", kGridId},
-        {"%lanemask_eq", kLaneMaskEq}, {"%lanemask_lt", kLaneMaskLt}, {"%lanemask_le", kLaneMaskLe},
-        {"%lanemask_gt", kLaneMaskGt}, {"%lanemask_ge", kLaneMaskGe},
-        {"%dynamic_smem_size", kDynSmem}, {"%total_smem_size", kTotalSmem},
-        {"%tid", kTidX}, {"%ntid", kNtidX}, {"%ctaid", kCtaidX}, {"%nctaid", kNctaidX},
+        {"%tid.x", kTidX},
+        {"%tid.y", kTidY},
+        {"%tid.z", kTidZ},
+        {"%ntid.x", kNtidX},
+        {"%ntid.y", kNtidY},
+        {"%ntid.z", kNtidZ},
+        {"%ctaid.x", kCtaidX},
+        {"%ctaid.y", kCtaidY},
+        {"%ctaid.z", kCtaidZ},
+        {"%nctaid.x", kNctaidX},
+        {"%nctaid.y", kNctaidY},
+        {"%nctaid.z", kNctaidZ},
+        {"%laneid", kLaneId},
+        {"%warpid", kWarpId},
+        {"%nwarpid", kNWarpId},
+        {"%smid", kSmId},
+        {"%nsmid", kNSmId},
+        {"%gridid", kGridId},
+        {"%lanemask_eq", kLaneMaskEq},
+        {"%lanemask_lt", kLaneMaskLt},
+        {"%lanemask_le", kLaneMaskLe},
+        {"%lanemask_gt", kLaneMaskGt},
+        {"%lanemask_ge", kLaneMaskGe},
+        {"%dynamic_smem_size", kDynSmem},
+        {"%total_smem_size", kTotalSmem},
+        {"%tid", kTidX},
+        {"%ntid", kNtidX},
+        {"%ctaid", kCtaidX},
+        {"%nctaid", kNctaidX},
         // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
         // the block ids and a block's place in its cluster is 0 (the cluster sizes are 1, below).
-        {"%clusterid.x", kCtaidX}, {"%clusterid.y", kCtaidY}, {"%clusterid.z", kCtaidZ},
-        {"%nclusterid.x", kNctaidX}, {"%nclusterid.y", kNctaidY}, {"%nclusterid.z", kNctaidZ}};
+        {"%clusterid.x", kCtaidX},
+        {"%clusterid.y", kCtaidY},
+        {"%clusterid.z", kCtaidZ},
+        {"%nclusterid.x", kNctaidX},
+        {"%nclusterid.y", kNctaidY},
+        {"%nclusterid.z", kNctaidZ}};
     if (name.rfind("%cluster_nctaid", 0) == 0 || name == "%cluster_nctarank") {
       uint16_t one = constant(1);
       specials_[name] = one;

@@ -5,10 +5,10 @@
 #include <thread>
 
 #include "interp.h"
-#include "worker_pool.h"
-#include "kfuse/ptx/fatbin.h"
 #include "kfuse/core/log.h"
+#include "kfuse/ptx/fatbin.h"
 #include "kfuse/ptx/parser.h"
+#include "worker_pool.h"
 
 namespace kfuse::emulator {
 
@@ -247,6 +247,8 @@ void Device::setLaunchObserver(LaunchObserver observer) {
   observer_ = std::move(observer);
 }
 
-void Device::setPrintfSink(std::function<void(std::string_view)> sink) { printf_sink_ = std::move(sink); }
+void Device::setPrintfSink(std::function<void(std::string_view)> sink) {
+  printf_sink_ = std::move(sink);
+}
 
 }  // namespace kfuse::emulator

@@ -301,8 +301,8 @@ float roundDir(long double exact, int mode) {  // 1 toward zero, 2 down, 3 up
 }
 
 TEST_F(EmulatorTest, ConversionsAndDirectedRounding) {
-  std::vector<float> in = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.7f, 3.3f, 1e10f, -1e10f, 255.9f, -129.4f, 0.999f,
-                           7.0f, -7.0f, 1e-3f, 100.25f};
+  std::vector<float> in = {0.5f,   1.5f,   2.5f,    -0.5f,  -1.5f, -2.7f, 3.3f,  1e10f,
+                           -1e10f, 255.9f, -129.4f, 0.999f, 7.0f,  -7.0f, 1e-3f, 100.25f};
   int n = int(in.size());
   DevicePtr di = upload(in), dout = zeros<int>(8 * n), dof = zeros<float>(4 * n);
   ASSERT_TRUE(launch("cvt_ops", {1}, {unsigned(n)}, 0, di, dout, dof).ok());

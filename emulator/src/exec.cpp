@@ -52,8 +52,10 @@ struct Group {
     uint32_t act = 0, wmin = UINT32_MAX;
     for (int l = 0; l < 32; ++l) {
       if (state[l] != kReady) continue;
-      if (lane_pc[l] == minpc) act |= 1u << l;
-      else wmin = std::min(wmin, lane_pc[l]);
+      if (lane_pc[l] == minpc)
+        act |= 1u << l;
+      else
+        wmin = std::min(wmin, lane_pc[l]);
     }
     pc = minpc;
     active = act;
@@ -172,8 +174,10 @@ bool Ctx::memFail(int lane, const char* space, bool store, uint64_t addr, uint32
 
 uint8_t* Ctx::memFault(int lane, const char* space, bool store, uint64_t addr, uint32_t size, const char* why,
                        int64_t bytes) {
-  if (bytes < 0) memFail(lane, space, store, addr, size, why);
-  else memFail(lane, space, store, addr, size, why + std::to_string(bytes) + " bytes");
+  if (bytes < 0)
+    memFail(lane, space, store, addr, size, why);
+  else
+    memFail(lane, space, store, addr, size, why + std::to_string(bytes) + " bytes");
   return nullptr;
 }
 
@@ -217,7 +221,8 @@ bool tryRelease(BlockState& blk, uint32_t id) {
         const DInst& d = w.fn->code[w.bar_pc[l]];
         switch (d.aux8) {  // bar.red results
           case 1: w.r[size_t(d.d0) * 32 + l] = b.red_true; break;
-          case 2: case 3: {
+          case 2:
+          case 3: {
             bool v = d.aux8 == 2 ? b.red_true == b.arrived : b.red_true != 0;
             w.p[d.d0] = v ? (w.p[d.d0] | (1u << l)) : (w.p[d.d0] & ~(1u << l));
             break;
@@ -295,8 +300,8 @@ bool doCall(Ctx& c, Group& caller, BlockState& blk, const DInst& d, uint32_t m, 
     };
     std::string msg = readDeviceString(c, argval(0), l);
     std::string file = readDeviceString(c, argval(1), l);
-    return c.fail(l, "device assertion '" + msg + "' failed (" + file + ":" + std::to_string(argval(2) & 0xffffffff) +
-                         ")");
+    return c.fail(
+        l, "device assertion '" + msg + "' failed (" + file + ":" + std::to_string(argval(2) & 0xffffffff) + ")");
   }
   if (cs.indirect) {
     // Lanes may call different functions: call each distinct target with its lanes, lowest lane first.
@@ -312,8 +317,8 @@ bool doCall(Ctx& c, Group& caller, BlockState& blk, const DInst& d, uint32_t m, 
       }
       rest &= ~group;
       uint64_t index = (target - kFunctionWindow) / 16;
-      if (target < kFunctionWindow || (target - kFunctionWindow) % 16 != 0 ||
-          index >= c.L->prog->functions.size() || c.L->prog->functions[index]->is_entry)
+      if (target < kFunctionWindow || (target - kFunctionWindow) % 16 != 0 || index >= c.L->prog->functions.size() ||
+          c.L->prog->functions[index]->is_entry)
         return c.fail(l0, "indirect call to " + hex(target) + ", which is not the address of a function");
       uint32_t ex = 0;
       if (!callFunction(c, caller, blk, cs, int(index), group, &ex)) return false;
@@ -342,8 +347,10 @@ bool callFunction(Ctx& c, Group& caller, BlockState& blk, const CallSite& cs, in
     for (uint32_t mm = m; mm; mm &= mm - 1) {
       int l = __builtin_ctz(mm);
       uint8_t* dst = fparam.data() + size_t(l) * callee->param_area + callee->formal_offsets[i];
-      if (a.is_reg) std::memcpy(dst, &caller.r[size_t(a.slot) * 32 + l], std::min<uint32_t>(n, 8));
-      else std::memcpy(dst, caller.fparam + size_t(l) * caller.fn->param_area + a.offset, n);
+      if (a.is_reg)
+        std::memcpy(dst, &caller.r[size_t(a.slot) * 32 + l], std::min<uint32_t>(n, 8));
+      else
+        std::memcpy(dst, caller.fparam + size_t(l) * caller.fn->param_area + a.offset, n);
     }
   }
   Group g;
@@ -497,7 +504,8 @@ Stop execute(Ctx& c, Group& g, BlockState& blk, uint32_t* exited_out) {
         bool exit_thread = d.kind == Kind::kExit || !nested;
         removeLanes(m, exit_thread ? kExited : kReturned);
         if (exit_thread) {
-          if (nested) *exited_out |= m;
+          if (nested)
+            *exited_out |= m;
           else {
             c.warp_exited |= m;
             blk.exited_threads += n;
@@ -596,7 +604,8 @@ Stop execute(Ctx& c, Group& g, BlockState& blk, uint32_t* exited_out) {
         c.fn = fn;
         if (ex) {
           removeLanes(ex, kExited);
-          if (nested) *exited_out |= ex;
+          if (nested)
+            *exited_out |= ex;
           else {
             c.warp_exited |= ex;
             blk.exited_threads += uint32_t(__builtin_popcount(ex));
@@ -725,7 +734,11 @@ Status runLaunch(const LaunchRequest& req, LaunchCounters* counters) {
   std::atomic<bool> stop{false};
   std::mutex printf_mu;
   std::function<void(std::string_view)> sink = req.printf_sink;
-  if (!sink) sink = [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); };
+  if (!sink)
+    sink = [](std::string_view s) {
+      std::fwrite(s.data(), 1, s.size(), stdout);
+      std::fflush(stdout);
+    };
 
   std::shared_lock mem_lock(req.memory->impl().mu);
   LaunchShared L;

@@ -80,7 +80,9 @@ uint16_t floatToHalf(float f, int rnd) {
   return uint16_t(sign | (e << 10) | (q & 0x3ff));
 }
 
-float bf16ToFloat(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+float bf16ToFloat(uint16_t h) {
+  return std::bit_cast<float>(uint32_t(h) << 16);
+}
 
 uint16_t floatToBf16(float f, int rnd) {
   uint32_t x = std::bit_cast<uint32_t>(f);

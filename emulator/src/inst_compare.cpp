@@ -5,8 +5,7 @@
 namespace kfuse::emulator {
 namespace {
 
-enum Cmp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs, kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum,
-                     kNan };
+enum Cmp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs, kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum, kNan };
 
 template <class T>
 KF_INLINE bool compare(uint8_t cmp, T a, T b) {
@@ -53,9 +52,18 @@ KF_INLINE void writePredPair(Ctx& c, const DInst& d, uint32_t m, uint32_t res) {
     uint32_t cm = c.p[d.c];
     if (d.flags & kNegC) cm = ~cm;
     switch (d.boolop) {
-      case 1: res &= cm; q &= cm; break;
-      case 2: res |= cm; q |= cm; break;
-      case 3: res ^= cm; q ^= cm; break;
+      case 1:
+        res &= cm;
+        q &= cm;
+        break;
+      case 2:
+        res |= cm;
+        q |= cm;
+        break;
+      case 3:
+        res ^= cm;
+        q ^= cm;
+        break;
     }
   }
   c.p[d.d0] = (c.p[d.d0] & ~m) | (res & m);
@@ -68,9 +76,7 @@ bool setp(Ctx& c, const DInst& d, uint32_t m) {
   const uint64_t* B = R(c, d.b);
   bool z = d.flags & kFtz;
   uint32_t res = 0;
-  lanes(m, [&](int l) {
-    res |= uint32_t(compare<T>(d.cmp, fz(get<T>(A[l]), z), fz(get<T>(B[l]), z))) << l;
-  });
+  lanes(m, [&](int l) { res |= uint32_t(compare<T>(d.cmp, fz(get<T>(A[l]), z), fz(get<T>(B[l]), z))) << l; });
   writePredPair(c, d, m, res);
   return true;
 }

@@ -22,12 +22,13 @@ bool pred2reg(Ctx& c, const DInst& d, uint32_t m) {
   return true;
 }
 
-
 bool mov(Ctx& c, const DInst& d, uint32_t m) {
   uint64_t* D = R(c, d.d0);
   const uint64_t* A = R(c, d.a);
-  if (m == 0xffffffffu) std::memcpy(D, A, 32 * sizeof(uint64_t));
-  else lanes(m, [&](int l) { D[l] = A[l]; });
+  if (m == 0xffffffffu)
+    std::memcpy(D, A, 32 * sizeof(uint64_t));
+  else
+    lanes(m, [&](int l) { D[l] = A[l]; });
   return true;
 }
 // mov.b64 d, {a, b} / mov.b32 d, {a, b}: pack d.vec elements of d.size bytes from d.v[].
@@ -142,9 +143,12 @@ KF_INLINE double readAsDouble(Ty t, uint64_t v) {
     case Ty::kS16: return int16_t(v);
     case Ty::kS32: return int32_t(v);
     case Ty::kS64: return double(int64_t(v));
-    case Ty::kU8: case Ty::kB8: return uint8_t(v);
-    case Ty::kU16: case Ty::kB16: return uint16_t(v);
-    case Ty::kU32: case Ty::kB32: return uint32_t(v);
+    case Ty::kU8:
+    case Ty::kB8: return uint8_t(v);
+    case Ty::kU16:
+    case Ty::kB16: return uint16_t(v);
+    case Ty::kU32:
+    case Ty::kB32: return uint32_t(v);
     default: return double(v);
   }
 }
@@ -180,20 +184,27 @@ bool cvtgen(Ctx& c, const DInst& d, uint32_t m) {
       float f32;
       double f64;
       if (dt == Ty::kF64) {
-        f64 = st == Ty::kS64 ? double(int64_t(v)) : (st == Ty::kU64 || st == Ty::kB64) ? double(v)
-                                                                                         : readAsDouble(st, v);
+        f64 = st == Ty::kS64                       ? double(int64_t(v))
+              : (st == Ty::kU64 || st == Ty::kB64) ? double(v)
+                                                   : readAsDouble(st, v);
         if (st == Ty::kF32 && z) f64 = ftz(get<float>(v));
         if (int_round) f64 = roundInt(f64, d.rnd);
         if (sat) f64 = saturate(f64);
         D[l] = put<double>(f64);
         return;
       }
-      if (st == Ty::kF64) f32 = float(get<double>(v));
-      else if (st == Ty::kS64) f32 = float(int64_t(v));
-      else if (st == Ty::kU64 || st == Ty::kB64) f32 = float(v);
-      else if (st == Ty::kS32) f32 = float(int32_t(v));
-      else if (st == Ty::kU32 || st == Ty::kB32) f32 = float(uint32_t(v));
-      else f32 = float(readAsDouble(st, v));
+      if (st == Ty::kF64)
+        f32 = float(get<double>(v));
+      else if (st == Ty::kS64)
+        f32 = float(int64_t(v));
+      else if (st == Ty::kU64 || st == Ty::kB64)
+        f32 = float(v);
+      else if (st == Ty::kS32)
+        f32 = float(int32_t(v));
+      else if (st == Ty::kU32 || st == Ty::kB32)
+        f32 = float(uint32_t(v));
+      else
+        f32 = float(readAsDouble(st, v));
       if (z) f32 = ftz(f32);
       if (int_round) f32 = float(roundInt(f32, d.rnd));
       if (sat) f32 = saturate(f32);
@@ -312,8 +323,10 @@ Status decodeCvta(const Decoding& x) {
   VAL(d->a, ops[1], t);
   bool to = in.has(Mod::kTo);
   Space s = spaceOf(in, Space::kGlobal);
-  int64_t window = s == Space::kShared ? int64_t(kSharedWindow) : s == Space::kLocal ? int64_t(kLocalWindow)
-                 : s == Space::kFrameParam ? int64_t(kParamWindow) : 0;
+  int64_t window = s == Space::kShared       ? int64_t(kSharedWindow)
+                   : s == Space::kLocal      ? int64_t(kLocalWindow)
+                   : s == Space::kFrameParam ? int64_t(kParamWindow)
+                                             : 0;
   if (window == 0) {
     d->fn = &mov;
   } else if (to) {
@@ -360,25 +373,31 @@ Status decodeCvt(const Decoding& x) {
   bool int_to_int = !tyFloat(dt) && !tyFloat(st);
   if (int_to_int) {
 #define CI(DT, ST) d->fn = &cvtint<DT, ST>
-#define CI_SRC(DT)                                       \
-  switch (st) {                                          \
-    case Ty::kS8: CI(DT, int8_t); break;                 \
-    case Ty::kS16: CI(DT, int16_t); break;               \
-    case Ty::kS32: CI(DT, int32_t); break;               \
-    case Ty::kS64: CI(DT, int64_t); break;               \
-    case Ty::kU8: case Ty::kB8: CI(DT, uint8_t); break;  \
-    case Ty::kU16: case Ty::kB16: CI(DT, uint16_t); break; \
-    case Ty::kU32: case Ty::kB32: CI(DT, uint32_t); break; \
-    default: CI(DT, uint64_t); break;                    \
+#define CI_SRC(DT)                          \
+  switch (st) {                             \
+    case Ty::kS8: CI(DT, int8_t); break;    \
+    case Ty::kS16: CI(DT, int16_t); break;  \
+    case Ty::kS32: CI(DT, int32_t); break;  \
+    case Ty::kS64: CI(DT, int64_t); break;  \
+    case Ty::kU8:                           \
+    case Ty::kB8: CI(DT, uint8_t); break;   \
+    case Ty::kU16:                          \
+    case Ty::kB16: CI(DT, uint16_t); break; \
+    case Ty::kU32:                          \
+    case Ty::kB32: CI(DT, uint32_t); break; \
+    default: CI(DT, uint64_t); break;       \
   }
     switch (dt) {
       case Ty::kS8: CI_SRC(int8_t) break;
       case Ty::kS16: CI_SRC(int16_t) break;
       case Ty::kS32: CI_SRC(int32_t) break;
       case Ty::kS64: CI_SRC(int64_t) break;
-      case Ty::kU8: case Ty::kB8: CI_SRC(uint8_t) break;
-      case Ty::kU16: case Ty::kB16: CI_SRC(uint16_t) break;
-      case Ty::kU32: case Ty::kB32: CI_SRC(uint32_t) break;
+      case Ty::kU8:
+      case Ty::kB8: CI_SRC(uint8_t) break;
+      case Ty::kU16:
+      case Ty::kB16: CI_SRC(uint16_t) break;
+      case Ty::kU32:
+      case Ty::kB32: CI_SRC(uint32_t) break;
       default: CI_SRC(uint64_t) break;
     }
 #undef CI_SRC

@@ -7,22 +7,67 @@
 namespace kfuse::emulator {
 namespace {
 
-struct FAdd { static constexpr int kDir = 0; template <class T> static T f(T a, T b) { return a + b; } };
-struct FSub { static constexpr int kDir = 1; template <class T> static T f(T a, T b) { return a - b; } };
-struct FMul { static constexpr int kDir = 2; template <class T> static T f(T a, T b) { return a * b; } };
-struct FDiv { static constexpr int kDir = 4; template <class T> static T f(T a, T b) { return a / b; } };
-struct FMin { static constexpr int kDir = -1; template <class T> static T f(T a, T b) { return std::fmin(a, b); } };
-struct FMax { static constexpr int kDir = -1; template <class T> static T f(T a, T b) { return std::fmax(a, b); } };
+struct FAdd {
+  static constexpr int kDir = 0;
+  template <class T>
+  static T f(T a, T b) {
+    return a + b;
+  }
+};
+struct FSub {
+  static constexpr int kDir = 1;
+  template <class T>
+  static T f(T a, T b) {
+    return a - b;
+  }
+};
+struct FMul {
+  static constexpr int kDir = 2;
+  template <class T>
+  static T f(T a, T b) {
+    return a * b;
+  }
+};
+struct FDiv {
+  static constexpr int kDir = 4;
+  template <class T>
+  static T f(T a, T b) {
+    return a / b;
+  }
+};
+struct FMin {
+  static constexpr int kDir = -1;
+  template <class T>
+  static T f(T a, T b) {
+    return std::fmin(a, b);
+  }
+};
+struct FMax {
+  static constexpr int kDir = -1;
+  template <class T>
+  static T f(T a, T b) {
+    return std::fmax(a, b);
+  }
+};
 struct FCopysign {
   static constexpr int kDir = -1;
-  template <class T> static T f(T a, T b) { return std::copysign(b, a); }
+  template <class T>
+  static T f(T a, T b) {
+    return std::copysign(b, a);
+  }
 };
 struct FDivApprox {  // div.approx.f32: a * (1/b), as the hardware computes it
   static constexpr int kDir = -1;
-  template <class T> static T f(T a, T b) { return a * (T(1) / b); }
+  template <class T>
+  static T f(T a, T b) {
+    return a * (T(1) / b);
+  }
 };
 
-template <class T> constexpr int precOf() { return std::is_same_v<T, float> ? 2 : 3; }
+template <class T>
+constexpr int precOf() {
+  return std::is_same_v<T, float> ? 2 : 3;
+}
 
 template <class T, class Op>
 bool fbin(Ctx& c, const DInst& d, uint32_t m) {
@@ -67,8 +112,20 @@ bool ffma(Ctx& c, const DInst& d, uint32_t m) {
   return true;
 }
 
-enum FUnOp : uint8_t { kFNeg, kFAbs, kFSqrt, kFRsqrt, kFRcp, kFEx2, kFLg2, kFSin, kFCos, kFTanh, kFSqrtApprox,
-                       kFRcpApprox };
+enum FUnOp : uint8_t {
+  kFNeg,
+  kFAbs,
+  kFSqrt,
+  kFRsqrt,
+  kFRcp,
+  kFEx2,
+  kFLg2,
+  kFSin,
+  kFCos,
+  kFTanh,
+  kFSqrtApprox,
+  kFRcpApprox
+};
 template <class T>
 bool fun(Ctx& c, const DInst& d, uint32_t m) {
   uint64_t* D = R(c, d.d0);
@@ -83,9 +140,11 @@ bool fun(Ctx& c, const DInst& d, uint32_t m) {
     switch (d.aux8) {
       case kFNeg: r = -a; break;
       case kFAbs: r = std::fabs(a); break;
-      case kFSqrt: case kFSqrtApprox: r = std::sqrt(a); break;
+      case kFSqrt:
+      case kFSqrtApprox: r = std::sqrt(a); break;
       case kFRsqrt: r = T(1) / std::sqrt(a); break;
-      case kFRcp: case kFRcpApprox: r = T(1) / a; break;
+      case kFRcp:
+      case kFRcpApprox: r = T(1) / a; break;
       case kFEx2: r = std::exp2(a); break;
       case kFLg2: r = std::log2(a); break;
       case kFSin: r = std::sin(a); break;
@@ -241,9 +300,12 @@ Status decodeFloatUnary(const Decoding& x) {
     default: d->aux8 = kFTanh; break;
   }
   if (approx) d->rnd = 0;
-  if (t == Ty::kF32) d->fn = &fun<float>;
-  else if (t == Ty::kF64) d->fn = &fun<double>;
-  else return unsupportedInst(in);
+  if (t == Ty::kF32)
+    d->fn = &fun<float>;
+  else if (t == Ty::kF64)
+    d->fn = &fun<double>;
+  else
+    return unsupportedInst(in);
   return {};
 }
 
@@ -253,8 +315,8 @@ Status decodeTestp(const Decoding& x) {
   bool nd = false;
   PRED(d->d0, ops[0], nd);
   VAL(d->a, ops[1], t);
-  static constexpr Mod kModes[] = {Mod::kFinite, Mod::kInfinite, Mod::kNumber,
-                                   Mod::kNotanumber, Mod::kNormal, Mod::kSubnormal};
+  static constexpr Mod kModes[] = {Mod::kFinite,     Mod::kInfinite, Mod::kNumber,
+                                   Mod::kNotanumber, Mod::kNormal,   Mod::kSubnormal};
   d->aux8 = 255;
   for (int i = 0; i < 6; ++i)
     if (in.has(kModes[i])) d->aux8 = uint8_t(i);

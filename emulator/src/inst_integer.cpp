@@ -8,11 +8,27 @@
 namespace kfuse::emulator {
 namespace {
 
-struct IAdd { template <class T> static T f(T a, T b) { return T(U<T>(a) + U<T>(b)); } };
-struct ISub { template <class T> static T f(T a, T b) { return T(U<T>(a) - U<T>(b)); } };
-struct IMulLo { template <class T> static T f(T a, T b) { return T(U<T>(a) * U<T>(b)); } };
+struct IAdd {
+  template <class T>
+  static T f(T a, T b) {
+    return T(U<T>(a) + U<T>(b));
+  }
+};
+struct ISub {
+  template <class T>
+  static T f(T a, T b) {
+    return T(U<T>(a) - U<T>(b));
+  }
+};
+struct IMulLo {
+  template <class T>
+  static T f(T a, T b) {
+    return T(U<T>(a) * U<T>(b));
+  }
+};
 struct IMulHi {
-  template <class T> static T f(T a, T b) {
+  template <class T>
+  static T f(T a, T b) {
     if constexpr (sizeof(T) == 8) {
       __extension__ typedef __int128 I128;
       __extension__ typedef unsigned __int128 U128;
@@ -24,13 +40,39 @@ struct IMulHi {
     }
   }
 };
-struct IMin { template <class T> static T f(T a, T b) { return a < b ? a : b; } };
-struct IMax { template <class T> static T f(T a, T b) { return a < b ? b : a; } };
-struct IAnd { template <class T> static T f(T a, T b) { return a & b; } };
-struct IOr { template <class T> static T f(T a, T b) { return a | b; } };
-struct IXor { template <class T> static T f(T a, T b) { return a ^ b; } };
+struct IMin {
+  template <class T>
+  static T f(T a, T b) {
+    return a < b ? a : b;
+  }
+};
+struct IMax {
+  template <class T>
+  static T f(T a, T b) {
+    return a < b ? b : a;
+  }
+};
+struct IAnd {
+  template <class T>
+  static T f(T a, T b) {
+    return a & b;
+  }
+};
+struct IOr {
+  template <class T>
+  static T f(T a, T b) {
+    return a | b;
+  }
+};
+struct IXor {
+  template <class T>
+  static T f(T a, T b) {
+    return a ^ b;
+  }
+};
 struct IDiv {
-  template <class T> static T f(T a, T b) {
+  template <class T>
+  static T f(T a, T b) {
     if (b == 0) return T(-1);
     if constexpr (std::is_signed_v<T>)
       if (a == std::numeric_limits<T>::min() && b == T(-1)) return a;
@@ -38,7 +80,8 @@ struct IDiv {
   }
 };
 struct IRem {
-  template <class T> static T f(T a, T b) {
+  template <class T>
+  static T f(T a, T b) {
     if (b == 0) return a;
     if constexpr (std::is_signed_v<T>)
       if (b == T(-1)) return 0;
@@ -108,9 +151,7 @@ bool imadwide(Ctx& c, const DInst& d, uint32_t m) {
   const uint64_t* A = R(c, d.a);
   const uint64_t* B = R(c, d.b);
   const uint64_t* C = R(c, d.c);
-  lanes(m, [&](int l) {
-    D[l] = put<W>(W(U<W>(W(get<T>(A[l]))) * U<W>(W(get<T>(B[l]))) + U<W>(get<W>(C[l]))));
-  });
+  lanes(m, [&](int l) { D[l] = put<W>(W(U<W>(W(get<T>(A[l]))) * U<W>(W(get<T>(B[l]))) + U<W>(get<W>(C[l])))); });
   return true;
 }
 template <class T, class Op>
@@ -119,9 +160,7 @@ bool imad(Ctx& c, const DInst& d, uint32_t m) {  // mad.lo / mad.hi
   const uint64_t* A = R(c, d.a);
   const uint64_t* B = R(c, d.b);
   const uint64_t* C = R(c, d.c);
-  lanes(m, [&](int l) {
-    D[l] = put<T>(IAdd::f<T>(Op::template f<T>(get<T>(A[l]), get<T>(B[l])), get<T>(C[l])));
-  });
+  lanes(m, [&](int l) { D[l] = put<T>(IAdd::f<T>(Op::template f<T>(get<T>(A[l]), get<T>(B[l])), get<T>(C[l]))); });
   return true;
 }
 template <class T>
@@ -280,13 +319,17 @@ template <class Op>
 Handler intBin(Ty t) {
   switch (t) {
     case Ty::kS16: return &ibin<int16_t, Op>;
-    case Ty::kU16: case Ty::kB16: return &ibin<uint16_t, Op>;
+    case Ty::kU16:
+    case Ty::kB16: return &ibin<uint16_t, Op>;
     case Ty::kS32: return &ibin<int32_t, Op>;
-    case Ty::kU32: case Ty::kB32: return &ibin<uint32_t, Op>;
+    case Ty::kU32:
+    case Ty::kB32: return &ibin<uint32_t, Op>;
     case Ty::kS64: return &ibin<int64_t, Op>;
-    case Ty::kU64: case Ty::kB64: return &ibin<uint64_t, Op>;
+    case Ty::kU64:
+    case Ty::kB64: return &ibin<uint64_t, Op>;
     case Ty::kS8: return &ibin<int8_t, Op>;
-    case Ty::kU8: case Ty::kB8: return &ibin<uint8_t, Op>;
+    case Ty::kU8:
+    case Ty::kB8: return &ibin<uint8_t, Op>;
     default: return nullptr;
   }
 }
@@ -297,8 +340,14 @@ KF_FAMILY(HBfe, ibfe)
 KF_FAMILY(HBfi, ibfi)
 KF_FAMILY(HLop3, ilop3)
 KF_FAMILY(HSad, isad)
-template <class T> struct HMadLo { static bool run(Ctx& c, const DInst& d, uint32_t m) { return imad<T, IMulLo>(c, d, m); } };
-template <class T> struct HMadHi { static bool run(Ctx& c, const DInst& d, uint32_t m) { return imad<T, IMulHi>(c, d, m); } };
+template <class T>
+struct HMadLo {
+  static bool run(Ctx& c, const DInst& d, uint32_t m) { return imad<T, IMulLo>(c, d, m); }
+};
+template <class T>
+struct HMadHi {
+  static bool run(Ctx& c, const DInst& d, uint32_t m) { return imad<T, IMulHi>(c, d, m); }
+};
 
 }  // namespace
 
@@ -470,7 +519,9 @@ Status decodeIntUnary(const Decoding& x) {
 }
 
 // neg abs: integer or floating point by the type
-Status decodeNegAbs(const Decoding& x) { return tyFloat(x.t) ? decodeFloatUnary(x) : decodeIntUnary(x); }
+Status decodeNegAbs(const Decoding& x) {
+  return tyFloat(x.t) ? decodeFloatUnary(x) : decodeIntUnary(x);
+}
 
 // bfe bfi lop3 prmt
 Status decodeBitfield(const Decoding& x) {

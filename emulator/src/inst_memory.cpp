@@ -9,25 +9,43 @@ namespace {
 
 template <uint32_t N, bool S>
 KF_INLINE uint64_t loadN(const uint8_t* p) {
-  if constexpr (N == 1) return S ? uint64_t(int64_t(int8_t(*p))) : *p;
-  else if constexpr (N == 2) { uint16_t v; std::memcpy(&v, p, 2); return S ? uint64_t(int64_t(int16_t(v))) : v; }
-  else if constexpr (N == 4) { uint32_t v; std::memcpy(&v, p, 4); return S ? uint64_t(int64_t(int32_t(v))) : v; }
-  else { uint64_t v; std::memcpy(&v, p, 8); return v; }
+  if constexpr (N == 1)
+    return S ? uint64_t(int64_t(int8_t(*p))) : *p;
+  else if constexpr (N == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return S ? uint64_t(int64_t(int16_t(v))) : v;
+  } else if constexpr (N == 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return S ? uint64_t(int64_t(int32_t(v))) : v;
+  } else {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
 }
 template <uint32_t N>
-KF_INLINE void storeN(uint8_t* p, uint64_t v) { std::memcpy(p, &v, N); }
+KF_INLINE void storeN(uint8_t* p, uint64_t v) {
+  std::memcpy(p, &v, N);
+}
 
 template <Space S>
 KF_INLINE void countBytes(Ctx& c, uint64_t addr, uint64_t n, bool store) {
   Space s = S;
   if constexpr (S == Space::kGeneric) {
-    if (addr >= kSharedWindow && addr < kSharedWindow + kWindowSize) s = Space::kShared;
-    else if (addr >= kLocalWindow && addr < kLocalWindow + kWindowSize) s = Space::kLocal;
-    else if (addr >= kParamWindow && addr < kParamWindow + kWindowSize) return;
-    else s = Space::kGlobal;
+    if (addr >= kSharedWindow && addr < kSharedWindow + kWindowSize)
+      s = Space::kShared;
+    else if (addr >= kLocalWindow && addr < kLocalWindow + kWindowSize)
+      s = Space::kLocal;
+    else if (addr >= kParamWindow && addr < kParamWindow + kWindowSize)
+      return;
+    else
+      s = Space::kGlobal;
   }
   switch (s) {
-    case Space::kGlobal: case Space::kConst: (store ? c.cnt.global_store_bytes : c.cnt.global_load_bytes) += n; break;
+    case Space::kGlobal:
+    case Space::kConst: (store ? c.cnt.global_store_bytes : c.cnt.global_load_bytes) += n; break;
     case Space::kShared: (store ? c.cnt.shared_store_bytes : c.cnt.shared_load_bytes) += n; break;
     case Space::kLocal: (store ? c.cnt.local_store_bytes : c.cnt.local_load_bytes) += n; break;
     default: break;
@@ -46,7 +64,10 @@ bool ld(Ctx& c, const DInst& d, uint32_t m) {
       if (!ok) return;
       uint64_t addr = A[l] + off;
       const uint8_t* h = resolve<S>(c, addr, N, l, false);
-      if (!h) { ok = false; return; }
+      if (!h) {
+        ok = false;
+        return;
+      }
       D[l] = loadN<N, kSigned>(h);
       countBytes<S>(c, addr, N, false);
     });
@@ -57,7 +78,10 @@ bool ld(Ctx& c, const DInst& d, uint32_t m) {
     if (!ok) return;
     uint64_t addr = A[l] + off;
     const uint8_t* h = resolve<S>(c, addr, N * vec, l, false);
-    if (!h) { ok = false; return; }
+    if (!h) {
+      ok = false;
+      return;
+    }
     for (int i = 0; i < vec; ++i) R(c, d.v[i])[l] = loadN<N, kSigned>(h + i * N);
     countBytes<S>(c, addr, N * vec, false);
   });
@@ -74,7 +98,10 @@ bool st(Ctx& c, const DInst& d, uint32_t m) {
     if (!ok) return;
     uint64_t addr = A[l] + off;
     uint8_t* h = resolve<S>(c, addr, N * vec, l, true);
-    if (!h) { ok = false; return; }
+    if (!h) {
+      ok = false;
+      return;
+    }
     for (int i = 0; i < vec; ++i) storeN<N>(h + i * N, R(c, d.v[i])[l]);
     countBytes<S>(c, addr, N * vec, true);
   });
@@ -92,11 +119,17 @@ bool cpasync(Ctx& c, const DInst& d, uint32_t m) {
     uint32_t n = d.size;
     uint32_t valid = SrcSize ? std::min<uint32_t>(uint32_t(SrcSize[l]), n) : n;
     uint8_t* dst = resolve<Space::kShared>(c, Dst[l] + uint64_t(d.imm), n, l, true);
-    if (!dst) { ok = false; return; }
+    if (!dst) {
+      ok = false;
+      return;
+    }
     uint8_t tmp[16] = {};
     if (valid) {
       const uint8_t* src = resolve<Space::kGlobal>(c, Src[l] + uint64_t(int64_t(d.target)), n, l, false);
-      if (!src) { ok = false; return; }
+      if (!src) {
+        ok = false;
+        return;
+      }
       std::memcpy(tmp, src, valid);
       c.cnt.global_load_bytes += valid;
     }
@@ -114,15 +147,45 @@ template <class T>
 KF_INLINE T atomApply(uint8_t op, T old, T b, T c3) {
   switch (op) {
     case kAAdd:
-      if constexpr (std::is_floating_point_v<T>) return old + b;
-      else return T(U<T>(old) + U<T>(b));
-    case kAMin: if constexpr (std::is_floating_point_v<T>) return std::fmin(old, b); else return old < b ? old : b;
-    case kAMax: if constexpr (std::is_floating_point_v<T>) return std::fmax(old, b); else return old < b ? b : old;
-    case kAInc: if constexpr (std::is_integral_v<T>) return old >= b ? T(0) : T(old + 1); else return old;
-    case kADec: if constexpr (std::is_integral_v<T>) return (old == 0 || old > b) ? b : T(old - 1); else return old;
-    case kAAnd: if constexpr (std::is_integral_v<T>) return old & b; else return old;
-    case kAOr: if constexpr (std::is_integral_v<T>) return old | b; else return old;
-    case kAXor: if constexpr (std::is_integral_v<T>) return old ^ b; else return old;
+      if constexpr (std::is_floating_point_v<T>)
+        return old + b;
+      else
+        return T(U<T>(old) + U<T>(b));
+    case kAMin:
+      if constexpr (std::is_floating_point_v<T>)
+        return std::fmin(old, b);
+      else
+        return old < b ? old : b;
+    case kAMax:
+      if constexpr (std::is_floating_point_v<T>)
+        return std::fmax(old, b);
+      else
+        return old < b ? b : old;
+    case kAInc:
+      if constexpr (std::is_integral_v<T>)
+        return old >= b ? T(0) : T(old + 1);
+      else
+        return old;
+    case kADec:
+      if constexpr (std::is_integral_v<T>)
+        return (old == 0 || old > b) ? b : T(old - 1);
+      else
+        return old;
+    case kAAnd:
+      if constexpr (std::is_integral_v<T>)
+        return old & b;
+      else
+        return old;
+    case kAOr:
+      if constexpr (std::is_integral_v<T>)
+        return old | b;
+      else
+        return old;
+    case kAXor:
+      if constexpr (std::is_integral_v<T>)
+        return old ^ b;
+      else
+        return old;
     case kAExch: return b;
     case kACas: return old == b ? c3 : old;
   }
@@ -142,7 +205,10 @@ bool atom(Ctx& c, const DInst& d, uint32_t m) {
     if (!ok) return;
     uint64_t addr = A[l] + uint64_t(d.imm);
     uint8_t* h = resolve<S>(c, addr, sizeof(T), l, true);
-    if (!h) { ok = false; return; }
+    if (!h) {
+      ok = false;
+      return;
+    }
     if constexpr (S == Space::kGeneric) shared_space = addr >= kSharedWindow && addr < kSharedWindow + kWindowSize;
     std::atomic_ref<Bits> ref(*reinterpret_cast<Bits*>(h));
     Bits old = ref.load(std::memory_order_relaxed), nv;
@@ -201,9 +267,11 @@ Handler stHandler(Space s, uint32_t n) {
 template <Space S>
 Handler atomFor(Ty t) {
   switch (t) {
-    case Ty::kU32: case Ty::kB32: return &atom<S, uint32_t>;
+    case Ty::kU32:
+    case Ty::kB32: return &atom<S, uint32_t>;
     case Ty::kS32: return &atom<S, int32_t>;
-    case Ty::kU64: case Ty::kB64: return &atom<S, uint64_t>;
+    case Ty::kU64:
+    case Ty::kB64: return &atom<S, uint64_t>;
     case Ty::kS64: return &atom<S, int64_t>;
     case Ty::kF32: return &atom<S, float>;
     case Ty::kF64: return &atom<S, double>;
@@ -235,8 +303,10 @@ Status decodeLdSt(const Decoding& x) {
     if (val.kind != ptx::OperandKind::kVector || val.elements.size() != size_t(vec))
       return badFormat("'" + in.fullOpcode() + "' needs a vector of " + std::to_string(vec));
     for (int i = 0; i < vec; ++i) {
-      if (store) VAL(d->v[i], val.elements[i], t);
-      else DST(d->v[i], val.elements[i]);
+      if (store)
+        VAL(d->v[i], val.elements[i], t);
+      else
+        DST(d->v[i], val.elements[i]);
     }
   } else if (store) {
     VAL(d->v[0], val, t);
@@ -254,9 +324,8 @@ Status decodeAtom(const Decoding& x) {
   KFUSE_RETURN_IF_ERROR(x.need(is_red ? 2 : 3));
   setClass(d, InstClass::kAtomic);
   static constexpr std::pair<Mod, AtomOp> kOps[] = {
-      {Mod::kOpAdd, kAAdd}, {Mod::kOpMin, kAMin}, {Mod::kOpMax, kAMax},   {Mod::kOpInc, kAInc},
-      {Mod::kOpDec, kADec}, {Mod::kOpAnd, kAAnd}, {Mod::kOpOr, kAOr},     {Mod::kOpXor, kAXor},
-      {Mod::kOpExch, kAExch}, {Mod::kOpCas, kACas}};
+      {Mod::kOpAdd, kAAdd}, {Mod::kOpMin, kAMin}, {Mod::kOpMax, kAMax}, {Mod::kOpInc, kAInc},   {Mod::kOpDec, kADec},
+      {Mod::kOpAnd, kAAnd}, {Mod::kOpOr, kAOr},   {Mod::kOpXor, kAXor}, {Mod::kOpExch, kAExch}, {Mod::kOpCas, kACas}};
   int aop = -1;
   for (auto& [m, o] : kOps)
     if (in.has(m)) aop = o;

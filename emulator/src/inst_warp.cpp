@@ -23,10 +23,22 @@ bool shfl(Ctx& c, const DInst& d, uint32_t m) {
     int j;
     bool pv;
     switch (d.aux8) {
-      case 0: j = l - int(b); pv = j >= int(max_lane); break;                  // up
-      case 1: j = l + int(b); pv = j <= int(max_lane); break;                  // down
-      case 2: j = l ^ int(b); pv = j <= int(max_lane); break;                  // bfly
-      default: j = int(min_lane | (b & ~segmask)); pv = j <= int(max_lane); break;  // idx
+      case 0:
+        j = l - int(b);
+        pv = j >= int(max_lane);
+        break;  // up
+      case 1:
+        j = l + int(b);
+        pv = j <= int(max_lane);
+        break;  // down
+      case 2:
+        j = l ^ int(b);
+        pv = j <= int(max_lane);
+        break;  // bfly
+      default:
+        j = int(min_lane | (b & ~segmask));
+        pv = j <= int(max_lane);
+        break;  // idx
     }
     if (!pv) j = l;
     D[l] = uint32_t(src[j & 31]);
@@ -43,7 +55,7 @@ bool vote(Ctx& c, const DInst& d, uint32_t m) {
     case 0: c.p[d.d0] = (c.p[d.d0] & ~m) | (set == m ? m : 0); break;                // all
     case 1: c.p[d.d0] = (c.p[d.d0] & ~m) | (set != 0 ? m : 0); break;                // any
     case 2: c.p[d.d0] = (c.p[d.d0] & ~m) | ((set == m || set == 0) ? m : 0); break;  // uni
-    default: {                                                                         // ballot
+    default: {                                                                       // ballot
       uint64_t* D = R(c, d.d0);
       lanes(m, [&](int l) { D[l] = set; });
     }
@@ -63,11 +75,14 @@ bool matchsync(Ctx& c, const DInst& d, uint32_t m) {  // aux8: 0 any, 1 all; siz
   uint32_t res[32] = {};
   lanes(m, [&](int l) {
     uint32_t same = 0;
-    lanes(m, [&](int k) { if ((A[k] & mask) == (A[l] & mask)) same |= 1u << k; });
+    lanes(m, [&](int k) {
+      if ((A[k] & mask) == (A[l] & mask)) same |= 1u << k;
+    });
     res[l] = same;
   });
   lanes(m, [&](int l) {
-    if (d.aux8 == 0) D[l] = res[l];
+    if (d.aux8 == 0)
+      D[l] = res[l];
     else {
       D[l] = res[l] == m ? m : 0;
       if (res[l] == m) allp |= 1u << l;
@@ -84,7 +99,11 @@ bool redux(Ctx& c, const DInst& d, uint32_t m) {  // aux8: 0 add 1 min 2 max 3 a
   bool first = true;
   lanes(m, [&](int l) {
     T v = get<T>(A[l]);
-    if (first) { acc = v; first = false; return; }
+    if (first) {
+      acc = v;
+      first = false;
+      return;
+    }
     switch (d.aux8) {
       case 0: acc = T(U<T>(acc) + U<T>(v)); break;
       case 1: acc = std::min(acc, v); break;
@@ -126,8 +145,10 @@ Status decodeVote(const Decoding& x) {
   d->aux8 = in.has(Mod::kAll) ? 0 : in.has(Mod::kAny) ? 1 : in.has(Mod::kUni) ? 2 : in.has(Mod::kBallot) ? 3 : 9;
   if (d->aux8 == 9) return unsupportedInst(in);
   bool nd = false, na = false;
-  if (d->aux8 == 3) DST(d->d0, ops[0]);
-  else PRED(d->d0, ops[0], nd);
+  if (d->aux8 == 3)
+    DST(d->d0, ops[0]);
+  else
+    PRED(d->d0, ops[0], nd);
   PRED(d->a, ops[1], na);
   if (na) d->flags |= kNegA;
   d->fn = &vote;
@@ -164,8 +185,13 @@ Status decodeRedux(const Decoding& x) {
   KF_DECODING(x);
   KFUSE_RETURN_IF_ERROR(x.need(2));
   setClass(d, InstClass::kWarp);
-  d->aux8 = in.has(Mod::kOpAdd) ? 0 : in.has(Mod::kOpMin) ? 1 : in.has(Mod::kOpMax) ? 2 : in.has(Mod::kOpAnd) ? 3
-          : in.has(Mod::kOpOr) ? 4 : in.has(Mod::kOpXor) ? 5 : 9;
+  d->aux8 = in.has(Mod::kOpAdd)   ? 0
+            : in.has(Mod::kOpMin) ? 1
+            : in.has(Mod::kOpMax) ? 2
+            : in.has(Mod::kOpAnd) ? 3
+            : in.has(Mod::kOpOr)  ? 4
+            : in.has(Mod::kOpXor) ? 5
+                                  : 9;
   if (d->aux8 == 9) return unsupportedInst(in);
   DST(d->d0, ops[0]);
   VAL(d->a, ops[1], t);
@@ -181,7 +207,9 @@ Status decodeBra(const Decoding& x) {
   return b.branchTarget(ops[0], d);
 }
 
-Status decodeBrx(const Decoding& x) { return unsupportedInst(x.in, "indirect branch"); }
+Status decodeBrx(const Decoding& x) {
+  return unsupportedInst(x.in, "indirect branch");
+}
 
 // ret exit trap
 Status decodeExit(const Decoding& x) {
@@ -216,12 +244,16 @@ Status decodeBarrier(const Decoding& x) {
     d->aux8 = in.has(Mod::kOpPopc) ? 1 : in.has(Mod::kOpAnd) ? 2 : in.has(Mod::kOpOr) ? 3 : 0;
     if (d->aux8 == 0) return unsupportedInst(in);
     bool nd = false, nc = false;
-    if (d->aux8 == 1) DST(d->d0, ops[0]);
-    else PRED(d->d0, ops[0], nd);
+    if (d->aux8 == 1)
+      DST(d->d0, ops[0]);
+    else
+      PRED(d->d0, ops[0], nd);
     d->a = 0xffff;
     d->b = 0xffff;
-    if (auto id = ops[1].intValue()) d->imm = *id;
-    else VAL(d->a, ops[1], Ty::kU32);
+    if (auto id = ops[1].intValue())
+      d->imm = *id;
+    else
+      VAL(d->a, ops[1], Ty::kU32);
     if (ops.size() >= 4) VAL(d->b, ops[2], Ty::kU32);
     PRED(d->c, ops.back(), nc);
     if (nc) d->flags |= kNegC;

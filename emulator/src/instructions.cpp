@@ -34,17 +34,33 @@ Ty tyOf(ptx::DataType t) {
 
 uint32_t tySize(Ty t) {
   switch (t) {
-    case Ty::kB8: case Ty::kU8: case Ty::kS8: return 1;
-    case Ty::kB16: case Ty::kU16: case Ty::kS16: case Ty::kF16: case Ty::kBF16: return 2;
-    case Ty::kB32: case Ty::kU32: case Ty::kS32: case Ty::kF32: case Ty::kF16x2: case Ty::kBF16x2: return 4;
-    case Ty::kB64: case Ty::kU64: case Ty::kS64: case Ty::kF64: return 8;
+    case Ty::kB8:
+    case Ty::kU8:
+    case Ty::kS8: return 1;
+    case Ty::kB16:
+    case Ty::kU16:
+    case Ty::kS16:
+    case Ty::kF16:
+    case Ty::kBF16: return 2;
+    case Ty::kB32:
+    case Ty::kU32:
+    case Ty::kS32:
+    case Ty::kF32:
+    case Ty::kF16x2:
+    case Ty::kBF16x2: return 4;
+    case Ty::kB64:
+    case Ty::kU64:
+    case Ty::kS64:
+    case Ty::kF64: return 8;
     case Ty::kB128: return 16;
     case Ty::kPred: return 1;
     default: return 0;
   }
 }
 
-bool nop(Ctx&, const DInst&, uint32_t) { return true; }
+bool nop(Ctx&, const DInst&, uint32_t) {
+  return true;
+}
 
 // The emulator's memory space of the first state-space modifier it models, `dflt` if none.
 Space spaceOf(const ptx::Instruction& in, Space dflt) {
@@ -70,10 +86,14 @@ namespace {
 int roundingOf(const ptx::Instruction& in) {
   for (const ptx::Modifier& m : in.modifiers) {
     switch (m.asMod()) {
-      case Mod::kRn: case Mod::kRni: return 0;
-      case Mod::kRz: case Mod::kRzi: return 1;
-      case Mod::kRm: case Mod::kRmi: return 2;
-      case Mod::kRp: case Mod::kRpi: return 3;
+      case Mod::kRn:
+      case Mod::kRni: return 0;
+      case Mod::kRz:
+      case Mod::kRzi: return 1;
+      case Mod::kRm:
+      case Mod::kRmi: return 2;
+      case Mod::kRp:
+      case Mod::kRpi: return 3;
       default: break;
     }
   }
@@ -82,7 +102,10 @@ int roundingOf(const ptx::Instruction& in) {
 
 InstClass arithClass(Ty t) {
   switch (t) {
-    case Ty::kF16: case Ty::kF16x2: case Ty::kBF16: case Ty::kBF16x2: return InstClass::kFp16;
+    case Ty::kF16:
+    case Ty::kF16x2:
+    case Ty::kBF16:
+    case Ty::kBF16x2: return InstClass::kFp16;
     case Ty::kF32: return InstClass::kFp32;
     case Ty::kF64: return InstClass::kFp64;
     default: return InstClass::kInteger;
@@ -95,8 +118,8 @@ constexpr auto kDecoders = [] {
   auto set = [&t](std::initializer_list<Opcode> ops, DecodeFn fn) {
     for (Opcode o : ops) t[size_t(o)] = fn;
   };
-  set({Opcode::kAdd, Opcode::kSub, Opcode::kMul, Opcode::kMin, Opcode::kMax, Opcode::kDiv, Opcode::kRem,
-       Opcode::kAnd, Opcode::kOr, Opcode::kXor, Opcode::kCopysign},
+  set({Opcode::kAdd, Opcode::kSub, Opcode::kMul, Opcode::kMin, Opcode::kMax, Opcode::kDiv, Opcode::kRem, Opcode::kAnd,
+       Opcode::kOr, Opcode::kXor, Opcode::kCopysign},
       &decodeBinary);
   set({Opcode::kMul24, Opcode::kMad24}, &decodeMul24);
   set({Opcode::kMad, Opcode::kFma}, &decodeMad);

@@ -34,25 +34,25 @@ inline constexpr uint16_t kFtz = 1, kSat = 2, kNegC = 4, kNegA = 8, kNegB = 16, 
 struct DInst {
   Handler fn = nullptr;
   Kind kind = Kind::kNormal;
-  uint8_t cls = 0;        // InstClass
-  uint8_t flops = 0;      // per thread
-  uint8_t fprec = 0;      // 0 none, 1 f16, 2 f32, 3 f64
-  uint8_t rnd = 0;        // 0 rn, 1 rz, 2 rm, 3 rp (also rni/rzi/rmi/rpi)
-  uint8_t cmp = 0;        // setp comparison
-  uint8_t boolop = 0;     // setp combine: 0 none, 1 and, 2 or, 3 xor
-  uint8_t space = 0;      // Space
-  uint8_t vec = 1;        // vector width for ld/st
-  uint8_t size = 0;       // access size in bytes
-  uint8_t aux8 = 0;       // op-specific (shfl mode, vote mode, atomic op...)
+  uint8_t cls = 0;     // InstClass
+  uint8_t flops = 0;   // per thread
+  uint8_t fprec = 0;   // 0 none, 1 f16, 2 f32, 3 f64
+  uint8_t rnd = 0;     // 0 rn, 1 rz, 2 rm, 3 rp (also rni/rzi/rmi/rpi)
+  uint8_t cmp = 0;     // setp comparison
+  uint8_t boolop = 0;  // setp combine: 0 none, 1 and, 2 or, 3 xor
+  uint8_t space = 0;   // Space
+  uint8_t vec = 1;     // vector width for ld/st
+  uint8_t size = 0;    // access size in bytes
+  uint8_t aux8 = 0;    // op-specific (shfl mode, vote mode, atomic op...)
   uint16_t flags = 0;
-  uint16_t guard = 0;     // predicate index + 1; 0 = unguarded
+  uint16_t guard = 0;  // predicate index + 1; 0 = unguarded
   bool guard_neg = false;
-  uint16_t d0 = 0, d1 = 0;        // destination slots (or predicate indices)
+  uint16_t d0 = 0, d1 = 0;              // destination slots (or predicate indices)
   uint16_t a = 0, b = 0, c = 0, e = 0;  // source slots (or predicate indices for predicate operands)
-  uint16_t v[4] = {0, 0, 0, 0};   // vector ld/st registers
-  int64_t imm = 0;        // address offset; lut; barrier id...
-  int32_t target = -1;    // branch target pc; callee index
-  uint32_t line = 0;      // PTX source line
+  uint16_t v[4] = {0, 0, 0, 0};         // vector ld/st registers
+  int64_t imm = 0;                      // address offset; lut; barrier id...
+  int32_t target = -1;                  // branch target pc; callee index
+  uint32_t line = 0;                    // PTX source line
 };
 
 struct SpecialInit {
@@ -61,23 +61,46 @@ struct SpecialInit {
 };
 
 enum SpecialReg : uint8_t {
-  kTidX, kTidY, kTidZ, kNtidX, kNtidY, kNtidZ, kCtaidX, kCtaidY, kCtaidZ, kNctaidX, kNctaidY, kNctaidZ,
-  kLaneId, kWarpId, kNWarpId, kSmId, kNSmId, kGridId, kLaneMaskEq, kLaneMaskLt, kLaneMaskLe, kLaneMaskGt,
-  kLaneMaskGe, kDynSmem, kTotalSmem, kZero,
+  kTidX,
+  kTidY,
+  kTidZ,
+  kNtidX,
+  kNtidY,
+  kNtidZ,
+  kCtaidX,
+  kCtaidY,
+  kCtaidZ,
+  kNctaidX,
+  kNctaidY,
+  kNctaidZ,
+  kLaneId,
+  kWarpId,
+  kNWarpId,
+  kSmId,
+  kNSmId,
+  kGridId,
+  kLaneMaskEq,
+  kLaneMaskLt,
+  kLaneMaskLe,
+  kLaneMaskGt,
+  kLaneMaskGe,
+  kDynSmem,
+  kTotalSmem,
+  kZero,
 };
 
 struct CallArg {
-  bool is_reg = false;   // register/constant argument (copied per lane) vs .param symbol
-  uint16_t slot = 0;     // when is_reg
-  uint32_t offset = 0;   // caller param-area offset when !is_reg
+  bool is_reg = false;  // register/constant argument (copied per lane) vs .param symbol
+  uint16_t slot = 0;    // when is_reg
+  uint32_t offset = 0;  // caller param-area offset when !is_reg
   uint32_t size = 0;
 };
 
 struct CallSite {
-  int callee = -1;                  // index into Program::Impl::functions; -1 for a builtin or indirect call
-  bool indirect = false;            // target address in register slot `target_slot`
+  int callee = -1;        // index into Program::Impl::functions; -1 for a builtin or indirect call
+  bool indirect = false;  // target address in register slot `target_slot`
   uint16_t target_slot = 0;
-  int builtin = 0;                  // 1 vprintf, 2 __assertfail
+  int builtin = 0;  // 1 vprintf, 2 __assertfail
   std::vector<CallArg> args;
   std::vector<CallArg> rets;
 };
@@ -86,28 +109,28 @@ struct DecodedFunction {
   std::string name;
   bool is_entry = false;
   std::vector<DInst> code;
-  std::vector<std::string> text;       // full opcode per pc, for messages
-  uint32_t num_slots = 0;              // 64-bit register slots (declared + constants + specials + scratch)
+  std::vector<std::string> text;  // full opcode per pc, for messages
+  uint32_t num_slots = 0;         // 64-bit register slots (declared + constants + specials + scratch)
   uint32_t num_preds = 0;
   std::vector<uint64_t> const_values;  // slot -> value, for constant slots (broadcast to all lanes)
   std::vector<uint16_t> const_slots;
   std::vector<uint16_t> local_addr_slots;  // constant slots holding a frame-relative local address
   std::vector<SpecialInit> specials;
-  uint32_t param_area = 0;             // per-lane bytes of .param storage (formal, return and call-site params)
+  uint32_t param_area = 0;               // per-lane bytes of .param storage (formal, return and call-site params)
   std::vector<uint32_t> formal_offsets;  // .func: per-lane offsets of formal params
   std::vector<uint32_t> formal_sizes;
   std::vector<uint32_t> return_offsets;
   std::vector<uint32_t> return_sizes;
-  uint32_t local_bytes = 0;            // per-thread local frame
+  uint32_t local_bytes = 0;  // per-thread local frame
   bool uses_barrier = false;
   std::vector<CallSite> calls;
-  KernelInfo info;                     // entries
-  Status status;                       // decode failure (e.g. an unsupported instruction); reported at launch
+  KernelInfo info;  // entries
+  Status status;    // decode failure (e.g. an unsupported instruction); reported at launch
 };
 
 struct Program::Impl {
   std::vector<std::unique_ptr<DecodedFunction>> functions;
-  uint32_t static_shared = 0;          // module-wide static shared layout size
+  uint32_t static_shared = 0;  // module-wide static shared layout size
   bool has_calls = false;
   bool uses_dynamic_shared = false;
 };

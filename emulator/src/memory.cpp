@@ -21,8 +21,7 @@ std::string Memory::Impl::describe(uint64_t addr, uint64_t len) const {
     --fit;
     if (addr >= fit->first && addr < fit->first + fit->second + kGuardBytes) {
       if (addr < fit->first + fit->second)
-        return "address is inside freed allocation " + hex(fit->first) + " (" + std::to_string(fit->second) +
-               " bytes)";
+        return "address is inside freed allocation " + hex(fit->first) + " (" + std::to_string(fit->second) + " bytes)";
     }
   }
   auto it = live.upper_bound(addr);
@@ -48,7 +47,8 @@ Memory::Memory() : impl_(std::make_unique<Impl>()) {}
 Memory::~Memory() = default;
 
 Expected<DevicePtr> Memory::allocate(uint64_t bytes, std::string tag) {
-  if (bytes > (uint64_t{1} << 36)) return invalidArgument("allocation of " + std::to_string(bytes) + " bytes is too large for the emulator");
+  if (bytes > (uint64_t{1} << 36))
+    return invalidArgument("allocation of " + std::to_string(bytes) + " bytes is too large for the emulator");
   std::unique_lock lock(impl_->mu);
   uint64_t size = bytes == 0 ? 1 : bytes;
   Impl::Alloc a;

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -43,7 +43,7 @@ struct Memory::Impl {
     std::unique_ptr<uint8_t, Free> data;
     std::string tag;
   };
-  mutable std::shared_mutex mu;       // shared: launches and copies; exclusive: allocate/free
+  mutable std::shared_mutex mu;  // shared: launches and copies; exclusive: allocate/free
   std::map<uint64_t, Alloc> live;
   std::map<uint64_t, uint64_t> freed;  // base -> size, for use-after-free reports
   std::vector<Region> regions;         // sorted by base; rebuilt on allocate/free
@@ -57,8 +57,8 @@ struct Memory::Impl {
   }
   // Region containing [addr, addr+len), or nullptr. Caller holds `mu` (shared).
   const Region* find(uint64_t addr, uint64_t len) const {
-    auto it = std::upper_bound(regions.begin(), regions.end(), addr,
-                               [](uint64_t a, const Region& r) { return a < r.base; });
+    auto it =
+        std::upper_bound(regions.begin(), regions.end(), addr, [](uint64_t a, const Region& r) { return a < r.base; });
     if (it == regions.begin()) return nullptr;
     --it;
     if (addr - it->base + len > it->size || addr < it->base) return nullptr;

@@ -49,7 +49,13 @@ std::string formatDevicePrintf(const std::string& fmt, const std::function<bool(
       if (std::string("hlLqjzt").find(ch) == std::string::npos) base += ch;
     char buf[512];
     switch (conv) {
-      case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+      case 'd':
+      case 'i':
+      case 'u':
+      case 'x':
+      case 'X':
+      case 'o':
+      case 'c': {
         uint64_t v = 0;
         if (longs > 0) {
           if (!take(8, &v)) return out + "<bad printf argument>";
@@ -60,12 +66,21 @@ std::string formatDevicePrintf(const std::string& fmt, const std::function<bool(
           if (half) v = (conv == 'd' || conv == 'i') ? uint64_t(int64_t(int16_t(w))) : uint16_t(w);
         }
         std::string f = base + "ll" + conv;
-        if (conv == 'c') std::snprintf(buf, sizeof buf, (base + 'c').c_str(), int(v));
-        else std::snprintf(buf, sizeof buf, f.c_str(), static_cast<long long>(v));
+        if (conv == 'c')
+          std::snprintf(buf, sizeof buf, (base + 'c').c_str(), int(v));
+        else
+          std::snprintf(buf, sizeof buf, f.c_str(), static_cast<long long>(v));
         out += buf;
         break;
       }
-      case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A': {
+      case 'f':
+      case 'F':
+      case 'e':
+      case 'E':
+      case 'g':
+      case 'G':
+      case 'a':
+      case 'A': {
         double v = 0;
         if (!take(8, &v)) return out + "<bad printf argument>";
         std::snprintf(buf, sizeof buf, (base + conv).c_str(), v);

@@ -35,14 +35,18 @@ uint64_t put(T f) {
     return u;
   }
 }
-float ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+float ftz(float x) {
+  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+}
 
 template <class T>
 void apply(int op, const uint64_t* A, const uint64_t* B, const uint64_t* C, uint64_t* D, uint32_t mask, bool z) {
   auto in = [&](const uint64_t* p, int l) {
     T v = get<T>(p[l]);
-    if constexpr (sizeof(T) == 4) return z ? ftz(v) : v;
-    else return v;
+    if constexpr (sizeof(T) == 4)
+      return z ? ftz(v) : v;
+    else
+      return v;
   };
   for (int l = 0; l < 32; ++l) {
     if (!((mask >> l) & 1)) continue;
@@ -72,9 +76,12 @@ void directedRound(int rnd, int op, int prec, const uint64_t* A, const uint64_t*
   if (op >= 6 && op <= 8) {
     // Conversions to f32 of one value (mask bit 0).
     volatile float r;
-    if (op == 6) r = static_cast<float>(get<double>(A[0]));
-    else if (op == 7) r = static_cast<float>(static_cast<int64_t>(A[0]));
-    else r = static_cast<float>(A[0]);
+    if (op == 6)
+      r = static_cast<float>(get<double>(A[0]));
+    else if (op == 7)
+      r = static_cast<float>(static_cast<int64_t>(A[0]));
+    else
+      r = static_cast<float>(A[0]);
     float v = r;
     D[0] = put<float>(ftz_on ? ftz(v) : v);
   } else if (prec == 2) {

@@ -9,7 +9,9 @@
 
 namespace example {
 
-inline unsigned blocksFor(size_t n, unsigned block) { return unsigned((n + block - 1) / block); }
+inline unsigned blocksFor(size_t n, unsigned block) {
+  return unsigned((n + block - 1) / block);
+}
 
 // y = layernorm(x) row by row (rows x h, row-major), in double: the reference for the examples' layernorm kernel.
 inline void layernormRef(const std::vector<float>& x, std::vector<float>& y, const std::vector<float>& g,
@@ -44,8 +46,7 @@ size_t compare(const char* what, const std::vector<T>& got, const std::vector<T>
   for (size_t i = 0; i < want.size(); ++i) {
     double g = double(got[i]), w = double(want[i]);
     bool ok = tol == 0 ? got[i] == want[i] : std::fabs(g - w) <= tol * (1.0 + std::fabs(w));
-    if (!ok && bad++ == 0)
-      std::fprintf(stderr, "%s: mismatch at %zu: got %.9g, want %.9g\n", what, i, g, w);
+    if (!ok && bad++ == 0) std::fprintf(stderr, "%s: mismatch at %zu: got %.9g, want %.9g\n", what, i, g, w);
   }
   return bad;
 }

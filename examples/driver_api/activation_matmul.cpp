@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
                             example::download<float>(dx3, kElements), example::download<float>(dy4, results),
                             example::download<float>(dy5, results)},
                            &every);
-  for (CUdeviceptr p : {dx1, dx2, dx3, dx4, dx5, dw, dh1, dh2, dh3, dh4, dh5, dy1, dy2, dy4, dy5}) CU_CHECK(cuMemFree(p));
+  for (CUdeviceptr p : {dx1, dx2, dx3, dx4, dx5, dw, dh1, dh2, dh3, dh4, dh5, dy1, dy2, dy4, dy5})
+    CU_CHECK(cuMemFree(p));
   CU_CHECK(cuStreamDestroy(stream));
   return example::finish("activation_matmul", bad, example::checksum(every));
 }

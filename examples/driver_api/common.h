@@ -15,18 +15,17 @@
 #include <string>
 #include <vector>
 
-#define CU_CHECK(call)                                                                            \
-  do {                                                                                            \
-    CUresult r_ = (call);                                                                         \
-    if (r_ != CUDA_SUCCESS) {                                                                     \
-      const char* n_ = nullptr;                                                                   \
-      const char* s_ = nullptr;                                                                   \
-      cuGetErrorName(r_, &n_);                                                                    \
-      cuGetErrorString(r_, &s_);                                                                  \
-      std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call, n_ ? n_ : "?", \
-                   s_ ? s_ : "?");                                                                \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+#define CU_CHECK(call)                                                                                              \
+  do {                                                                                                              \
+    CUresult r_ = (call);                                                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                                                       \
+      const char* n_ = nullptr;                                                                                     \
+      const char* s_ = nullptr;                                                                                     \
+      cuGetErrorName(r_, &n_);                                                                                      \
+      cuGetErrorString(r_, &s_);                                                                                    \
+      std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call, n_ ? n_ : "?", s_ ? s_ : "?"); \
+      std::exit(1);                                                                                                 \
+    }                                                                                                               \
   } while (0)
 
 namespace example {

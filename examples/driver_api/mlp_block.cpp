@@ -13,7 +13,8 @@ constexpr int kTokens = 32, kHidden = 64, kFfn = 256, kLayers = 2, kIterations =
 int main(int argc, char** argv) {
   example::Session s(argc, argv, "mlp_block");
   std::vector<float> x(kTokens * kHidden), gamma(kHidden), beta(kHidden);
-  std::vector<float> w1(size_t(kLayers) * kHidden * kFfn), b1(size_t(kLayers) * kFfn), w2(size_t(kLayers) * kFfn * kHidden);
+  std::vector<float> w1(size_t(kLayers) * kHidden * kFfn), b1(size_t(kLayers) * kFfn),
+      w2(size_t(kLayers) * kFfn * kHidden);
   uint32_t seed = 12345;
   auto rnd = [&]() {
     seed = seed * 1664525u + 1013904223u;
@@ -27,8 +28,15 @@ int main(int argc, char** argv) {
 
 #ifdef KFUSE_ARENA
   // One allocation; each tensor at the next 256-byte boundary (the caching allocator's granule).
-  const size_t floats[] = {x.size(), gamma.size(), beta.size(), w1.size(), b1.size(), w2.size(),
-                           size_t(kTokens) * kHidden, size_t(kTokens) * kFfn, size_t(kTokens) * kFfn};
+  const size_t floats[] = {x.size(),
+                           gamma.size(),
+                           beta.size(),
+                           w1.size(),
+                           b1.size(),
+                           w2.size(),
+                           size_t(kTokens) * kHidden,
+                           size_t(kTokens) * kFfn,
+                           size_t(kTokens) * kFfn};
   size_t arena_bytes = 0;
   for (size_t f : floats) arena_bytes += (f * sizeof(float) + 255) / 256 * 256;
   CUdeviceptr arena;

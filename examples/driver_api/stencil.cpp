@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x) {
         int i = y * w + x;
-        b[i] = (x == 0 || y == 0 || x == w - 1 || y == h - 1) ? a[i] : 0.25f * (a[i - w] + a[i + w] + a[i - 1] + a[i + 1]);
+        b[i] =
+            (x == 0 || y == 0 || x == w - 1 || y == h - 1) ? a[i] : 0.25f * (a[i - w] + a[i + w] + a[i - 1] + a[i + 1]);
       }
     std::swap(a, b);
   }

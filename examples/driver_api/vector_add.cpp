@@ -14,8 +14,8 @@ int main(int argc, char** argv) {
   CU_CHECK(cuMemAlloc(&dc, n * sizeof(float)));
   int nn = n;
   void* args[] = {&da, &db, &dc, &nn};
-  CU_CHECK(cuLaunchKernel(s.function("vector_add"), example::blocksFor(n, 256), 1, 1, 256, 1, 1, 0, nullptr, args,
-                          nullptr));
+  CU_CHECK(
+      cuLaunchKernel(s.function("vector_add"), example::blocksFor(n, 256), 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
   CU_CHECK(cuCtxSynchronize());
   auto c = example::download<float>(dc, n);
   size_t bad = example::compare("c", c, want);

@@ -12,14 +12,14 @@
 
 #include "../common/check.h"
 
-#define CUDA_CHECK(call)                                                                              \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess) {                                                                          \
+#define CUDA_CHECK(call)                                                                                   \
+  do {                                                                                                     \
+    cudaError_t e_ = (call);                                                                               \
+    if (e_ != cudaSuccess) {                                                                               \
       std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_), \
-                   cudaGetErrorString(e_));                                                           \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
+                   cudaGetErrorString(e_));                                                                \
+      std::exit(1);                                                                                        \
+    }                                                                                                      \
   } while (0)
 
 // After a <<<>>> launch: the launch error, if any.

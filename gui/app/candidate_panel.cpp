@@ -64,14 +64,14 @@ CandidatePanel::CandidatePanel(CandidatesModel* model, QWidget* parent) : QWidge
   connect(name_, &QLineEdit::textChanged, this, &CandidatePanel::applyFilters);
   connect(kind_, &QComboBox::currentIndexChanged, this, &CandidatePanel::applyFilters);
   connect(confidence_, &QComboBox::currentIndexChanged, this, &CandidatePanel::applyFilters);
-  for (QCheckBox* b : {proven_, likely_, blocked_}) connect(b, &QCheckBox::toggled, this, &CandidatePanel::applyFilters);
+  for (QCheckBox* b : {proven_, likely_, blocked_})
+    connect(b, &QCheckBox::toggled, this, &CandidatePanel::applyFilters);
   connect(saving_, &QDoubleSpinBox::valueChanged, this, &CandidatePanel::applyFilters);
   connect(occurrences_, &QSpinBox::valueChanged, this, &CandidatePanel::applyFilters);
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            if (selecting_ || !current.isValid()) return;
-            emit candidatePicked(current.data(CandidatesModel::CandidateIndexRole).toInt());
-          });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (selecting_ || !current.isValid()) return;
+    emit candidatePicked(current.data(CandidatesModel::CandidateIndexRole).toInt());
+  });
   connect(model_, &QAbstractItemModel::modelReset, this, [this] { table_->resizeColumnsToContents(); });
 }
 

@@ -11,8 +11,9 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName("kfuse-gui");
   QApplication::setApplicationVersion(KFUSE_VERSION_STRING);
   QCommandLineParser parser;
-  parser.setApplicationDescription("Review kfuse's fusion recommendations: timeline, candidates, dependency graph, "
-                                   "roofline, PTX; accept or reject each and export plans for `kfuse run`.");
+  parser.setApplicationDescription(
+      "Review kfuse's fusion recommendations: timeline, candidates, dependency graph, "
+      "roofline, PTX; accept or reject each and export plans for `kfuse run`.");
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("FILE", "a kfuse trace, Kineto JSON (.json, .json.gz) or Nsight Systems export");

@@ -165,14 +165,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1500, 900);
 }
 
-MainWindow::~MainWindow() { waitForBackground(); }
+MainWindow::~MainWindow() {
+  waitForBackground();
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
     const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open a trace"), QString(),
-        tr("Traces (*.sqlite *.db *.kfuse *.json *.json.gz *.gz);;All files (*)"));
+        this, tr("Open a trace"), QString(), tr("Traces (*.sqlite *.db *.kfuse *.json *.json.gz *.gz);;All files (*)"));
     if (!path.isEmpty()) openFile(path);
   });
   recent_menu_ = file->addMenu(tr("Open &recent"));
@@ -185,7 +186,9 @@ void MainWindow::buildMenus() {
   view->addAction(tr("&Fit timeline"), this, [this] { timeline_->fit(); });
 }
 
-QStringList MainWindow::recentFiles() const { return QSettings().value("recentFiles").toStringList(); }
+QStringList MainWindow::recentFiles() const {
+  return QSettings().value("recentFiles").toStringList();
+}
 
 void MainWindow::addRecent(const QString& path) {
   QSettings settings;
@@ -395,9 +398,8 @@ void MainWindow::exportPlansDialog() {
   if (!session_) return;
   const QString dir = QFileDialog::getExistingDirectory(this, tr("Export plans into"));
   if (dir.isEmpty()) return;
-  exportPlans(dir, [this](const QStringList& lines) {
-    QMessageBox::information(this, tr("Export plans"), lines.join('\n'));
-  });
+  exportPlans(
+      dir, [this](const QStringList& lines) { QMessageBox::information(this, tr("Export plans"), lines.join('\n')); });
 }
 
 void MainWindow::exportPlans(const QString& dir, std::function<void(QStringList)> done) {

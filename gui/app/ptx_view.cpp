@@ -101,8 +101,9 @@ void PtxView::showCandidate(int index) {
                        .arg(c->rank)
                        .arg(analyzer::candidateKindName(c->kind))
                        .arg(analyzer::legalityName(c->legality))
-                       .arg(!all ? tr(": the trace has no PTX for some members, so it cannot be rewritten")
-                                 : !proven ? tr(": only proven candidates are rewritten") : QString()));
+                       .arg(!all      ? tr(": the trace has no PTX for some members, so it cannot be rewritten")
+                            : !proven ? tr(": only proven candidates are rewritten")
+                                      : QString()));
   rewrite_->setEnabled(all && proven && !busy_);
   validate_->setEnabled(false);
 }
@@ -139,8 +140,8 @@ void PtxView::rewrite() {
         options.validate = false;
         rewriter::RewriteDiagnostics diag;
         Out o;
-        o.plan = rewriter::rewriteCandidate(session->input, session->report, session->report.candidates[index],
-                                            options, dir, &diag);
+        o.plan = rewriter::rewriteCandidate(session->input, session->report, session->report.candidates[index], options,
+                                            dir, &diag);
         o.ptxas_log = diag.ptxas_log;
         return o;
       },
@@ -173,8 +174,12 @@ void PtxView::rewrite() {
                      .arg(QString::fromStdString(plan_->fused.name))
                      .arg(QString::fromUtf8(core::fusionDirection(plan_->fusion)))
                      .arg(*layout ? ", " + QString::fromUtf8(layout) + " layout" : QString())
-                     .arg(plan_->fused.shape.grid[0]).arg(plan_->fused.shape.grid[1]).arg(plan_->fused.shape.grid[2])
-                     .arg(plan_->fused.shape.block[0]).arg(plan_->fused.shape.block[1]).arg(plan_->fused.shape.block[2]);
+                     .arg(plan_->fused.shape.grid[0])
+                     .arg(plan_->fused.shape.grid[1])
+                     .arg(plan_->fused.shape.grid[2])
+                     .arg(plan_->fused.shape.block[0])
+                     .arg(plan_->fused.shape.block[1])
+                     .arg(plan_->fused.shape.block[2]);
         QStringList parts;
         for (const auto& p : plan_->fused.parts) {
           parts << tr("member %1 → blocks [%2, %3), threads [%4, %5)")
@@ -187,8 +192,9 @@ void PtxView::rewrite() {
         if (!parts.isEmpty()) {
           lines << tr("Correspondence: ") + parts.join("; ");
         } else {
-          lines << tr("Correspondence: every thread runs the members in order; member N's registers are renamed "
-                      "%k<N-1>_… in the fused kernel");
+          lines << tr(
+              "Correspondence: every thread runs the members in order; member N's registers are renamed "
+              "%k<N-1>_… in the fused kernel");
         }
         for (const rewriter::KernelResources& r : plan_->resources) {
           lines << tr("%1 on %2: %3 registers, %4 B shared, %5 B spilled, occupancy %6 % (limited by %7)")

@@ -140,9 +140,9 @@ void RooflineView::rebuild() {
   attach(kernels);
 
   QString note;
-  const analyzer::Candidate* c =
-      candidate_ >= 0 && static_cast<size_t>(candidate_) < report_.candidates.size() ? &report_.candidates[candidate_]
-                                                                                    : nullptr;
+  const analyzer::Candidate* c = candidate_ >= 0 && static_cast<size_t>(candidate_) < report_.candidates.size()
+                                     ? &report_.candidates[candidate_]
+                                     : nullptr;
   if (c) {
     const QColor color = TimelinePainter::candidateColor(candidate_);
     auto* members = new QScatterSeries;

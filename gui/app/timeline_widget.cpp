@@ -111,8 +111,8 @@ QPoint TimelineWidget::pointOf(core::Id launch) const {
   auto it = session_->timeline.by_launch.find(launch);
   if (it == session_->timeline.by_launch.end()) return {-1, -1};
   const Slice& s = session_->timeline.slice(it->second);
-  const double x = TimelinePainter::xAt((static_cast<double>(s.start) + static_cast<double>(s.end)) / 2, size(),
-                                        window_);
+  const double x =
+      TimelinePainter::xAt((static_cast<double>(s.start) + static_cast<double>(s.end)) / 2, size(), window_);
   const int y = TimelinePainter::laneTop(session_->timeline, it->second.lane) - window_.scroll_y +
                 TimelinePainter::laneHeight(session_->timeline.lanes[it->second.lane]) / 2;
   return {static_cast<int>(std::lround(x)), y};
@@ -131,7 +131,13 @@ QString TimelineWidget::describe(SliceRef ref) const {
     case SliceKind::kKernel: {
       const core::Launch& l = trace.launches[s.record_index];
       text += QString("\nlaunch %1 · grid (%2,%3,%4) block (%5,%6,%7)")
-                  .arg(l.id).arg(l.grid.x).arg(l.grid.y).arg(l.grid.z).arg(l.block.x).arg(l.block.y).arg(l.block.z);
+                  .arg(l.id)
+                  .arg(l.grid.x)
+                  .arg(l.grid.y)
+                  .arg(l.grid.z)
+                  .arg(l.block.x)
+                  .arg(l.block.y)
+                  .arg(l.block.z);
       if (l.registers_per_thread) text += QString(" · %1 regs").arg(l.registers_per_thread);
       if (const analyzer::Candidate* c = session_->candidate(s.candidate)) {
         text += QString("\ncandidate #%1 (%2, %3)")

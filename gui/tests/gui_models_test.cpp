@@ -176,9 +176,7 @@ class GuiModelsTest : public QObject {
     filter.setSourceModel(&model);
     const auto& cands = six_->report.candidates;
     QVERIFY(cands.size() > 2);
-    auto count = [&](auto pred) {
-      return static_cast<int>(std::count_if(cands.begin(), cands.end(), pred));
-    };
+    auto count = [&](auto pred) { return static_cast<int>(std::count_if(cands.begin(), cands.end(), pred)); };
     filter.setKinds({analyzer::CandidateKind::kHorizontal});
     QCOMPARE(filter.rowCount(), count([](const auto& c) { return c.kind == analyzer::CandidateKind::kHorizontal; }));
     filter.setKinds({});

@@ -5,8 +5,8 @@
 // platform, and on a real X server (Xvfb, the xcb platform) where xvfb-run is installed.
 #include <QDir>
 #include <QImage>
-#include <QStandardPaths>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTest>
 
 #include "main_window.h"

@@ -324,15 +324,15 @@ class GuiViewsTest : public QObject {
     t->fit();
     const double before = t->window().span();
     const QPoint c(t->width() / 2, 60);
-    QWheelEvent wheel(c, t->mapToGlobal(c), QPoint(), QPoint(0, 360), Qt::NoButton, Qt::NoModifier,
-                      Qt::NoScrollPhase, false);
+    QWheelEvent wheel(c, t->mapToGlobal(c), QPoint(), QPoint(0, 360), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase,
+                      false);
     QApplication::sendEvent(t, &wheel);
     QVERIFY(t->window().span() < before * 0.6);
     t->fit();
     const int x0 = TimelinePainter::kTitleWidth + 100, x1 = TimelinePainter::kTitleWidth + 200;
     QTest::mousePress(t, Qt::RightButton, {}, QPoint(x0, 60));
-    QMouseEvent move(QEvent::MouseMove, QPointF(x1, 60), t->mapToGlobal(QPointF(x1, 60)), Qt::NoButton,
-                     Qt::RightButton, Qt::NoModifier);
+    QMouseEvent move(QEvent::MouseMove, QPointF(x1, 60), t->mapToGlobal(QPointF(x1, 60)), Qt::NoButton, Qt::RightButton,
+                     Qt::NoModifier);
     QApplication::sendEvent(t, &move);
     QTest::mouseRelease(t, Qt::RightButton, {}, QPoint(x1, 60));
     const double px = before / (t->width() - TimelinePainter::kTitleWidth);

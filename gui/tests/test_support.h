@@ -12,7 +12,9 @@ namespace kfuse::gui::testing {
 inline QString sharedTrace(const char* relative) {
   return QDir(QStringLiteral(KFUSE_SHARED_DATA_DIR)).filePath(QString::fromUtf8(relative));
 }
-inline QString emulatorTrace() { return QStringLiteral(KFUSE_GUI_EMULATOR_TRACE); }
+inline QString emulatorTrace() {
+  return QStringLiteral(KFUSE_GUI_EMULATOR_TRACE);
+}
 
 // A copy of `path` in `dir` (tests that write review decisions never touch the fixture).
 inline QString scratchCopy(const QTemporaryDir& dir, const QString& path) {

@@ -666,12 +666,11 @@ std::optional<CmpOp> comparison(Mod cmp, bool negate, bool* is_unsigned) {
     CmpOp op, neg;
     bool is_unsigned;
   };
-  static constexpr Row kRows[] = {
-      {Mod::kEq, CmpOp::kEq, CmpOp::kNe, false}, {Mod::kNe, CmpOp::kNe, CmpOp::kEq, false},
-      {Mod::kLt, CmpOp::kLt, CmpOp::kGe, false}, {Mod::kLe, CmpOp::kLe, CmpOp::kGt, false},
-      {Mod::kGt, CmpOp::kGt, CmpOp::kLe, false}, {Mod::kGe, CmpOp::kGe, CmpOp::kLt, false},
-      {Mod::kLo, CmpOp::kLt, CmpOp::kGe, true},  {Mod::kLs, CmpOp::kLe, CmpOp::kGt, true},
-      {Mod::kHi, CmpOp::kGt, CmpOp::kLe, true},  {Mod::kHs, CmpOp::kGe, CmpOp::kLt, true}};
+  static constexpr Row kRows[] = {{Mod::kEq, CmpOp::kEq, CmpOp::kNe, false}, {Mod::kNe, CmpOp::kNe, CmpOp::kEq, false},
+                                  {Mod::kLt, CmpOp::kLt, CmpOp::kGe, false}, {Mod::kLe, CmpOp::kLe, CmpOp::kGt, false},
+                                  {Mod::kGt, CmpOp::kGt, CmpOp::kLe, false}, {Mod::kGe, CmpOp::kGe, CmpOp::kLt, false},
+                                  {Mod::kLo, CmpOp::kLt, CmpOp::kGe, true},  {Mod::kLs, CmpOp::kLe, CmpOp::kGt, true},
+                                  {Mod::kHi, CmpOp::kGt, CmpOp::kLe, true},  {Mod::kHs, CmpOp::kGe, CmpOp::kLt, true}};
   for (const auto& r : kRows) {
     if (cmp == r.mod) {
       *is_unsigned = r.is_unsigned;
@@ -819,7 +818,9 @@ bool reachedWhenGuarded(const Function& f, const Cfg& cfg, int b, size_t stmt,
 
 }  // namespace
 
-std::string MemoryAccess::guardText() const { return guard.empty() ? "true" : joinConditions(guard); }
+std::string MemoryAccess::guardText() const {
+  return guard.empty() ? "true" : joinConditions(guard);
+}
 
 std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cfg, const Dominators& dom,
                                                 const DefUse& du) {
@@ -834,8 +835,8 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     can_leave[b] = blocks[b].succs.empty();
     for (size_t k = blocks[b].begin; k < blocks[b].end && !can_leave[b]; ++k) {
       const Statement& st = f.body[k];
-      can_leave[b] = st.kind == StatementKind::kInstruction &&
-                     (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit);
+      can_leave[b] =
+          st.kind == StatementKind::kInstruction && (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit);
     }
   }
   for (size_t i = 0; i < f.body.size(); ++i) {
@@ -927,9 +928,10 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     }
     if (b >= 0) {
       a.in_loop = in_loop[static_cast<size_t>(b)] != 0;
-      a.guard_exact = !cfg.hasIndirectBranch() && !guard_in_loop &&
-                      std::all_of(a.guard.begin(), a.guard.end(), [](const GuardCondition& g) { return g.structured; }) &&
-                      reachedWhenGuarded(f, cfg, b, i, wrong_way, can_leave);
+      a.guard_exact =
+          !cfg.hasIndirectBranch() && !guard_in_loop &&
+          std::all_of(a.guard.begin(), a.guard.end(), [](const GuardCondition& g) { return g.structured; }) &&
+          reachedWhenGuarded(f, cfg, b, i, wrong_way, can_leave);
     }
     out.push_back(std::move(a));
   }

@@ -367,7 +367,9 @@ DefUse DefUse::compute(const Function& f, const Cfg& cfg) {
   return du;
 }
 
-int DefUse::regId(std::string_view reg) const { return reg_ids_.find(reg); }
+int DefUse::regId(std::string_view reg) const {
+  return reg_ids_.find(reg);
+}
 
 std::vector<size_t> DefUse::reachingDefs(size_t stmt, std::string_view reg) const {
   return reachingDefsOf(stmt, regId(reg));
@@ -411,7 +413,9 @@ std::vector<size_t> DefUse::usersOf(size_t def_stmt, std::string_view reg) const
   return out;
 }
 
-std::vector<size_t> DefUse::allDefs(std::string_view reg) const { return allDefsOf(regId(reg)); }
+std::vector<size_t> DefUse::allDefs(std::string_view reg) const {
+  return allDefsOf(regId(reg));
+}
 
 std::vector<size_t> DefUse::allDefsOf(int reg) const {
   std::vector<size_t> out;

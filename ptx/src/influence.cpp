@@ -167,9 +167,7 @@ class Influence {
       case Opcode::kMov:
       case Opcode::kCvta:
       case Opcode::kCvt:
-      case Opcode::kSelp:
-        unionOf(rel);
-        return;
+      case Opcode::kSelp: unionOf(rel); return;
       case Opcode::kAdd:
         if (with_base <= 1) return unionOf(rel);
         return unionOf(abs);  // pointer + pointer
@@ -183,8 +181,7 @@ class Influence {
         if (std::any_of(sources.begin(), sources.end(), [](const Operand* o) { return isZero(*o); })) return;
         if (same_base) return;
         return unionOf(abs);
-      default:
-        return unionOf(abs);  // masked, shifted, multiplied, divided...: the number matters
+      default: return unionOf(abs);  // masked, shifted, multiplied, divided...: the number matters
     }
   }
 

@@ -64,7 +64,9 @@ TEST(ParamInfluence, DynamicSharedMemorySizeIsTracked) {
   EXPECT_FALSE(m.reads_dynamic_shared_size);
 }
 
-bool contains(const Params& ps, int p) { return std::find(ps.begin(), ps.end(), p) != ps.end(); }
+bool contains(const Params& ps, int p) {
+  return std::find(ps.begin(), ps.end(), p) != ps.end();
+}
 
 TEST(ParamInfluence, PointersUsedAsNumbersAreAbsolute) {
   // pointer_bits(y, z, n): an index from z's low bits; pointer_distance(y, z, q, n): from q - z. Scalars compared

@@ -57,6 +57,8 @@ int NameTable::intern(std::string_view name) {
   return id;
 }
 
-int NameTable::find(std::string_view name) const { return slots_[slotOf(name, hashName(name))]; }
+int NameTable::find(std::string_view name) const {
+  return slots_[slotOf(name, hashName(name))];
+}
 
 }  // namespace kfuse::ptx

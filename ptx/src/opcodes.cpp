@@ -20,10 +20,9 @@ constexpr std::string_view kSpaceNames[] = {"",
                                             KFUSE_PTX_STATE_SPACES(KFUSE_PTX_X)
 #undef KFUSE_PTX_X
 };
-constexpr std::string_view kLinkageNames[] = {
-    "",
+constexpr std::string_view kLinkageNames[] = {"",
 #define KFUSE_PTX_X(e, s) s,
-    KFUSE_PTX_LINKAGES(KFUSE_PTX_X)
+                                              KFUSE_PTX_LINKAGES(KFUSE_PTX_X)
 #undef KFUSE_PTX_X
 };
 struct TypeInfo {
@@ -63,7 +62,9 @@ std::string_view opcodeName(Opcode op) {
 std::string_view spaceName(StateSpace s) {
   return kSpaceNames[size_t(s)];
 }
-std::string_view linkageName(Linkage l) { return kLinkageNames[size_t(l)]; }
+std::string_view linkageName(Linkage l) {
+  return kLinkageNames[size_t(l)];
+}
 std::string_view typeName(DataType t) {
   return kTypes[size_t(t)].name;
 }

@@ -9,10 +9,10 @@
 
 namespace kfuse::ptx::detail {
 
-Opcode lookupOpcode(std::string_view name);     // "ld" -> kLd; kUnknown otherwise
+Opcode lookupOpcode(std::string_view name);  // "ld" -> kLd; kUnknown otherwise
 StateSpace lookupSpace(std::string_view name);
 Linkage lookupLinkage(std::string_view name);  // ".shared::cta" -> kSharedCta; kNone otherwise
-DataType lookupType(std::string_view name);     // ".f32" -> kF32; kNone otherwise
+DataType lookupType(std::string_view name);    // ".f32" -> kF32; kNone otherwise
 // A dotted instruction modifier as a space, a type or a Mod; nullopt for spellings the enums do not model.
 std::optional<Modifier> lookupModifier(std::string_view name);
 

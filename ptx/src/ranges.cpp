@@ -8,7 +8,7 @@
 namespace kfuse::ptx {
 namespace {
 
-__extension__ typedef __int128 Wide;  // room for products of 64-bit bounds
+__extension__ typedef __int128 Wide;   // room for products of 64-bit bounds
 constexpr Wide kInf = Wide{1} << 100;  // beyond any 64-bit value: an open bound
 
 // A set of mathematical integers [lo, hi]; lo > hi is empty (unreached). Open bounds are ±kInf.
@@ -28,13 +28,17 @@ Interval join(const Interval& a, const Interval& b) {
   return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
 }
 
-Wide clampInf(Wide v) { return std::clamp(v, -kInf, kInf); }
+Wide clampInf(Wide v) {
+  return std::clamp(v, -kInf, kInf);
+}
 
 Interval add(const Interval& a, const Interval& b) {
   if (a.isEmpty() || b.isEmpty()) return Interval::empty();
   return {clampInf(a.lo + b.lo), clampInf(a.hi + b.hi)};
 }
-Interval neg(const Interval& a) { return a.isEmpty() ? a : Interval{-a.hi, -a.lo}; }
+Interval neg(const Interval& a) {
+  return a.isEmpty() ? a : Interval{-a.hi, -a.lo};
+}
 Interval mul(const Interval& a, const Interval& b) {
   if (a.isEmpty() || b.isEmpty()) return Interval::empty();
   if (!a.bounded() || !b.bounded()) return Interval::top();
@@ -96,8 +100,26 @@ struct Src {
 enum class Op : uint8_t {
   kOther,  // writes its destination(s) with unknown values
   kNop,    // writes no tracked register
-  kMov, kLdParam, kAdd, kSub, kMulLo, kMulWide, kMadLo, kMadWide, kShl, kShr, kAnd, kCvt, kMin, kMax, kNeg, kDiv,
-  kRem, kSelp, kSetp, kBra,
+  kMov,
+  kLdParam,
+  kAdd,
+  kSub,
+  kMulLo,
+  kMulWide,
+  kMadLo,
+  kMadWide,
+  kShl,
+  kShr,
+  kAnd,
+  kCvt,
+  kMin,
+  kMax,
+  kNeg,
+  kDiv,
+  kRem,
+  kSelp,
+  kSetp,
+  kBra,
   // `sub d, a, b` where b = (a + z) & -M (M a power of two), z unchanged since: nvcc's signed `a % M`, whose value
   // is -z + ((a + z) & (M - 1)), in [-z.hi, M - 1 - z.lo] (c is z; kNone when b = a & -M). nvcc also writes the mask
   // as the bits from log2(M) up to some bit h (0x3ffffff0), equal to -M while 0 <= a + z < 2^(h+1) (mask_limit).
@@ -111,8 +133,8 @@ struct Decoded {
   int dst = -1;               // register index written (-1 none)
   std::vector<int> clobbers;  // further registers written with unknown values (vector destinations, pairs)
   Src a, b, c;
-  IntType type;     // instruction type (destination)
-  IntType src_type; // cvt's source type; mul/mad.wide operand type
+  IntType type;      // instruction type (destination)
+  IntType src_type;  // cvt's source type; mul/mad.wide operand type
   Cmp cmp = Cmp::kNone;
   int guard = -1;  // predicate register index of @%p
   bool guard_negated = false;
@@ -149,7 +171,9 @@ struct State {
   }
 };
 
-bool sameSrc(const Src& x, const Src& y) { return x.kind == y.kind && x.index == y.index && x.imm == y.imm; }
+bool sameSrc(const Src& x, const Src& y) {
+  return x.kind == y.kind && x.index == y.index && x.imm == y.imm;
+}
 
 void joinInto(State& into, const State& from) {
   if (!from.reached) return;
@@ -170,10 +194,14 @@ Cmp cmpOf(const Instruction& in) {
     switch (m.asMod()) {
       case Mod::kEq: return Cmp::kEq;
       case Mod::kNe: return Cmp::kNe;
-      case Mod::kLt: case Mod::kLo: return Cmp::kLt;
-      case Mod::kLe: case Mod::kLs: return Cmp::kLe;
-      case Mod::kGt: case Mod::kHi: return Cmp::kGt;
-      case Mod::kGe: case Mod::kHs: return Cmp::kGe;
+      case Mod::kLt:
+      case Mod::kLo: return Cmp::kLt;
+      case Mod::kLe:
+      case Mod::kLs: return Cmp::kLe;
+      case Mod::kGt:
+      case Mod::kHi: return Cmp::kGt;
+      case Mod::kGe:
+      case Mod::kHs: return Cmp::kGe;
       default: break;
     }
   }
@@ -195,7 +223,7 @@ Cmp negate(Cmp c) {
 }  // namespace
 
 struct BlockRanges::Impl {
-  Cfg cfg;  // a copy: the prepared object outlives the caller's analyses
+  Cfg cfg;                    // a copy: the prepared object outlives the caller's analyses
   std::vector<Decoded> code;  // per statement
   int registers = 0;
   // Per access (in the caller's order): statement, address operand (register + constant offset, or a parameter's
@@ -222,7 +250,7 @@ struct BlockRanges::Impl {
       IntType type;
     };
     std::vector<Iv> ivs;
-    int test_iv = -1;   // index into ivs of the register the exit test compares (after its increment)
+    int test_iv = -1;  // index into ivs of the register the exit test compares (after its increment)
     Src bound;
     Cmp cont = Cmp::kNone;  // the loop continues while (iv cont bound)
     IntType test_type;
@@ -261,10 +289,22 @@ struct BlockRanges::Impl {
   static void refine(State& st, Cmp cmp, const PredFact& f, const Interval& av, const Interval& bv) {
     Interval na = av, nb = bv;
     switch (cmp) {
-      case Cmp::kLt: na.hi = std::min(na.hi, bv.hi - 1); nb.lo = std::max(nb.lo, av.lo + 1); break;
-      case Cmp::kLe: na.hi = std::min(na.hi, bv.hi); nb.lo = std::max(nb.lo, av.lo); break;
-      case Cmp::kGt: na.lo = std::max(na.lo, bv.lo + 1); nb.hi = std::min(nb.hi, av.hi - 1); break;
-      case Cmp::kGe: na.lo = std::max(na.lo, bv.lo); nb.hi = std::min(nb.hi, av.hi); break;
+      case Cmp::kLt:
+        na.hi = std::min(na.hi, bv.hi - 1);
+        nb.lo = std::max(nb.lo, av.lo + 1);
+        break;
+      case Cmp::kLe:
+        na.hi = std::min(na.hi, bv.hi);
+        nb.lo = std::max(nb.lo, av.lo);
+        break;
+      case Cmp::kGt:
+        na.lo = std::max(na.lo, bv.lo + 1);
+        nb.hi = std::min(nb.hi, av.hi - 1);
+        break;
+      case Cmp::kGe:
+        na.lo = std::max(na.lo, bv.lo);
+        nb.hi = std::min(nb.hi, av.hi);
+        break;
       case Cmp::kEq:
         na = {std::max(av.lo, bv.lo), std::min(av.hi, bv.hi)};
         nb = na;
@@ -287,12 +327,12 @@ struct BlockRanges::Impl {
       return;
     }
     // Only registers the comparison read in the register's own representation are narrowed.
-    if (f.a.kind == SrcKind::kReg && readAs(st.regs[static_cast<size_t>(f.a.index)], f.type) ==
-                                         st.regs[static_cast<size_t>(f.a.index)]) {
+    if (f.a.kind == SrcKind::kReg &&
+        readAs(st.regs[static_cast<size_t>(f.a.index)], f.type) == st.regs[static_cast<size_t>(f.a.index)]) {
       st.regs[static_cast<size_t>(f.a.index)] = na;
     }
-    if (f.b.kind == SrcKind::kReg && readAs(st.regs[static_cast<size_t>(f.b.index)], f.type) ==
-                                         st.regs[static_cast<size_t>(f.b.index)]) {
+    if (f.b.kind == SrcKind::kReg &&
+        readAs(st.regs[static_cast<size_t>(f.b.index)], f.type) == st.regs[static_cast<size_t>(f.b.index)]) {
       st.regs[static_cast<size_t>(f.b.index)] = nb;
     }
   }
@@ -321,13 +361,15 @@ struct BlockRanges::Impl {
         m = d / step;
         break;
       }
-      case Cmp::kLt: case Cmp::kLe: {
+      case Cmp::kLt:
+      case Cmp::kLe: {
         if (step < 0) return 0;
         const Wide limit = cont == Cmp::kLt ? bound : bound + 1;  // v < limit
         m = std::max<Wide>(1, ceilDiv(limit - init, step));
         break;
       }
-      case Cmp::kGt: case Cmp::kGe: {
+      case Cmp::kGt:
+      case Cmp::kGe: {
         if (step > 0) return 0;
         const Wide limit = cont == Cmp::kGt ? bound : bound - 1;  // v > limit
         m = std::max<Wide>(1, ceilDiv(init - limit, -step));
@@ -371,7 +413,8 @@ struct BlockRanges::Impl {
     for (int r : d.clobbers) write(st, r, Interval::top(), false);
     auto v = [&](const Src& s, IntType t) { return value(s, st, b, t); };
     switch (d.op) {
-      case Op::kNop: case Op::kBra: return;
+      case Op::kNop:
+      case Op::kBra: return;
       case Op::kOther: write(st, d.dst, Interval::top(), false); return;
       case Op::kMov: write(st, d.dst, fitTo(v(d.a, d.type), d.type), guarded); return;
       case Op::kLdParam: {
@@ -419,7 +462,8 @@ struct BlockRanges::Impl {
         return;
       }
       case Op::kCvt: write(st, d.dst, fitTo(v(d.a, d.src_type), d.type), guarded); return;
-      case Op::kMin: case Op::kMax: {
+      case Op::kMin:
+      case Op::kMax: {
         const Interval x = v(d.a, d.type), y = v(d.b, d.type);
         if (x.isEmpty() || y.isEmpty()) return write(st, d.dst, Interval::empty(), guarded);
         write(st, d.dst,
@@ -429,7 +473,8 @@ struct BlockRanges::Impl {
         return;
       }
       case Op::kNeg: write(st, d.dst, fitTo(neg(v(d.a, d.type)), d.type), guarded); return;
-      case Op::kDiv: case Op::kRem: {
+      case Op::kDiv:
+      case Op::kRem: {
         const Interval x = v(d.a, d.type), c = v(d.b, d.type);
         if (c.lo != c.hi || c.lo <= 0 || x.isEmpty() || !x.bounded() || x.lo < 0) {
           return write(st, d.dst, Interval::top(), guarded);
@@ -440,7 +485,8 @@ struct BlockRanges::Impl {
       }
       case Op::kRemMask: {
         const Interval z = d.c.kind == SrcKind::kNone ? Interval::point(0) : v(d.c, d.type);
-        if (z.isEmpty() || !z.bounded() || z.lo < 0 || z.hi > d.mask - 1) return write(st, d.dst, Interval::top(), guarded);
+        if (z.isEmpty() || !z.bounded() || z.lo < 0 || z.hi > d.mask - 1)
+          return write(st, d.dst, Interval::top(), guarded);
         if (d.mask_limit >= 0) {
           const Interval sum = add(v(d.a, d.type), z);
           if (sum.isEmpty() || !sum.bounded() || sum.lo < 0 || sum.hi > d.mask_limit) {
@@ -505,9 +551,10 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
       s.kind = SrcKind::kUnknown;
       return s;
     }
-    static const std::pair<const char*, SrcKind> kSpecial[] = {
-        {"%tid.", SrcKind::kTid}, {"%ntid.", SrcKind::kNtid}, {"%ctaid.", SrcKind::kCtaid},
-        {"%nctaid.", SrcKind::kNctaid}};
+    static const std::pair<const char*, SrcKind> kSpecial[] = {{"%tid.", SrcKind::kTid},
+                                                               {"%ntid.", SrcKind::kNtid},
+                                                               {"%ctaid.", SrcKind::kCtaid},
+                                                               {"%nctaid.", SrcKind::kNctaid}};
     for (const auto& [prefix, kind] : kSpecial) {
       const std::string_view p(prefix);
       if (o.name.size() == p.size() + 1 && o.name.compare(0, p.size(), p) == 0) {
@@ -563,10 +610,16 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
           d.target = it == block_of_label.end() ? -1 : it->second;
         }
         continue;
-      case Opcode::kSt: case Opcode::kRet: case Opcode::kExit: case Opcode::kBar: case Opcode::kBarrier:
-      case Opcode::kMembar: case Opcode::kFence: case Opcode::kRed: case Opcode::kPrefetch: case Opcode::kTrap:
-        d.op = Op::kNop;
-        continue;
+      case Opcode::kSt:
+      case Opcode::kRet:
+      case Opcode::kExit:
+      case Opcode::kBar:
+      case Opcode::kBarrier:
+      case Opcode::kMembar:
+      case Opcode::kFence:
+      case Opcode::kRed:
+      case Opcode::kPrefetch:
+      case Opcode::kTrap: d.op = Op::kNop; continue;
       default: break;
     }
     dest();
@@ -595,8 +648,15 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
         if (o.size() == 2) d.a = src(o[1]);
         d.type = IntType{64, false};
         break;
-      case Opcode::kAdd: case Opcode::kSub: case Opcode::kMin: case Opcode::kMax: case Opcode::kAnd:
-      case Opcode::kShl: case Opcode::kShr: case Opcode::kDiv: case Opcode::kRem:
+      case Opcode::kAdd:
+      case Opcode::kSub:
+      case Opcode::kMin:
+      case Opcode::kMax:
+      case Opcode::kAnd:
+      case Opcode::kShl:
+      case Opcode::kShr:
+      case Opcode::kDiv:
+      case Opcode::kRem:
         if (o.size() == 3 && d.type.bits && !in.has(Mod::kCc) && !in.has(Mod::kSat)) {
           d.op = in.opcode == Opcode::kAdd   ? Op::kAdd
                  : in.opcode == Opcode::kSub ? Op::kSub
@@ -613,7 +673,8 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
           d.op = Op::kOther;
         }
         break;
-      case Opcode::kMul: case Opcode::kMad:
+      case Opcode::kMul:
+      case Opcode::kMad:
         if (d.type.bits && (in.has(Mod::kLo) || wide) && !in.has(Mod::kCc) &&
             o.size() == (in.opcode == Opcode::kMul ? 3u : 4u)) {
           d.a = src(o[1]);
@@ -679,7 +740,8 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
         *clobbered = false;
         for (size_t j = at; j-- > bb.begin;) {
           const Decoded& e = impl->code[j];
-          const bool writes_reg = e.dst == reg || std::find(e.clobbers.begin(), e.clobbers.end(), reg) != e.clobbers.end();
+          const bool writes_reg =
+              e.dst == reg || std::find(e.clobbers.begin(), e.clobbers.end(), reg) != e.clobbers.end();
           if (writes_reg) return j;
           for (int k : kept) {
             if (e.dst == k || std::find(e.clobbers.begin(), e.clobbers.end(), k) != e.clobbers.end()) *clobbered = true;
@@ -866,8 +928,8 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
         for (size_t v = 0; v < loop.ivs.size(); ++v) {
           const Impl::Loop::Iv& iv = loop.ivs[v];
           auto it = stmt_of_iv.find(iv.reg);
-          const bool incremented_before = it != stmt_of_iv.end() &&
-                                          (impl->cfg.blockOf(it->second) != latch || it->second < i);
+          const bool incremented_before =
+              it != stmt_of_iv.end() && (impl->cfg.blockOf(it->second) != latch || it->second < i);
           if (!incremented_before || !invariant(d.b) || d.b.kind == SrcKind::kUnknown) continue;
           if (d.a.kind == SrcKind::kReg && d.a.index == iv.reg) {
             loop.test_iv = static_cast<int>(v);
@@ -946,7 +1008,8 @@ std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int
         accelerated = true;
         State b2 = back[static_cast<size_t>(s)];
         if (b2.reached) {
-          for (const Impl::Loop::Iv& iv : loop.ivs) b2.regs[static_cast<size_t>(iv.reg)] = head.regs[static_cast<size_t>(iv.reg)];
+          for (const Impl::Loop::Iv& iv : loop.ivs)
+            b2.regs[static_cast<size_t>(iv.reg)] = head.regs[static_cast<size_t>(iv.reg)];
           joinInto(head, b2);
         }
         merged = std::move(head);
@@ -1144,8 +1207,8 @@ bool threadsExitAfterTheirLastBarrier(const Function& f, const Cfg& cfg, std::st
     while (last > blocks[b].begin && f.body[last - 1].kind != StatementKind::kInstruction) --last;
     if (last == blocks[b].begin) continue;
     const Instruction& in = f.body[last - 1].inst;
-    const bool diverges = !in.guard.empty() && (in.opcode == Opcode::kBra || in.opcode == Opcode::kRet ||
-                                                in.opcode == Opcode::kExit);
+    const bool diverges =
+        !in.guard.empty() && (in.opcode == Opcode::kBra || in.opcode == Opcode::kRet || in.opcode == Opcode::kExit);
     if (!diverges || barrier[b]) continue;
     bool to_barrier = false, to_exit = in.opcode != Opcode::kBra;
     for (int s : blocks[b].succs) {
@@ -1154,7 +1217,8 @@ bool threadsExitAfterTheirLastBarrier(const Function& f, const Cfg& cfg, std::st
     }
     if (to_barrier && to_exit && varying.count(in.guard)) {
       if (why) {
-        *why = "at line " + std::to_string(in.loc.line) + " some threads may leave the kernel while others of their "
+        *why = "at line " + std::to_string(in.loc.line) +
+               " some threads may leave the kernel while others of their "
                "block still meet a barrier (the branch depends on the thread)";
       }
       return false;

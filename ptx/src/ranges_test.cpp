@@ -99,8 +99,8 @@ TEST_F(BlockRangesTest, GridStrideLoopReachesFromItsFirstElementToTheEnd) {
     const AccessRange& a = r[i];
     ASSERT_TRUE(a.reached && a.bounded);
     const int64_t base = a.lo >= kR ? kR : kX;
-    EXPECT_EQ(a.lo - base, 2 * 128 * 4);      // its first element
-    EXPECT_EQ(a.hi - base, 32 * 512 * 4);     // up to n: an interval cannot say "every 32nd chunk"
+    EXPECT_EQ(a.lo - base, 2 * 128 * 4);   // its first element
+    EXPECT_EQ(a.hi - base, 32 * 512 * 4);  // up to n: an interval cannot say "every 32nd chunk"
   }
 }
 
@@ -185,9 +185,9 @@ TEST_F(BlockRangesTest, UnrolledPointerBumpingLoopCoversExactlyTheMatrices) {
 
 TEST_F(BlockRangesTest, ThreadsLeavingBeforeABarrierAreFoundUnlessTheBranchIsUniform) {
   for (const auto& [name, safe] : std::vector<std::pair<std::string, bool>>{{"row_sum", true},
-                                                                           {"residual_add_rows", true},
-                                                                           {"early_exit_then_barrier", false},
-                                                                           {"uniform_exit_then_barrier", true}}) {
+                                                                            {"residual_add_rows", true},
+                                                                            {"early_exit_then_barrier", false},
+                                                                            {"uniform_exit_then_barrier", true}}) {
     SCOPED_TRACE(name);
     const Function* f = module_.findFunction(name);
     ASSERT_NE(f, nullptr);

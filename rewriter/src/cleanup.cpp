@@ -8,9 +8,9 @@
 #include <cctype>
 #include <string_view>
 
-#include "kfuse/rewriter/fusion.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/name_table.h"
+#include "kfuse/rewriter/fusion.h"
 #include "rename.h"
 
 namespace kfuse::rewriter {
@@ -27,22 +27,57 @@ namespace {
 bool isPure(const Instruction& in) {
   if (in.has(ptx::Mod::kCc)) return false;
   switch (in.opcode) {
-    case Opcode::kAbs: case Opcode::kAdd: case Opcode::kAnd: case Opcode::kBfe: case Opcode::kBfi:
-    case Opcode::kBfind: case Opcode::kBrev: case Opcode::kClz: case Opcode::kCnot: case Opcode::kCopysign:
-    case Opcode::kCos: case Opcode::kCvt: case Opcode::kCvta: case Opcode::kDiv: case Opcode::kEx2:
-    case Opcode::kFma: case Opcode::kLg2: case Opcode::kLop3: case Opcode::kMad: case Opcode::kMad24:
-    case Opcode::kMax: case Opcode::kMin: case Opcode::kMov: case Opcode::kMul: case Opcode::kMul24:
-    case Opcode::kNeg: case Opcode::kNot: case Opcode::kOr: case Opcode::kPopc: case Opcode::kPrmt:
-    case Opcode::kRcp: case Opcode::kRem: case Opcode::kRsqrt: case Opcode::kSad: case Opcode::kSelp:
-    case Opcode::kSet: case Opcode::kSetp: case Opcode::kShf: case Opcode::kShl: case Opcode::kShr:
-    case Opcode::kSin: case Opcode::kSlct: case Opcode::kSqrt: case Opcode::kSub: case Opcode::kTanh:
-    case Opcode::kTestp: case Opcode::kXor:
-      return true;
+    case Opcode::kAbs:
+    case Opcode::kAdd:
+    case Opcode::kAnd:
+    case Opcode::kBfe:
+    case Opcode::kBfi:
+    case Opcode::kBfind:
+    case Opcode::kBrev:
+    case Opcode::kClz:
+    case Opcode::kCnot:
+    case Opcode::kCopysign:
+    case Opcode::kCos:
+    case Opcode::kCvt:
+    case Opcode::kCvta:
+    case Opcode::kDiv:
+    case Opcode::kEx2:
+    case Opcode::kFma:
+    case Opcode::kLg2:
+    case Opcode::kLop3:
+    case Opcode::kMad:
+    case Opcode::kMad24:
+    case Opcode::kMax:
+    case Opcode::kMin:
+    case Opcode::kMov:
+    case Opcode::kMul:
+    case Opcode::kMul24:
+    case Opcode::kNeg:
+    case Opcode::kNot:
+    case Opcode::kOr:
+    case Opcode::kPopc:
+    case Opcode::kPrmt:
+    case Opcode::kRcp:
+    case Opcode::kRem:
+    case Opcode::kRsqrt:
+    case Opcode::kSad:
+    case Opcode::kSelp:
+    case Opcode::kSet:
+    case Opcode::kSetp:
+    case Opcode::kShf:
+    case Opcode::kShl:
+    case Opcode::kShr:
+    case Opcode::kSin:
+    case Opcode::kSlct:
+    case Opcode::kSqrt:
+    case Opcode::kSub:
+    case Opcode::kTanh:
+    case Opcode::kTestp:
+    case Opcode::kXor: return true;
     case Opcode::kLd:
       // A plain load only reads; volatile and ordered loads are observable.
       return !in.has(ptx::Mod::kVolatile) && !in.has(ptx::Mod::kAcquire) && !in.has(ptx::Mod::kRelaxed);
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -21,10 +21,26 @@ std::map<std::string, std::string, std::less<>> elementSpecialRegisters(const st
 }
 
 bool otherSpecialRegister(const std::string& name) {
-  static const char* kSpecial[] = {"%laneid",  "%warpid", "%nwarpid", "%smid",       "%nsmid",  "%lanemask",
-                                   "%clock",   "%globaltimer", "%gridid", "%cluster", "%is_explicit_cluster",
-                                   "%envreg",  "%dynamic_smem_size", "%total_smem_size", "%tid", "%ntid",
-                                   "%ctaid",   "%nctaid", "%pm", "%reserved_smem"};
+  static const char* kSpecial[] = {"%laneid",
+                                   "%warpid",
+                                   "%nwarpid",
+                                   "%smid",
+                                   "%nsmid",
+                                   "%lanemask",
+                                   "%clock",
+                                   "%globaltimer",
+                                   "%gridid",
+                                   "%cluster",
+                                   "%is_explicit_cluster",
+                                   "%envreg",
+                                   "%dynamic_smem_size",
+                                   "%total_smem_size",
+                                   "%tid",
+                                   "%ntid",
+                                   "%ctaid",
+                                   "%nctaid",
+                                   "%pm",
+                                   "%reserved_smem"};
   static const auto mapped = elementSpecialRegisters("");
   if (mapped.count(name)) return false;
   return std::any_of(std::begin(kSpecial), std::end(kSpecial), [&](const char* p) { return name.rfind(p, 0) == 0; });

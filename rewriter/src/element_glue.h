@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "kfuse/ptx/ir.h"
 #include "kfuse/core/status.h"
+#include "kfuse/ptx/ir.h"
 
 namespace kfuse::rewriter::detail {
 

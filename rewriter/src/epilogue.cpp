@@ -1,7 +1,7 @@
 // Epilogue fusion: the consumers run per element inside the producer, right after the store of that element.
 //
-// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/epilogue.h): the producer writes each element
-// of the intermediate exactly once, and consumer thread e touches only element e of it, so running consumer
+// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/epilogue.h): the producer writes each
+// element of the intermediate exactly once, and consumer thread e touches only element e of it, so running consumer
 // thread e right after that store reads what the separate launches would have read; every consumer thread with an
 // effect owns an element the producer writes, so none is lost; the consumers share no written buffer with the
 // producer's other accesses, so the order of threads does not matter. The transform keeps:
@@ -14,10 +14,10 @@
 #include <functional>
 #include <map>
 
+#include "element_glue.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/rewriter/fusion.h"
-#include "element_glue.h"
 #include "rename.h"
 
 namespace kfuse::rewriter {
@@ -65,8 +65,10 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
     if (!through || !a.is_write) continue;
     if (a.in_loop) return unsupported("'" + producer.name + "' stores the intermediate inside a loop");
     if (a.base_param < 0) {
-      return unsupported("'" + producer.name + "' stores the intermediate at an address the PTX analysis cannot "
-                         "follow (line " + std::to_string(a.line) + ")");
+      return unsupported("'" + producer.name +
+                         "' stores the intermediate at an address the PTX analysis cannot "
+                         "follow (line " +
+                         std::to_string(a.line) + ")");
     }
     if (store_stmt != SIZE_MAX) {
       return unsupported("'" + producer.name + "' stores through parameter " + std::to_string(spec.producer_param) +
@@ -82,8 +84,8 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
     if (!problem.empty()) return unsupported(problem);
   }
 
-  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
-                                                                              result.fused_name));
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged,
+                         detail::mergeParameters(parts, spec.equal_args, result.fused_name));
   Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
   result.params = std::move(merged.params);
   fused.directives = producer.directives;  // the fused launch is the producer's

@@ -54,8 +54,8 @@ TEST(EpilogueFusion, MatmulBiasGeluIsBitIdenticalToTheThreeLaunches) {
   ASSERT_TRUE(a.launch(original, "matmul", mm_grid, mm_block,
                        {Arg::buf(kHid), Arg::buf(kW1), Arg::buf(kU), Arg::value(kT), Arg::value(kF), Arg::value(kH)})
                   .ok());
-  ASSERT_TRUE(a.launch(original, "bias_add", grid, block, {Arg::buf(kU), Arg::buf(kB1), Arg::value(kT), Arg::value(kF)})
-                  .ok());
+  ASSERT_TRUE(
+      a.launch(original, "bias_add", grid, block, {Arg::buf(kU), Arg::buf(kB1), Arg::value(kT), Arg::value(kF)}).ok());
   ASSERT_TRUE(a.launch(original, "gelu", grid, block, {Arg::buf(kU), Arg::buf(kV), Arg::value(kT * kF)}).ok());
   ASSERT_TRUE(b.launch(fused, "fused", mm_grid, mm_block,
                        {Arg::buf(kHid), Arg::buf(kW1), Arg::buf(kU), Arg::value(kT), Arg::value(kF), Arg::value(kH),

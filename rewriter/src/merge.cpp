@@ -35,7 +35,9 @@ uint32_t smNumber(const std::string& target) {
   return n;
 }
 
-bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
+bool isIdentChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+}
 
 // Replaces whole identifiers in an initialiser's text.
 std::string renameInText(std::string text, const std::map<std::string, std::string>& renames) {

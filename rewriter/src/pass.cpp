@@ -48,8 +48,8 @@ Status PassOptions::checkKnown(std::string_view pass, const std::vector<std::str
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string list;
       for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      return invalidArgument("pass " + std::string(pass) + " has no option '" + key + "' (options: " +
-                           (list.empty() ? "none" : list) + ")");
+      return invalidArgument("pass " + std::string(pass) + " has no option '" + key +
+                             "' (options: " + (list.empty() ? "none" : list) + ")");
     }
   }
   return {};
@@ -68,7 +68,9 @@ void AnalysisManager::invalidate(std::string_view function_name) {
   if (auto it = cache_.find(function_name); it != cache_.end()) cache_.erase(it);
 }
 
-void AnalysisManager::invalidateAll() { cache_.clear(); }
+void AnalysisManager::invalidateAll() {
+  cache_.clear();
+}
 
 Expected<std::vector<PipelineElement>> parsePipeline(std::string_view text) {
   std::vector<PipelineElement> out;

@@ -72,7 +72,9 @@ Expected<LaunchShape> parseShape(std::string_view s) {
   return shape;
 }
 
-std::string describeRef(ArgRef r) { return std::to_string(r.kernel) + "." + std::to_string(r.param); }
+std::string describeRef(ArgRef r) {
+  return std::to_string(r.kernel) + "." + std::to_string(r.param);
+}
 
 void logResult(PassLog& log, std::string_view pass, const FusionResult& r) {
   std::string params;
@@ -106,8 +108,8 @@ class SpecPass : public Pass {
 using VerticalPass = SpecPass<VerticalFusion, fuseVertical>;
 using EpiloguePass = SpecPass<EpilogueFusion, fuseEpilogue>;
 using ProloguePass = SpecPass<PrologueFusion, fusePrologue>;
-const std::vector<std::string_view> kVerticalAnalyses = {
-    ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kDefUse, ptx::FunctionAnalyses::kMemoryAccess};
+const std::vector<std::string_view> kVerticalAnalyses = {ptx::FunctionAnalyses::kCfg, ptx::FunctionAnalyses::kDefUse,
+                                                         ptx::FunctionAnalyses::kMemoryAccess};
 const std::vector<std::string_view> kElementAnalyses = {ptx::FunctionAnalyses::kCfg,
                                                         ptx::FunctionAnalyses::kMemoryAccess};
 
@@ -218,8 +220,9 @@ class KeepOnlyPass : public Pass {
       }
     }
     module = std::move(out);
-    log.note("keep-only", "removed " + std::to_string(removed) + " function(s) and variable(s) the kept kernels do "
-                          "not use");
+    log.note("keep-only", "removed " + std::to_string(removed) +
+                              " function(s) and variable(s) the kept kernels do "
+                              "not use");
     return {};
   }
 
@@ -277,8 +280,9 @@ struct ElementMapOptions {
 Expected<ElementMapOptions> parseElementMap(const PassOptions& o) {
   ElementMapOptions m;
   if (o.get("producer-param").empty() || o.get("consumer-param").empty() || o.get("element-bytes").empty()) {
-    return invalidArgument("producer-param=N, consumer-param=N and element-bytes=N say where element e of the "
-                           "intermediate is (kfuse analyze --json gives them in the candidate's \"epilogue\")");
+    return invalidArgument(
+        "producer-param=N, consumer-param=N and element-bytes=N say where element e of the "
+        "intermediate is (kfuse analyze --json gives them in the candidate's \"epilogue\")");
   }
   KFUSE_ASSIGN_OR_RETURN(m.producer_param, parseIndex(o.get("producer-param"), "parameter position"));
   KFUSE_ASSIGN_OR_RETURN(m.consumer_param, parseIndex(o.get("consumer-param"), "parameter position"));
@@ -292,9 +296,9 @@ Expected<ElementMapOptions> parseElementMap(const PassOptions& o) {
 }
 
 Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
-  KFUSE_RETURN_IF_ERROR(o.checkKnown("fuse-epilogue", {"producer", "consumers", "name", "equal", "producer-param",
-                                                       "consumer", "consumer-param", "offset", "element-bytes",
-                                                       "shape"}));
+  KFUSE_RETURN_IF_ERROR(
+      o.checkKnown("fuse-epilogue", {"producer", "consumers", "name", "equal", "producer-param", "consumer",
+                                     "consumer-param", "offset", "element-bytes", "shape"}));
   EpilogueFusion spec;
   spec.producer = o.get("producer");
   spec.consumers = o.list("consumers");
@@ -315,9 +319,9 @@ Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
 }
 
 Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
-  KFUSE_RETURN_IF_ERROR(o.checkKnown("fuse-prologue", {"producer", "consumer", "name", "equal", "producer-param",
-                                                       "consumer-param", "offset", "element-bytes", "lanes",
-                                                       "producer-shape", "consumer-shape", "write-intermediate"}));
+  KFUSE_RETURN_IF_ERROR(o.checkKnown(
+      "fuse-prologue", {"producer", "consumer", "name", "equal", "producer-param", "consumer-param", "offset",
+                        "element-bytes", "lanes", "producer-shape", "consumer-shape", "write-intermediate"}));
   PrologueFusion spec;
   spec.producer = o.get("producer");
   spec.consumer = o.get("consumer");
@@ -376,8 +380,7 @@ const std::vector<PassInfo>& passRegistry() {
        "parameter), forward=true|false (store-to-load forwarding, default true), disjoint=true|false (distinct "
        "pointer parameters never overlap), drop=K.P[+...] (intermediates whose stores are removed)",
        makeVertical},
-      {"fuse-horizontal",
-       "Fuse independent kernels into one launch, partitioned by blocks or by threads of each block",
+      {"fuse-horizontal", "Fuse independent kernels into one launch, partitioned by blocks or by threads of each block",
        "kernels=A+B[+C] (required), shapes=GRID/BLOCK+... (required, e.g. 64/256+32x2/128), layout=block|thread, "
        "name=FUSED, equal=K.P=K.P[+...]",
        makeHorizontal},
@@ -399,13 +402,12 @@ const std::vector<PassInfo>& passRegistry() {
        "consumer-shape=GRID/BLOCK (required), offset=BYTES (default 0), lanes=1|2|4 (elements each producer thread "
        "stores, default 1), write-intermediate=true|false (default true), name=FUSED, equal=K.P=K.P[+...]",
        makePrologue},
-      {"cleanup",
-       "Remove dead code, branches to the next statement, unused declarations (and unused parameters)",
+      {"cleanup", "Remove dead code, branches to the next statement, unused declarations (and unused parameters)",
        "kernels=A[+B] (default: every kernel), params=true|false (also remove unused parameters; changes the "
        "signature, default false)",
        makeCleanup},
-      {"keep-only", "Keep only the named kernels and the functions and variables they use",
-       "kernels=A[+B] (required)", makeKeepOnly},
+      {"keep-only", "Keep only the named kernels and the functions and variables they use", "kernels=A[+B] (required)",
+       makeKeepOnly},
   };
   return kPasses;
 }

@@ -36,8 +36,8 @@ Plan fullPlan() {
   p.aggressive = true;
   p.dropped_buffers = {{0, 1}};
   p.prediction = {"H100 SXM5", 3, 5200.5, 3100.25, 2100.25, 300, 630075, "memory bound"};
-  p.validation = {true,        {"sm_80", "sm_90"}, ValidationVerdict::kPassed, ValidationVerdict::kNotRun, 7, 8, "",
-                  "2026-11-25T14:00:00Z"};
+  p.validation = {true, {"sm_80", "sm_90"},    ValidationVerdict::kPassed, ValidationVerdict::kNotRun, 7, 8,
+                  "",   "2026-11-25T14:00:00Z"};
   return p;
 }
 
@@ -283,13 +283,14 @@ TEST(PlanFiles, ReadNamesTheFileThatIsMissingOrBroken) {
 
 TEST(PlanReadme, ShowsThePlanForPeople) {
   std::string r = planReadme(fullPlan());
-  for (const char* want : {"# kfuse plan: `kfuse_scale_add`", "## Pattern", "## Predicates", "## Fused kernel",
-                           "### Parameter mapping", "### Launch mapping", "## Resources", "## Prediction",
-                           "## Validation", "argument 1 of `scale` equals argument 0 of `add`",
-                           "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%",
-                           "emulator: passed", "Aggressive",
-                           "(argument 3 of `scale`, the byte offset of argument 2 of `add`, the allocation of argument "
-                           "2 of `add`) is one of the values the legality proof covers: (1000, 0, 0), (32768, -4, 0)"}) {
+  for (const char* want :
+       {"# kfuse plan: `kfuse_scale_add`", "## Pattern", "## Predicates", "## Fused kernel", "### Parameter mapping",
+        "### Launch mapping", "## Resources", "## Prediction", "## Validation",
+        "argument 1 of `scale` equals argument 0 of `add`",
+        "| `kfuse_scale_add_y` | argument 1 of `scale` = argument 0 of `add` |", "75%", "emulator: passed",
+        "Aggressive",
+        "(argument 3 of `scale`, the byte offset of argument 2 of `add`, the allocation of argument "
+        "2 of `add`) is one of the values the legality proof covers: (1000, 0, 0), (32768, -4, 0)"}) {
     EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
   }
 }

@@ -1,8 +1,8 @@
 // Prologue fusion: an element-wise producer recomputed at the consumer's loads of what it wrote.
 //
-// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/prologue.h): producer thread e writes element e
-// of the intermediate X and nothing else, from inputs the consumer does not write, so running the producer's body
-// as thread e anywhere computes the value element e holds after the producer's launch; every element the consumer
+// Why this is sound for a pattern the analyzer proved (analyzer/src/legality/prologue.h): producer thread e writes
+// element e of the intermediate X and nothing else, from inputs the consumer does not write, so running the producer's
+// body as thread e anywhere computes the value element e holds after the producer's launch; every element the consumer
 // may load is one the producer writes, so each replaced load gets the value it would have read. The consumer no
 // longer reads X from memory, so the producer's own threads (kept so that X is still written) need no ordering
 // against the consumer's: they run first in each fused thread, strided over the fused launch. The transform keeps:
@@ -32,8 +32,8 @@ namespace {
 using detail::walkBody;
 
 bool through(const ptx::MemoryAccess& a, int param) {
-  return a.base_param == param ||
-         (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(), param) != a.pointer_params.end());
+  return a.base_param == param || (a.base_param < 0 && std::find(a.pointer_params.begin(), a.pointer_params.end(),
+                                                                 param) != a.pointer_params.end());
 }
 
 }  // namespace
@@ -58,8 +58,8 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   const Function& producer = *parts[0];
   const Function& consumer = *parts[1];
   FusionResult result;
-  result.fused_name = spec.fused_name.empty() ? "kfuse_prologue_" + spec.producer + "_" + spec.consumer
-                                              : spec.fused_name;
+  result.fused_name =
+      spec.fused_name.empty() ? "kfuse_prologue_" + spec.producer + "_" + spec.consumer : spec.fused_name;
   if (module.findFunction(result.fused_name)) {
     return unsupported("the module already has a function named '" + result.fused_name + "'");
   }
@@ -114,8 +114,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     // 0 is the element, whatever arithmetic led there.
     if (a.base_param != spec.consumer_param &&
         !(a.pointer_params.size() == 1 && a.pointer_params[0] == spec.consumer_param)) {
-      return unsupported("'" + consumer.name + "' reads the intermediate at an address that also derives from "
-                         "another pointer" + at);
+      return unsupported("'" + consumer.name +
+                         "' reads the intermediate at an address that also derives from "
+                         "another pointer" +
+                         at);
     }
     if (a.is_write || a.op != ptx::Opcode::kLd) {
       return unsupported("'" + consumer.name + "' does more than load the intermediate" + at);
@@ -123,8 +125,10 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     const ptx::Instruction& in = consumer.body[a.stmt].inst;
     const uint32_t lanes = in.has(ptx::Mod::kV2) ? 2 : in.has(ptx::Mod::kV4) ? 4 : in.has(ptx::Mod::kV8) ? 8 : 1;
     if (a.bytes != s * lanes || lanes > 4 || lanes > elements) {
-      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) + " bytes of the intermediate at "
-                         "a time, not one " + std::to_string(s) + "-byte element or a vector of 2 or 4" + at);
+      return unsupported("'" + consumer.name + "' loads " + std::to_string(a.bytes) +
+                         " bytes of the intermediate at "
+                         "a time, not one " +
+                         std::to_string(s) + "-byte element or a vector of 2 or 4" + at);
     }
     const Operand& dest = in.operands.empty() ? Operand{} : in.operands[0];
     const bool dest_ok = lanes == 1 ? dest.kind == OperandKind::kRegister
@@ -140,8 +144,8 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   }
   if (loads.empty()) return unsupported("'" + consumer.name + "' has no load through its parameter");
 
-  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
-                                                                              result.fused_name));
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged,
+                         detail::mergeParameters(parts, spec.equal_args, result.fused_name));
   Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
   result.params = std::move(merged.params);
   fused.directives = consumer.directives;  // the fused launch is the consumer's
@@ -167,19 +171,19 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   declare(consumer, renamers[0]);
   for (size_t n = 0; n < copies; ++n) declare(producer, renamers[n + 1]);
   KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> decls,
-                         detail::parseGlue(cparam, ".reg .b64 %kfp_ptr, %kfp_rel, %kfp_e;\n"
-                                                   ".reg .b32 %kfp_p, %kfp_a, %kfp_b, %kfp_c, %kfp_e32, %kfp_tid, "
-                                                   "%kfp_ctaid, %kfp_ntid, %kfp_nctaid, %kfp_zero, %kfp_one, "
-                                                   "%kfp_lane;\n"
-                                                   ".reg .pred %kfp_skip, %kfp_pick;\n"));
+                         detail::parseGlue(cparam,
+                                           ".reg .b64 %kfp_ptr, %kfp_rel, %kfp_e;\n"
+                                           ".reg .b32 %kfp_p, %kfp_a, %kfp_b, %kfp_c, %kfp_e32, %kfp_tid, "
+                                           "%kfp_ctaid, %kfp_ntid, %kfp_nctaid, %kfp_zero, %kfp_one, "
+                                           "%kfp_lane;\n"
+                                           ".reg .pred %kfp_skip, %kfp_pick;\n"));
   fused.body.insert(fused.body.end(), decls.begin(), decls.end());
 
   const auto sregs = detail::elementSpecialRegisters("%kfp_");
   const std::string as_thread = "div.u32 %kfp_ctaid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
                                 "rem.u32 %kfp_tid, %kfp_e32, " + std::to_string(ps.block[0]) + ";\n" +
-                                "mov.u32 %kfp_ntid, " + std::to_string(ps.block[0]) + ";\n" +
-                                "mov.u32 %kfp_nctaid, " + std::to_string(ps.grid[0]) + ";\n" +
-                                "mov.u32 %kfp_zero, 0;\nmov.u32 %kfp_one, 1;\n";
+                                "mov.u32 %kfp_ntid, " + std::to_string(ps.block[0]) + ";\n" + "mov.u32 %kfp_nctaid, " +
+                                std::to_string(ps.grid[0]) + ";\n" + "mov.u32 %kfp_zero, 0;\nmov.u32 %kfp_one, 1;\n";
   auto glue = [&](const std::string& text) -> Status {
     KFUSE_ASSIGN_OR_RETURN(std::vector<Statement> code, detail::parseGlue(cparam, text));
     fused.body.insert(fused.body.end(), code.begin(), code.end());
@@ -229,14 +233,21 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
   // Part 1: the producer's threads, strided over the fused launch's, so that the intermediate is still written.
   if (spec.write_intermediate) {
     const auto u = [](uint64_t v) { return std::to_string(v); };
-    KFUSE_RETURN_IF_ERROR(glue(
-        "mov.u32 %kfp_a, %ctaid.z;\nmov.u32 %kfp_b, %ctaid.y;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[1]) +
-        ", %kfp_b;\nmov.u32 %kfp_b, %ctaid.x;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[0]) + ", %kfp_b;\n"
-        "mov.u32 %kfp_b, %tid.z;\nmov.u32 %kfp_c, %tid.y;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[1]) +
-        ", %kfp_c;\nmov.u32 %kfp_c, %tid.x;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[0]) + ", %kfp_c;\n"
-        "mad.lo.u32 %kfp_p, %kfp_a, " + u(cs.threads()) + ", %kfp_b;\n"
-        "$kfuse_prologue_loop:\nsetp.ge.u32 %kfp_skip, %kfp_p, " + u(producer_threads) + ";\n"
-        "@%kfp_skip bra $kfuse_prologue_loop_end;\nmov.u32 %kfp_e32, %kfp_p;\n" + as_thread));
+    KFUSE_RETURN_IF_ERROR(
+        glue("mov.u32 %kfp_a, %ctaid.z;\nmov.u32 %kfp_b, %ctaid.y;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[1]) +
+             ", %kfp_b;\nmov.u32 %kfp_b, %ctaid.x;\nmad.lo.u32 %kfp_a, %kfp_a, " + u(cs.grid[0]) +
+             ", %kfp_b;\n"
+             "mov.u32 %kfp_b, %tid.z;\nmov.u32 %kfp_c, %tid.y;\nmad.lo.u32 %kfp_b, %kfp_b, " +
+             u(cs.block[1]) + ", %kfp_c;\nmov.u32 %kfp_c, %tid.x;\nmad.lo.u32 %kfp_b, %kfp_b, " + u(cs.block[0]) +
+             ", %kfp_c;\n"
+             "mad.lo.u32 %kfp_p, %kfp_a, " +
+             u(cs.threads()) +
+             ", %kfp_b;\n"
+             "$kfuse_prologue_loop:\nsetp.ge.u32 %kfp_skip, %kfp_p, " +
+             u(producer_threads) +
+             ";\n"
+             "@%kfp_skip bra $kfuse_prologue_loop_end;\nmov.u32 %kfp_e32, %kfp_p;\n" +
+             as_thread));
     KFUSE_RETURN_IF_ERROR(producerCopy(copies - 1, "$kfuse_prologue_next", ""));
     KFUSE_RETURN_IF_ERROR(glue("$kfuse_prologue_next:\nadd.u32 %kfp_p, %kfp_p, " + u(fused_threads) +
                                ";\nbra.uni $kfuse_prologue_loop;\n$kfuse_prologue_loop_end:\n"));

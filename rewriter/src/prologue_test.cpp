@@ -69,7 +69,9 @@ void expectSameAsTwoLaunches(const PrologueFusion& spec, int skip) {
   }
 }
 
-TEST(PrologueFusion, GeluIntoMatmulIsBitIdenticalToTheTwoLaunches) { expectSameAsTwoLaunches(geluMatmul(), -1); }
+TEST(PrologueFusion, GeluIntoMatmulIsBitIdenticalToTheTwoLaunches) {
+  expectSameAsTwoLaunches(geluMatmul(), -1);
+}
 
 TEST(PrologueFusion, WithoutTheIntermediateEveryOtherBufferIsTheSame) {
   PrologueFusion spec = geluMatmul();

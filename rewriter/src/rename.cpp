@@ -20,7 +20,9 @@ bool isLocalRegister(std::string_view name) {
 
 // renamedRegister() in place: a copied body renames every register operand, and most names stay within the
 // string's inline buffer this way.
-void renameRegisterInPlace(std::string& reg, std::string_view tag) { reg.insert(1, tag); }
+void renameRegisterInPlace(std::string& reg, std::string_view tag) {
+  reg.insert(1, tag);
+}
 
 }  // namespace
 
@@ -38,7 +40,9 @@ std::string renamedLabel(std::string_view label, std::string_view tag) {
   if (!t.empty() && t.back() == '_') t.pop_back();
   return std::string(label) + "_" + t;
 }
-std::string renamedVariable(std::string_view var, std::string_view tag) { return std::string(tag) + std::string(var); }
+std::string renamedVariable(std::string_view var, std::string_view tag) {
+  return std::string(tag) + std::string(var);
+}
 
 BodyRenamer::BodyRenamer(const ptx::Function& f, const BodyRenaming& r) : r_(r) {
   for (const Statement& s : f.body) {
@@ -65,9 +69,7 @@ void BodyRenamer::renameName(std::string& name) const {
 
 void BodyRenamer::rename(Statement& c) const {
   switch (c.kind) {
-    case StatementKind::kLabel:
-      c.text = renamedLabel(c.text, r_.tag);
-      break;
+    case StatementKind::kLabel: c.text = renamedLabel(c.text, r_.tag); break;
     case StatementKind::kDeclaration:
       if (isLocalRegister(c.decl.name)) {
         renameRegisterInPlace(c.decl.name, r_.tag);
@@ -82,8 +84,7 @@ void BodyRenamer::rename(Statement& c) const {
         if (!o.pair.empty() && isLocalRegister(o.pair)) renameRegisterInPlace(o.pair, r_.tag);
       });
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

@@ -21,7 +21,9 @@ namespace {
 
 constexpr int kWarpSize = 32;
 
-uint64_t roundUp(uint64_t x, uint64_t unit) { return unit == 0 ? x : (x + unit - 1) / unit * unit; }
+uint64_t roundUp(uint64_t x, uint64_t unit) {
+  return unit == 0 ? x : (x + unit - 1) / unit * unit;
+}
 
 // The text between the first pair of single quotes after `from`, or "".
 std::string quoted(const std::string& line, size_t from = 0) {
@@ -182,9 +184,8 @@ Status computeOccupancy(KernelResources& r, uint32_t threads_per_block, uint64_t
   by.push_back({OccupancyLimiter::kBlocks, l.max_blocks_per_sm});
 
   std::string cannot_run;  // why not even one block fits
-  const int64_t regs_per_warp =
-      static_cast<int64_t>(roundUp(static_cast<uint64_t>(std::max(0, r.registers)) * kWarpSize,
-                                   static_cast<uint64_t>(l.register_allocation_unit)));
+  const int64_t regs_per_warp = static_cast<int64_t>(roundUp(
+      static_cast<uint64_t>(std::max(0, r.registers)) * kWarpSize, static_cast<uint64_t>(l.register_allocation_unit)));
   // The hardware checks a block's registers as if its warps were spread over every partition evenly.
   const int64_t regs_per_block =
       regs_per_warp * static_cast<int64_t>(roundUp(static_cast<uint64_t>(warps_per_block),

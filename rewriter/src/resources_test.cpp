@@ -105,8 +105,8 @@ TEST(CompileResources, ARejectionCarriesPtxassLog) {
 
 TEST(CompileResources, PtxForANewerTargetIsRejectedWithTheReason) {
   // .target sm_90 PTX cannot be compiled for sm_80.
-  const std::string ptx = std::string(".version 8.0\n.target sm_90\n.address_size 64\n") +
-                          ".visible .entry k()\n{\n\tret;\n}\n";
+  const std::string ptx =
+      std::string(".version 8.0\n.target sm_90\n.address_size 64\n") + ".visible .entry k()\n{\n\tret;\n}\n";
   auto all = compileResources(ptx, "sm_80");
   ASSERT_FALSE(all.ok());
   EXPECT_NE(all.status().message().find("SM version"), std::string::npos) << all.status().message();
@@ -124,10 +124,10 @@ TEST(ArchLimits, KnowsEachArchitectureOfTheTable) {
   // CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (12.x: 24 blocks per SM, as the
   // occupancy calculator of CUDA 13.0 has it).
   const Row rows[] = {
-      {"sm_70", 64, 32, 96 * 1024, 96 * 1024, 0},      {"sm_75", 32, 16, 64 * 1024, 64 * 1024, 0},
-      {"sm_80", 64, 32, 164 * 1024, 163 * 1024, 1024}, {"sm_86", 48, 16, 100 * 1024, 99 * 1024, 1024},
-      {"sm_87", 48, 16, 164 * 1024, 163 * 1024, 1024}, {"sm_89", 48, 24, 100 * 1024, 99 * 1024, 1024},
-      {"sm_90", 64, 32, 228 * 1024, 227 * 1024, 1024}, {"sm_100", 64, 32, 228 * 1024, 227 * 1024, 1024},
+      {"sm_70", 64, 32, 96 * 1024, 96 * 1024, 0},       {"sm_75", 32, 16, 64 * 1024, 64 * 1024, 0},
+      {"sm_80", 64, 32, 164 * 1024, 163 * 1024, 1024},  {"sm_86", 48, 16, 100 * 1024, 99 * 1024, 1024},
+      {"sm_87", 48, 16, 164 * 1024, 163 * 1024, 1024},  {"sm_89", 48, 24, 100 * 1024, 99 * 1024, 1024},
+      {"sm_90", 64, 32, 228 * 1024, 227 * 1024, 1024},  {"sm_100", 64, 32, 228 * 1024, 227 * 1024, 1024},
       {"sm_103", 64, 32, 228 * 1024, 227 * 1024, 1024}, {"sm_120", 48, 24, 100 * 1024, 99 * 1024, 1024},
   };
   for (const Row& row : rows) {

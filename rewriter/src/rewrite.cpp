@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "kfuse/core/files.h"
@@ -35,10 +35,10 @@ using analyzer::CandidateKind;
 struct PatternKernel {
   const core::KernelFunction* function = nullptr;
   const core::Module* module = nullptr;
-  std::string ptx_text;      // the whole module the kernel is defined in
-  size_t source_module = 0;  // index among the distinct modules (merge input)
-  std::string entry;         // the kernel's name in the merged module
-  const ptx::Function* original = nullptr;  // in the parsed source module
+  std::string ptx_text;                             // the whole module the kernel is defined in
+  size_t source_module = 0;                         // index among the distinct modules (merge input)
+  std::string entry;                                // the kernel's name in the merged module
+  const ptx::Function* original = nullptr;          // in the parsed source module
   std::shared_ptr<ptx::FunctionAnalyses> analyses;  // of `original`, computed once, shared by every question
 };
 
@@ -107,7 +107,9 @@ std::string archOf(const core::GpuSpec& gpu) {
   return "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
 }
 
-Status writeText(const fs::path& path, const std::string& text) { return core::writeFileAtomically(path.string(), text); }
+Status writeText(const fs::path& path, const std::string& text) {
+  return core::writeFileAtomically(path.string(), text);
+}
 
 // The element type of the accesses through each pointer parameter of `f`: "f32", "u32"...; "" when unknown.
 std::vector<std::string> elementTypes(ptx::FunctionAnalyses& fa) {
@@ -305,8 +307,9 @@ class Rewriter {
           for (const core::Allocation& x : trace_.allocations) {
             if (x.id == ptr->allocation_id) a = &x;
           }
-          if (!a) return badFormat("launch " + std::to_string(l.id) + " points into allocation " +
-                                   std::to_string(ptr->allocation_id) + ", which the trace does not have");
+          if (!a)
+            return badFormat("launch " + std::to_string(l.id) + " points into allocation " +
+                             std::to_string(ptr->allocation_id) + ", which the trace does not have");
           auto [it, added] = buffer_of.emplace(a->id, static_cast<int>(set.buffer_bytes.size()));
           if (added) set.buffer_bytes.push_back(a->size);
           v.pointer = true;
@@ -400,14 +403,15 @@ class Rewriter {
     }
     const bool epilogue = c_.fusion == analyzer::FusionKind::kEpilogue;
     const bool prologue = c_.fusion == analyzer::FusionKind::kPrologue;
-    const char* kind = epilogue ? "epilogue"
-                       : prologue ? "prologue"
+    const char* kind = epilogue                              ? "epilogue"
+                       : prologue                            ? "prologue"
                        : c_.kind == CandidateKind::kVertical ? "vertical"
                                                              : "horizontal";
     fused_name_ = "kfuse_" + std::string(kind) + "_" +
                   core::sha256Hex(reinterpret_cast<const uint8_t*>(joined.data()), joined.size()).substr(0, 12);
     if (prologue) {
-      if (!c_.epilogue || kernels_.size() != 2) return unsupported("the prologue candidate carries no proven element map");
+      if (!c_.epilogue || kernels_.size() != 2)
+        return unsupported("the prologue candidate carries no proven element map");
       PrologueFusion spec;
       spec.producer = entries[0];
       spec.consumer = entries[1];
@@ -471,10 +475,12 @@ class Rewriter {
       // A part that reads the size of its dynamic shared memory would see the fused launch's instead of its own.
       for (size_t k = 0; k < kernels_.size(); ++k) {
         const uint32_t own = shapeOf(launch(0, k)).dynamic_shared_bytes;
-        if (own != result_.shape.dynamic_shared_bytes && ptx::analyzeParamInfluence(*kernels_[k].original).reads_dynamic_shared_size) {
-          return unsupported("'" + kernels_[k].function->mangled_name + "' reads the size of its dynamic shared memory "
-                             "(%dynamic_smem_size or %total_smem_size): launched with " + std::to_string(own) +
-                             " bytes, it would see the fused launch's " +
+        if (own != result_.shape.dynamic_shared_bytes &&
+            ptx::analyzeParamInfluence(*kernels_[k].original).reads_dynamic_shared_size) {
+          return unsupported("'" + kernels_[k].function->mangled_name +
+                             "' reads the size of its dynamic shared memory "
+                             "(%dynamic_smem_size or %total_smem_size): launched with " +
+                             std::to_string(own) + " bytes, it would see the fused launch's " +
                              std::to_string(result_.shape.dynamic_shared_bytes));
         }
       }
@@ -523,8 +529,7 @@ class Rewriter {
     spec.fused_name = fused_name_;
     spec.equal_args = equal_args_;
     for (size_t k = 0; k < kernels_.size(); ++k) spec.shapes.push_back(shapeOf(launch(0, k)));
-    std::vector<HorizontalLayout> layouts = {HorizontalLayout::kBlockPartitioned,
-                                             HorizontalLayout::kThreadPartitioned};
+    std::vector<HorizontalLayout> layouts = {HorizontalLayout::kBlockPartitioned, HorizontalLayout::kThreadPartitioned};
     if (options_.layout) layouts = {*options_.layout};
     const std::string arch = archOf(report_.gpu);
     std::optional<double> best_waves;
@@ -534,8 +539,8 @@ class Rewriter {
       spec.layout = layout;
       auto r = fuseHorizontal(trial, spec);
       if (!r.ok()) {
-        refusals += std::string(refusals.empty() ? "" : "; ") + horizontalLayoutName(layout) + ": " +
-                    r.status().message();
+        refusals +=
+            std::string(refusals.empty() ? "" : "; ") + horizontalLayoutName(layout) + ": " + r.status().message();
         continue;
       }
       // The layout with fewer waves of blocks on the GPU is predicted faster (the work per thread is the same).
@@ -570,7 +575,8 @@ class Rewriter {
   std::string joinNames() const {
     std::string s;
     for (const PatternKernel& k : kernels_) {
-      const std::string& name = k.function->demangled_name.empty() ? k.function->mangled_name : k.function->demangled_name;
+      const std::string& name =
+          k.function->demangled_name.empty() ? k.function->mangled_name : k.function->demangled_name;
       s += (s.empty() ? "" : c_.kind == CandidateKind::kVertical ? " -> " : " + ") + name;
     }
     return s;
@@ -611,8 +617,8 @@ class Rewriter {
       auto fused = compileResources(ptx::printForArch(fused_module_, arch), arch);
       if (!fused.ok()) {
         // Keep what ptxas rejected for inspection, outside the plan directory (which stays untouched).
-        const fs::path kept = fs::path(plan_dir).parent_path() / (fs::path(plan_dir).filename().string() +
-                                                                  ".rejected.ptx");
+        const fs::path kept =
+            fs::path(plan_dir).parent_path() / (fs::path(plan_dir).filename().string() + ".rejected.ptx");
         (void)writeText(kept, ptx::printForArch(fused_module_, arch));
         if (diagnostics_) {
           diagnostics_->ptxas_log = fused.status().message();
@@ -666,9 +672,10 @@ class Rewriter {
     if (!adjusted.ok()) return adjusted.status();
     candidate_ = std::move(adjusted).value();
     char line[256];
-    std::snprintf(line, sizeof line, "occupancy on %s: fused %.0f%%, originals %.0f%%; predicted saving %.0f ns per "
-                  "occurrence (analyzer: %.0f ns)", arch.c_str(), fused * 100, before * 100,
-                  candidate_.cost.saving_ns, c_.cost.saving_ns);
+    std::snprintf(line, sizeof line,
+                  "occupancy on %s: fused %.0f%%, originals %.0f%%; predicted saving %.0f ns per "
+                  "occurrence (analyzer: %.0f ns)",
+                  arch.c_str(), fused * 100, before * 100, candidate_.cost.saving_ns, c_.cost.saving_ns);
     result_.notes.push_back(line);
     // A candidate the analyzer already predicted to save nothing (listed with `--all`, rewritten on request with
     // --no-gain) is not made worse by occupancy: it stays a no-gain fusion, said so in the notes.
@@ -754,7 +761,8 @@ class Rewriter {
       Predicate p;
       p.kind = Predicate::Kind::kProvenValues;
       for (const analyzer::ProofArgument& a : c_.checked.tuples.front()) {
-        p.proof_args.push_back({{a.kernel, a.param}, a.what == analyzer::ProofValue::kPointerOffset,
+        p.proof_args.push_back({{a.kernel, a.param},
+                                a.what == analyzer::ProofValue::kPointerOffset,
                                 a.what == analyzer::ProofValue::kAllocation});
       }
       for (const auto& tuple : c_.checked.tuples) {
@@ -806,7 +814,8 @@ class Rewriter {
     Status s = writeText(tmp / plan_.fused.ptx_file, fused_ptx_);
     if (!s.ok()) return cleanupOnError(s);
     if (options_.validate) {
-      progress(options_, "validating on the " + std::string(options_.validation.backend == Backend::kGpu ? "GPU" : "emulator"));
+      progress(options_,
+               "validating on the " + std::string(options_.validation.backend == Backend::kGpu ? "GPU" : "emulator"));
       auto v = validatePlan(plan_, tmp.string(), options_.validation);
       if (!v.ok()) return cleanupOnError(v.status());
       recordValidation(plan_.validation, options_.validation, *v);

@@ -23,7 +23,9 @@ std::string percent(double share) {
 }
 
 // Totals equal within rounding (sums of the same doubles taken in another order) count as equal.
-bool better(double a, double b) { return a > b + 1e-9 * std::max(1.0, std::fabs(b)); }
+bool better(double a, double b) {
+  return a > b + 1e-9 * std::max(1.0, std::fabs(b));
+}
 
 struct Node {
   int rank = 0;
@@ -150,7 +152,8 @@ Selection chooseConsistentSet(const std::vector<analyzer::Candidate>& candidates
     for (size_t nb : nodes[i].neighbours) {
       if (take[nb]) with += (with.empty() ? "#" : ", #") + std::to_string(nodes[nb].rank);
     }
-    out.rejected.emplace_back(nodes[i].rank, "shares a launch with " + with + ", chosen instead (the larger total saving)");
+    out.rejected.emplace_back(nodes[i].rank,
+                              "shares a launch with " + with + ", chosen instead (the larger total saving)");
   }
   std::sort(out.chosen.begin(), out.chosen.end());
   std::sort(out.rejected.begin(), out.rejected.end());

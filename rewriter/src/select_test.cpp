@@ -11,8 +11,8 @@ namespace {
 using analyzer::Candidate;
 using analyzer::Legality;
 
-Candidate candidate(int rank, double saving_ns, std::vector<int> conflicts = {},
-                    Legality legality = Legality::kProven, double share = 0.1) {
+Candidate candidate(int rank, double saving_ns, std::vector<int> conflicts = {}, Legality legality = Legality::kProven,
+                    double share = 0.1) {
   Candidate c;
   c.rank = rank;
   c.legality = legality;

@@ -110,8 +110,8 @@ inline std::vector<uint8_t> randomFloats(size_t count, uint32_t seed) {
 }
 
 // ptxas accepts `text` for each architecture.
-inline void expectCompiles(const std::string& text, std::initializer_list<const char*> archs = {"sm_80", "sm_90",
-                                                                                                   "sm_100"}) {
+inline void expectCompiles(const std::string& text,
+                           std::initializer_list<const char*> archs = {"sm_80", "sm_90", "sm_100"}) {
   for (const char* arch : archs) {
     // ptxas compiles for an architecture no older than the PTX's .target: retarget, as the rewriter does.
     auto m = ptx::parseModule(text);

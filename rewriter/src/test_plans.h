@@ -69,8 +69,8 @@ inline ArgumentSet scaleAddArguments(uint32_t n, const std::string& origin) {
 inline constexpr core::AccessMode kRead = core::AccessMode::kRead;
 inline constexpr core::AccessMode kWrite = core::AccessMode::kWrite;
 
-inline PlanParam param(int index, uint32_t offset, uint32_t size, bool pointer,
-                       std::optional<core::AccessMode> access, std::string type) {
+inline PlanParam param(int index, uint32_t offset, uint32_t size, bool pointer, std::optional<core::AccessMode> access,
+                       std::string type) {
   return PlanParam{index, offset, size, pointer, access, std::move(type)};
 }
 
@@ -156,13 +156,12 @@ inline Plan writeChainPlanDir(const std::filesystem::path& dir, std::vector<Argu
   std::string originals = readFile(std::filesystem::path(KFUSE_EXAMPLE_PTX_DIR) / "elementwise_chain.ptx");
   std::string hash = core::sha256Hex(reinterpret_cast<const uint8_t*>(originals.data()), originals.size());
   Plan p = scaleAddPlan(hash);
-  PlanKernel relu{
-      "relu",
-      hash,
-      p.kernels[0].ptx_file,
-      shape1d(128, 256),
-      {param(0, 0, 8, true, kRead, "f32"), param(1, 8, 8, true, kWrite, "f32"),
-       param(2, 16, 4, false, std::nullopt, "")}};
+  PlanKernel relu{"relu",
+                  hash,
+                  p.kernels[0].ptx_file,
+                  shape1d(128, 256),
+                  {param(0, 0, 8, true, kRead, "f32"), param(1, 8, 8, true, kWrite, "f32"),
+                   param(2, 16, 4, false, std::nullopt, "")}};
   PlanKernel mul = p.kernels[1];
   mul.mangled_name = "mul";
   p.kernels.push_back(relu);

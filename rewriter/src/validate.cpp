@@ -264,14 +264,16 @@ struct Loaded {
 };
 
 // Which bytes of a buffer's guard a run changed, in words ("bytes 0-95 of the 4096 after buffer 2 (...)"), or "".
-std::string guardDamage(const std::vector<uint8_t>& canary, const std::vector<uint8_t>& got, const std::string& buffer) {
+std::string guardDamage(const std::vector<uint8_t>& canary, const std::vector<uint8_t>& got,
+                        const std::string& buffer) {
   size_t first = 0;
   while (first < got.size() && got[first] == canary[first]) ++first;
   if (first == got.size()) return "";
   size_t last = got.size() - 1;
   while (got[last] == canary[last]) --last;
   return "it wrote past the end of " + buffer + " (bytes " + std::to_string(first) + "-" + std::to_string(last) +
-         " of the " + std::to_string(got.size()) + " guard bytes after it; on a GPU such a write corrupts whatever "
+         " of the " + std::to_string(got.size()) +
+         " guard bytes after it; on a GPU such a write corrupts whatever "
          "follows the buffer)";
 }
 

@@ -67,7 +67,7 @@ Status mergeDirectives(const std::vector<const Function*>& parts, std::vector<pt
       if (it->values == d.values) continue;
       if (d.name == ".reqntid") {
         return unsupported("kernels '" + parts.front()->name + "' and '" + f->name +
-                             "' require different block shapes (.reqntid): they cannot run in one launch");
+                           "' require different block shapes (.reqntid): they cannot run in one launch");
       }
       if (d.name == ".maxntid" || d.name == ".maxnreg") {
         for (size_t i = 0; i < std::min(it->values.size(), d.values.size()); ++i) {
@@ -150,7 +150,8 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
   }
   std::vector<size_t> calls;
   for (size_t i = 0; i < f.body.size(); ++i) {
-    if (f.body[i].kind == StatementKind::kInstruction && f.body[i].inst.opcode == ptx::Opcode::kCall) calls.push_back(i);
+    if (f.body[i].kind == StatementKind::kInstruction && f.body[i].inst.opcode == ptx::Opcode::kCall)
+      calls.push_back(i);
   }
 
   std::vector<Edit> edits;
@@ -166,7 +167,8 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
     const ptx::MemoryAccess* store = nullptr;
     for (const ptx::MemoryAccess& s : accesses) {
       if (s.stmt >= load.stmt) continue;
-      if (!s.is_write || s.is_read || s.op != ptx::Opcode::kSt || s.base_param != load.base_param || !s.offset) continue;
+      if (!s.is_write || s.is_read || s.op != ptx::Opcode::kSt || s.base_param != load.base_param || !s.offset)
+        continue;
       if (partOf(s.stmt) >= part || s.bytes != load.bytes || s.offset->toString() != form) continue;
       if (s.guardText() != guard || std::any_of(s.guard.begin(), s.guard.end(), [](auto& g) { return !g.structured; }))
         continue;
@@ -175,12 +177,13 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
     if (!store || loops(store->stmt)) continue;
     // Nothing in between may write the address: no other write through the same pointer (or through one that is
     // not known to be a different buffer), no call.
-    bool clobbered = std::any_of(calls.begin(), calls.end(), [&](size_t c) { return c > store->stmt && c < load.stmt; });
+    bool clobbered =
+        std::any_of(calls.begin(), calls.end(), [&](size_t c) { return c > store->stmt && c < load.stmt; });
     for (const ptx::MemoryAccess& w : accesses) {
       if (clobbered) break;
       if (!w.is_write || w.stmt <= store->stmt || w.stmt >= load.stmt) continue;
-      const bool same = std::find(w.pointer_params.begin(), w.pointer_params.end(), load.base_param) !=
-                        w.pointer_params.end();
+      const bool same =
+          std::find(w.pointer_params.begin(), w.pointer_params.end(), load.base_param) != w.pointer_params.end();
       clobbered = same || w.base_param < 0 || !spec.params_disjoint;
     }
     if (clobbered) continue;
@@ -230,9 +233,9 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
     if (!a.is_read || forwarded.count(a.stmt)) continue;
     const Instruction& in = f.body[a.stmt].inst;
     if (!in.has(ptx::Mod::kNc) && in.opcode != ptx::Opcode::kLdu) continue;
-    const bool may_be_written = unknown_write || a.pointer_params.empty() ||
-                                std::any_of(a.pointer_params.begin(), a.pointer_params.end(),
-                                            [&](int p) { return written.count(p) != 0; });
+    const bool may_be_written =
+        unknown_write || a.pointer_params.empty() ||
+        std::any_of(a.pointer_params.begin(), a.pointer_params.end(), [&](int p) { return written.count(p) != 0; });
     if (may_be_written) edits.push_back({a.stmt, Edit::Kind::kStripNonCoherent, {}});
   }
 
@@ -243,12 +246,12 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
       if (!through) continue;
       if (a.is_read && !forwarded.count(a.stmt)) {
         return unsupported("cannot drop the stores of parameter " + f.params[static_cast<size_t>(q)].name +
-                             ": the fused kernel still reads it (" + a.opcode + " at statement " +
-                             std::to_string(a.stmt) + ") — its load could not be forwarded");
+                           ": the fused kernel still reads it (" + a.opcode + " at statement " +
+                           std::to_string(a.stmt) + ") — its load could not be forwarded");
       }
       if (a.is_write && (a.base_param != q || a.pointer_params.size() != 1 || a.op != ptx::Opcode::kSt)) {
-        return unsupported("cannot drop the stores of parameter " + f.params[static_cast<size_t>(q)].name +
-                             ": " + a.opcode + " may write another buffer too");
+        return unsupported("cannot drop the stores of parameter " + f.params[static_cast<size_t>(q)].name + ": " +
+                           a.opcode + " may write another buffer too");
       }
       if (a.is_write) {
         edits.push_back({a.stmt, Edit::Kind::kRemove, {}});
@@ -261,9 +264,7 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
   for (Edit& e : edits) {
     auto at = f.body.begin() + static_cast<std::ptrdiff_t>(e.stmt);
     switch (e.kind) {
-      case Edit::Kind::kRemove:
-        f.body.erase(at);
-        break;
+      case Edit::Kind::kRemove: f.body.erase(at); break;
       case Edit::Kind::kReplace:
         // Overwriting the statement in place moves the rest of the (long) body only for extra statements.
         if (e.replacement.empty()) {
@@ -306,7 +307,8 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
     if (spec.block_barrier &&
         ptx::threadsExitAfterTheirLastBarrier(*parts[k], ptx::Cfg::build(*parts[k]), &exit_problem)) {
       if (callsExit(module, *parts[k])) {
-        return unsupported("kernel '" + parts[k]->name + "' calls a device function that executes exit: the thread "
+        return unsupported("kernel '" + parts[k]->name +
+                           "' calls a device function that executes exit: the thread "
                            "would end before the later kernels' parts run");
       }
       continue;
@@ -314,21 +316,22 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
     for (const Statement& s : parts[k]->body) {
       if (s.kind == StatementKind::kInstruction && detail::isCtaBarrier(s.inst)) {
         return unsupported("kernel '" + parts[k]->name + "' (part " + std::to_string(k + 1) + " of " +
-                             std::to_string(parts.size()) + ") synchronises its block (" + s.inst.fullOpcode() +
-                             ", line " + std::to_string(s.loc.line) +
-                             "): threads that return early would wait at the barrier in a fused kernel; vertical "
-                             "fusion keeps barriers only in the last kernel");
+                           std::to_string(parts.size()) + ") synchronises its block (" + s.inst.fullOpcode() +
+                           ", line " + std::to_string(s.loc.line) +
+                           "): threads that return early would wait at the barrier in a fused kernel; vertical "
+                           "fusion keeps barriers only in the last kernel");
       }
     }
     if (callsExit(module, *parts[k])) {
-      return unsupported("kernel '" + parts[k]->name + "' calls a device function that executes exit: the thread "
-                           "would end before the later kernels' parts run");
+      return unsupported("kernel '" + parts[k]->name +
+                         "' calls a device function that executes exit: the thread "
+                         "would end before the later kernels' parts run");
     }
   }
 
   // Parameters: one per class of equal arguments, named after the fused kernel.
-  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged, detail::mergeParameters(parts, spec.equal_args,
-                                                                              result.fused_name));
+  KFUSE_ASSIGN_OR_RETURN(detail::MergedParams merged,
+                         detail::mergeParameters(parts, spec.equal_args, result.fused_name));
   Function fused = detail::fusedEntry(result.fused_name, std::move(merged.decls));
   result.params = std::move(merged.params);
   KFUSE_RETURN_IF_ERROR(mergeDirectives(parts, &fused.directives, &result.notes));
@@ -381,7 +384,8 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
       fused.body.push_back(detail::instructionStatement(std::move(bar)));
     }
   }
-  if (spec.block_barrier) result.notes.push_back("a block barrier (bar.sync 0) separates the parts: block-level fusion");
+  if (spec.block_barrier)
+    result.notes.push_back("a block barrier (bar.sync 0) separates the parts: block-level fusion");
 
   std::vector<int> dropped;
   for (ArgRef r : spec.drop_stores) {

@@ -26,8 +26,8 @@ VerticalFusion chainSpec() {
   VerticalFusion spec;
   spec.kernels = {"scale", "add", "relu", "mul"};
   spec.fused_name = "fused_chain";
-  spec.equal_args = {{{0, 1}, {1, 0}}, {{0, 3}, {1, 3}}, {{1, 2}, {2, 0}}, {{1, 3}, {2, 2}},
-                     {{2, 1}, {3, 0}}, {{2, 2}, {3, 3}}};
+  spec.equal_args = {{{0, 1}, {1, 0}}, {{0, 3}, {1, 3}}, {{1, 2}, {2, 0}},
+                     {{1, 3}, {2, 2}}, {{2, 1}, {3, 0}}, {{2, 2}, {3, 3}}};
   spec.params_disjoint = true;
   return spec;
 }
@@ -42,10 +42,14 @@ std::vector<std::vector<uint8_t>> chainBuffers() {
 
 void runChainOriginals(Runner& r, const std::string& ptx_text) {
   const float alpha = 1.5f;
-  ASSERT_TRUE(r.launch(ptx_text, "scale", kGrid, kBlock, {Arg::buf(kX), Arg::buf(kT1), Arg::value(alpha), Arg::value(kN)}).ok());
-  ASSERT_TRUE(r.launch(ptx_text, "add", kGrid, kBlock, {Arg::buf(kT1), Arg::buf(kB), Arg::buf(kT2), Arg::value(kN)}).ok());
+  ASSERT_TRUE(
+      r.launch(ptx_text, "scale", kGrid, kBlock, {Arg::buf(kX), Arg::buf(kT1), Arg::value(alpha), Arg::value(kN)})
+          .ok());
+  ASSERT_TRUE(
+      r.launch(ptx_text, "add", kGrid, kBlock, {Arg::buf(kT1), Arg::buf(kB), Arg::buf(kT2), Arg::value(kN)}).ok());
   ASSERT_TRUE(r.launch(ptx_text, "relu", kGrid, kBlock, {Arg::buf(kT2), Arg::buf(kT3), Arg::value(kN)}).ok());
-  ASSERT_TRUE(r.launch(ptx_text, "mul", kGrid, kBlock, {Arg::buf(kT3), Arg::buf(kG), Arg::buf(kOut), Arg::value(kN)}).ok());
+  ASSERT_TRUE(
+      r.launch(ptx_text, "mul", kGrid, kBlock, {Arg::buf(kT3), Arg::buf(kG), Arg::buf(kOut), Arg::value(kN)}).ok());
 }
 
 TEST(VerticalFusion, ElementwiseChainIsBitIdenticalToTheFourLaunches) {
@@ -101,9 +105,9 @@ TEST(VerticalFusion, EarlyReturnOfTheFirstKernelDoesNotSkipTheSecond) {
   Runner a(bufs), b(bufs);
   ASSERT_TRUE(a.launch(original, "early_a", kGrid, kBlock, {Arg::buf(0), Arg::buf(1), Arg::value(n1)}).ok());
   ASSERT_TRUE(a.launch(original, "late_b", kGrid, kBlock, {Arg::buf(1), Arg::buf(2), Arg::value(n2)}).ok());
-  ASSERT_TRUE(b.launch(fused, "fused", kGrid, kBlock,
-                       {Arg::buf(0), Arg::buf(1), Arg::value(n1), Arg::buf(2), Arg::value(n2)})
-                  .ok());
+  ASSERT_TRUE(
+      b.launch(fused, "fused", kGrid, kBlock, {Arg::buf(0), Arg::buf(1), Arg::value(n1), Arg::buf(2), Arg::value(n2)})
+          .ok());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(a.download(i), b.download(i)) << "buffer " << i;
 }
 
@@ -184,7 +188,8 @@ TEST(VerticalFusion, AggressiveFusionDropsTheIntermediateStores) {
                                             randomFloats(1024, 10)};
   Runner a(bufs), b(bufs);
   const float alpha = -0.5f;
-  ASSERT_TRUE(a.launch(original, "scale", kGrid, kBlock, {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(kN)}).ok());
+  ASSERT_TRUE(
+      a.launch(original, "scale", kGrid, kBlock, {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(kN)}).ok());
   ASSERT_TRUE(a.launch(original, "add", kGrid, kBlock, {Arg::buf(1), Arg::buf(2), Arg::buf(3), Arg::value(kN)}).ok());
   ASSERT_TRUE(b.launch(fused, "fused", kGrid, kBlock,
                        {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(kN), Arg::buf(2), Arg::buf(3)})
@@ -212,7 +217,8 @@ TEST(VerticalFusion, JoinsKernelsOfTwoModules) {
   std::vector<std::vector<uint8_t>> bufs = {randomFloats(1024, 11), randomFloats(1024, 12), randomFloats(1024, 13)};
   Runner a(bufs), b(bufs);
   const float alpha = 3.f;
-  ASSERT_TRUE(a.launch(chain, "scale", kGrid, kBlock, {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(kN)}).ok());
+  ASSERT_TRUE(
+      a.launch(chain, "scale", kGrid, kBlock, {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(kN)}).ok());
   ASSERT_TRUE(a.launch(cases, "late_b", kGrid, kBlock, {Arg::buf(1), Arg::buf(2), Arg::value(kN)}).ok());
   ASSERT_TRUE(b.launch(fused, "fused", kGrid, kBlock,
                        {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(kN), Arg::buf(2)})

@@ -12,9 +12,9 @@
 
 namespace {
 
-constexpr int kN = 1024;         // elements of the 1-D cases
-constexpr int kCap = 8192;       // floats in each separate buffer
-constexpr int kRegion = 4096;    // floats in each region of the arena
+constexpr int kN = 1024;       // elements of the 1-D cases
+constexpr int kCap = 8192;     // floats in each separate buffer
+constexpr int kRegion = 4096;  // floats in each region of the arena
 constexpr int kRegions = 8;
 constexpr int kW = 64, kH = 16;  // the 2-D image of the epilogue and prologue cases (kW * kH == kN)
 constexpr int kRowH = 256;       // elements per row of the block-level cases (one row per block, 8 rows)
@@ -22,17 +22,21 @@ constexpr int kRowH = 256;       // elements per row of the block-level cases (o
 struct Shape {
   unsigned gx, gy, bx, by, smem;
 };
-constexpr Shape k1d{8, 1, 128, 1, 0};      // kN threads
-constexpr Shape kImg{4, 1, 16, 16, 0};     // a 64 x 16 image
-constexpr Shape kRows{8, 1, 128, 1, 0};    // 8 rows, one per block
-constexpr Shape kOne{1, 1, 128, 1, 0};     // one block
-Shape img(int w, int h) { return {example::blocksFor(w, 16), example::blocksFor(h, 16), 16, 16, 0}; }
+constexpr Shape k1d{8, 1, 128, 1, 0};    // kN threads
+constexpr Shape kImg{4, 1, 16, 16, 0};   // a 64 x 16 image
+constexpr Shape kRows{8, 1, 128, 1, 0};  // 8 rows, one per block
+constexpr Shape kOne{1, 1, 128, 1, 0};   // one block
+Shape img(int w, int h) {
+  return {example::blocksFor(w, 16), example::blocksFor(h, 16), 16, 16, 0};
+}
 Shape withSmem(Shape s, unsigned smem) {
   s.smem = smem;
   return s;
 }
 
-float initial(int buffer, int i) { return float((i * 37 + buffer * 101) % 997) * 0.25f - 60.f + float(buffer); }
+float initial(int buffer, int i) {
+  return float((i * 37 + buffer * 101) % 997) * 0.25f - 60.f + float(buffer);
+}
 
 uint64_t fnv1a(const void* data, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -50,9 +54,11 @@ struct Buffers {
     size_t bytes;
   };
   std::vector<Entry> all() {
-    return {{"A", &a, kCap * 4},           {"B", &b, kCap * 4},         {"C", &c, kCap * 4},
-            {"D", &d, kCap * 4},           {"E", &e, kCap * 4},         {"ARENA", &arena, kRegion * kRegions * 4},
-            {"IDX_ID", &idx_id, kCap * 4}, {"IDX_PERM", &idx_perm, kCap * 4}, {"CNT", &cnt, kCap * 4}};
+    return {{"A", &a, kCap * 4},           {"B", &b, kCap * 4},
+            {"C", &c, kCap * 4},           {"D", &d, kCap * 4},
+            {"E", &e, kCap * 4},           {"ARENA", &arena, kRegion * kRegions * 4},
+            {"IDX_ID", &idx_id, kCap * 4}, {"IDX_PERM", &idx_perm, kCap * 4},
+            {"CNT", &cnt, kCap * 4}};
   }
   Buffers() {
     int which = 0;
@@ -86,7 +92,9 @@ struct Buffers {
   }
 };
 
-CUdeviceptr at(CUdeviceptr base, long elements) { return base + 4 * elements; }
+CUdeviceptr at(CUdeviceptr base, long elements) {
+  return base + 4 * elements;
+}
 
 struct Run {
   const example::Session& s;

@@ -22,9 +22,11 @@ Launch makeLaunch(Id id, int pointer_args) {
   l.gpu_end_ns = l.gpu_start_ns + 2000 + id % 100;
   l.arg_bytes.resize(32);
   for (int p = 0; p < pointer_args; ++p) {
-    const uint64_t address = 0x7f0000000000ull + static_cast<uint64_t>(p) * 0x100000 + static_cast<uint64_t>(id % 64) * 16;
+    const uint64_t address =
+        0x7f0000000000ull + static_cast<uint64_t>(p) * 0x100000 + static_cast<uint64_t>(id % 64) * 16;
     std::memcpy(l.arg_bytes.data() + 8 * p, &address, sizeof address);
-    l.pointer_args.push_back(PointerArg{p, address, p + 1, address - (0x7f0000000000ull + static_cast<uint64_t>(p) * 0x100000)});
+    l.pointer_args.push_back(
+        PointerArg{p, address, p + 1, address - (0x7f0000000000ull + static_cast<uint64_t>(p) * 0x100000)});
   }
   return l;
 }
@@ -62,10 +64,19 @@ Trace makeEveryKindTrace() {
   t.modules = {ptx, cubin, hash_only};
 
   t.functions = {
-      {1, 1, "_Z5scalePKfPfi", "scale(float const*, float*, int)",
-       {{0, 0, 8, "ptr", AccessMode::kRead}, {1, 8, 8, "ptr", AccessMode::kWrite}, {2, 16, 4, "s32", AccessMode::kNone}}},
-      {2, 1, "_Z3addPKfS0_Pfi", "add(float const*, float const*, float*, int)",
-       {{0, 0, 8, "ptr", AccessMode::kRead}, {1, 8, 8, "ptr", AccessMode::kUnknown},
+      {1,
+       1,
+       "_Z5scalePKfPfi",
+       "scale(float const*, float*, int)",
+       {{0, 0, 8, "ptr", AccessMode::kRead},
+        {1, 8, 8, "ptr", AccessMode::kWrite},
+        {2, 16, 4, "s32", AccessMode::kNone}}},
+      {2,
+       1,
+       "_Z3addPKfS0_Pfi",
+       "add(float const*, float const*, float*, int)",
+       {{0, 0, 8, "ptr", AccessMode::kRead},
+        {1, 8, 8, "ptr", AccessMode::kUnknown},
         {2, 16, 8, "ptr", AccessMode::kReadWrite}}},
       {3, 3, "relu_kernel", "", {}},
   };

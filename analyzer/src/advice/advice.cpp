@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -30,7 +30,6 @@ uint64_t shapeKey(const TensorShape& s) {
   for (char ch : s.dtype) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   return (h ^ static_cast<uint64_t>(s.numel())) * 1099511628211ull;
 }
-
 
 int fusionStrength(FamilyFusion k) {
   switch (k) {
@@ -140,9 +139,10 @@ Status Advisor::joinExecutionTrace(const std::string& path) {
     }
   }
   if (with_op > 0 && joined == 0) {
-    return invalidArgument(path + ": no operator of the trace is in this Execution Trace (neither its `Record "
-                                  "function id` nor its `External id` names an ET node of the same operator): "
-                                  "was it recorded in the same run?");
+    return invalidArgument(path +
+                           ": no operator of the trace is in this Execution Trace (neither its `Record "
+                           "function id` nor its `External id` names an ET node of the same operator): "
+                           "was it recorded in the same run?");
   }
   // RAW / WAR / WAW per storage, in issue order. Kernels of one operator are not ordered against each other.
   struct State {
@@ -393,13 +393,13 @@ std::vector<std::pair<EdgeKind, std::string>> Advisor::describeEdges(const std::
         const OpContext* c = opContext(op);
         return c && c->op ? c->op->name : std::string("kernel");
       };
-      std::string text = name(t.from) + " -> " + name(t.to) + ": " +
-                         (t.inferred ? "the second's input has the dtype and size of the first's output (" +
-                                           fmt("%.0f", t.bytes) + " bytes; inferred from operator shapes, no "
-                                           "Execution Trace)"
-                                     : std::string(edgeKindName(t.kind)) + " on tensor storage " +
-                                           std::to_string(t.storage) + " (" + fmt("%.0f", t.bytes) +
-                                           " bytes, from the Execution Trace)");
+      std::string text =
+          name(t.from) + " -> " + name(t.to) + ": " +
+          (t.inferred ? "the second's input has the dtype and size of the first's output (" + fmt("%.0f", t.bytes) +
+                            " bytes; inferred from operator shapes, no "
+                            "Execution Trace)"
+                      : std::string(edgeKindName(t.kind)) + " on tensor storage " + std::to_string(t.storage) + " (" +
+                            fmt("%.0f", t.bytes) + " bytes, from the Execution Trace)");
       out.push_back({t.kind, std::move(text)});
     }
   }
@@ -536,9 +536,9 @@ void Advisor::summarize(Report& r) const {
       const GpuOp& o = g_.ops[kernels[n]];
       if (n > 0 && o.gpu_start_ns > end) {
         const core::Launch& l = in_.trace.launches[o.record_index];
-        const bool same_replay = in_graph(kernels[n]) && in_graph(kernels[n - 1]) &&
-                                 in_.launch_graph_ids.at(o.record_id) ==
-                                     in_.launch_graph_ids.at(g_.ops[kernels[n - 1]].record_id);
+        const bool same_replay =
+            in_graph(kernels[n]) && in_graph(kernels[n - 1]) &&
+            in_.launch_graph_ids.at(o.record_id) == in_.launch_graph_ids.at(g_.ops[kernels[n - 1]].record_id);
         const double gap = static_cast<double>(o.gpu_start_ns - end);
         if (!same_replay && l.api_start_ns != core::kNoTime && l.api_start_ns >= end) {
           // Launch overhead and Python between operators is what a graph removes; a longer gap is host work
@@ -590,8 +590,7 @@ void Advisor::summarize(Report& r) const {
                (long_gap_count ? "; " + std::to_string(long_gap_count) + " longer gaps (" + durationText(long_gaps) +
                                      ") are host work a graph does not remove"
                                : std::string()) +
-               ". Capture " +
-               (where.empty() ? std::string("the step") : "`" + modulePattern(where) + "`") +
+               ". Capture " + (where.empty() ? std::string("the step") : "`" + modulePattern(where) + "`") +
                " in a CUDA graph (torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), and fuse its "
                "small kernels (torch.compile) so that fewer launches are needed";
       r.advice.push_back(std::move(a));

@@ -19,13 +19,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cost/cost_model.h"
-#include "import/execution_trace.h"
 #include "advice/kernel_families.h"
-#include "kfuse/analyzer/analysis.h"
-#include "kfuse/analyzer/importer.h"
 #include "advice/op_context.h"
 #include "advice/op_tensors.h"
+#include "cost/cost_model.h"
+#include "import/execution_trace.h"
+#include "kfuse/analyzer/analysis.h"
+#include "kfuse/analyzer/importer.h"
 
 namespace kfuse::analyzer {
 
@@ -33,8 +33,8 @@ namespace kfuse::analyzer {
 struct TensorEdge {
   size_t from = 0, to = 0;  // DependencyGraph op indices, from < to
   EdgeKind kind = EdgeKind::kRaw;
-  int64_t storage = 0;      // the Execution Trace's storage id; 0 when inferred from shapes
-  double bytes = 0;         // the tensor's size
+  int64_t storage = 0;  // the Execution Trace's storage id; 0 when inferred from shapes
+  double bytes = 0;     // the tensor's size
   bool inferred = false;
 };
 
@@ -97,7 +97,7 @@ class Advisor {
   const KernelCatalog& cat_;
   OpContextTable ctx_;
   std::unordered_map<core::Id, KernelClass> classes_;  // by function id
-  std::vector<uint32_t> kernels_per_op_;    // by graph op: how many GPU ops its operator issued (empty: none known)
+  std::vector<uint32_t> kernels_per_op_;        // by graph op: how many GPU ops its operator issued (empty: none known)
   std::vector<std::vector<size_t>> edges_out_;  // by graph op: indices into edges_ (empty until an edge exists)
   std::vector<TensorEdge> edges_;
   std::string flow_source_;

@@ -5,23 +5,25 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "advice/advice.h"
-#include "kfuse/analyzer/analysis.h"
-#include "kfuse/analyzer/importer.h"
-#include "kfuse/analyzer/multi_rank.h"
 #include "advice/op_context.h"
 #include "advice/op_tensors.h"
 #include "advice/remedies.h"
+#include "kfuse/analyzer/analysis.h"
+#include "kfuse/analyzer/importer.h"
+#include "kfuse/analyzer/multi_rank.h"
 
 namespace kfuse::analyzer {
 namespace {
 
-std::string shared(const std::string& rel) { return std::string(KFUSE_SHARED_DATA_DIR) + "/" + rel; }
+std::string shared(const std::string& rel) {
+  return std::string(KFUSE_SHARED_DATA_DIR) + "/" + rel;
+}
 
 CpuOp op(std::string name, std::vector<std::vector<int64_t>> dims, std::vector<std::string> types) {
   CpuOp o;
@@ -49,8 +51,8 @@ TEST(OperatorTensors, AddmmReadsBiasAndOperandsAndWritesTheProduct) {
 
 TEST(OperatorTensors, IndexSelectReadsOnlyTheGatheredRows) {
   // The word-embedding lookup: a 30522 x 512 table, 141 indices.
-  const OpTensors t = operatorTensors(
-      op("aten::index_select", {{30522, 512}, {}, {141}}, {"c10::BFloat16", "Scalar", "long int"}));
+  const OpTensors t =
+      operatorTensors(op("aten::index_select", {{30522, 512}, {}, {141}}, {"c10::BFloat16", "Scalar", "long int"}));
   ASSERT_TRUE(t.output_known);
   EXPECT_EQ(t.output.dims, (std::vector<int64_t>{141, 512}));
   EXPECT_DOUBLE_EQ(t.read_bytes, 2.0 * 141 * 512 + 8.0 * 141);
@@ -81,7 +83,8 @@ TEST(OperatorTensors, UnknownOperatorsGuessAnOutputAndSaySo) {
 // ---- module paths ----
 
 TEST(ModulePaths, PatternDropsInstanceNumbersAndCommonPathStopsAtComponents) {
-  EXPECT_EQ(modulePattern("BertModel_0.BertEncoder_0.BertLayer_3.BertOutput_3"), "BertModel.BertEncoder.BertLayer.BertOutput");
+  EXPECT_EQ(modulePattern("BertModel_0.BertEncoder_0.BertLayer_3.BertOutput_3"),
+            "BertModel.BertEncoder.BertLayer.BertOutput");
   EXPECT_EQ(modulePattern("Net.fc_layer"), "Net.fc_layer");
   EXPECT_EQ(commonModulePath({"A_0.B_1.Linear_4", "A_0.B_1.GELU_0"}), "A_0.B_1");
   EXPECT_EQ(commonModulePath({"A_0.B_1", "A_0.B_1.GELU_0"}), "A_0.B_1");
@@ -290,7 +293,8 @@ TEST_F(BertSmall, FindsResidualAddEpilogueAndAddNormPrologue) {
 }
 
 TEST_F(BertSmall, FindsPointwiseAndPrologueFusionsInTheEmbeddingsAndMask) {
-  EXPECT_TRUE(find({"aten::index_select", "aten::add_"}) || find({"aten::index_select", "aten::add_", "aten::native_layer_norm"}))
+  EXPECT_TRUE(find({"aten::index_select", "aten::add_"}) ||
+              find({"aten::index_select", "aten::add_", "aten::native_layer_norm"}))
       << reportToText(*report_, 50, true);
   EXPECT_NE(find({"aten::eq", "aten::all"}), nullptr) << reportToText(*report_, 50, true);
 }
@@ -397,7 +401,8 @@ TEST(MultiRank, MergesTheSamePatternAcrossRanksWithPerRankShares) {
   EXPECT_EQ(gelu->ranks[0].occurrences, 4u);
   double one = 0;
   for (const Candidate& c : single->candidates) {
-    if (c.members.size() == 2 && c.members[1].op == "aten::gelu" && c.members[0].label == gelu->representative.members[0].label) {
+    if (c.members.size() == 2 && c.members[1].op == "aten::gelu" &&
+        c.members[0].label == gelu->representative.members[0].label) {
       one = c.total_saving_ns;
     }
   }

@@ -172,8 +172,12 @@ bool matches(std::string_view lower, const Pattern& p) {
 bool pointwiseLike(KernelFamily f) {
   return f == F::kElementwise || f == F::kCopy || f == F::kIndexing || f == F::kRandom;
 }
-bool reducing(KernelFamily f) { return f == F::kReduction || f == F::kNormalization || f == F::kSoftmax; }
-bool heavy(KernelFamily f) { return f == F::kGemm || f == F::kConvolution; }
+bool reducing(KernelFamily f) {
+  return f == F::kReduction || f == F::kNormalization || f == F::kSoftmax;
+}
+bool heavy(KernelFamily f) {
+  return f == F::kGemm || f == F::kConvolution;
+}
 
 }  // namespace
 

@@ -24,14 +24,14 @@ enum class KernelFamily {
   kReduction,      // sum, mean, all, any, argmax, scans, sorts' reductions
   kNormalization,  // layer / RMS / batch / group norm
   kSoftmax,
-  kIndexing,       // gathers and scatters: index_select, embedding, index, scatter_add
-  kGemm,           // cuBLAS, cuBLASLt, CUTLASS, nvjet, Tensile, gemv, split-K reduction, Triton mm templates
-  kConvolution,    // cuDNN / MIOpen convolutions (implicit GEMM, FFT, Winograd) and their layout helpers' engines
-  kAttention,      // flash attention, memory-efficient attention, fmha
-  kCollective,     // NCCL / RCCL communication kernels
-  kOptimizer,      // multi_tensor_apply (fused Adam, SGD, ...): already one kernel for many tensors
-  kPooling,        // max / average pooling
-  kRandom,         // dropout and random-number generation
+  kIndexing,     // gathers and scatters: index_select, embedding, index, scatter_add
+  kGemm,         // cuBLAS, cuBLASLt, CUTLASS, nvjet, Tensile, gemv, split-K reduction, Triton mm templates
+  kConvolution,  // cuDNN / MIOpen convolutions (implicit GEMM, FFT, Winograd) and their layout helpers' engines
+  kAttention,    // flash attention, memory-efficient attention, fmha
+  kCollective,   // NCCL / RCCL communication kernels
+  kOptimizer,    // multi_tensor_apply (fused Adam, SGD, ...): already one kernel for many tensors
+  kPooling,      // max / average pooling
+  kRandom,       // dropout and random-number generation
 };
 
 // "unknown", "elementwise", "copy", "reduction", "normalization", "softmax", "indexing", "gemm", "convolution",
@@ -40,8 +40,8 @@ const char* kernelFamilyName(KernelFamily f);
 
 struct KernelClass {
   KernelFamily family = KernelFamily::kUnknown;
-  std::string_view library;  // "pytorch", "cublas", "cublaslt", "cutlass", "nvjet", "tensile", "cudnn", "miopen",
-                             // "flash-attention", "triton", "nccl", "rccl", "cub", "fbgemm", "" when not known
+  std::string_view library;    // "pytorch", "cublas", "cublaslt", "cutlass", "nvjet", "tensile", "cudnn", "miopen",
+                               // "flash-attention", "triton", "nccl", "rccl", "cub", "fbgemm", "" when not known
   bool already_fused = false;  // a kernel a compiler or library already fused (Triton "fused_" kernels, GEMMs with
                                // an activation epilogue, fused dropout, multi_tensor_apply)
 };

@@ -177,7 +177,7 @@ OpContextTable OpContextTable::build(const ImportResult& in) {
     } else {
       c = OpContext{nullptr, nullptr, by_call.module, by_call.annotation};
     }
-    std::vector<OpContext>& v = r.kind == OpKind::kKernel ? table.launches_
+    std::vector<OpContext>& v = r.kind == OpKind::kKernel   ? table.launches_
                                 : r.kind == OpKind::kMemcpy ? table.memcpys_
                                                             : table.memsets_;
     if (r.id >= 1 && static_cast<size_t>(r.id) <= v.size()) v[static_cast<size_t>(r.id - 1)] = c;

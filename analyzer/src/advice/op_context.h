@@ -46,8 +46,8 @@ class OpContextTable {
   const std::string& annotation(int32_t index) const { return annotations_[static_cast<size_t>(index)]; }
   bool empty() const { return linked_ == 0 && with_annotation_ == 0; }
 
-  size_t linked() const { return linked_; }                // records with an operator
-  size_t with_module() const { return with_module_; }      // records inside an nn.Module
+  size_t linked() const { return linked_; }                      // records with an operator
+  size_t with_module() const { return with_module_; }            // records inside an nn.Module
   size_t external_id_mismatches() const { return mismatches_; }  // span and External id named different ops
   size_t records() const { return records_; }
 

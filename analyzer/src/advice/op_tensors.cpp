@@ -42,7 +42,9 @@ const DtypeInfo* findDtype(std::string_view d) {
   return nullptr;
 }
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool startsWith(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // The operator's name without "aten::" and a trailing "_" (in-place) or "_out".
 std::string_view baseName(std::string_view name) {
@@ -87,15 +89,85 @@ double gatheredBytes(const TensorShape& table, const TensorShape& index, size_t 
 }
 
 const std::vector<std::string_view>& elementwiseOps() {
-  static const std::vector<std::string_view> kOps = {
-      "add", "sub", "mul", "div", "rsub", "neg", "abs", "exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt",
-      "pow", "gelu", "relu", "silu", "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu",
-      "elu", "mish", "softplus", "clamp", "clamp_min", "clamp_max", "where", "eq", "ne", "lt", "le", "gt", "ge",
-      "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "bitwise_not", "sign", "sin",
-      "cos", "erf", "reciprocal", "maximum", "minimum", "masked_fill", "threshold", "threshold_backward",
-      "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "mse_loss_backward", "copy",
-      "to_copy", "clone", "contiguous", "fill", "zero", "dropout", "native_dropout", "floor", "ceil", "round",
-      "lerp", "addcmul", "addcdiv", "fmod", "remainder", "nan_to_num", "type_as", "square", "uniform", "normal"};
+  static const std::vector<std::string_view> kOps = {"add",
+                                                     "sub",
+                                                     "mul",
+                                                     "div",
+                                                     "rsub",
+                                                     "neg",
+                                                     "abs",
+                                                     "exp",
+                                                     "exp2",
+                                                     "log",
+                                                     "log2",
+                                                     "log1p",
+                                                     "sqrt",
+                                                     "rsqrt",
+                                                     "pow",
+                                                     "gelu",
+                                                     "relu",
+                                                     "silu",
+                                                     "sigmoid",
+                                                     "tanh",
+                                                     "hardtanh",
+                                                     "hardswish",
+                                                     "hardsigmoid",
+                                                     "leaky_relu",
+                                                     "elu",
+                                                     "mish",
+                                                     "softplus",
+                                                     "clamp",
+                                                     "clamp_min",
+                                                     "clamp_max",
+                                                     "where",
+                                                     "eq",
+                                                     "ne",
+                                                     "lt",
+                                                     "le",
+                                                     "gt",
+                                                     "ge",
+                                                     "logical_and",
+                                                     "logical_or",
+                                                     "logical_not",
+                                                     "bitwise_and",
+                                                     "bitwise_or",
+                                                     "bitwise_not",
+                                                     "sign",
+                                                     "sin",
+                                                     "cos",
+                                                     "erf",
+                                                     "reciprocal",
+                                                     "maximum",
+                                                     "minimum",
+                                                     "masked_fill",
+                                                     "threshold",
+                                                     "threshold_backward",
+                                                     "gelu_backward",
+                                                     "silu_backward",
+                                                     "sigmoid_backward",
+                                                     "tanh_backward",
+                                                     "mse_loss_backward",
+                                                     "copy",
+                                                     "to_copy",
+                                                     "clone",
+                                                     "contiguous",
+                                                     "fill",
+                                                     "zero",
+                                                     "dropout",
+                                                     "native_dropout",
+                                                     "floor",
+                                                     "ceil",
+                                                     "round",
+                                                     "lerp",
+                                                     "addcmul",
+                                                     "addcdiv",
+                                                     "fmod",
+                                                     "remainder",
+                                                     "nan_to_num",
+                                                     "type_as",
+                                                     "square",
+                                                     "uniform",
+                                                     "normal"};
   return kOps;
 }
 
@@ -107,7 +179,9 @@ double TensorShape::numel() const {
   return n;
 }
 
-double TensorShape::bytes() const { return numel() * dtypeBytes(dtype); }
+double TensorShape::bytes() const {
+  return numel() * dtypeBytes(dtype);
+}
 
 double dtypeBytes(std::string_view dtype) {
   const DtypeInfo* i = findDtype(dtype);
@@ -199,8 +273,7 @@ OpTensors operatorTensors(const CpuOp& op) {
       t.flops.fp32 = flops;
     }
   } else if (oneOf(name, {"native_layer_norm", "layer_norm", "rms_norm", "fused_rms_norm", "native_batch_norm",
-                          "batch_norm", "native_group_norm", "group_norm", "softmax", "log_softmax",
-                          "safe_softmax"})) {
+                          "batch_norm", "native_group_norm", "group_norm", "softmax", "log_softmax", "safe_softmax"})) {
     setOutput(first.dims, first.dtype);
   } else if (name == "index_select" && arg(0) && arg(2)) {
     // (self, dim, index): the dim is a scalar the profiler does not record in Input Dims; rows of dim 0 assumed
@@ -229,8 +302,8 @@ OpTensors operatorTensors(const CpuOp& op) {
     bool ok = false;
     std::vector<int64_t> out = broadcast(t.inputs, ok);
     if (ok) {
-      const bool compare = oneOf(name, {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                                        "logical_not"});
+      const bool compare =
+          oneOf(name, {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"});
       setOutput(out, compare ? "bool" : first.dtype);
     }
     // In-place and copy ops: the first input is the destination, written, not read (copy_ reads its source).

@@ -20,7 +20,9 @@ bool hasPrefix(const std::vector<std::string>& ops, std::string_view prefix) {
   return std::any_of(ops.begin(), ops.end(), [&](const std::string& op) { return op.rfind(prefix, 0) == 0; });
 }
 
-std::string where(const RemedyInput& in) { return in.module.empty() ? "the code that runs these operators" : "`" + in.module + "`"; }
+std::string where(const RemedyInput& in) {
+  return in.module.empty() ? "the code that runs these operators" : "`" + in.module + "`";
+}
 
 }  // namespace
 
@@ -28,15 +30,18 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
   std::vector<Remedy> out;
   if (in.kfuse_trace_with_ptx) {
     out.push_back({"kfuse-rewrite", std::string(in.proven ? "" : "after checking the data flow by hand, ") +
-                                        "`kfuse rewrite TRACE --candidate " + (in.id.empty() ? std::to_string(in.rank) : in.id) +
+                                        "`kfuse rewrite TRACE --candidate " +
+                                        (in.id.empty() ? std::to_string(in.rank) : in.id) +
                                         "` writes the fused kernel (PTX, compiled and validated on the emulator); "
                                         "`kfuse run` injects it without changing the application"});
   }
-  const bool optimizer = hasPrefix(in.ops, "aten::_foreach_") ||
-                         std::find(in.families.begin(), in.families.end(), KernelFamily::kOptimizer) != in.families.end();
+  const bool optimizer =
+      hasPrefix(in.ops, "aten::_foreach_") ||
+      std::find(in.families.begin(), in.families.end(), KernelFamily::kOptimizer) != in.families.end();
   if (optimizer) {
-    out.push_back({"fused-operator", "use the optimizer's fused implementation: torch.optim.AdamW(..., fused=True) "
-                                     "(or foreach=True): one kernel per step for all parameters"});
+    out.push_back({"fused-operator",
+                   "use the optimizer's fused implementation: torch.optim.AdamW(..., fused=True) "
+                   "(or foreach=True): one kernel per step for all parameters"});
   }
   switch (in.fusion) {
     case FamilyFusion::kEpilogue: {
@@ -50,8 +55,9 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
                        "fused activation epilogue"});
       }
       if (residual) {
-        out.push_back({"gemm-epilogue", "add the residual in the GEMM itself: addmm with beta=1 and the residual as "
-                                        "its C input, or a cuBLASLt / CUTLASS epilogue with a source tensor"});
+        out.push_back({"gemm-epilogue",
+                       "add the residual in the GEMM itself: addmm with beta=1 and the residual as "
+                       "its C input, or a cuBLASLt / CUTLASS epilogue with a source tensor"});
       }
       out.push_back({"torch-compile", "torch.compile " + where(in) +
                                           " (mode=\"max-autotune\" lets Inductor fuse the elementwise tail into "
@@ -60,18 +66,23 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
     }
     case FamilyFusion::kPrologue:
     case FamilyFusion::kReductionEpilogue: {
-      const bool norm = std::find(in.families.begin(), in.families.end(), KernelFamily::kNormalization) != in.families.end();
-      const bool softmax = std::find(in.families.begin(), in.families.end(), KernelFamily::kSoftmax) != in.families.end();
+      const bool norm =
+          std::find(in.families.begin(), in.families.end(), KernelFamily::kNormalization) != in.families.end();
+      const bool softmax =
+          std::find(in.families.begin(), in.families.end(), KernelFamily::kSoftmax) != in.families.end();
       out.push_back({"torch-compile", "torch.compile " + where(in) +
                                           ": Inductor fuses elementwise work into the reduction's loads (one Triton "
-                                          "kernel for " + std::string(norm ? "the add and the norm" : "both") + ")"});
+                                          "kernel for " +
+                                          std::string(norm ? "the add and the norm" : "both") + ")"});
       if (norm && has(in.ops, {"aten::add", "aten::add_"})) {
-        out.push_back({"fused-operator", "a fused residual-add + norm kernel does this in one pass (e.g. Transformer "
-                                         "Engine, Apex or Liger fused add + LayerNorm / RMSNorm)"});
+        out.push_back({"fused-operator",
+                       "a fused residual-add + norm kernel does this in one pass (e.g. Transformer "
+                       "Engine, Apex or Liger fused add + LayerNorm / RMSNorm)"});
       }
       if (softmax) {
-        out.push_back({"fused-operator", "if this is attention (scale, mask, softmax), "
-                                         "torch.nn.functional.scaled_dot_product_attention does it in one kernel"});
+        out.push_back({"fused-operator",
+                       "if this is attention (scale, mask, softmax), "
+                       "torch.nn.functional.scaled_dot_product_attention does it in one kernel"});
       }
       break;
     }
@@ -90,8 +101,9 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
       break;
   }
   if (in.in_cuda_graph) {
-    out.push_back({"note", "these kernels already run inside a CUDA graph: fusing them saves their memory traffic "
-                           "and per-node latency, not CPU launch overhead"});
+    out.push_back({"note",
+                   "these kernels already run inside a CUDA graph: fusing them saves their memory traffic "
+                   "and per-node latency, not CPU launch overhead"});
   }
   return out;
 }

@@ -233,7 +233,8 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     shapes.push_back(k.shape);
   }
   FlopCounts fused_flops = flops;
-  if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size() && in.recompute_times > 1) {
+  if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size() &&
+      in.recompute_times > 1) {
     fused_flops += in.kernels[static_cast<size_t>(in.recompute)].flops.scaled(in.recompute_times - 1);
   }
   c.flops = flops.total();
@@ -286,7 +287,8 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     }
     // Never slower than running the kernels as they are, never faster than the fused kernel's own roof (the roof
     // wins where the two disagree).
-    c.fused_ns = std::max(launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu), std::min(sum_times, predicted));
+    c.fused_ns =
+        std::max(launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu), std::min(sum_times, predicted));
   }
   c.saving_ns = std::max(0.0, (vertical ? sum_times + c.gap_ns : busy) - c.fused_ns);
   if (estimated_times) c.note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;
@@ -326,7 +328,9 @@ CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool block
 namespace kfuse::analyzer {
 namespace {
 
-bool validOccupancy(double x) { return x > 0 && x <= 1; }
+bool validOccupancy(double x) {
+  return x > 0 && x <= 1;
+}
 
 std::string percentText(double share) {
   char buf[32];
@@ -339,16 +343,16 @@ std::string percentText(double share) {
 Expected<CostEstimate> costWithOccupancy(const CostEstimate& estimate, double fused_occupancy,
                                          double originals_occupancy) {
   if (!validOccupancy(fused_occupancy) || !validOccupancy(originals_occupancy)) {
-    return invalidArgument("occupancy must be in (0, 1]: fused " + std::to_string(fused_occupancy) +
-                           ", originals " + std::to_string(originals_occupancy));
+    return invalidArgument("occupancy must be in (0, 1]: fused " + std::to_string(fused_occupancy) + ", originals " +
+                           std::to_string(originals_occupancy));
   }
   const double f = std::min(1.0, fused_occupancy / originals_occupancy);
   CostEstimate out = estimate;
   if (f >= 1) return out;
   out.fused_ns = estimate.fused_ns / f;
   out.saving_ns = estimate.saving_ns - (out.fused_ns - estimate.fused_ns);
-  out.note += (out.note.empty() ? "" : "; ") + std::string("fused kernel's occupancy ") +
-              percentText(fused_occupancy) + " vs the originals' " + percentText(originals_occupancy) +
+  out.note += (out.note.empty() ? "" : "; ") + std::string("fused kernel's occupancy ") + percentText(fused_occupancy) +
+              " vs the originals' " + percentText(originals_occupancy) +
               ": achieved fraction and fused time scaled by " + percentText(f);
   return out;
 }

@@ -27,7 +27,9 @@ std::string opName(const GpuOp& op, const core::Trace& trace, const KernelCatalo
 }
 
 // " (param 2)" for kernel parameters, "" for copies and sets.
-std::string paramText(int param) { return param < 0 ? std::string() : " (param " + std::to_string(param) + ")"; }
+std::string paramText(int param) {
+  return param < 0 ? std::string() : " (param " + std::to_string(param) + ")";
+}
 
 }  // namespace
 
@@ -123,7 +125,7 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
   });
 
   auto addEdge = [&g](size_t from, size_t to, EdgeKind kind, core::Id alloc = core::kNoId, int from_param = -1,
-                       int to_param = -1, size_t sync_index = SIZE_MAX) {
+                      int to_param = -1, size_t sync_index = SIZE_MAX) {
     if (from == to) return;
     if (from > to) std::swap(from, to);
     g.edges.push_back(Edge{from, to, kind, false, alloc, from_param, to_param, sync_index});
@@ -224,7 +226,7 @@ std::string DependencyGraph::describe(const Edge& e, const core::Trace& trace, c
     }
     return nullptr;
   };
-  if (const BufferUse *a = use(ops[e.from], e.from_param), *b = use(ops[e.to], e.to_param);
+  if (const BufferUse* a = use(ops[e.from], e.from_param), *b = use(ops[e.to], e.to_param);
       a && b && !a->wholeAllocation() && !b->wholeAllocation()) {
     alloc += " bytes [" + std::to_string(std::max(a->lo, b->lo)) + ", " + std::to_string(std::min(a->hi, b->hi)) + ")";
   }
@@ -234,8 +236,7 @@ std::string DependencyGraph::describe(const Edge& e, const core::Trace& trace, c
     return std::string(core::toString(s.kind)) + " synchronize (sync " + std::to_string(s.id) + ")";
   };
   switch (e.kind) {
-    case EdgeKind::kStreamOrder:
-      return to + " follows " + from + " on stream " + std::to_string(ops[e.from].stream_id);
+    case EdgeKind::kStreamOrder: return to + " follows " + from + " on stream " + std::to_string(ops[e.from].stream_id);
     case EdgeKind::kEventSync: {
       const core::Sync* s = e.sync_index < trace.syncs.size() ? &trace.syncs[e.sync_index] : nullptr;
       return to + " on stream " + std::to_string(ops[e.to].stream_id) + " waits for event " +

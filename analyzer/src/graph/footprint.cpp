@@ -117,9 +117,9 @@ RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, 
   if (!k || !k->has_ptx || param < 0 || static_cast<size_t>(param) >= k->params.size()) return whole;
   const ParamFacts& p = k->params[static_cast<size_t>(param)];
   if (p.source != AccessSource::kPtx) return whole;
-  const bool affine = fullyFollowed(p) && std::all_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
-    return a.offset_form.has_value() && a.bytes > 0;
-  });
+  const bool affine = fullyFollowed(p) &&
+                      std::all_of(p.accesses.begin(), p.accesses.end(),
+                                  [](const ParamMemoryAccess& a) { return a.offset_form.has_value() && a.bytes > 0; });
   // Addresses inside loops, or not affine in the thread indices: the interval analysis over every block.
   if (!affine) return loopFootprint(*k, l, param);
   const locality::Shape shape{l.grid, l.block};

@@ -2,17 +2,17 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <span>
 #include <string_view>
 
 #include "kfuse/analyzer/analysis.h"
-#include "kfuse/ptx/ranges.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/demangle.h"
 #include "kfuse/ptx/fatbin.h"
 #include "kfuse/ptx/parser.h"
+#include "kfuse/ptx/ranges.h"
 
 namespace kfuse::analyzer {
 
@@ -171,7 +171,8 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
     for (const auto& [atoms, coef] : e.terms) {
       for (const std::string& atom : atoms) {
         int p = -1;
-        if (atom.rfind("param", 0) == 0 && std::from_chars(atom.data() + 5, atom.data() + atom.size(), p).ec == std::errc()) {
+        if (atom.rfind("param", 0) == 0 &&
+            std::from_chars(atom.data() + 5, atom.data() + atom.size(), p).ec == std::errc()) {
           form_params.insert(p);
         }
       }
@@ -217,8 +218,9 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
     k.barrier_exit_problem = "its barriers cannot be shown to be met by every thread";
   }
   for (const ptx::MemoryAccess& ma : fa.memoryAccesses()) {
-    KernelFacts::BlockAccess ba{ma.is_read, ma.is_write, ma.line, -1, ma.bytes,
-                                ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed, vectorOf(ma)};
+    KernelFacts::BlockAccess ba{ma.is_read,  ma.is_write, ma.line,
+                                -1,          ma.bytes,    ma.op == ptx::Opcode::kAtom || ma.op == ptx::Opcode::kRed,
+                                vectorOf(ma)};
     std::set<int> via(ma.pointer_params.begin(), ma.pointer_params.end());
     if (ma.base_param >= 0) via.insert(ma.base_param);
     if (via.size() == 1) ba.via_param = *via.begin();

@@ -52,7 +52,8 @@ std::vector<bool> mutatedArguments(const std::string& schema) {
     const char c = schema[i];
     if (c == '(' || c == '[') ++depth;
     if ((c == ')' || c == ']') && depth-- == 0) {
-      if (!arg.empty() && arg.find_first_not_of(" *") != std::string::npos) out.push_back(arg.find('!') != std::string::npos);
+      if (!arg.empty() && arg.find_first_not_of(" *") != std::string::npos)
+        out.push_back(arg.find('!') != std::string::npos);
       break;
     }
     if (c == ',' && depth == 0) {
@@ -70,8 +71,8 @@ std::vector<bool> mutatedArguments(const std::string& schema) {
 Expected<ExecutionTrace> readExecutionTrace(const std::string& path) {
   // One string or whitespace run over 64 MiB is refused while inflating (found by fuzz_import_et: a 300 KB gzip
   // inflating one 300 MiB string took 1 GB and 22 s under the fuzzer). ET strings are names, types and shapes.
-  KFUSE_ASSIGN_OR_RETURN(detail::TextBuffer text,
-                         detail::loadText(path, uint64_t{4} << 30, /*padding=*/1, /*max_run_bytes=*/uint64_t{64} << 20));
+  KFUSE_ASSIGN_OR_RETURN(detail::TextBuffer text, detail::loadText(path, uint64_t{4} << 30, /*padding=*/1,
+                                                                   /*max_run_bytes=*/uint64_t{64} << 20));
   json j;
   try {
     j = json::parse(text.view());
@@ -79,8 +80,9 @@ Expected<ExecutionTrace> readExecutionTrace(const std::string& path) {
     return badFormat(path + ": not an Execution Trace: invalid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
-    return badFormat(path + ": not an Execution Trace: no \"nodes\" array (expected the JSON that PyTorch's "
-                            "ExecutionTraceObserver writes)");
+    return badFormat(path +
+                     ": not an Execution Trace: no \"nodes\" array (expected the JSON that PyTorch's "
+                     "ExecutionTraceObserver writes)");
   }
   ExecutionTrace et;
   et.path = path;
@@ -98,7 +100,8 @@ Expected<ExecutionTrace> readExecutionTrace(const std::string& path) {
         }
       }
     }
-    const std::string schema = n.contains("op_schema") && n["op_schema"].is_string() ? n["op_schema"].get<std::string>() : "";
+    const std::string schema =
+        n.contains("op_schema") && n["op_schema"].is_string() ? n["op_schema"].get<std::string>() : "";
     const std::vector<bool> mutated = mutatedArguments(schema);
     const bool inplace_by_name = schema.empty() && !node.name.empty() && node.name.back() == '_';
     // Inputs: schema 1.0.1 keeps values and types side by side ("inputs", "input_types"); 1.1+ nests them

@@ -28,7 +28,9 @@ ImporterRegistry ImporterRegistry::withBuiltins() {
   return r;
 }
 
-void ImporterRegistry::add(std::unique_ptr<Importer> importer) { importers_.push_back(std::move(importer)); }
+void ImporterRegistry::add(std::unique_ptr<Importer> importer) {
+  importers_.push_back(std::move(importer));
+}
 
 const Importer* ImporterRegistry::find(std::string_view name) const {
   for (const auto& i : importers_) {
@@ -68,8 +70,9 @@ Expected<const Importer*> ImporterRegistry::detect(const std::string& path) cons
   if (in.head.empty() && !in.gzip) {
     what = "empty file, not a trace";
   } else if (in.sqlite) {
-    what = "a SQLite database, but neither a kfuse trace nor an Nsight Systems export (no kfuse_meta, "
-           "StringIds or CUPTI_ACTIVITY_KIND_* tables)";
+    what =
+        "a SQLite database, but neither a kfuse trace nor an Nsight Systems export (no kfuse_meta, "
+        "StringIds or CUPTI_ACTIVITY_KIND_* tables)";
   }
   std::string known;
   for (const auto& i : importers_) known += (known.empty() ? "" : ", ") + std::string(i->name());
@@ -130,7 +133,8 @@ Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& bina
   auto entries = ptx::listEntries(span);
   if (!entries.ok()) return entries.status().withContext(binary);
   if (std::none_of(entries->begin(), entries->end(), [](const auto& e) { return e.kind == ptx::EntryKind::kPtx; })) {
-    return notFound(binary + " holds no PTX (only cubins): rebuild it with PTX embedded (nvcc -gencode "
+    return notFound(binary +
+                    " holds no PTX (only cubins): rebuild it with PTX embedded (nvcc -gencode "
                     "arch=compute_XX,code=compute_XX) to let kfuse rewrite its kernels");
   }
   size_t attached = 0;
@@ -158,7 +162,6 @@ Expected<size_t> attachPtxFromBinary(core::Trace& trace, const std::string& bina
   }
   return attached;
 }
-
 
 namespace detail {
 

@@ -4,13 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
-#include <unistd.h>
 
 #include "kfuse/core/trace_json.h"
 #include "kfuse/core/trace_store.h"
@@ -22,13 +22,15 @@ namespace {
 namespace fs = std::filesystem;
 using core::Id;
 
-std::string shared(const std::string& rel) { return std::string(KFUSE_SHARED_DATA_DIR) + "/" + rel; }
+std::string shared(const std::string& rel) {
+  return std::string(KFUSE_SHARED_DATA_DIR) + "/" + rel;
+}
 
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() / ("kfuse_importer_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter_++));
+    path_ = fs::temp_directory_path() /
+            ("kfuse_importer_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -357,8 +359,9 @@ TEST(NsysRealTraces, MockRtx3080Schema324) {
   EXPECT_EQ(t.devices[0].cc_major, 8);
   EXPECT_EQ(t.devices[0].cc_minor, 6);
   const core::Launch& l = t.launches[1];
-  EXPECT_EQ(t.functions.at(static_cast<size_t>(l.function_id - 1)).demangled_name.rfind("void at::native::reduce_kernel", 0),
-            0u);
+  EXPECT_EQ(
+      t.functions.at(static_cast<size_t>(l.function_id - 1)).demangled_name.rfind("void at::native::reduce_kernel", 0),
+      0u);
   EXPECT_EQ(l.static_shared_bytes, 16u);
   EXPECT_EQ(l.registers_per_thread, 28u);
   EXPECT_EQ(t.metadata.start_time_ns, 1776781226557295056);
@@ -463,9 +466,8 @@ TEST_P(RoundTrip, StoreGivesBackTheSameTrace) {
 INSTANTIATE_TEST_SUITE_P(SharedData, RoundTrip,
                          ::testing::Values("kineto/hta_simple_add.json.gz", "kineto/hta_alexnet_a100.json.gz",
                                            "kineto/hta_event_sync_multi_stream.json.gz",
-                                           "kineto/tracelens_bert_small_h100.json.gz",
-                                           "kineto/hta_amd_mi250.json.gz", "nsys/pipit_saxpy_a100.sqlite",
-                                           "nsys/nsysai_mock_rtx3080.sqlite"));
+                                           "kineto/tracelens_bert_small_h100.json.gz", "kineto/hta_amd_mi250.json.gz",
+                                           "nsys/pipit_saxpy_a100.sqlite", "nsys/nsysai_mock_rtx3080.sqlite"));
 
 TEST(KfuseFormats, JsonInterchangeIsSniffedAndRead) {
   TempDir dir;

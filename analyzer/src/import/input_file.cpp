@@ -18,10 +18,13 @@
 
 namespace kfuse::analyzer::detail {
 
-TextBuffer::~TextBuffer() { std::free(data_); }
+TextBuffer::~TextBuffer() {
+  std::free(data_);
+}
 
 TextBuffer::TextBuffer(TextBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
       capacity_(std::exchange(o.capacity_, 0)) {}
 
 TextBuffer& TextBuffer::operator=(TextBuffer&& o) noexcept {
@@ -44,7 +47,9 @@ bool TextBuffer::reserve(size_t capacity) {
   return true;
 }
 
-bool isGzip(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+bool isGzip(const unsigned char* p, size_t n) {
+  return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
 
 bool isSqlite(const unsigned char* p, size_t n) {
   static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with its NUL
@@ -216,8 +221,8 @@ class GzipSource final : public TextSource {
       if (rc == Z_BUF_ERROR) continue;
       if (rc == Z_MEM_ERROR) return ioError(path_ + ": out of memory inflating gzip data");
       const uint64_t total = text_bytes_ + (want - zs_.avail_out);
-      return badFormat(path_ + ": corrupt gzip data after " + std::to_string(total) + " inflated bytes: " +
-                       (zs_.msg ? zs_.msg : "error " + std::to_string(rc)));
+      return badFormat(path_ + ": corrupt gzip data after " + std::to_string(total) +
+                       " inflated bytes: " + (zs_.msg ? zs_.msg : "error " + std::to_string(rc)));
     }
     const size_t n = want - zs_.avail_out;
     text_bytes_ += n;
@@ -321,8 +326,7 @@ class PipelinedSource final : public TextSource {
 
 }  // namespace
 
-std::unique_ptr<TextSource> TextSource::pipelined(std::unique_ptr<TextSource> inner, size_t chunk_bytes,
-                                                  size_t depth) {
+std::unique_ptr<TextSource> TextSource::pipelined(std::unique_ptr<TextSource> inner, size_t chunk_bytes, size_t depth) {
   return std::make_unique<PipelinedSource>(std::move(inner), chunk_bytes, depth);
 }
 

@@ -51,8 +51,7 @@ Expected<SniffInput> readHead(const std::string& path);
 // The whole content of `path` (through TextSource), with at least `padding` spare bytes after the text.
 // `max_run_bytes` > 0: JSON text in which one string or one run of whitespace is longer is refused while it is
 // read, so a small gzip bomb inflating to one huge string costs that much, not the whole inflated size.
-Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_t padding,
-                              uint64_t max_run_bytes = 0);
+Expected<TextBuffer> loadText(const std::string& path, uint64_t max_bytes, size_t padding, uint64_t max_run_bytes = 0);
 
 // The text of a file read front to back in chunks, inflated on the fly when the file is gzip (several members are
 // concatenated; trailing zero padding is ignored). Memory: one compressed chunk, whatever the file size.
@@ -70,8 +69,7 @@ class TextSource {
 
   // Runs `inner` on a thread of its own, `depth` chunks of `chunk_bytes` ahead of the reader, so that inflating
   // and parsing overlap. The returned source is read from one thread; destroying it stops and joins the worker.
-  static std::unique_ptr<TextSource> pipelined(std::unique_ptr<TextSource> inner, size_t chunk_bytes,
-                                               size_t depth);
+  static std::unique_ptr<TextSource> pipelined(std::unique_ptr<TextSource> inner, size_t chunk_bytes, size_t depth);
 
  protected:
   uint64_t text_bytes_ = 0;

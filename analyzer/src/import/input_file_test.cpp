@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace kfuse::analyzer::detail {
@@ -43,8 +43,8 @@ class InputFileTest : public ::testing::Test {
   }
   std::string write(const std::string& name, const std::vector<unsigned char>& bytes) {
     const std::string p = (dir_ / name).string();
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                             static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
   fs::path dir_;
@@ -127,8 +127,8 @@ TEST_F(InputFileTest, LimitIsEnforcedWhileInflating) {
 // One string or whitespace run over max_run_bytes is refused as it is read; escaped quotes do not end a string, and
 // runs end where strings and whitespace do.
 TEST_F(InputFileTest, OneLongStringOrWhitespaceRunIsRefusedWhileReading) {
-  const std::string ok = "{\"a\": \"" + std::string(900, 'x') + "\\\"" + std::string(90, 'y') + "\",  \"b\":" +
-                         std::string(900, ' ') + "1}";
+  const std::string ok = "{\"a\": \"" + std::string(900, 'x') + "\\\"" + std::string(90, 'y') +
+                         "\",  \"b\":" + std::string(900, ' ') + "1}";
   EXPECT_TRUE(loadText(write("ok.gz", gzip(ok)), 1 << 20, 64, /*max_run_bytes=*/1000).ok());
   const std::string long_string = "{\"a\": \"" + std::string(600, 'x') + "\\\"" + std::string(600, 'y') + "\"}";
   auto r = loadText(write("s.gz", gzip(long_string)), 1 << 20, 64, 1000);

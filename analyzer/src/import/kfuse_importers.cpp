@@ -62,8 +62,8 @@ class KfuseJsonImporter final : public Importer {
     }
     // One string or whitespace run of more than 256 MiB is refused while inflating: module images, the longest
     // strings of a kfuse trace, are base64 of a few megabytes.
-    KFUSE_ASSIGN_OR_RETURN(TextBuffer text,
-                           loadText(path, options.max_json_bytes, /*padding=*/1, /*max_run_bytes=*/uint64_t{256} << 20));
+    KFUSE_ASSIGN_OR_RETURN(
+        TextBuffer text, loadText(path, options.max_json_bytes, /*padding=*/1, /*max_run_bytes=*/uint64_t{256} << 20));
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(text.view());
@@ -77,7 +77,11 @@ class KfuseJsonImporter final : public Importer {
 
 }  // namespace
 
-std::unique_ptr<Importer> makeKfuseTraceImporter() { return std::make_unique<KfuseTraceImporter>(); }
-std::unique_ptr<Importer> makeKfuseJsonImporter() { return std::make_unique<KfuseJsonImporter>(); }
+std::unique_ptr<Importer> makeKfuseTraceImporter() {
+  return std::make_unique<KfuseTraceImporter>();
+}
+std::unique_ptr<Importer> makeKfuseJsonImporter() {
+  return std::make_unique<KfuseJsonImporter>();
+}
 
 }  // namespace kfuse::analyzer::detail

@@ -163,7 +163,9 @@ bool readInt(od::value v, int64_t& out) {
   return false;
 }
 
-bool readString(od::value v, std::string_view& out) { return !v.get_string().get(out); }
+bool readString(od::value v, std::string_view& out) {
+  return !v.get_string().get(out);
+}
 
 bool readTimeNs(od::value v, int64_t& ns) {
   od::json_type t;
@@ -217,7 +219,8 @@ EventClass classify(std::string_view cat, std::string_view name) {
   if (iequals(cat, "cpu_op") || iequals(cat, "operator")) return EventClass::kCpuOp;
   if (name == "[memory]") return EventClass::kMemory;
   if (iequals(cat, "user_annotation")) return EventClass::kScope;
-  if (iequals(cat, "python_function") && name.substr(0, kModulePrefix.size()) == kModulePrefix) return EventClass::kScope;
+  if (iequals(cat, "python_function") && name.substr(0, kModulePrefix.size()) == kModulePrefix)
+    return EventClass::kScope;
   return EventClass::kOther;
 }
 
@@ -227,8 +230,8 @@ struct Fields {
   std::optional<int64_t> pid, tid, ts, dur;
   std::string_view tid_text, pid_text;
   // args
-  std::optional<int64_t> stream, correlation, external_id, record_function_id, device, context, registers, shared_memory, bytes,
-      addr, mem_bytes, device_id, device_type, wait_on_stream, wait_record_corr, wait_event_id;
+  std::optional<int64_t> stream, correlation, external_id, record_function_id, device, context, registers,
+      shared_memory, bytes, addr, mem_bytes, device_id, device_type, wait_on_stream, wait_record_corr, wait_event_id;
   std::optional<core::Dim3> grid, block;
   std::string_view sync_kind, copy_kind, proc_name;
   std::vector<std::vector<int64_t>> input_dims;
@@ -299,7 +302,9 @@ struct DeviceProps {
 };
 
 // Kineto writes -1 or 2^32-1 for "no stream".
-bool validStream(int64_t s) { return s >= 0 && s != 4294967295LL; }
+bool validStream(int64_t s) {
+  return s >= 0 && s != 4294967295LL;
+}
 
 std::optional<core::SyncKind> syncKindOfKineto(std::string_view kind) {
   if (kind == "Stream Sync") return core::SyncKind::kStream;
@@ -399,7 +404,9 @@ class KinetoParse {
         }
       }
       if (pending_.size() > kMaxElementBytes) {
-        const char* what = in_string_ ? "a string" : in_events_ ? "an element of \"traceEvents\"" : "a top-level member";
+        const char* what = in_string_   ? "a string"
+                           : in_events_ ? "an element of \"traceEvents\""
+                                        : "a top-level member";
         return badFormat(path_ + ": " + what + " at byte " + std::to_string(consumed_) + " or later is longer than " +
                          std::to_string(kMaxElementBytes >> 20) +
                          " MiB; refusing to buffer it (a damaged or hostile file?)");
@@ -407,12 +414,13 @@ class KinetoParse {
     }
     if (top_ != Top::kDone) {
       if (consumed_ + pending_.size() == 0) return badFormat(path_ + ": empty file, not a Chrome/Kineto trace");
-      return badFormat(path_ + ": truncated JSON: the text ends at byte " + std::to_string(consumed_ + pending_.size()) +
-                       " inside the trace (is the file truncated?)");
+      return badFormat(path_ + ": truncated JSON: the text ends at byte " +
+                       std::to_string(consumed_ + pending_.size()) + " inside the trace (is the file truncated?)");
     }
     if (!have_events_ && saw_nodes_ && saw_schema_) {
       // {"schema": ..., "nodes": [...]}: what torch.profiler.ExecutionTraceObserver writes beside a profiler trace.
-      return badFormat(path_ + ": a PyTorch Execution Trace (operators and tensors, no GPU kernels), not a profiler "
+      return badFormat(path_ +
+                       ": a PyTorch Execution Trace (operators and tensors, no GPU kernels), not a profiler "
                        "trace: analyze the Kineto trace (torch.profiler) recorded in the same run");
     }
     if (!have_events_) return badFormat(path_ + ": not a Chrome/Kineto trace: no \"traceEvents\" array");
@@ -590,9 +598,7 @@ class KinetoParse {
           string_start_ = pos_ + 1;
           break;
         case '{':
-        case '[':
-          ++depth_;
-          break;
+        case '[': ++depth_; break;
         case '}':
         case ']':
           if (in_events_ && depth_ == events_depth_) {
@@ -613,8 +619,7 @@ class KinetoParse {
         case ',':
           if (in_events_ && depth_ == events_depth_) last_sep_ = pos_;
           break;
-        default:
-          break;
+        default: break;
       }
       ++pos_;
     }
@@ -643,7 +648,8 @@ class KinetoParse {
     for (size_t i = elem_start_; i < end && blank; ++i) blank = isSpace(pending_[i]);
     if (!blank) {
       batch_size_ = n + 2;
-      if (batch_.size() < batch_size_ + simdjson::SIMDJSON_PADDING) batch_.resize(batch_size_ + simdjson::SIMDJSON_PADDING);
+      if (batch_.size() < batch_size_ + simdjson::SIMDJSON_PADDING)
+        batch_.resize(batch_size_ + simdjson::SIMDJSON_PADDING);
       batch_[0] = '[';
       std::memcpy(batch_.data() + 1, pending_.data() + elem_start_, n);
       batch_[n + 1] = ']';
@@ -819,13 +825,18 @@ class KinetoParse {
       if (key.empty()) continue;
       switch (key[0]) {
         case 's':
-          if (is(key, "stream")) intField(f.stream);
-          else if (is(key, "shared memory")) intField(f.shared_memory);
+          if (is(key, "stream"))
+            intField(f.stream);
+          else if (is(key, "shared memory"))
+            intField(f.shared_memory);
           break;
         case 'c':
-          if (is(key, "correlation")) intField(f.correlation);
-          else if (is(key, "context")) intField(f.context);
-          else if (is(key, "cuda_sync_kind")) (void)readString(av, f.sync_kind);
+          if (is(key, "correlation"))
+            intField(f.correlation);
+          else if (is(key, "context"))
+            intField(f.context);
+          else if (is(key, "cuda_sync_kind"))
+            (void)readString(av, f.sync_kind);
           break;
         case 'E':
           if (is(key, "External id")) intField(f.external_id);
@@ -839,13 +850,19 @@ class KinetoParse {
         case 'g':
           if (is(key, "grid")) {
             core::Dim3 d;
-            if (readDim3(av, d)) f.grid = d; else ++f.bad_values;
+            if (readDim3(av, d))
+              f.grid = d;
+            else
+              ++f.bad_values;
           }
           break;
         case 'b':
           if (is(key, "block")) {
             core::Dim3 d;
-            if (readDim3(av, d)) f.block = d; else ++f.bad_values;
+            if (readDim3(av, d))
+              f.block = d;
+            else
+              ++f.bad_values;
           } else if (is(key, "bytes")) {
             intField(f.bytes);
           }
@@ -863,13 +880,18 @@ class KinetoParse {
           if (is(key, "Addr")) intField(f.addr);
           break;
         case 'D':
-          if (is(key, "Device Id")) intField(f.device_id);
-          else if (is(key, "Device Type")) intField(f.device_type);
+          if (is(key, "Device Id"))
+            intField(f.device_id);
+          else if (is(key, "Device Type"))
+            intField(f.device_type);
           break;
         case 'w':
-          if (is(key, "wait_on_stream")) intField(f.wait_on_stream);
-          else if (is(key, "wait_on_cuda_event_record_corr_id")) intField(f.wait_record_corr);
-          else if (is(key, "wait_on_cuda_event_id")) intField(f.wait_event_id);
+          if (is(key, "wait_on_stream"))
+            intField(f.wait_on_stream);
+          else if (is(key, "wait_on_cuda_event_record_corr_id"))
+            intField(f.wait_record_corr);
+          else if (is(key, "wait_on_cuda_event_id"))
+            intField(f.wait_event_id);
           break;
         case 'k':
           if (is(key, "kind")) (void)readString(av, f.copy_kind);
@@ -884,8 +906,7 @@ class KinetoParse {
             KFUSE_RETURN_IF_ERROR(parseInputTypes(av, f));
           }
           break;
-        default:
-          break;
+        default: break;
       }
     }
     return {};
@@ -948,7 +969,10 @@ class KinetoParse {
             if (!readString(v, f.ph)) ++f.bad_values;
           } else if (is(key, "ts")) {
             int64_t x = 0;
-            if (readTimeNs(v, x)) f.ts = x; else ++f.bad_values;
+            if (readTimeNs(v, x))
+              f.ts = x;
+            else
+              ++f.bad_values;
           }
         } else if (is(key, "cat")) {
           if (!readString(v, f.cat)) ++f.bad_values;
@@ -956,7 +980,10 @@ class KinetoParse {
           if (!readString(v, f.name)) ++f.bad_values;
         } else if (is(key, "dur")) {
           int64_t x = 0;
-          if (readTimeNs(v, x) && x >= 0) f.dur = x; else ++f.bad_values;
+          if (readTimeNs(v, x) && x >= 0)
+            f.dur = x;
+          else
+            ++f.bad_values;
         } else if (is(key, "pid") || is(key, "tid")) {
           od::json_type t;
           if (v.type().get(t)) return jsonError(simdjson::TAPE_ERROR, "an event");
@@ -1145,8 +1172,7 @@ class KinetoParse {
         memory_.push_back(m);
         return;
       }
-      default:
-        return;
+      default: return;
     }
   }
 
@@ -1501,9 +1527,7 @@ class KinetoParse {
 class KinetoImporter final : public Importer {
  public:
   std::string_view name() const override { return "kineto"; }
-  std::string_view description() const override {
-    return "PyTorch profiler / Kineto Chrome trace (.json, .json.gz)";
-  }
+  std::string_view description() const override { return "PyTorch profiler / Kineto Chrome trace (.json, .json.gz)"; }
   int sniff(const SniffInput& in) const override {
     if (in.sqlite) return 0;
     const std::string_view head = in.head;
@@ -1527,6 +1551,8 @@ class KinetoImporter final : public Importer {
 
 }  // namespace
 
-std::unique_ptr<Importer> makeKinetoImporter() { return std::make_unique<KinetoImporter>(); }
+std::unique_ptr<Importer> makeKinetoImporter() {
+  return std::make_unique<KinetoImporter>();
+}
 
 }  // namespace kfuse::analyzer::detail

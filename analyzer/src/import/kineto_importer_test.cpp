@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
-#include <unistd.h>
 
 #include "kfuse/analyzer/importer.h"
 
@@ -20,9 +20,8 @@ namespace fs = std::filesystem;
 class KinetoImporterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kfuse_kineto_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("kfuse_kineto_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override {
@@ -193,8 +192,9 @@ TEST_F(KinetoImporterTest, StreamingScannerIsNotFooledByStringsOrBoundaries) {
   for (int i = 0; i < kEvents; ++i) {
     text += i ? ",\n" : "\n";
     text += R"J({"ph": "X", "cat": "kernel", "name": "k\"]},{[\\)J" + std::to_string(i % 3) +
-            R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(1000 + i) + R"J(, "dur": 1, "args": {"stream": 7, )J" +
-            R"J("correlation": )J" + std::to_string(i + 1) + R"J(, "pad": ")J" + filler + R"J(", "grid": [1, 1, 1], "block": [32, 1, 1]}})J";
+            R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(1000 + i) +
+            R"J(, "dur": 1, "args": {"stream": 7, )J" + R"J("correlation": )J" + std::to_string(i + 1) +
+            R"J(, "pad": ")J" + filler + R"J(", "grid": [1, 1, 1], "block": [32, 1, 1]}})J";
   }
   text += R"J(], "deviceProperties": [{"id": 0, "name": "GPU \"zero\" [test]", "numSms": 7}],
   "traceName": "t\\n"}
@@ -228,7 +228,8 @@ TEST_F(KinetoImporterTest, StreamingScannerIsNotFooledByStringsOrBoundaries) {
 TEST_F(KinetoImporterTest, CorruptedRealTraceNeverCrashes) {
   std::string text;
   {
-    gzFile f = gzopen((std::string(KFUSE_SHARED_DATA_DIR) + "/kineto/hta_event_sync_multi_stream.json.gz").c_str(), "rb");
+    gzFile f =
+        gzopen((std::string(KFUSE_SHARED_DATA_DIR) + "/kineto/hta_event_sync_multi_stream.json.gz").c_str(), "rb");
     ASSERT_NE(f, nullptr);
     char buf[1 << 14];
     int n = 0;
@@ -261,9 +262,7 @@ TEST_F(KinetoImporterTest, CorruptedRealTraceNeverCrashes) {
         m.insert(at, m.substr(next(m.size()), next(300)));
         break;
       }
-      default:
-        m.resize(next(m.size()));
-        break;
+      default: m.resize(next(m.size())); break;
     }
     const std::string p = write("m" + std::to_string(i % 8) + (i % 2 ? ".json.gz" : ".json"), "");
     if (i % 2) {
@@ -431,8 +430,9 @@ TEST_F(KinetoImporterTest, NotATraceObject) {
 TEST_F(KinetoImporterTest, DeeplyNestedValuesAreSkippedWithoutHarm) {
   // 5000 levels inside an argument kfuse does not read, and inside Input Dims (read two levels deep).
   std::string deep = std::string(5000, '[') + std::string(5000, ']');
-  std::string text = R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": 1, "dur": 1, "args": {"x": )J" +
-                     deep + R"J(, "Input Dims": )J" + deep + R"J(}},
+  std::string text =
+      R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": 1, "dur": 1, "args": {"x": )J" + deep +
+      R"J(, "Input Dims": )J" + deep + R"J(}},
     {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"stream": 7}}]})J";
   auto r = importTrace(write("deep.json", text));
   ASSERT_TRUE(r.ok()) << r.status().message();

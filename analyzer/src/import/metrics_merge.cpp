@@ -85,12 +85,12 @@ Expected<MetricsMergeSummary> mergeMeasuredMetrics(core::Trace& target, const co
     }
   }
   target.stats.push_back(core::makeStat(core::StatId::kMetricsMergedLaunches, summary.launches_matched,
-                                       "launches given measured metrics from " + from_path));
+                                        "launches given measured metrics from " + from_path));
   if (summary.launches_unmatched > 0) {
     target.stats.push_back(core::makeStat(core::StatId::kMetricsUnmatchedLaunches, summary.launches_unmatched,
-                                         "launches with no launch of the same kernel and shape at the same "
-                                         "position in " + from_path +
-                                             " (a different run?): their bytes and FLOPs stay estimated"));
+                                          "launches with no launch of the same kernel and shape at the same "
+                                          "position in " +
+                                              from_path + " (a different run?): their bytes and FLOPs stay estimated"));
   }
   return summary;
 }

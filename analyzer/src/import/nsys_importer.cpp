@@ -26,16 +26,30 @@ using core::kNoTime;
 
 // globalTid / globalPid pack (vm id, pid, tid) as documented by Nsight Systems: tid in the low 24 bits, pid in
 // the next 24.
-int64_t tidOf(int64_t global_tid) { return global_tid & 0xFFFFFF; }
-int64_t pidOf(int64_t global_id) { return (global_id >> 24) & 0xFFFFFF; }
+int64_t tidOf(int64_t global_tid) {
+  return global_tid & 0xFFFFFF;
+}
+int64_t pidOf(int64_t global_id) {
+  return (global_id >> 24) & 0xFFFFFF;
+}
 
-bool validStream(int64_t s) { return s >= 0 && s != 4294967295LL; }
+bool validStream(int64_t s) {
+  return s >= 0 && s != 4294967295LL;
+}
 
 core::MemcpyKind copyKind(int64_t k) {
   switch (k) {  // CUpti_ActivityMemcpyKind (ENUM_CUDA_MEMCPY_OPER)
-    case 1: case 3: case 11: return core::MemcpyKind::kHostToDevice;
-    case 2: case 4: case 12: return core::MemcpyKind::kDeviceToHost;
-    case 5: case 6: case 7: case 8: case 13: return core::MemcpyKind::kDeviceToDevice;
+    case 1:
+    case 3:
+    case 11: return core::MemcpyKind::kHostToDevice;
+    case 2:
+    case 4:
+    case 12: return core::MemcpyKind::kDeviceToHost;
+    case 5:
+    case 6:
+    case 7:
+    case 8:
+    case 13: return core::MemcpyKind::kDeviceToDevice;
     case 9: return core::MemcpyKind::kHostToHost;
     case 10: return core::MemcpyKind::kPeer;
     default: return core::MemcpyKind::kUnknown;
@@ -131,10 +145,10 @@ class NsysParse {
     }
     if (tables_.count("TARGET_INFO_SESSION_START_TIME")) {
       KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList("TARGET_INFO_SESSION_START_TIME", {{"utcEpochNs"}}));
-      KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM TARGET_INFO_SESSION_START_TIME AS t LIMIT 1",
-                                      [&](SqliteStmt& s) {
-                                        if (!s.isNull(0)) result_.trace.metadata.start_time_ns = s.i64(0);
-                                      }));
+      KFUSE_RETURN_IF_ERROR(
+          db_.query("SELECT " + cols + " FROM TARGET_INFO_SESSION_START_TIME AS t LIMIT 1", [&](SqliteStmt& s) {
+            if (!s.isNull(0)) result_.trace.metadata.start_time_ns = s.i64(0);
+          }));
     }
     return {};
   }
@@ -142,9 +156,15 @@ class NsysParse {
   Status readDevices() {
     const std::string gpu = table("TARGET_INFO_GPU");
     if (!gpu.empty()) {
-      KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList(gpu, {{"id"}, {"cuDevice"}, {"name"}, {"totalMemory"},
-                                                                  {"smCount"}, {"computeMajor"}, {"computeMinor"},
-                                                                  {"clockRate"}, {"uuid"}}));
+      KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList(gpu, {{"id"},
+                                                                {"cuDevice"},
+                                                                {"name"},
+                                                                {"totalMemory"},
+                                                                {"smCount"},
+                                                                {"computeMajor"},
+                                                                {"computeMinor"},
+                                                                {"clockRate"},
+                                                                {"uuid"}}));
       KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + gpu + "\" AS t", [&](SqliteStmt& s) {
         core::Device d;
         // CUPTI's deviceId is the CUDA ordinal: cuDevice where the export has it.
@@ -163,13 +183,13 @@ class NsysParse {
     }
     const std::string cuda = table("TARGET_INFO_CUDA_DEVICE");
     if (!cuda.empty()) {
-      KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList(cuda, {{"cudaId"}, {"gpuId"}, {"numMultiprocessors"},
-                                                                   {"name"}, {"uuid"}}));
+      KFUSE_ASSIGN_OR_RETURN(std::string cols,
+                             selectList(cuda, {{"cudaId"}, {"gpuId"}, {"numMultiprocessors"}, {"name"}, {"uuid"}}));
       KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"" + cuda + "\" AS t", [&](SqliteStmt& s) {
         if (s.isNull(0)) return;
         const int64_t ordinal = s.i64(0);
-        auto it = std::find_if(devices_.begin(), devices_.end(),
-                               [&](const core::Device& d) { return d.ordinal == ordinal; });
+        auto it =
+            std::find_if(devices_.begin(), devices_.end(), [&](const core::Device& d) { return d.ordinal == ordinal; });
         if (it == devices_.end()) {
           core::Device d;
           d.ordinal = static_cast<int>(ordinal);
@@ -191,8 +211,9 @@ class NsysParse {
       return {};
     }
     std::vector<std::string> missing;
-    KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList(rt, {{"correlationId"}, {"start"}, {"end"},
-                                                              {"globalTid"}, {"nameId", true}}, &missing));
+    KFUSE_ASSIGN_OR_RETURN(
+        std::string cols,
+        selectList(rt, {{"correlationId"}, {"start"}, {"end"}, {"globalTid"}, {"nameId", true}}, &missing));
     countMissing(rt, missing);
     std::unordered_map<std::string, uint32_t> name_index;
     return db_.query("SELECT " + cols + " FROM \"" + rt + "\" AS t", [&](SqliteStmt& s) {
@@ -216,9 +237,11 @@ class NsysParse {
   Status readNvtx() {
     if (!tables_.count("NVTX_EVENTS")) return {};
     std::vector<std::string> missing;
-    KFUSE_ASSIGN_OR_RETURN(std::string cols, selectList("NVTX_EVENTS", {{"start"}, {"end"}, {"eventType"}, {"text"},
-                                                                        {"textId", true}, {"globalTid"}, {"domainId"}},
-                                                        &missing));
+    KFUSE_ASSIGN_OR_RETURN(
+        std::string cols,
+        selectList("NVTX_EVENTS",
+                   {{"start"}, {"end"}, {"eventType"}, {"text"}, {"textId", true}, {"globalTid"}, {"domainId"}},
+                   &missing));
     core::Trace& t = result_.trace;
     KFUSE_RETURN_IF_ERROR(db_.query("SELECT " + cols + " FROM \"NVTX_EVENTS\" AS t", [&](SqliteStmt& s) {
       if (s.isNull(0) || s.isNull(1) || s.isNull(2)) return;
@@ -233,10 +256,11 @@ class NsysParse {
       r.domain = s.isNull(6) || s.i64(6) == 0 ? std::string() : "domain " + std::to_string(s.i64(6));
       t.nvtx_ranges.push_back(std::move(r));
     }));
-    std::stable_sort(t.nvtx_ranges.begin(), t.nvtx_ranges.end(), [](const core::NvtxRange& a, const core::NvtxRange& b) {
-      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-      return a.end_ns > b.end_ns;
-    });
+    std::stable_sort(t.nvtx_ranges.begin(), t.nvtx_ranges.end(),
+                     [](const core::NvtxRange& a, const core::NvtxRange& b) {
+                       if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+                       return a.end_ns > b.end_ns;
+                     });
     for (size_t i = 0; i < t.nvtx_ranges.size(); ++i) t.nvtx_ranges[i].id = static_cast<Id>(i) + 1;
     return {};
   }
@@ -288,26 +312,34 @@ class NsysParse {
   }
 
   Status readGpuRows() {
-    KFUSE_RETURN_IF_ERROR(readActivity(
-        "CUPTI_ACTIVITY_KIND_KERNEL", 0,
-        {{"mangledName", true}, {"demangledName", true}, {"shortName", true}, {"gridX"}, {"gridY"}, {"gridZ"},
-         {"blockX"}, {"blockY"}, {"blockZ"}, {"registersPerThread"}, {"staticSharedMemory"},
-         {"dynamicSharedMemory"}},
-        /*count_missing=*/true, [&](const SqliteStmt& s, Row& r) {
-          r.mangled = s.text(6);
-          r.demangled = s.text(7);
-          if (r.demangled.empty()) r.demangled = s.text(8);
-          if (r.mangled.empty() && r.demangled.empty()) {
-            problems_.add(core::StatId::kNsysKernelWithoutName);
-          }
-          bool bad = false;
-          r.grid = core::Dim3{dim(s, 9, bad), dim(s, 10, bad), dim(s, 11, bad)};
-          r.block = core::Dim3{dim(s, 12, bad), dim(s, 13, bad), dim(s, 14, bad)};
-          if (bad) problems_.add(core::StatId::kNsysKernelBadLaunchConfig);
-          r.registers = std::clamp<int64_t>(s.i64Or(15, 0), 0, 65536);
-          r.static_shared = std::clamp<int64_t>(s.i64Or(16, 0), 0, 0xFFFFFFFFLL);
-          r.dynamic_shared = std::clamp<int64_t>(s.i64Or(17, 0), 0, 0xFFFFFFFFLL);
-        }));
+    KFUSE_RETURN_IF_ERROR(readActivity("CUPTI_ACTIVITY_KIND_KERNEL", 0,
+                                       {{"mangledName", true},
+                                        {"demangledName", true},
+                                        {"shortName", true},
+                                        {"gridX"},
+                                        {"gridY"},
+                                        {"gridZ"},
+                                        {"blockX"},
+                                        {"blockY"},
+                                        {"blockZ"},
+                                        {"registersPerThread"},
+                                        {"staticSharedMemory"},
+                                        {"dynamicSharedMemory"}},
+                                       /*count_missing=*/true, [&](const SqliteStmt& s, Row& r) {
+                                         r.mangled = s.text(6);
+                                         r.demangled = s.text(7);
+                                         if (r.demangled.empty()) r.demangled = s.text(8);
+                                         if (r.mangled.empty() && r.demangled.empty()) {
+                                           problems_.add(core::StatId::kNsysKernelWithoutName);
+                                         }
+                                         bool bad = false;
+                                         r.grid = core::Dim3{dim(s, 9, bad), dim(s, 10, bad), dim(s, 11, bad)};
+                                         r.block = core::Dim3{dim(s, 12, bad), dim(s, 13, bad), dim(s, 14, bad)};
+                                         if (bad) problems_.add(core::StatId::kNsysKernelBadLaunchConfig);
+                                         r.registers = std::clamp<int64_t>(s.i64Or(15, 0), 0, 65536);
+                                         r.static_shared = std::clamp<int64_t>(s.i64Or(16, 0), 0, 0xFFFFFFFFLL);
+                                         r.dynamic_shared = std::clamp<int64_t>(s.i64Or(17, 0), 0, 0xFFFFFFFFLL);
+                                       }));
     KFUSE_RETURN_IF_ERROR(readActivity("CUPTI_ACTIVITY_KIND_MEMCPY", 1, {{"bytes"}, {"copyKind"}},
                                        /*count_missing=*/true, [](const SqliteStmt& s, Row& r) {
                                          r.bytes = std::max<int64_t>(0, s.i64Or(6, 0));
@@ -478,8 +510,7 @@ class NsysParse {
           t.events.push_back(e);
           break;
         }
-        default:
-          break;
+        default: break;
       }
     }
   }
@@ -536,6 +567,8 @@ class NsysImporter final : public Importer {
 
 }  // namespace
 
-std::unique_ptr<Importer> makeNsysImporter() { return std::make_unique<NsysImporter>(); }
+std::unique_ptr<Importer> makeNsysImporter() {
+  return std::make_unique<NsysImporter>();
+}
 
 }  // namespace kfuse::analyzer::detail

@@ -133,7 +133,8 @@ Result check(const KernelFacts& producer, const core::Launch& lp, const KernelFa
         if (!a.reached) continue;
         if (!a.bounded) {
           r.why = "block-level fusion not shown: " + k.name + " (line " + std::to_string(info.line) + ") " +
-                  (info.is_write ? "writes" : "reads") + " memory whose bytes per block cannot be bounded (an address "
+                  (info.is_write ? "writes" : "reads") +
+                  " memory whose bytes per block cannot be bounded (an address "
                   "loaded from memory, or a loop whose bound is data)";
           return r;
         }

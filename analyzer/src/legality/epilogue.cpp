@@ -8,8 +8,12 @@
 namespace kfuse::analyzer::epilogue {
 namespace {
 
-bool reads(core::AccessMode m) { return m == core::AccessMode::kRead || m == core::AccessMode::kReadWrite; }
-bool writes(core::AccessMode m) { return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite; }
+bool reads(core::AccessMode m) {
+  return m == core::AccessMode::kRead || m == core::AccessMode::kReadWrite;
+}
+bool writes(core::AccessMode m) {
+  return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite;
+}
 
 const ParamFacts* param(const Part& k, int index) {
   if (index < 0 || static_cast<size_t>(index) >= k.facts->params.size()) return nullptr;
@@ -26,7 +30,9 @@ uint64_t threads(const locality::Shape& s) {
   return static_cast<uint64_t>(n);
 }
 
-std::string line(const ParamMemoryAccess& a) { return "line " + std::to_string(a.line); }
+std::string line(const ParamMemoryAccess& a) {
+  return "line " + std::to_string(a.line);
+}
 
 std::string threadText(const locality::Thread& t) {
   return "block (" + std::to_string(t[locality::kCtaidX]) + "," + std::to_string(t[locality::kCtaidY]) + "," +
@@ -65,14 +71,16 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
   for (const Part& c : consumers) {
     const KernelFacts& ck = *c.facts;
     if (c.shape.block.y != 1 || c.shape.block.z != 1 || c.shape.grid.y != 1 || c.shape.grid.z != 1) {
-      return refuse(Legality::kBlocked, ck.name + " runs on a multi-dimensional launch: only 1-D element-wise "
-                                                  "consumers are remapped to the producer's elements");
+      return refuse(Legality::kBlocked, ck.name +
+                                            " runs on a multi-dimensional launch: only 1-D element-wise "
+                                            "consumers are remapped to the producer's elements");
     }
     if (!(c.shape.grid == cshape.grid) || !(c.shape.block == cshape.block)) {
       return refuse(Legality::kBlocked, "the consumers have different launch shapes");
     }
     if (ck.barriers > 0 || ck.uses_shared) {
-      return refuse(Legality::kBlocked, ck.name + (ck.barriers > 0 ? " synchronizes its block" : " uses shared memory") +
+      return refuse(Legality::kBlocked, ck.name +
+                                            (ck.barriers > 0 ? " synchronizes its block" : " uses shared memory") +
                                             ": it is not element-wise, so it cannot run per element inside the "
                                             "producer (block-level fusion is not implemented)");
     }
@@ -100,9 +108,10 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
     return refuse(Legality::kLikely, pk.name + " writes " + std::to_string(intermediates) +
                                          " buffers the consumers read: only one intermediate is remapped");
   }
-  const std::string xs = "allocation " + std::to_string(pu->allocation_id) +
-                         (pu->wholeAllocation() ? std::string()
-                                                : " bytes [" + std::to_string(pu->lo) + ", " + std::to_string(pu->hi) + ")");
+  const std::string xs =
+      "allocation " + std::to_string(pu->allocation_id) +
+      (pu->wholeAllocation() ? std::string()
+                             : " bytes [" + std::to_string(pu->lo) + ", " + std::to_string(pu->hi) + ")");
   bool consumers_write_x = false;
   for (const Part& c : consumers) {
     for (const BufferUse& v : c.uses) {
@@ -146,14 +155,17 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
       if (!u.overlaps(*pu)) continue;
       const ParamFacts* cp = param(c, u.param_index);
       if (!cp || !fullyFollowed(*cp)) {
-        return refuse(Legality::kBlocked, ck.name + " accesses " + xs + " at an address the PTX analysis could not "
-                                                    "follow (not affine in its thread index, or inside a loop): it "
-                                                    "may read elements other threads write");
+        return refuse(Legality::kBlocked, ck.name + " accesses " + xs +
+                                              " at an address the PTX analysis could not "
+                                              "follow (not affine in its thread index, or inside a loop): it "
+                                              "may read elements other threads write");
       }
       for (const ParamMemoryAccess& a : cp->accesses) {
         if (!a.offset_form) {
-          return refuse(Legality::kBlocked, ck.name + " accesses " + xs + " at an address that is not affine in its "
-                                                      "thread index (" + line(a) + "): it may read other elements");
+          return refuse(Legality::kBlocked, ck.name + " accesses " + xs +
+                                                " at an address that is not affine in its "
+                                                "thread index (" +
+                                                line(a) + "): it may read other elements");
         }
         const auto f = locality::bind(*a.offset_form, c.shape, c.values, &why);
         if (!f) return refuse(Legality::kLikely, ck.name + "'s address into " + xs + " cannot be evaluated: " + why);
@@ -161,11 +173,12 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
         own.coef[locality::kTidX] = s;
         own.coef[locality::kCtaidX] = int64_t{s} * c.shape.block.x;
         if (!f->sameLinearPart(own) || a.bytes != s) {
-          return refuse(Legality::kBlocked,
-                        ck.name + " accesses " + xs + " at byte offset " + f->toString() + ", " +
-                            std::to_string(a.bytes) + " bytes (" + line(a) + "), not at its own element (" +
-                            own.toString() + ", " + std::to_string(s) + " bytes as " + pk.name + " writes them): "
-                            "consumer thread e must touch only element e");
+          return refuse(Legality::kBlocked, ck.name + " accesses " + xs + " at byte offset " + f->toString() + ", " +
+                                                std::to_string(a.bytes) + " bytes (" + line(a) +
+                                                "), not at its own element (" + own.toString() + ", " +
+                                                std::to_string(s) + " bytes as " + pk.name +
+                                                " writes them): "
+                                                "consumer thread e must touch only element e");
         }
         const int64_t base = static_cast<int64_t>(u.offset) + f->constant;
         if (!have_ref) {
@@ -186,8 +199,10 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
   // Enumerate the producer's threads: which element each writes, and that no element is written twice.
   const uint64_t np = threads(producer.shape), nc = threads(cshape);
   if (np > kMaxThreads || nc > kMaxThreads) {
-    return refuse(Legality::kLikely, "the launches have " + std::to_string(std::max(np, nc)) + " threads, more than "
-                                     "the " + std::to_string(kMaxThreads) + " the element map is checked for");
+    return refuse(Legality::kLikely, "the launches have " + std::to_string(std::max(np, nc)) +
+                                         " threads, more than "
+                                         "the " +
+                                         std::to_string(kMaxThreads) + " the element map is checked for");
   }
   std::vector<char> written(nc, 0);
   std::string failure;
@@ -197,8 +212,10 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
     if (!locality::contains(pdomain, t)) return true;
     const int64_t rel = pbase + locality::evaluate(*pform, t) - ref;
     if (rel % s != 0) {
-      failure = pk.name + " " + threadText(t) + " writes " + xs + " at a byte offset that is not a whole element "
-                "of the consumers' (" + std::to_string(s) + " bytes)";
+      failure = pk.name + " " + threadText(t) + " writes " + xs +
+                " at a byte offset that is not a whole element "
+                "of the consumers' (" +
+                std::to_string(s) + " bytes)";
       return false;
     }
     if (rel < 0 || static_cast<uint64_t>(rel / s) >= nc) return true;  // no consumer thread owns it
@@ -232,10 +249,10 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
           if (written[e]) continue;
           const locality::Thread t{static_cast<int64_t>(e % ntid), 0, 0, static_cast<int64_t>(e / ntid), 0, 0};
           if (!locality::contains(d, t)) continue;
-          return refuse(Legality::kBlocked,
-                        ck.name + " thread " + std::to_string(e) + " writes (" + line(a) + ") but " + pk.name +
-                            " never writes element " + std::to_string(e) + " of " + xs +
-                            ": that consumer thread would not run in the fused kernel");
+          return refuse(Legality::kBlocked, ck.name + " thread " + std::to_string(e) + " writes (" + line(a) +
+                                                ") but " + pk.name + " never writes element " + std::to_string(e) +
+                                                " of " + xs +
+                                                ": that consumer thread would not run in the fused kernel");
         }
       }
     }
@@ -256,7 +273,8 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
   return r;
 }
 
-Store producerStore(const Part& producer, const ParamFacts* pp, const std::string& xs, const std::string& read_refusal) {
+Store producerStore(const Part& producer, const ParamFacts* pp, const std::string& xs,
+                    const std::string& read_refusal) {
   const KernelFacts& pk = *producer.facts;
   Store out;
   auto refused = [&](Legality l, std::string why) {
@@ -267,8 +285,9 @@ Store producerStore(const Part& producer, const ParamFacts* pp, const std::strin
   };
   if (!pp) return refused(Legality::kLikely, pk.name + ": the pointer into " + xs + " is not a parameter the PTX has");
   if (!fullyFollowed(*pp)) {
-    return refused(Legality::kBlocked, pk.name + " accesses " + xs + " at an address the PTX analysis could not "
-                                                 "follow: which element each thread writes is not known");
+    return refused(Legality::kBlocked, pk.name + " accesses " + xs +
+                                           " at an address the PTX analysis could not "
+                                           "follow: which element each thread writes is not known");
   }
   const ParamMemoryAccess* store = nullptr;
   for (const ParamMemoryAccess& a : pp->accesses) {
@@ -289,14 +308,18 @@ Store producerStore(const Part& producer, const ParamFacts* pp, const std::strin
                                            "): a thread writes several elements, one store cannot hand each on");
   }
   if (!store->offset_form) {
-    return refused(Legality::kBlocked, pk.name + " stores to " + xs + " at an address that is not affine in its "
-                                                 "thread index (" + line(*store) + "): which element each thread "
-                                                 "writes is not known");
+    return refused(Legality::kBlocked, pk.name + " stores to " + xs +
+                                           " at an address that is not affine in its "
+                                           "thread index (" +
+                                           line(*store) +
+                                           "): which element each thread "
+                                           "writes is not known");
   }
   if (store->bytes == 0) return refused(Legality::kLikely, "the width of " + pk.name + "'s store is not known");
   if (!store->guard_exact) {
     return refused(Legality::kLikely, "the conditions under which " + pk.name + " stores to " + xs + " (" +
-                                          line(*store) + ") are not fully understood: which elements it writes is "
+                                          line(*store) +
+                                          ") are not fully understood: which elements it writes is "
                                           "not known exactly");
   }
   std::string why;

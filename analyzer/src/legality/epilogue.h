@@ -42,12 +42,12 @@ struct Result {
   Legality legality = Legality::kBlocked;
   std::string why;  // the deciding sentence (proven: what was shown)
   // Proven: the intermediate, as the rewriter needs it.
-  int producer_param = -1;  // the producer's parameter pointing into X
-  int consumer = -1;        // 0-based among the consumers: the one whose X pointer defines element 0
-  int consumer_param = -1;  // its parameter
+  int producer_param = -1;      // the producer's parameter pointing into X
+  int consumer = -1;            // 0-based among the consumers: the one whose X pointer defines element 0
+  int consumer_param = -1;      // its parameter
   int64_t consumer_offset = 0;  // element e lives at that pointer + consumer_offset + e * element_bytes
   uint32_t element_bytes = 0;
-  uint64_t elements = 0;    // how many elements the producer writes
+  uint64_t elements = 0;  // how many elements the producer writes
 };
 
 // `consumers` share one launch shape (the search guarantees it). Thread locality among the consumers is the

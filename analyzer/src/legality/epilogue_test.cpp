@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-#include <cctype>
 #include <functional>
+#include <sstream>
 #include <variant>
 
 #include "kfuse/analyzer/analysis.h"
@@ -242,40 +242,64 @@ std::vector<NearMiss> nearMisses() {
   const int mn = kM * kN;
   const core::Dim3 pgrid{kN / 16, kM / 16, 1}, pblock{16, 16, 1}, cgrid{uint32_t(mn / 256), 1, 1}, cblock{256, 1, 1};
   return {
-      {"off by one", [=](Chain& c) {
+      {"off by one",
+       [=](Chain& c) {
          c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
              .launch("act_next", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
-       }, {"rowsum2d", "act_next"}, "never writes element"},
-      {"transposed consumer", [=](Chain& c) {
+       },
+       {"rowsum2d", "act_next"},
+       "never writes element"},
+      {"transposed consumer",
+       [=](Chain& c) {
          c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
              .launch("transpose_read", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, kM, kN});
-       }, {"rowsum2d", "transpose_read"}, "could not follow"},
-      {"neighbour reads", [=](Chain& c) {
+       },
+       {"rowsum2d", "transpose_read"},
+       "could not follow"},
+      {"neighbour reads",
+       [=](Chain& c) {
          c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
              .launch("smooth", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
-       }, {"rowsum2d", "smooth"}, "must touch only element e"},
-      {"row loop", [=](Chain& c) {
+       },
+       {"rowsum2d", "smooth"},
+       "must touch only element e"},
+      {"row loop",
+       [=](Chain& c) {
          c.b.launch("rowsum2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN, kK})
              .launch("row_total", {1, 1, 1}, {kM, 1, 1}, {Ptr{c.c}, Ptr{c.y}, kM, kN});
-       }, {"rowsum2d", "row_total"}, "could not follow"},
-      {"row loop on the same launch shape", [=](Chain& c) {
+       },
+       {"rowsum2d", "row_total"},
+       "could not follow"},
+      {"row loop on the same launch shape",
+       [=](Chain& c) {
          // Thread-local, not epilogue: both launches have one shape, and the consumer reads a whole row in a loop.
          // (A prologue would be legal, but act writes only the first mn - 1 elements of the rows row_total reads.)
          c.b.launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn - 1})
              .launch("row_total", cgrid, cblock, {Ptr{c.y}, Ptr{c.a}, kM, kN});
-       }, {"act", "row_total"}, "could not follow"},
-      {"element written twice", [=](Chain& c) {
+       },
+       {"act", "row_total"},
+       "could not follow"},
+      {"element written twice",
+       [=](Chain& c) {
          c.b.launch("colfill2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
              .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
-       }, {"colfill2d", "act"}, "from two threads"},
-      {"stored twice", [=](Chain& c) {
+       },
+       {"colfill2d", "act"},
+       "from two threads"},
+      {"stored twice",
+       [=](Chain& c) {
          c.b.launch("store_twice2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
              .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
-       }, {"store_twice2d", "act"}, "more than once"},
-      {"unwritten elements", [=](Chain& c) {
+       },
+       {"store_twice2d", "act"},
+       "more than once"},
+      {"unwritten elements",
+       [=](Chain& c) {
          c.b.launch("skip_last_row2d", pgrid, pblock, {Ptr{c.a}, Ptr{c.c}, kM, kN})
              .launch("act", cgrid, cblock, {Ptr{c.c}, Ptr{c.y}, mn});
-       }, {"skip_last_row2d", "act"}, "never writes element"},
+       },
+       {"skip_last_row2d", "act"},
+       "never writes element"},
   };
 }
 
@@ -381,22 +405,35 @@ TEST(PrologueFusion, RefusesTheNearMisses) {
     const char* reason;
   };
   const std::vector<Case> cases = {
-      {"a guard that leaves elements unwritten", [](Prologue& p) { p.act(kM * kK - 1).rowsum(p.t[1], p.t[2]); },
-       {"act", "rowsum2d"}, "never writes"},
-      {"the consumer overwrites the producer's input", [](Prologue& p) { p.act(kM * kK).rowsum(p.t[1], p.t[0]); },
-       {"act", "rowsum2d"}, "which act reads"},
-      {"a producer writing two outputs", [](Prologue& p) {
+      {"a guard that leaves elements unwritten",
+       [](Prologue& p) { p.act(kM * kK - 1).rowsum(p.t[1], p.t[2]); },
+       {"act", "rowsum2d"},
+       "never writes"},
+      {"the consumer overwrites the producer's input",
+       [](Prologue& p) { p.act(kM * kK).rowsum(p.t[1], p.t[0]); },
+       {"act", "rowsum2d"},
+       "which act reads"},
+      {"a producer writing two outputs",
+       [](Prologue& p) {
          p.b.launch("act_both", {(kM * kK + 255) / 256, 1, 1}, {256, 1, 1}, {p.t[0], p.t[1], p.t[2], kM * kK});
          p.rowsum(p.t[1], p.t[0]);
-       }, {"act_both", "rowsum2d"}, "writes two buffers"},
-      {"a producer writing another thread's element", [](Prologue& p) {
+       },
+       {"act_both", "rowsum2d"},
+       "writes two buffers"},
+      {"a producer writing another thread's element",
+       [](Prologue& p) {
          p.b.launch("act_strided", {(kM * kK / 2 + 255) / 256, 1, 1}, {256, 1, 1}, {p.t[0], p.t[1], kM * kK / 2});
          p.rowsum(p.t[1], p.t[2]);
-       }, {"act_strided", "rowsum2d"}, "not at its own element"},
-      {"a read-modify-write producer", [](Prologue& p) {
+       },
+       {"act_strided", "rowsum2d"},
+       "not at its own element"},
+      {"a read-modify-write producer",
+       [](Prologue& p) {
          p.b.launch("bias", {kM * kK / 256, 1, 1}, {256, 1, 1}, {p.t[1], p.t[0], kM, kK});
          p.rowsum(p.t[1], p.t[2]);
-       }, {"bias", "rowsum2d"}, "only an element-wise producer"},
+       },
+       {"bias", "rowsum2d"},
+       "only an element-wise producer"},
   };
   for (const Case& k : cases) {
     Prologue p(false);

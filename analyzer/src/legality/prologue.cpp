@@ -8,14 +8,18 @@
 namespace kfuse::analyzer::prologue {
 namespace {
 
-bool writes(core::AccessMode m) { return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite; }
+bool writes(core::AccessMode m) {
+  return m == core::AccessMode::kWrite || m == core::AccessMode::kReadWrite;
+}
 
 const ParamFacts* param(const epilogue::Part& k, int index) {
   if (index < 0 || static_cast<size_t>(index) >= k.facts->params.size()) return nullptr;
   return &k.facts->params[static_cast<size_t>(index)];
 }
 
-std::string line(const ParamMemoryAccess& a) { return "line " + std::to_string(a.line); }
+std::string line(const ParamMemoryAccess& a) {
+  return "line " + std::to_string(a.line);
+}
 
 Result refuse(Legality l, std::string why) {
   Result r;
@@ -30,8 +34,7 @@ bool oneDimensional(const locality::Shape& s) {
 
 std::string bufferText(const BufferUse& u) {
   return "allocation " + std::to_string(u.allocation_id) +
-         (u.wholeAllocation() ? std::string()
-                              : " bytes [" + std::to_string(u.lo) + ", " + std::to_string(u.hi) + ")");
+         (u.wholeAllocation() ? std::string() : " bytes [" + std::to_string(u.lo) + ", " + std::to_string(u.hi) + ")");
 }
 
 }  // namespace
@@ -47,7 +50,8 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
     return refuse(Legality::kBlocked,
                   pk.name + (pk.barriers > 0 ? " synchronizes its block" : " uses shared memory") + not_elementwise);
   }
-  if (pk.shuffles > 0) return refuse(Legality::kBlocked, pk.name + " exchanges values between threads (shfl)" + not_elementwise);
+  if (pk.shuffles > 0)
+    return refuse(Legality::kBlocked, pk.name + " exchanges values between threads (shfl)" + not_elementwise);
   if (pk.atomics > 0) return refuse(Legality::kBlocked, pk.name + " uses atomics" + not_elementwise);
   if (pk.grid_sync || ck.grid_sync) {
     return refuse(Legality::kBlocked, (pk.grid_sync ? pk.name : ck.name) + " synchronizes the whole grid");
@@ -59,7 +63,8 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
     if (!writes(u.mode)) continue;
     if (pu) {
       return refuse(Legality::kBlocked, pk.name + " writes two buffers (arguments " + std::to_string(pu->param_index) +
-                                            " and " + std::to_string(u.param_index) + "): recomputed at the "
+                                            " and " + std::to_string(u.param_index) +
+                                            "): recomputed at the "
                                             "consumer's loads, it can hand on only one");
     }
     pu = &u;
@@ -86,9 +91,9 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
     for (const BufferUse& u : producer.uses) {
       if (&u == pu || !u.overlaps(v)) continue;
       return refuse(Legality::kBlocked, ck.name + " writes " + bufferText(v) + " (argument " +
-                                            std::to_string(v.param_index) + "), which " + pk.name + " reads (argument " +
-                                            std::to_string(u.param_index) + "): recomputing " + pk.name +
-                                            " inside it would read values it has already changed");
+                                            std::to_string(v.param_index) + "), which " + pk.name +
+                                            " reads (argument " + std::to_string(u.param_index) + "): recomputing " +
+                                            pk.name + " inside it would read values it has already changed");
     }
   }
   for (const BufferUse& u : producer.uses) {
@@ -99,8 +104,8 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
   }
 
   // The producer's one store: element p of X in thread p.
-  const epilogue::Store st = epilogue::producerStore(producer, param(producer, pu->param_index), xs,
-                                                     ")" + not_elementwise);
+  const epilogue::Store st =
+      epilogue::producerStore(producer, param(producer, pu->param_index), xs, ")" + not_elementwise);
   if (!st.access) return refuse(st.legality, st.why);
   const ParamMemoryAccess* store = st.access;
   // A vector store writes `lanes` consecutive elements: thread p the elements p * lanes ... p * lanes + lanes - 1.
@@ -136,8 +141,9 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
   // Every memory instruction of the consumer through that pointer, loop accesses included (block_accesses lists
   // every one, with the one pointer parameter it derives from).
   if (cp->ptx_writes > 0) {
-    return refuse(Legality::kBlocked, ck.name + " writes through its pointer into " + xs + ": a prologue fusion only "
-                                                "replaces reads");
+    return refuse(Legality::kBlocked, ck.name + " writes through its pointer into " + xs +
+                                          ": a prologue fusion only "
+                                          "replaces reads");
   }
   for (const KernelFacts::BlockAccess& a : ck.block_accesses) {
     if (a.via_param != cu->param_index) continue;
@@ -147,19 +153,24 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
                                             "): a prologue fusion only replaces reads");
     }
     if (a.bytes != s * a.vector || (a.vector != 1 && a.vector != 2 && a.vector != 4)) {
-      return refuse(Legality::kBlocked, ck.name + " loads " + std::to_string(a.bytes) + " bytes of " + xs + " at a time (" +
-                                            at + "), where " + pk.name + " writes " + std::to_string(s) +
+      return refuse(Legality::kBlocked, ck.name + " loads " + std::to_string(a.bytes) + " bytes of " + xs +
+                                            " at a time (" + at + "), where " + pk.name + " writes " +
+                                            std::to_string(s) +
                                             "-byte elements: a load must be one element, or a vector of 2 or 4");
     }
   }
   for (const KernelFacts::BlockAccess& a : ck.block_accesses) {
     if (a.via_param >= 0) continue;
-    return refuse(Legality::kLikely, ck.name + " accesses memory at line " + std::to_string(a.line) + " through an "
-                                         "address not derived from one pointer parameter: it might load " + xs);
+    return refuse(Legality::kLikely, ck.name + " accesses memory at line " + std::to_string(a.line) +
+                                         " through an "
+                                         "address not derived from one pointer parameter: it might load " +
+                                         xs);
   }
   if (cu->wholeAllocation()) {
-    return refuse(Legality::kBlocked, "which bytes of " + xs + " " + ck.name + " reads could not be bounded: it may "
-                                      "read elements " + pk.name + " never writes");
+    return refuse(Legality::kBlocked, "which bytes of " + xs + " " + ck.name +
+                                          " reads could not be bounded: it may "
+                                          "read elements " +
+                                          pk.name + " never writes");
   }
 
   // Which elements the producer writes, and that the consumer's footprint lies inside them.
@@ -200,12 +211,15 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
   r.producer_lanes = lanes;
   r.elements = count;
   r.why = "prologue: " + pk.name + " writes " +
-          (lanes == 1 ? "element p" : "elements " + std::to_string(lanes) + "p to " + std::to_string(lanes) + "p + " +
-                                          std::to_string(lanes - 1)) +
+          (lanes == 1 ? "element p"
+                      : "elements " + std::to_string(lanes) + "p to " + std::to_string(lanes) + "p + " +
+                            std::to_string(lanes - 1)) +
           " of " + xs + " (" + std::to_string(s) + " bytes each) in thread p, " +
           "in one store outside any loop, reading nothing the consumer writes; every byte " + ck.name +
-          " may load from it (bytes [" + std::to_string(cu->lo) + ", " + std::to_string(cu->hi) + ")) lies in one of "
-          "the " + std::to_string(count) + " elements it writes: each load recomputes its element";
+          " may load from it (bytes [" + std::to_string(cu->lo) + ", " + std::to_string(cu->hi) +
+          ")) lies in one of "
+          "the " +
+          std::to_string(count) + " elements it writes: each load recomputes its element";
   return r;
 }
 

@@ -64,8 +64,12 @@ class Writer {
     for (const auto& r : t_.nvtx_ranges) {
       if (r.start_ns == core::kNoTime) continue;
       const int64_t end = r.end_ns == core::kNoTime ? r.start_ns : r.end_ns;
-      json e = {{"name", r.name.empty() ? "(unnamed range)" : r.name}, {"cat", "nvtx"}, {"ph", "X"},
-                {"ts", us(r.start_ns)}, {"dur", dur(r.start_ns, end)}, {"pid", hostPid()},
+      json e = {{"name", r.name.empty() ? "(unnamed range)" : r.name},
+                {"cat", "nvtx"},
+                {"ph", "X"},
+                {"ts", us(r.start_ns)},
+                {"dur", dur(r.start_ns, end)},
+                {"pid", hostPid()},
                 {"tid", r.thread_id}};
       if (!r.domain.empty()) e["args"] = {{"domain", r.domain}};
       events_.push_back(std::move(e));
@@ -108,7 +112,10 @@ class Writer {
 
   void metadata() {
     for (const auto& p : t_.processes) {
-      events_.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", p.pid}, {"tid", 0},
+      events_.push_back({{"name", "process_name"},
+                         {"ph", "M"},
+                         {"pid", p.pid},
+                         {"tid", 0},
                          {"args", {{"name", p.name.empty() ? "process " + std::to_string(p.pid) : p.name}}}});
     }
     std::map<int, std::string> devices;
@@ -116,12 +123,21 @@ class Writer {
     if (devices.empty()) devices[0] = "GPU";
     for (const auto& [ordinal, name] : devices) {
       const int64_t pid = kGpuPidBase + ordinal;
-      events_.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+      events_.push_back({{"name", "process_name"},
+                         {"ph", "M"},
+                         {"pid", pid},
+                         {"tid", 0},
                          {"args", {{"name", "GPU " + std::to_string(ordinal) + ": " + name}}}});
-      events_.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+      events_.push_back({{"name", "process_sort_index"},
+                         {"ph", "M"},
+                         {"pid", pid},
+                         {"tid", 0},
                          {"args", {{"sort_index", -1000 + ordinal}}}});
       if (report_ && !report_->candidates.empty()) {
-        events_.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kCandidateTid},
+        events_.push_back({{"name", "thread_name"},
+                           {"ph", "M"},
+                           {"pid", pid},
+                           {"tid", kCandidateTid},
                            {"args", {{"name", "kfuse candidates"}}}});
       }
     }
@@ -137,8 +153,14 @@ class Writer {
   void work(const Span& sp, core::Id stream_id, const std::string& name, const char* cat, json args) {
     if (sp.start == core::kNoTime) return;
     any_api_placed_ |= !sp.gpu;
-    events_.push_back({{"name", name}, {"cat", cat}, {"ph", "X"}, {"ts", us(sp.start)}, {"dur", dur(sp.start, sp.end)},
-                       {"pid", gpuPid(stream_id)}, {"tid", stream_id}, {"args", std::move(args)}});
+    events_.push_back({{"name", name},
+                       {"cat", cat},
+                       {"ph", "X"},
+                       {"ts", us(sp.start)},
+                       {"dur", dur(sp.start, sp.end)},
+                       {"pid", gpuPid(stream_id)},
+                       {"tid", stream_id},
+                       {"args", std::move(args)}});
   }
 
   void launch(const core::Launch& l) {
@@ -159,8 +181,8 @@ class Writer {
   void candidates() {
     int64_t flow_id = 1;
     for (const Candidate& c : report_->candidates) {
-      const std::string title = "#" + std::to_string(c.rank) + " " + candidateKindName(c.kind) + " " +
-                                legalityName(c.legality);
+      const std::string title =
+          "#" + std::to_string(c.rank) + " " + candidateKindName(c.kind) + " " + legalityName(c.legality);
       json args = {{"rank", c.rank},
                    {"kind", candidateKindName(c.kind)},
                    {"legality", legalityName(c.legality)},
@@ -190,16 +212,21 @@ class Writer {
           end = std::max(end, sp.end);
           // A flow through the members: bound to each kernel's slice (start, steps, end).
           const char* ph = i == 0 ? "s" : i + 1 == members.size() ? "f" : "t";
-          json flow = {{"name", title}, {"cat", "kfuse.candidate"}, {"ph", ph}, {"id", flow_id},
+          json flow = {{"name", title},      {"cat", "kfuse.candidate"},   {"ph", ph},          {"id", flow_id},
                        {"ts", us(sp.start)}, {"pid", gpuPid(l.stream_id)}, {"tid", l.stream_id}};
           if (i + 1 == members.size()) flow["bp"] = "e";
           events_.push_back(std::move(flow));
         }
         ++flow_id;
         if (start > end) continue;
-        events_.push_back({{"name", title}, {"cat", "kfuse.candidate"}, {"ph", "X"}, {"ts", us(start)},
-                           {"dur", dur(start, end)}, {"pid", gpuPid(members.front()->stream_id)},
-                           {"tid", kCandidateTid}, {"args", args}});
+        events_.push_back({{"name", title},
+                           {"cat", "kfuse.candidate"},
+                           {"ph", "X"},
+                           {"ts", us(start)},
+                           {"dur", dur(start, end)},
+                           {"pid", gpuPid(members.front()->stream_id)},
+                           {"tid", kCandidateTid},
+                           {"args", args}});
       }
     }
   }

@@ -19,16 +19,17 @@ namespace {
 
 std::string patternKey(const Candidate& c) {
   std::string key = std::string(candidateKindName(c.kind)) + "|" + c.fusion_kind + "|";
-  const bool ops = !c.members.empty() &&
-                   std::all_of(c.members.begin(), c.members.end(), [](const MemberContext& m) { return !m.op.empty(); });
+  const bool ops = !c.members.empty() && std::all_of(c.members.begin(), c.members.end(),
+                                                     [](const MemberContext& m) { return !m.op.empty(); });
   for (size_t i = 0; i < c.names.size(); ++i) key += (ops ? c.members[i].label : c.names[i]) + "\x1f";
   return key;
 }
 
-
 bool traceFile(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
-  auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
   return ends(".json") || ends(".json.gz") || ends(".sqlite");
 }
 
@@ -94,7 +95,8 @@ Expected<MultiRankReport> analyzeRanks(const std::vector<std::string>& paths, co
     if (!r->ok()) return r->status();
     out.ranks.push_back(std::move(**r));
   }
-  std::stable_sort(out.ranks.begin(), out.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
+  std::stable_sort(out.ranks.begin(), out.ranks.end(),
+                   [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   std::map<std::string, size_t> index;
   std::vector<double> best;  // per recommendation: the largest saving of one rank, whose candidate represents it
   for (const RankReport& rr : out.ranks) {
@@ -146,8 +148,8 @@ std::string multiRankToText(const MultiRankReport& r, size_t top) {
     for (const RankShare& s : m.ranks) occurrences += s.occurrences;
     out += std::to_string(shown) + ". " + members + "\n   " + legalityName(c.legality) + ", " +
            (c.fusion_kind.empty() ? candidateKindName(c.kind) : c.fusion_kind) + "; " + std::to_string(m.ranks.size()) +
-           " of " + std::to_string(r.ranks.size()) + " ranks, " + std::to_string(occurrences) + " occurrences, saving " +
-           durationText(m.total_saving_ns) + " in all (";
+           " of " + std::to_string(r.ranks.size()) + " ranks, " + std::to_string(occurrences) +
+           " occurrences, saving " + durationText(m.total_saving_ns) + " in all (";
     for (size_t i = 0; i < m.ranks.size() && i < 8; ++i) {
       out += (i ? ", " : "") + std::string("rank ") + std::to_string(m.ranks[i].rank) + " " +
              durationText(m.ranks[i].saving_ns);

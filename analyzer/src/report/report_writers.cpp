@@ -7,9 +7,9 @@
 #include <set>
 
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/core/text.h"
 #include "report/report_totals.h"
 #include "report/text_format.h"
-#include "kfuse/core/text.h"
 
 namespace kfuse::analyzer {
 namespace {
@@ -17,15 +17,16 @@ namespace {
 std::string kernelsText(const Candidate& c, bool short_names = false) {
   std::string out;
   const char* sep = c.kind == CandidateKind::kVertical ? " -> " : " + ";
-  for (size_t i = 0; i < c.names.size(); ++i) out += (i ? sep : "") + (short_names ? shortKernelName(c.names[i], 40) : c.names[i]);
+  for (size_t i = 0; i < c.names.size(); ++i)
+    out += (i ? sep : "") + (short_names ? shortKernelName(c.names[i], 40) : c.names[i]);
   return out;
 }
 
 // The members as a PyTorch user reads them ("aten::addmm bf16[141,512]x[512,2048] -> aten::gelu bf16[1,141,2048]")
 // when their operators are known, else the kernel names.
 std::string membersText(const Candidate& c, bool short_names = false) {
-  const bool ops = !c.members.empty() &&
-                   std::all_of(c.members.begin(), c.members.end(), [](const MemberContext& m) { return !m.op.empty(); });
+  const bool ops = !c.members.empty() && std::all_of(c.members.begin(), c.members.end(),
+                                                     [](const MemberContext& m) { return !m.op.empty(); });
   if (!ops) return kernelsText(c, short_names);
   std::string out;
   const char* sep = c.kind == CandidateKind::kVertical ? " -> " : " + ";
@@ -74,8 +75,7 @@ std::string verdictText(const Candidate& c) {
       case FusionKind::kPrologue:
         return "proven prologue: each producer thread writes only its own elements, and every element the consumer "
                "may load is one the producer writes, on every occurrence checked";
-      case FusionKind::kHorizontal:
-        break;
+      case FusionKind::kHorizontal: break;
     }
     return "proven: no data flows between the kernels, and they fit one wave together";
   }
@@ -90,9 +90,10 @@ std::string conflictsText(const Candidate& c) {
   return "shares a launch with " + ranks + ": only one of them can be applied";
 }
 
-
 // Names and paths come from the input: sanitised as UTF-8 and escaped (attributes here are quoted with ').
-std::string htmlEscape(const std::string& s) { return core::htmlEscape(s); }
+std::string htmlEscape(const std::string& s) {
+  return core::htmlEscape(s);
+}
 
 std::string mdEscape(const std::string& s) {
   std::string out;
@@ -109,8 +110,12 @@ std::string rooflineSvg(const Report& r) {
   const double x0 = 1e-2, x1 = 1e3;
   const double y1 = peak * 2, y0 = std::max(1e6, bw * x0 / 10);
   const double W = 640, H = 400, L = 70, B = 50, T = 20, R = 20;
-  auto px = [&](double x) { return L + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * (W - L - R); };
-  auto py = [&](double y) { return H - B - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0)) * (H - B - T); };
+  auto px = [&](double x) {
+    return L + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * (W - L - R);
+  };
+  auto py = [&](double y) {
+    return H - B - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0)) * (H - B - T);
+  };
   std::string s = "<svg xmlns='http://www.w3.org/2000/svg' width='" + fmt("%.0f", W) + "' height='" + fmt("%.0f", H) +
                   "' role='img' aria-label='roofline'>\n<rect x='0' y='0' width='100%' height='100%' fill='#fff'/>\n";
   for (double x = x0; x <= x1 * 1.01; x *= 10) {
@@ -134,7 +139,8 @@ std::string rooflineSvg(const Report& r) {
   for (const RooflinePoint& fused : r.roofline) {
     if (!fused.predicted) continue;
     const int rank = std::atoi(fused.name.c_str() + 1);  // "#3 fused"
-    const auto c = std::find_if(r.candidates.begin(), r.candidates.end(), [&](const Candidate& k) { return k.rank == rank; });
+    const auto c =
+        std::find_if(r.candidates.begin(), r.candidates.end(), [&](const Candidate& k) { return k.rank == rank; });
     if (c == r.candidates.end()) continue;
     const double fx = px(std::clamp(fused.intensity, x0, x1)), fy = py(std::clamp(fused.flops_per_s, y0, y1));
     for (const RooflinePoint& k : r.roofline) {
@@ -156,8 +162,9 @@ std::string rooflineSvg(const Report& r) {
   }
   s += "<text x='" + fmt("%.1f", (L + W - R) / 2) + "' y='" + fmt("%.1f", H - 12) +
        "' font-size='12' text-anchor='middle'>arithmetic intensity (FLOP / DRAM byte)</text>\n";
-  s += "<text x='14' y='" + fmt("%.1f", (T + H - B) / 2) + "' font-size='12' text-anchor='middle' transform='rotate(-90 14 " +
-       fmt("%.1f", (T + H - B) / 2) + ")'>FLOP/s</text>\n</svg>\n";
+  s += "<text x='14' y='" + fmt("%.1f", (T + H - B) / 2) +
+       "' font-size='12' text-anchor='middle' transform='rotate(-90 14 " + fmt("%.1f", (T + H - B) / 2) +
+       ")'>FLOP/s</text>\n</svg>\n";
   return s;
 }
 
@@ -210,7 +217,9 @@ std::string shortKernelName(const std::string& name, size_t max) {
   return out.empty() ? name : out;
 }
 
-static std::string shortened(const std::string& s, size_t max) { return s.size() > max ? s.substr(0, max - 3) + "..." : s; }
+static std::string shortened(const std::string& s, size_t max) {
+  return s.size() > max ? s.substr(0, max - 3) + "..." : s;
+}
 
 std::string reportToText(const Report& r, size_t top, bool verbose) {
   std::string out;
@@ -218,9 +227,10 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   out += "input     " + r.input_path + " (" + r.input_format + (r.producer.empty() ? "" : ", " + r.producer) + ")\n";
   out += "gpu       " + r.gpu.marketing_name + " [" + r.gpu.short_name + ", from " + r.gpu_source + "]\n";
   out += "launches  " + std::to_string(r.launches) + " of " + std::to_string(r.kernels) + " kernels (" +
-         std::to_string(r.kernels_with_ptx) + " with PTX); GPU busy " + durationText(static_cast<double>(r.gpu_busy_ns)) +
-         (r.gpu_busy_estimated ? " (roofline estimate: no GPU times in the trace)" : "") +
-         ", critical path " + durationText(static_cast<double>(r.critical_path_ns)) + "\n";
+         std::to_string(r.kernels_with_ptx) + " with PTX); GPU busy " +
+         durationText(static_cast<double>(r.gpu_busy_ns)) +
+         (r.gpu_busy_estimated ? " (roofline estimate: no GPU times in the trace)" : "") + ", critical path " +
+         durationText(static_cast<double>(r.critical_path_ns)) + "\n";
   std::string kinds;
   for (const auto& [k, n] : r.edges_by_kind) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + k;
   out += "graph     " + std::to_string(r.edges) + " edges (" + kinds + ")" +
@@ -241,10 +251,9 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   for (const Candidate& c : r.candidates) {
     if (shown++ >= top) break;
     std::snprintf(line, sizeof line, "%4d  %-11s  %-12s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, c.id.c_str(),
-                  fusionKindName(c.fusion),
-                  legalityName(c.legality), confidenceName(c.confidence), c.occurrence_launches.size(),
-                  durationText(c.cost.saving_ns).c_str(), durationText(c.total_saving_ns).c_str(),
-                  100 * c.share_of_gpu_busy);
+                  fusionKindName(c.fusion), legalityName(c.legality), confidenceName(c.confidence),
+                  c.occurrence_launches.size(), durationText(c.cost.saving_ns).c_str(),
+                  durationText(c.total_saving_ns).c_str(), 100 * c.share_of_gpu_busy);
     out += line + (verbose ? membersText(c) : shortened(membersText(c, true), 110)) + "\n";
   }
   if (r.candidates.empty()) out += "      (no candidates)\n";
@@ -265,12 +274,13 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
       for (const std::string& reason : c.reasons) out += "  - " + reason + "\n";
     }
     if (!c.conflicts_with.empty()) out += "  - " + conflictsText(c) + "\n";
-    out += "  cost: " + durationText(c.cost.measured_ns) + " measured + " + durationText(c.cost.gap_ns) +
-           " idle -> " + durationText(c.cost.fused_ns) + " fused per occurrence; DRAM " +
-           fmt("%.3g", c.cost.bytes_before) + " -> " + fmt("%.3g", c.cost.bytes_after) + " bytes (" +
-           c.cost.bytes_source + ")" + (c.cost.note.empty() ? "" : "; " + c.cost.note) + "\n";
+    out += "  cost: " + durationText(c.cost.measured_ns) + " measured + " + durationText(c.cost.gap_ns) + " idle -> " +
+           durationText(c.cost.fused_ns) + " fused per occurrence; DRAM " + fmt("%.3g", c.cost.bytes_before) + " -> " +
+           fmt("%.3g", c.cost.bytes_after) + " bytes (" + c.cost.bytes_source + ")" +
+           (c.cost.note.empty() ? "" : "; " + c.cost.note) + "\n";
   }
-  if (!verbose && !r.candidates.empty()) out += "\n(kfuse analyze --verbose: every reason, full kernel names, kernels)\n";
+  if (!verbose && !r.candidates.empty())
+    out += "\n(kfuse analyze --verbose: every reason, full kernel names, kernels)\n";
   if (!r.why_none.empty()) {
     out += "\nno fusion candidate qualified:\n";
     for (const std::string& w : r.why_none) out += "  - " + w + "\n";
@@ -311,10 +321,10 @@ std::string reportToMarkdown(const Report& r) {
   out += "| rank | id | kind | kernels | occurrences | legality | confidence | saving / occurrence | total | share |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Candidate& c : r.candidates) {
-    out += "| " + std::to_string(c.rank) + " | `" + c.id + "` | " + fusionKindName(c.fusion) + " | " + mdEscape(membersText(c)) + " | " +
-           std::to_string(c.occurrence_launches.size()) + " | " + legalityName(c.legality) + " | " +
-           confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) + " | " +
-           durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
+    out += "| " + std::to_string(c.rank) + " | `" + c.id + "` | " + fusionKindName(c.fusion) + " | " +
+           mdEscape(membersText(c)) + " | " + std::to_string(c.occurrence_launches.size()) + " | " +
+           legalityName(c.legality) + " | " + confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) +
+           " | " + durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
   }
   for (const Candidate& c : r.candidates) {
     out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(membersText(c)) + "\n\n";
@@ -342,15 +352,17 @@ std::string reportToHtml(const Report& r) {
       ".blocked{color:#999}.proven{color:#070}.likely{color:#a60}</style></head><body>\n";
   out += "<h1>kfuse fusion report</h1>\n";
   for (const std::string& n : r.notices) out += "<p><strong>Note:</strong> " + htmlEscape(n) + "</p>\n";
-  for (const Advice& a : r.advice) out += "<p><strong>Advice (" + htmlEscape(a.kind) + "):</strong> " + htmlEscape(a.text) + "</p>\n";
-  out += "<p>Input <code>" + htmlEscape(r.input_path) + "</code> (" +
-         htmlEscape(r.input_format) + ") on " + htmlEscape(r.gpu.marketing_name) + " (" + htmlEscape(r.gpu_source) +
-         "). " + std::to_string(r.launches) + " launches of " + std::to_string(r.kernels) + " kernels; GPU busy " +
+  for (const Advice& a : r.advice)
+    out += "<p><strong>Advice (" + htmlEscape(a.kind) + "):</strong> " + htmlEscape(a.text) + "</p>\n";
+  out += "<p>Input <code>" + htmlEscape(r.input_path) + "</code> (" + htmlEscape(r.input_format) + ") on " +
+         htmlEscape(r.gpu.marketing_name) + " (" + htmlEscape(r.gpu_source) + "). " + std::to_string(r.launches) +
+         " launches of " + std::to_string(r.kernels) + " kernels; GPU busy " +
          durationText(static_cast<double>(r.gpu_busy_ns)) + "; predicted saving " + durationText(disjointSaving(r)) +
          ".</p>\n<h2>Roofline</h2>\n" + rooflineSvg(r) +
          "<p>Dots: kernels as measured. Rings: fused kernels as predicted, joined by dashed lines to their member "
          "kernels (ringed in orange).</p>\n<h2>Candidates</h2>\n<table>\n"
-         "<tr><th>rank</th><th>id</th><th>kind</th><th>kernels</th><th>occurrences</th><th>legality</th><th>confidence</th>"
+         "<tr><th>rank</th><th>id</th><th>kind</th><th>kernels</th><th>occurrences</th><th>legality</"
+         "th><th>confidence</th>"
          "<th>saving / occurrence</th><th>total</th><th>share</th><th>why</th></tr>\n";
   for (const Candidate& c : r.candidates) {
     std::string why = "<li><b>" + htmlEscape(verdictText(c)) + "</b></li>";
@@ -361,8 +373,8 @@ std::string reportToHtml(const Report& r) {
     for (const Remedy& m : c.remedies) why += "<li><b>" + htmlEscape(m.kind) + "</b>: " + htmlEscape(m.text) + "</li>";
     for (const std::string& reason : c.reasons) why += "<li>" + htmlEscape(reason) + "</li>";
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
-    out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" + c.id + "</td><td>" +
-           fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
+    out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
+           c.id + "</td><td>" + fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
            htmlEscape(membersText(c, /*short_names=*/true)) + "</td><td>" +
            std::to_string(c.occurrence_launches.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
            confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +

@@ -150,18 +150,22 @@ CUresult notSupported(const char* name) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-Device* dev() { return st().device.get(); }
+Device* dev() {
+  return st().device.get();
+}
 
-CUctx_st* current() { return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back(); }
+CUctx_st* current() {
+  return tl_ctx_stack.empty() ? nullptr : tl_ctx_stack.back();
+}
 
-#define KF_REQUIRE_INIT()                                       \
-  do {                                                          \
-    if (!st().initialized) return CUDA_ERROR_NOT_INITIALIZED;   \
+#define KF_REQUIRE_INIT()                                     \
+  do {                                                        \
+    if (!st().initialized) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (false)
-#define KF_REQUIRE_CTX()                                        \
-  do {                                                          \
-    KF_REQUIRE_INIT();                                          \
-    if (!current()) return CUDA_ERROR_INVALID_CONTEXT;          \
+#define KF_REQUIRE_CTX()                               \
+  do {                                                 \
+    KF_REQUIRE_INIT();                                 \
+    if (!current()) return CUDA_ERROR_INVALID_CONTEXT; \
   } while (false)
 
 CUresult fromStatus(const kfuse::Status& s) {
@@ -175,8 +179,7 @@ CUresult fromStatus(const kfuse::Status& s) {
   if (m.find("misaligned") != std::string::npos) return CUDA_ERROR_MISALIGNED_ADDRESS;
   if (m.find("out-of-bounds") != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (m.find("assertion") != std::string::npos) return CUDA_ERROR_ASSERT;
-  if (m.find("trap") != std::string::npos || m.find("deadlock") != std::string::npos)
-    return CUDA_ERROR_LAUNCH_FAILED;
+  if (m.find("trap") != std::string::npos || m.find("deadlock") != std::string::npos) return CUDA_ERROR_LAUNCH_FAILED;
   switch (s.code()) {
     case kfuse::ErrorCode::kUnsupported: return CUDA_ERROR_NOT_SUPPORTED;
     case kfuse::ErrorCode::kBadFormat: return CUDA_ERROR_INVALID_PTX;
@@ -192,7 +195,9 @@ CUresult sticky() {
 
 // Copies between host pointers and device addresses (unified addressing: anything that is not a live device
 // allocation is a host pointer).
-bool isDevice(uint64_t p) { return dev()->memory().rangeOf(p, nullptr, nullptr).ok(); }
+bool isDevice(uint64_t p) {
+  return dev()->memory().rangeOf(p, nullptr, nullptr).ok();
+}
 
 CUresult copyAny(uint64_t dst, uint64_t src, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
@@ -241,8 +246,7 @@ CUresult loadModule(CUmodule* out, std::span<const uint8_t> bytes, const std::st
     std::fprintf(stderr, "kfuse stand-in libcuda: module load failed: %s\n", m.c_str());
     // A fatbin with cubins only is what a GPU without a matching cubin reports too: no binary for this device.
     if (m.find("holds no PTX") != std::string::npos) return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED
-                                                                  : CUDA_ERROR_INVALID_IMAGE;
+    return prog.status().code() == kfuse::ErrorCode::kUnsupported ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_IMAGE;
   }
   auto* m = new CUmod_st();
   m->program = *prog;
@@ -264,7 +268,9 @@ bool validModule(CUmodule m) {
   std::lock_guard lock(st().mu);
   return m && st().modules.count(m);
 }
-bool validFunction(CUfunction f) { return f && f->magic == 0x6b666e63; }
+bool validFunction(CUfunction f) {
+  return f && f->magic == 0x6b666e63;
+}
 
 CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                 unsigned shmem, void** params, void** extra) {
@@ -279,9 +285,12 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     void* ptr = nullptr;
     size_t size = 0;
     for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) ptr = extra[i + 1];
-      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<size_t*>(extra[i + 1]);
-      else return CUDA_ERROR_INVALID_VALUE;
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        ptr = extra[i + 1];
+      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+        size = *static_cast<size_t*>(extra[i + 1]);
+      else
+        return CUDA_ERROR_INVALID_VALUE;
     }
     if (!ptr && info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
     buf.assign(static_cast<uint8_t*>(ptr), static_cast<uint8_t*>(ptr) + size);
@@ -499,8 +508,10 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
     if (!tl_ctx_stack.empty()) tl_ctx_stack.pop_back();
     return CUDA_SUCCESS;
   }
-  if (tl_ctx_stack.empty()) tl_ctx_stack.push_back(ctx);
-  else tl_ctx_stack.back() = ctx;
+  if (tl_ctx_stack.empty())
+    tl_ctx_stack.push_back(ctx);
+  else
+    tl_ctx_stack.back() = ctx;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
@@ -935,9 +946,7 @@ static CUresult pointerAttribute(void* data, CUpointer_attribute attribute, CUde
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      *static_cast<int*>(data) = 0;
-      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: *static_cast<int*>(data) = 0; return CUDA_SUCCESS;
     default:
       logOnce("cuPointerGetAttribute(s): attribute " + std::to_string(int(attribute)) + " is not supported");
       return CUDA_ERROR_NOT_SUPPORTED;
@@ -947,8 +956,7 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute
   KF_REQUIRE_INIT();
   return pointerAttribute(data, attribute, ptr, /*many=*/false);
 }
-CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes, void** data,
-                                        CUdeviceptr ptr) {
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
   KF_REQUIRE_INIT();
   if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < n; ++i)
@@ -987,7 +995,9 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
   (void)values;
   return cuModuleLoadData(module, image);
 }
-CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) { return cuModuleLoadData(module, fatbin); }
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  return cuModuleLoadData(module, fatbin);
+}
 CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
   KF_REQUIRE_CTX();
   if (!module || !fname) return CUDA_ERROR_INVALID_VALUE;
@@ -1193,7 +1203,9 @@ CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction f) {
   *state = CU_FUNCTION_LOADING_STATE_LOADED;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncLoad(CUfunction f) { return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI cuFuncLoad(CUfunction f) {
+  return validFunction(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 
 // ---- launches ------------------------------------------------------------------------------------------------
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
@@ -1213,11 +1225,11 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
       case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
-      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
-        break;
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
         if (config->attrs[i].value.clusterDim.x * config->attrs[i].value.clusterDim.y *
-                config->attrs[i].value.clusterDim.z > 1)
+                config->attrs[i].value.clusterDim.z >
+            1)
           return notSupported("cuLaunchKernelEx with thread-block clusters");
         break;
       default: return notSupported("cuLaunchKernelEx launch attribute");
@@ -1422,8 +1434,7 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* b
 CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction f,
                                                   CUoccupancyB2DSize shared_of_block, size_t dynamic_shared,
                                                   int limit) {
-  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, shared_of_block, dynamic_shared, limit,
-                                                   0);
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, shared_of_block, dynamic_shared, limit, 0);
 }
 CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction f, int blocks, int block) {
   if (!bytes || blocks <= 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1453,7 +1464,9 @@ CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
       return r;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D* c) { return cuMemcpy2DUnaligned(c); }
+CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D* c) {
+  return cuMemcpy2DUnaligned(c);
+}
 CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
   (void)s;
   return cuMemcpy2DUnaligned(c);
@@ -1504,8 +1517,7 @@ CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CU
   (void)sc;
   return cuMemcpy(dst, src, n);
 }
-CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
-                                   CUstream s) {
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s) {
   (void)s;
   return cuMemcpyPeer(dst, dc, src, sc, n);
 }
@@ -1580,7 +1592,9 @@ CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   return CUDA_SUCCESS;
 }
 // Hints without effect on the emulator.
-CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) {
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel k, CUfunc_cache config, CUdevice d) {
   (void)k;
   (void)config;
@@ -1600,32 +1614,36 @@ CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* config) {
   *config = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuProfilerStart(void) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuProfilerStop(void) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuProfilerStart(void) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuProfilerStop(void) {
+  return CUDA_SUCCESS;
+}
 
 // ---- errors --------------------------------------------------------------------------------------------------
-#define KF_ERRORS(X)                                                                           \
-  X(CUDA_SUCCESS, "no error")                                                                  \
-  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                              \
-  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                 \
-  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                        \
-  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                          \
-  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                                \
-  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                       \
-  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                \
-  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                      \
-  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                    \
-  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device")  \
-  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                               \
-  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                      \
-  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                            \
-  X(CUDA_ERROR_NOT_READY, "device not ready")                                                  \
-  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                    \
-  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")             \
-  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                         \
-  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                       \
-  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                    \
-  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                       \
+#define KF_ERRORS(X)                                                                          \
+  X(CUDA_SUCCESS, "no error")                                                                 \
+  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                             \
+  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                \
+  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                       \
+  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                         \
+  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                               \
+  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                      \
+  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                               \
+  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                     \
+  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                   \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device") \
+  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                              \
+  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                     \
+  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                           \
+  X(CUDA_ERROR_NOT_READY, "device not ready")                                                 \
+  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                   \
+  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")            \
+  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                        \
+  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                      \
+  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                   \
+  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                      \
   X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {
@@ -1654,7 +1672,9 @@ CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
 }
 
 // ---- legacy ABI names ----------------------------------------------------------------------------------------
-CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice d) { return createContext(pctx, flags, d); }
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice d) {
+  return createContext(pctx, flags, d);
+}
 CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* p, int n, unsigned int flags, CUdevice d) {
   (void)p;
   (void)n;
@@ -1671,10 +1691,18 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
   return cuLaunchKernelEx(c, f, params, extra);
 }
-CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) { return cuMemcpyHtoD(d, s, n); }
-CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) { return cuMemcpyDtoH(d, s, n); }
-CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD(d, s, n); }
-CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
+  return cuMemcpyHtoD(d, s, n);
+}
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
+  return cuMemcpyDtoH(d, s, n);
+}
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return cuMemcpyDtoD(d, s, n);
+}
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return cuMemcpy(d, s, n);
+}
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream st_) {
   return cuMemcpyHtoDAsync(d, s, n, st_);
 }
@@ -1684,30 +1712,52 @@ CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUs
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st_) {
   return cuMemcpyAsync(d, s, n, st_);
 }
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
-CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { return cuStreamQuery(s); }
-CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) { return cuStreamWaitEvent(s, e, f); }
-CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
+  return cuStreamSynchronize(s);
+}
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) {
+  return cuStreamQuery(s);
+}
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) {
+  return cuStreamWaitEvent(s, e, f);
+}
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) {
+  return cuEventRecord(e, s);
+}
 CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f) {
   return cuEventRecordWithFlags(e, s, f);
 }
-CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8(d, v, n); }
-CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return cuMemsetD32(d, v, n); }
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+  return cuMemsetD8(d, v, n);
+}
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+  return cuMemsetD32(d, v, n);
+}
 CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
   return cuMemsetD8Async(d, v, n, s);
 }
 CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
   return cuMemsetD32Async(d, v, n, s);
 }
-CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* user) { return cuLaunchHostFunc(s, fn, user); }
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s) { return cuMemAllocAsync(d, n, s); }
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { return cuMemFreeAsync(d, s); }
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* user) {
+  return cuLaunchHostFunc(s, fn, user);
+}
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s) {
+  return cuMemAllocAsync(d, n, s);
+}
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) {
+  return cuMemFreeAsync(d, s);
+}
 
 // Used by the exported stubs of unsupported_stubs.cpp (not exported itself).
-int kfuseStandinUnsupported(const char* name) { return notSupported(name); }
+int kfuseStandinUnsupported(const char* name) {
+  return notSupported(name);
+}
 
 // ---- counters for tools (see kfuse/emulator/standin.h) -------------------------------------------------------
-int cuKfuseNotAGpu(void) { return 1; }
+int cuKfuseNotAGpu(void) {
+  return 1;
+}
 uint64_t cuKfuseEmuLaunchCount(void) {
   if (!dev()) return 0;
   return dev()->lastLaunch().sequence;
@@ -1787,50 +1837,169 @@ CUresult CUDAAPI legacyGetProcAddress(const char* symbol, void** pfn, int versio
 const std::unordered_map<std::string, void*>& procTable() {
   static const auto* table = new std::unordered_map<std::string, void*>{
 #define KF_P(name) {#name, reinterpret_cast<void*>(&name)}
-      KF_P(cuInit), KF_P(cuDriverGetVersion), KF_P(cuGetErrorName), KF_P(cuGetErrorString),
-      KF_P(cuGetExportTable), KF_P(cuDeviceGet), KF_P(cuDeviceGetCount), KF_P(cuDeviceGetName),
-      KF_P(cuDeviceGetAttribute), KF_P(cuDeviceTotalMem), KF_P(cuDeviceGetUuid), KF_P(cuDeviceComputeCapability),
-      KF_P(cuDevicePrimaryCtxRetain), KF_P(cuDevicePrimaryCtxRelease), KF_P(cuDevicePrimaryCtxReset),
-      KF_P(cuDevicePrimaryCtxGetState), KF_P(cuDevicePrimaryCtxSetFlags), KF_P(cuCtxDestroy),
-      KF_P(cuCtxSetCurrent), KF_P(cuCtxGetCurrent), KF_P(cuCtxPushCurrent), KF_P(cuCtxPopCurrent),
-      KF_P(cuCtxGetDevice), KF_P(cuCtxGetFlags), KF_P(cuCtxGetId), KF_P(cuCtxGetApiVersion), KF_P(cuCtxSynchronize),
-      KF_P(cuCtxSetLimit), KF_P(cuCtxGetLimit), KF_P(cuCtxGetStreamPriorityRange), KF_P(cuCtxSetCacheConfig),
-      KF_P(cuCtxGetCacheConfig), KF_P(cuMemAlloc), KF_P(cuMemFree), KF_P(cuMemAllocAsync), KF_P(cuMemFreeAsync),
-      KF_P(cuMemGetInfo), KF_P(cuMemGetAddressRange), KF_P(cuMemAllocHost), KF_P(cuMemHostAlloc),
-      KF_P(cuMemFreeHost), KF_P(cuMemHostRegister), KF_P(cuMemHostUnregister), KF_P(cuMemcpyHtoD),
-      KF_P(cuMemcpyDtoH), KF_P(cuMemcpyDtoD), KF_P(cuMemcpy), KF_P(cuMemcpyHtoDAsync), KF_P(cuMemcpyDtoHAsync),
-      KF_P(cuMemcpyDtoDAsync), KF_P(cuMemcpyAsync), KF_P(cuMemsetD8), KF_P(cuMemsetD16), KF_P(cuMemsetD32),
-      KF_P(cuMemsetD8Async), KF_P(cuMemsetD16Async), KF_P(cuMemsetD32Async), KF_P(cuPointerGetAttribute),
-      KF_P(cuModuleLoadData), KF_P(cuModuleLoadDataEx), KF_P(cuModuleLoadFatBinary), KF_P(cuModuleLoad),
-      KF_P(cuModuleUnload), KF_P(cuModuleGetFunction), KF_P(cuModuleGetFunctionCount),
-      KF_P(cuModuleEnumerateFunctions), KF_P(cuModuleGetGlobal), KF_P(cuLibraryLoadData),
-      KF_P(cuLibraryLoadFromFile), KF_P(cuLibraryUnload), KF_P(cuLibraryGetModule), KF_P(cuLibraryGetKernel),
-      KF_P(cuLibraryGetKernelCount), KF_P(cuLibraryEnumerateKernels), KF_P(cuLibraryGetGlobal),
-      KF_P(cuKernelGetFunction), KF_P(cuKernelGetLibrary), KF_P(cuFuncGetName), KF_P(cuKernelGetName),
-      KF_P(cuFuncGetParamInfo), KF_P(cuKernelGetParamInfo), KF_P(cuFuncGetModule), KF_P(cuFuncGetAttribute),
-      KF_P(cuKernelGetAttribute), KF_P(cuFuncSetAttribute), KF_P(cuKernelSetAttribute), KF_P(cuFuncSetCacheConfig),
-      KF_P(cuFuncIsLoaded), KF_P(cuFuncLoad), KF_P(cuLaunchKernel), KF_P(cuLaunchKernelEx),
-      KF_P(cuLaunchCooperativeKernel), KF_P(cuLaunchHostFunc), KF_P(cuStreamCreate),
-      KF_P(cuStreamCreateWithPriority), KF_P(cuStreamDestroy), KF_P(cuStreamSynchronize), KF_P(cuStreamQuery),
-      KF_P(cuStreamWaitEvent), KF_P(cuStreamGetFlags), KF_P(cuStreamGetPriority), KF_P(cuStreamGetId),
-      KF_P(cuStreamGetCtx), KF_P(cuStreamIsCapturing), KF_P(cuEventCreate), KF_P(cuEventDestroy),
-      KF_P(cuEventRecord), KF_P(cuEventRecordWithFlags), KF_P(cuEventQuery), KF_P(cuEventSynchronize),
-      KF_P(cuEventElapsedTime), KF_P(cuModuleGetLoadingMode),
-      KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessor), KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
-      KF_P(cuOccupancyMaxPotentialBlockSize), KF_P(cuOccupancyMaxPotentialBlockSizeWithFlags),
-      KF_P(cuOccupancyAvailableDynamicSMemPerBlock), KF_P(cuMemcpy2D), KF_P(cuMemcpy2DUnaligned),
-      KF_P(cuMemcpy2DAsync), KF_P(cuPointerGetAttributes), KF_P(cuMemHostGetDevicePointer), KF_P(cuMemHostGetFlags),
-      KF_P(cuMemAllocPitch), KF_P(cuMemsetD2D8), KF_P(cuMemsetD2D16), KF_P(cuMemsetD2D32), KF_P(cuMemsetD2D8Async),
-      KF_P(cuMemsetD2D16Async), KF_P(cuMemsetD2D32Async), KF_P(cuMemcpyPeer), KF_P(cuMemcpyPeerAsync),
-      KF_P(cuDeviceCanAccessPeer), KF_P(cuDeviceGetPCIBusId), KF_P(cuDeviceGetByPCIBusId), KF_P(cuStreamAddCallback),
-      KF_P(cuStreamGetAttribute), KF_P(cuStreamSetAttribute), KF_P(cuStreamCopyAttributes), KF_P(cuStreamGetDevice),
-      KF_P(cuStreamGetCaptureInfo), KF_P(cuThreadExchangeStreamCaptureMode), KF_P(cuCtxResetPersistingL2Cache),
-      KF_P(cuKernelSetCacheConfig), KF_P(cuFuncSetSharedMemConfig), KF_P(cuCtxSetSharedMemConfig),
-      KF_P(cuCtxGetSharedMemConfig), KF_P(cuProfilerStart), KF_P(cuProfilerStop),
-      KF_P(cuMemAllocFromPoolAsync), KF_P(cuDeviceGetDefaultMemPool), KF_P(cuDeviceGetMemPool),
-      KF_P(cuDeviceSetMemPool), KF_P(cuMemGetDefaultMemPool), KF_P(cuMemGetMemPool), KF_P(cuMemSetMemPool),
-      KF_P(cuMemPoolCreate), KF_P(cuMemPoolDestroy), KF_P(cuMemPoolTrimTo), KF_P(cuMemPoolSetAttribute),
-      KF_P(cuMemPoolGetAttribute), KF_P(cuMemPoolSetAccess), KF_P(cuMemPoolGetAccess),
+      KF_P(cuInit),
+      KF_P(cuDriverGetVersion),
+      KF_P(cuGetErrorName),
+      KF_P(cuGetErrorString),
+      KF_P(cuGetExportTable),
+      KF_P(cuDeviceGet),
+      KF_P(cuDeviceGetCount),
+      KF_P(cuDeviceGetName),
+      KF_P(cuDeviceGetAttribute),
+      KF_P(cuDeviceTotalMem),
+      KF_P(cuDeviceGetUuid),
+      KF_P(cuDeviceComputeCapability),
+      KF_P(cuDevicePrimaryCtxRetain),
+      KF_P(cuDevicePrimaryCtxRelease),
+      KF_P(cuDevicePrimaryCtxReset),
+      KF_P(cuDevicePrimaryCtxGetState),
+      KF_P(cuDevicePrimaryCtxSetFlags),
+      KF_P(cuCtxDestroy),
+      KF_P(cuCtxSetCurrent),
+      KF_P(cuCtxGetCurrent),
+      KF_P(cuCtxPushCurrent),
+      KF_P(cuCtxPopCurrent),
+      KF_P(cuCtxGetDevice),
+      KF_P(cuCtxGetFlags),
+      KF_P(cuCtxGetId),
+      KF_P(cuCtxGetApiVersion),
+      KF_P(cuCtxSynchronize),
+      KF_P(cuCtxSetLimit),
+      KF_P(cuCtxGetLimit),
+      KF_P(cuCtxGetStreamPriorityRange),
+      KF_P(cuCtxSetCacheConfig),
+      KF_P(cuCtxGetCacheConfig),
+      KF_P(cuMemAlloc),
+      KF_P(cuMemFree),
+      KF_P(cuMemAllocAsync),
+      KF_P(cuMemFreeAsync),
+      KF_P(cuMemGetInfo),
+      KF_P(cuMemGetAddressRange),
+      KF_P(cuMemAllocHost),
+      KF_P(cuMemHostAlloc),
+      KF_P(cuMemFreeHost),
+      KF_P(cuMemHostRegister),
+      KF_P(cuMemHostUnregister),
+      KF_P(cuMemcpyHtoD),
+      KF_P(cuMemcpyDtoH),
+      KF_P(cuMemcpyDtoD),
+      KF_P(cuMemcpy),
+      KF_P(cuMemcpyHtoDAsync),
+      KF_P(cuMemcpyDtoHAsync),
+      KF_P(cuMemcpyDtoDAsync),
+      KF_P(cuMemcpyAsync),
+      KF_P(cuMemsetD8),
+      KF_P(cuMemsetD16),
+      KF_P(cuMemsetD32),
+      KF_P(cuMemsetD8Async),
+      KF_P(cuMemsetD16Async),
+      KF_P(cuMemsetD32Async),
+      KF_P(cuPointerGetAttribute),
+      KF_P(cuModuleLoadData),
+      KF_P(cuModuleLoadDataEx),
+      KF_P(cuModuleLoadFatBinary),
+      KF_P(cuModuleLoad),
+      KF_P(cuModuleUnload),
+      KF_P(cuModuleGetFunction),
+      KF_P(cuModuleGetFunctionCount),
+      KF_P(cuModuleEnumerateFunctions),
+      KF_P(cuModuleGetGlobal),
+      KF_P(cuLibraryLoadData),
+      KF_P(cuLibraryLoadFromFile),
+      KF_P(cuLibraryUnload),
+      KF_P(cuLibraryGetModule),
+      KF_P(cuLibraryGetKernel),
+      KF_P(cuLibraryGetKernelCount),
+      KF_P(cuLibraryEnumerateKernels),
+      KF_P(cuLibraryGetGlobal),
+      KF_P(cuKernelGetFunction),
+      KF_P(cuKernelGetLibrary),
+      KF_P(cuFuncGetName),
+      KF_P(cuKernelGetName),
+      KF_P(cuFuncGetParamInfo),
+      KF_P(cuKernelGetParamInfo),
+      KF_P(cuFuncGetModule),
+      KF_P(cuFuncGetAttribute),
+      KF_P(cuKernelGetAttribute),
+      KF_P(cuFuncSetAttribute),
+      KF_P(cuKernelSetAttribute),
+      KF_P(cuFuncSetCacheConfig),
+      KF_P(cuFuncIsLoaded),
+      KF_P(cuFuncLoad),
+      KF_P(cuLaunchKernel),
+      KF_P(cuLaunchKernelEx),
+      KF_P(cuLaunchCooperativeKernel),
+      KF_P(cuLaunchHostFunc),
+      KF_P(cuStreamCreate),
+      KF_P(cuStreamCreateWithPriority),
+      KF_P(cuStreamDestroy),
+      KF_P(cuStreamSynchronize),
+      KF_P(cuStreamQuery),
+      KF_P(cuStreamWaitEvent),
+      KF_P(cuStreamGetFlags),
+      KF_P(cuStreamGetPriority),
+      KF_P(cuStreamGetId),
+      KF_P(cuStreamGetCtx),
+      KF_P(cuStreamIsCapturing),
+      KF_P(cuEventCreate),
+      KF_P(cuEventDestroy),
+      KF_P(cuEventRecord),
+      KF_P(cuEventRecordWithFlags),
+      KF_P(cuEventQuery),
+      KF_P(cuEventSynchronize),
+      KF_P(cuEventElapsedTime),
+      KF_P(cuModuleGetLoadingMode),
+      KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+      KF_P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+      KF_P(cuOccupancyMaxPotentialBlockSize),
+      KF_P(cuOccupancyMaxPotentialBlockSizeWithFlags),
+      KF_P(cuOccupancyAvailableDynamicSMemPerBlock),
+      KF_P(cuMemcpy2D),
+      KF_P(cuMemcpy2DUnaligned),
+      KF_P(cuMemcpy2DAsync),
+      KF_P(cuPointerGetAttributes),
+      KF_P(cuMemHostGetDevicePointer),
+      KF_P(cuMemHostGetFlags),
+      KF_P(cuMemAllocPitch),
+      KF_P(cuMemsetD2D8),
+      KF_P(cuMemsetD2D16),
+      KF_P(cuMemsetD2D32),
+      KF_P(cuMemsetD2D8Async),
+      KF_P(cuMemsetD2D16Async),
+      KF_P(cuMemsetD2D32Async),
+      KF_P(cuMemcpyPeer),
+      KF_P(cuMemcpyPeerAsync),
+      KF_P(cuDeviceCanAccessPeer),
+      KF_P(cuDeviceGetPCIBusId),
+      KF_P(cuDeviceGetByPCIBusId),
+      KF_P(cuStreamAddCallback),
+      KF_P(cuStreamGetAttribute),
+      KF_P(cuStreamSetAttribute),
+      KF_P(cuStreamCopyAttributes),
+      KF_P(cuStreamGetDevice),
+      KF_P(cuStreamGetCaptureInfo),
+      KF_P(cuThreadExchangeStreamCaptureMode),
+      KF_P(cuCtxResetPersistingL2Cache),
+      KF_P(cuKernelSetCacheConfig),
+      KF_P(cuFuncSetSharedMemConfig),
+      KF_P(cuCtxSetSharedMemConfig),
+      KF_P(cuCtxGetSharedMemConfig),
+      KF_P(cuProfilerStart),
+      KF_P(cuProfilerStop),
+      KF_P(cuMemAllocFromPoolAsync),
+      KF_P(cuDeviceGetDefaultMemPool),
+      KF_P(cuDeviceGetMemPool),
+      KF_P(cuDeviceSetMemPool),
+      KF_P(cuMemGetDefaultMemPool),
+      KF_P(cuMemGetMemPool),
+      KF_P(cuMemSetMemPool),
+      KF_P(cuMemPoolCreate),
+      KF_P(cuMemPoolDestroy),
+      KF_P(cuMemPoolTrimTo),
+      KF_P(cuMemPoolSetAttribute),
+      KF_P(cuMemPoolGetAttribute),
+      KF_P(cuMemPoolSetAccess),
+      KF_P(cuMemPoolGetAccess),
 #undef KF_P
   };
   return *table;
@@ -1868,8 +2037,7 @@ void* perThreadFunction(const std::string& name) {
   return it == table.end() ? nullptr : it->second;
 }
 
-CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                CUdriverProcAddressQueryResult* status) {
+CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
   if (tracing())
     std::fprintf(stderr, "kfuse stand-in trace: cuGetProcAddress %s %d %llu\n", symbol ? symbol : "(null)", version,
                  (unsigned long long)flags);
@@ -1881,10 +2049,9 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
   if (name.empty()) return CUDA_ERROR_NOT_FOUND;
   void* fn = nullptr;
   if (name == "cuGetProcAddress") {
-    fn = version >= 12000 ? reinterpret_cast<void*>(&cuGetProcAddress)
-                          : reinterpret_cast<void*>(&legacyGetProcAddress);
+    fn = version >= 12000 ? reinterpret_cast<void*>(&cuGetProcAddress) : reinterpret_cast<void*>(&legacyGetProcAddress);
   } else if (name == "cuCtxCreate") {
-    fn = version >= 12050 ? reinterpret_cast<void*>(&cuCtxCreate)
+    fn = version >= 12050   ? reinterpret_cast<void*>(&cuCtxCreate)
          : version >= 11040 ? reinterpret_cast<void*>(&cuCtxCreate_v3)
                             : reinterpret_cast<void*>(&cuCtxCreate_v2);
   } else if (void* ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? perThreadFunction(name) : nullptr) {
@@ -1897,8 +2064,15 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
     auto& names = stubNames();
     size_t slot = kStubSlots;
     for (size_t i = 0; i < kStubSlots; ++i) {
-      if (names[i] == name) { slot = i; break; }
-      if (names[i].empty()) { names[i] = name; slot = i; break; }
+      if (names[i] == name) {
+        slot = i;
+        break;
+      }
+      if (names[i].empty()) {
+        names[i] = name;
+        slot = i;
+        break;
+      }
     }
     if (slot == kStubSlots) return CUDA_ERROR_NOT_FOUND;
     fn = stubs()[slot];

@@ -56,7 +56,9 @@ TEST_F(StandinTest, ExportsOnlyDriverSymbols) {
   EXPECT_NE(dlsym(handle_, "cuCtxCreate_v4"), nullptr);
   EXPECT_NE(dlsym(handle_, "cuGetProcAddress"), nullptr);
   EXPECT_NE(dlsym(handle_, "cuLaunchKernelEx"), nullptr);
-  EXPECT_EQ(dlsym(handle_, "_ZN5kfuse8emulator6Device6launchERKNS0_6KernelERKNS0_12LaunchConfigESt4spanIKhLm18446744073709551615EEPNS0_14LaunchCountersE"),
+  EXPECT_EQ(dlsym(handle_,
+                  "_ZN5kfuse8emulator6Device6launchERKNS0_6KernelERKNS0_"
+                  "12LaunchConfigESt4spanIKhLm18446744073709551615EEPNS0_14LaunchCountersE"),
             nullptr);
 }
 
@@ -165,7 +167,8 @@ TEST_F(StandinTest, RunsKernelsFromPtxAndFatbinsAndReportsFaults) {
 
   // The counter API reports the launch.
   auto count = reinterpret_cast<uint64_t (*)()>(dlsym(handle_, "cuKfuseEmuLaunchCount"));
-  auto launch_info = reinterpret_cast<int (*)(uint64_t, KfuseEmuLaunchCounters*)>(dlsym(handle_, "cuKfuseEmuGetLaunch"));
+  auto launch_info =
+      reinterpret_cast<int (*)(uint64_t, KfuseEmuLaunchCounters*)>(dlsym(handle_, "cuKfuseEmuGetLaunch"));
   ASSERT_NE(count, nullptr);
   ASSERT_NE(launch_info, nullptr);
   EXPECT_GE(count(), 1u);

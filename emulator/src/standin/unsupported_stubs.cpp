@@ -5,9 +5,13 @@
 extern "C" int kfuseStandinUnsupported(const char* name);  // driver.cpp; not exported (version script)
 extern "C" int cuEventElapsedTime_v2(float* ms, void* start, void* end);
 
-#define KF_UNSUPPORTED(name) \
-  extern "C" int name(void) { return kfuseStandinUnsupported(#name); }
+#define KF_UNSUPPORTED(name)               \
+  extern "C" int name(void) {              \
+    return kfuseStandinUnsupported(#name); \
+  }
 #include "unsupported_stubs.inc"
 
 // The pre-12.8 ABI name of cuEventElapsedTime has the same signature as _v2.
-extern "C" int cuEventElapsedTime(float* ms, void* start, void* end) { return cuEventElapsedTime_v2(ms, start, end); }
+extern "C" int cuEventElapsedTime(float* ms, void* start, void* end) {
+  return cuEventElapsedTime_v2(ms, start, end);
+}

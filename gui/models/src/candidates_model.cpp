@@ -14,7 +14,9 @@ QString candidateTitle(const Candidate& c) {
 
 namespace {
 
-QString us(double ns) { return QString::number(ns / 1000.0, 'f', ns < 10'000 ? 2 : 1); }
+QString us(double ns) {
+  return QString::number(ns / 1000.0, 'f', ns < 10'000 ? 2 : 1);
+}
 
 int confidenceLevel(analyzer::Confidence c) {
   switch (c) {
@@ -39,14 +41,18 @@ int legalityLevel(analyzer::Legality l) {
 const std::vector<CandidateColumn>& candidateColumns() {
   static const std::vector<CandidateColumn> columns = {
       {"Rank", [](const Candidate& c) { return c.rank; }, {}, "The analyzer's rank (best first, blocked last)"},
-      {"Kind", [](const Candidate& c) { return QString(analyzer::candidateKindName(c.kind)); }, {},
+      {"Kind",
+       [](const Candidate& c) { return QString(analyzer::candidateKindName(c.kind)); },
+       {},
        "vertical: a producer-consumer chain; horizontal: independent kernels launched as one"},
       {"Legality", [](const Candidate& c) { return QString(analyzer::legalityName(c.legality)); },
        [](const Candidate& c) { return legalityLevel(c.legality); }, "proven / likely / blocked"},
       {"Confidence", [](const Candidate& c) { return QString(analyzer::confidenceName(c.confidence)); },
        [](const Candidate& c) { return confidenceLevel(c.confidence); }, "How much data the verdict rests on"},
       {"Kernels", [](const Candidate& c) { return candidateTitle(c); }, {}, "The member kernels in launch order"},
-      {"Occurrences", [](const Candidate& c) { return static_cast<qulonglong>(c.occurrences.size()); }, {},
+      {"Occurrences",
+       [](const Candidate& c) { return static_cast<qulonglong>(c.occurrences.size()); },
+       {},
        "How often the pattern occurs in the trace"},
       {"Saving/occ (µs)", [](const Candidate& c) { return us(c.cost.saving_ns); },
        [](const Candidate& c) { return c.cost.saving_ns; }, "Predicted saving per occurrence"},
@@ -56,7 +62,9 @@ const std::vector<CandidateColumn>& candidateColumns() {
        [](const Candidate& c) { return c.share_of_gpu_busy; }, "Total saving as a share of GPU busy time"},
       {"Critical path", [](const Candidate& c) { return c.on_critical_path ? QString("yes") : QString(); },
        [](const Candidate& c) { return c.on_critical_path ? 1 : 0; }, "On the trace's critical path"},
-      {"Fusion", [](const Candidate& c) { return QString(analyzer::fusionKindName(c.fusion)); }, {},
+      {"Fusion",
+       [](const Candidate& c) { return QString(analyzer::fusionKindName(c.fusion)); },
+       {},
        "thread-local: each thread runs every kernel; epilogue: element-wise consumers run per element after the "
        "producer's store; prologue: the element-wise producer is recomputed at each of the consumer's loads; "
        "block-level: each block runs the producer, a barrier, then the consumer; horizontal: side by side in one "
@@ -122,8 +130,8 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
       return c.verdict.empty() ? QVariant() : QVariant(QString::fromStdString(c.verdict));
     case Qt::TextAlignmentRole: {
       const QVariant v = col.sort ? col.sort(c) : col.display(c);
-      const bool number = v.typeId() == QMetaType::Int || v.typeId() == QMetaType::Double ||
-                          v.typeId() == QMetaType::ULongLong;
+      const bool number =
+          v.typeId() == QMetaType::Int || v.typeId() == QMetaType::Double || v.typeId() == QMetaType::ULongLong;
       return QVariant::fromValue(Qt::Alignment(number && index.column() != 2 && index.column() != 3
                                                    ? Qt::AlignRight | Qt::AlignVCenter
                                                    : Qt::AlignLeft | Qt::AlignVCenter));

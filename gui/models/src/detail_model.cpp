@@ -6,7 +6,9 @@ namespace kfuse::gui {
 
 namespace {
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
 QString ns(double v) {
   if (v >= 1e6) return QString::number(v / 1e6, 'f', 3) + " ms";
   if (v >= 1e3) return QString::number(v / 1e3, 'f', 2) + " µs";
@@ -19,7 +21,9 @@ QString bytes(double b) {
   if (b >= 1 << 10) return QString::number(b / (1 << 10), 'f', 1) + " KiB";
   return QString::number(b, 'f', 0) + " B";
 }
-QString dim(const core::Dim3& d) { return QString("(%1, %2, %3)").arg(d.x).arg(d.y).arg(d.z); }
+QString dim(const core::Dim3& d) {
+  return QString("(%1, %2, %3)").arg(d.x).arg(d.y).arg(d.z);
+}
 
 void addLaunchRows(DetailNode& n, const core::Launch& l) {
   n.add("grid", dim(l.grid));
@@ -36,9 +40,8 @@ void addLaunchRows(DetailNode& n, const core::Launch& l) {
                                      .arg(a.param_index)
                                      .arg(a.field_offset)
                                      .arg(a.field_offset + 7),
-            a.allocation_id == core::kNoId
-                ? QString("0x%1 (no known allocation)").arg(a.address, 0, 16)
-                : QString("allocation %1 + %2").arg(a.allocation_id).arg(a.offset));
+            a.allocation_id == core::kNoId ? QString("0x%1 (no known allocation)").arg(a.address, 0, 16)
+                                           : QString("allocation %1 + %2").arg(a.allocation_id).arg(a.offset));
     }
   }
 }
@@ -58,8 +61,8 @@ DetailNode candidateDetail(const Session& session, const analyzer::Report& repor
   DetailNode& members = root.add("Members", QString::number(c.names.size()));
   const std::vector<core::Id>* first = c.occurrence_launches.empty() ? nullptr : &c.occurrence_launches.front();
   for (size_t i = 0; i < c.names.size(); ++i) {
-    DetailNode& m = members.add(QString("%1. %2").arg(i + 1).arg(q(analyzer::shortKernelName(c.names[i], 60))),
-                                {}, q(c.names[i]));
+    DetailNode& m =
+        members.add(QString("%1. %2").arg(i + 1).arg(q(analyzer::shortKernelName(c.names[i], 60))), {}, q(c.names[i]));
     if (i < c.mangled_names.size() && !c.mangled_names[i].empty() && c.mangled_names[i] != c.names[i]) {
       m.add("mangled name", q(c.mangled_names[i]));
     }
@@ -77,8 +80,8 @@ DetailNode candidateDetail(const Session& session, const analyzer::Report& repor
 
   DetailNode& legality = root.add("Legality", analyzer::legalityName(c.legality));
   legality.add("confidence", analyzer::confidenceName(c.confidence));
-  if (!c.verdict.empty()) legality.add(c.legality == analyzer::Legality::kBlocked ? "blocked by" : "decided by",
-                                       q(c.verdict), q(c.verdict));
+  if (!c.verdict.empty())
+    legality.add(c.legality == analyzer::Legality::kBlocked ? "blocked by" : "decided by", q(c.verdict), q(c.verdict));
   for (const std::string& r : c.reasons) legality.add("reason", q(r), q(r));
   legality.add("occurrences checked", QString::number(c.checked.occurrences_checked));
   legality.add("distinct argument tuples", QString::number(c.checked.argument_tuples));
@@ -129,8 +132,10 @@ void DetailModel::indexSlots(const DetailNode& node, int parent_slot) {
     const int slot = static_cast<int>(slots_.size());
     slots_.push_back({&node.children[i], parent_slot, static_cast<int>(i)});
     child_slots_.emplace_back();
-    if (parent_slot < 0) root_slots_.push_back(slot);
-    else child_slots_[static_cast<size_t>(parent_slot)].push_back(slot);
+    if (parent_slot < 0)
+      root_slots_.push_back(slot);
+    else
+      child_slots_[static_cast<size_t>(parent_slot)].push_back(slot);
     indexSlots(node.children[i], slot);
   }
 }
@@ -175,7 +180,9 @@ int DetailModel::rowCount(const QModelIndex& parent) const {
   return static_cast<int>(child_slots_[static_cast<size_t>(parent.internalId())].size());
 }
 
-int DetailModel::columnCount(const QModelIndex&) const { return 2; }
+int DetailModel::columnCount(const QModelIndex&) const {
+  return 2;
+}
 
 QVariant DetailModel::data(const QModelIndex& index, int role) const {
   const Slot* s = slotOf(index);

@@ -28,7 +28,8 @@ void SessionLoader::load(const QString& path, const analyzer::AnalysisOptions& o
     control.progress = [this, cancel](int pct, const std::string& stage) {
       if (cancel->load()) return;
       const QString s = QString::fromStdString(stage);
-      QMetaObject::invokeMethod(this, [this, pct, s] { emit progress(pct, s); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this, [this, pct, s] { emit progress(pct, s); }, Qt::QueuedConnection);
     };
     auto result = loadSession(p, options, control);
     QMetaObject::invokeMethod(

@@ -64,12 +64,21 @@ QTextCharFormat PtxHighlighter::format(Token t) const {
   QTextCharFormat f;
   switch (t) {
     case Token::kDirective: f.setForeground(QColor(0x80, 0x20, 0x90)); break;
-    case Token::kInstruction: f.setForeground(QColor(0x10, 0x30, 0xa0)); f.setFontWeight(QFont::Bold); break;
+    case Token::kInstruction:
+      f.setForeground(QColor(0x10, 0x30, 0xa0));
+      f.setFontWeight(QFont::Bold);
+      break;
     case Token::kRegister: f.setForeground(QColor(0x10, 0x70, 0x40)); break;
     case Token::kPredicate: f.setForeground(QColor(0xb0, 0x50, 0x00)); break;
     case Token::kNumber: f.setForeground(QColor(0xa0, 0x20, 0x20)); break;
-    case Token::kLabel: f.setForeground(QColor(0x60, 0x60, 0x00)); f.setFontWeight(QFont::Bold); break;
-    case Token::kComment: f.setForeground(QColor(0x80, 0x80, 0x80)); f.setFontItalic(true); break;
+    case Token::kLabel:
+      f.setForeground(QColor(0x60, 0x60, 0x00));
+      f.setFontWeight(QFont::Bold);
+      break;
+    case Token::kComment:
+      f.setForeground(QColor(0x80, 0x80, 0x80));
+      f.setFontItalic(true);
+      break;
   }
   return f;
 }

@@ -25,8 +25,7 @@ QString ReviewBook::setSession(std::shared_ptr<const Session> session) {
 QString ReviewBook::decide(int index, core::ReviewVerdict verdict, const QString& note) {
   if (!session_ || !session_->candidate(index)) return QStringLiteral("no candidate selected");
   if (!session_->isKfuseTrace()) {
-    return QString::fromStdString(session_->path) +
-           ": an imported " + QString::fromStdString(session_->input.format) +
+    return QString::fromStdString(session_->path) + ": an imported " + QString::fromStdString(session_->input.format) +
            " trace cannot hold review decisions; save it as a kfuse trace first (File → Save as kfuse trace)";
   }
   core::ReviewDecision d;

@@ -10,7 +10,9 @@
 
 namespace kfuse::gui {
 
-bool isCancelled(const Status& s) { return s.code() == ErrorCode::kInternal && s.message() == kCancelledMessage; }
+bool isCancelled(const Status& s) {
+  return s.code() == ErrorCode::kInternal && s.message() == kCancelledMessage;
+}
 
 Expected<std::shared_ptr<const Session>> loadSession(const std::string& path, const analyzer::AnalysisOptions& options,
                                                      const LoadControl& control) {
@@ -59,8 +61,10 @@ Expected<std::string> kernelPtx(const core::Trace& trace, core::Id function_id) 
   // The kernel's own module first, then any module image that defines it.
   std::vector<const core::Module*> modules;
   for (const core::Module& m : trace.modules) {
-    if (m.id == fn->module_id) modules.insert(modules.begin(), &m);
-    else modules.push_back(&m);
+    if (m.id == fn->module_id)
+      modules.insert(modules.begin(), &m);
+    else
+      modules.push_back(&m);
   }
   auto fromText = [&](std::string_view text) -> std::optional<std::string> {
     if (text.find(fn->mangled_name) == std::string_view::npos) return std::nullopt;

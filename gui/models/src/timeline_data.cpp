@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <string_view>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 namespace kfuse::gui {
@@ -18,7 +18,9 @@ size_t Lane::endVisible(int64_t t1) const {
       slices.begin());
 }
 
-size_t Lane::firstStartingAt(int64_t t) const { return endVisible(t); }
+size_t Lane::firstStartingAt(int64_t t) const {
+  return endVisible(t);
+}
 
 namespace {
 

@@ -19,7 +19,9 @@ int TimelinePainter::laneTop(const TimelineData& data, size_t lane) {
   return y;
 }
 
-int TimelinePainter::contentHeight(const TimelineData& data) { return laneTop(data, data.lanes.size()); }
+int TimelinePainter::contentHeight(const TimelineData& data) {
+  return laneTop(data, data.lanes.size());
+}
 
 double TimelinePainter::timeAt(int x, QSize size, const TimelineWindow& w) {
   const int width = std::max(1, size.width() - kTitleWidth);
@@ -63,8 +65,8 @@ QString timeLabel(double ns, double step) {
 
 }  // namespace
 
-TimelinePaintStats TimelinePainter::paint(QPainter& p, QSize size, const TimelineData& data,
-                                          const TimelineWindow& w, const TimelineHighlight& h) const {
+TimelinePaintStats TimelinePainter::paint(QPainter& p, QSize size, const TimelineData& data, const TimelineWindow& w,
+                                          const TimelineHighlight& h) const {
   TimelinePaintStats stats;
   p.fillRect(QRect(QPoint(0, 0), size), QColor(0xfb, 0xfb, 0xfb));
   const int width = size.width();

@@ -24,11 +24,28 @@ using rewriter::ArgRef;
 using rewriter::LaunchShape;
 using rewriter::Predicate;
 
-constexpr const char* kFlushNames[] = {
-    "launch of another kernel", "predicate failed", "legacy default stream", "stream synchronize", "stream query",
-    "context synchronize", "event record", "event synchronize", "event query", "stream wait event", "memcpy",
-    "memset", "free", "host function", "graph launch or capture", "module unload", "context destroy or reset",
-    "cooperative launch", "cuLaunchKernelEx with attributes", "stream destroy", "plan unavailable", "process exit"};
+constexpr const char* kFlushNames[] = {"launch of another kernel",
+                                       "predicate failed",
+                                       "legacy default stream",
+                                       "stream synchronize",
+                                       "stream query",
+                                       "context synchronize",
+                                       "event record",
+                                       "event synchronize",
+                                       "event query",
+                                       "stream wait event",
+                                       "memcpy",
+                                       "memset",
+                                       "free",
+                                       "host function",
+                                       "graph launch or capture",
+                                       "module unload",
+                                       "context destroy or reset",
+                                       "cooperative launch",
+                                       "cuLaunchKernelEx with attributes",
+                                       "stream destroy",
+                                       "plan unavailable",
+                                       "process exit"};
 static_assert(sizeof kFlushNames / sizeof kFlushNames[0] == static_cast<size_t>(FlushReason::kCount));
 
 constexpr int kPerThread = collector::kPerThread;
@@ -121,8 +138,8 @@ struct PendingLaunch {
 struct StreamSlot {
   std::atomic<uint64_t> key{0};
   std::mutex mu;
-  int count = 0;         // deferred launches
-  uint64_t viable = 0;   // plans whose pattern the deferred launches begin
+  int count = 0;        // deferred launches
+  uint64_t viable = 0;  // plans whose pattern the deferred launches begin
   PendingLaunch launches[kMaxPatternKernels];
   uint8_t* args = nullptr;  // [kMaxPatternKernels][arg_stride]
   // The last occurrence whose predicates all held, to skip re-checking an identical one (a loop launching the
@@ -151,8 +168,8 @@ struct FunctionSlot {
 // A kernel some plan names: (mangled name, module hash).
 struct Identity {
   std::string name;
-  int hash = -1;        // index into Impl::hashes
-  uint64_t starts = 0;  // plans whose first kernel this is
+  int hash = -1;                         // index into Impl::hashes
+  uint64_t starts = 0;                   // plans whose first kernel this is
   uint64_t at[kMaxPatternKernels] = {};  // plans with this kernel at position i
   const RuntimeKernel* layout = nullptr;
 };
@@ -182,9 +199,9 @@ struct CompiledPredicates {
   struct Proven {
     int index;
     std::vector<uint32_t> at, size;
-    std::vector<int32_t> pointer;  // into `pointers` for a pointer's offset or allocation, else -1
+    std::vector<int32_t> pointer;     // into `pointers` for a pointer's offset or allocation, else -1
     std::vector<uint8_t> allocation;  // 1: the value is which allocation the pointer shares (see ProofRef)
-    std::vector<int64_t> tuples;   // row-major, at.size() values each
+    std::vector<int64_t> tuples;      // row-major, at.size() values each
   };
   int same_shape = -1;
   // The argument positions holding pointers whose allocations the predicates need: each is looked up once per
@@ -240,7 +257,7 @@ struct Injector::Impl {
   // lock per checked occurrence), written by allocations and frees.
   std::shared_mutex allocations_mu;
   std::vector<std::pair<uint64_t, uint64_t>> allocations;
-  std::atomic<uint64_t> allocations_version{1};  // changes with every tracked allocation and free
+  std::atomic<uint64_t> allocations_version{1};   // changes with every tracked allocation and free
   std::vector<std::pair<uint64_t, int>> modules;  // module / library handle -> hash index (-1: no plan's)
   std::atomic<int> pending_streams{0};
   std::atomic<int> legacy_pending{0};
@@ -321,7 +338,8 @@ struct Injector::Impl {
         case Predicate::Kind::kSameLaunchConfig: c.same_shape = index; break;
         case Predicate::Kind::kArgEqual:
           // Arguments of different sizes are never equal: a size of 0 marks that.
-          c.equal.push_back({index, at(p, pr.a), at(p, pr.b), sizeOf(p, pr.a) == sizeOf(p, pr.b) ? sizeOf(p, pr.a) : 0});
+          c.equal.push_back(
+              {index, at(p, pr.a), at(p, pr.b), sizeOf(p, pr.a) == sizeOf(p, pr.b) ? sizeOf(p, pr.a) : 0});
           break;
         case Predicate::Kind::kArgValue: c.values.push_back({index, at(p, pr.a), sizeOf(p, pr.a), pr.value}); break;
         case Predicate::Kind::kNoOverlap: {
@@ -463,9 +481,9 @@ struct Injector::Impl {
     if (!func_info && !kernel_info) return true;  // an older driver: the module hash already pins the signature
     size_t offset = 0, size = 0;
     // A CUkernel is asked through cuKernelGetParamInfo when cuFuncGetParamInfo refuses it.
-    const bool as_kernel = !func_info || (func_info(f, 0, &offset, &size) != CUDA_SUCCESS && kernel_info &&
-                                          kernel_info(reinterpret_cast<CUkernel>(f), 0, &offset, &size) ==
-                                              CUDA_SUCCESS);
+    const bool as_kernel =
+        !func_info || (func_info(f, 0, &offset, &size) != CUDA_SUCCESS && kernel_info &&
+                       kernel_info(reinterpret_cast<CUkernel>(f), 0, &offset, &size) == CUDA_SUCCESS);
     auto info = [&](size_t i, size_t* o, size_t* n) {
       return as_kernel ? kernel_info(reinterpret_cast<CUkernel>(f), i, o, n) : func_info(f, i, o, n);
     };
@@ -537,8 +555,8 @@ struct Injector::Impl {
     return launch(l, l.f, l.grid, l.block, l.shmem, ptrs);
   }
 
-  CUresult launch(const PendingLaunch& l, CUfunction f, const unsigned grid[3], const unsigned block[3],
-                  unsigned shmem, void** ptrs) {
+  CUresult launch(const PendingLaunch& l, CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                  void** ptrs) {
     Inside inside;
     if (!t_timed) return launchUntimed(l, f, grid, block, shmem, ptrs);
     const uint64_t t0 = nowNs();
@@ -998,8 +1016,8 @@ struct Injector::Impl {
     t_timed = timed;
     const int id = identify(in.l.f);
     // No plan's kernel and nothing deferred anywhere: the launch goes straight through.
-    const CUresult r = id < 0 && pending_streams.load(std::memory_order_acquire) == 0 ? passThrough(in, CUDA_SUCCESS)
-                                                                                        : match(in, id);
+    const CUresult r =
+        id < 0 && pending_streams.load(std::memory_order_acquire) == 0 ? passThrough(in, CUDA_SUCCESS) : match(in, id);
     if (timed) {
       const uint64_t spent = nowNs() - t0 - (t_driver_ns - driver_before);
       counters.time_ns.fetch_add(spent * kTimedEvery, std::memory_order_relaxed);
@@ -1027,8 +1045,8 @@ struct Injector::Impl {
     const Identity* ident = id >= 0 ? &identities[static_cast<size_t>(id)] : nullptr;
     if (s->count > 0) {
       const uint64_t viable = ident ? (s->viable & ident->at[s->count] & enabledMask()) : 0;
-      const RuntimeKernel* k = viable ? &plans[static_cast<size_t>(std::countr_zero(viable))]->plan.kernels[s->count]
-                                      : nullptr;
+      const RuntimeKernel* k =
+          viable ? &plans[static_cast<size_t>(std::countr_zero(viable))]->plan.kernels[s->count] : nullptr;
       if (viable && capture(*s, s->count, *k, in.params, in.extra)) {
         s->launches[s->count] = in.l;
         s->count++;
@@ -1245,14 +1263,13 @@ struct Injector::Impl {
         got[i].resize(want[i].size());
         r = d2h(got[i].data(), merged[i].lo, got[i].size());
         if (r == CUDA_SUCCESS && mismatch.empty() && got[i] != want[i]) {
-          const size_t at = static_cast<size_t>(
-              std::mismatch(got[i].begin(), got[i].end(), want[i].begin()).first - got[i].begin());
+          const size_t at =
+              static_cast<size_t>(std::mismatch(got[i].begin(), got[i].end(), want[i].begin()).first - got[i].begin());
           char buf[256];
           std::snprintf(buf, sizeof buf,
                         "byte %zu of the buffer passed as argument %d of %s differs (fused 0x%02x, originals 0x%02x)",
-                        at, merged[i].first.param,
-                        p.kernels[static_cast<size_t>(merged[i].first.kernel)].name.c_str(), got[i][at],
-                        want[i][at]);
+                        at, merged[i].first.param, p.kernels[static_cast<size_t>(merged[i].first.kernel)].name.c_str(),
+                        got[i][at], want[i][at]);
           mismatch = buf;
         }
       }
@@ -1426,22 +1443,22 @@ CUresult Injector::LaunchKernelEx(int variant, const CUlaunchConfig* c, CUfuncti
   return impl_->onLaunch(in);
 }
 
-#define KFUSE_AFTER(FLUSH, CALL)                    \
-  const CUresult flushed_ = (FLUSH);                \
-  CUresult r_;                                      \
-  {                                                 \
-    Inside inside_;                                 \
-    r_ = CALL;                                      \
-  }                                                 \
+#define KFUSE_AFTER(FLUSH, CALL)     \
+  const CUresult flushed_ = (FLUSH); \
+  CUresult r_;                       \
+  {                                  \
+    Inside inside_;                  \
+    r_ = CALL;                       \
+  }                                  \
   return flushed_ != CUDA_SUCCESS ? flushed_ : r_;
 
 #define KFUSE_STREAM(WHY, STREAM, CALL) KFUSE_AFTER(impl_->beforeStreamWork(STREAM, variant, FlushReason::WHY), CALL)
 #define KFUSE_GLOBAL(WHY, CALL) KFUSE_AFTER(impl_->beforeGlobalWork(FlushReason::WHY), CALL)
 // A synchronous copy or set is ordered on the legacy default stream (so after every blocking stream's work), or,
 // called through its _ptds function, on the calling thread's per-thread default stream only.
-#define KFUSE_SYNC_COPY(WHY, CALL)                                                                            \
-  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::WHY)             \
-                                    : impl_->beforeGlobalWork(FlushReason::WHY),                              \
+#define KFUSE_SYNC_COPY(WHY, CALL)                                                                \
+  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::WHY) \
+                                    : impl_->beforeGlobalWork(FlushReason::WHY),                  \
               CALL)
 
 CUresult Injector::LaunchCooperativeKernel(int variant, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -1458,8 +1475,8 @@ CUresult Injector::ModuleLoadData(int variant, CUmodule* module, const void* ima
   if (r == CUDA_SUCCESS && module) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image);
   return r;
 }
-CUresult Injector::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n,
-                                    CUjit_option* options, void** values) {
+CUresult Injector::ModuleLoadDataEx(int variant, CUmodule* module, const void* image, unsigned n, CUjit_option* options,
+                                    void** values) {
   const CUresult r = HookClient::ModuleLoadDataEx(variant, module, image, n, options, values);
   if (r == CUDA_SUCCESS && module) impl_->noteModule(reinterpret_cast<uint64_t>(*module), image);
   return r;
@@ -1520,8 +1537,8 @@ CUresult Injector::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, C
   if (r == CUDA_SUCCESS && dptr) impl_->noteAllocation(*dptr, bytes);
   return r;
 }
-CUresult Injector::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset,
-                          CUmemGenericAllocationHandle handle, unsigned long long flags) {
+CUresult Injector::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags) {
   const CUresult r = HookClient::MemMap(variant, ptr, size, offset, handle, flags);
   if (r == CUDA_SUCCESS) impl_->noteAllocation(ptr, size);
   return r;
@@ -1534,121 +1551,100 @@ CUresult Injector::MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) 
   impl_->forgetAllocation(dptr);
   KFUSE_GLOBAL(kFree, HookClient::MemFreeAsync(variant, dptr, stream))
 }
-CUresult Injector::MemFreeHost(int variant, void* p) {
-  KFUSE_GLOBAL(kFree, HookClient::MemFreeHost(variant, p))
-}
-CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr, size_t size) {
+CUresult Injector::MemFreeHost(int variant, void* p){
+    KFUSE_GLOBAL(kFree, HookClient::MemFreeHost(variant, p))} CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr,
+                                                                                          size_t size) {
   impl_->forgetAllocation(ptr);
   KFUSE_GLOBAL(kFree, HookClient::MemUnmap(variant, ptr, size))
 }
-CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes) {
-  KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::kMemcpy)
-                                    : impl_->beforeHostToDeviceCopy(dst, bytes),
-              HookClient::MemcpyHtoD(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyDtoH(int variant, void* dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoD(variant, dst, src, bytes))
-}
-CUresult Injector::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyHtoDAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoHAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoDAsync(variant, dst, src, bytes, stream))
-}
-CUresult Injector::Memcpy2D(int variant, const CUDA_MEMCPY2D* copy) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy2D(variant, copy))
-}
-CUresult Injector::Memcpy2DAsync(int variant, const CUDA_MEMCPY2D* copy, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy2DAsync(variant, copy, stream))
-}
-CUresult Injector::Memcpy3D(int variant, const CUDA_MEMCPY3D* copy) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy3D(variant, copy))
-}
-CUresult Injector::Memcpy3DAsync(int variant, const CUDA_MEMCPY3D* copy, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy3DAsync(variant, copy, stream))
-}
-CUresult Injector::MemcpyPeer(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
-                              size_t bytes) {
-  KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyPeer(variant, dst, dst_ctx, src, src_ctx, bytes))
-}
-CUresult Injector::MemcpyPeerAsync(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                   CUcontext src_ctx, size_t bytes, CUstream stream) {
-  KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyPeerAsync(variant, dst, dst_ctx, src, src_ctx, bytes, stream))
-}
-CUresult Injector::MemsetD8(int variant, CUdeviceptr dst, unsigned char value, size_t n) {
-  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD8(variant, dst, value, n))
-}
-CUresult Injector::MemsetD16(int variant, CUdeviceptr dst, unsigned short value, size_t n) {
-  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD16(variant, dst, value, n))
-}
-CUresult Injector::MemsetD32(int variant, CUdeviceptr dst, unsigned int value, size_t n) {
-  KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD32(variant, dst, value, n))
-}
-CUresult Injector::MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream) {
-  KFUSE_STREAM(kMemset, stream, HookClient::MemsetD8Async(variant, dst, value, n, stream))
-}
-CUresult Injector::MemsetD16Async(int variant, CUdeviceptr dst, unsigned short value, size_t n, CUstream stream) {
-  KFUSE_STREAM(kMemset, stream, HookClient::MemsetD16Async(variant, dst, value, n, stream))
-}
-CUresult Injector::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int value, size_t n, CUstream stream) {
-  KFUSE_STREAM(kMemset, stream, HookClient::MemsetD32Async(variant, dst, value, n, stream))
-}
-CUresult Injector::CtxSynchronize(int variant) {
-  KFUSE_GLOBAL(kContextSync, HookClient::CtxSynchronize(variant))
-}
-CUresult Injector::CtxSynchronizeV2(int variant, CUcontext ctx) {
-  KFUSE_GLOBAL(kContextSync, HookClient::CtxSynchronizeV2(variant, ctx))
-}
-CUresult Injector::StreamSynchronize(int variant, CUstream stream) {
-  KFUSE_STREAM(kStreamSync, stream, HookClient::StreamSynchronize(variant, stream))
-}
-CUresult Injector::StreamQuery(int variant, CUstream stream) {
-  KFUSE_STREAM(kStreamQuery, stream, HookClient::StreamQuery(variant, stream))
-}
-CUresult Injector::StreamDestroy(int variant, CUstream stream) {
+CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src,
+                          size_t bytes){KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy(variant, dst, src, bytes))} CUresult
+    Injector::MemcpyAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::MemcpyHtoD(int variant, CUdeviceptr dst, const void* src, size_t bytes){
+        KFUSE_AFTER(variant == kPerThread ? impl_->beforeStreamWork(nullptr, variant, FlushReason::kMemcpy)
+                                          : impl_->beforeHostToDeviceCopy(dst, bytes),
+                    HookClient::MemcpyHtoD(variant, dst, src, bytes))} CUresult Injector::MemcpyDtoH(int variant,
+                                                                                                     void* dst,
+                                                                                                     CUdeviceptr src,
+                                                                                                     size_t bytes){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoH(variant, dst, src, bytes))} CUresult
+    Injector::MemcpyDtoD(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyDtoD(variant, dst, src, bytes))} CUresult
+    Injector::MemcpyHtoDAsync(int variant, CUdeviceptr dst, const void* src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyHtoDAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::MemcpyDtoHAsync(int variant, void* dst, CUdeviceptr src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoHAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::MemcpyDtoDAsync(int variant, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::MemcpyDtoDAsync(variant, dst, src, bytes, stream))} CUresult
+    Injector::Memcpy2D(int variant, const CUDA_MEMCPY2D* copy){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy2D(variant, copy))} CUresult
+    Injector::Memcpy2DAsync(int variant, const CUDA_MEMCPY2D* copy, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy2DAsync(variant, copy, stream))} CUresult
+    Injector::Memcpy3D(int variant, const CUDA_MEMCPY3D* copy){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::Memcpy3D(variant, copy))} CUresult
+    Injector::Memcpy3DAsync(int variant, const CUDA_MEMCPY3D* copy, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream, HookClient::Memcpy3DAsync(variant, copy, stream))} CUresult
+    Injector::MemcpyPeer(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                         size_t bytes){
+        KFUSE_SYNC_COPY(kMemcpy, HookClient::MemcpyPeer(variant, dst, dst_ctx, src, src_ctx, bytes))} CUresult
+    Injector::MemcpyPeerAsync(int variant, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                              size_t bytes, CUstream stream){
+        KFUSE_STREAM(kMemcpy, stream,
+                     HookClient::MemcpyPeerAsync(variant, dst, dst_ctx, src, src_ctx, bytes,
+                                                 stream))} CUresult Injector::MemsetD8(int variant, CUdeviceptr dst,
+                                                                                       unsigned char value, size_t n){
+        KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD8(variant, dst, value,
+                                                      n))} CUresult Injector::MemsetD16(int variant, CUdeviceptr dst,
+                                                                                        unsigned short value, size_t n){
+        KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD16(variant, dst, value,
+                                                       n))} CUresult Injector::MemsetD32(int variant, CUdeviceptr dst,
+                                                                                         unsigned int value, size_t n){
+        KFUSE_SYNC_COPY(kMemset, HookClient::MemsetD32(variant, dst, value, n))} CUresult
+    Injector::MemsetD8Async(int variant, CUdeviceptr dst, unsigned char value, size_t n, CUstream stream){
+        KFUSE_STREAM(kMemset, stream, HookClient::MemsetD8Async(variant, dst, value, n, stream))} CUresult
+    Injector::MemsetD16Async(int variant, CUdeviceptr dst, unsigned short value, size_t n, CUstream stream){
+        KFUSE_STREAM(kMemset, stream, HookClient::MemsetD16Async(variant, dst, value, n, stream))} CUresult
+    Injector::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int value, size_t n, CUstream stream){
+        KFUSE_STREAM(kMemset, stream,
+                     HookClient::MemsetD32Async(variant, dst, value, n,
+                                                stream))} CUresult Injector::CtxSynchronize(int variant){
+        KFUSE_GLOBAL(kContextSync,
+                     HookClient::CtxSynchronize(variant))} CUresult Injector::CtxSynchronizeV2(int variant,
+                                                                                               CUcontext ctx){
+        KFUSE_GLOBAL(kContextSync,
+                     HookClient::CtxSynchronizeV2(variant, ctx))} CUresult Injector::StreamSynchronize(int variant,
+                                                                                                       CUstream stream){
+        KFUSE_STREAM(kStreamSync, stream,
+                     HookClient::StreamSynchronize(variant, stream))} CUresult Injector::StreamQuery(int variant,
+                                                                                                     CUstream stream){
+        KFUSE_STREAM(kStreamQuery, stream,
+                     HookClient::StreamQuery(variant, stream))} CUresult Injector::StreamDestroy(int variant,
+                                                                                                 CUstream stream) {
   const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kStreamDestroy);
   impl_->releaseSlot(streamKey(stream, variant));  // its handle may come back for another stream
   const CUresult r = HookClient::StreamDestroy(variant, stream);
   return flushed != CUDA_SUCCESS ? flushed : r;
 }
-CUresult Injector::EventSynchronize(int variant, CUevent event) {
-  KFUSE_GLOBAL(kEventSync, HookClient::EventSynchronize(variant, event))
-}
-CUresult Injector::EventQueryHook(int variant, CUevent event) {
-  KFUSE_GLOBAL(kEventQuery, HookClient::EventQueryHook(variant, event))
-}
-CUresult Injector::EventRecord(int variant, CUevent event, CUstream stream) {
-  KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecord(variant, event, stream))
-}
-CUresult Injector::EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) {
-  KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecordWithFlags(variant, event, stream, flags))
-}
-CUresult Injector::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) {
-  KFUSE_STREAM(kStreamWaitEvent, stream, HookClient::StreamWaitEvent(variant, stream, event, flags))
-}
-CUresult Injector::LaunchHostFunc(int variant, CUstream stream, CUhostFn host_fn, void* data) {
-  KFUSE_STREAM(kHostFunc, stream, HookClient::LaunchHostFunc(variant, stream, host_fn, data))
-}
-CUresult Injector::StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data,
-                                     unsigned flags) {
-  KFUSE_STREAM(kHostFunc, stream, HookClient::StreamAddCallback(variant, stream, callback, data, flags))
-}
-CUresult Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream) {
-  KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, graph, stream))
-}
-CUresult Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
+CUresult Injector::EventSynchronize(int variant, CUevent event){
+    KFUSE_GLOBAL(kEventSync,
+                 HookClient::EventSynchronize(variant, event))} CUresult Injector::EventQueryHook(int variant,
+                                                                                                  CUevent event){
+    KFUSE_GLOBAL(kEventQuery,
+                 HookClient::EventQueryHook(variant, event))} CUresult Injector::EventRecord(int variant, CUevent event,
+                                                                                             CUstream stream){
+    KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecord(variant, event, stream))} CUresult
+    Injector::EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags){
+        KFUSE_STREAM(kEventRecord, stream, HookClient::EventRecordWithFlags(variant, event, stream, flags))} CUresult
+    Injector::StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags){
+        KFUSE_STREAM(kStreamWaitEvent, stream, HookClient::StreamWaitEvent(variant, stream, event, flags))} CUresult
+    Injector::LaunchHostFunc(int variant, CUstream stream, CUhostFn host_fn, void* data){
+        KFUSE_STREAM(kHostFunc, stream, HookClient::LaunchHostFunc(variant, stream, host_fn, data))} CUresult
+    Injector::StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data, unsigned flags){
+        KFUSE_STREAM(kHostFunc, stream, HookClient::StreamAddCallback(variant, stream, callback, data, flags))} CUresult
+    Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream){
+        KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, graph, stream))} CUresult
+    Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
   const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kGraph);
   const CUresult r = HookClient::StreamBeginCapture(variant, stream, mode);
   if (r == CUDA_SUCCESS) impl_->captures_open.fetch_add(1, std::memory_order_release);
@@ -1667,13 +1663,12 @@ CUresult Injector::StreamEndCapture(int variant, CUstream stream, CUgraph* graph
   if (r == CUDA_SUCCESS && impl_->captures_open.load() > 0) impl_->captures_open.fetch_sub(1);
   return flushed != CUDA_SUCCESS ? flushed : r;
 }
-CUresult Injector::CtxDestroy(int variant, CUcontext ctx) {
-  KFUSE_GLOBAL(kContextTeardown, HookClient::CtxDestroy(variant, ctx))
-}
-CUresult Injector::DevicePrimaryCtxRelease(int variant, CUdevice dev) {
-  KFUSE_GLOBAL(kContextTeardown, HookClient::DevicePrimaryCtxRelease(variant, dev))
-}
-CUresult Injector::DevicePrimaryCtxReset(int variant, CUdevice dev) {
+CUresult Injector::CtxDestroy(int variant, CUcontext ctx){
+    KFUSE_GLOBAL(kContextTeardown,
+                 HookClient::CtxDestroy(variant, ctx))} CUresult Injector::DevicePrimaryCtxRelease(int variant,
+                                                                                                   CUdevice dev){
+    KFUSE_GLOBAL(kContextTeardown, HookClient::DevicePrimaryCtxRelease(variant, dev))} CUresult
+    Injector::DevicePrimaryCtxReset(int variant, CUdevice dev) {
   KFUSE_GLOBAL(kContextTeardown, HookClient::DevicePrimaryCtxReset(variant, dev))
 }
 

@@ -30,8 +30,8 @@ struct Func {
 
 struct Fake {
   std::mutex mu;
-  std::vector<std::string> launches;   // kernel names, in the order the driver saw them
-  std::vector<std::string> calls;      // other calls that reached the driver
+  std::vector<std::string> launches;  // kernel names, in the order the driver saw them
+  std::vector<std::string> calls;     // other calls that reached the driver
   std::map<CUfunction, Func> functions;
   std::map<uint64_t, size_t> allocations;  // base -> bytes
   bool fail_module_load = false;
@@ -43,7 +43,9 @@ Fake* g = nullptr;
 const CUmodule kAppModule = reinterpret_cast<CUmodule>(0x1000);
 const CUmodule kOtherModule = reinterpret_cast<CUmodule>(0x1100);
 const CUmodule kFusedModule = reinterpret_cast<CUmodule>(0x2000);
-CUfunction fn(uintptr_t v) { return reinterpret_cast<CUfunction>(v); }
+CUfunction fn(uintptr_t v) {
+  return reinterpret_cast<CUfunction>(v);
+}
 const CUfunction kTwice = fn(0x1001), kPlus1 = fn(0x1002), kOther = fn(0x1003), kTwiceElsewhere = fn(0x1101);
 const CUfunction kFusedOk = fn(0x2001), kFusedBad = fn(0x2002);
 const char* kAppImage = "// app module\n.version 9.0\n.target sm_90\n";
@@ -160,8 +162,12 @@ CUresult CUDAAPI fNote(const char* what) {
   g->calls.push_back(what);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI fStreamSynchronize(CUstream) { return fNote("cuStreamSynchronize"); }
-CUresult CUDAAPI fCtxSynchronize() { return fNote("cuCtxSynchronize"); }
+CUresult CUDAAPI fStreamSynchronize(CUstream) {
+  return fNote("cuStreamSynchronize");
+}
+CUresult CUDAAPI fCtxSynchronize() {
+  return fNote("cuCtxSynchronize");
+}
 // As a GPU driver does, a copy must lie inside one allocation: a range running from one allocation into the next,
 // even where the two are adjacent in the address space, is CUDA_ERROR_INVALID_VALUE.
 bool insideOneAllocation(CUdeviceptr p, size_t n) {
@@ -210,9 +216,15 @@ CUresult CUDAAPI fEndCapture(CUstream, CUgraph*) {
 }
 
 // A GPU driver's cuFunc* queries refuse the CUkernel handles the CUDA runtime launches; the cuKernel* ones answer.
-CUresult CUDAAPI fRefuseModule(CUmodule*, CUfunction) { return CUDA_ERROR_INVALID_HANDLE; }
-CUresult CUDAAPI fRefuseName(const char**, CUfunction) { return CUDA_ERROR_INVALID_HANDLE; }
-CUresult CUDAAPI fRefuseParamInfo(CUfunction, size_t, size_t*, size_t*) { return CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI fRefuseModule(CUmodule*, CUfunction) {
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI fRefuseName(const char**, CUfunction) {
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI fRefuseParamInfo(CUfunction, size_t, size_t*, size_t*) {
+  return CUDA_ERROR_INVALID_HANDLE;
+}
 CUresult CUDAAPI fKernelGetLibrary(CUlibrary* l, CUkernel k) {
   CUmodule m = nullptr;
   if (fFuncGetModule(&m, reinterpret_cast<CUfunction>(k)) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_HANDLE;
@@ -277,9 +289,9 @@ class InjectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g = &fake_;
-    fake_.functions = {{kTwice, {"twice", kAppModule}},           {kPlus1, {"plus1", kAppModule}},
-                       {kOther, {"other", kAppModule}},           {kTwiceElsewhere, {"twice", kOtherModule}},
-                       {kFusedOk, {"fused_ok", kFusedModule}},     {kFusedBad, {"fused_bad", kFusedModule}}};
+    fake_.functions = {{kTwice, {"twice", kAppModule}},        {kPlus1, {"plus1", kAppModule}},
+                       {kOther, {"other", kAppModule}},        {kTwiceElsewhere, {"twice", kOtherModule}},
+                       {kFusedOk, {"fused_ok", kFusedModule}}, {kFusedBad, {"fused_bad", kFusedModule}}};
     for (int v = 0; v < 2; ++v) {
       table_.LaunchKernel[v] = &fLaunchKernel;
       table_.LaunchKernelEx[v] = &fLaunchKernelEx;
@@ -506,7 +518,9 @@ CUresult CUDAAPI fMemAllocAt(CUdeviceptr* p, size_t) {
   *p = g_next_at;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI fMemFreeNothing(CUdeviceptr) { return CUDA_SUCCESS; }
+CUresult CUDAAPI fMemFreeNothing(CUdeviceptr) {
+  return CUDA_SUCCESS;
+}
 
 TEST_F(InjectorTest, AnIdenticalOccurrenceIsNotRecheckedUntilAnAllocationChanges) {
   table_.MemGetAddressRange = nullptr;

@@ -35,8 +35,7 @@ Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
   RuntimePlan rp;
   rp.dir = dir;
   rp.fusion = plan.fusion;
-  rp.label = dir + " (" + core::fusionDirection(plan.fusion) + ", " + std::to_string(plan.kernels.size()) +
-             " kernels:";
+  rp.label = dir + " (" + core::fusionDirection(plan.fusion) + ", " + std::to_string(plan.kernels.size()) + " kernels:";
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     const rewriter::PlanKernel& k = plan.kernels[i];
     rp.label += (i ? ", " : " ") + k.mangled_name;
@@ -51,8 +50,8 @@ Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
     for (size_t p = 0; p < k.params.size(); ++p) {
       const rewriter::PlanParam& pp = k.params[p];
       if (pp.index != static_cast<int>(p)) {
-        return badFormat(dir + "/plan.json: pattern.kernels[" + std::to_string(i) + "].params[" +
-                         std::to_string(p) + "].index is " + std::to_string(pp.index));
+        return badFormat(dir + "/plan.json: pattern.kernels[" + std::to_string(i) + "].params[" + std::to_string(p) +
+                         "].index is " + std::to_string(pp.index));
       }
       if (pp.size == 0 || uint64_t{pp.offset} + pp.size > kMaxArgBytes) {
         return unsupported(dir + ": kernel " + k.mangled_name + " parameter " + std::to_string(p) +

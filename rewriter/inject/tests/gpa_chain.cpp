@@ -7,13 +7,13 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <barrier>
 #include <thread>
 #include <vector>
 
@@ -33,12 +33,12 @@ Fn get(const char* name, int version, cuuint64_t flags = CU_GET_PROC_ADDRESS_DEF
   return reinterpret_cast<Fn>(p);
 }
 
-#define CHECK(x)                                                          \
-  do {                                                                    \
-    if (CUresult r_ = (x); r_ != CUDA_SUCCESS) {                          \
-      std::fprintf(stderr, "gpa_chain: %s failed: %d\n", #x, int(r_));    \
-      std::exit(1);                                                       \
-    }                                                                     \
+#define CHECK(x)                                                       \
+  do {                                                                 \
+    if (CUresult r_ = (x); r_ != CUDA_SUCCESS) {                       \
+      std::fprintf(stderr, "gpa_chain: %s failed: %d\n", #x, int(r_)); \
+      std::exit(1);                                                    \
+    }                                                                  \
   } while (0)
 
 constexpr int kN = 1 << 15, kIterations = 3;

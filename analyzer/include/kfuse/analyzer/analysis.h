@@ -11,8 +11,8 @@
 // per object; independent analyses may run concurrently. docs/analyzer.md explains the rules in full.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,11 +51,11 @@ struct ParamMemoryAccess {
   std::string offset;  // canonical affine form of (address - param), e.g. "4*ctaid.x*ntid.x + 4*tid.x"
   std::string guard;   // "true" when unguarded
   uint32_t line = 0;
-  std::optional<ptx::AffineExpr> offset_form;     // the same offset as structure (when affine)
+  std::optional<ptx::AffineExpr> offset_form;         // the same offset as structure (when affine)
   std::vector<ptx::GuardCondition> guard_conditions;  // the guard's conjuncts as structure, where understood
-  bool guard_exact = false;  // the guard is also sufficient (ptx::MemoryAccess::guard_exact)
-  bool in_loop = false;      // the access may run more than once per thread
-  uint32_t vector = 1;       // elements of a vector access (.v2: 2, .v4: 4), each bytes / vector wide
+  bool guard_exact = false;                           // the guard is also sufficient (ptx::MemoryAccess::guard_exact)
+  bool in_loop = false;                               // the access may run more than once per thread
+  uint32_t vector = 1;  // elements of a vector access (.v2: 2, .v4: 4), each bytes / vector wide
 };
 
 struct ParamFacts {
@@ -64,7 +64,7 @@ struct ParamFacts {
   int size = 0;
   core::AccessMode mode = core::AccessMode::kUnknown;
   AccessSource source = AccessSource::kAssumed;
-  std::string note;  // why unknown, or the escape the PTX analysis found
+  std::string note;                         // why unknown, or the escape the PTX analysis found
   std::vector<ParamMemoryAccess> accesses;  // from PTX only
   int ptx_reads = 0, ptx_writes = 0;        // memory instructions through this pointer the PTX analysis counted;
                                             // more than `accesses` holds: some addresses could not be followed
@@ -86,9 +86,9 @@ struct FlopCounts {
 
 struct KernelFacts {
   core::Id function_id = core::kNoId;
-  std::string name;          // demangled when possible
+  std::string name;  // demangled when possible
   std::string mangled_name;
-  bool has_ptx = false;      // the kernel's PTX body was found in a module image of the trace
+  bool has_ptx = false;         // the kernel's PTX body was found in a module image of the trace
   bool module_by_name = false;  // the trace did not name the kernel's module: the one image defining it was used
   std::vector<ParamFacts> params;
   // From the PTX usage summary (false/0 when there is no PTX).
@@ -99,13 +99,13 @@ struct KernelFacts {
   // Global memory accesses the PTX analysis could not attribute to a pointer parameter (a module variable, a
   // pointer loaded from memory): they may touch any buffer, so no proof may rely on the kernel's parameters.
   int unattributed_accesses = 0;
-  uint32_t unattributed_line = 0;  // the first one
+  uint32_t unattributed_line = 0;    // the first one
   std::vector<std::string> callees;  // device functions called (their accesses are not analysed), vprintf excepted
   std::string unanalysed_memory;     // memory instructions the access analysis does not follow (textures, cp.async,
                                      // tensor-core loads), named; empty when there are none
   bool indirect_calls = false;
   std::vector<int> form_params;  // scalar parameters that appear in access offsets or guards (a proof reads them)
-  std::string ptx_problem;      // why PTX could not be used, when it could not
+  std::string ptx_problem;       // why PTX could not be used, when it could not
   // The bytes each thread block may touch per global access, loops included (block-level proofs); null when the
   // kernel has no PTX or cannot be analysed that way (block_ranges_problem says why).
   std::shared_ptr<const ptx::BlockRanges> block_ranges;
@@ -132,7 +132,7 @@ struct KernelFacts {
   // Of those, the ones whose absolute value matters (ptx::ParamInfluence::absolute): a pointer used as a number
   // (its bits masked, its distance to another pointer) is pinned by its value, not only by where it points.
   std::vector<int> absolute_params;
-  bool dynamic_shared_influence = false;  // %dynamic_smem_size (or %total_smem_size) reaches an address, guard...
+  bool dynamic_shared_influence = false;   // %dynamic_smem_size (or %total_smem_size) reaches an address, guard...
   bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size or %total_smem_size at all
 };
 
@@ -154,11 +154,18 @@ class KernelCatalog {
 
 enum class OpKind { kKernel, kMemcpy, kMemset };
 enum class EdgeKind { kStreamOrder, kEventSync, kHostSync, kRaw, kWar, kWaw };
-inline constexpr core::EnumName<EdgeKind> kEdgeKindNames[] = {
-    {EdgeKind::kStreamOrder, "stream-order"}, {EdgeKind::kEventSync, "event-sync"}, {EdgeKind::kHostSync, "host-sync"},
-    {EdgeKind::kRaw, "RAW"},                  {EdgeKind::kWar, "WAR"},              {EdgeKind::kWaw, "WAW"}};
-constexpr std::span<const core::EnumName<EdgeKind>> nameTable(EdgeKind) { return kEdgeKindNames; }
-inline const char* edgeKindName(EdgeKind k) { return core::enumName(k); }
+inline constexpr core::EnumName<EdgeKind> kEdgeKindNames[] = {{EdgeKind::kStreamOrder, "stream-order"},
+                                                              {EdgeKind::kEventSync, "event-sync"},
+                                                              {EdgeKind::kHostSync, "host-sync"},
+                                                              {EdgeKind::kRaw, "RAW"},
+                                                              {EdgeKind::kWar, "WAR"},
+                                                              {EdgeKind::kWaw, "WAW"}};
+constexpr std::span<const core::EnumName<EdgeKind>> nameTable(EdgeKind) {
+  return kEdgeKindNames;
+}
+inline const char* edgeKindName(EdgeKind k) {
+  return core::enumName(k);
+}
 
 struct BufferUse {
   core::Id allocation_id = core::kNoId;
@@ -192,7 +199,7 @@ struct GpuOp {
 struct Edge {
   size_t from = 0, to = 0;  // indices into DependencyGraph::ops, from < to in issue order
   EdgeKind kind = EdgeKind::kStreamOrder;
-  bool inferred = false;  // true when the trace had no data to prove it
+  bool inferred = false;                 // true when the trace had no data to prove it
   core::Id allocation_id = core::kNoId;  // data edges
   int from_param = -1, to_param = -1;    // data edges: the kernel parameters involved (-1: a copy or set)
   size_t sync_index = SIZE_MAX;          // sync edges: index into Trace::syncs
@@ -201,7 +208,7 @@ struct Edge {
 struct DependencyGraph {
   std::vector<GpuOp> ops;  // in issue order
   std::vector<Edge> edges;
-  bool has_pointer_data = false;  // some launch had resolved pointer arguments
+  bool has_pointer_data = false;               // some launch had resolved pointer arguments
   std::vector<std::vector<size_t>> out_edges;  // edge indices by source op
   std::vector<std::vector<size_t>> in_edges;
 
@@ -221,7 +228,9 @@ enum class CandidateKind { kVertical, kHorizontal };
 // How the kernels of a candidate share the fused launch (kfuse/core/fusion_kind.h; docs/analyzer.md, "Fusion
 // kinds"); plans name it too.
 using FusionKind = core::FusionKind;
-inline const char* fusionKindName(FusionKind k) { return core::enumName(k); }
+inline const char* fusionKindName(FusionKind k) {
+  return core::enumName(k);
+}
 
 // How a proven epilogue or prologue fusion maps the kernels onto the intermediate's elements: element e is at
 // (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer writes
@@ -239,27 +248,39 @@ struct EpilogueMap {
 enum class Legality { kProven, kLikely, kBlocked };
 enum class Confidence { kHigh, kMedium, kLow };
 inline constexpr core::EnumName<CandidateKind> kCandidateKindNames[] = {{CandidateKind::kVertical, "vertical"},
-                                                                       {CandidateKind::kHorizontal, "horizontal"}};
+                                                                        {CandidateKind::kHorizontal, "horizontal"}};
 inline constexpr core::EnumName<Legality> kLegalityNames[] = {
     {Legality::kProven, "proven"}, {Legality::kLikely, "likely"}, {Legality::kBlocked, "blocked"}};
 inline constexpr core::EnumName<Confidence> kConfidenceNames[] = {
     {Confidence::kHigh, "high"}, {Confidence::kMedium, "medium"}, {Confidence::kLow, "low"}};
-constexpr std::span<const core::EnumName<CandidateKind>> nameTable(CandidateKind) { return kCandidateKindNames; }
-constexpr std::span<const core::EnumName<Legality>> nameTable(Legality) { return kLegalityNames; }
-constexpr std::span<const core::EnumName<Confidence>> nameTable(Confidence) { return kConfidenceNames; }
-inline const char* candidateKindName(CandidateKind k) { return core::enumName(k); }
-inline const char* legalityName(Legality l) { return core::enumName(l); }
-inline const char* confidenceName(Confidence c) { return core::enumName(c); }
+constexpr std::span<const core::EnumName<CandidateKind>> nameTable(CandidateKind) {
+  return kCandidateKindNames;
+}
+constexpr std::span<const core::EnumName<Legality>> nameTable(Legality) {
+  return kLegalityNames;
+}
+constexpr std::span<const core::EnumName<Confidence>> nameTable(Confidence) {
+  return kConfidenceNames;
+}
+inline const char* candidateKindName(CandidateKind k) {
+  return core::enumName(k);
+}
+inline const char* legalityName(Legality l) {
+  return core::enumName(l);
+}
+inline const char* confidenceName(Confidence c) {
+  return core::enumName(c);
+}
 
 struct CostEstimate {
-  double measured_ns = 0;        // sum of the kernels' GPU times, per occurrence (median over occurrences)
-  double fused_ns = 0;           // predicted GPU time of the fused kernel
-  double gap_ns = 0;             // idle GPU time between the kernels that fusion removes
-  double saving_ns = 0;          // measured + gaps - fused, per occurrence (>= 0)
+  double measured_ns = 0;  // sum of the kernels' GPU times, per occurrence (median over occurrences)
+  double fused_ns = 0;     // predicted GPU time of the fused kernel
+  double gap_ns = 0;       // idle GPU time between the kernels that fusion removes
+  double saving_ns = 0;    // measured + gaps - fused, per occurrence (>= 0)
   double bytes_before = 0, bytes_after = 0, flops = 0;
-  std::string bytes_source;      // of bytes_before and bytes_after alike: "measured", "emulated", "ptx-estimate",
-                                 // "extent-estimate", "operator-estimate", "mixed-estimate", "unknown"
-  std::string flops_source;      // the same names
+  std::string bytes_source;  // of bytes_before and bytes_after alike: "measured", "emulated", "ptx-estimate",
+                             // "extent-estimate", "operator-estimate", "mixed-estimate", "unknown"
+  std::string flops_source;  // the same names
   std::string note;
 };
 
@@ -272,10 +293,14 @@ enum class ProofValue : uint8_t {
                    // third pointers share an allocation that the second does not)
 };
 inline constexpr core::EnumName<ProofValue> kProofValueNames[] = {{ProofValue::kScalar, "value"},
-                                                                 {ProofValue::kPointerOffset, "pointer_offset"},
-                                                                 {ProofValue::kAllocation, "allocation"}};
-constexpr std::span<const core::EnumName<ProofValue>> nameTable(ProofValue) { return kProofValueNames; }
-inline const char* proofValueName(ProofValue v) { return core::enumName(v); }
+                                                                  {ProofValue::kPointerOffset, "pointer_offset"},
+                                                                  {ProofValue::kAllocation, "allocation"}};
+constexpr std::span<const core::EnumName<ProofValue>> nameTable(ProofValue) {
+  return kProofValueNames;
+}
+inline const char* proofValueName(ProofValue v) {
+  return core::enumName(v);
+}
 
 // One value a legality proof read: a scalar argument, where a pointer argument points inside its allocation, or
 // which pointers share an allocation.
@@ -299,12 +324,12 @@ struct LegalityCheck {
 // One member of a candidate as a PyTorch user reads it (imported traces with operator context; docs/analyzer.md,
 // "Operator context").
 struct MemberContext {
-  std::string label;    // "aten::add bf16[1,141,512]"; the short kernel name when no operator is known
-  std::string op;       // the CPU operator that issued the kernel ("aten::add"), "" when not known
-  std::string top_op;   // the outermost operator around it ("aten::linear"), "" when not known
-  std::string module;   // the nn.Module path ("BertModel_0.BertEncoder_0.BertLayer_3.BertOutput_3"), "" none
-  std::string family;   // kernel family (kernel_families.h): "elementwise", "gemm", ...
-  std::string library;  // "pytorch", "cutlass", "cublas", ... "" when not known
+  std::string label;       // "aten::add bf16[1,141,512]"; the short kernel name when no operator is known
+  std::string op;          // the CPU operator that issued the kernel ("aten::add"), "" when not known
+  std::string top_op;      // the outermost operator around it ("aten::linear"), "" when not known
+  std::string module;      // the nn.Module path ("BertModel_0.BertEncoder_0.BertLayer_3.BertOutput_3"), "" none
+  std::string family;      // kernel family (kernel_families.h): "elementwise", "gemm", ...
+  std::string library;     // "pytorch", "cutlass", "cublas", ... "" when not known
   std::string annotation;  // the innermost user annotation / NVTX range around it, "" none
 };
 
@@ -332,12 +357,12 @@ struct Candidate {
   std::vector<core::Id> function_ids;
   std::vector<std::string> names;
   std::vector<std::string> mangled_names;
-  std::vector<std::vector<size_t>> occurrences;  // op indices of each occurrence, in order
+  std::vector<std::vector<size_t>> occurrences;            // op indices of each occurrence, in order
   std::vector<std::vector<core::Id>> occurrence_launches;  // the Launch ids of each occurrence (same order)
   Legality legality = Legality::kLikely;
   Confidence confidence = Confidence::kLow;
   std::vector<std::string> reasons;  // why legal / why blocked / which heuristics
-  std::string verdict;  // the one reason that decided a blocked or likely verdict (empty when proven)
+  std::string verdict;               // the one reason that decided a blocked or likely verdict (empty when proven)
   std::vector<std::pair<EdgeKind, std::string>> edges;  // the edges inside the first occurrence, described
   LegalityCheck checked;
   CostEstimate cost;
@@ -346,30 +371,30 @@ struct Candidate {
   bool on_critical_path = false;
   std::vector<int> conflicts_with;  // ranks of other candidates that share a launch with this one
   // Advice (imported PyTorch traces and kernel families; empty where nothing is known):
-  std::vector<MemberContext> members;    // per kernel, same order as names
-  std::string fusion_kind;               // "pointwise", "epilogue", "prologue", "reduction-epilogue", "" (same-shape)
-  std::string module_pattern;            // the common module path with instance numbers dropped ("...BertOutput")
+  std::vector<MemberContext> members;      // per kernel, same order as names
+  std::string fusion_kind;                 // "pointwise", "epilogue", "prologue", "reduction-epilogue", "" (same-shape)
+  std::string module_pattern;              // the common module path with instance numbers dropped ("...BertOutput")
   std::vector<ModuleOccurrences> modules;  // occurrences per module instance, in order of first occurrence
-  std::string data_flow;                 // "execution-trace", "inferred-from-shapes", "pointer-arguments", "adjacency"
-  bool in_cuda_graph = false;            // the kernels ran as nodes of a CUDA graph replay
-  std::vector<Remedy> remedies;          // best first
+  std::string data_flow;         // "execution-trace", "inferred-from-shapes", "pointer-arguments", "adjacency"
+  bool in_cuda_graph = false;    // the kernels ran as nodes of a CUDA graph replay
+  std::vector<Remedy> remedies;  // best first
 };
 
 // A finding about the trace as a whole rather than a pair of kernels: a launch-bound region a CUDA graph would
 // help, work already in CUDA graphs (docs/analyzer.md, "Remedies").
 struct Advice {
-  std::string kind;     // "cuda-graph", "graphed"
-  std::string where;    // the module or annotation, "" for the whole trace
+  std::string kind;   // "cuda-graph", "graphed"
+  std::string where;  // the module or annotation, "" for the whole trace
   std::string text;
-  double idle_ns = 0;   // GPU idle time waiting for launches in the region
-  double window_ns = 0; // from the region's first kernel start to its last kernel end
+  double idle_ns = 0;    // GPU idle time waiting for launches in the region
+  double window_ns = 0;  // from the region's first kernel start to its last kernel end
   size_t launches = 0;
 };
 
 struct RooflinePoint {
   std::string name;
-  double intensity = 0;     // FLOP per DRAM byte
-  double flops_per_s = 0;   // achieved (kernels) or predicted (fused candidates)
+  double intensity = 0;    // FLOP per DRAM byte
+  double flops_per_s = 0;  // achieved (kernels) or predicted (fused candidates)
   bool predicted = false;
 };
 
@@ -377,18 +402,18 @@ struct RooflinePoint {
 struct KernelRow {
   std::string name;  // as the trace names it (demangled where it can)
   size_t launches = 0;
-  double ns = 0;      // GPU time: measured, or the cost model's estimate when the trace has none
-  double bytes = 0;   // DRAM bytes (measured, emulated or estimated from the PTX); 0 = unknown
-  double flops = 0;   // 0 = unknown
+  double ns = 0;          // GPU time: measured, or the cost model's estimate when the trace has none
+  double bytes = 0;       // DRAM bytes (measured, emulated or estimated from the PTX); 0 = unknown
+  double flops = 0;       // 0 = unknown
   double roof_share = 0;  // achieved FLOP/s over the roof at its intensity (FP32 peak or DRAM bandwidth), 0..1
 };
 
 struct AnalysisOptions {
-  std::string gpu;            // spec table name; "" = the trace's device, else h100-sxm
+  std::string gpu;  // spec table name; "" = the trace's device, else h100-sxm
   size_t max_chain_length = 4;
-  size_t max_group = 8;       // most kernels in one horizontal group
+  size_t max_group = 8;  // most kernels in one horizontal group
   size_t top = 10;
-  bool keep_no_gain = false;  // list patterns predicted to save nothing too (a legality audit), ranked last
+  bool keep_no_gain = false;    // list patterns predicted to save nothing too (a legality audit), ranked last
   std::string execution_trace;  // a PyTorch Execution Trace (ExecutionTraceObserver JSON) to join, "" none
   // Applied by the caller to the input before analyze() (mergeMeasuredMetrics, attachPtxFromBinary); kept here so
   // that the report says what it was made from.
@@ -402,13 +427,13 @@ struct Report {
   std::string input_format;
   std::string producer;
   core::GpuSpec gpu;
-  std::string gpu_source;     // "trace", "option", "default"
+  std::string gpu_source;  // "trace", "option", "default"
   int64_t launches = 0;
   int64_t kernels = 0;
   int64_t gpu_busy_ns = 0;
   bool gpu_busy_estimated = false;  // the trace has no GPU times: gpu_busy_ns sums roofline estimates
-  int64_t critical_path_ns = 0;    // of GPU times; of roofline estimates when gpu_busy_estimated
-  int cost_model_version = 0;      // the cost model's rules this report's numbers follow
+  int64_t critical_path_ns = 0;     // of GPU times; of roofline estimates when gpu_busy_estimated
+  int cost_model_version = 0;       // the cost model's rules this report's numbers follow
   int kernels_with_ptx = 0;
   bool has_pointer_data = false;
   size_t edges = 0;

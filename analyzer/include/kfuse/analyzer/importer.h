@@ -90,9 +90,9 @@ class SharedVector {
 // A CPU-side operator of a PyTorch profile (Kineto `cpu_op`, 2021 `Operator`). GPU work launched under it carries
 // the same External id, so analysis can find the shapes and dtypes of the enclosing op.
 struct CpuOp {
-  int64_t external_id = 0;  // 0 = none recorded
+  int64_t external_id = 0;          // 0 = none recorded
   int64_t record_function_id = -1;  // `Record function id`: the Execution Trace's rf_id of this op; -1 = none
-  std::string name;         // "aten::add", ...
+  std::string name;                 // "aten::add", ...
   int64_t pid = 0;
   int64_t thread_id = 0;
   int64_t start_ns = core::kNoTime, end_ns = core::kNoTime;
@@ -117,7 +117,7 @@ struct ImportResult {
   // Kernels a CUDA / HIP graph launch ran (their launch call is cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch):
   // launch record id -> the graph launch call's correlation id, the same for every node of one replay.
   std::map<core::Id, int64_t> launch_graph_ids;
-  size_t ptx_modules_attached = 0;      // modules given PTX from ImportOptions::binary
+  size_t ptx_modules_attached = 0;       // modules given PTX from ImportOptions::binary
   int64_t metrics_launches_matched = 0;  // launches given measured metrics from ImportOptions::metrics_from
 
   // The count of problem `name`, 0 when it was not met.
@@ -127,9 +127,9 @@ struct ImportResult {
 // What an importer may look at to decide whether an input is its own. Built once per input by the registry.
 struct SniffInput {
   std::string path;
-  bool gzip = false;    // the file starts with the gzip magic (head is then decompressed text)
-  bool sqlite = false;  // the file starts with the SQLite header
-  std::string head;     // the first bytes of the (decompressed) content, at most 64 KiB
+  bool gzip = false;                       // the file starts with the gzip magic (head is then decompressed text)
+  bool sqlite = false;                     // the file starts with the SQLite header
+  std::string head;                        // the first bytes of the (decompressed) content, at most 64 KiB
   std::vector<std::string> sqlite_tables;  // table names when `sqlite` and the file could be opened
 };
 

@@ -31,13 +31,13 @@ struct RankShare {
 };
 
 struct MergedRecommendation {
-  Candidate representative;  // from the rank with the largest saving
+  Candidate representative;      // from the rank with the largest saving
   std::vector<RankShare> ranks;  // by rank
   double total_saving_ns = 0;    // over all ranks
 };
 
 struct MultiRankReport {
-  std::vector<RankReport> ranks;  // by rank
+  std::vector<RankReport> ranks;                      // by rank
   std::vector<MergedRecommendation> recommendations;  // by total saving, largest first (blocked ones last)
 };
 

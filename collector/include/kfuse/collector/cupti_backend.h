@@ -33,8 +33,7 @@ class CuptiApi {
   virtual CUptiResult unsubscribe(CUpti_SubscriberHandle subscriber) = 0;
   virtual CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
                                      CUpti_CallbackId cbid) = 0;
-  virtual CUptiResult enableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
-                                   CUpti_CallbackDomain domain) = 0;
+  virtual CUptiResult enableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain) = 0;
   virtual CUptiResult activityEnable(CUpti_ActivityKind kind) = 0;
   virtual CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                 CUpti_BuffersCallbackCompleteFunc complete) = 0;

@@ -116,32 +116,32 @@ namespace kfuse::collector {
     (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))                                          \
   X(GraphLaunch, "cuGraphLaunch", 10000, 0, "cuGraphLaunch", "cuGraphLaunch_ptsz", 1,                                  \
     (CUgraphExec graph, CUstream stream), (graph, stream))                                                             \
-  X(StreamBeginCapture, "cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz", 1, \
-    (CUstream stream, CUstreamCaptureMode mode), (stream, mode))                                                       \
+  X(StreamBeginCapture, "cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",   \
+    1, (CUstream stream, CUstreamCaptureMode mode), (stream, mode))                                                    \
   X(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0, "cuStreamBeginCaptureToGraph",                 \
     "cuStreamBeginCaptureToGraph_ptsz", 1,                                                                             \
     (CUstream stream, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,                  \
      CUstreamCaptureMode mode),                                                                                        \
     (stream, graph, deps, edges, n, mode))                                                                             \
   X(StreamEndCapture, "cuStreamEndCapture", 10000, 0, "cuStreamEndCapture", "cuStreamEndCapture_ptsz", 1,              \
-    (CUstream stream, CUgraph* graph), (stream, graph))                                                                \
-  X(StreamQuery, "cuStreamQuery", 2000, 0, "cuStreamQuery", "cuStreamQuery_ptsz", 1, (CUstream stream), (stream))       \
-  X(EventQueryHook, "cuEventQuery", 2000, 0, "cuEventQuery", nullptr, 0, (CUevent event), (event))                    \
+    (CUstream stream, CUgraph * graph), (stream, graph))                                                               \
+  X(StreamQuery, "cuStreamQuery", 2000, 0, "cuStreamQuery", "cuStreamQuery_ptsz", 1, (CUstream stream), (stream))      \
+  X(EventQueryHook, "cuEventQuery", 2000, 0, "cuEventQuery", nullptr, 0, (CUevent event), (event))                     \
   X(LaunchHostFunc, "cuLaunchHostFunc", 10000, 0, "cuLaunchHostFunc", "cuLaunchHostFunc_ptsz", 1,                      \
-    (CUstream stream, CUhostFn host_fn, void* data), (stream, host_fn, data))                                                    \
+    (CUstream stream, CUhostFn host_fn, void* data), (stream, host_fn, data))                                          \
   X(StreamAddCallback, "cuStreamAddCallback", 5000, 0, "cuStreamAddCallback", "cuStreamAddCallback_ptsz", 1,           \
-    (CUstream stream, CUstreamCallback callback, void* data, unsigned flags), (stream, callback, data, flags))                     \
-  X(Memcpy2D, "cuMemcpy2D", 3020, 0, "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", 1, (const CUDA_MEMCPY2D* copy), (copy))     \
+    (CUstream stream, CUstreamCallback callback, void* data, unsigned flags), (stream, callback, data, flags))         \
+  X(Memcpy2D, "cuMemcpy2D", 3020, 0, "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", 1, (const CUDA_MEMCPY2D* copy), (copy))    \
   X(Memcpy2DAsync, "cuMemcpy2DAsync", 3020, 0, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz", 1,                     \
     (const CUDA_MEMCPY2D* copy, CUstream stream), (copy, stream))                                                      \
-  X(Memcpy3D, "cuMemcpy3D", 3020, 0, "cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds", 1, (const CUDA_MEMCPY3D* copy), (copy))     \
+  X(Memcpy3D, "cuMemcpy3D", 3020, 0, "cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds", 1, (const CUDA_MEMCPY3D* copy), (copy))    \
   X(Memcpy3DAsync, "cuMemcpy3DAsync", 3020, 0, "cuMemcpy3DAsync_v2", "cuMemcpy3DAsync_v2_ptsz", 1,                     \
     (const CUDA_MEMCPY3D* copy, CUstream stream), (copy, stream))                                                      \
   X(MemcpyPeer, "cuMemcpyPeer", 4000, 0, "cuMemcpyPeer", "cuMemcpyPeer_ptds", 1,                                       \
-    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes),                           \
+    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes),                            \
     (dst, dst_ctx, src, src_ctx, bytes))                                                                               \
   X(MemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0, "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz", 1,                   \
-    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes, CUstream stream),          \
+    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes, CUstream stream),           \
     (dst, dst_ctx, src, src_ctx, bytes, stream))                                                                       \
   X(CtxDestroy, "cuCtxDestroy", 4000, 0, "cuCtxDestroy_v2", nullptr, 0, (CUcontext ctx), (ctx))                        \
   X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2", nullptr, 0,        \

@@ -13,10 +13,10 @@
 #pragma once
 
 #include <atomic>
-#include <vector>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "kfuse/collector/driver_hooks.h"
 #include "kfuse/collector/events.h"
@@ -174,7 +174,7 @@ class HookRecorder : public HookClient {
   std::atomic<int> open_captures_{0};
   std::mutex capture_mu_;
   std::vector<Handle> capturing_streams_;  // streams we saw begin a capture, until they end it
-  FunctionSlot unknown_slot_;  // returned when the table is full
+  FunctionSlot unknown_slot_;              // returned when the table is full
   std::atomic<void (*)()> query_resolver_{nullptr};
   std::unique_ptr<GpuTimer> gpu_timer_;  // null unless enableGpuTime()
 };
@@ -183,6 +183,5 @@ class HookRecorder : public HookClient {
 int64_t collectorNowNs();
 // The calling thread's kernel id (cached per thread).
 int64_t collectorThreadId();
-
 
 }  // namespace kfuse::collector

@@ -70,8 +70,7 @@ inline void* kfuseInterposeDriverSymbol(void* handle, const char* name, void* re
 
 __attribute__((optimize("optimize-sibling-calls"))) KFUSE_EXPORT void* dlsym(void* handle, const char* name) {
   KfuseDlsymFn fn = kfuseNextDlsym();
-  if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || name[0] != 'c' || name[1] != 'u' ||
-      !kfuse_preload::wanted()) {
+  if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || name[0] != 'c' || name[1] != 'u' || !kfuse_preload::wanted()) {
     return fn(handle, name);  // tail call: the caller stays the application
   }
   return kfuseInterposeDriverSymbol(handle, name, fn(handle, name), __builtin_return_address(0));
@@ -88,25 +87,24 @@ CUresult kfuseLegacyGetProcAddress(const char* symbol, void** pfn, int version,
                                    cuuint64_t flags) __asm__("cuGetProcAddress");
 KFUSE_EXPORT CUresult kfuseLegacyGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
-  return reinterpret_cast<Fn>(kfuse::collector::Interposer::getProcAddressLegacyWrapper())(symbol, pfn, version,
-                                                                                           flags);
+  return reinterpret_cast<Fn>(kfuse::collector::Interposer::getProcAddressLegacyWrapper())(symbol, pfn, version, flags);
 }
 
 // Direct exports for applications linked against libcuda.so.1: each forwards to the hooking layer's wrapper.
 #define KFUSE_PTSZ_EXPORT_0(ID, PTSZ, PARAMS, ARGS)
-#define KFUSE_PTSZ_EXPORT_1(ID, PTSZ, PARAMS, ARGS)                                                         \
-  CUresult kfuse_export_ptsz_##ID PARAMS __asm__(PTSZ);                                                     \
-  KFUSE_EXPORT CUresult kfuse_export_ptsz_##ID PARAMS {                                                     \
-    using Fn = kfuse::collector::DriverTable::ID##Fn;                                                       \
+#define KFUSE_PTSZ_EXPORT_1(ID, PTSZ, PARAMS, ARGS)                                                        \
+  CUresult kfuse_export_ptsz_##ID PARAMS __asm__(PTSZ);                                                    \
+  KFUSE_EXPORT CUresult kfuse_export_ptsz_##ID PARAMS {                                                    \
+    using Fn = kfuse::collector::DriverTable::ID##Fn;                                                      \
     return reinterpret_cast<Fn>(kfuse::collector::Interposer::wrapper(kfuse::collector::Api::ID, 1)) ARGS; \
   }
 #define KFUSE_PTSZ_EXPORT(HAS, ID, PTSZ, PARAMS, ARGS) KFUSE_PTSZ_EXPORT_##HAS(ID, PTSZ, PARAMS, ARGS)
-#define KFUSE_X(ID, BASE, MINV, MAXV, SYM, PTSZ, HAS_PTSZ, PARAMS, ARGS)                                    \
-  CUresult kfuse_export_##ID PARAMS __asm__(SYM);                                                           \
-  KFUSE_EXPORT CUresult kfuse_export_##ID PARAMS {                                                          \
-    using Fn = kfuse::collector::DriverTable::ID##Fn;                                                       \
+#define KFUSE_X(ID, BASE, MINV, MAXV, SYM, PTSZ, HAS_PTSZ, PARAMS, ARGS)                                   \
+  CUresult kfuse_export_##ID PARAMS __asm__(SYM);                                                          \
+  KFUSE_EXPORT CUresult kfuse_export_##ID PARAMS {                                                         \
+    using Fn = kfuse::collector::DriverTable::ID##Fn;                                                      \
     return reinterpret_cast<Fn>(kfuse::collector::Interposer::wrapper(kfuse::collector::Api::ID, 0)) ARGS; \
-  }                                                                                                         \
+  }                                                                                                        \
   KFUSE_PTSZ_EXPORT(HAS_PTSZ, ID, PTSZ, PARAMS, ARGS)
 KFUSE_DRIVER_HOOKS(KFUSE_X)
 #undef KFUSE_X

@@ -67,8 +67,8 @@ Params cuptiParams(size_t struct_size) {
 ProfilerApi& realProfilerApi();
 
 // The same over a libcupti.so.13 loaded on first call (the file $KFUSE_CUPTI_LIB names, else from the library
-// path, else from the toolkit kfuse was built with), for programs that must start without CUPTI. Never destroyed; thread-safe. Fails with a message
-// saying what to install or set when the library cannot be loaded.
+// path, else from the toolkit kfuse was built with), for programs that must start without CUPTI. Never destroyed;
+// thread-safe. Fails with a message saying what to install or set when the library cannot be loaded.
 Expected<ProfilerApi*> loadProfilerApi();
 
 }  // namespace kfuse::collector

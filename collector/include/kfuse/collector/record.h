@@ -30,7 +30,7 @@ struct RecordedTrace {
   core::TraceCounts counts;
   int64_t dropped_events = 0;
   std::string backend_used;  // "hook" when the CUPTI backend stepped aside in the recorded process, else empty
-  std::string error;  // the trace could not be read
+  std::string error;         // the trace could not be read
 };
 
 struct RecordResult {

@@ -21,8 +21,8 @@
 #include <string>
 
 #include "kfuse/collector/events.h"
-#include "kfuse/core/status.h"
 #include "kfuse/core/stats.h"
+#include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
 
 namespace kfuse::collector {

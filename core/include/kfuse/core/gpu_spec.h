@@ -72,7 +72,7 @@ struct GpuSpec {
   int max_threads_per_block = 0;
   uint64_t max_shared_per_sm = 0;           // bytes, largest shared-memory carveout
   uint64_t max_shared_per_block_optin = 0;  // bytes, with cudaFuncAttributeMaxDynamicSharedMemorySize
-  int warp_size = 32;  // 64 on AMD CDNA
+  int warp_size = 32;                       // 64 on AMD CDNA
 
   std::string source;  // the documents the figures come from
 };
@@ -88,10 +88,10 @@ struct SmLimits {
   int max_threads_per_sm = 0;
   int max_warps_per_sm = 0;
   int max_blocks_per_sm = 0;
-  int registers_per_sm = 0;           // 32-bit registers (65536 = 256 KiB); also the most one block may use
+  int registers_per_sm = 0;  // 32-bit registers (65536 = 256 KiB); also the most one block may use
   int max_registers_per_thread = 0;
-  int register_allocation_unit = 0;   // registers: a warp's registers are allocated in multiples of this
-  int register_file_partitions = 0;   // warp schedulers; registers are allocated within one partition's share
+  int register_allocation_unit = 0;  // registers: a warp's registers are allocated in multiples of this
+  int register_file_partitions = 0;  // warp schedulers; registers are allocated within one partition's share
   int max_threads_per_block = 0;
   uint64_t max_shared_per_sm = 0;           // bytes, largest shared-memory carveout
   uint64_t max_shared_per_block_optin = 0;  // bytes, with cudaFuncAttributeMaxDynamicSharedMemorySize

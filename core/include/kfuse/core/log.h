@@ -11,8 +11,14 @@ void setLogLevel(LogLevel level);
 LogLevel logLevel();
 void logMessage(LogLevel level, std::string_view message);
 
-inline void logInfo(std::string_view m) { logMessage(LogLevel::kInfo, m); }
-inline void logWarning(std::string_view m) { logMessage(LogLevel::kWarning, m); }
-inline void logError(std::string_view m) { logMessage(LogLevel::kError, m); }
+inline void logInfo(std::string_view m) {
+  logMessage(LogLevel::kInfo, m);
+}
+inline void logWarning(std::string_view m) {
+  logMessage(LogLevel::kWarning, m);
+}
+inline void logError(std::string_view m) {
+  logMessage(LogLevel::kError, m);
+}
 
 }  // namespace kfuse::core

@@ -15,13 +15,13 @@ namespace kfuse {
 
 enum class ErrorCode {
   kOk = 0,
-  kInvalidArgument,    // the caller passed something unusable
-  kNotFound,           // a file, table, kernel... does not exist
-  kIoError,            // the OS or SQLite failed to read or write
-  kBadFormat,          // the input exists but is not what it claims to be, or is corrupt
-  kUnsupportedVersion, // the input is of a version this build does not understand
-  kUnsupported,        // a valid request this build cannot serve
-  kInternal,           // a bug in kfuse
+  kInvalidArgument,     // the caller passed something unusable
+  kNotFound,            // a file, table, kernel... does not exist
+  kIoError,             // the OS or SQLite failed to read or write
+  kBadFormat,           // the input exists but is not what it claims to be, or is corrupt
+  kUnsupportedVersion,  // the input is of a version this build does not understand
+  kUnsupported,         // a valid request this build cannot serve
+  kInternal,            // a bug in kfuse
 };
 
 const char* errorCodeName(ErrorCode code);
@@ -48,18 +48,32 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalidArgument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
-inline Status notFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
-inline Status ioError(std::string m) { return {ErrorCode::kIoError, std::move(m)}; }
-inline Status badFormat(std::string m) { return {ErrorCode::kBadFormat, std::move(m)}; }
-inline Status unsupportedVersion(std::string m) { return {ErrorCode::kUnsupportedVersion, std::move(m)}; }
-inline Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
-inline Status internalError(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status invalidArgument(std::string m) {
+  return {ErrorCode::kInvalidArgument, std::move(m)};
+}
+inline Status notFound(std::string m) {
+  return {ErrorCode::kNotFound, std::move(m)};
+}
+inline Status ioError(std::string m) {
+  return {ErrorCode::kIoError, std::move(m)};
+}
+inline Status badFormat(std::string m) {
+  return {ErrorCode::kBadFormat, std::move(m)};
+}
+inline Status unsupportedVersion(std::string m) {
+  return {ErrorCode::kUnsupportedVersion, std::move(m)};
+}
+inline Status unsupported(std::string m) {
+  return {ErrorCode::kUnsupported, std::move(m)};
+}
+inline Status internalError(std::string m) {
+  return {ErrorCode::kInternal, std::move(m)};
+}
 
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : data_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(T value) : data_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Expected(Status status) : data_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(data_).ok()) data_ = Status(ErrorCode::kInternal, "Expected built from an ok Status");
   }
@@ -87,9 +101,9 @@ class [[nodiscard]] Expected {
 }  // namespace kfuse
 
 // Propagates a non-ok Status out of the enclosing function.
-#define KFUSE_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::kfuse::Status kfuse_status_ = (expr);  \
+#define KFUSE_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::kfuse::Status kfuse_status_ = (expr);        \
     if (!kfuse_status_.ok()) return kfuse_status_; \
   } while (false)
 
@@ -105,12 +119,12 @@ class [[nodiscard]] Expected {
   lhs = std::move(tmp).value()
 
 // Broken invariants (tier 3): always on. The condition must have no side effects.
-#define KFUSE_CHECK(cond)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
+#define KFUSE_CHECK(cond)                                                                             \
+  do {                                                                                                \
+    if (!(cond)) {                                                                                    \
       std::fprintf(stderr, "kfuse: internal check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                        \
-    }                                                                                      \
+      std::abort();                                                                                   \
+    }                                                                                                 \
   } while (false)
 
 #ifdef NDEBUG

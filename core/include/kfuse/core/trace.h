@@ -66,7 +66,7 @@ struct TraceMetadata {
   std::string producer_version;  // version of the producing tool
   std::string command_line;      // the recorded application's command line, if known
   std::string host;
-  int64_t start_time_ns = kNoTime;  // wall clock (Unix epoch ns) when recording started
+  int64_t start_time_ns = kNoTime;           // wall clock (Unix epoch ns) when recording started
   std::map<std::string, std::string> extra;  // free-form key/value pairs (source file, backend, ...)
   friend bool operator==(const TraceMetadata&, const TraceMetadata&) = default;
 };
@@ -83,9 +83,9 @@ struct Device {
   int ordinal = 0;
   std::string name;  // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   int cc_major = 0, cc_minor = 0;
-  int sm_count = 0;                 // 0 = unknown
-  uint64_t memory_bytes = 0;        // 0 = unknown
-  int64_t clock_khz = 0;            // 0 = unknown
+  int sm_count = 0;           // 0 = unknown
+  uint64_t memory_bytes = 0;  // 0 = unknown
+  int64_t clock_khz = 0;      // 0 = unknown
   std::string uuid;
   friend bool operator==(const Device&, const Device&) = default;
 };
@@ -93,7 +93,9 @@ struct Device {
 // The name kfuse's CPU stand-in driver reports for its device starts with this: a trace whose device has it was
 // recorded on the emulator (its GPU times time the emulation, not a GPU). The stand-in builds its name from it.
 inline constexpr std::string_view kEmulatorDeviceNamePrefix = "kfuse CPU emulator";
-inline bool isEmulatorDevice(const Device& d) { return d.name.rfind(kEmulatorDeviceNamePrefix, 0) == 0; }
+inline bool isEmulatorDevice(const Device& d) {
+  return d.name.rfind(kEmulatorDeviceNamePrefix, 0) == 0;
+}
 
 struct Context {
   Id id = kNoId;
@@ -106,7 +108,7 @@ struct Context {
 struct Stream {
   Id id = kNoId;
   Id context_id = kNoId;
-  uint64_t handle = 0;  // CUstream value (0 = legacy default stream)
+  uint64_t handle = 0;     // CUstream value (0 = legacy default stream)
   int64_t native_id = -1;  // CUPTI stream id / Kineto "stream" arg, -1 = unknown
   int priority = 0;
   bool is_default = false;
@@ -127,8 +129,8 @@ struct Module {
 
 struct KernelParam {
   int index = 0;
-  int offset = 0;  // bytes into the argument buffer
-  int size = 0;    // bytes
+  int offset = 0;    // bytes into the argument buffer
+  int size = 0;      // bytes
   std::string type;  // "ptr", "u32", "f32", "struct", or a C++ type from the mangled name
   AccessMode access = AccessMode::kUnknown;
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
@@ -158,7 +160,7 @@ struct PointerArg {
 };
 
 struct Launch {
-  Id id = kNoId;           // sequence number in API call order, starting at 1
+  Id id = kNoId;  // sequence number in API call order, starting at 1
   int64_t correlation_id = 0;
   int64_t thread_id = 0;
   Id stream_id = kNoId;
@@ -296,6 +298,8 @@ const Allocation* findAllocation(const std::vector<Allocation>& allocations, uin
 
 // Hex SHA-256 of `bytes` (module image identity).
 std::string sha256Hex(const uint8_t* bytes, size_t size);
-inline std::string sha256Hex(const std::vector<uint8_t>& bytes) { return sha256Hex(bytes.data(), bytes.size()); }
+inline std::string sha256Hex(const std::vector<uint8_t>& bytes) {
+  return sha256Hex(bytes.data(), bytes.size());
+}
 
 }  // namespace kfuse::core

@@ -27,8 +27,8 @@ struct ReviewDecision {
   int rank = 0;               // the candidate's rank when the decision was taken (for people; not its identity)
   ReviewVerdict verdict = ReviewVerdict::kAccepted;
   std::string note;
-  std::string reviewer;       // user name, may be empty
-  int64_t decided_ns = 0;     // wall clock, Unix epoch ns (0: storeReviewDecision fills in now)
+  std::string reviewer;    // user name, may be empty
+  int64_t decided_ns = 0;  // wall clock, Unix epoch ns (0: storeReviewDecision fills in now)
   friend bool operator==(const ReviewDecision&, const ReviewDecision&) = default;
 };
 

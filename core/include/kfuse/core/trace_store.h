@@ -26,9 +26,9 @@ inline constexpr int kTraceSchemaVersion = 3;
 inline constexpr const char* kTraceFormatName = "kfuse-trace";
 
 struct TraceCounts {
-  int64_t processes = 0, devices = 0, contexts = 0, streams = 0, modules = 0, module_images = 0,
-          functions = 0, launches = 0, pointer_args = 0, allocations = 0, memcpys = 0, memsets = 0,
-          syncs = 0, events = 0, nvtx_ranges = 0, metrics = 0, stats = 0;
+  int64_t processes = 0, devices = 0, contexts = 0, streams = 0, modules = 0, module_images = 0, functions = 0,
+          launches = 0, pointer_args = 0, allocations = 0, memcpys = 0, memsets = 0, syncs = 0, events = 0,
+          nvtx_ranges = 0, metrics = 0, stats = 0;
 };
 
 struct TraceWriterOptions {

@@ -35,18 +35,18 @@ struct Dim3 {
 
 // Instruction classes counted per launch (thread-level: one per active thread per executed instruction).
 enum class InstClass : uint8_t {
-  kInteger,    // integer and bit arithmetic, logic, shifts, setp/selp on integers
-  kFp16,       // f16/bf16 (scalar and x2) arithmetic
-  kFp32,       // f32 arithmetic incl. setp/selp on f32 and math approximations
-  kFp64,       // f64 arithmetic
-  kConvert,    // cvt, cvta
-  kMove,       // mov, special registers
-  kLoad,       // ld (all spaces)
-  kStore,      // st (all spaces)
-  kAtomic,     // atom, red
-  kControl,    // bra, call, ret, exit
-  kSync,       // bar, membar, fence
-  kWarp,       // shfl, vote, match, activemask, redux
+  kInteger,  // integer and bit arithmetic, logic, shifts, setp/selp on integers
+  kFp16,     // f16/bf16 (scalar and x2) arithmetic
+  kFp32,     // f32 arithmetic incl. setp/selp on f32 and math approximations
+  kFp64,     // f64 arithmetic
+  kConvert,  // cvt, cvta
+  kMove,     // mov, special registers
+  kLoad,     // ld (all spaces)
+  kStore,    // st (all spaces)
+  kAtomic,   // atom, red
+  kControl,  // bra, call, ret, exit
+  kSync,     // bar, membar, fence
+  kWarp,     // shfl, vote, match, activemask, redux
   kOther,
   kCount,
 };
@@ -67,7 +67,7 @@ struct LaunchCounters {
   uint64_t local_store_bytes = 0;
   uint64_t global_atomics = 0;  // thread-level atomic operations on global memory (atom + red)
   uint64_t shared_atomics = 0;
-  uint64_t flops_f16 = 0;       // f16 and bf16
+  uint64_t flops_f16 = 0;  // f16 and bf16
   uint64_t flops_f32 = 0;
   uint64_t flops_f64 = 0;
   uint64_t blocks = 0;
@@ -78,14 +78,14 @@ struct LaunchCounters {
 
 // One launch as the counter API reports it.
 struct LaunchRecord {
-  uint64_t sequence = 0;        // 1, 2, ... per Device
+  uint64_t sequence = 0;  // 1, 2, ... per Device
   std::string kernel;
   Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
   LaunchCounters counters;
-  double wall_seconds = 0;      // host time the emulation took
+  double wall_seconds = 0;  // host time the emulation took
   bool ok = true;
-  std::string error;            // message when !ok
+  std::string error;  // message when !ok
 };
 
 // Device memory: a private 64-bit address space with guard gaps between allocations, so out-of-bounds and
@@ -126,8 +126,8 @@ struct KernelInfo {
   std::vector<ParamInfo> params;
   uint32_t param_bytes = 0;
   uint32_t static_shared_bytes = 0;
-  uint32_t local_bytes = 0;           // per thread, entry frame
-  uint32_t num_registers = 0;         // declared registers (an upper bound of what ptxas would use)
+  uint32_t local_bytes = 0;               // per thread, entry frame
+  uint32_t num_registers = 0;             // declared registers (an upper bound of what ptxas would use)
   uint32_t max_threads_per_block = 1024;  // from .maxntid/.reqntid when present
   uint32_t ptx_line = 0;
 };

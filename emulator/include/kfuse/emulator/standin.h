@@ -15,15 +15,15 @@ extern "C" {
 
 // Mirrors kfuse::emulator::LaunchCounters (thread-level counts). Version 1.
 typedef struct KfuseEmuLaunchCounters {
-  uint32_t struct_size;          // set by the caller to sizeof(KfuseEmuLaunchCounters)
-  uint32_t version;              // filled: 1
-  uint64_t sequence;             // launch number (1, 2, ...)
-  char kernel[256];              // kernel name, truncated
+  uint32_t struct_size;  // set by the caller to sizeof(KfuseEmuLaunchCounters)
+  uint32_t version;      // filled: 1
+  uint64_t sequence;     // launch number (1, 2, ...)
+  char kernel[256];      // kernel name, truncated
   uint32_t grid[3], block[3];
   uint32_t dynamic_shared_bytes;
-  uint32_t ok;                   // 0 when the launch failed
+  uint32_t ok;  // 0 when the launch failed
   uint64_t thread_instructions, warp_instructions;
-  uint64_t by_class[16];         // indexed by kfuse::emulator::InstClass
+  uint64_t by_class[16];  // indexed by kfuse::emulator::InstClass
   uint64_t global_load_bytes, global_store_bytes, shared_load_bytes, shared_store_bytes;
   uint64_t local_load_bytes, local_store_bytes, global_atomics, shared_atomics;
   uint64_t flops_f16, flops_f32, flops_f64;

@@ -170,27 +170,27 @@ struct GuardCondition {
 };
 
 struct MemoryAccess {
-  size_t stmt = 0;     // statement index of the ld/st/atom
-  uint32_t line = 0;   // source line of the instruction in the PTX
-  std::string opcode;  // "ld.global.f32", as printed (for reports)
+  size_t stmt = 0;               // statement index of the ld/st/atom
+  uint32_t line = 0;             // source line of the instruction in the PTX
+  std::string opcode;            // "ld.global.f32", as printed (for reports)
   Opcode op = Opcode::kUnknown;  // kLd, kSt, kAtom...
   bool is_read = false;
   bool is_write = false;
   uint32_t bytes = 0;                 // access width in bytes (0 if unknown)
   std::optional<AffineExpr> address;  // nullopt: not affine
   std::string not_affine_reason;
-  int base_param = -1;               // pointer parameter the address is based on, -1 if none/unknown
-  std::vector<int> pointer_params;   // pointer parameters the address derives from: {base_param} when known, else
-                                     // those whose value flows into it (taint); empty: the address comes from
-                                     // elsewhere (a module variable, loaded memory)
-  std::optional<AffineExpr> offset;  // address - base_param value (bytes)
+  int base_param = -1;                // pointer parameter the address is based on, -1 if none/unknown
+  std::vector<int> pointer_params;    // pointer parameters the address derives from: {base_param} when known, else
+                                      // those whose value flows into it (taint); empty: the address comes from
+                                      // elsewhere (a module variable, loaded memory)
+  std::optional<AffineExpr> offset;   // address - base_param value (bytes)
   std::vector<GuardCondition> guard;  // conjuncts that must hold for the access to execute
   // The guard is also sufficient: every conjunct is structured, and a thread for which they all hold reaches the
   // access (every path from the entry that takes the guards' branches the right way passes through it, and no
   // return or exit precedes it in its block). With !in_loop the access then runs exactly once in such a thread.
   bool guard_exact = false;
-  bool in_loop = false;  // the access lies on a cycle of the CFG
-  std::string guardText() const;      // conjuncts joined by " && ", "true" when unguarded
+  bool in_loop = false;           // the access lies on a cycle of the CFG
+  std::string guardText() const;  // conjuncts joined by " && ", "true" when unguarded
 };
 
 // Global-memory (and generic, when it derives from a parameter) loads, stores and atomics of `f`.
@@ -206,7 +206,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
 // argument values is valid for another launch only where these arguments are equal (launch shapes aside).
 // Sound over-approximation: a parameter that flows only into stored data is left out.
 struct ParamInfluence {
-  std::vector<int> params;                 // parameter indices, ascending
+  std::vector<int> params;  // parameter indices, ascending
   // Of those, the parameters whose absolute value matters, not only where they point inside their allocation:
   // a pointer masked, shifted, compared with or subtracted from another pointer, stored, on the way to an
   // address, guard or branch (a proof must pin its exact value).

@@ -155,7 +155,7 @@ struct PerfDirective {
 
 struct Function {
   Linkage linkage = Linkage::kNone;  // kVisible, kExtern, kWeak or kNone
-  bool is_entry = false;  // .entry (kernel) vs .func
+  bool is_entry = false;             // .entry (kernel) vs .func
   std::string name;
   std::vector<VariableDecl> returns;  // .func return parameters
   std::vector<VariableDecl> params;

@@ -33,7 +33,7 @@ struct LaunchBinding {
   std::array<int64_t, 3> ntid{1, 1, 1};
   std::array<int64_t, 3> nctaid{1, 1, 1};
   std::array<int64_t, 3> ctaid{0, 0, 0};  // the block evaluated
-  bool all_blocks = false;                 // instead: every block of the grid at once (%ctaid in [0, nctaid))
+  bool all_blocks = false;                // instead: every block of the grid at once (%ctaid in [0, nctaid))
   // The value each .param of the entry was launched with (pointer parameters: the address), by parameter index;
   // nullopt: not known (a by-value struct, a missing argument).
   std::vector<std::optional<int64_t>> params;

@@ -60,8 +60,8 @@ struct FusionResult {
     int barrier_id = -1;  // named barrier the kernel's bar.sync became (-1: none)
   };
   std::vector<Part> parts;
-  int forwarded_loads = 0;   // loads replaced by the register an earlier part stored
-  int dropped_stores = 0;    // --aggressive: stores of intermediates removed
+  int forwarded_loads = 0;              // loads replaced by the register an earlier part stored
+  int dropped_stores = 0;               // --aggressive: stores of intermediates removed
   std::vector<ArgRef> dropped_buffers;  // the intermediates whose stores were removed
   std::vector<std::string> notes;       // decisions worth showing (one line each)
 };
@@ -73,11 +73,11 @@ struct VerticalFusion {
   std::string fused_name;            // "" = "kfuse_vertical_" + the kernels' names joined
   // Arguments equal at every launch the plan replaces: each pair becomes one fused parameter.
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
-  bool forward_stores = true;        // replace a later part's load of what an earlier part stored by the register
-  bool params_disjoint = false;      // distinct pointer parameters never overlap (the plan's no_overlap predicate):
-                                     // a store through one does not stop forwarding through another
-  std::vector<ArgRef> drop_stores;   // --aggressive: intermediates whose stores are removed (all their loads must
-                                     // have been forwarded, else the fusion is refused)
+  bool forward_stores = true;       // replace a later part's load of what an earlier part stored by the register
+  bool params_disjoint = false;     // distinct pointer parameters never overlap (the plan's no_overlap predicate):
+                                    // a store through one does not stop forwarding through another
+  std::vector<ArgRef> drop_stores;  // --aggressive: intermediates whose stores are removed (all their loads must
+                                    // have been forwarded, else the fusion is refused)
   // Block-level fusion (the analyzer proved no block's later part touches what another block's earlier part
   // touches): a block barrier (bar.sync 0) between the parts, which every thread reaches because the earlier parts'
   // returns branch to it and earlier parts may hold no barrier of their own. Store-to-load forwarding is off: a
@@ -102,11 +102,11 @@ struct EpilogueFusion {
   std::string fused_name;              // "" = "kfuse_epilogue_" + the kernels' names joined
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
   int producer_param = -1;
-  int consumer = 1;                    // pattern position (1-based among all kernels: the producer is 0)
+  int consumer = 1;  // pattern position (1-based among all kernels: the producer is 0)
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
-  LaunchShape consumer_shape;          // the consumers' recorded launch (1-D)
+  LaunchShape consumer_shape;  // the consumers' recorded launch (1-D)
 };
 
 // Adds the fused .entry to `module`: the producer's body; right after its store to the intermediate, the thread
@@ -119,9 +119,9 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
 // ---- prologue (an element-wise producer recomputed at the consumer's loads) ----
 
 // An element-wise 1-D producer whose thread p writes element p of the intermediate (elements kp to kp + k - 1 with a
-// vector store of k = producer_lanes), and a consumer of any launch shape that loads it (analyzer::EpilogueMap with consumer 1, proven for the launches the plan replaces). Element e
-// is at the consumer's argument `consumer_param` + consumer_offset + e * element_bytes; the producer writes it with
-// its one store through parameter `producer_param`.
+// vector store of k = producer_lanes), and a consumer of any launch shape that loads it (analyzer::EpilogueMap with
+// consumer 1, proven for the launches the plan replaces). Element e is at the consumer's argument `consumer_param` +
+// consumer_offset + e * element_bytes; the producer writes it with its one store through parameter `producer_param`.
 struct PrologueFusion {
   std::string producer, consumer;  // .entry names
   std::string fused_name;          // "" = "kfuse_prologue_" + the kernels' names joined
@@ -130,9 +130,9 @@ struct PrologueFusion {
   int consumer_param = -1;
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
-  uint32_t producer_lanes = 1;     // elements each producer thread stores (a vector store of 2 or 4)
-  LaunchShape producer_shape;      // the producer's recorded launch (1-D)
-  LaunchShape consumer_shape;      // the consumer's: the fused launch
+  uint32_t producer_lanes = 1;  // elements each producer thread stores (a vector store of 2 or 4)
+  LaunchShape producer_shape;   // the producer's recorded launch (1-D)
+  LaunchShape consumer_shape;   // the consumer's: the fused launch
   // Whether the fused kernel still writes the intermediate (the producer's threads, strided over the fused
   // launch's threads, before the consumer's body). false (--aggressive, the trace shows nobody reads it later):
   // only the consumer's loads compute it.
@@ -143,11 +143,11 @@ struct PrologueFusion {
 // producer's threads p = flat thread index, + the fused launch's thread count, ..., each running the producer's
 // body as its thread p; then the consumer's body, each load through `consumer_param` replaced by the producer's
 // body run as thread e / k, e = (load address - element 0's address) / element_bytes, its store to the intermediate
-// becoming a move into the load's register (of lane e % k of a vector store) (a load outside the producer's threads, which the proof rules out, stays
-// a load). Refuses producers with barriers, `exit`, calls, special registers other than the thread and block
-// indices and sizes, more than one store or a store in a loop, consumer loads of anything but one element or a
-// vector of 2 or 4 (each lane computed by its own copy), or through an address that derives from another pointer
-// too, and launches of 2^32 threads or more.
+// becoming a move into the load's register (of lane e % k of a vector store) (a load outside the producer's threads,
+// which the proof rules out, stays a load). Refuses producers with barriers, `exit`, calls, special registers other
+// than the thread and block indices and sizes, more than one store or a store in a loop, consumer loads of anything but
+// one element or a vector of 2 or 4 (each lane computed by its own copy), or through an address that derives from
+// another pointer too, and launches of 2^32 threads or more.
 Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& spec);
 
 // ---- horizontal ----
@@ -163,13 +163,15 @@ inline constexpr core::EnumName<HorizontalLayout> kHorizontalLayoutNames[] = {
 constexpr std::span<const core::EnumName<HorizontalLayout>> nameTable(HorizontalLayout) {
   return kHorizontalLayoutNames;
 }
-inline const char* horizontalLayoutName(HorizontalLayout l) { return core::enumName(l); }
+inline const char* horizontalLayoutName(HorizontalLayout l) {
+  return core::enumName(l);
+}
 
 struct HorizontalFusion {
   std::vector<std::string> kernels;  // .entry names, 2 or more
   std::vector<LaunchShape> shapes;   // each kernel's recorded launch shape (same order)
   HorizontalLayout layout = HorizontalLayout::kBlockPartitioned;
-  std::string fused_name;            // "" = "kfuse_horizontal_" + names joined
+  std::string fused_name;  // "" = "kfuse_horizontal_" + names joined
   std::vector<std::pair<ArgRef, ArgRef>> equal_args;
 };
 

@@ -49,7 +49,7 @@ struct PlanKernel {
 
 // A fact about the arguments that must hold for the injector to launch the fused kernel.
 struct Predicate {
-  enum class Kind {  // written as predicateKindName()
+  enum class Kind {     // written as predicateKindName()
     kArgEqual,          // value of `a` == value of `b`
     kNoOverlap,         // the byte ranges [arg, arg + bytes[i]) of `buffers` are pairwise disjoint
     kSameLaunchConfig,  // every kernel is launched with the grid/block recorded in `kernels`
@@ -79,14 +79,18 @@ inline constexpr core::EnumName<Predicate::Kind> kPredicateKindNames[] = {
     {Predicate::Kind::kSameLaunchConfig, "same_launch_config"},
     {Predicate::Kind::kArgValue, "arg_value"},
     {Predicate::Kind::kProvenValues, "proven_values"}};
-constexpr std::span<const core::EnumName<Predicate::Kind>> nameTable(Predicate::Kind) { return kPredicateKindNames; }
-inline const char* predicateKindName(Predicate::Kind k) { return core::enumName(k); }
+constexpr std::span<const core::EnumName<Predicate::Kind>> nameTable(Predicate::Kind) {
+  return kPredicateKindNames;
+}
+inline const char* predicateKindName(Predicate::Kind k) {
+  return core::enumName(k);
+}
 
 // One argument of one launch in an argument set.
 struct ArgValue {
   bool pointer = false;
-  int buffer = -1;       // pointer: index into ArgumentSet::buffer_bytes
-  uint64_t offset = 0;   // pointer: byte offset into that buffer
+  int buffer = -1;             // pointer: index into ArgumentSet::buffer_bytes
+  uint64_t offset = 0;         // pointer: byte offset into that buffer
   std::vector<uint8_t> bytes;  // scalar: the raw argument bytes
 };
 
@@ -121,8 +125,8 @@ struct KernelResources {
   uint64_t spill_store_bytes = 0, spill_load_bytes = 0;
   uint64_t stack_bytes = 0;
   uint64_t static_shared_bytes = 0;
-  uint32_t threads_per_block = 0;  // of the launch the occupancy is for
-  double occupancy = 0;            // active warps / maximum warps per SM, 0..1
+  uint32_t threads_per_block = 0;                     // of the launch the occupancy is for
+  double occupancy = 0;                               // active warps / maximum warps per SM, 0..1
   std::optional<OccupancyLimiter> occupancy_limiter;  // empty (written "") until computeOccupancy() ran
 };
 
@@ -137,10 +141,9 @@ struct Prediction {
 
 // The outcome of differential validation on one backend.
 enum class ValidationVerdict { kNotRun, kPassed, kFailed };
-inline constexpr core::EnumName<ValidationVerdict> kValidationVerdictNames[] = {
-    {ValidationVerdict::kNotRun, "not-run"},
-    {ValidationVerdict::kPassed, "passed"},
-    {ValidationVerdict::kFailed, "failed"}};
+inline constexpr core::EnumName<ValidationVerdict> kValidationVerdictNames[] = {{ValidationVerdict::kNotRun, "not-run"},
+                                                                                {ValidationVerdict::kPassed, "passed"},
+                                                                                {ValidationVerdict::kFailed, "failed"}};
 constexpr std::span<const core::EnumName<ValidationVerdict>> nameTable(ValidationVerdict) {
   return kValidationVerdictNames;
 }
@@ -151,9 +154,9 @@ struct PlanValidation {
   ValidationVerdict emulator = ValidationVerdict::kNotRun;
   ValidationVerdict gpu = ValidationVerdict::kNotRun;  // --backend gpu
   uint64_t seed = 0;
-  int runs = 0;                      // argument sets x data trials executed
-  std::string mismatch;              // the first mismatch, as a sentence; empty when none
-  std::string validated_at;          // ISO 8601 UTC
+  int runs = 0;              // argument sets x data trials executed
+  std::string mismatch;      // the first mismatch, as a sentence; empty when none
+  std::string validated_at;  // ISO 8601 UTC
 };
 
 struct Plan {
@@ -162,7 +165,7 @@ struct Plan {
   int candidate_rank = 0;
   core::FusionKind fusion = core::FusionKind::kThreadLocal;
   std::optional<HorizontalLayout> layout;  // horizontal fusions only, and always
-  std::vector<PlanKernel> kernels;  // the pattern, in launch order
+  std::vector<PlanKernel> kernels;         // the pattern, in launch order
   std::vector<Predicate> predicates;
   struct Fused {
     std::string name;

@@ -21,8 +21,8 @@ struct ArchLimits {
   int registers_per_sm = 0;
   int register_allocation_unit = 256;  // registers, per warp
   int max_registers_per_thread = 255;
-  uint64_t shared_per_sm = 0;          // bytes, largest carveout
-  uint64_t max_shared_per_block = 0;   // bytes, opt-in maximum
+  uint64_t shared_per_sm = 0;         // bytes, largest carveout
+  uint64_t max_shared_per_block = 0;  // bytes, opt-in maximum
   uint32_t reserved_shared_per_block = 1024;
   // Also from core's table: what the occupancy calculator needs besides the above.
   int max_threads_per_block = 1024;

@@ -25,13 +25,13 @@
 namespace kfuse::rewriter {
 
 struct RewriteOptions {
-  bool aggressive = false;                // drop stores of intermediates the trace shows nobody reads
-  std::vector<std::string> archs;         // extra target architectures ("sm_80"); the trace's GPU always
-  std::string binary;                     // take PTX from this application's fatbin when the trace has no image
-  std::optional<HorizontalLayout> layout; // force a horizontal layout (default: the one predicted faster)
+  bool aggressive = false;                 // drop stores of intermediates the trace shows nobody reads
+  std::vector<std::string> archs;          // extra target architectures ("sm_80"); the trace's GPU always
+  std::string binary;                      // take PTX from this application's fatbin when the trace has no image
+  std::optional<HorizontalLayout> layout;  // force a horizontal layout (default: the one predicted faster)
   bool validate = true;
   ValidationOptions validation;
-  size_t max_argument_sets = 3;           // recorded occurrences with distinct argument values to validate on
+  size_t max_argument_sets = 3;  // recorded occurrences with distinct argument values to validate on
   std::function<void(const std::string&)> progress;
 };
 

@@ -15,7 +15,7 @@ namespace kfuse::rewriter {
 struct Selection {
   std::vector<int> chosen;  // ranks, ascending (the analyzer's order: best first)
   double total_saving_ns = 0;
-  std::string method;       // "exact" (branch and bound) or "greedy" (too many conflicting candidates)
+  std::string method;  // "exact" (branch and bound) or "greedy" (too many conflicting candidates)
   std::vector<std::pair<int, std::string>> rejected;  // rank and why (not proven, below the minimum, conflicts)
 };
 

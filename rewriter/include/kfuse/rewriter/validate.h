@@ -30,7 +30,7 @@ struct ValidationOptions {
 
 struct Mismatch {
   size_t argument_set = 0;
-  std::string trial;        // "random (seed 7)", "edge values"
+  std::string trial;  // "random (seed 7)", "edge values"
   int buffer = 0;
   std::string buffer_name;  // "buffer 2 (argument 1 of _Z3addPfS_S_i)"
   uint64_t element = 0;     // index of the first differing element of element_type
@@ -60,7 +60,8 @@ struct ValidationResult {
 // held to them; when every run is skipped, validation fails. Runs stop at the first mismatch or failure.
 // Trials per argument set: random (options.seed), edge values, zeros, small values; `trials` > 4 adds random
 // trials with seeds seed+4, seed+5, ...
-Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir, const ValidationOptions& options);
+Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir,
+                                        const ValidationOptions& options);
 
 // Records `result` in the plan's validation block: the backend's verdict ("passed"/"failed"), the seed, the runs,
 // the first mismatch as a sentence (or the failure), and `validated_at` (ISO 8601 UTC, now). Whoever stores

@@ -240,8 +240,8 @@ class Db {
 
   Expected<std::unordered_set<std::string>> columns(const std::string& table) const {
     std::unordered_set<std::string> out;
-    KFUSE_RETURN_IF_ERROR(query("SELECT name FROM pragma_table_info('" + table + "')",
-                                [&](Stmt& st) { out.insert(st.text(0)); }));
+    KFUSE_RETURN_IF_ERROR(
+        query("SELECT name FROM pragma_table_info('" + table + "')", [&](Stmt& st) { out.insert(st.text(0)); }));
     return out;
   }
 

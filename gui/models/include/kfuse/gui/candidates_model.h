@@ -68,9 +68,9 @@ class CandidateFilter : public QSortFilterProxyModel {
  public:
   explicit CandidateFilter(QObject* parent = nullptr);
 
-  void setKinds(std::set<analyzer::CandidateKind> kinds);            // empty: all
-  void setLegalities(std::set<analyzer::Legality> legalities);      // empty: all
-  void setMinConfidence(analyzer::Confidence c);                    // kLow: all
+  void setKinds(std::set<analyzer::CandidateKind> kinds);       // empty: all
+  void setLegalities(std::set<analyzer::Legality> legalities);  // empty: all
+  void setMinConfidence(analyzer::Confidence c);                // kLow: all
   void setMinTotalSavingUs(double us);
   void setMinOccurrences(int n);
   void setNameFilter(const QString& text);

@@ -25,7 +25,8 @@ struct DetailNode {
 };
 
 // The detail of `candidate` (of `report`, which may be costed for another GPU than the session's) over `session`.
-DetailNode candidateDetail(const Session& session, const analyzer::Report& report, const analyzer::Candidate& candidate);
+DetailNode candidateDetail(const Session& session, const analyzer::Report& report,
+                           const analyzer::Candidate& candidate);
 // One launch's facts (a timeline click outside any candidate).
 DetailNode launchDetail(const Session& session, core::Id launch_id);
 

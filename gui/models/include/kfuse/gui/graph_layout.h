@@ -32,8 +32,8 @@ struct GraphEdge {
   size_t from = 0, to = 0;  // indices into GraphLayout::nodes
   analyzer::EdgeKind kind = analyzer::EdgeKind::kStreamOrder;
   bool inferred = false;
-  std::string label;   // "RAW: ..." (kind and a short reason)
-  std::string reason;  // DependencyGraph::describe()
+  std::string label;               // "RAW: ..." (kind and a short reason)
+  std::string reason;              // DependencyGraph::describe()
   std::vector<GraphPoint> spline;  // cubic Bézier control points: p0, (c1, c2, p)...
   bool has_arrow = false;
   GraphPoint arrow_tip;

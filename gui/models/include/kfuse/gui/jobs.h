@@ -5,8 +5,8 @@
 #pragma once
 
 #include <QObject>
-#include <QString>
 #include <QPointer>
+#include <QString>
 #include <QThread>
 
 #include <atomic>
@@ -47,7 +47,8 @@ void runInBackground(QObject* context, std::function<T()> fn, std::function<void
   QThread* t = QThread::create([context_ptr = QPointer<QObject>(context), fn = std::move(fn), done = std::move(done)] {
     auto result = std::make_shared<T>(fn());
     if (!context_ptr) return;
-    QMetaObject::invokeMethod(context_ptr.data(), [done, result] { done(std::move(*result)); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        context_ptr.data(), [done, result] { done(std::move(*result)); }, Qt::QueuedConnection);
   });
   QObject::connect(t, &QThread::finished, t, &QObject::deleteLater);
   t->start();

@@ -21,19 +21,19 @@ struct Slice {
   int64_t start = 0, end = 0;  // ns on the trace's clock
   uint32_t record_index = 0;   // into trace.launches / memcpys / memsets / nvtx_ranges, or ImportResult::cpu_ops
   SliceKind kind = SliceKind::kKernel;
-  int32_t candidate = -1;      // index into report.candidates of the first candidate this launch belongs to
-  uint32_t label = 0;          // into TimelineData::labels
+  int32_t candidate = -1;  // index into report.candidates of the first candidate this launch belongs to
+  uint32_t label = 0;      // into TimelineData::labels
 };
 
 enum class LaneKind : uint8_t { kStream, kRanges };
 
 struct Lane {
   LaneKind kind = LaneKind::kStream;
-  std::string title;     // "GPU 0 · stream 7", "thread 1234 · NVTX"
+  std::string title;  // "GPU 0 · stream 7", "thread 1234 · NVTX"
   core::Id device_id = core::kNoId, stream_id = core::kNoId;
   int64_t thread_id = 0;
-  int depth = 0;         // range lanes: nesting depth of this row
-  std::vector<Slice> slices;    // by start
+  int depth = 0;                 // range lanes: nesting depth of this row
+  std::vector<Slice> slices;     // by start
   std::vector<int64_t> max_end;  // max_end[i] = the largest end among slices[0..i]
 
   // Index of the first slice that may overlap [t0, t1): the first i with max_end[i] > t0.
@@ -50,7 +50,7 @@ struct SliceRef {
 
 struct TimelineData {
   std::vector<Lane> lanes;
-  std::vector<std::string> labels;  // distinct short names
+  std::vector<std::string> labels;   // distinct short names
   int64_t start_ns = 0, end_ns = 0;  // of everything placed
   // true when the trace has no GPU times and work is placed at the launch calls' CPU times (emulator recordings,
   // hook recordings without GPU timing): durations then are those of the API calls.

@@ -22,9 +22,9 @@ struct TimelineWindow {
 };
 
 struct TimelineHighlight {
-  int candidate = -1;               // its occurrences are drawn strong, other kernels faded
-  core::Id launch = core::kNoId;    // outlined
-  std::optional<SliceRef> hover;    // outlined lightly
+  int candidate = -1;                              // its occurrences are drawn strong, other kernels faded
+  core::Id launch = core::kNoId;                   // outlined
+  std::optional<SliceRef> hover;                   // outlined lightly
   std::optional<std::pair<int, int>> rubber_band;  // x range being dragged
 };
 

@@ -38,9 +38,9 @@ struct InjectorOptions {
 
 // Why deferred launches were issued unchanged. Names (flushReasonName) are what the statistics show.
 enum class FlushReason : int {
-  kOtherKernel,         // the next launch on the stream did not continue the pattern
-  kPredicate,           // the pattern was complete but a predicate failed (per-plan counts say which)
-  kLegacyStream,        // work on the legacy default stream (or deferred work there, and work elsewhere)
+  kOtherKernel,   // the next launch on the stream did not continue the pattern
+  kPredicate,     // the pattern was complete but a predicate failed (per-plan counts say which)
+  kLegacyStream,  // work on the legacy default stream (or deferred work there, and work elsewhere)
   kStreamSync,
   kStreamQuery,
   kContextSync,
@@ -52,13 +52,13 @@ enum class FlushReason : int {
   kMemset,
   kFree,
   kHostFunc,
-  kGraph,               // graph launch, stream capture begin/end
+  kGraph,  // graph launch, stream capture begin/end
   kModuleUnload,
   kContextTeardown,
   kCooperativeLaunch,
-  kLaunchAttributes,    // cuLaunchKernelEx with launch attributes
+  kLaunchAttributes,  // cuLaunchKernelEx with launch attributes
   kStreamDestroy,
-  kUnavailable,         // the plan was disabled, or its fused kernel could not be loaded
+  kUnavailable,  // the plan was disabled, or its fused kernel could not be loaded
   kExit,
   kCount
 };
@@ -76,12 +76,12 @@ struct InjectorStats {
   uint64_t launches_seen = 0;    // launches the application made
   uint64_t launches_issued = 0;  // launches kfuse issued to the driver (originals + fused)
   uint64_t fused_launches = 0;
-  uint64_t deferred = 0;         // launches held back at least once
+  uint64_t deferred = 0;                                         // launches held back at least once
   uint64_t flushes[static_cast<int>(FlushReason::kCount)] = {};  // flush events by reason
   uint64_t flushed_launches = 0;                                 // launches issued by flushes
   uint64_t unknown_functions = 0;  // functions whose module kfuse did not see loaded, or whose layout differs
   uint64_t streams_over_capacity = 0;
-  uint64_t time_in_kfuse_ns = 0;   // CPU time in matching, flushing and fusing (passthrough sampled, see .cpp)
+  uint64_t time_in_kfuse_ns = 0;  // CPU time in matching, flushing and fusing (passthrough sampled, see .cpp)
   std::vector<PlanStats> plans;
 };
 
@@ -110,8 +110,8 @@ class Injector : public collector::HookClient {
   CUresult ModuleLoadFatBinary(int variant, CUmodule* module, const void* image) override;
   CUresult ModuleLoad(int variant, CUmodule* module, const char* fname) override;
   CUresult LibraryLoadData(int variant, CUlibrary* library, const void* code, CUjit_option* jit_options,
-                           void** jit_values, unsigned n_jit, CUlibraryOption* library_options,
-                           void** library_values, unsigned n_library) override;
+                           void** jit_values, unsigned n_jit, CUlibraryOption* library_options, void** library_values,
+                           unsigned n_library) override;
   CUresult ModuleUnload(int variant, CUmodule module) override;
   CUresult MemAlloc(int variant, CUdeviceptr* dptr, size_t bytes) override;
   CUresult MemAllocPitch(int variant, CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
@@ -157,7 +157,8 @@ class Injector : public collector::HookClient {
   CUresult EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) override;
   CUresult StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) override;
   CUresult LaunchHostFunc(int variant, CUstream stream, CUhostFn host_fn, void* data) override;
-  CUresult StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data, unsigned flags) override;
+  CUresult StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data,
+                             unsigned flags) override;
   CUresult GraphLaunch(int variant, CUgraphExec graph, CUstream stream) override;
   CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
   CUresult StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
