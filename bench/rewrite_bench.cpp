@@ -78,7 +78,7 @@ void BM_RewriteElementwiseChain(benchmark::State& state) {
   const std::string dir = (std::filesystem::temp_directory_path() / "kfuse_rewrite_bench_plan").string();
   for (auto _ : state) {
     auto plan = rewriter::rewriteCandidate(*imported, *report, report->candidates.front(), {}, dir);
-    if (!plan.ok() || plan->validation.emulator != "passed") {
+    if (!plan.ok() || plan->validation.emulator != rewriter::ValidationVerdict::kPassed) {
       state.SkipWithError(plan.ok() ? plan->validation.mismatch.c_str() : plan.status().message().c_str());
       break;
     }

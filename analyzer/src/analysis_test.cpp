@@ -762,6 +762,34 @@ TEST(Reports, ReadBackRefusesMalformedReportsNamingTheField) {
   EXPECT_EQ(message(nlohmann::json::array()), "r.json: expected an object (a `kfuse analyze --json` report)");
 }
 
+// The reader follows the same field lists as the schema: it takes the schema's example report and refuses the
+// examples the schema refuses (tests/schemas/examples, validated against schemas/report.schema.json by
+// check_schemas.py).
+TEST(Reports, ReaderAgreesWithTheSchemaExamples) {
+  auto read = [](const char* name) {
+    std::ifstream in(std::string(KFUSE_SOURCE_DIR) + "/tests/schemas/examples/" + name);
+    auto r = reportFromJson(nlohmann::json::parse(in), name);
+    return r.ok() ? std::string("accepted") : r.status().message();
+  };
+  EXPECT_EQ(read("report.vertical_chain.json"), "accepted");
+  EXPECT_EQ(read("report.single_kernel.invalid.json"),
+            "report.single_kernel.invalid.json: candidates[0].kernels: expected at least 2 kernels");
+  EXPECT_EQ(read("report.unknown_legality.invalid.json"),
+            "report.unknown_legality.invalid.json: candidates[0].legality: unknown value 'probably'");
+}
+
+TEST(Reports, JsonSaysEveryFieldTheSchemaRequires) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  const nlohmann::json j = reportToJson(run(b));
+  const nlohmann::json schema = nlohmann::json::parse(reportJsonSchema());
+  for (const auto& name : schema["required"]) EXPECT_TRUE(j.contains(name.get<std::string>())) << name;
+  for (const auto& name : schema["$defs"]["candidate"]["required"]) {
+    EXPECT_TRUE(j["candidates"][0].contains(name.get<std::string>())) << name;
+  }
+  EXPECT_EQ(schema["properties"]["version"]["const"], kReportVersion);
+}
+
 TEST(Reports, ShortKernelNamesDropReturnTypeParametersAndNamespaces) {
   EXPECT_EQ(shortKernelName("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<double>, "
                             "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<double>, "

@@ -20,44 +20,6 @@
 
 namespace kfuse::analyzer {
 
-const char* candidateKindName(CandidateKind k) {
-  return k == CandidateKind::kVertical ? "vertical" : "horizontal";
-}
-const char* fusionKindName(FusionKind k) {
-  switch (k) {
-    case FusionKind::kThreadLocal: return "thread-local";
-    case FusionKind::kEpilogue: return "epilogue";
-    case FusionKind::kHorizontal: return "horizontal";
-    case FusionKind::kBlockLevel: return "block-level";
-    case FusionKind::kPrologue: return "prologue";
-  }
-  return "?";
-}
-const char* legalityName(Legality l) {
-  switch (l) {
-    case Legality::kProven: return "proven";
-    case Legality::kLikely: return "likely";
-    case Legality::kBlocked: return "blocked";
-  }
-  return "likely";
-}
-const char* proofValueName(ProofValue v) {
-  switch (v) {
-    case ProofValue::kScalar: return "value";
-    case ProofValue::kPointerOffset: return "pointer_offset";
-    case ProofValue::kAllocation: return "allocation";
-  }
-  return "value";
-}
-const char* confidenceName(Confidence c) {
-  switch (c) {
-    case Confidence::kHigh: return "high";
-    case Confidence::kMedium: return "medium";
-    case Confidence::kLow: return "low";
-  }
-  return "low";
-}
-
 namespace {
 
 // Longest path through the graph, each op weighted by `weight_ns`: the ops whose time decides the end-to-end GPU

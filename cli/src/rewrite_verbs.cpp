@@ -226,10 +226,12 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       exit_code = std::max(exit_code, code);
       continue;
     }
-    const bool failed = plan->validation.emulator == "failed" || plan->validation.gpu == "failed";
+    using rewriter::ValidationVerdict;
+    const bool failed =
+        plan->validation.emulator == ValidationVerdict::kFailed || plan->validation.gpu == ValidationVerdict::kFailed;
     std::printf("candidate %d (%s): %s fusion -> %s/%s (%s), validation: %s%s\n", rank, c->id.c_str(),
-                plan->kind.c_str(), dir.c_str(), plan->fused.ptx_file.c_str(), plan->fused.name.c_str(),
-                o.no_validate ? "skipped" : plan->validation.emulator.c_str(),
+                core::fusionDirection(plan->fusion), dir.c_str(), plan->fused.ptx_file.c_str(),
+                plan->fused.name.c_str(), o.no_validate ? "skipped" : core::enumName(plan->validation.emulator),
                 failed ? (" — " + plan->validation.mismatch).c_str() : "");
     if (failed) exit_code = std::max(exit_code, kExitCheckFailed);
   }

@@ -10,7 +10,7 @@ namespace {
 
 // One table per enum: the string form is the one stored in SQLite and JSON, so never rename an entry.
 template <typename E, size_t N>
-using NameTable = std::array<std::pair<E, std::string_view>, N>;
+using NameTable = std::array<EnumName<E>, N>;
 
 constexpr NameTable<ImageKind, 4> kImageKinds{{{ImageKind::kUnknown, "unknown"},
                                                {ImageKind::kPtx, "ptx"},
@@ -103,6 +103,28 @@ std::optional<SyncKind> parseSyncKind(std::string_view s) {
 }
 std::optional<StatSeverity> parseStatSeverity(std::string_view s) {
   return valueOf(kSeverities, s);
+}
+
+std::span<const EnumName<ImageKind>> nameTable(ImageKind) {
+  return kImageKinds;
+}
+std::span<const EnumName<AccessMode>> nameTable(AccessMode) {
+  return kAccessModes;
+}
+std::span<const EnumName<MetricSource>> nameTable(MetricSource) {
+  return kMetricSources;
+}
+std::span<const EnumName<AllocationKind>> nameTable(AllocationKind) {
+  return kAllocationKinds;
+}
+std::span<const EnumName<MemcpyKind>> nameTable(MemcpyKind) {
+  return kMemcpyKinds;
+}
+std::span<const EnumName<SyncKind>> nameTable(SyncKind) {
+  return kSyncKinds;
+}
+std::span<const EnumName<StatSeverity>> nameTable(StatSeverity) {
+  return kSeverities;
 }
 
 const Allocation* findAllocation(const std::vector<Allocation>& allocations, uint64_t address, int64_t time_ns) {

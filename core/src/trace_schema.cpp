@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kfuse/core/trace_json.h"
+#include "kfuse/core/trace_store.h"
 #include "trace_fields.h"
 
 namespace kfuse::core::detail {
@@ -255,3 +256,14 @@ std::string traceJsonSchema() {
 }
 
 }  // namespace kfuse::core::detail
+
+namespace kfuse::core {
+
+std::string traceSqlSchema() {
+  return detail::traceSql();
+}
+std::string traceJsonSchema() {
+  return detail::traceJsonSchema();
+}
+
+}  // namespace kfuse::core

@@ -430,7 +430,7 @@ void MainWindow::exportPlans(const QString& dir, std::function<void(QStringList)
             lines << QString("#%1: %2 (emulator validation %3)")
                          .arg(c.rank)
                          .arg(QString::fromStdString(plan_dir))
-                         .arg(QString::fromStdString(plan->validation.emulator));
+                         .arg(QString::fromUtf8(core::enumName(plan->validation.emulator)));
           }
         }
         return lines;

@@ -163,10 +163,17 @@ void PtxView::rewrite() {
         QFile f(QDir(plan_dir_).filePath(QString::fromStdString(plan_->fused.ptx_file)));
         if (f.open(QIODevice::ReadOnly)) fused_->setPlainText(QString::fromUtf8(f.readAll()));
         QStringList lines;
+        // A horizontal fusion's layout, or the kind of a vertical fusion that is not thread-local.
+        const char* layout = "";
+        if (plan_->layout) {
+          layout = rewriter::horizontalLayoutName(*plan_->layout);
+        } else if (plan_->fusion != core::FusionKind::kThreadLocal) {
+          layout = core::enumName(plan_->fusion);
+        }
         lines << tr("Fused kernel %1 (%2 fusion%3), launch grid (%4,%5,%6) block (%7,%8,%9)")
                      .arg(QString::fromStdString(plan_->fused.name))
-                     .arg(QString::fromStdString(plan_->kind))
-                     .arg(plan_->layout.empty() ? QString() : ", " + QString::fromStdString(plan_->layout) + " layout")
+                     .arg(QString::fromUtf8(core::fusionDirection(plan_->fusion)))
+                     .arg(*layout ? ", " + QString::fromUtf8(layout) + " layout" : QString())
                      .arg(plan_->fused.shape.grid.x)
                      .arg(plan_->fused.shape.grid.y)
                      .arg(plan_->fused.shape.grid.z)
@@ -197,7 +204,7 @@ void PtxView::rewrite() {
                        .arg(r.static_shared_bytes)
                        .arg(r.spill_store_bytes + r.spill_load_bytes)
                        .arg(100.0 * r.occupancy, 0, 'f', 0)
-                       .arg(QString::fromStdString(r.occupancy_limiter));
+                       .arg(QString::fromUtf8(r.occupancy_limiter ? core::enumName(*r.occupancy_limiter) : ""));
         }
         lines << tr("Predicted saving %1 µs per occurrence on %2")
                      .arg(plan_->prediction.saving_ns / 1000.0, 0, 'f', 2)

@@ -41,14 +41,6 @@
 
 namespace kfuse::rewriter {
 
-const char* horizontalLayoutName(HorizontalLayout l) {
-  switch (l) {
-    case HorizontalLayout::kBlockPartitioned: return "block-partitioned";
-    case HorizontalLayout::kThreadPartitioned: return "thread-partitioned";
-  }
-  return "?";
-}
-
 namespace {
 
 using ptx::Function;

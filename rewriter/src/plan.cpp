@@ -1,24 +1,23 @@
-// Plans as JSON (schemas/plan.schema.json, version 2), read back with a JSON path in every error, and their
-// README. The reader never lets an nlohmann exception out: it checks each value's type before converting it, and
-// a last catch turns anything it missed into a bad-format Status.
+// Plans as JSON (schemas/plan.schema.json): one field list per record below drives the writer, the reader (a JSON
+// path in every error) and the schema; and the plan's README. The reader never lets an nlohmann exception out: it
+// checks each value's type before converting it, and a last catch turns anything it missed into a bad-format
+// Status.
 #include "kfuse/rewriter/plan.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <limits>
-#include <set>
 #include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "kfuse/core/files.h"
-#include "kfuse/core/json_reader.h"
+#include "kfuse/core/json_fields.h"
 #include "kfuse/core/text.h"
 
 namespace kfuse::rewriter {
@@ -26,398 +25,351 @@ namespace kfuse::rewriter {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr const char* kFormatName = "kfuse-plan";
-
-// ---- writing ----
-
-std::string hexBytes(const std::vector<uint8_t>& bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
-json argRefJson(const ArgRef& r) {
-  return json{{"kernel", r.kernel}, {"arg", r.param}};
-}
-
-json argRefsJson(const std::vector<ArgRef>& refs) {
-  json a = json::array();
-  for (const ArgRef& r : refs) a.push_back(argRefJson(r));
-  return a;
-}
-
-json dimJson(const core::Dim3& d) {
-  return json::array({d.x, d.y, d.z});
-}
-
-void putShape(json& j, const core::LaunchShape& s) {
-  j["grid"] = dimJson(s.grid);
-  j["block"] = dimJson(s.block);
-  j["dynamic_shared_bytes"] = s.dynamic_shared_bytes;
-}
-
-json shapeJson(const core::LaunchShape& s) {
-  json j = json::object();
-  putShape(j, s);
-  return j;
-}
-
-json predicateJson(const Predicate& p) {
-  json j{{"kind", predicateKindName(p.kind)}};
-  switch (p.kind) {
-    case Predicate::Kind::kArgEqual:
-      j["a"] = argRefJson(p.a);
-      j["b"] = argRefJson(p.b);
-      break;
-    case Predicate::Kind::kNoOverlap:
-      j["buffers"] = argRefsJson(p.buffers);
-      j["bytes"] = p.bytes;
-      break;
-    case Predicate::Kind::kSameLaunchConfig: break;
-    case Predicate::Kind::kArgValue:
-      j["a"] = argRefJson(p.a);
-      j["value"] = hexBytes(p.value);
-      break;
-    case Predicate::Kind::kProvenValues: {
-      json args = json::array();
-      for (const Predicate::ProofRef& r : p.proof_args) {
-        json a = argRefJson(r.arg);
-        a["pointer_offset"] = r.pointer_offset;
-        if (r.allocation) a["allocation"] = true;
-        args.push_back(std::move(a));
-      }
-      j["proof_args"] = std::move(args);
-      j["tuples"] = p.tuples;
-      break;
-    }
-  }
-  return j;
-}
-
-json argumentSetJson(const ArgumentSet& s) {
-  json args = json::array();
-  for (const auto& kernel : s.args) {
-    json k = json::array();
-    for (const ArgValue& v : kernel) {
-      if (v.pointer) {
-        k.push_back(json{{"buffer", v.buffer}, {"offset", v.offset}});
-      } else {
-        k.push_back(json{{"bytes", hexBytes(v.bytes)}});
-      }
-    }
-    args.push_back(std::move(k));
-  }
-  json shapes = json::array();
-  for (const core::LaunchShape& sh : s.shapes) shapes.push_back(shapeJson(sh));
-  json j{{"origin", s.origin}, {"buffer_bytes", s.buffer_bytes}, {"args", std::move(args)}, {"shapes", shapes}};
-  if (s.fused_shape) j["fused_shape"] = shapeJson(*s.fused_shape);
-  return j;
-}
-
-// ---- reading ----
-
-bool isHex(const std::string& s) {
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
+using OJson = nlohmann::ordered_json;
+using core::embed;
+using core::field;
+using core::group;
+using core::JsonFieldOptions;
+using core::JsonFieldReader;
 using core::JsonReader;
-std::string join(const std::string& path, const std::string& name) {
-  return JsonReader::join(path, name);
-}
-std::string indexed(const std::string& path, size_t i) {
-  return JsonReader::indexed(path, i);
-}
+using core::jsonRecord;
+using core::JsonSchemaWriter;
+using core::JsonStringFormat;
+using core::JsonType;
 
-// Reads typed fields out of plan JSON: core::JsonReader plus the plan's own shapes.
-class Reader : public core::JsonReader {
- public:
-  using JsonReader::JsonReader;
+// ---- string forms ----
 
-  void argRef(const json& j, const std::string& path, ArgRef& out) {
-    if (!object(j, path, {"kernel", "arg"})) return;
-    integer(j, path, "kernel", out.kernel, true, 0, 1u << 20);
-    integer(j, path, "arg", out.param, true, 0, 1u << 20);
-  }
-
-  void argRefMember(const json& j, const std::string& path, const char* name, ArgRef& out) {
-    const json* v = member(j, path, name, true);
-    if (v) argRef(*v, join(path, name), out);
-  }
-
-  void argRefs(const json& j, const std::string& path, const char* name, std::vector<ArgRef>& out,
-               bool required = false) {
-    array(j, path, name, required, [&](const json& e, const std::string& p) {
-      ArgRef r;
-      argRef(e, p, r);
-      out.push_back(r);
-    });
-  }
-
-  void dim(const json& j, const std::string& path, const char* name, core::Dim3& out) {
-    const json* v = member(j, path, name, true);
-    if (!v) return;
-    std::string p = join(path, name);
-    if (!v->is_array() || v->size() != 3) return fail(p, "expected an array of 3 positive integers");
-    for (size_t i = 0; i < 3 && ok(); ++i) {
-      integerValue((*v)[i], indexed(p, i), out[i], 1, std::numeric_limits<uint32_t>::max());
-    }
-  }
-
-  // grid, block and dynamic_shared_bytes of `j` (which may hold other fields too).
-  void shapeFields(const json& j, const std::string& path, core::LaunchShape& out) {
-    dim(j, path, "grid", out.grid);
-    dim(j, path, "block", out.block);
-    integer(j, path, "dynamic_shared_bytes", out.dynamic_shared_bytes);
-  }
-
-  void shape(const json& j, const std::string& path, core::LaunchShape& out) {
-    if (!object(j, path, {"grid", "block", "dynamic_shared_bytes"})) return;
-    shapeFields(j, path, out);
-  }
-
-  void hex(const json& j, const std::string& path, const char* name, std::vector<uint8_t>& out, bool required) {
-    std::string text;
-    str(j, path, name, text, required);
-    if (!ok()) return;
-    if (text.size() % 2 != 0 || !isHex(text)) {
-      return fail(join(path, name), "expected bytes as an even number of lowercase hex digits");
-    }
-    out.clear();
-    for (size_t i = 0; i < text.size(); i += 2)
-      out.push_back(static_cast<uint8_t>(std::stoul(text.substr(i, 2), nullptr, 16)));
-  }
-
-  // Checks that `value` is one of `allowed`.
-  void oneOf(const std::string& value, const std::string& path, std::initializer_list<const char*> allowed) {
-    if (!ok()) return;
-    std::string list;
-    for (const char* a : allowed) {
-      if (value == a) return;
-      list += std::string(list.empty() ? "" : ", ") + "\"" + a + "\"";
-    }
-    fail(path, "expected one of " + list + ", got \"" + value + "\"");
-  }
-};
-
-bool validArch(const std::string& a) {
-  if (a.size() < 4 || a.compare(0, 3, "sm_") != 0) return false;
+bool isArch(std::string_view a) {
+  if (a.size() < 4 || a.substr(0, 3) != "sm_") return false;
   size_t end = a.size();
   if (a.back() == 'a' || a.back() == 'f') --end;
   if (end <= 3) return false;
-  for (size_t i = 3; i < end; ++i) {
-    if (a[i] < '0' || a[i] > '9') return false;
+  return std::all_of(a.begin() + 3, a.begin() + static_cast<std::ptrdiff_t>(end),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+bool isArchOrEmpty(std::string_view a) {
+  return a.empty() || isArch(a);
+}
+bool isSha256Hex(std::string_view s) {
+  return s.size() == 64 && core::JsonHexBytes::valid(s);
+}
+// "2026-11-25T14:00:00Z" (what recordValidation writes), or empty.
+bool isUtcTimeOrEmpty(std::string_view s) {
+  if (s.empty()) return true;
+  constexpr std::string_view kForm = "0000-00-00T00:00:00Z";
+  if (s.size() != kForm.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (kForm[i] == '0' ? (s[i] < '0' || s[i] > '9') : s[i] != kForm[i]) return false;
   }
   return true;
 }
 
-void readKernel(Reader& r, const json& j, const std::string& path, PlanKernel& k) {
-  if (!r.object(j, path,
-                {"mangled_name", "module_hash", "ptx_file", "grid", "block", "dynamic_shared_bytes", "params"})) {
-    return;
-  }
-  r.str(j, path, "mangled_name", k.mangled_name, true);
-  if (r.ok() && k.mangled_name.empty()) r.fail(join(path, "mangled_name"), "expected a kernel name");
-  r.str(j, path, "module_hash", k.module_hash, true);
-  if (r.ok() && (k.module_hash.size() != 64 || !isHex(k.module_hash))) {
-    r.fail(join(path, "module_hash"), "expected 64 hex digits");
-  }
-  r.str(j, path, "ptx_file", k.ptx_file, true);
-  r.shapeFields(j, path, k.shape);
-  r.array(j, path, "params", false, [&](const json& e, const std::string& p) {
-    PlanParam pp;
-    if (!r.object(e, p, {"index", "offset", "size", "pointer", "access", "element_type"})) return;
-    r.integer(e, p, "index", pp.index, true, 0, 1u << 20);
-    r.integer(e, p, "offset", pp.offset, true);
-    r.integer(e, p, "size", pp.size, true);
-    r.boolean(e, p, "pointer", pp.pointer, true);
-    r.str(e, p, "access", pp.access);
-    if (r.ok() && !pp.access.empty()) {
-      r.oneOf(pp.access, join(p, "access"), {"read", "write", "read-write", "not-accessed", "unknown"});
+constexpr const char* kArchMessage = "expected sm_<digits>, e.g. sm_90";
+constexpr JsonStringFormat kArch{"^sm_[0-9]+[af]?$", 0, isArch, kArchMessage};
+constexpr JsonStringFormat kArchOrEmpty{"^(sm_[0-9]+[af]?)?$", 0, isArchOrEmpty, kArchMessage};
+constexpr JsonStringFormat kKernelName{nullptr, 1, nullptr, "expected a kernel name"};
+constexpr JsonStringFormat kSha256{"^[0-9a-f]{64}$", 0, isSha256Hex, "expected 64 hex digits"};
+constexpr JsonStringFormat kUtcTime{"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?$", 0, isUtcTimeOrEmpty,
+                                    "expected an ISO 8601 UTC time (2026-11-25T14:00:00Z)"};
+
+constexpr uint64_t kMaxIndex = 1u << 20;  // kernels of a pattern, parameters of a kernel
+
+// ---- field lists ----
+
+// A launch dimension as [x, y, z], each at least 1.
+struct Dim3Json {
+  using value_type = core::Dim3;
+  void write(const value_type& d, json& out, const JsonFieldOptions&) const { out = json::array({d.x, d.y, d.z}); }
+  void read(JsonFieldReader& r, const json& j, const std::string& path, value_type& d, const JsonFieldOptions&) const {
+    if (!j.is_array() || j.size() != 3) return r.fail(path, "expected an array of 3 positive integers");
+    for (size_t i = 0; i < 3 && r.ok(); ++i) {
+      r.integerValue(j[i], JsonReader::indexed(path, i), d[static_cast<int>(i)], 1,
+                     std::numeric_limits<uint32_t>::max());
     }
-    r.str(e, p, "element_type", pp.element_type);
-    k.params.push_back(std::move(pp));
-  });
-}
-
-void readPredicate(Reader& r, const json& j, const std::string& path, Predicate& p) {
-  if (!r.object(j, path, {"kind", "a", "b", "buffers", "bytes", "value", "proof_args", "tuples"})) return;
-  std::string kind;
-  r.str(j, path, "kind", kind, true);
-  if (!r.ok()) return;
-  if (kind == "arg_equal") {
-    p.kind = Predicate::Kind::kArgEqual;
-    r.argRefMember(j, path, "a", p.a);
-    r.argRefMember(j, path, "b", p.b);
-  } else if (kind == "no_overlap") {
-    p.kind = Predicate::Kind::kNoOverlap;
-    r.argRefs(j, path, "buffers", p.buffers, true);
-    r.array(j, path, "bytes", false, [&](const json& e, const std::string& ep) {
-      uint64_t b = 0;
-      r.integerValue(e, ep, b);
-      p.bytes.push_back(b);
-    });
-    if (r.ok() && p.buffers.size() < 2) r.fail(join(path, "buffers"), "expected at least 2 buffers");
-    if (r.ok() && !p.bytes.empty() && p.bytes.size() != p.buffers.size()) {
-      r.fail(join(path, "bytes"), "expected one size per buffer");
-    }
-  } else if (kind == "same_launch_config") {
-    p.kind = Predicate::Kind::kSameLaunchConfig;
-  } else if (kind == "arg_value") {
-    p.kind = Predicate::Kind::kArgValue;
-    r.argRefMember(j, path, "a", p.a);
-    r.hex(j, path, "value", p.value, true);
-  } else if (kind == "proven_values") {
-    p.kind = Predicate::Kind::kProvenValues;
-    r.array(j, path, "proof_args", true, [&](const json& e, const std::string& ep) {
-      Predicate::ProofRef pr;
-      if (!r.object(e, ep, {"kernel", "arg", "pointer_offset", "allocation"})) return;
-      r.integer(e, ep, "kernel", pr.arg.kernel, true, 0, 1u << 20);
-      r.integer(e, ep, "arg", pr.arg.param, true, 0, 1u << 20);
-      r.boolean(e, ep, "pointer_offset", pr.pointer_offset);
-      r.boolean(e, ep, "allocation", pr.allocation);
-      if (pr.pointer_offset && pr.allocation) r.fail(ep, "pointer_offset and allocation exclude each other");
-      p.proof_args.push_back(pr);
-    });
-    if (r.ok() && p.proof_args.empty()) r.fail(join(path, "proof_args"), "expected at least one argument");
-    r.array(j, path, "tuples", true, [&](const json& e, const std::string& ep) {
-      if (!e.is_array() || e.size() != p.proof_args.size()) {
-        return r.fail(ep, "expected an array of " + std::to_string(p.proof_args.size()) + " integers");
-      }
-      std::vector<int64_t> tuple(e.size());
-      for (size_t i = 0; i < e.size() && r.ok(); ++i) {
-        r.integerValue(e[i], indexed(ep, i), tuple[i], std::numeric_limits<int64_t>::min());
-      }
-      p.tuples.push_back(std::move(tuple));
-    });
-  } else {
-    r.oneOf(kind, join(path, "kind"), {"arg_equal", "no_overlap", "same_launch_config", "arg_value", "proven_values"});
   }
-}
-
-void readFused(Reader& r, const json& j, const std::string& path, Plan::Fused& f) {
-  if (!r.object(j, path, {"name", "ptx_file", "arch", "params", "grid", "block", "dynamic_shared_bytes", "parts"})) {
-    return;
+  OJson schema(JsonSchemaWriter& s, const JsonFieldOptions&, JsonType<value_type>) const {
+    return s.def("dim3", [] {
+      return OJson{{"type", "array"},
+                   {"items", {{"type", "integer"}, {"minimum", 1}, {"maximum", std::numeric_limits<uint32_t>::max()}}},
+                   {"minItems", 3},
+                   {"maxItems", 3}};
+    });
   }
-  r.str(j, path, "name", f.name, true);
-  if (r.ok() && f.name.empty()) r.fail(join(path, "name"), "expected a kernel name");
-  r.str(j, path, "ptx_file", f.ptx_file, true);
-  r.str(j, path, "arch", f.arch);
-  if (r.ok() && !f.arch.empty() && !validArch(f.arch)) r.fail(join(path, "arch"), "expected sm_<digits>, e.g. sm_90");
-  r.array(j, path, "params", true, [&](const json& e, const std::string& p) {
-    FusedParam fp;
-    if (!r.object(e, p, {"name", "sources"})) return;
-    r.str(e, p, "name", fp.name, true);
-    r.argRefs(e, p, "sources", fp.sources, true);
-    if (r.ok() && fp.sources.empty()) r.fail(join(p, "sources"), "expected at least one source argument");
-    f.params.push_back(std::move(fp));
-  });
-  r.shapeFields(j, path, f.shape);
-  r.array(j, path, "parts", false, [&](const json& e, const std::string& p) {
-    FusionResult::Part part;
-    if (!r.object(e, p, {"kernel", "first_block", "blocks", "first_thread", "threads", "barrier_id"})) return;
-    r.integer(e, p, "kernel", part.kernel, true, 0, 1u << 20);
-    r.integer(e, p, "first_block", part.first_block);
-    r.integer(e, p, "blocks", part.blocks);
-    r.integer(e, p, "first_thread", part.first_thread);
-    r.integer(e, p, "threads", part.threads);
-    r.integer(e, p, "barrier_id", part.barrier_id, false, -1, 15);
-    f.parts.push_back(part);
-  });
+};
+
+// LaunchShape's JSON form: its own object in argument sets, its fields beside a kernel's elsewhere.
+auto launchShapeFields() {
+  return jsonRecord<core::LaunchShape>(field("grid", &core::LaunchShape::grid, Dim3Json{}).required(),
+                                       field("block", &core::LaunchShape::block, Dim3Json{}).required(),
+                                       field("dynamic_shared_bytes", &core::LaunchShape::dynamic_shared_bytes))
+      .named("shape");
 }
 
-void readResources(Reader& r, const json& j, const std::string& path, KernelResources& k) {
-  if (!r.object(j, path,
-                {"kernel", "arch", "registers", "barriers", "spill_store_bytes", "spill_load_bytes", "stack_bytes",
-                 "static_shared_bytes", "threads_per_block", "occupancy", "occupancy_limiter"})) {
-    return;
-  }
-  r.str(j, path, "kernel", k.kernel, true);
-  r.str(j, path, "arch", k.arch, true);
-  if (r.ok() && !validArch(k.arch)) r.fail(join(path, "arch"), "expected sm_<digits>, e.g. sm_90");
-  r.integer(j, path, "registers", k.registers, true);
-  r.integer(j, path, "barriers", k.barriers);
-  r.integer(j, path, "spill_store_bytes", k.spill_store_bytes);
-  r.integer(j, path, "spill_load_bytes", k.spill_load_bytes);
-  r.integer(j, path, "stack_bytes", k.stack_bytes);
-  r.integer(j, path, "static_shared_bytes", k.static_shared_bytes);
-  r.integer(j, path, "threads_per_block", k.threads_per_block);
-  r.number(j, path, "occupancy", k.occupancy);
-  if (r.ok() && (k.occupancy < 0 || k.occupancy > 1)) r.fail(join(path, "occupancy"), "expected a number in [0, 1]");
-  r.str(j, path, "occupancy_limiter", k.occupancy_limiter);
+auto argRefFields() {
+  return jsonRecord<ArgRef>(field("kernel", &ArgRef::kernel).required().range(0, kMaxIndex),
+                            field("arg", &ArgRef::param).required().range(0, kMaxIndex))
+      .named("arg_ref");
 }
 
-void readArgumentSet(Reader& r, const json& j, const std::string& path, ArgumentSet& s) {
-  if (!r.object(j, path, {"origin", "buffer_bytes", "args", "shapes", "fused_shape"})) return;
-  r.str(j, path, "origin", s.origin);
-  r.array(j, path, "buffer_bytes", true, [&](const json& e, const std::string& p) {
-    uint64_t b = 0;
-    r.integerValue(e, p, b);
-    s.buffer_bytes.push_back(b);
-  });
-  r.array(j, path, "args", true, [&](const json& kernel, const std::string& kp) {
-    if (!kernel.is_array()) return r.fail(kp, "expected an array of arguments");
-    std::vector<ArgValue> values;
-    for (size_t i = 0; i < kernel.size() && r.ok(); ++i) {
-      std::string p = indexed(kp, i);
-      ArgValue v;
-      if (!r.object(kernel[i], p, {"buffer", "offset", "bytes"})) return;
-      if (kernel[i].contains("buffer")) {
-        v.pointer = true;
-        r.integer(kernel[i], p, "buffer", v.buffer, true, 0, 1u << 30);
-        r.integer(kernel[i], p, "offset", v.offset);
-        if (r.ok() && static_cast<size_t>(v.buffer) >= s.buffer_bytes.size()) {
-          r.fail(join(p, "buffer"), "no buffer " + std::to_string(v.buffer) + " (the set has " +
-                                        std::to_string(s.buffer_bytes.size()) + ")");
+auto paramFields() {
+  return jsonRecord<PlanParam>(
+      field("index", &PlanParam::index).required().range(0, kMaxIndex),
+      field("offset", &PlanParam::offset).required().doc("bytes into the argument buffer"),
+      field("size", &PlanParam::size).required(), field("pointer", &PlanParam::pointer).required(),
+      field("access", &PlanParam::access).noneAsEmpty().doc("pointers: how the kernel accesses it; empty: a scalar"),
+      field("element_type", &PlanParam::element_type)
+          .doc("PTX type of the accesses through the pointer; empty: unknown"));
+}
+
+auto kernelFields() {
+  return jsonRecord<PlanKernel>(
+      field("mangled_name", &PlanKernel::mangled_name).required().format(kKernelName),
+      field("module_hash", &PlanKernel::module_hash)
+          .required()
+          .format(kSha256)
+          .doc("hex SHA-256 of the module image (the kernel's identity)"),
+      field("ptx_file", &PlanKernel::ptx_file).required().doc("relative to the plan directory"),
+      embed(&PlanKernel::shape, launchShapeFields()), field("params", &PlanKernel::params).of(paramFields()));
+}
+
+auto proofRefFields() {
+  using ProofRef = Predicate::ProofRef;
+  return jsonRecord<ProofRef>(
+             embed(&ProofRef::arg, argRefFields()),
+             field("pointer_offset", &ProofRef::pointer_offset)
+                 .doc("the byte offset of the pointer into its allocation, not its value"),
+             field("allocation", &ProofRef::allocation)
+                 .omitDefault()
+                 .doc("which allocation the pointer points into: the position, among the proof_args with allocation "
+                      "set, of the first one in the same allocation"))
+      .checkedBy([](JsonFieldReader& r, const std::string& path, const ProofRef& p) {
+        if (p.pointer_offset && p.allocation) r.fail(path, "pointer_offset and allocation exclude each other");
+      });
+}
+
+auto predicateFields() {
+  using K = Predicate::Kind;
+  return jsonRecord<Predicate>(
+             field("kind", &Predicate::kind).discriminator(),
+             field("a", &Predicate::a).of(argRefFields()).required().onlyFor(K::kArgEqual, K::kArgValue),
+             field("b", &Predicate::b).of(argRefFields()).required().onlyFor(K::kArgEqual),
+             field("buffers", &Predicate::buffers)
+                 .of(argRefFields())
+                 .required()
+                 .minItems(2, "expected at least 2 buffers")
+                 .onlyFor(K::kNoOverlap),
+             field("bytes", &Predicate::bytes).onlyFor(K::kNoOverlap).doc("each buffer's size, in buffers' order"),
+             field("value", &Predicate::value, core::JsonHexBytes{})
+                 .required()
+                 .onlyFor(K::kArgValue)
+                 .doc("the scalar's little-endian bytes"),
+             field("proof_args", &Predicate::proof_args)
+                 .of(proofRefFields())
+                 .required()
+                 .minItems(1, "expected at least one argument")
+                 .onlyFor(K::kProvenValues),
+             field("tuples", &Predicate::tuples)
+                 .anyInteger()
+                 .required()
+                 .onlyFor(K::kProvenValues)
+                 .doc("each as long as proof_args: the argument values the legality proof covers"))
+      .checkedBy([](JsonFieldReader& r, const std::string& path, const Predicate& p) {
+        if (!p.bytes.empty() && p.bytes.size() != p.buffers.size()) {
+          return r.fail(JsonReader::join(path, "bytes"), "expected one size per buffer");
         }
-        if (r.ok() && kernel[i].contains("bytes")) r.fail(join(p, "bytes"), "a pointer argument has no bytes");
-      } else {
-        r.hex(kernel[i], p, "bytes", v.bytes, true);
-        if (r.ok() && kernel[i].contains("offset")) r.fail(join(p, "offset"), "a scalar argument has no offset");
-      }
-      values.push_back(std::move(v));
-    }
-    s.args.push_back(std::move(values));
-  });
-  r.array(j, path, "shapes", false, [&](const json& e, const std::string& p) {
-    core::LaunchShape sh;
-    r.shape(e, p, sh);
-    s.shapes.push_back(sh);
-  });
-  if (const json* fs = r.member(j, path, "fused_shape", false)) {
-    core::LaunchShape sh;
-    r.shape(*fs, join(path, "fused_shape"), sh);
-    s.fused_shape = sh;
-  }
+        for (size_t i = 0; i < p.tuples.size(); ++i) {
+          if (p.tuples[i].size() != p.proof_args.size()) {
+            return r.fail(JsonReader::indexed(JsonReader::join(path, "tuples"), i),
+                          "expected an array of " + std::to_string(p.proof_args.size()) + " integers");
+          }
+        }
+      });
 }
 
-void readValidation(Reader& r, const json& j, const std::string& path, PlanValidation& v) {
-  if (!r.object(j, path, {"ptxas_ok", "ptxas_archs", "emulator", "gpu", "seed", "runs", "mismatch", "validated_at"})) {
-    return;
-  }
-  r.boolean(j, path, "ptxas_ok", v.ptxas_ok);
-  r.strings(j, path, "ptxas_archs", v.ptxas_archs);
-  r.str(j, path, "emulator", v.emulator);
-  r.oneOf(v.emulator, join(path, "emulator"), {"passed", "failed", "not-run"});
-  r.str(j, path, "gpu", v.gpu);
-  r.oneOf(v.gpu, join(path, "gpu"), {"passed", "failed", "not-run"});
-  r.integer(j, path, "seed", v.seed);
-  r.integer(j, path, "runs", v.runs);
-  r.str(j, path, "mismatch", v.mismatch);
-  r.str(j, path, "validated_at", v.validated_at);
+auto fusedParamFields() {
+  return jsonRecord<FusedParam>(field("name", &FusedParam::name).required(),
+                                field("sources", &FusedParam::sources)
+                                    .of(argRefFields())
+                                    .required()
+                                    .minItems(1, "expected at least one source argument"));
 }
+
+auto partFields() {
+  using Part = FusionResult::Part;
+  return jsonRecord<Part>(field("kernel", &Part::kernel).required().range(0, kMaxIndex),
+                          field("first_block", &Part::first_block), field("blocks", &Part::blocks),
+                          field("first_thread", &Part::first_thread), field("threads", &Part::threads),
+                          field("barrier_id", &Part::barrier_id)
+                              .range(-1, 15)
+                              .doc("the named barrier the kernel's bar.sync became; -1: none"));
+}
+
+auto fusedFields() {
+  using Fused = Plan::Fused;
+  return jsonRecord<Fused>(field("name", &Fused::name).required().format(kKernelName),
+                           field("ptx_file", &Fused::ptx_file).required().doc("relative to the plan directory"),
+                           field("arch", &Fused::arch)
+                               .format(kArchOrEmpty)
+                               .doc("the architecture the injector loads it for; empty: unknown"),
+                           field("params", &Fused::params).of(fusedParamFields()).required(),
+                           embed(&Fused::shape, launchShapeFields()),
+                           field("parts", &Fused::parts)
+                               .of(partFields())
+                               .doc("horizontal fusions: where each original kernel runs inside the fused launch"));
+}
+
+auto resourceFields() {
+  using K = KernelResources;
+  return jsonRecord<K>(field("kernel", &K::kernel).required(), field("arch", &K::arch).required().format(kArch),
+                       field("registers", &K::registers).required(), field("barriers", &K::barriers),
+                       field("spill_store_bytes", &K::spill_store_bytes),
+                       field("spill_load_bytes", &K::spill_load_bytes), field("stack_bytes", &K::stack_bytes),
+                       field("static_shared_bytes", &K::static_shared_bytes),
+                       field("threads_per_block", &K::threads_per_block),
+                       field("occupancy", &K::occupancy).numberRange(0, 1).doc("active warps / maximum warps per SM"),
+                       field("occupancy_limiter", &K::occupancy_limiter).noneAsEmpty());
+}
+
+auto predictionFields() {
+  using P = Prediction;
+  return jsonRecord<P>(field("gpu", &P::gpu).doc("spec table name"),
+                       field("cost_model_version", &P::cost_model_version), field("measured_ns", &P::measured_ns),
+                       field("fused_ns", &P::fused_ns), field("saving_ns", &P::saving_ns).doc("per occurrence"),
+                       field("occurrences", &P::occurrences), field("total_saving_ns", &P::total_saving_ns),
+                       field("note", &P::note));
+}
+
+// One argument: a pointer ({buffer, offset}) or a scalar ({bytes}).
+struct ArgValueJson {
+  using value_type = ArgValue;
+  void write(const ArgValue& v, json& out, const JsonFieldOptions& o) const {
+    if (v.pointer) {
+      out = json{{"buffer", v.buffer}, {"offset", v.offset}};
+    } else {
+      out = json::object();
+      core::JsonHexBytes{}.write(v.bytes, out["bytes"], o);
+    }
+  }
+  void read(JsonFieldReader& r, const json& j, const std::string& path, ArgValue& v, const JsonFieldOptions& o) const {
+    if (!r.object(j, path, {"buffer", "offset", "bytes"})) return;
+    if (j.contains("buffer")) {
+      v.pointer = true;
+      r.integer(j, path, "buffer", v.buffer, true, 0, 1u << 30);
+      r.integer(j, path, "offset", v.offset);
+      if (r.ok() && j.contains("bytes")) r.fail(JsonReader::join(path, "bytes"), "a pointer argument has no bytes");
+    } else {
+      const json* bytes = r.member(j, path, "bytes", true);
+      if (bytes) core::JsonHexBytes{}.read(r, *bytes, JsonReader::join(path, "bytes"), v.bytes, o);
+      if (r.ok() && j.contains("offset")) r.fail(JsonReader::join(path, "offset"), "a scalar argument has no offset");
+    }
+  }
+  OJson schema(JsonSchemaWriter& s, const JsonFieldOptions& o, JsonType<ArgValue>) const {
+    const OJson bytes = core::JsonHexBytes{}.schema(s, o, {});
+    return s.def("arg_value", [&] {
+      return OJson{{"oneOf",
+                    {{{"type", "object"},
+                      {"additionalProperties", false},
+                      {"required", {"buffer"}},
+                      {"properties",
+                       {{"buffer", {{"type", "integer"}, {"minimum", 0}, {"maximum", 1u << 30}}},
+                        {"offset", {{"type", "integer"}, {"minimum", 0}, {"description", "bytes into the buffer"}}}}},
+                      {"description", "a pointer into one of the set's buffers"}},
+                     {{"type", "object"},
+                      {"additionalProperties", false},
+                      {"required", {"bytes"}},
+                      {"properties", {{"bytes", bytes}}},
+                      {"description", "a scalar's little-endian bytes"}}}}};
+    });
+  }
+};
+
+auto argumentSetFields() {
+  using S = ArgumentSet;
+  return jsonRecord<S>(
+             field("origin", &S::origin).doc("where the values come from, for people"),
+             field("buffer_bytes", &S::buffer_bytes).required(),
+             field("args", &S::args).of(ArgValueJson{}).required().doc("[kernel][param]"),
+             field("shapes", &S::shapes).of(launchShapeFields()).doc("[kernel]; empty: the pattern's launch shapes"),
+             field("fused_shape", &S::fused_shape)
+                 .of(launchShapeFields())
+                 .doc("the fused launch for these shapes; absent: the fused kernel's"))
+      .checkedBy([](JsonFieldReader& r, const std::string& path, const ArgumentSet& s) {
+        for (size_t k = 0; k < s.args.size(); ++k) {
+          for (size_t i = 0; i < s.args[k].size(); ++i) {
+            const ArgValue& v = s.args[k][i];
+            if (v.pointer && static_cast<size_t>(v.buffer) >= s.buffer_bytes.size()) {
+              return r.fail(
+                  JsonReader::join(JsonReader::indexed(JsonReader::indexed(JsonReader::join(path, "args"), k), i),
+                                   "buffer"),
+                  "no buffer " + std::to_string(v.buffer) + " (the set has " + std::to_string(s.buffer_bytes.size()) +
+                      ")");
+            }
+          }
+        }
+      });
+}
+
+auto validationFields() {
+  using V = PlanValidation;
+  return jsonRecord<V>(
+      field("ptxas_ok", &V::ptxas_ok), field("ptxas_archs", &V::ptxas_archs).format(kArch),
+      field("emulator", &V::emulator).doc("differential validation on kfuse's emulator"),
+      field("gpu", &V::gpu).doc("differential validation on a GPU (--backend gpu)"), field("seed", &V::seed),
+      field("runs", &V::runs).doc("argument sets x data trials executed"),
+      field("mismatch", &V::mismatch).doc("the first mismatch or failure, as a sentence; empty when none"),
+      field("validated_at", &V::validated_at).format(kUtcTime));
+}
+
+void checkReferences(JsonFieldReader& r, const std::string& path, const Plan& plan);
+
+auto planFields() {
+  using core::FusionKind;
+  return jsonRecord<Plan>(
+             field("source_trace", &Plan::source_trace).doc("the trace the candidate came from"),
+             field("candidate_rank", &Plan::candidate_rank),
+             field("fusion", &Plan::fusion)
+                 .discriminator()
+                 .doc("how the kernels share the fused launch (docs/analyzer.md, Fusion kinds)"),
+             field("layout", &Plan::layout)
+                 .required()
+                 .onlyFor(FusionKind::kHorizontal)
+                 .doc("horizontal fusions: how the kernels share the launch"),
+             group<Plan>("pattern",
+                         field("kernels", &Plan::kernels)
+                             .of(kernelFields())
+                             .required()
+                             .minItems(1, "expected at least one kernel")
+                             .doc("the launches the injector replaces, in launch order"),
+                         field("predicates", &Plan::predicates)
+                             .of(predicateFields())
+                             .doc("what must hold of the arguments for the fused kernel to run instead"))
+                 .required(),
+             field("fused_kernel", &Plan::fused).of(fusedFields()).required(),
+             field("targets", &Plan::targets).format(kArch).doc("architectures the fused kernel was compiled for"),
+             field("resources", &Plan::resources).of(resourceFields()), field("aggressive", &Plan::aggressive),
+             field("dropped_buffers", &Plan::dropped_buffers)
+                 .of(argRefFields())
+                 .doc("--aggressive: the intermediates whose stores were dropped"),
+             field("prediction", &Plan::prediction).of(predictionFields()),
+             field("argument_sets", &Plan::argument_sets).of(argumentSetFields()),
+             field("validation", &Plan::validation).of(validationFields()), field("notes", &Plan::notes))
+      .checkedBy(checkReferences);
+}
+
+constexpr core::JsonDocumentInfo kPlanDocument{
+    "kfuse-plan", kPlanVersion, "https://kfuse.dev/schemas/plan.schema.json", "kfuse fusion plan",
+    "PLAN_DIR/plan.json: what `kfuse rewrite` writes, `kfuse validate` checks and updates, and the injector reads: "
+    "the launch pattern to recognise (kernel identities and launch shapes), the argument predicates that must "
+    "hold, the fused kernel with its parameter and launch mapping, resources per architecture, the predicted "
+    "saving, the argument sets validation runs with, and how the plan was validated. Generated from the field "
+    "lists in rewriter/src/plan.cpp (kfuse_schema_gen), which the plan's reader and writer follow too; see "
+    "rewriter/include/kfuse/rewriter/plan.h for the fields' meanings."};
+
+// ---- reading ----
 
 // Cross-references that the field-by-field reader cannot see: every ArgRef must name a kernel and a parameter
 // of the pattern, and every argument set must give each kernel its arguments.
-void checkReferences(Reader& r, const Plan& plan) {
+void checkReferences(JsonFieldReader& r, const std::string& /*path*/, const Plan& plan) {
   auto ref = [&](const ArgRef& a, const std::string& path) {
     if (!r.ok()) return;
     if (a.kernel < 0 || static_cast<size_t>(a.kernel) >= plan.kernels.size()) {
@@ -430,6 +382,7 @@ void checkReferences(Reader& r, const Plan& plan) {
                                 std::to_string(k.params.size()) + " parameters");
     }
   };
+  auto indexed = [](const std::string& path, size_t i) { return JsonReader::indexed(path, i); };
   for (size_t i = 0; i < plan.predicates.size(); ++i) {
     const Predicate& p = plan.predicates[i];
     std::string path = indexed("pattern.predicates", i);
@@ -471,83 +424,63 @@ void checkReferences(Reader& r, const Plan& plan) {
   }
 }
 
-Plan readPlanJson(Reader& r, const json& j) {
+// A version 3 plan in version 4's form: "kind" (vertical, horizontal) and, for vertical fusions, "layout"
+// (epilogue, block-level, prologue; absent: thread-local) become "fusion"; a horizontal fusion's "layout" stays.
+void upgradeFromVersion3(JsonFieldReader& r, json& j) {
+  if (j.contains("fusion")) return r.fail("fusion", "unknown field");
+  std::string kind;
+  r.str(j, "", "kind", kind, /*required=*/true);
+  if (!r.ok()) return;
+  if (kind != "vertical" && kind != "horizontal") return r.unknownName("kind", kind, {"vertical", "horizontal"});
+  j.erase("kind");
+  if (kind == "horizontal") {
+    j["fusion"] = core::enumName(core::FusionKind::kHorizontal);
+    return;
+  }
+  std::string layout;
+  r.str(j, "", "layout", layout);
+  if (!r.ok()) return;
+  if (layout.empty()) {
+    j["fusion"] = core::enumName(core::FusionKind::kThreadLocal);
+  } else if (layout == "epilogue" || layout == "block-level" || layout == "prologue") {
+    j["fusion"] = layout;
+  } else {
+    return r.unknownName("layout", layout, {"epilogue", "block-level", "prologue"});
+  }
+  j.erase("layout");
+}
+
+Plan readPlanJson(JsonFieldReader& r, const json& document) {
   Plan plan;
-  if (!r.object(j, "",
-                {"format", "version", "source_trace", "candidate_rank", "kind", "layout", "pattern", "fused_kernel",
-                 "targets", "resources", "aggressive", "dropped_buffers", "prediction", "argument_sets", "validation",
-                 "notes"})) {
+  if (!document.is_object()) {
+    r.fail("(document)", "expected an object");
     return plan;
   }
   std::string format;
-  r.str(j, "", "format", format, true);
-  if (r.ok() && format != kFormatName) r.fail("format", "expected \"kfuse-plan\", got \"" + format + "\"");
-  r.integer(j, "", "version", plan.version, true, 0, 1u << 20);
-  if (r.ok() && plan.version != kPlanVersion) {
+  r.str(document, "", "format", format, true);
+  if (r.ok() && format != kPlanDocument.format) r.fail("format", "expected \"kfuse-plan\", got \"" + format + "\"");
+  r.integer(document, "", "version", plan.version, true, 0, 1u << 20);
+  if (r.ok() && (plan.version < kOldestPlanVersion || plan.version > kPlanVersion)) {
     r.fail("",
-           "plan version " + std::to_string(plan.version) + " is not supported by this kfuse (reads version " +
-               std::to_string(kPlanVersion) + "); re-run kfuse rewrite",
+           "plan version " + std::to_string(plan.version) + " is not supported by this kfuse (reads versions " +
+               std::to_string(kOldestPlanVersion) + " to " + std::to_string(kPlanVersion) + "); re-run kfuse rewrite",
            ErrorCode::kUnsupportedVersion);
   }
-  r.str(j, "", "source_trace", plan.source_trace);
-  r.integer(j, "", "candidate_rank", plan.candidate_rank);
-  r.str(j, "", "kind", plan.kind, true);
-  r.oneOf(plan.kind, "kind", {"vertical", "horizontal"});
-  r.str(j, "", "layout", plan.layout);
-  if (r.ok() && !plan.layout.empty())
-    r.oneOf(plan.layout, "layout", {"block-partitioned", "thread-partitioned", "epilogue", "block-level", "prologue"});
-
-  if (const json* pattern = r.member(j, "", "pattern", true)) {
-    if (r.object(*pattern, "pattern", {"kernels", "predicates"})) {
-      r.array(*pattern, "pattern", "kernels", true, [&](const json& e, const std::string& p) {
-        PlanKernel k;
-        readKernel(r, e, p, k);
-        plan.kernels.push_back(std::move(k));
-      });
-      if (r.ok() && plan.kernels.empty()) r.fail("pattern.kernels", "expected at least one kernel");
-      r.array(*pattern, "pattern", "predicates", false, [&](const json& e, const std::string& p) {
-        Predicate pred;
-        readPredicate(r, e, p, pred);
-        plan.predicates.push_back(std::move(pred));
-      });
-    }
+  if (!r.ok()) return plan;
+  if (plan.version == 3) {
+    json upgraded = document;
+    upgradeFromVersion3(r, upgraded);
+    core::readJsonDocument(r, upgraded, planFields(), plan);
+  } else {
+    core::readJsonDocument(r, document, planFields(), plan);
   }
-  if (const json* fused = r.member(j, "", "fused_kernel", true)) readFused(r, *fused, "fused_kernel", plan.fused);
-  r.strings(j, "", "targets", plan.targets);
-  for (size_t i = 0; i < plan.targets.size() && r.ok(); ++i) {
-    if (!validArch(plan.targets[i])) r.fail(indexed("targets", i), "expected sm_<digits>, e.g. sm_90");
-  }
-  r.array(j, "", "resources", false, [&](const json& e, const std::string& p) {
-    KernelResources k;
-    readResources(r, e, p, k);
-    plan.resources.push_back(std::move(k));
-  });
-  r.boolean(j, "", "aggressive", plan.aggressive);
-  r.argRefs(j, "", "dropped_buffers", plan.dropped_buffers);
-  if (const json* pred = r.member(j, "", "prediction", false)) {
-    Prediction& p = plan.prediction;
-    if (r.object(*pred, "prediction",
-                 {"gpu", "cost_model_version", "measured_ns", "fused_ns", "saving_ns", "occurrences", "total_saving_ns",
-                  "note"})) {
-      r.str(*pred, "prediction", "gpu", p.gpu);
-      r.integer(*pred, "prediction", "cost_model_version", p.cost_model_version);
-      r.number(*pred, "prediction", "measured_ns", p.measured_ns);
-      r.number(*pred, "prediction", "fused_ns", p.fused_ns);
-      r.number(*pred, "prediction", "saving_ns", p.saving_ns);
-      r.integer(*pred, "prediction", "occurrences", p.occurrences);
-      r.number(*pred, "prediction", "total_saving_ns", p.total_saving_ns);
-      r.str(*pred, "prediction", "note", p.note);
-    }
-  }
-  r.array(j, "", "argument_sets", false, [&](const json& e, const std::string& p) {
-    ArgumentSet s;
-    readArgumentSet(r, e, p, s);
-    plan.argument_sets.push_back(std::move(s));
-  });
-  if (const json* v = r.member(j, "", "validation", false)) readValidation(r, *v, "validation", plan.validation);
-  r.strings(j, "", "notes", plan.notes);
-  if (r.ok()) checkReferences(r, plan);
   return plan;
+}
+
+std::string hexBytes(const std::vector<uint8_t>& bytes) {
+  json j;
+  core::JsonHexBytes{}.write(bytes, j, {});
+  return j.get<std::string>();
 }
 
 std::string shapeText(const core::LaunchShape& s) {
@@ -566,108 +499,16 @@ std::string argRefText(const Plan& plan, const ArgRef& r) {
 
 }  // namespace
 
-const char* predicateKindName(Predicate::Kind k) {
-  switch (k) {
-    case Predicate::Kind::kArgEqual: return "arg_equal";
-    case Predicate::Kind::kNoOverlap: return "no_overlap";
-    case Predicate::Kind::kSameLaunchConfig: return "same_launch_config";
-    case Predicate::Kind::kArgValue: return "arg_value";
-    case Predicate::Kind::kProvenValues: return "proven_values";
-  }
-  return "unknown";
+nlohmann::json planToJson(const Plan& plan) {
+  return core::writeJsonDocument(kPlanDocument, planFields(), plan);
 }
 
-nlohmann::json planToJson(const Plan& plan) {
-  json kernels = json::array();
-  for (const PlanKernel& k : plan.kernels) {
-    json params = json::array();
-    for (const PlanParam& p : k.params) {
-      params.push_back(json{{"index", p.index},
-                            {"offset", p.offset},
-                            {"size", p.size},
-                            {"pointer", p.pointer},
-                            {"access", p.access},
-                            {"element_type", p.element_type}});
-    }
-    json jk{{"mangled_name", k.mangled_name}, {"module_hash", k.module_hash}, {"ptx_file", k.ptx_file}};
-    putShape(jk, k.shape);
-    jk["params"] = std::move(params);
-    kernels.push_back(std::move(jk));
-  }
-  json predicates = json::array();
-  for (const Predicate& p : plan.predicates) predicates.push_back(predicateJson(p));
-
-  json fparams = json::array();
-  for (const FusedParam& p : plan.fused.params)
-    fparams.push_back(json{{"name", p.name}, {"sources", argRefsJson(p.sources)}});
-  json parts = json::array();
-  for (const FusionResult::Part& p : plan.fused.parts) {
-    parts.push_back(json{{"kernel", p.kernel},
-                         {"first_block", p.first_block},
-                         {"blocks", p.blocks},
-                         {"first_thread", p.first_thread},
-                         {"threads", p.threads},
-                         {"barrier_id", p.barrier_id}});
-  }
-  json fused{{"name", plan.fused.name},
-             {"ptx_file", plan.fused.ptx_file},
-             {"arch", plan.fused.arch},
-             {"params", std::move(fparams)}};
-  putShape(fused, plan.fused.shape);
-  fused["parts"] = std::move(parts);
-
-  json resources = json::array();
-  for (const KernelResources& k : plan.resources) {
-    resources.push_back(json{{"kernel", k.kernel},
-                             {"arch", k.arch},
-                             {"registers", k.registers},
-                             {"barriers", k.barriers},
-                             {"spill_store_bytes", k.spill_store_bytes},
-                             {"spill_load_bytes", k.spill_load_bytes},
-                             {"stack_bytes", k.stack_bytes},
-                             {"static_shared_bytes", k.static_shared_bytes},
-                             {"threads_per_block", k.threads_per_block},
-                             {"occupancy", std::isfinite(k.occupancy) ? k.occupancy : 0.0},
-                             {"occupancy_limiter", k.occupancy_limiter}});
-  }
-  auto finite = [](double d) { return std::isfinite(d) ? d : 0.0; };
-  const Prediction& pr = plan.prediction;
-  json prediction{{"gpu", pr.gpu},
-                  {"cost_model_version", pr.cost_model_version},
-                  {"measured_ns", finite(pr.measured_ns)},
-                  {"fused_ns", finite(pr.fused_ns)},
-                  {"saving_ns", finite(pr.saving_ns)},
-                  {"occurrences", pr.occurrences},
-                  {"total_saving_ns", finite(pr.total_saving_ns)},
-                  {"note", pr.note}};
-  json sets = json::array();
-  for (const ArgumentSet& s : plan.argument_sets) sets.push_back(argumentSetJson(s));
-  const PlanValidation& v = plan.validation;
-  json validation{{"ptxas_ok", v.ptxas_ok}, {"ptxas_archs", v.ptxas_archs},
-                  {"emulator", v.emulator}, {"gpu", v.gpu},
-                  {"seed", v.seed},         {"runs", v.runs},
-                  {"mismatch", v.mismatch}, {"validated_at", v.validated_at}};
-  json j{{"format", kFormatName},
-         {"version", kPlanVersion},
-         {"source_trace", plan.source_trace},
-         {"candidate_rank", plan.candidate_rank},
-         {"kind", plan.kind}};
-  if (!plan.layout.empty()) j["layout"] = plan.layout;
-  j["pattern"] = json{{"kernels", std::move(kernels)}, {"predicates", std::move(predicates)}};
-  j["fused_kernel"] = std::move(fused);
-  j["targets"] = plan.targets;
-  j["resources"] = std::move(resources);
-  j["aggressive"] = plan.aggressive;
-  j["dropped_buffers"] = argRefsJson(plan.dropped_buffers);
-  j["prediction"] = std::move(prediction);
-  j["argument_sets"] = std::move(sets);
-  j["validation"] = std::move(validation);
-  j["notes"] = plan.notes;
-  return j;
+std::string planJsonSchema() {
+  return core::jsonDocumentSchema(kPlanDocument, planFields());
 }
 
 Expected<Plan> planFromJson(const nlohmann::json& j, const std::string& source) {
-  Reader r(source);
+  JsonFieldReader r(source);
   Plan plan;
   try {
     plan = readPlanJson(r, j);
@@ -709,8 +550,12 @@ Status writePlan(const std::string& dir, const Plan& plan) {
 std::string planReadme(const Plan& plan) {
   std::ostringstream o;
   o << "# kfuse plan: `" << plan.fused.name << "`\n\n";
-  o << "A " << (plan.kind.empty() ? "fusion" : plan.kind + " fusion");
-  if (!plan.layout.empty()) o << " (" << plan.layout << ")";
+  o << "A " << core::fusionDirection(plan.fusion) << " fusion";
+  if (plan.layout) {
+    o << " (" << horizontalLayoutName(*plan.layout) << ")";
+  } else if (plan.fusion != core::FusionKind::kThreadLocal) {
+    o << " (" << core::enumName(plan.fusion) << ")";
+  }
   o << " of " << plan.kernels.size() << " kernels";
   if (!plan.source_trace.empty()) o << ", candidate " << plan.candidate_rank << " of `" << plan.source_trace << "`";
   o << ". `plan.json` holds the same facts for kfuse (schemas/plan.schema.json, version " << kPlanVersion << ").\n\n";
@@ -812,7 +657,8 @@ std::string planReadme(const Plan& plan) {
       std::snprintf(occ, sizeof occ, "%.0f%%", k.occupancy * 100);
       o << "| `" << k.kernel << "` | " << k.arch << " | " << k.registers << " | " << k.spill_store_bytes << "/"
         << k.spill_load_bytes << " | " << k.stack_bytes << " | " << k.static_shared_bytes << " | "
-        << k.threads_per_block << " | " << occ << " | " << k.occupancy_limiter << " |\n";
+        << k.threads_per_block << " | " << occ << " | "
+        << (k.occupancy_limiter ? core::enumName(*k.occupancy_limiter) : "") << " |\n";
     }
   }
   if (!plan.targets.empty()) {
@@ -838,7 +684,7 @@ std::string planReadme(const Plan& plan) {
   o << "\n## Validation\n\n";
   o << "- ptxas: " << (v.ptxas_ok ? "compiled" : "not compiled");
   for (const std::string& a : v.ptxas_archs) o << " " << a;
-  o << "\n- emulator: " << v.emulator << "\n- gpu: " << v.gpu << "\n";
+  o << "\n- emulator: " << core::enumName(v.emulator) << "\n- gpu: " << core::enumName(v.gpu) << "\n";
   if (v.runs > 0) o << "- " << v.runs << " runs, seed " << v.seed << "\n";
   if (!v.validated_at.empty()) o << "- at " << v.validated_at << "\n";
   if (!v.mismatch.empty()) o << "- first mismatch: " << v.mismatch << "\n";

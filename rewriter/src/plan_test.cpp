@@ -20,7 +20,6 @@ const std::string kHash(64, 'a');
 // Every field set, so a round trip shows that none is lost.
 Plan fullPlan() {
   Plan p = testing::scaleAddPlan(kHash);
-  p.layout = "";
   Predicate value;
   value.kind = Predicate::Kind::kArgValue;
   value.a = {0, 3};
@@ -32,12 +31,13 @@ Plan fullPlan() {
   proven.tuples = {{1000, 0, 0}, {32768, -4, 0}};
   p.predicates.push_back(proven);
   p.fused.parts = {{0, 0, 128, 0, 256, -1}, {1, 0, 128, 0, 256, 3}};
-  p.resources = {{"scale", "sm_90", 8, 0, 0, 0, 0, 0, 256, 1.0, "warps"},
-                 {"kfuse_scale_add", "sm_90", 12, 1, 4, 8, 16, 0, 256, 0.75, "registers"}};
+  p.resources = {{"scale", "sm_90", 8, 0, 0, 0, 0, 0, 256, 1.0, OccupancyLimiter::kWarps},
+                 {"kfuse_scale_add", "sm_90", 12, 1, 4, 8, 16, 0, 256, 0.75, OccupancyLimiter::kRegisters}};
   p.aggressive = true;
   p.dropped_buffers = {{0, 1}};
   p.prediction = {"H100 SXM5", 3, 5200.5, 3100.25, 2100.25, 300, 630075, "memory bound"};
-  p.validation = {true, {"sm_80", "sm_90"}, "passed", "not-run", 7, 8, "", "2026-11-25T14:00:00Z"};
+  p.validation = {true, {"sm_80", "sm_90"},    ValidationVerdict::kPassed, ValidationVerdict::kNotRun, 7, 8,
+                  "",   "2026-11-25T14:00:00Z"};
   return p;
 }
 
@@ -84,7 +84,8 @@ TEST(PlanJson, RefusesOtherVersionsAndSaysWhatToDo) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kUnsupportedVersion);
   EXPECT_EQ(p.status().message(),
-            "plan/plan.json: plan version 1 is not supported by this kfuse (reads version 3); re-run kfuse rewrite");
+            "plan/plan.json: plan version 1 is not supported by this kfuse (reads versions 3 to 4); re-run kfuse "
+            "rewrite");
 }
 
 TEST(PlanJson, NamesMissingAndUnknownFields) {
@@ -124,6 +125,93 @@ TEST(PlanJson, RejectsOutOfRangeNumbers) {
   j = planToJson(fullPlan());
   j["validation"]["runs"] = -3;
   EXPECT_EQ(parse(j).status().message(), "plan/plan.json: validation.runs: integer out of range (at least 0)");
+}
+
+TEST(PlanJson, NamesTheFusionKindAndOnlyHorizontalFusionsALayout) {
+  Plan p = fullPlan();
+  json j = planToJson(p);
+  EXPECT_EQ(j["fusion"], "thread-local");
+  EXPECT_FALSE(j.contains("layout"));
+  EXPECT_FALSE(j.contains("kind"));
+  p.fusion = core::FusionKind::kHorizontal;
+  p.layout = HorizontalLayout::kThreadPartitioned;
+  j = planToJson(p);
+  EXPECT_EQ(j["fusion"], "horizontal");
+  EXPECT_EQ(j["layout"], "thread-partitioned");
+  auto back = parse(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->fusion, core::FusionKind::kHorizontal);
+  EXPECT_EQ(back->layout, HorizontalLayout::kThreadPartitioned);
+  j.erase("layout");
+  EXPECT_EQ(parse(j).status().message(), "plan/plan.json: layout: missing required field");
+  j = planToJson(fullPlan());
+  j["layout"] = "block-partitioned";
+  EXPECT_EQ(parse(j).status().message(), "plan/plan.json: layout: not allowed when fusion is \"thread-local\"");
+  j["fusion"] = "sideways";
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: fusion: expected one of \"thread-local\", \"epilogue\", \"horizontal\", "
+            "\"block-level\", \"prologue\", got \"sideways\"");
+}
+
+// Version 3 named the fusion with "kind" (vertical, horizontal) and, for vertical fusions, "layout".
+TEST(PlanJson, ReadsVersion3Plans) {
+  auto v3 = [](const char* kind, const char* layout) {
+    json j = planToJson(fullPlan());
+    j["version"] = 3;
+    j.erase("fusion");
+    j["kind"] = kind;
+    if (layout) j["layout"] = layout;
+    return parse(j);
+  };
+  const struct {
+    const char* kind;
+    const char* layout;
+    core::FusionKind fusion;
+  } cases[] = {{"vertical", nullptr, core::FusionKind::kThreadLocal},
+               {"vertical", "epilogue", core::FusionKind::kEpilogue},
+               {"vertical", "block-level", core::FusionKind::kBlockLevel},
+               {"vertical", "prologue", core::FusionKind::kPrologue},
+               {"horizontal", "block-partitioned", core::FusionKind::kHorizontal}};
+  for (const auto& c : cases) {
+    auto p = v3(c.kind, c.layout);
+    ASSERT_TRUE(p.ok()) << c.kind << " " << (c.layout ? c.layout : "") << ": " << p.status().message();
+    EXPECT_EQ(p->fusion, c.fusion);
+    EXPECT_EQ(p->version, 3);
+    EXPECT_EQ(p->layout.has_value(), c.fusion == core::FusionKind::kHorizontal);
+    EXPECT_EQ(planToJson(*p)["version"], kPlanVersion);
+  }
+  EXPECT_EQ(v3("vertical", "thread-partitioned").status().message(),
+            "plan/plan.json: layout: expected one of \"epilogue\", \"block-level\", \"prologue\", got "
+            "\"thread-partitioned\"");
+  EXPECT_EQ(v3("diagonal", nullptr).status().message(),
+            "plan/plan.json: kind: expected one of \"vertical\", \"horizontal\", got \"diagonal\"");
+  EXPECT_EQ(v3("horizontal", nullptr).status().message(), "plan/plan.json: layout: missing required field");
+}
+
+TEST(PlanJson, ReadsEveryAccessModeTheRewriterWrites) {
+  Plan p = fullPlan();
+  p.kernels[0].params[0].access = core::AccessMode::kReadWrite;
+  p.kernels[0].params[1].access = core::AccessMode::kNone;
+  json j = planToJson(p);
+  EXPECT_EQ(j["pattern"]["kernels"][0]["params"][0]["access"], "read_write");
+  EXPECT_EQ(j["pattern"]["kernels"][0]["params"][2]["access"], "");
+  auto back = parse(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->kernels[0].params[0].access, core::AccessMode::kReadWrite);
+  EXPECT_EQ(back->kernels[0].params[1].access, core::AccessMode::kNone);
+  EXPECT_FALSE(back->kernels[0].params[2].access.has_value());
+  j["pattern"]["kernels"][0]["params"][0]["access"] = "sometimes";
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: pattern.kernels[0].params[0].access: expected one of \"unknown\", \"none\", \"read\", "
+            "\"write\", \"read_write\", got \"sometimes\"");
+}
+
+TEST(PlanJson, RefusesAPredicateFieldItsKindDoesNotHave) {
+  json j = planToJson(fullPlan());
+  ASSERT_EQ(j["pattern"]["predicates"][0]["kind"], "arg_equal");
+  j["pattern"]["predicates"][0]["value"] = "00";
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: pattern.predicates[0].value: not allowed when kind is \"arg_equal\"");
 }
 
 // Replaces every value of the document, one at a time, with values of every other type and extreme numbers:
@@ -168,7 +256,7 @@ TEST(PlanFiles, WriteIsAtomicAndReadsBack) {
   fs::path dir = kfuse::testing::processTempDir("kfuse_plan_test_") / "write";
   Plan plan = fullPlan();
   ASSERT_TRUE(writePlan(dir.string(), plan).ok());
-  plan.validation.emulator = "failed";
+  plan.validation.emulator = ValidationVerdict::kFailed;
   ASSERT_TRUE(writePlan(dir.string(), plan).ok());  // over an existing plan
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -178,7 +266,7 @@ TEST(PlanFiles, WriteIsAtomicAndReadsBack) {
   EXPECT_EQ(files, 1);
   auto back = readPlan(dir.string());
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->validation.emulator, "failed");
+  EXPECT_EQ(back->validation.emulator, ValidationVerdict::kFailed);
   EXPECT_EQ(planToJson(*back), planToJson(plan));
 }
 

@@ -176,12 +176,12 @@ Status computeOccupancy(KernelResources& r, uint32_t threads_per_block, uint64_t
 
   // Blocks per SM each resource allows, in the order ties are broken.
   struct Limit {
-    const char* name;
+    OccupancyLimiter name;
     int64_t blocks;
   };
   std::vector<Limit> by;
-  by.push_back({"warps", l.max_warps_per_sm / warps_per_block});
-  by.push_back({"blocks", l.max_blocks_per_sm});
+  by.push_back({OccupancyLimiter::kWarps, l.max_warps_per_sm / warps_per_block});
+  by.push_back({OccupancyLimiter::kBlocks, l.max_blocks_per_sm});
 
   std::string cannot_run;  // why not even one block fits
   const int64_t regs_per_warp = static_cast<int64_t>(roundUp(
@@ -191,33 +191,33 @@ Status computeOccupancy(KernelResources& r, uint32_t threads_per_block, uint64_t
       regs_per_warp * static_cast<int64_t>(roundUp(static_cast<uint64_t>(warps_per_block),
                                                    static_cast<uint64_t>(l.register_file_partitions)));
   if (r.registers > l.max_registers_per_thread) {
-    by.push_back({"registers", 0});
+    by.push_back({OccupancyLimiter::kRegisters, 0});
     cannot_run = std::to_string(r.registers) + " registers per thread exceed the maximum of " +
                  std::to_string(l.max_registers_per_thread);
   } else if (regs_per_block > l.registers_per_sm) {
-    by.push_back({"registers", 0});
+    by.push_back({OccupancyLimiter::kRegisters, 0});
     cannot_run = "a block of " + std::to_string(threads_per_block) + " threads with " + std::to_string(r.registers) +
                  " registers each is allocated " + std::to_string(regs_per_block) + " registers; an SM has " +
                  std::to_string(l.registers_per_sm);
   } else if (regs_per_warp > 0) {
     const int64_t warps_per_partition = l.registers_per_sm / l.register_file_partitions / regs_per_warp;
-    by.push_back({"registers", warps_per_partition * l.register_file_partitions / warps_per_block});
+    by.push_back({OccupancyLimiter::kRegisters, warps_per_partition * l.register_file_partitions / warps_per_block});
   }
 
   const uint64_t shared_per_block =
       roundUp(r.static_shared_bytes + dynamic_shared_bytes + l.reserved_shared_per_block, l.shared_allocation_unit);
   if (shared_per_block > l.max_shared_per_block + l.reserved_shared_per_block) {
-    by.push_back({"shared memory", 0});
+    by.push_back({OccupancyLimiter::kSharedMemory, 0});
     if (cannot_run.empty()) {
       cannot_run = std::to_string(r.static_shared_bytes) + " bytes of static and " +
                    std::to_string(dynamic_shared_bytes) + " bytes of dynamic shared memory exceed the " +
                    std::to_string(l.max_shared_per_block) + " bytes a block may have";
     }
   } else if (shared_per_block > 0) {
-    by.push_back({"shared memory", static_cast<int64_t>(l.shared_per_sm / shared_per_block)});
+    by.push_back({OccupancyLimiter::kSharedMemory, static_cast<int64_t>(l.shared_per_sm / shared_per_block)});
   }
 
-  if (r.barriers > 0) by.push_back({"barriers", l.barriers_per_sm / r.barriers});
+  if (r.barriers > 0) by.push_back({OccupancyLimiter::kBarriers, l.barriers_per_sm / r.barriers});
 
   const Limit* least = &by.front();
   for (const Limit& x : by) {

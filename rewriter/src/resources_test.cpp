@@ -166,7 +166,7 @@ TEST(Occupancy, FullWhenNothingButWarpsLimits) {
   ASSERT_TRUE(computeOccupancy(r, 256, 0).ok());
   EXPECT_EQ(r.threads_per_block, 256u);
   EXPECT_DOUBLE_EQ(r.occupancy, 1.0);
-  EXPECT_EQ(r.occupancy_limiter, "warps");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kWarps);
 }
 
 TEST(Occupancy, RegistersHalveIt) {
@@ -175,7 +175,7 @@ TEST(Occupancy, RegistersHalveIt) {
   KernelResources r = kernel("sm_90", 64);
   ASSERT_TRUE(computeOccupancy(r, 256, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 0.5);
-  EXPECT_EQ(r.occupancy_limiter, "registers");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kRegisters);
 }
 
 TEST(Occupancy, RegistersAreAllocatedPerWarpInUnitsAndPerPartition) {
@@ -185,7 +185,7 @@ TEST(Occupancy, RegistersAreAllocatedPerWarpInUnitsAndPerPartition) {
   KernelResources r = kernel("sm_90", 40);
   ASSERT_TRUE(computeOccupancy(r, 96, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 0.75);
-  EXPECT_EQ(r.occupancy_limiter, "registers");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kRegisters);
   // 33 registers: 1056 rounds up to 1280, the same as 40.
   KernelResources r33 = kernel("sm_90", 33);
   ASSERT_TRUE(computeOccupancy(r33, 96, 0).ok());
@@ -198,7 +198,7 @@ TEST(Occupancy, SharedMemoryCountsTheReservedKilobyte) {
   KernelResources r = kernel("sm_90", 32, 48 * 1024);
   ASSERT_TRUE(computeOccupancy(r, 256, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 0.5);
-  EXPECT_EQ(r.occupancy_limiter, "shared memory");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kSharedMemory);
   // The same as dynamic shared memory, split 16 KiB static + 32 KiB dynamic.
   KernelResources split = kernel("sm_90", 32, 16 * 1024);
   ASSERT_TRUE(computeOccupancy(split, 256, 32 * 1024).ok());
@@ -215,7 +215,7 @@ TEST(Occupancy, SharedMemoryRoundsUpToTheAllocationUnit) {
   KernelResources r = kernel("sm_75", 16, 20000);
   ASSERT_TRUE(computeOccupancy(r, 256, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 0.75);
-  EXPECT_EQ(r.occupancy_limiter, "shared memory");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kSharedMemory);
 }
 
 TEST(Occupancy, TheBlockLimitBindsSmallBlocks) {
@@ -223,7 +223,7 @@ TEST(Occupancy, TheBlockLimitBindsSmallBlocks) {
   KernelResources r = kernel("sm_90", 16);
   ASSERT_TRUE(computeOccupancy(r, 32, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 0.5);
-  EXPECT_EQ(r.occupancy_limiter, "blocks");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kBlocks);
 }
 
 TEST(Occupancy, PartialWarpsCountAsWholeWarps) {
@@ -232,7 +232,7 @@ TEST(Occupancy, PartialWarpsCountAsWholeWarps) {
   KernelResources r = kernel("sm_86", 16);
   ASSERT_TRUE(computeOccupancy(r, 100, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 1.0);
-  EXPECT_EQ(r.occupancy_limiter, "warps");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kWarps);
 }
 
 TEST(Occupancy, BarriersLimitBlocksWhereAnSmHasOnePerBlock) {
@@ -242,7 +242,7 @@ TEST(Occupancy, BarriersLimitBlocksWhereAnSmHasOnePerBlock) {
   KernelResources r = kernel("sm_86", 16, 0, /*barriers=*/2);
   ASSERT_TRUE(computeOccupancy(r, 64, 0).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 16.0 / 48.0);
-  EXPECT_EQ(r.occupancy_limiter, "barriers");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kBarriers);
   // sm_90 has two per block slot: 64 / 2 = 32 blocks, no limit below the block limit.
   KernelResources h = kernel("sm_90", 16, 0, 2);
   ASSERT_TRUE(computeOccupancy(h, 64, 0).ok());
@@ -254,7 +254,7 @@ TEST(Occupancy, TheLargestSharedMemoryABlockMayOptInToStillRuns) {
   KernelResources r = kernel("sm_90", 32, 0);
   ASSERT_TRUE(computeOccupancy(r, 256, 227 * 1024).ok());
   EXPECT_DOUBLE_EQ(r.occupancy, 0.125);
-  EXPECT_EQ(r.occupancy_limiter, "shared memory");
+  EXPECT_EQ(r.occupancy_limiter, OccupancyLimiter::kSharedMemory);
 }
 
 TEST(Occupancy, ALaunchThatCannotRunIsAnErrorWithZeroOccupancy) {
@@ -264,13 +264,13 @@ TEST(Occupancy, ALaunchThatCannotRunIsAnErrorWithZeroOccupancy) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("73728"), std::string::npos) << s.message();
   EXPECT_EQ(regs.occupancy, 0);
-  EXPECT_EQ(regs.occupancy_limiter, "registers");
+  EXPECT_EQ(regs.occupancy_limiter, OccupancyLimiter::kRegisters);
   // 228 KiB of dynamic shared memory is 1 KiB more than a block may have on sm_90.
   KernelResources smem = kernel("sm_90", 32);
   s = computeOccupancy(smem, 256, 228 * 1024);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(smem.occupancy, 0);
-  EXPECT_EQ(smem.occupancy_limiter, "shared memory");
+  EXPECT_EQ(smem.occupancy_limiter, OccupancyLimiter::kSharedMemory);
 }
 
 TEST(Occupancy, RejectsBadBlockSizesAndUnknownArchitectures) {

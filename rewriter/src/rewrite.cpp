@@ -688,11 +688,13 @@ class Rewriter {
   void buildPlan() {
     plan_.source_trace = report_.input_path;
     plan_.candidate_rank = c_.rank;
-    plan_.kind = analyzer::candidateKindName(c_.kind);
-    if (c_.kind == CandidateKind::kHorizontal) plan_.layout = horizontalLayoutName(layout_);
-    if (c_.fusion == analyzer::FusionKind::kEpilogue) plan_.layout = "epilogue";
-    if (c_.fusion == analyzer::FusionKind::kBlockLevel) plan_.layout = "block-level";
-    if (c_.fusion == analyzer::FusionKind::kPrologue) plan_.layout = "prologue";
+    // The candidate's kind decides horizontal or vertical; its fusion kind, which vertical fusion was built.
+    if (c_.kind == CandidateKind::kHorizontal) {
+      plan_.fusion = core::FusionKind::kHorizontal;
+      plan_.layout = layout_;
+    } else {
+      plan_.fusion = c_.fusion == core::FusionKind::kHorizontal ? core::FusionKind::kThreadLocal : c_.fusion;
+    }
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const PatternKernel& pk = kernels_[k];
       PlanKernel p;
@@ -708,7 +710,7 @@ class Rewriter {
         pp.size = static_cast<uint32_t>(std::max(0, kp.size));
         const core::PointerArg* ptr = pointerArg(launch(0, k), kp.index);
         pp.pointer = (ptr && ptr->allocation_id != core::kNoId) || kp.type == "ptr";
-        if (pp.pointer) pp.access = core::toString(kp.access);
+        if (pp.pointer) pp.access = kp.access;
         if (static_cast<size_t>(kp.index) < types.size()) pp.element_type = types[static_cast<size_t>(kp.index)];
         p.params.push_back(pp);
       }

@@ -66,8 +66,12 @@ inline ArgumentSet scaleAddArguments(uint32_t n, const std::string& origin) {
   return s;
 }
 
-inline PlanParam param(int index, uint32_t offset, uint32_t size, bool pointer, std::string access, std::string type) {
-  return PlanParam{index, offset, size, pointer, std::move(access), std::move(type)};
+inline constexpr core::AccessMode kRead = core::AccessMode::kRead;
+inline constexpr core::AccessMode kWrite = core::AccessMode::kWrite;
+
+inline PlanParam param(int index, uint32_t offset, uint32_t size, bool pointer, std::optional<core::AccessMode> access,
+                       std::string type) {
+  return PlanParam{index, offset, size, pointer, access, std::move(type)};
 }
 
 // The plan, without argument sets beyond one ragged size; `module_hash` is the originals' module hash.
@@ -75,20 +79,20 @@ inline Plan scaleAddPlan(const std::string& module_hash) {
   Plan p;
   p.source_trace = "elementwise_chain.sqlite";
   p.candidate_rank = 1;
-  p.kind = "vertical";
+  p.fusion = core::FusionKind::kThreadLocal;
   std::string ptx_file = "originals/" + module_hash.substr(0, 16) + ".ptx";
   PlanKernel scale{"scale",
                    module_hash,
                    ptx_file,
                    shape1d(128, 256),
-                   {param(0, 0, 8, true, "read", "f32"), param(1, 8, 8, true, "write", "f32"),
-                    param(2, 16, 4, false, "", ""), param(3, 20, 4, false, "", "")}};
+                   {param(0, 0, 8, true, kRead, "f32"), param(1, 8, 8, true, kWrite, "f32"),
+                    param(2, 16, 4, false, std::nullopt, ""), param(3, 20, 4, false, std::nullopt, "")}};
   PlanKernel add{"add",
                  module_hash,
                  ptx_file,
                  shape1d(128, 256),
-                 {param(0, 0, 8, true, "read", "f32"), param(1, 8, 8, true, "read", "f32"),
-                  param(2, 16, 8, true, "write", "f32"), param(3, 24, 4, false, "", "")}};
+                 {param(0, 0, 8, true, kRead, "f32"), param(1, 8, 8, true, kRead, "f32"),
+                  param(2, 16, 8, true, kWrite, "f32"), param(3, 24, 4, false, std::nullopt, "")}};
   p.kernels = {scale, add};
   Predicate eq;
   eq.kind = Predicate::Kind::kArgEqual;
@@ -152,12 +156,12 @@ inline Plan writeChainPlanDir(const std::filesystem::path& dir, std::vector<Argu
   std::string originals = readFile(std::filesystem::path(KFUSE_EXAMPLE_PTX_DIR) / "elementwise_chain.ptx");
   std::string hash = core::sha256Hex(reinterpret_cast<const uint8_t*>(originals.data()), originals.size());
   Plan p = scaleAddPlan(hash);
-  PlanKernel relu{
-      "relu",
-      hash,
-      p.kernels[0].ptx_file,
-      shape1d(128, 256),
-      {param(0, 0, 8, true, "read", "f32"), param(1, 8, 8, true, "write", "f32"), param(2, 16, 4, false, "", "")}};
+  PlanKernel relu{"relu",
+                  hash,
+                  p.kernels[0].ptx_file,
+                  shape1d(128, 256),
+                  {param(0, 0, 8, true, kRead, "f32"), param(1, 8, 8, true, kWrite, "f32"),
+                   param(2, 16, 4, false, std::nullopt, "")}};
   PlanKernel mul = p.kernels[1];
   mul.mangled_name = "mul";
   p.kernels.push_back(relu);

@@ -655,8 +655,8 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
 }
 
 void recordValidation(PlanValidation& validation, const ValidationOptions& options, const ValidationResult& result) {
-  std::string verdict = result.passed ? "passed" : "failed";
-  (options.backend == Backend::kGpu ? validation.gpu : validation.emulator) = verdict;
+  (options.backend == Backend::kGpu ? validation.gpu : validation.emulator) =
+      result.passed ? ValidationVerdict::kPassed : ValidationVerdict::kFailed;
   validation.seed = options.seed;
   validation.runs = result.runs;
   validation.mismatch = result.mismatch ? result.mismatch->sentence() : result.failure;

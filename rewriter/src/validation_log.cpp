@@ -44,7 +44,7 @@ Expected<bool> recordValidationInTrace(const std::string& trace_path, const Plan
       "INSERT INTO kfuse_validation (validated_at, plan_dir, candidate_rank, fused_kernel, backend, result, runs, "
       "seed, mismatch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt.ok()) return stmt.status();
-  const std::string& result = backend == Backend::kGpu ? plan.validation.gpu : plan.validation.emulator;
+  const char* result = core::enumName(backend == Backend::kGpu ? plan.validation.gpu : plan.validation.emulator);
   stmt->bind(1, std::string_view(plan.validation.validated_at));
   stmt->bind(2, std::string_view(plan_dir));
   stmt->bind(3, static_cast<int64_t>(plan.candidate_rank));

@@ -127,8 +127,8 @@ class Validate(unittest.TestCase):
         code, _, err = kfuse("validate", self.plan_dir)
         self.assertEqual(code, 2)
         self.assertEqual(err.strip(), f"kfuse: {plan_json}: plan version 1 is not supported by this kfuse "
-                                      "(reads version 3); re-run kfuse rewrite")
-        plan["version"] = 3
+                                      "(reads versions 3 to 4); re-run kfuse rewrite")
+        plan["version"] = 4
         plan["pattern"]["kernels"][1]["module_hash"] = "xyz"
         self.write_plan(plan)
         code, _, err = kfuse("validate", self.plan_dir)

@@ -103,7 +103,7 @@ class Checker:
             self.check(os.path.exists(os.path.join(out, "README.md")), f"{name} #{rank}: README.md written")
             p = self.run("validate", out, "--seed", "7")
             self.check(p.returncode == 0, f"{name} #{rank}: kfuse validate passes", p.stdout + p.stderr)
-            if plan["kind"] == "horizontal":
+            if plan["fusion"] == "horizontal":
                 # Independent kernels share buffers at most: a scalar equality seen in the recorded launches is a
                 # coincidence the program need not repeat, and must not become a guard.
                 kernels = plan["pattern"]["kernels"]
@@ -284,7 +284,7 @@ class Checker:
             if p.returncode != 0:
                 continue
             j = self.validate_schema(os.path.join(plan, "plan.json"))
-            self.check(j is not None and j.get("layout") == "block-level", f"{what}: the plan says layout block-level")
+            self.check(j is not None and j.get("fusion") == "block-level", f"{what}: the plan says fusion block-level")
             with open(os.path.join(plan, "fused.ptx")) as f:
                 ptx = f.read()
             # The producer's body ends at a barrier before the consumer's first instruction (declarations hoisted);
@@ -349,8 +349,8 @@ class Checker:
             if p.returncode != 0:
                 continue
             j = self.validate_schema(os.path.join(plan, "plan.json"))
-            self.check(j is not None and j.get("layout") == "prologue" and j["fused_kernel"]["grid"] == [4, 4, 1],
-                       f"{what}: the plan says layout prologue and launches the GEMM's grid", json.dumps(j)[:800])
+            self.check(j is not None and j.get("fusion") == "prologue" and j["fused_kernel"]["grid"] == [4, 4, 1],
+                       f"{what}: the plan says fusion prologue and launches the GEMM's grid", json.dumps(j)[:800])
             dropped = (j or {}).get("dropped_buffers", [])
             self.check(dropped == ([{"kernel": 0, "arg": 1}] if aggressive else []),
                        f"{what}: the activation's output is dropped only with --aggressive", json.dumps(dropped))
@@ -476,10 +476,10 @@ def main():
         plans = {}
         for name in EXAMPLES:
             plans[name] = c.rewrite_all_proven(name, traces[name])
-        kinds = {(plan["kind"], plan.get("layout", "")) for ps in plans.values() for _, _, plan in ps}
-        c.check(("vertical", "") in kinds, "some vertical fusion was rewritten", str(kinds))
-        c.check(any(k == "horizontal" for k, _ in kinds), "some horizontal fusion was rewritten", str(kinds))
-        chain = [out for cand, out, plan in plans["elementwise_chain"] if plan["kind"] == "vertical"]
+        kinds = {plan["fusion"] for ps in plans.values() for _, _, plan in ps}
+        c.check("thread-local" in kinds, "some thread-local vertical fusion was rewritten", str(kinds))
+        c.check("horizontal" in kinds, "some horizontal fusion was rewritten", str(kinds))
+        chain = [out for cand, out, plan in plans["elementwise_chain"] if plan["fusion"] != "horizontal"]
         c.check(bool(chain), "the elementwise chain rewrote")
         if chain:
             c.corrupted_plan_fails(chain[0])

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Checks that the committed trace schemas (schemas/trace.sql, schemas/trace.schema.json) are what
-kfuse_schema_gen generates from core/src/trace_fields.h; prints the difference and how to regenerate if not.
+"""Checks that the committed generated schemas under schemas/ (`kfuse_schema_gen --list`: the trace's from
+core/src/trace_fields.h, the plan's from rewriter/src/plan.cpp, ...) are what kfuse_schema_gen generates from
+their field lists; prints the difference and how to regenerate if not.
 
 Usage: check_generated.py KFUSE_SCHEMA_GEN SOURCE_DIR
 """
@@ -11,17 +12,20 @@ import sys
 
 
 def main(gen, source):
+    names = subprocess.run([gen, "--list"], check=True, capture_output=True, text=True).stdout.split()
     stale = 0
-    for flag, name in [("--sql", "trace.sql"), ("--json", "trace.schema.json")]:
+    for name in names:
         path = os.path.join(source, "schemas", name)
-        generated = subprocess.run([gen, flag], check=True, capture_output=True, text=True).stdout
-        with open(path) as f:
-            committed = f.read()
+        generated = subprocess.run([gen, "--print", name], check=True, capture_output=True, text=True).stdout
+        committed = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                committed = f.read()
         if committed == generated:
             print(f"ok {path}")
             continue
         stale += 1
-        print(f"FAIL {path} differs from what {os.path.basename(gen)} {flag} generates:")
+        print(f"FAIL {path} differs from what {os.path.basename(gen)} --print {name} generates:")
         sys.stdout.writelines(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True),
                                                    f"committed/{name}", f"generated/{name}"))
     if stale:

@@ -10,18 +10,6 @@
 
 namespace kfuse::analyzer {
 
-const char* edgeKindName(EdgeKind k) {
-  switch (k) {
-    case EdgeKind::kStreamOrder: return "stream-order";
-    case EdgeKind::kEventSync: return "event-sync";
-    case EdgeKind::kHostSync: return "host-sync";
-    case EdgeKind::kRaw: return "RAW";
-    case EdgeKind::kWar: return "WAR";
-    case EdgeKind::kWaw: return "WAW";
-  }
-  return "?";
-}
-
 namespace {
 
 std::string opName(const GpuOp& op, const core::Trace& trace, const KernelCatalog& catalog) {

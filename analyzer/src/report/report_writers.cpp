@@ -1,20 +1,18 @@
-// Report writers: JSON (schemas/report.schema.json), terminal text, Markdown, and one self-contained HTML file.
+// Report writers: terminal text, Markdown, and one self-contained HTML file (JSON: report_json.cpp).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/text.h"
+#include "report/report_totals.h"
 #include "report/text_format.h"
 
 namespace kfuse::analyzer {
 namespace {
-
-using nlohmann::json;
 
 std::string kernelsText(const Candidate& c, bool short_names = false) {
   std::string out;
@@ -90,24 +88,6 @@ std::string conflictsText(const Candidate& c) {
   std::string ranks;
   for (int r : c.conflicts_with) ranks += (ranks.empty() ? "#" : ", #") + std::to_string(r);
   return "shares a launch with " + ranks + ": only one of them can be applied";
-}
-
-// Savings of non-blocked candidates taken greedily by rank, skipping any that shares a launch with one taken:
-// what applying the recommendations together would save, without counting a launch twice.
-double disjointSaving(const Report& r) {
-  std::set<core::Id> taken;  // launch ids
-  double total = 0;
-  for (const Candidate& c : r.candidates) {
-    if (c.legality == Legality::kBlocked) continue;
-    bool clash = false;
-    for (const auto& occ : c.occurrence_launches) {
-      for (core::Id id : occ) clash = clash || taken.count(id);
-    }
-    if (clash) continue;
-    for (const auto& occ : c.occurrence_launches) taken.insert(occ.begin(), occ.end());
-    total += c.total_saving_ns;
-  }
-  return total;
 }
 
 // Names and paths come from the input: sanitised as UTF-8 and escaped (attributes here are quoted with ').
@@ -190,6 +170,22 @@ std::string rooflineSvg(const Report& r) {
 
 }  // namespace
 
+double disjointSaving(const Report& r) {
+  std::set<core::Id> taken;  // launch ids
+  double total = 0;
+  for (const Candidate& c : r.candidates) {
+    if (c.legality == Legality::kBlocked) continue;
+    bool clash = false;
+    for (const auto& occ : c.occurrence_launches) {
+      for (core::Id id : occ) clash = clash || taken.count(id);
+    }
+    if (clash) continue;
+    for (const auto& occ : c.occurrence_launches) taken.insert(occ.begin(), occ.end());
+    total += c.total_saving_ns;
+  }
+  return total;
+}
+
 std::string shortKernelName(const std::string& name, size_t max) {
   std::string s = name;
   if (s.rfind("void ", 0) == 0) s.erase(0, 5);
@@ -219,149 +215,6 @@ std::string shortKernelName(const std::string& name, size_t max) {
   }
   if (out.size() > max && max > 3) out = out.substr(0, max - 3) + "...";
   return out.empty() ? name : out;
-}
-
-nlohmann::json reportToJson(const Report& r) {
-  json j;
-  j["format"] = "kfuse-report";
-  j["version"] = kReportVersion;
-  j["options"] = {{"gpu", r.options.gpu},
-                  {"max_chain", r.options.max_chain_length},
-                  {"max_group", r.options.max_group},
-                  {"all", r.options.keep_no_gain},
-                  {"execution_trace", r.options.execution_trace},
-                  {"metrics_from", r.options.metrics_from},
-                  {"binary", r.options.binary}};
-  j["input"] = {{"path", r.input_path}, {"format", r.input_format}, {"producer", r.producer}};
-  j["gpu"] = {{"name", r.gpu.marketing_name}, {"short_name", r.gpu.short_name}, {"source", r.gpu_source}};
-  json by_kind = json::object();
-  for (const auto& [k, n] : r.edges_by_kind) by_kind[k] = n;
-  size_t qualified = 0;
-  for (const Candidate& c : r.candidates) qualified += c.legality != Legality::kBlocked ? 1 : 0;
-  j["summary"] = {{"launches", r.launches},
-                  {"kernels", r.kernels},
-                  {"kernels_with_ptx", r.kernels_with_ptx},
-                  {"has_pointer_data", r.has_pointer_data},
-                  {"gpu_busy_ns", r.gpu_busy_ns},
-                  {"gpu_busy_estimated", r.gpu_busy_estimated},
-                  {"critical_path_ns", r.critical_path_ns},
-                  {"cost_model_version", r.cost_model_version},
-                  {"edges", r.edges},
-                  {"edges_by_kind", by_kind},
-                  {"candidates", qualified},
-                  {"blocked", r.candidates.size() - qualified},
-                  {"predicted_saving_ns", disjointSaving(r)},
-                  {"why_none", r.why_none}};
-  json cands = json::array();
-  for (const Candidate& c : r.candidates) {
-    json kernels = json::array();
-    for (size_t i = 0; i < c.names.size(); ++i) {
-      kernels.push_back({{"name", c.names[i]}, {"mangled_name", c.mangled_names[i]}});
-    }
-    json edges = json::array();
-    for (const auto& [kind, reason] : c.edges) edges.push_back({{"kind", edgeKindName(kind)}, {"reason", reason}});
-    json tuples = json::array();
-    for (const auto& tuple : c.checked.tuples) {
-      json args = json::array();
-      for (const ProofArgument& a : tuple) {
-        args.push_back(
-            {{"kernel", a.kernel}, {"param", a.param}, {"kind", proofValueName(a.what)}, {"value", a.value}});
-      }
-      tuples.push_back(std::move(args));
-    }
-    cands.push_back({{"id", c.id},
-                     {"rank", c.rank},
-                     {"kind", candidateKindName(c.kind)},
-                     {"fusion", fusionKindName(c.fusion)},
-                     {"kernels", kernels},
-                     {"occurrences", c.occurrence_launches.size()},
-                     {"legality", legalityName(c.legality)},
-                     {"reasons", c.reasons},
-                     {"checked",
-                      {{"occurrences", c.checked.occurrences_checked},
-                       {"argument_tuples", c.checked.argument_tuples},
-                       {"tuples", tuples}}},
-                     {"confidence", confidenceName(c.confidence)},
-                     {"predicted_saving_ns_per_occurrence", c.cost.saving_ns},
-                     {"predicted_saving_ns_total", c.total_saving_ns},
-                     {"share_of_gpu_busy", c.share_of_gpu_busy},
-                     {"on_critical_path", c.on_critical_path},
-                     {"conflicts_with", c.conflicts_with},
-                     {"cost",
-                      {{"measured_ns", c.cost.measured_ns},
-                       {"fused_ns", c.cost.fused_ns},
-                       {"gap_ns", c.cost.gap_ns},
-                       {"bytes_before", c.cost.bytes_before},
-                       {"bytes_after", c.cost.bytes_after},
-                       {"flops", c.cost.flops},
-                       {"bytes_source", c.cost.bytes_source},
-                       {"flops_source", c.cost.flops_source},
-                       {"note", c.cost.note}}},
-                     {"edges", edges},
-                     {"function_ids", c.function_ids},
-                     {"occurrence_launches", c.occurrence_launches}});
-    json& cj = cands.back();
-    if (c.epilogue) {
-      const EpilogueMap& e = *c.epilogue;
-      cj["epilogue"] = {{"producer_param", e.producer_param}, {"consumer", e.consumer},
-                        {"consumer_param", e.consumer_param}, {"consumer_offset", e.consumer_offset},
-                        {"element_bytes", e.element_bytes},   {"producer_lanes", e.producer_lanes}};
-    }
-    json members = json::array();
-    for (const MemberContext& m : c.members) {
-      members.push_back({{"label", m.label},
-                         {"op", m.op},
-                         {"top_op", m.top_op},
-                         {"module", m.module},
-                         {"family", m.family},
-                         {"library", m.library},
-                         {"annotation", m.annotation}});
-    }
-    cj["members"] = members;
-    cj["fusion_kind"] = c.fusion_kind;
-    cj["module_pattern"] = c.module_pattern;
-    json modules = json::array();
-    for (const ModuleOccurrences& m : c.modules)
-      modules.push_back({{"module", m.module}, {"occurrences", m.occurrences}});
-    cj["modules"] = modules;
-    if (!c.data_flow.empty()) cj["data_flow"] = c.data_flow;
-    cj["in_cuda_graph"] = c.in_cuda_graph;
-    json remedies = json::array();
-    for (const Remedy& m : c.remedies) remedies.push_back({{"kind", m.kind}, {"text", m.text}});
-    cj["remedies"] = remedies;
-  }
-  j["candidates"] = cands;
-  j["notices"] = r.notices;
-  json advice = json::array();
-  for (const Advice& a : r.advice) {
-    advice.push_back({{"kind", a.kind},
-                      {"where", a.where},
-                      {"text", a.text},
-                      {"idle_ns", a.idle_ns},
-                      {"window_ns", a.window_ns},
-                      {"launches", a.launches}});
-  }
-  j["advice"] = advice;
-  j["summary"]["context"] = {{"gpu_records", r.gpu_records},
-                             {"with_operator", r.records_with_operator},
-                             {"with_module", r.records_with_module},
-                             {"tensor_edges", r.tensor_edges},
-                             {"tensor_edges_source", r.tensor_edges_source}};
-  json roof = json::array();
-  for (const RooflinePoint& p : r.roofline) {
-    roof.push_back(
-        {{"name", p.name}, {"intensity", p.intensity}, {"flops_per_s", p.flops_per_s}, {"predicted", p.predicted}});
-  }
-  j["roofline"] = roof;
-  json stats = json::array();
-  for (const core::Stat& s : r.stats) {
-    stats.push_back({{"name", s.name},
-                     {"value", s.value},
-                     {"severity", std::string(core::toString(s.severity))},
-                     {"description", s.description}});
-  }
-  j["stats"] = stats;
-  return j;
 }
 
 static std::string shortened(const std::string& s, size_t max) {

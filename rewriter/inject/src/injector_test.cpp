@@ -261,7 +261,7 @@ RuntimePlan twicePlus1(const std::string& fused_name = "fused_ok") {
   RuntimePlan p;
   p.dir = "plan-" + fused_name;
   p.label = p.dir;
-  p.kind = "vertical";
+  p.fusion = core::FusionKind::kThreadLocal;
   p.kernels = {kernel("twice", 3), kernel("plus1", 3)};
   rewriter::Predicate same;
   same.kind = rewriter::Predicate::Kind::kSameLaunchConfig;

@@ -19,10 +19,13 @@ Status checkRef(const rewriter::ArgRef& r, const std::vector<RuntimeKernel>& ker
 
 Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
   KFUSE_ASSIGN_OR_RETURN(rewriter::Plan plan, rewriter::readPlan(dir));
-  const bool validated = plan.validation.emulator == "passed" || plan.validation.gpu == "passed";
+  using rewriter::ValidationVerdict;
+  const bool validated =
+      plan.validation.emulator == ValidationVerdict::kPassed || plan.validation.gpu == ValidationVerdict::kPassed;
   if (!validated) {
-    return invalidArgument(dir + ": the plan was not validated (emulator: " + plan.validation.emulator +
-                           ", gpu: " + plan.validation.gpu + "); run `kfuse validate " + dir + "` first");
+    return invalidArgument(dir + ": the plan was not validated (emulator: " + core::enumName(plan.validation.emulator) +
+                           ", gpu: " + core::enumName(plan.validation.gpu) + "); run `kfuse validate " + dir +
+                           "` first");
   }
   if (!plan.validation.ptxas_ok) return invalidArgument(dir + ": the fused kernel did not compile with ptxas");
   if (plan.kernels.size() < 2 || plan.kernels.size() > static_cast<size_t>(kMaxPatternKernels)) {
@@ -31,8 +34,8 @@ Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
   }
   RuntimePlan rp;
   rp.dir = dir;
-  rp.kind = plan.kind;
-  rp.label = dir + " (" + plan.kind + ", " + std::to_string(plan.kernels.size()) + " kernels:";
+  rp.fusion = plan.fusion;
+  rp.label = dir + " (" + core::fusionDirection(plan.fusion) + ", " + std::to_string(plan.kernels.size()) + " kernels:";
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     const rewriter::PlanKernel& k = plan.kernels[i];
     rp.label += (i ? ", " : " ") + k.mangled_name;

@@ -16,12 +16,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/core/fusion_kind.h"
 #include "kfuse/core/gpu_spec.h"
 #include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
@@ -152,7 +154,18 @@ class KernelCatalog {
 
 enum class OpKind { kKernel, kMemcpy, kMemset };
 enum class EdgeKind { kStreamOrder, kEventSync, kHostSync, kRaw, kWar, kWaw };
-const char* edgeKindName(EdgeKind k);  // "stream-order", "event-sync", "host-sync", "RAW", "WAR", "WAW"
+inline constexpr core::EnumName<EdgeKind> kEdgeKindNames[] = {{EdgeKind::kStreamOrder, "stream-order"},
+                                                              {EdgeKind::kEventSync, "event-sync"},
+                                                              {EdgeKind::kHostSync, "host-sync"},
+                                                              {EdgeKind::kRaw, "RAW"},
+                                                              {EdgeKind::kWar, "WAR"},
+                                                              {EdgeKind::kWaw, "WAW"}};
+constexpr std::span<const core::EnumName<EdgeKind>> nameTable(EdgeKind) {
+  return kEdgeKindNames;
+}
+inline const char* edgeKindName(EdgeKind k) {
+  return core::enumName(k);
+}
 
 struct BufferUse {
   core::Id allocation_id = core::kNoId;
@@ -212,17 +225,12 @@ struct DependencyGraph {
 // Candidates and cost
 
 enum class CandidateKind { kVertical, kHorizontal };
-// How the kernels of a candidate share the fused launch (docs/analyzer.md, "Fusion kinds"):
-//  thread-local  vertical, one launch shape: each thread runs every kernel's body for itself;
-//  epilogue      vertical, the producer's launch: each consumer runs per element right after the producer's store
-//                of that element (element-remapped; the consumers are element-wise and 1-D);
-//  horizontal    independent kernels side by side in one launch.
-//  block-level   vertical, one launch shape: each block runs the producer's body, a barrier, then the consumer's
-//                (each consumer block touches only what no other producer block touches);
-//  prologue      vertical, the consumer's launch: each consumer load of the intermediate recomputes its element
-//                with the producer's body (an element-wise 1-D producer; any consumer shape).
-enum class FusionKind { kThreadLocal, kEpilogue, kHorizontal, kBlockLevel, kPrologue };
-const char* fusionKindName(FusionKind k);  // "thread-local", "epilogue", "horizontal", "block-level", "prologue"
+// How the kernels of a candidate share the fused launch (kfuse/core/fusion_kind.h; docs/analyzer.md, "Fusion
+// kinds"); plans name it too.
+using FusionKind = core::FusionKind;
+inline const char* fusionKindName(FusionKind k) {
+  return core::enumName(k);
+}
 
 // How a proven epilogue or prologue fusion maps the kernels onto the intermediate's elements: element e is at
 // (argument `consumer_param` of kernel `consumer`) + consumer_offset + e * element_bytes, and the producer writes
@@ -239,9 +247,30 @@ struct EpilogueMap {
 };
 enum class Legality { kProven, kLikely, kBlocked };
 enum class Confidence { kHigh, kMedium, kLow };
-const char* candidateKindName(CandidateKind k);  // "vertical", "horizontal"
-const char* legalityName(Legality l);            // "proven", "likely", "blocked"
-const char* confidenceName(Confidence c);        // "high", "medium", "low"
+inline constexpr core::EnumName<CandidateKind> kCandidateKindNames[] = {{CandidateKind::kVertical, "vertical"},
+                                                                        {CandidateKind::kHorizontal, "horizontal"}};
+inline constexpr core::EnumName<Legality> kLegalityNames[] = {
+    {Legality::kProven, "proven"}, {Legality::kLikely, "likely"}, {Legality::kBlocked, "blocked"}};
+inline constexpr core::EnumName<Confidence> kConfidenceNames[] = {
+    {Confidence::kHigh, "high"}, {Confidence::kMedium, "medium"}, {Confidence::kLow, "low"}};
+constexpr std::span<const core::EnumName<CandidateKind>> nameTable(CandidateKind) {
+  return kCandidateKindNames;
+}
+constexpr std::span<const core::EnumName<Legality>> nameTable(Legality) {
+  return kLegalityNames;
+}
+constexpr std::span<const core::EnumName<Confidence>> nameTable(Confidence) {
+  return kConfidenceNames;
+}
+inline const char* candidateKindName(CandidateKind k) {
+  return core::enumName(k);
+}
+inline const char* legalityName(Legality l) {
+  return core::enumName(l);
+}
+inline const char* confidenceName(Confidence c) {
+  return core::enumName(c);
+}
 
 struct CostEstimate {
   double measured_ns = 0;  // sum of the kernels' GPU times, per occurrence (median over occurrences)
@@ -263,7 +292,15 @@ enum class ProofValue : uint8_t {
                    // arguments in order, of the first one in the same allocation (so 0, 1, 0 says the first and
                    // third pointers share an allocation that the second does not)
 };
-const char* proofValueName(ProofValue v);  // "value", "pointer_offset", "allocation"
+inline constexpr core::EnumName<ProofValue> kProofValueNames[] = {{ProofValue::kScalar, "value"},
+                                                                  {ProofValue::kPointerOffset, "pointer_offset"},
+                                                                  {ProofValue::kAllocation, "allocation"}};
+constexpr std::span<const core::EnumName<ProofValue>> nameTable(ProofValue) {
+  return kProofValueNames;
+}
+inline const char* proofValueName(ProofValue v) {
+  return core::enumName(v);
+}
 
 // One value a legality proof read: a scalar argument, where a pointer argument points inside its allocation, or
 // which pointers share an allocation.
@@ -446,6 +483,7 @@ double meanOccupancy(const std::vector<double>& occupancies, const std::vector<d
 // Report writers. JSON follows schemas/report.schema.json.
 inline constexpr int kReportVersion = 2;  // 2: candidate ids, kernels' function ids, occurrences' launch ids,
                                           // epilogue maps and the analysis options (what kfuse rewrite reads back)
+// The JSON writer, reader and schema follow one field list per record (src/report/report_json.cpp).
 nlohmann::json reportToJson(const Report& report);
 // The report `j` (reportToJson's output, as stored in a trace or written by `kfuse analyze --json`) read back, for
 // `kfuse rewrite`: every field reportToJson writes (occurrences as launch ids: Candidate::occurrences stays empty;
@@ -454,6 +492,8 @@ nlohmann::json reportToJson(const Report& report);
 Expected<Report> reportFromJson(const nlohmann::json& j, const std::string& what);
 // Text for a terminal: candidates with short kernel names and the sentence that decided each verdict; `verbose`
 // adds every reason, the full kernel names and the per-kernel table.
+// schemas/report.schema.json: the JSON Schema of what reportToJson writes.
+std::string reportJsonSchema();
 std::string reportToText(const Report& report, size_t top, bool verbose = false);
 // "void at::native::foo<float, at::Bar<int>>(int, float*)" -> "foo<float, Bar<int>>": without return type,
 // parameters and namespaces, at most `max` characters.

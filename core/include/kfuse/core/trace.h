@@ -10,9 +10,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kfuse/core/enum_names.h"
 
 namespace kfuse::core {
 
@@ -46,6 +49,14 @@ std::optional<AllocationKind> parseAllocationKind(std::string_view s);
 std::optional<MemcpyKind> parseMemcpyKind(std::string_view s);
 std::optional<SyncKind> parseSyncKind(std::string_view s);
 std::optional<StatSeverity> parseStatSeverity(std::string_view s);
+// The tables behind toString/parse*, for code generic over enums (kfuse/core/enum_names.h).
+std::span<const EnumName<ImageKind>> nameTable(ImageKind);
+std::span<const EnumName<AccessMode>> nameTable(AccessMode);
+std::span<const EnumName<MetricSource>> nameTable(MetricSource);
+std::span<const EnumName<AllocationKind>> nameTable(AllocationKind);
+std::span<const EnumName<MemcpyKind>> nameTable(MemcpyKind);
+std::span<const EnumName<SyncKind>> nameTable(SyncKind);
+std::span<const EnumName<StatSeverity>> nameTable(StatSeverity);
 
 // A CUDA grid or block size: the one 3-vector of launch dimensions (trace, emulator, rewriter).
 struct Dim3 {

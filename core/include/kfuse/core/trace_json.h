@@ -24,6 +24,9 @@ Expected<Trace> traceFromJson(const nlohmann::json& json, const std::string& sou
 Status writeTraceJsonFile(const Trace& trace, const std::string& path);
 Expected<Trace> readTraceJsonFile(const std::string& path);
 
+// schemas/trace.schema.json, generated from the field list of core/src/trace_fields.h (kfuse_schema_gen writes it).
+std::string traceJsonSchema();
+
 // Base64 (RFC 4648, with padding) for byte buffers inside JSON documents.
 std::string base64Encode(const std::vector<uint8_t>& bytes);
 Expected<std::vector<uint8_t>> base64Decode(const std::string& text);

@@ -76,6 +76,10 @@ class TraceWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+// schemas/trace.sql: the SQLite schema new traces are created with, generated from the field list of
+// core/src/trace_fields.h (kfuse_schema_gen writes it).
+std::string traceSqlSchema();
+
 // Stores an analysis report (JSON text of schemas/report.schema.json) in an existing kfuse trace, so the GUI
 // can show it; upgrades a version-1 trace to version 2 on the way. Returns the new row's id.
 Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::string& gpu_short_name,

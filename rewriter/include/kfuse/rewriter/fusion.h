@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "kfuse/core/enum_names.h"
 #include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
 #include "kfuse/ptx/ir.h"
@@ -146,7 +148,15 @@ enum class HorizontalLayout {
   kThreadPartitioned,  // threads [0, tA) of each block run A, [tA, tA+tB) run B; %tid/%ntid rewritten and each
                        // part's bar.sync becomes a named barrier counting only its own threads
 };
-const char* horizontalLayoutName(HorizontalLayout l);  // "block-partitioned", "thread-partitioned"
+inline constexpr core::EnumName<HorizontalLayout> kHorizontalLayoutNames[] = {
+    {HorizontalLayout::kBlockPartitioned, "block-partitioned"},
+    {HorizontalLayout::kThreadPartitioned, "thread-partitioned"}};
+constexpr std::span<const core::EnumName<HorizontalLayout>> nameTable(HorizontalLayout) {
+  return kHorizontalLayoutNames;
+}
+inline const char* horizontalLayoutName(HorizontalLayout l) {
+  return core::enumName(l);
+}
 
 struct HorizontalFusion {
   std::vector<std::string> kernels;       // .entry names, 2 or more

@@ -1,6 +1,7 @@
 // A fusion plan: what `kfuse rewrite` writes into PLAN_DIR and what `kfuse validate` and the injector read.
 //
-//   PLAN_DIR/plan.json        this struct, per schemas/plan.schema.json (version 2)
+//   PLAN_DIR/plan.json        this struct, per schemas/plan.schema.json (version kPlanVersion; generated from the
+//                             field lists in rewriter/src/plan.cpp, like the reader and the writer)
 //   PLAN_DIR/fused.ptx        the fused kernel (with the callees and variables it needs)
 //   PLAN_DIR/originals/*.ptx  the original kernels' modules, so validation needs neither the trace nor the app
 //   PLAN_DIR/README.md        the same facts for people
@@ -10,24 +11,31 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kfuse/core/enum_names.h"
+#include "kfuse/core/fusion_kind.h"
 #include "kfuse/core/status.h"
+#include "kfuse/core/trace.h"
 #include "kfuse/rewriter/fusion.h"
 
 namespace kfuse::rewriter {
 
-inline constexpr int kPlanVersion = 3;
+// 4: "fusion" (core::FusionKind) instead of "kind" (vertical/horizontal) with the kind of a vertical fusion in
+// "layout"; "layout" is horizontal fusions' only. Version 3 plans are still read.
+inline constexpr int kPlanVersion = 4;
+inline constexpr int kOldestPlanVersion = 3;  // older plans are refused: re-run kfuse rewrite
 
 struct PlanParam {
   int index = 0;
   uint32_t offset = 0;  // in the argument buffer
   uint32_t size = 0;
   bool pointer = false;
-  std::string access;        // "read", "write", "read-write", "not-accessed", "unknown" (pointers)
+  std::optional<core::AccessMode> access;  // pointers: how the kernel accesses it (written "" when empty)
   std::string element_type;  // PTX type of the accesses through the pointer ("f32", "u32", ...), "" unknown
 };
 
@@ -41,7 +49,7 @@ struct PlanKernel {
 
 // A fact about the arguments that must hold for the injector to launch the fused kernel.
 struct Predicate {
-  enum class Kind {
+  enum class Kind {     // written as predicateKindName()
     kArgEqual,          // value of `a` == value of `b`
     kNoOverlap,         // the byte ranges [arg, arg + bytes[i]) of `buffers` are pairwise disjoint
     kSameLaunchConfig,  // every kernel is launched with the grid/block recorded in `kernels`
@@ -65,8 +73,18 @@ struct Predicate {
   std::vector<ProofRef> proof_args;
   std::vector<std::vector<int64_t>> tuples;
 };
-const char* predicateKindName(Predicate::Kind k);  // "arg_equal", "no_overlap", "same_launch_config", "arg_value",
-                                                   // "proven_values"
+inline constexpr core::EnumName<Predicate::Kind> kPredicateKindNames[] = {
+    {Predicate::Kind::kArgEqual, "arg_equal"},
+    {Predicate::Kind::kNoOverlap, "no_overlap"},
+    {Predicate::Kind::kSameLaunchConfig, "same_launch_config"},
+    {Predicate::Kind::kArgValue, "arg_value"},
+    {Predicate::Kind::kProvenValues, "proven_values"}};
+constexpr std::span<const core::EnumName<Predicate::Kind>> nameTable(Predicate::Kind) {
+  return kPredicateKindNames;
+}
+inline const char* predicateKindName(Predicate::Kind k) {
+  return core::enumName(k);
+}
 
 // One argument of one launch in an argument set.
 struct ArgValue {
@@ -86,6 +104,18 @@ struct ArgumentSet {
   std::optional<core::LaunchShape> fused_shape;  // the fused launch for these shapes; empty = Plan::fused.shape
 };
 
+// The resource that limits how many blocks of a kernel an SM runs at once.
+enum class OccupancyLimiter { kWarps, kBlocks, kRegisters, kSharedMemory, kBarriers };
+inline constexpr core::EnumName<OccupancyLimiter> kOccupancyLimiterNames[] = {
+    {OccupancyLimiter::kWarps, "warps"},
+    {OccupancyLimiter::kBlocks, "blocks"},
+    {OccupancyLimiter::kRegisters, "registers"},
+    {OccupancyLimiter::kSharedMemory, "shared memory"},
+    {OccupancyLimiter::kBarriers, "barriers"}};
+constexpr std::span<const core::EnumName<OccupancyLimiter>> nameTable(OccupancyLimiter) {
+  return kOccupancyLimiterNames;
+}
+
 // ptxas's report for one kernel on one architecture, with the theoretical occupancy it allows.
 struct KernelResources {
   std::string kernel;  // mangled name of an original, or the fused kernel's name
@@ -95,9 +125,9 @@ struct KernelResources {
   uint64_t spill_store_bytes = 0, spill_load_bytes = 0;
   uint64_t stack_bytes = 0;
   uint64_t static_shared_bytes = 0;
-  uint32_t threads_per_block = 0;  // of the launch the occupancy is for
-  double occupancy = 0;            // active warps / maximum warps per SM, 0..1
-  std::string occupancy_limiter;   // "warps", "blocks", "registers", "shared memory", "barriers"
+  uint32_t threads_per_block = 0;                     // of the launch the occupancy is for
+  double occupancy = 0;                               // active warps / maximum warps per SM, 0..1
+  std::optional<OccupancyLimiter> occupancy_limiter;  // empty (written "") until computeOccupancy() ran
 };
 
 struct Prediction {
@@ -109,11 +139,20 @@ struct Prediction {
   std::string note;
 };
 
+// The outcome of differential validation on one backend.
+enum class ValidationVerdict { kNotRun, kPassed, kFailed };
+inline constexpr core::EnumName<ValidationVerdict> kValidationVerdictNames[] = {{ValidationVerdict::kNotRun, "not-run"},
+                                                                                {ValidationVerdict::kPassed, "passed"},
+                                                                                {ValidationVerdict::kFailed, "failed"}};
+constexpr std::span<const core::EnumName<ValidationVerdict>> nameTable(ValidationVerdict) {
+  return kValidationVerdictNames;
+}
+
 struct PlanValidation {
   bool ptxas_ok = false;
   std::vector<std::string> ptxas_archs;
-  std::string emulator = "not-run";  // "passed", "failed", "not-run"
-  std::string gpu = "not-run";       // the same for --backend gpu
+  ValidationVerdict emulator = ValidationVerdict::kNotRun;
+  ValidationVerdict gpu = ValidationVerdict::kNotRun;  // --backend gpu
   uint64_t seed = 0;
   int runs = 0;              // argument sets x data trials executed
   std::string mismatch;      // the first mismatch, as a sentence; empty when none
@@ -121,12 +160,12 @@ struct PlanValidation {
 };
 
 struct Plan {
-  int version = kPlanVersion;
+  int version = kPlanVersion;  // as read; planToJson writes kPlanVersion
   std::string source_trace;
   int candidate_rank = 0;
-  std::string kind;                 // "vertical", "horizontal"
-  std::string layout;               // horizontal only: horizontalLayoutName()
-  std::vector<PlanKernel> kernels;  // the pattern, in launch order
+  core::FusionKind fusion = core::FusionKind::kThreadLocal;
+  std::optional<HorizontalLayout> layout;  // horizontal fusions only, and always
+  std::vector<PlanKernel> kernels;         // the pattern, in launch order
   std::vector<Predicate> predicates;
   struct Fused {
     std::string name;
@@ -148,8 +187,10 @@ struct Plan {
 
 nlohmann::json planToJson(const Plan& plan);
 // Errors name `source` (the file) and the field that is wrong: "plan/plan.json: pattern.kernels[1].module_hash:
-// expected 64 hex digits".
+// expected 64 hex digits". Reads plans of versions kOldestPlanVersion to kPlanVersion.
 Expected<Plan> planFromJson(const nlohmann::json& j, const std::string& source);
+// schemas/plan.schema.json: the JSON Schema of what planToJson writes, from the same field lists.
+std::string planJsonSchema();
 // Reads PLAN_DIR/plan.json.
 Expected<Plan> readPlan(const std::string& dir);
 // Writes PLAN_DIR/plan.json atomically (a temporary file renamed over the old one).

@@ -36,7 +36,7 @@ struct RuntimeKernel {
 struct RuntimePlan {
   std::string dir;
   std::string label;  // "DIR (vertical, 4 kernels: scale, add, relu, mul)"
-  std::string kind;
+  core::FusionKind fusion = core::FusionKind::kThreadLocal;
   std::vector<RuntimeKernel> kernels;  // the pattern, in launch order
   std::vector<rewriter::Predicate> predicates;
   std::string fused_name;
