@@ -484,70 +484,43 @@ class FunctionDecoder final : public FnBuilder {
     const auto r = ptx::specialRegister(name);
     if (!r) return unsupported("special register " + name);
     using R = ptx::SpecialRegister;
-    SpecialReg what = kZero;
-    if (auto g = ptx::geometryComponent(*r)) {
-      what = SpecialReg(kTidX + static_cast<int>(g->family) * 3 + g->axis);  // the same order
-    } else {
-      switch (*r) {
-        // A bare vector reads as its x component.
-        case R::kTid: what = kTidX; break;
-        case R::kNtid: what = kNtidX; break;
-        case R::kCtaid: what = kCtaidX; break;
-        case R::kNctaid: what = kNctaidX; break;
-        // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
-        // the block ids, a block's place in its cluster is 0 and the cluster sizes are 1.
-        case R::kClusterIdX: what = kCtaidX; break;
-        case R::kClusterIdY: what = kCtaidY; break;
-        case R::kClusterIdZ: what = kCtaidZ; break;
-        case R::kNClusterIdX: what = kNctaidX; break;
-        case R::kNClusterIdY: what = kNctaidY; break;
-        case R::kNClusterIdZ: what = kNctaidZ; break;
-        case R::kClusterNCtaIdX:
-        case R::kClusterNCtaIdY:
-        case R::kClusterNCtaIdZ:
-        case R::kClusterNCtaId:
-        case R::kClusterNCtaRank: {
-          uint16_t one = constant(1);
-          specials_[name] = one;
-          return one;
-        }
-        case R::kLaneId: what = kLaneId; break;
-        case R::kWarpId: what = kWarpId; break;
-        case R::kNWarpId: what = kNWarpId; break;
-        case R::kSmId: what = kSmId; break;
-        case R::kNSmId: what = kNSmId; break;
-        case R::kGridId: what = kGridId; break;
-        case R::kLaneMaskEq: what = kLaneMaskEq; break;
-        case R::kLaneMaskLt: what = kLaneMaskLt; break;
-        case R::kLaneMaskLe: what = kLaneMaskLe; break;
-        case R::kLaneMaskGt: what = kLaneMaskGt; break;
-        case R::kLaneMaskGe: what = kLaneMaskGe; break;
-        case R::kDynamicSmemSize: what = kDynSmem; break;
-        case R::kTotalSmemSize: what = kTotalSmem; break;
-        // No driver environment, performance monitors or reserved shared memory here; a cluster of one.
-        case R::kEnvReg:
-        case R::kPerfMonitor:
-        case R::kPerfMonitor64:
-        case R::kAggrSmemSize:
-        case R::kReservedSmemOffsetBegin:
-        case R::kReservedSmemOffsetEnd:
-        case R::kReservedSmemOffsetCap:
-        case R::kReservedSmemOffset0:
-        case R::kReservedSmemOffset1:
-        case R::kClusterCtaIdX:
-        case R::kClusterCtaIdY:
-        case R::kClusterCtaIdZ:
-        case R::kClusterId:
-        case R::kNClusterId:
-        case R::kClusterCtaId:
-        case R::kClusterCtaRank:
-        case R::kIsExplicitCluster: what = kZero; break;
-        default: return unsupported("special register " + name);
+    R what = *r;
+    switch (*r) {
+      // A bare vector reads as its x component.
+      case R::kTid: what = R::kTidX; break;
+      case R::kNtid: what = R::kNtidX; break;
+      case R::kCtaid: what = R::kCtaidX; break;
+      case R::kNctaid: what = R::kNctaidX; break;
+      // Launches never use thread-block clusters here: each block is a cluster of one, so the cluster ids are
+      // the block ids, a block's place in its cluster is 0 and the cluster sizes are 1.
+      case R::kClusterIdX: what = R::kCtaidX; break;
+      case R::kClusterIdY: what = R::kCtaidY; break;
+      case R::kClusterIdZ: what = R::kCtaidZ; break;
+      case R::kNClusterIdX: what = R::kNctaidX; break;
+      case R::kNClusterIdY: what = R::kNctaidY; break;
+      case R::kNClusterIdZ: what = R::kNctaidZ; break;
+      case R::kClusterNCtaIdX:
+      case R::kClusterNCtaIdY:
+      case R::kClusterNCtaIdZ:
+      case R::kClusterNCtaId:
+      case R::kClusterNCtaRank: {
+        uint16_t one = constant(1);
+        specials_[name] = one;
+        return one;
       }
+      // Timers are read by mov only (inst_convert.cpp), and there is no graph to name.
+      case R::kClock:
+      case R::kClockHi:
+      case R::kClock64:
+      case R::kGlobalTimer:
+      case R::kGlobalTimerLo:
+      case R::kGlobalTimerHi:
+      case R::kCurrentGraphExec: return unsupported("special register " + name);
+      default: break;  // the launch geometry, lanes, warps, lane masks, sizes; the rest reads as 0 (specialValue)
     }
     uint16_t s = newSlot();
     specials_[name] = s;
-    f_.specials.push_back({s, uint8_t(what)});
+    f_.specials.push_back({s, what});
     return s;
   }
 

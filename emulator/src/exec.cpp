@@ -96,35 +96,39 @@ enum class Stop { kDone, kBarrier, kYield, kError };
 // written by another warp make progress.
 constexpr uint64_t kWarpSlice = 1 << 16;
 
-uint64_t specialValue(uint8_t what, const Ctx& c, const LaunchShared& L, uint32_t t, int lane, uint32_t nwarps) {
+// The value of special register `what` for thread `t` (lane `lane`) of the block. Registers without a meaning here
+// (the driver's environment, performance counters, reserved shared memory, a cluster of one's ranks) read as 0.
+uint64_t specialValue(ptx::SpecialRegister what, const Ctx& c, const LaunchShared& L, uint32_t t, int lane,
+                      uint32_t nwarps) {
+  using R = ptx::SpecialRegister;
   const core::Dim3& b = L.cfg.block;
   const core::Dim3& g = L.cfg.grid;
   switch (what) {
-    case kTidX: return t % b.x;
-    case kTidY: return (t / b.x) % b.y;
-    case kTidZ: return t / (b.x * b.y);
-    case kNtidX: return b.x;
-    case kNtidY: return b.y;
-    case kNtidZ: return b.z;
-    case kCtaidX: return c.ctaid.x;
-    case kCtaidY: return c.ctaid.y;
-    case kCtaidZ: return c.ctaid.z;
-    case kNctaidX: return g.x;
-    case kNctaidY: return g.y;
-    case kNctaidZ: return g.z;
-    case kLaneId: return uint32_t(lane);
-    case kWarpId: return t / 32;
-    case kNWarpId: return nwarps;
-    case kSmId: return 0;
-    case kNSmId: return 132;
-    case kGridId: return 1;
-    case kLaneMaskEq: return 1u << lane;
-    case kLaneMaskLt: return (1u << lane) - 1;
-    case kLaneMaskLe: return lane == 31 ? 0xffffffffu : (1u << (lane + 1)) - 1;
-    case kLaneMaskGt: return lane == 31 ? 0u : ~((1u << (lane + 1)) - 1);
-    case kLaneMaskGe: return ~((1u << lane) - 1);
-    case kDynSmem: return L.cfg.dynamic_shared_bytes;
-    case kTotalSmem: return L.shared_bytes;
+    case R::kTidX: return t % b.x;
+    case R::kTidY: return (t / b.x) % b.y;
+    case R::kTidZ: return t / (b.x * b.y);
+    case R::kNtidX: return b.x;
+    case R::kNtidY: return b.y;
+    case R::kNtidZ: return b.z;
+    case R::kCtaidX: return c.ctaid.x;
+    case R::kCtaidY: return c.ctaid.y;
+    case R::kCtaidZ: return c.ctaid.z;
+    case R::kNctaidX: return g.x;
+    case R::kNctaidY: return g.y;
+    case R::kNctaidZ: return g.z;
+    case R::kLaneId: return uint32_t(lane);
+    case R::kWarpId: return t / 32;
+    case R::kNWarpId: return nwarps;
+    case R::kSmId: return 0;
+    case R::kNSmId: return 132;
+    case R::kGridId: return 1;
+    case R::kLaneMaskEq: return 1u << lane;
+    case R::kLaneMaskLt: return (1u << lane) - 1;
+    case R::kLaneMaskLe: return lane == 31 ? 0xffffffffu : (1u << (lane + 1)) - 1;
+    case R::kLaneMaskGt: return lane == 31 ? 0u : ~((1u << (lane + 1)) - 1);
+    case R::kLaneMaskGe: return ~((1u << lane) - 1);
+    case R::kDynamicSmemSize: return L.cfg.dynamic_shared_bytes;
+    case R::kTotalSmemSize: return L.shared_bytes;
     default: return 0;
   }
 }

@@ -11,6 +11,7 @@
 
 #include "kfuse/emulator/emulator.h"
 #include "kfuse/ptx/ir.h"
+#include "kfuse/ptx/special_registers.h"
 #include "memory_impl.h"
 
 namespace kfuse::emulator {
@@ -57,36 +58,7 @@ struct DInst {
 
 struct SpecialInit {
   uint16_t slot;
-  uint8_t what;  // SpecialReg
-};
-
-enum SpecialReg : uint8_t {
-  kTidX,
-  kTidY,
-  kTidZ,
-  kNtidX,
-  kNtidY,
-  kNtidZ,
-  kCtaidX,
-  kCtaidY,
-  kCtaidZ,
-  kNctaidX,
-  kNctaidY,
-  kNctaidZ,
-  kLaneId,
-  kWarpId,
-  kNWarpId,
-  kSmId,
-  kNSmId,
-  kGridId,
-  kLaneMaskEq,
-  kLaneMaskLt,
-  kLaneMaskLe,
-  kLaneMaskGt,
-  kLaneMaskGe,
-  kDynSmem,
-  kTotalSmem,
-  kZero,
+  ptx::SpecialRegister what;  // the register whose value the slot holds (exec.cpp: specialValue)
 };
 
 struct CallArg {
