@@ -1,8 +1,10 @@
 // Advice on real PyTorch traces (../shared/data, recorded by others): operator context, operator bytes, the
 // Execution Trace join, kernel-family legality, remedies, and golden reports.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -195,6 +197,34 @@ TEST(ExecutionTraceJoin, RefusesAFileThatIsNotAnExecutionTraceNamingIt) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("hta_simple_add.json.gz"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("Execution Trace"), std::string::npos) << r.status().message();
+}
+
+TEST(ExecutionTraceJoin, RefusesAnExecutionTraceNestedTooDeepInsteadOfCrashing) {
+  // A hostile ET whose node inputs nest 200,000 lists deep used to overflow the stack while its values were copied.
+  std::string nested;
+  for (int i = 0; i < 200000; ++i) nested += '[';
+  for (int i = 0; i < 200000; ++i) nested += ']';
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir_pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kfuse_et_depth_XXXXXX";
+  std::vector<char> dir_buf(dir_pattern.begin(), dir_pattern.end());
+  dir_buf.push_back('\0');
+  ASSERT_NE(mkdtemp(dir_buf.data()), nullptr);
+  const std::string path = std::string(dir_buf.data()) + "/deep_et.json";
+  {
+    std::ofstream out(path);
+    out << R"({"schema": "1.0.1", "nodes": [{"id": 1, "name": "aten::add", "inputs": )" << nested
+        << R"(, "input_types": []}]})";
+  }
+  auto in = importTrace(shared("kineto/hta_simple_add.json.gz"));
+  ASSERT_TRUE(in.ok());
+  AnalysisOptions options;
+  options.execution_trace = path;
+  auto r = analyze(*in, "hta_simple_add.json.gz", options);
+  std::remove(path.c_str());
+  rmdir(dir_buf.data());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("deep_et.json"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("nested deeper than 512 levels"), std::string::npos) << r.status().message();
 }
 
 // ---- BERT-small: what a person finds by reading the trace ----

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "import/input_file.h"
+#include "kfuse/core/json_reader.h"
 
 namespace kfuse::analyzer {
 
@@ -73,12 +74,10 @@ Expected<ExecutionTrace> readExecutionTrace(const std::string& path) {
   // inflating one 300 MiB string took 1 GB and 22 s under the fuzzer). ET strings are names, types and shapes.
   KFUSE_ASSIGN_OR_RETURN(detail::TextBuffer text, detail::loadText(path, uint64_t{4} << 30, /*padding=*/1,
                                                                    /*max_run_bytes=*/uint64_t{64} << 20));
-  json j;
-  try {
-    j = json::parse(text.view());
-  } catch (const std::exception& e) {
-    return badFormat(path + ": not an Execution Trace: invalid JSON: " + e.what());
-  }
+  // Depth-limited: the node values below are copied and walked recursively.
+  auto parsed = core::parseJsonDocument(text.view());
+  if (!parsed.ok()) return badFormat(path + ": not an Execution Trace: " + parsed.status().message());
+  const json j = std::move(parsed).value();
   if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
     return badFormat(path +
                      ": not an Execution Trace: no \"nodes\" array (expected the JSON that PyTorch's "
