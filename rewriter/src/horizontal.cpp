@@ -181,10 +181,10 @@ Status inspectPart(const ptx::Module& module, Part& p) {
       Instruction in = s.inst;
       std::string bad;
       detail::forEachOperand(in, [&](Operand& o) {
-        if (o.kind == OperandKind::kRegister &&
-            (geometryIndex(ptx::specialRegister(o.name)) ||
-             ptx::specialRegister(o.name) == ptx::SpecialRegister::kDynamicSmemSize ||
-             refusedSpecialRegister(ptx::specialRegister(o.name)))) {
+        if (o.kind != OperandKind::kRegister) return;
+        const auto special = ptx::specialRegister(o.name);
+        if (geometryIndex(special) || special == ptx::SpecialRegister::kDynamicSmemSize ||
+            refusedSpecialRegister(special)) {
           bad = o.name;
         }
       });
