@@ -171,16 +171,37 @@ bool BlockRanges::Impl::accelerate(const Loop& loop, State& st, const LaunchBind
   };
   const Loop::Iv& t = loop.ivs[static_cast<size_t>(loop.test_iv)];
   const Interval init = readAs(st.regs[static_cast<size_t>(t.reg)], loop.test_type);
-  const Interval step = stepOf(t), bound = value(loop.bound, st, b, loop.test_type);
-  if (init.isEmpty() || init.lo != init.hi || step.lo != step.hi || bound.lo != bound.hi) return false;
-  const int64_t n = trips(loop.cont, init.lo, step.lo, bound.lo, loop.test_type);
-  if (n <= 0) return false;
+  const Interval step = stepOf(t);
+  Interval bound = value(loop.bound, st, b, loop.test_type);
+  for (const Src& c : loop.bound_lag) bound = add(bound, value(c, st, b, loop.test_type));
+  if (init.isEmpty() || !init.bounded() || step.lo != step.hi || bound.lo != bound.hi) return false;
+  // Threads may enter with different values (`j = tid.y` for a block's rows): each runs at most as many
+  // iterations as the one that starts farthest from the bound, and none wraps when neither end of the range does.
+  // An `!=` test needs one start value (the others may step past the bound).
+  if (init.lo != init.hi && loop.cont == Cmp::kNe) return false;
+  const int64_t from_lo = trips(loop.cont, init.lo, step.lo, bound.lo, loop.test_type);
+  const int64_t from_hi = trips(loop.cont, init.hi, step.lo, bound.lo, loop.test_type);
+  if (from_lo <= 0 || from_hi <= 0) return false;
+  const int64_t n = std::max(from_lo, from_hi);
   std::vector<Interval> ranges;
   for (const Loop::Iv& iv : loop.ivs) {
     const Interval x = st.regs[static_cast<size_t>(iv.reg)];
     const Interval s = stepOf(iv);
     if (x.isEmpty() || s.lo != s.hi) return false;
     ranges.push_back(fitTo(add(x, mul(s, Interval{0, n - 1})), iv.type));
+  }
+  // The tested variable comes back to the header only having passed the test: beyond its start values it stays
+  // on the continuing side of the bound (a thread starting near the bound runs fewer iterations than n).
+  Interval& tested = ranges[static_cast<size_t>(loop.test_iv)];
+  const Interval start = st.regs[static_cast<size_t>(t.reg)];
+  if (start == init) {
+    switch (loop.cont) {
+      case Cmp::kLt: tested.hi = std::min(tested.hi, std::max(init.hi, bound.lo - 1)); break;
+      case Cmp::kLe: tested.hi = std::min(tested.hi, std::max(init.hi, bound.lo)); break;
+      case Cmp::kGt: tested.lo = std::max(tested.lo, std::min(init.lo, bound.lo + 1)); break;
+      case Cmp::kGe: tested.lo = std::max(tested.lo, std::min(init.lo, bound.lo)); break;
+      default: break;
+    }
   }
   for (size_t v = 0; v < loop.ivs.size(); ++v) st.regs[static_cast<size_t>(loop.ivs[v].reg)] = ranges[v];
   return true;

@@ -232,8 +232,11 @@ struct BlockRanges::Impl {
       IntType type;
     };
     std::vector<Iv> ivs;
-    int test_iv = -1;  // index into ivs of the register the exit test compares (after its increment)
+    int test_iv = -1;  // index into ivs of the register the exit test compares
     Src bound;
+    // Added to `bound` when the test reads the variable before its increment (its steps), so that the loop
+    // continues while (iv after the increment) cont (bound + lag); empty when it reads it after.
+    std::vector<Src> bound_lag;
     Cmp cont = Cmp::kNone;  // the loop continues while (iv cont bound)
     IntType test_type;
   };

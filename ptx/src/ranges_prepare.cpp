@@ -191,7 +191,11 @@ void findLoops(const Cfg& cfg, Impl* impl) {
         const Decoded& d = impl->code[i];
         if (d.dst < 0) continue;
         std::optional<std::pair<int, std::vector<Src>>> form;
-        if ((d.op == Op::kAdd || d.op == Op::kSub) && d.guard < 0) {
+        if (d.op == Op::kMov && d.guard < 0 && d.a.kind == SrcKind::kReg) {
+          // A copy continues a chain (`add t, x, c; mov x, t`, as nvcc ends a loop whose exit test reads x before
+          // its increment).
+          if (auto it = derived.find(d.a.index); it != derived.end()) form = it->second;
+        } else if ((d.op == Op::kAdd || d.op == Op::kSub) && d.guard < 0) {
           for (int side = 0; side < (d.op == Op::kAdd ? 2 : 1); ++side) {
             const Src& y = side == 0 ? d.a : d.b;
             Src c = side == 0 ? d.b : d.a;
@@ -236,7 +240,9 @@ void findLoops(const Cfg& cfg, Impl* impl) {
         }
       }
     }
-    // The exit test: the latch ends in `@p bra header`, p set in the latch after the tested variable's increment.
+    // The exit test: the latch ends in `@p bra header`, p set in the latch from one induction variable, after its
+    // increment or (nvcc's other rotated form, `setp p, x, b; add t, x, c; mov x, t; @p bra`) before it: then the
+    // test reads the value before the step, and x_old cont b is x_new cont b + step.
     const BasicBlock& lb = cb[static_cast<size_t>(latch)];
     const Decoded* bra = nullptr;
     size_t bra_at = 0;
@@ -255,12 +261,15 @@ void findLoops(const Cfg& cfg, Impl* impl) {
         for (size_t v = 0; v < loop.ivs.size(); ++v) {
           const Impl::Loop::Iv& iv = loop.ivs[v];
           auto it = stmt_of_iv.find(iv.reg);
-          const bool incremented_before =
-              it != stmt_of_iv.end() && (impl->cfg.blockOf(it->second) != latch || it->second < i);
-          if (!incremented_before || !invariant(d.b) || d.b.kind == SrcKind::kUnknown) continue;
+          if (it == stmt_of_iv.end()) continue;
+          const bool incremented_before = impl->cfg.blockOf(it->second) != latch || it->second < i;
+          const bool incremented_after =
+              impl->cfg.blockOf(it->second) == latch && it->second > i && it->second < bra_at;
+          if (!(incremented_before || incremented_after) || !invariant(d.b) || d.b.kind == SrcKind::kUnknown) continue;
           if (d.a.kind == SrcKind::kReg && d.a.index == iv.reg) {
             loop.test_iv = static_cast<int>(v);
             loop.bound = d.b;
+            loop.bound_lag = incremented_before ? std::vector<Src>{} : iv.steps;
             loop.cont = bra->guard_negated ? negate(d.cmp) : d.cmp;
             loop.test_type = d.type;
           }

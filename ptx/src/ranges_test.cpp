@@ -99,8 +99,10 @@ TEST_F(BlockRangesTest, GridStrideLoopReachesFromItsFirstElementToTheEnd) {
     const AccessRange& a = r[i];
     ASSERT_TRUE(a.reached && a.bounded);
     const int64_t base = a.lo >= kR ? kR : kX;
-    EXPECT_EQ(a.lo - base, 2 * 128 * 4);   // its first element
-    EXPECT_EQ(a.hi - base, 32 * 512 * 4);  // up to n: an interval cannot say "every 32nd chunk"
+    EXPECT_EQ(a.lo - base, 2 * 128 * 4);  // its first element
+    // Up to its last thread's last element, 383 + 3 * 4096 (n = 16384, stride 4096): an interval cannot say
+    // "every 32nd chunk".
+    EXPECT_EQ(a.hi - base, (383 + 3 * 4096 + 1) * 4);
   }
 }
 
@@ -155,12 +157,28 @@ TEST_F(BlockRangesTest, LoopBoundedByLoadedDataIsUnbounded) {
   EXPECT_EQ(unbounded, 1);
 }
 
+constexpr int64_t kA = 0x1000000, kW = 0x2000000, kC = 0x3000000;
+
+// The union of the bounded ranges of the reached accesses through each of a, w and c (a GEMM's three matrices at
+// kA, kW, kC); a reached access that is not bounded fails the test.
+std::map<int64_t, std::pair<int64_t, int64_t>> matrixSpans(const std::vector<AccessRange>& ranges) {
+  std::map<int64_t, std::pair<int64_t, int64_t>> span;  // base -> union [lo, hi)
+  for (const AccessRange& x : ranges) {
+    if (!x.reached) continue;
+    EXPECT_TRUE(x.bounded);
+    if (!x.bounded) continue;
+    const int64_t base = x.lo >= kC ? kC : x.lo >= kW ? kW : kA;
+    auto [it, added] = span.emplace(base, std::pair{x.lo, x.hi});
+    if (!added) it->second = {std::min(it->second.first, x.lo), std::max(it->second.second, x.hi)};
+  }
+  return span;
+}
+
 TEST_F(BlockRangesTest, UnrolledPointerBumpingLoopCoversExactlyTheMatrices) {
   // nvcc unrolls matmul's k loop by four (pointers bumped, a counter counting down to 0 with !=) and adds a
   // remainder loop: the induction variables' trip counts bound both, to the bytes of a, w and c exactly.
   auto k = kernel("matmul");
   ASSERT_TRUE(k->ranges) << k->why;
-  constexpr int64_t kA = 0x1000000, kW = 0x2000000, kC = 0x3000000;
   for (const int64_t kk : {64, 66, 3}) {
     SCOPED_TRACE(kk);
     constexpr int64_t m = 32, n = 256;
@@ -169,18 +187,38 @@ TEST_F(BlockRangesTest, UnrolledPointerBumpingLoopCoversExactlyTheMatrices) {
     lb.nctaid = {n / 16, m / 16, 1};
     lb.all_blocks = true;
     lb.params = {kA, kW, kC, m, n, kk};
-    std::map<int64_t, std::pair<int64_t, int64_t>> span;  // base -> union [lo, hi)
-    for (const AccessRange& x : k->ranges->evaluate(lb)) {
-      if (!x.reached) continue;
-      ASSERT_TRUE(x.bounded);
-      const int64_t base = x.lo >= kC ? kC : x.lo >= kW ? kW : kA;
-      auto [it, added] = span.emplace(base, std::pair{x.lo, x.hi});
-      if (!added) it->second = {std::min(it->second.first, x.lo), std::max(it->second.second, x.hi)};
-    }
+    auto span = matrixSpans(k->ranges->evaluate(lb));
     EXPECT_EQ(span[kA], (std::pair<int64_t, int64_t>{kA, kA + m * kk * 4}));
     EXPECT_EQ(span[kW], (std::pair<int64_t, int64_t>{kW, kW + kk * n * 4}));
     EXPECT_EQ(span[kC], (std::pair<int64_t, int64_t>{kC, kC + m * n * 4}));
   }
+}
+
+TEST_F(BlockRangesTest, RowLoopTestedBeforeItsIncrementFromPerThreadStartsIsBounded) {
+  // tile_rows loads w's tile rows j = tid.y + 16i below 64, the test reading j before `add t, j, 64; mov j, t`:
+  // the loop's trip count comes from the test shifted by the step, for every start tid.y in [0, 16) at once.
+  auto k = kernel("tile_rows");
+  ASSERT_TRUE(k->ranges) << k->why;
+  constexpr int64_t m = 64, n = 64;
+  auto spans = [&](int64_t kk) {
+    LaunchBinding lb;
+    lb.ntid = {16, 16, 1};
+    lb.nctaid = {n / 16, m / 16, 1};
+    lb.all_blocks = true;
+    lb.params = {kA, kW, kC, m, n, kk};
+    return matrixSpans(k->ranges->evaluate(lb));
+  };
+  for (const int64_t kk : {64, 128}) {
+    SCOPED_TRACE(kk);
+    auto span = spans(kk);
+    EXPECT_EQ(span[kA], (std::pair<int64_t, int64_t>{kA, kA + m * kk * 4}));
+    EXPECT_EQ(span[kW], (std::pair<int64_t, int64_t>{kW, kW + kk * n * 4}));
+    EXPECT_EQ(span[kC], (std::pair<int64_t, int64_t>{kC, kC + m * n * 4}));
+  }
+  // k = 100: the guard `t + j < k && col < n` is one or.pred, which narrows nothing; the span stays that of the
+  // two tiles the loop runs (k rounded up to 128), bounded.
+  auto span = spans(100);
+  EXPECT_EQ(span[kW], (std::pair<int64_t, int64_t>{kW, kW + 128 * n * 4}));
 }
 
 TEST_F(BlockRangesTest, ThreadsLeavingBeforeABarrierAreFoundUnlessTheBranchIsUniform) {

@@ -58,3 +58,27 @@ extern "C" __global__ void uniform_exit_then_barrier(float* x, int n) {
   __syncthreads();
   x[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
 }
+// A GEMM loading its w tile by rows of threads: row j = tid.y, tid.y + 16, ... below a constant 64 (the
+// activation_matmul example's matmul_tiled_vec4). nvcc unrolls the row loop by four and tests the row before its
+// increment (`setp.lt p, j, 0; add t, j, 64; mov j, t; @p bra`), from a start that differs by thread.
+extern "C" __global__ void tile_rows(const float* a, const float* w, float* c, int m, int n, int k) {
+  __shared__ float as[16][64];
+  __shared__ float ws[64][16];
+  const int tx = threadIdx.x, ty = threadIdx.y, lin = ty * 16 + tx;
+  const int row0 = blockIdx.y * 16, row = row0 + ty, col = blockIdx.x * 16 + tx;
+  const int ar = lin / 16, ac = 4 * (lin % 16);
+  float acc = 0.f;
+  for (int t = 0; t < k; t += 64) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (row0 + ar < m && t + ac < k) v = *reinterpret_cast<const float4*>(&a[(row0 + ar) * k + t + ac]);
+    as[ar][ac] = v.x;
+    as[ar][ac + 1] = v.y;
+    as[ar][ac + 2] = v.z;
+    as[ar][ac + 3] = v.w;
+    for (int j = ty; j < 64; j += 16) ws[j][tx] = t + j < k && col < n ? w[(t + j) * n + col] : 0.f;
+    __syncthreads();
+    for (int i = 0; i < 64; ++i) acc = fmaf(as[ty][i], ws[i][tx], acc);
+    __syncthreads();
+  }
+  if (row < m && col < n) c[row * n + col] = acc;
+}
