@@ -16,18 +16,23 @@ std::vector<Candidate> Analysis::run(SearchStats& stats) {
   return out;
 }
 
-// Pattern identity of a group of ops: functions, launch shapes, and how buffers are shared among them.
+// Pattern identity of a group of ops: functions, launch shapes, and how buffers are shared among them. A buffer
+// is the bytes a use touches: a use shares the number of the first earlier use whose bytes it overlaps, so tensors
+// carved out of one allocation (an arena) are told apart as they are when each has its own.
 std::string Analysis::patternKey(CandidateKind kind, const std::vector<size_t>& occ) const {
   std::string key = kind == CandidateKind::kVertical ? "V" : "H";
-  std::map<core::Id, int> local;  // allocation -> first-seen index within the occurrence
+  std::vector<std::pair<const BufferUse*, int>> seen;  // earlier uses of the occurrence, with their buffer number
+  int buffers = 0;
   for (size_t op : occ) {
     const core::Launch& l = launch(op);
     // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, falsely) on `"literal" + std::string&&`.
     key.append("|").append(std::to_string(l.function_id)).append("@").append(dimText(l.grid));
     key.append("/").append(dimText(l.block));
     for (const BufferUse& u : g_.ops[op].uses) {
-      auto [it, inserted] = local.try_emplace(u.allocation_id, static_cast<int>(local.size()));
-      key.append(":").append(std::to_string(u.param_index)).append("=b").append(std::to_string(it->second));
+      auto shared = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first->overlaps(u); });
+      const int buffer = shared == seen.end() ? buffers++ : shared->second;
+      seen.emplace_back(&u, buffer);
+      key.append(":").append(std::to_string(u.param_index)).append("=b").append(std::to_string(buffer));
     }
   }
   return key;

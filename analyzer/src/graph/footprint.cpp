@@ -137,6 +137,15 @@ RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, 
     hi = std::max(hi, r->second + static_cast<int64_t>(a.bytes));
   }
   if (lo > hi) return RelativeRange{true, 0, 0};
+  // Both are sound over-approximations, so the bytes lie in their intersection: the interval analysis narrows
+  // on branches the affine ranges do not use (`x != 0` at a stencil's border keeps in[i - w] inside its tensor).
+  const RelativeRange loops = loopFootprint(*k, l, param);
+  if (loops.bounded) {
+    if (loops.lo == loops.hi) return loops;
+    lo = std::max(lo, loops.lo);
+    hi = std::min(hi, loops.hi);
+    if (lo >= hi) return RelativeRange{true, 0, 0};
+  }
   return RelativeRange{true, lo, hi};
 }
 

@@ -296,6 +296,7 @@ std::optional<LinearForm> bind(const ptx::AffineExpr& e, const Shape& shape, con
 
 Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& shape, const AtomValues& values) {
   Domain d;
+  std::vector<Constraint> excluded;  // form != lo (lo == hi), applied below where they cut an end of a range
   for (const ptx::GuardCondition& g : guard) {
     if (!g.structured || g.bits < 1 || g.bits > 64) {
       d.exact = false;
@@ -348,7 +349,7 @@ Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& sha
     Wide lo = INT64_MIN, hi = INT64_MAX;
     switch (g.cmp) {
       case ptx::CmpOp::kEq: lo = hi = bound; break;
-      case ptx::CmpOp::kNe: d.exact = false; continue;
+      case ptx::CmpOp::kNe: excluded.push_back(canonical(diff, bound, bound)); continue;
       case ptx::CmpOp::kLt: hi = bound - 1; break;
       case ptx::CmpOp::kLe: hi = bound; break;
       case ptx::CmpOp::kGt: lo = bound + 1; break;
@@ -364,6 +365,31 @@ Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& sha
       same->hi = std::min(same->hi, c.hi);
     }
   }
+  // `x != v` narrows x's range when v is one of its ends (a stencil's `x != 0 && x != w - 1` inside `x < w`);
+  // one cut can bring another's value to an end, so until none applies. One strictly inside is left out.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto e = excluded.begin(); e != excluded.end();) {
+      auto same = std::find_if(d.constraints.begin(), d.constraints.end(),
+                               [&](const Constraint& x) { return x.form.coef == e->form.coef; });
+      const auto [fmin, fmax] = boxRange(e->form, shape);
+      const Wide lo = same == d.constraints.end() ? fmin : std::max<Wide>(fmin, same->lo);
+      const Wide hi = same == d.constraints.end() ? fmax : std::min<Wide>(fmax, same->hi);
+      if (e->lo != lo && e->lo != hi) {
+        ++e;
+        continue;
+      }
+      Constraint c = e->lo == lo ? canonical(e->form, Wide{e->lo} + 1, hi) : canonical(e->form, lo, Wide{e->lo} - 1);
+      if (same == d.constraints.end()) {
+        d.constraints.push_back(c);
+      } else {
+        *same = c;
+      }
+      e = excluded.erase(e);
+      changed = true;
+    }
+  }
+  if (!excluded.empty()) d.exact = false;
   for (const Constraint& c : d.constraints) {
     const auto [fmin, fmax] = boxRange(c.form, shape);
     if (c.lo > c.hi || c.lo > fmax || c.hi < fmin) d.never = true;

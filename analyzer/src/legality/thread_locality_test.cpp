@@ -102,6 +102,28 @@ TEST(ThreadLocality, UnsignedComparisonsThatCouldWrapAreDropped) {
   EXPECT_EQ(s.constraints[0].hi, 10);
 }
 
+TEST(ThreadLocality, NotEqualCutsTheEndsOfARangeAndNothingInside) {
+  // A stencil's interior: x < n, x != 0, x != n - 1 (n = 100) is 1 <= x <= 98, exactly; x != 50 inside the range
+  // says nothing an interval can hold, so the domain is no longer exact.
+  const AffineExpr x = globalX();
+  const Domain d = bindGuard({compare(x, ptx::CmpOp::kNe, num(0)), compare(x, ptx::CmpOp::kNe, atom("param1") - num(1)),
+                              compare(x, ptx::CmpOp::kLt, atom("param1"))},
+                             kShape1d, {{"param1", 100}});
+  ASSERT_EQ(d.constraints.size(), 1u);
+  EXPECT_EQ(d.constraints[0].lo, 1);
+  EXPECT_EQ(d.constraints[0].hi, 98);
+  EXPECT_TRUE(d.exact);
+  const auto r = range(bound(num(4) * x - num(4), kShape1d, {}), d, kShape1d);  // in[x - 1]
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, 0);
+  const Domain inside = bindGuard({compare(x, ptx::CmpOp::kNe, num(50))}, kShape1d, {});
+  EXPECT_TRUE(inside.constraints.empty());
+  EXPECT_FALSE(inside.exact);
+  // Only value 0 possible and excluded: no thread.
+  EXPECT_TRUE(
+      bindGuard({compare(x, ptx::CmpOp::kNe, num(0)), compare(x, ptx::CmpOp::kLt, num(1))}, kShape1d, {}).never);
+}
+
 TEST(ThreadLocality, AGuardFalseForEveryThreadMeansTheAccessNeverRuns) {
   // n > 0 with n = 0.
   EXPECT_TRUE(bindGuard({compare(atom("param1"), ptx::CmpOp::kGt, num(0))}, kShape1d, {{"param1", 0}}).never);
