@@ -148,9 +148,23 @@ CASES = {
     # proof does not cover, and failed there).
     "loop_trip_blk": (4, "block-level", True, "k = h + 128: reads half of the next block's row"),
     "gridstride_tl": (4, "thread-local", False, "the consumer's stride is half the producer's"),
+    "arena_overlap_tl": (4, "thread-local", True, "the consumer's output starts at the producer's input's last "
+                                                  "element (4 bytes of overlap in the arena)"),
+    "arena_overlap_epi": (4, "epilogue", True, "the consumer's output starts at the producer's input's last element"),
+    # The legal part of a blocked chain is proven on its own (issue: blocked chains swallow legal sub-chains).
+    "sub_chain_tl": (4, "thread-local", True, "the middle kernel writes one element past what the first reads"),
 }
 
+# Cases whose illegal mode is also recorded and analyzed: no candidate proven for the legal recording may be proven
+# for the illegal one (the analyzer's own verdict, not only the plan's run-time predicates).
+ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
+                   "pro_ptr_arena"}
+
 MODES = ("legal", "illegal")
+
+
+def kernels(candidate):
+    return f"{candidate['fusion']} " + "+".join(k["name"] for k in candidate["kernels"])
 
 
 def checksums(stdout):
@@ -216,6 +230,8 @@ class Case:
         with open(report) as f:
             cands = json.load(f)["candidates"]
         proven = [c for c in cands if c["legality"] == "proven"]
+        if self.name in ANALYZE_ILLEGAL:
+            self.check_illegal_verdicts({kernels(c) for c in proven})
         self.candidates = [(c["rank"], c["fusion"], c["legality"], "+".join(k["name"] for k in c["kernels"]),
                             c["reasons"]) for c in cands]
         plans = []
@@ -266,6 +282,22 @@ class Case:
             self.problems.append(f"legal: a legal fusion kfuse should prove and inject was {self.outcome['legal']}")
         if self.args.force and plans:
             self.sharp = self.forced(plans)
+
+    def check_illegal_verdicts(self, proven_legally):
+        trace, report = self.path("illegal.sqlite"), self.path("illegal.json")
+        p = self.run([self.args.kfuse, "-q", "record", "-o", trace, "--"] + self.program("illegal"))
+        if p.returncode != 0:
+            raise RuntimeError(f"kfuse record (illegal) exited {p.returncode}: {p.stderr.strip()[-400:]}")
+        p = self.run([self.args.kfuse, "-q", "analyze", trace, "--all", "--json", report, "--no-store"])
+        if p.returncode != 0:
+            raise RuntimeError(f"kfuse analyze (illegal) exited {p.returncode}: {p.stderr.strip()[-400:]}")
+        with open(report) as f:
+            cands = json.load(f)["candidates"]
+        for c in cands:
+            if c["legality"] == "proven" and kernels(c) in proven_legally:
+                self.problems.append(f"illegal recording: {kernels(c)} is proven ({c['reasons'][-1][:300]})")
+            elif kernels(c) in proven_legally:
+                self.details.append(f"illegal recording: {kernels(c)} {c['legality']}: {c['reasons'][-1][:300]}")
 
     def forced(self, plans):
         # Every plan without predicates: does the illegal mode's output change once fused?

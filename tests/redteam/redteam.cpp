@@ -419,6 +419,26 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("blk_rd_loop", kRows, b.d, b.c, rh, r.pick(rh, rh + 128));
   };
   // Grid-stride loops with a scalar stride (4096 elements, 1024 threads).
+  // Arena tensors that overlap by 4 bytes: the consumer's output is its own region (legal) or starts at the last
+  // element of the producer's input (illegal): fused, thread 0 overwrites x[n - 1] before thread n - 1 reads it.
+  c["arena_overlap_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1), b.ar(0), n);
+    r.launch("ew_add", k1d, r.pick(b.ar(2), b.ar(0, n - 1)), b.ar(1), n);
+  };
+  c["arena_overlap_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.ar(1), b.ar(0), w, h);
+    r.launch("ew_add", k1d, r.pick(b.ar(2), b.ar(0, n - 1)), b.ar(1), n);
+  };
+  // A sub-chain of a blocked chain: ew_scale (1000 elements) -> rd_max (k = 700 reads ahead, and elements 1000 on
+  // that ew_scale never writes: no fusion kind applies, the chain is blocked) -> ew_add -> wr_from. rd_max -> ew_add
+  // -> wr_from is legal; illegally the middle kernel writes one element past what rd_max reads (ar(1) + 1), and
+  // wr_from reads it there: fused, thread j's write lands on the element thread j + 1 reads.
+  c["sub_chain_tl"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.ar(1), b.ar(0), 1000);
+    r.launch("rd_max", k1d, b.ar(2), b.ar(1), 700, n);
+    r.launch("ew_add", k1d, r.pick(b.ar(3), b.ar(1, 1)), b.ar(2), n - 1);
+    r.launch("wr_from", k1d, b.ar(4), r.pick(b.ar(3), b.ar(1, 1)), n - 1);
+  };
   c["gridstride_tl"] = [=, &b](const Run& r) {
     r.launch("gs_scale", k1d, b.c, b.a, n, 4 * n);
     r.launch("gs_sum", k1d, b.d, b.c, r.pick(n, n / 2), 4 * n);
