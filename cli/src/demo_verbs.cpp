@@ -31,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct DemoOptions {
-  std::string gpu = "h100-sxm";
+  std::string gpu;  // "" = the GPU the recorded trace names (analyze's default; h100-sxm on the stand-in)
   std::string example = "elementwise_chain";
   std::string dir;  // "" = a fresh temporary directory, removed at the end unless --keep
   bool keep = false;
@@ -47,6 +47,17 @@ struct Demo {
 
   static std::string quote(const std::string& a) {
     return a.find_first_of(" \t'\"$\\") == std::string::npos ? a : "'" + a + "'";
+  }
+
+  // What the costs are predicted for, in words.
+  std::string costTarget() const {
+    if (!o.gpu.empty()) return o.gpu;
+    return gpu_ ? "the GPU the trace names (this one)" : "h100-sxm (the stand-in names no GPU of the spec table)";
+  }
+  // `cmd` with --gpu when one was named (else analyze and rewrite cost for the trace's own GPU).
+  std::vector<std::string> withGpu(std::vector<std::string> cmd) const {
+    if (!o.gpu.empty()) cmd.insert(cmd.end(), {"--gpu", o.gpu});
+    return cmd;
   }
 
   // Runs one command, its output into DIR/<log>; prints the command first. False (and the log) on failure.
@@ -144,7 +155,7 @@ struct Demo {
       env.emplace_back("LD_LIBRARY_PATH", standin.string() + (old && *old ? std::string(":") + old : ""));
     }
     std::printf("kfuse demo: %s on %s; costs predicted for %s. Outputs in %s\n", o.example.c_str(),
-                gpu ? "this machine's GPU" : "the CPU emulator (stand-in libcuda.so.1, no GPU)", o.gpu.c_str(),
+                gpu ? "this machine's GPU" : "the CPU emulator (stand-in libcuda.so.1, no GPU)", costTarget().c_str(),
                 dir.c_str());
 
     const fs::path before = dir / "before.sqlite", after = dir / "after.sqlite", plans = dir / "plans";
@@ -152,10 +163,11 @@ struct Demo {
              "1-record.log", nullptr)) {
       return kExitCheckFailed;
     }
-    if (!run("Analyze it: dependency graph, fusion candidates, legality from the PTX, roofline cost for " + o.gpu,
-             {kfuse, "analyze", before.string(), "--gpu", o.gpu, "--top", "5", "--json", (dir / "before.json").string(),
-              "--no-store"},
-             "2-analyze.log", nullptr)) {
+    if (!run(
+            "Analyze it: dependency graph, fusion candidates, legality from the PTX, roofline cost for " + costTarget(),
+            withGpu({kfuse, "analyze", before.string(), "--top", "5", "--json", (dir / "before.json").string(),
+                     "--no-store"}),
+            "2-analyze.log", nullptr)) {
       return kExitCheckFailed;
     }
     for (const auto& l : linesWith(readText(dir / "2-analyze.log"), "")) {
@@ -166,7 +178,7 @@ struct Demo {
     int rewrite_exit = 0;
     if (!run("Rewrite the best consistent set of proven candidates into fused PTX; ptxas; validate bit for bit "
              "against the original launches on the emulator",
-             {kfuse, "rewrite", before.string(), "--all", "-o", plans.string(), "--gpu", o.gpu}, "3-rewrite.log",
+             withGpu({kfuse, "rewrite", before.string(), "--all", "-o", plans.string()}), "3-rewrite.log",
              &rewrite_exit)) {
       return kExitCheckFailed;
     }
@@ -202,7 +214,7 @@ struct Demo {
       return kExitCheckFailed;
     }
     if (!run("Analyze the run with the fused kernels",
-             {kfuse, "analyze", after.string(), "--gpu", o.gpu, "--json", (dir / "after.json").string(), "--no-store"},
+             withGpu({kfuse, "analyze", after.string(), "--json", (dir / "after.json").string(), "--no-store"}),
              "6-analyze.log", nullptr)) {
       return kExitCheckFailed;
     }
@@ -231,8 +243,10 @@ struct Demo {
     const double read_b = metricSum(before, "dram_bytes_read"), write_b = metricSum(before, "dram_bytes_written");
     const double read_a = metricSum(after, "dram_bytes_read"), write_a = metricSum(after, "dram_bytes_written");
     const bool estimated = rb["summary"].value("gpu_busy_estimated", true);
+    // The GPU the costs were computed for, as analyze resolved it (the trace's own unless --gpu named one).
+    const std::string costed = rb["gpu"].value("short_name", costTarget());
     const std::string time_label =
-        std::string("GPU time on ") + o.gpu + (estimated ? " (roofline estimate)" : " (measured)");
+        std::string("GPU time on ") + costed + (estimated ? " (roofline estimate)" : " (measured)");
     std::printf("\n[%d] Before and after\n", ++step);
     std::printf("    %-40s %18s %18s\n", "", "without kfuse", "with kfuse run");
     std::printf("    %-40s %18" PRIu64 " %18" PRIu64 "\n", "kernel launches the driver received",
@@ -254,7 +268,7 @@ struct Demo {
       std::printf(
           "    GPU times are the cost model's estimates for %s from the kernels' PTX and counted bytes: no "
           "GPU ran them.\n",
-          o.gpu.c_str());
+          costed.c_str());
     }
     return sum_before == sum_after && sum_before != "n/a" ? 0 : 1;
   }
@@ -319,7 +333,9 @@ void registerDemoVerbs(CLI::App& app, VerbContext& ctx) {
       "demo",
       "The whole story on an example program: record, analyze, rewrite + validate, run with the fused kernels "
       "injected, before/after table; then the top recommendations for a real recorded trace");
-  cmd->add_option("--gpu", opts->gpu, "GPU the costs are predicted for (kfuse gpus lists them)")->capture_default_str();
+  cmd->add_option("--gpu", opts->gpu,
+                  "GPU the costs are predicted for (kfuse gpus lists them); default: the GPU the recording ran on "
+                  "(h100-sxm on the CPU stand-in)");
   cmd->add_option("--example", opts->example, "Example program (examples/driver_api)")->capture_default_str();
   cmd->add_option("-o,--dir", opts->dir,
                   "Keep the traces, reports, plans and logs there (default: a temporary "

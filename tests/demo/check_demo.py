@@ -72,6 +72,11 @@ def main():
             stats = json.load(f)
         if stats["launches_seen"] != launches[0] or stats["launches_issued"] != launches[1]:
             failures += fail(f"run statistics {stats['launches_seen']} -> {stats['launches_issued']} vs {launches}")
+        # The GPU time row names the GPU the report costed (the trace's own, h100-sxm for the stand-in's recording).
+        with open(os.path.join(out, "before.json")) as f:
+            costed = json.load(f)["gpu"]["short_name"]
+        if not any(line.strip().startswith(f"GPU time on {costed} (") for line in text.splitlines()):
+            failures += fail(f"the GPU time row names {costed}, the GPU before.json was costed for:\n{text}")
         for name in ("before.json", "after.json", "1-record.log", "4-run.log"):
             if not os.path.exists(os.path.join(out, name)):
                 failures += fail(f"the demo wrote {name}")
