@@ -545,8 +545,16 @@ class Evaluator {
       *why = "expression too deep";
       return std::nullopt;
     }
+    if (auto self = std::find(ivs_.begin(), ivs_.end(), r); self != ivs_.end()) {
+      ++iv_reads_[static_cast<size_t>(self - ivs_.begin())];
+      return AffineExpr::atom(earlierValue(r));
+    }
     const auto defs = du_.reachingDefs(stmt, r);
     if (defs.size() != 1) {
+      if (defs.size() > 1) {
+        if (auto iv = induction(r, depth)) return iv;
+        if (auto iv = derivedInduction(defs, depth)) return iv;
+      }
       *why = defs.empty() ? r + " has no definition" : r + " has several reaching definitions (loop or branch)";
       return std::nullopt;
     }
@@ -555,23 +563,165 @@ class Evaluator {
       *why = r + " is defined under a predicate";
       return std::nullopt;
     }
+    // While an induction variable is examined, values read in terms of its earlier value are not its values: they
+    // are neither taken from nor kept in the memo.
+    const bool memo = ivs_.empty();
     auto key = std::make_pair(d, r);
-    auto it = memo_.find(key);
-    if (it != memo_.end()) {
-      if (!it->second) *why = memo_why_[key];
-      return it->second;
+    if (memo) {
+      auto it = memo_.find(key);
+      if (it != memo_.end()) {
+        if (!it->second) *why = memo_why_[key];
+        return it->second;
+      }
     }
     auto v = def(f_.body[d].inst, d, depth + 1, why);
     if (v && (v->degree() > kMaxDegree || v->terms.size() > kMaxTerms)) {
       *why = "polynomial degree too high or too many terms";
       v.reset();
     }
-    memo_[key] = v;
-    if (!v) memo_why_[key] = *why;
+    if (memo) {
+      memo_[key] = v;
+      if (!v) memo_why_[key] = *why;
+    }
     return v;
   }
 
  private:
+  static std::string earlierValue(const std::string& r) { return "@" + r; }
+
+  // A value derived from an induction variable on every path (`j = i + k` before the loop and again after each
+  // step of i): each reaching definition is B + S * (iter + j) or B + S * j for one counter `iter` and whole j, so
+  // the value is B + S * (m + iter') for some iter' >= 0, with m the least j.
+  std::optional<AffineExpr> derivedInduction(const std::vector<size_t>& defs, int depth) {
+    std::vector<AffineExpr> forms;
+    for (size_t d : defs) {
+      if (!f_.body[d].inst.guard.empty()) return std::nullopt;
+      std::string ignored;
+      auto v = def(f_.body[d].inst, d, depth + 1, &ignored);
+      if (!v) return std::nullopt;
+      forms.push_back(std::move(*v));
+    }
+    // The counter and its part S * iter, from the first form that has one.
+    std::string counter;
+    AffineExpr counted;
+    for (const AffineExpr& f : forms) {
+      for (const auto& [atoms, c] : f.terms) {
+        for (const std::string& a : atoms) {
+          if (a.rfind(kIterationPrefix, 0) != 0) continue;
+          if (!counter.empty() && a != counter) return std::nullopt;  // two counters
+          counter = a;
+        }
+      }
+      if (!counter.empty() && counted.terms.empty()) {
+        for (const auto& [atoms, c] : f.terms) {
+          if (std::find(atoms.begin(), atoms.end(), counter) != atoms.end()) counted.terms[atoms] = c;
+        }
+      }
+    }
+    if (counter.empty()) return std::nullopt;
+    // S: the counted part with the counter taken out of each term.
+    AffineExpr step;
+    for (const auto& [atoms, c] : counted.terms) {
+      std::vector<std::string> rest = atoms;
+      rest.erase(std::find(rest.begin(), rest.end(), counter));
+      step.terms[rest] = c;
+    }
+    std::optional<AffineExpr> base;
+    int64_t least = 0;
+    for (const AffineExpr& f : forms) {
+      AffineExpr part, rest;  // the counted terms, the others
+      for (const auto& [atoms, c] : f.terms) {
+        (std::find(atoms.begin(), atoms.end(), counter) != atoms.end() ? part : rest).terms[atoms] = c;
+      }
+      if (!part.terms.empty() && part.terms != counted.terms) return std::nullopt;
+      if (!base) base = rest;
+      // rest - base = j * S
+      const AffineExpr diff = rest - *base;
+      int64_t j = 0;
+      for (const auto& [atoms, c] : diff.terms) {
+        auto u = step.terms.find(atoms);
+        if (u == step.terms.end() || u->second == 0 || c % u->second != 0) return std::nullopt;
+        const int64_t here = c / u->second;
+        if (j != 0 && here != j) return std::nullopt;
+        j = here;
+      }
+      if (!diff.terms.empty() && diff.terms.size() != step.terms.size()) return std::nullopt;
+      least = std::min(least, j);
+    }
+    return *base + step * AffineExpr::constant(least) + counted;
+  }
+
+  // A basic induction variable (grid-stride and row loops: `i = gid; ...; i += stride`): `r`'s definitions that do
+  // not read it all give one value F, and every other definition is r + c * S for one invariant step S and whole c >= 1
+  // (directly, through a chain of adds, or a copy). Every value r ever holds is then F + S * k for some k >= 0, by
+  // induction over the definitions executed; k is the atom "iter:<r>@<F's statement>" (kIterationPrefix), one per
+  // variable, for which nothing is known but k >= 0. Every definition in the function counts, not only those
+  // reaching the use, so a value that entered the loop another way cannot hide. (A step that reads r before any
+  // definition ran would read an undefined register, which nvcc does not emit for defined C++.)
+  std::optional<AffineExpr> induction(const std::string& r, int depth) {
+    constexpr size_t kMaxDefinitions = 8;
+    const std::vector<size_t> all = du_.allDefs(r);
+    if (all.size() < 2 || all.size() > kMaxDefinitions || ivs_.size() >= 4) return std::nullopt;
+    ivs_.push_back(r);
+    iv_reads_.push_back(0);
+    const size_t me = ivs_.size() - 1;
+    const AffineExpr earlier = AffineExpr::atom(earlierValue(r));
+    std::optional<AffineExpr> init;
+    size_t init_stmt = 0;
+    std::vector<AffineExpr> steps;
+    bool ok = true;
+    for (size_t d : all) {
+      const int reads_before = iv_reads_[me];
+      std::string ignored;
+      auto v = def(f_.body[d].inst, d, depth + 1, &ignored);
+      const int reads = iv_reads_[me] - reads_before;
+      if (!v) {
+        ok = false;
+        break;
+      }
+      if (reads == 0) {
+        if (init) {
+          ok = init->terms == v->terms;  // the same start set on two paths (`mov i, gid` in both branches)
+          if (!ok) break;
+          continue;
+        }
+        init = std::move(v);
+        init_stmt = d;
+        continue;
+      }
+      AffineExpr step = *v - earlier;
+      const bool once = reads == 1 && v->terms.count({earlierValue(r)}) && v->terms.at({earlierValue(r)}) == 1;
+      const bool invariant = std::none_of(step.terms.begin(), step.terms.end(), [](const auto& t) {
+        return std::any_of(t.first.begin(), t.first.end(), [](const std::string& a) {
+          return a.rfind("@", 0) == 0 || a.rfind(kIterationPrefix, 0) == 0;
+        });
+      });
+      if (!once || !invariant || step.terms.empty()) {
+        ok = false;
+        break;
+      }
+      steps.push_back(std::move(step));
+    }
+    ivs_.pop_back();
+    iv_reads_.pop_back();
+    if (!ok || !init || steps.empty()) return std::nullopt;
+    // Every step a whole multiple c >= 1 of the first.
+    const AffineExpr& unit = steps.front();
+    for (const AffineExpr& step : steps) {
+      if (step.terms.size() != unit.terms.size()) return std::nullopt;
+      int64_t c = 0;
+      for (const auto& [atoms, coef] : step.terms) {
+        auto u = unit.terms.find(atoms);
+        if (u == unit.terms.end() || u->second == 0 || coef % u->second != 0) return std::nullopt;
+        const int64_t here = coef / u->second;
+        if (here < 1 || (c != 0 && here != c)) return std::nullopt;
+        c = here;
+      }
+    }
+    const std::string k = std::string(kIterationPrefix) + r + "@" + std::to_string(init_stmt);
+    return *init + unit * AffineExpr::atom(k);
+  }
+
   std::optional<AffineExpr> def(const Instruction& in, size_t stmt, int depth, std::string* why) {
     const Opcode op = in.opcode;
     const auto& o = in.operands;
@@ -655,6 +805,8 @@ class Evaluator {
 
   const Function& f_;
   const DefUse& du_;
+  std::vector<std::string> ivs_;  // induction variables being examined: their reads stand for an earlier value
+  std::vector<int> iv_reads_;     // how often each was read
   std::map<std::pair<size_t, std::string>, std::optional<AffineExpr>> memo_;
   std::map<std::pair<size_t, std::string>, std::string> memo_why_;
 };

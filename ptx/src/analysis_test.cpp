@@ -199,9 +199,12 @@ TEST(Analysis, LoopCfgDominatorsAndReachingDefinitions) {
   EXPECT_EQ(du.reachingDefs(cfg.blocks()[1].begin + 1, "%r2").size(), 2u);
   const auto& mem = fa.memoryAccesses();
   ASSERT_EQ(mem.size(), 1u);
-  EXPECT_FALSE(mem[0].address.has_value());
-  EXPECT_NE(mem[0].not_affine_reason.find("several reaching definitions"), std::string::npos)
-      << mem[0].not_affine_reason;
+  // %r2 is 0 + k after k steps of `add %r2, %r2, 1`; %r3 is %r2 + 1 or %r2 + 2 (one per arm), so 1 + k for some
+  // k >= 0: the offset counts the loop's steps (ptx::kIterationPrefix).
+  ASSERT_TRUE(mem[0].offset.has_value()) << mem[0].not_affine_reason;
+  const std::string offset = mem[0].offset->toString();
+  EXPECT_EQ(offset.rfind("4*iter:%r2@", 0), 0u) << offset;
+  EXPECT_EQ(offset.substr(offset.size() - 4), " + 4") << offset;
   EXPECT_EQ(fa.paramAccess()[0].mode, AccessMode::kReadWrite);
   EXPECT_EQ(fa.usage().atomics, 1);
 }

@@ -174,11 +174,16 @@ bool BlockRanges::Impl::accelerate(const Loop& loop, State& st, const LaunchBind
   const Interval step = stepOf(t);
   Interval bound = value(loop.bound, st, b, loop.test_type);
   for (const Src& c : loop.bound_lag) bound = add(bound, value(c, st, b, loop.test_type));
+  for (const Src& c : loop.bound_minus) bound = add(bound, neg(value(c, st, b, loop.test_type)));
   if (init.isEmpty() || !init.bounded() || step.lo != step.hi || bound.lo != bound.hi) return false;
   // Threads may enter with different values (`j = tid.y` for a block's rows): each runs at most as many
   // iterations as the one that starts farthest from the bound, and none wraps when neither end of the range does.
-  // An `!=` test needs one start value (the others may step past the bound).
-  if (init.lo != init.hi && loop.cont == Cmp::kNe) return false;
+  // An `!=` test with several start values needs steps of one towards a bound they all lie before (nvcc's
+  // remainder loops count `r = trips & 3` down to 0); larger steps could step past it.
+  if (init.lo != init.hi && loop.cont == Cmp::kNe && !(step.lo == -1 && init.lo > bound.lo) &&
+      !(step.lo == 1 && init.hi < bound.lo)) {
+    return false;
+  }
   const int64_t from_lo = trips(loop.cont, init.lo, step.lo, bound.lo, loop.test_type);
   const int64_t from_hi = trips(loop.cont, init.hi, step.lo, bound.lo, loop.test_type);
   if (from_lo <= 0 || from_hi <= 0) return false;

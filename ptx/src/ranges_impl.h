@@ -237,6 +237,8 @@ struct BlockRanges::Impl {
     // Added to `bound` when the test reads the variable before its increment (its steps), so that the loop
     // continues while (iv after the increment) cont (bound + lag); empty when it reads it after.
     std::vector<Src> bound_lag;
+    // Subtracted from `bound` when the test reads the variable plus these invariants (`add j, i, k; setp j, n`).
+    std::vector<Src> bound_minus;
     Cmp cont = Cmp::kNone;  // the loop continues while (iv cont bound)
     IntType test_type;
   };

@@ -266,10 +266,29 @@ void findLoops(const Cfg& cfg, Impl* impl) {
           const bool incremented_after =
               impl->cfg.blockOf(it->second) == latch && it->second > i && it->second < bra_at;
           if (!(incremented_before || incremented_after) || !invariant(d.b) || d.b.kind == SrcKind::kUnknown) continue;
-          if (d.a.kind == SrcKind::kReg && d.a.index == iv.reg) {
+          if (d.a.kind != SrcKind::kReg) continue;
+          // Or a copy of it plus an invariant, made after its increment (`add j, i, k; setp j, n`: j < n is
+          // i < n - k).
+          std::optional<Src> minus;
+          if (d.a.index != iv.reg && incremented_before) {
+            for (size_t j = i; j-- > lb.begin;) {
+              const Decoded& t = impl->code[j];
+              if (t.dst != d.a.index) continue;
+              if (t.op == Op::kAdd && t.guard < 0 && (j > it->second || impl->cfg.blockOf(it->second) != latch)) {
+                for (const auto& [x, c] : {std::pair{t.a, t.b}, std::pair{t.b, t.a}}) {
+                  if (x.kind == SrcKind::kReg && x.index == iv.reg && invariant(c) && c.kind != SrcKind::kUnknown)
+                    minus = c;
+                }
+              }
+              break;
+            }
+            if (!minus) continue;
+          }
+          if (d.a.index == iv.reg || minus) {
             loop.test_iv = static_cast<int>(v);
             loop.bound = d.b;
             loop.bound_lag = incremented_before ? std::vector<Src>{} : iv.steps;
+            loop.bound_minus = minus ? std::vector<Src>{*minus} : std::vector<Src>{};
             loop.cont = bra->guard_negated ? negate(d.cmp) : d.cmp;
             loop.test_type = d.type;
           }

@@ -106,6 +106,44 @@ TEST_F(BlockRangesTest, GridStrideLoopReachesFromItsFirstElementToTheEnd) {
   }
 }
 
+TEST_F(BlockRangesTest, GridStrideLoopsWithAParameterStrideStayInsideTheirArrays) {
+  // scale_strided: a remainder loop counting `trips & 3` down to 0 (starts 0..3, by thread), then the loop unrolled
+  // by four; sum_strided_ahead: the exit test reads e + k. n = 4096 elements, stride 1024 = the launch's threads.
+  // Every access must be bounded inside its array (the unrolled body's e + 3s is bounded by e < n only through the
+  // trip arithmetic, which an interval cannot follow: up to 3 strides beyond n, never unbounded).
+  constexpr int64_t n = 4096, s = 1024;
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {8, 1, 1};
+  lb.all_blocks = true;
+  for (const auto& [name, params] : std::vector<std::pair<std::string, std::vector<std::optional<int64_t>>>>{
+           {"scale_strided", {kX, kR, s, n}}, {"sum_strided_ahead", {kX, kR, 1, s, n}}}) {
+    SCOPED_TRACE(name);
+    auto k = kernel(name);
+    ASSERT_TRUE(k->ranges) << k->why;
+    lb.params = params;
+    for (const AccessRange& a : k->ranges->evaluate(lb)) {
+      if (!a.reached) continue;
+      ASSERT_TRUE(a.bounded);
+      const int64_t base = a.lo >= kR ? kR : kX;
+      EXPECT_GE(a.lo, base);
+      EXPECT_LE(a.hi, base + (n + 3 * s) * 4);
+    }
+  }
+  // The ahead loop's reads end exactly at n: its test is e + k < n.
+  auto ahead = kernel("sum_strided_ahead");
+  lb.params = {kX, kR, 1, s, n};
+  int reads = 0;
+  for (const AccessRange& a : ahead->ranges->evaluate(lb)) {
+    if (a.reached && a.lo >= kR) {
+      ++reads;
+      EXPECT_EQ(a.lo, kR + 4);
+      EXPECT_EQ(a.hi, kR + n * 4);
+    }
+  }
+  EXPECT_GE(reads, 1);
+}
+
 TEST_F(BlockRangesTest, ReductionKernelReadsItsRowAndWritesOneElement) {
   auto k = kernel("row_sum");
   ASSERT_TRUE(k->ranges) << k->why;

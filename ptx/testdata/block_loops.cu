@@ -82,3 +82,14 @@ extern "C" __global__ void tile_rows(const float* a, const float* w, float* c, i
   }
   if (row < m && col < n) c[row * n + col] = acc;
 }
+// Grid-stride with the stride a parameter: nvcc unrolls by four after a remainder loop that counts `trips & 3` down
+// to 0 from a start that differs by thread.
+extern "C" __global__ void scale_strided(float* z, const float* x, int s, int n) {
+  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += s) z[e] = x[e] * 2.f + 1.f;
+}
+// Grid-stride whose exit test reads the index plus an offset (`add j, i, k; setp.lt j, n` after i's step).
+extern "C" __global__ void sum_strided_ahead(float* y, const float* z, int k, int s, int n) {
+  float acc = 0.f;
+  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e + k < n; e += s) acc += z[e + k];
+  y[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}

@@ -139,6 +139,9 @@ std::vector<ParamAccess> analyzeParamAccess(const Function& f, const Cfg& cfg, c
 
 // A polynomial over atoms ("tid.x", "ctaid.x", "ntid.x", "nctaid.x", "param2", ...) with integer coefficients.
 // Terms are keyed by the sorted list of atoms in the monomial; the empty key is the constant.
+// An atom starting with kIterationPrefix ("iter:%r24@12") counts the steps a loop's induction variable has taken
+// (a whole number >= 0, nothing else known): `i = gid; i < n; i += stride` reads at gid + stride * iter:...
+inline constexpr const char* kIterationPrefix = "iter:";
 struct AffineExpr {
   std::map<std::vector<std::string>, int64_t> terms;
 
