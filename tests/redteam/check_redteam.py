@@ -147,7 +147,11 @@ CASES = {
     # Proven block-level for the recorded h and k, which the plan pins (validation once also tried lowered sizes the
     # proof does not cover, and failed there).
     "loop_trip_blk": (4, "block-level", True, "k = h + 128: reads half of the next block's row"),
-    "gridstride_tl": (4, "thread-local", False, "the consumer's stride is half the producer's"),
+    # Grid-stride loops: thread t touches t + k * stride; with stride = grid * block the elements are the thread's
+    # own for every k (ptx induction variables, docs/analyzer.md). The plan pins the strides.
+    "gridstride_tl": (4, "thread-local", True, "the consumer's stride is half the producer's"),
+    "gridstride_ahead_tl": (4, "thread-local", True, "the consumer reads one element ahead (the next thread's)"),
+    "gridstride_chain_tl": (4, "thread-local", True, "the last kernel writes one element past the first's input"),
     "arena_overlap_tl": (4, "thread-local", True, "the consumer's output starts at the producer's input's last "
                                                   "element (4 bytes of overlap in the arena)"),
     "arena_overlap_epi": (4, "epilogue", True, "the consumer's output starts at the producer's input's last element"),
@@ -158,7 +162,7 @@ CASES = {
 # Cases whose illegal mode is also recorded and analyzed: no candidate proven for the legal recording may be proven
 # for the illegal one (the analyzer's own verdict, not only the plan's run-time predicates).
 ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
-                   "pro_ptr_arena"}
+                   "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl"}
 
 MODES = ("legal", "illegal")
 

@@ -443,6 +443,18 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("gs_scale", k1d, b.c, b.a, n, 4 * n);
     r.launch("gs_sum", k1d, b.d, b.c, r.pick(n, n / 2), 4 * n);
   };
+  // A grid-stride consumer reading its element (k = 0) or the next thread's (k = 1), in the arena.
+  c["gridstride_ahead_tl"] = [=, &b](const Run& r) {
+    r.launch("gs_scale", k1d, b.ar(1), b.ar(0), n, 4 * n);
+    r.launch("gs_sum_ahead", k1d, b.ar(5), b.ar(1), r.pick(0, 1), n, 4 * n);
+  };
+  // A grid-stride chain of three whose last kernel writes where the first reads: legally its own region (the
+  // arena's region 3), illegally the first kernel's input one element on.
+  c["gridstride_chain_tl"] = [=, &b](const Run& r) {
+    r.launch("gs_scale", k1d, b.ar(1), b.ar(0), n, 4 * n);
+    r.launch("gs_inc", k1d, b.ar(2), b.ar(1), n, 4 * n);
+    r.launch("gs_inc", k1d, r.pick(b.ar(3), b.ar(0, 1)), b.ar(2), n, 4 * n);
+  };
   return c;
 }
 

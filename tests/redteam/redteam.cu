@@ -371,5 +371,15 @@ __global__ void gs_sum(float* y, const float* z, int s, int n) {
   for (int e = GID; e < n; e += s) acc += z[e];
   y[GID] = acc;
 }
+// The same reading k elements ahead of its own: z[e + k] for e + k < n.
+__global__ void gs_sum_ahead(float* y, const float* z, int k, int s, int n) {
+  float acc = 0.f;
+  for (int e = GID; e + k < n; e += s) acc += z[e + k];
+  y[GID] = acc;
+}
+// Grid-stride y[e] = z[e] + 1 (its own elements, like gs_scale).
+__global__ void gs_inc(float* y, const float* z, int s, int n) {
+  for (int e = GID; e < n; e += s) y[e] = z[e] + 1.f;
+}
 
 }  // extern "C"

@@ -83,7 +83,11 @@ Analysis::UseEstimate Analysis::useBytes(size_t op, const BufferUse& u, bool rea
     return by_extent;
   }
   const ParamFacts& p = k->params[static_cast<size_t>(u.param_index)];
-  if (!fullyFollowed(p)) return {by_extent.bytes, by_extent.source, /*followed=*/false, /*exact=*/false};
+  // An access in a loop runs an unknown number of times per thread: the extent, as for one not followed.
+  const bool loops = std::any_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
+    return a.offset_form && countsLoopSteps(*a.offset_form);
+  });
+  if (!fullyFollowed(p) || loops) return {by_extent.bytes, by_extent.source, /*followed=*/false, /*exact=*/false};
   const core::Launch& l = launch(op);
   const double threads = static_cast<double>(l.grid.count() * l.block.count());
   double per_thread = 0;

@@ -72,6 +72,57 @@ ByteRange RelativeRange::at(uint64_t pointer_offset) const {
   return ByteRange{static_cast<uint64_t>(base + lo), static_cast<uint64_t>(base + hi)};
 }
 
+std::vector<ptx::AccessRange> launchRanges(const KernelFacts& k, const core::Launch& l) {
+  if (!k.block_ranges) return {};
+  ptx::LaunchBinding b;
+  b.ntid = {l.block.x, l.block.y, l.block.z};
+  b.nctaid = {l.grid.x, l.grid.y, l.grid.z};
+  b.all_blocks = true;
+  for (const ParamFacts& p : k.params) b.params.push_back(argumentValue(l, p));
+  return k.block_ranges->evaluate(b);
+}
+
+std::optional<int64_t> iterationBound(const KernelFacts& k, const core::Launch& l, int param,
+                                      const ParamMemoryAccess& a, const locality::AtomValues& values,
+                                      const std::vector<ptx::AccessRange>& ranges) {
+  if (!a.offset_form || !countsLoopSteps(*a.offset_form)) return 1;
+  if (param < 0 || static_cast<size_t>(param) >= k.params.size() || a.bytes == 0) return std::nullopt;
+  const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
+  if (!pointer) return std::nullopt;
+  // The interval analysis's bytes of every memory instruction on the access's line through the same pointer.
+  __extension__ typedef __int128 Wide;
+  Wide lo = 0, hi = 0;
+  bool matched = false, reached = false;
+  for (size_t i = 0; i < ranges.size() && i < k.block_accesses.size(); ++i) {
+    const KernelFacts::BlockAccess& b = k.block_accesses[i];
+    if (b.line != a.line || b.via_param != param) continue;
+    matched = true;
+    if (!ranges[i].reached) continue;
+    if (!ranges[i].bounded) return std::nullopt;
+    lo = reached ? std::min<Wide>(lo, ranges[i].lo) : ranges[i].lo;
+    hi = reached ? std::max<Wide>(hi, ranges[i].hi) : ranges[i].hi;
+    reached = true;
+  }
+  if (!matched) return std::nullopt;
+  if (!reached) return 1;  // no thread makes the access
+  locality::Shape one{l.grid, l.block, 1};
+  std::string why;
+  const auto f = locality::bind(*a.offset_form, one, values, &why);
+  if (!f) return std::nullopt;
+  const int64_t step = f->coef[locality::kIter];
+  if (step == 0) return 1;
+  locality::LinearForm start = *f;  // the form at step 0
+  start.coef[locality::kIter] = 0;
+  const auto span = locality::range(start, locality::Domain{}, one);
+  if (!span) return 1;
+  // F + step * s lies in [lo - pointer, hi - pointer - bytes] for every step s the thread takes.
+  const Wide rlo = lo - *pointer, rhi = hi - *pointer - a.bytes;
+  const Wide most = step > 0 ? (rhi - span->first) / step : (span->second - rlo) / -Wide{step};
+  constexpr Wide kLimit = Wide{1} << 40;
+  if (most > kLimit) return std::nullopt;
+  return most < 0 ? 1 : static_cast<int64_t>(most) + 1;
+}
+
 namespace {
 
 // The bytes argument `param` may touch from the kernel's interval analysis over all blocks of the launch (loops
@@ -82,12 +133,7 @@ RelativeRange loopFootprint(const KernelFacts& k, const core::Launch& l, int par
   if (!k.block_ranges) return whole;
   const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
   if (!pointer) return whole;
-  ptx::LaunchBinding b;
-  b.ntid = {l.block.x, l.block.y, l.block.z};
-  b.nctaid = {l.grid.x, l.grid.y, l.grid.z};
-  b.all_blocks = true;
-  for (const ParamFacts& p : k.params) b.params.push_back(argumentValue(l, p));
-  const std::vector<ptx::AccessRange> ranges = k.block_ranges->evaluate(b);
+  const std::vector<ptx::AccessRange> ranges = launchRanges(k, l);
   constexpr int64_t kLimit = int64_t{1} << 60;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < ranges.size() && i < k.block_accesses.size(); ++i) {
@@ -117,9 +163,10 @@ RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, 
   if (!k || !k->has_ptx || param < 0 || static_cast<size_t>(param) >= k->params.size()) return whole;
   const ParamFacts& p = k->params[static_cast<size_t>(param)];
   if (p.source != AccessSource::kPtx) return whole;
-  const bool affine = fullyFollowed(p) &&
-                      std::all_of(p.accesses.begin(), p.accesses.end(),
-                                  [](const ParamMemoryAccess& a) { return a.offset_form.has_value() && a.bytes > 0; });
+  const bool affine =
+      fullyFollowed(p) && std::all_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
+        return a.offset_form.has_value() && a.bytes > 0 && !countsLoopSteps(*a.offset_form);
+      });
   // Addresses inside loops, or not affine in the thread indices: the interval analysis over every block.
   if (!affine) return loopFootprint(*k, l, param);
   const locality::Shape shape{l.grid, l.block};

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/ptx/ranges.h"
 #include "legality/thread_locality.h"
 
 namespace kfuse::analyzer {
@@ -51,6 +52,20 @@ struct RelativeRange {
 // launch shape (dynamic shared memory included) and the arguments that influence its accesses (KernelFacts::
 // influence_params; a pointer into an allocation only by pointing into one): callers may cache on them.
 RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, const locality::AtomValues& values);
+
+using locality::countsLoopSteps;
+
+// The byte ranges the interval analysis (ptx::BlockRanges, all blocks at once) gives every access of `k` in launch
+// `l`, in KernelFacts::block_accesses' order; empty when the kernel has no interval analysis.
+std::vector<ptx::AccessRange> launchRanges(const KernelFacts& k, const core::Launch& l);
+
+// An upper bound, for every thread of launch `l`, on the steps of the loop access `a` (through parameter `param`)
+// sits in: locality::Shape::iterations for its form. From the interval analysis's bytes for the access (`ranges`,
+// launchRanges) and the form: F + S * k inside [lo, hi) gives k <= (hi - bytes - min F) / S. 1 when the form counts
+// no steps or the access never runs; nullopt when the bytes are unbounded or the access cannot be matched.
+std::optional<int64_t> iterationBound(const KernelFacts& k, const core::Launch& l, int param,
+                                      const ParamMemoryAccess& a, const locality::AtomValues& values,
+                                      const std::vector<ptx::AccessRange>& ranges);
 
 // Footprints of every parameter of a launch, cached by (kernel, launch shape, form-parameter values): a trace of a
 // million launches repeats a few distinct keys. Not thread-safe.

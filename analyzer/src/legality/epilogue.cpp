@@ -167,6 +167,11 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
                                                 "thread index (" +
                                                 line(a) + "): it may read other elements");
         }
+        if (countsLoopSteps(*a.offset_form)) {
+          return refuse(Legality::kBlocked, ck.name + " accesses " + xs + " inside a loop (" + line(a) +
+                                                "): a consumer thread steps through several elements, where "
+                                                "consumer thread e must touch only element e");
+        }
         const auto f = locality::bind(*a.offset_form, c.shape, c.values, &why);
         if (!f) return refuse(Legality::kLikely, ck.name + "'s address into " + xs + " cannot be evaluated: " + why);
         locality::LinearForm own;

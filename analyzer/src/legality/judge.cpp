@@ -135,28 +135,46 @@ void Analysis::checkPair(size_t a, size_t b, Verdict& v) const {
       }
       if (!va) va = atomValues(a);
       if (!vb) vb = atomValues(b);
+      // Accesses in a loop (a grid-stride or row loop's induction variable) count its steps: the interval
+      // analysis bounds them for this launch, computed once per kernel.
+      std::optional<std::vector<ptx::AccessRange>> ranges_a, ranges_b;
+      auto steps = [](const KernelFacts& k, const core::Launch& l, int param, const ParamMemoryAccess& m,
+                      const locality::AtomValues& values, std::optional<std::vector<ptx::AccessRange>>& ranges) {
+        if (!countsLoopSteps(*m.offset_form)) return std::optional<int64_t>(1);
+        if (!ranges) ranges = launchRanges(k, l);
+        return iterationBound(k, l, param, m, values, *ranges);
+      };
       // Each pair of accesses with a write among them, bound to this occurrence's values. One reason per
       // buffer: the first pair that crosses threads, else the first that could not be decided.
-      std::string local_why, cross_why, cross_sentence, unknown_why;
-      int crossing = 0, unknown = 0;
+      std::string local_why, cross_why, cross_sentence, unknown_why, loop_why;
+      int crossing = 0, unknown = 0, in_loops = 0;
       for (const ParamMemoryAccess& ma : pa.accesses) {
         for (const ParamMemoryAccess& mb : pb.accesses) {
           if (!ma.is_write && !mb.is_write) continue;
-          std::string why_a, why_b;
-          const auto fa = locality::bind(*ma.offset_form, shape, *va, &why_a);
-          const auto fb = locality::bind(*mb.offset_form, shape, *vb, &why_b);
           const std::string where = " (" + ka->name + " line " + std::to_string(ma.line) + ", " + kb->name + " line " +
                                     std::to_string(mb.line) + ")";
+          const bool loops = countsLoopSteps(*ma.offset_form) || countsLoopSteps(*mb.offset_form);
+          const auto sa = steps(*ka, la, ua.param_index, ma, *va, ranges_a);
+          const auto sb = steps(*kb, lb, ub.param_index, mb, *vb, ranges_b);
+          if (!sa || !sb) {
+            if (in_loops++ == 0) loop_why = buf + where + ": the steps of its loop could not be bounded";
+            continue;
+          }
+          locality::Shape bound = shape;
+          bound.iterations = std::max(*sa, *sb);
+          std::string why_a, why_b;
+          const auto fa = locality::bind(*ma.offset_form, bound, *va, &why_a);
+          const auto fb = locality::bind(*mb.offset_form, bound, *vb, &why_b);
           if (!fa || !fb) {
             if (unknown++ == 0)
               unknown_why = "an offset into " + buf + where + " cannot be evaluated: " + (fa ? why_b : why_a);
             continue;
           }
           const locality::Access xa{*fa, static_cast<int64_t>(ua.offset), ma.bytes,
-                                    locality::bindGuard(ma.guard_conditions, shape, *va)};
+                                    locality::bindGuard(ma.guard_conditions, bound, *va)};
           const locality::Access xb{*fb, static_cast<int64_t>(ub.offset), mb.bytes,
-                                    locality::bindGuard(mb.guard_conditions, shape, *vb)};
-          const locality::PairVerdict pv = locality::checkPair(xa, xb, shape);
+                                    locality::bindGuard(mb.guard_conditions, bound, *vb)};
+          const locality::PairVerdict pv = locality::checkPair(xa, xb, bound);
           if (pv.verdict == locality::Verdict::kThreadLocal) {
             if (local_why.empty()) local_why = pv.why;
           } else if (pv.verdict == locality::Verdict::kCrossThread) {
@@ -164,6 +182,8 @@ void Analysis::checkPair(size_t a, size_t b, Verdict& v) const {
               cross_why = buf + " is accessed" + where + " " + pv.why;
               cross_sentence = crossingSentence(*ka, ma, *fa, ua, *kb, mb, *fb, ub, buf);
             }
+          } else if (loops) {
+            if (in_loops++ == 0) loop_why = buf + " is accessed" + where + " " + pv.why;
           } else if (unknown++ == 0) {
             unknown_why = buf + " is accessed" + where + " " + pv.why;
           }
@@ -176,6 +196,12 @@ void Analysis::checkPair(size_t a, size_t b, Verdict& v) const {
         // One readable sentence decides the verdict; the affine forms behind it are a reason for --verbose.
         v.weaken(Legality::kBlocked, cross_sentence);
         v.reasons.push_back(cross_why + more(crossing) + ": threads read neighbours' data (stencil-like)");
+      } else if (in_loops > 0) {
+        // A thread that steps through a loop touches many elements: unless the steps were shown to keep threads
+        // apart, calling the pair likely thread-local would be a guess against the evidence.
+        v.weaken(Legality::kBlocked, (in_loops > 1 ? loop_why + more(in_loops) : loop_why) +
+                                         ": inside a loop, its threads may touch elements other threads write, so "
+                                         "thread locality cannot be shown");
       } else if (unknown > 0) {
         v.weaken(Legality::kLikely, unknown_why + more(unknown) + ": thread locality not proven");
       } else {

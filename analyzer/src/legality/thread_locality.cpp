@@ -8,11 +8,11 @@ namespace {
 
 __extension__ typedef __int128 Wide;  // products of two 64-bit values never overflow it
 
-constexpr const char* kVarNames[kVarCount] = {"tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z"};
+constexpr const char* kVarNames[kVarCount] = {"tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "iter"};
 constexpr Wide kOffsetLimit = Wide{1} << 31;
 
 std::optional<Var> threadVar(const std::string& atom) {
-  for (int v = 0; v < kVarCount; ++v) {
+  for (int v = 0; v < kThreadVars; ++v) {
     if (atom == kVarNames[v]) return static_cast<Var>(v);
   }
   return std::nullopt;
@@ -90,8 +90,9 @@ std::vector<Constraint> hull(const std::vector<Constraint>& a, const std::vector
 // One independent coordinate of the thread space: a thread variable, or a constrained form of several.
 struct Item {
   Wide coef = 0;
-  Wide size = 0;  // number of values
-  Wide lo = 0;    // the least value (0 for a thread variable)
+  Wide size = 0;       // number of values
+  Wide lo = 0;         // the least value (0 for a thread variable)
+  bool steps = false;  // it moves a loop's step count (kIter): moving it alone stays in one thread
 };
 
 // Mixed radix: sorted by |coefficient|, for the highest item j that differs between two threads,
@@ -150,11 +151,11 @@ bool decompose(const LinearForm& f, const std::vector<Constraint>& domain, const
       if (l.coef[v] != 0) multiple = Wide{f.coef[v]} == Wide{k} * l.coef[v];
     }
     if (!multiple || !injectiveOnItsVariables(l, s)) continue;
-    items.push_back(Item{k, hi - lo + 1, lo});
+    items.push_back(Item{k, hi - lo + 1, lo, l.coef[kIter] != 0});
     for (int v = 0; v < kVarCount; ++v) used[v] = used[v] || l.coef[v] != 0;
   }
   for (int v = 0; v < kVarCount; ++v) {
-    if (!used[v]) items.push_back(Item{f.coef[v], s.extent(static_cast<Var>(v)), 0});
+    if (!used[v]) items.push_back(Item{f.coef[v], s.extent(static_cast<Var>(v)), 0, v == kIter});
   }
   return true;
 }
@@ -185,9 +186,11 @@ Wide floorDiv(Wide a, Wide b) {  // b > 0
 }
 
 // Whether some item alone, moved by m steps (1 <= m < size) in either direction, changes the form by a value in
-// the open interval (lo, hi): then two threads one variable apart overlap.
+// the open interval (lo, hi): then two threads one variable apart overlap. Items that move a loop's step count are
+// not tried: moved alone, they stay in one thread.
 bool oneItemWitness(const std::vector<Item>& items, Wide lo, Wide hi) {
   for (const Item& it : items) {
+    if (it.steps) continue;
     const Wide k = it.coef < 0 ? -it.coef : it.coef;
     if (k == 0) {
       if (lo < 0 && 0 < hi) return true;
@@ -211,8 +214,8 @@ bool LinearForm::hasVariables() const {
 
 std::string LinearForm::toString() const {
   std::string s;
-  // ctaid before tid, as the PTX analysis prints its forms
-  for (int v : {kCtaidX, kCtaidY, kCtaidZ, kTidX, kTidY, kTidZ}) {
+  // ctaid before tid, as the PTX analysis prints its forms; a loop's step count first
+  for (int v : {kIter, kCtaidX, kCtaidY, kCtaidZ, kTidX, kTidY, kTidZ}) {
     const int64_t c = coef[v];
     if (c == 0) continue;
     if (!s.empty())
@@ -242,6 +245,7 @@ int64_t Shape::extent(Var v) const {
     case kCtaidX: return grid.x;
     case kCtaidY: return grid.y;
     case kCtaidZ: return grid.z;
+    case kIter: return std::max<int64_t>(iterations, 1);
     default: return 1;
   }
 }
@@ -251,11 +255,25 @@ std::optional<LinearForm> bind(const ptx::AffineExpr& e, const Shape& shape, con
   LinearForm f;
   std::array<Wide, kVarCount> coef{};
   Wide constant = 0;
+  std::string loop;  // the one step-count atom the form may use
   for (const auto& [atoms, c] : e.terms) {
     Wide value = c;
     std::optional<Var> var;
     for (const std::string& atom : atoms) {
-      if (auto v = threadVar(atom)) {
+      std::optional<Var> v = threadVar(atom);
+      if (atom.rfind(ptx::kIterationPrefix, 0) == 0) {
+        if (shape.iterations < 1) {
+          *why = "it changes in a loop whose number of steps is not known (" + e.toString() + ")";
+          return std::nullopt;
+        }
+        if (!loop.empty() && atom != loop) {
+          *why = "it counts the steps of two loops (" + e.toString() + ")";
+          return std::nullopt;
+        }
+        loop = atom;
+        v = kIter;
+      }
+      if (v) {
         if (var) {
           *why = "a term multiplies two thread indices (" + e.toString() + ")";
           return std::nullopt;
@@ -294,11 +312,18 @@ std::optional<LinearForm> bind(const ptx::AffineExpr& e, const Shape& shape, con
   return f;
 }
 
+bool countsLoopSteps(const ptx::AffineExpr& form) {
+  return std::any_of(form.terms.begin(), form.terms.end(), [](const auto& t) {
+    return std::any_of(t.first.begin(), t.first.end(),
+                       [](const std::string& a) { return a.rfind(ptx::kIterationPrefix, 0) == 0; });
+  });
+}
+
 Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& shape, const AtomValues& values) {
   Domain d;
   std::vector<Constraint> excluded;  // form != lo (lo == hi), applied below where they cut an end of a range
   for (const ptx::GuardCondition& g : guard) {
-    if (!g.structured || g.bits < 1 || g.bits > 64) {
+    if (!g.structured || g.bits < 1 || g.bits > 64 || countsLoopSteps(g.lhs) || countsLoopSteps(g.rhs)) {
       d.exact = false;
       continue;
     }
@@ -471,9 +496,25 @@ PairVerdict checkPair(const Access& a, const Access& b, const Shape& shape) {
   }
   if (fa.sameLinearPart(fb)) {
     // b(t) - a(t') = c.(t - t') - delta overlaps iff delta - wb < c.(t - t') < delta + wa.
-    const Wide delta = ca - cb;
+    Wide delta = ca - cb;
+    // In a loop, a whole number q of steps S in delta is a later step of the same thread: a(t, k) = L(t) +
+    // S (k + q) + r + cb, so the tuples (t, k + q) and (t', k') are compared, with r the rest and k's range
+    // widened by |q| (the constraints on k no longer apply to the shifted tuple).
+    Shape steps = shape;
+    std::vector<Constraint> frame = domain;
+    if (const int64_t s = fa.coef[kIter]; s != 0) {
+      const Wide q = delta / s;
+      const Wide wider = Wide{shape.iterations} + (q < 0 ? -q : q);
+      if (q != 0 && fitsInt64(wider)) {
+        delta -= q * s;
+        steps.iterations = static_cast<int64_t>(wider);
+        frame.erase(
+            std::remove_if(frame.begin(), frame.end(), [](const Constraint& c) { return c.form.coef[kIter] != 0; }),
+            frame.end());
+      }
+    }
     const Wide need = std::max(wb - delta, wa + delta);
-    const Wide sep = separation(fa, domain, shape);
+    const Wide sep = separation(fa, frame, steps);
     if (sep >= need) {
       r.verdict = Verdict::kThreadLocal;
       r.why = delta == 0 ? "both at byte " + fa.toString() + ", which no two threads share"
@@ -481,7 +522,7 @@ PairVerdict checkPair(const Access& a, const Access& b, const Shape& shape) {
       return r;
     }
     std::vector<Item> items;
-    if (decompose(fa, domain, shape, items) && oneItemWitness(movable(items), delta - wb, delta + wa)) {
+    if (decompose(fa, frame, steps, items) && oneItemWitness(movable(items), delta - wb, delta + wa)) {
       r.verdict = Verdict::kCrossThread;
       r.why = fa.toString() == fb.toString()
                   ? "at byte " + fa.toString() + ", which several threads share"

@@ -27,7 +27,12 @@
 
 namespace kfuse::analyzer::locality {
 
-enum Var : int { kTidX, kTidY, kTidZ, kCtaidX, kCtaidY, kCtaidZ, kVarCount };
+// The six thread indices, and kIter: the step count of a loop's induction variable (ptx::kIterationPrefix), a whole
+// number in [0, Shape::iterations) that a thread goes through one after the other. A thread is the six indices; the
+// proofs treat kIter as one more coordinate, so two accesses that no two (thread, step) tuples share are also
+// thread-local.
+enum Var : int { kTidX, kTidY, kTidZ, kCtaidX, kCtaidY, kCtaidZ, kIter, kVarCount };
+inline constexpr int kThreadVars = kIter;
 
 // sum(coef[v] * v) + constant over the thread variables.
 struct LinearForm {
@@ -41,6 +46,9 @@ struct LinearForm {
 // The launch a form is bound for.
 struct Shape {
   core::Dim3 grid, block;
+  // Steps a loop's induction variable may take, an upper bound for every thread of the launch (footprint.h's
+  // iterationBound); 0: not known, and bind() refuses forms that count steps.
+  int64_t iterations = 0;
   int64_t extent(Var v) const;  // number of values v takes: block.x for kTidX, grid.y for kCtaidY, ...
 };
 
@@ -48,7 +56,8 @@ struct Shape {
 using AtomValues = std::map<std::string, int64_t>;
 
 // Binds `e` for one launch. nullopt, with `why`, when an atom has no value (a global symbol, a field of a by-value
-// aggregate) or a term multiplies two thread variables.
+// aggregate), a term multiplies two thread variables, or `e` counts the steps of a loop (kIter) when the shape gives
+// no bound on them, or of two loops.
 std::optional<LinearForm> bind(const ptx::AffineExpr& e, const Shape& shape, const AtomValues& values,
                                std::string* why);
 
@@ -74,7 +83,12 @@ bool contains(const Domain& d, const Thread& t);
 // and for constraints on independent variables); nullopt when no thread is in `d`.
 std::optional<std::pair<int64_t, int64_t>> range(const LinearForm& f, const Domain& d, const Shape& shape);
 
-// What a guard's conjuncts say about the thread variables, for one launch.
+// Whether `form` counts the steps of a loop (an atom with ptx::kIterationPrefix: a grid-stride or row loop's
+// induction variable).
+bool countsLoopSteps(const ptx::AffineExpr& form);
+
+// What a guard's conjuncts say about the thread variables, for one launch. Conjuncts that count a loop's steps are
+// left out (the domain is then not exact): their counter need not be the one of the access they guard.
 Domain bindGuard(const std::vector<ptx::GuardCondition>& guard, const Shape& shape, const AtomValues& values);
 
 // One access, bound: bytes [base + offset(t), base + offset(t) + bytes) of the buffer, for threads in `domain`.

@@ -217,5 +217,55 @@ TEST(ThreadLocality, OffsetsOutsideTwoGibibytesAreNotProven) {
             Verdict::kUnknown);
 }
 
+// A grid-stride index e = gid + s * k (s = param1), its k counted by the atom "iter:%r1@3", on 64 x 256 threads
+// (16384) and at most 4 steps.
+AffineExpr gridStride() {
+  return globalX() + atom("param1") * atom("iter:%r1@3");
+}
+Shape steps(int64_t iterations) {
+  Shape s = kShape1d;
+  s.iterations = iterations;
+  return s;
+}
+
+TEST(ThreadLocality, GridStrideLoopsWhoseStrideIsTheLaunchKeepEveryElementInItsThread) {
+  // 4e = 4 gid + 65536 k: tid (4, 256), ctaid (1024, 64), k (65536, 4) is a mixed radix, 4 bytes apart at least.
+  const Shape s = steps(4);
+  const AtomValues v{{"param1", 16384}};
+  const PairVerdict p =
+      checkPair(access(num(4) * gridStride(), 4, 0, s, v), access(num(4) * gridStride(), 4, 0, s, v), s);
+  EXPECT_EQ(p.verdict, Verdict::kThreadLocal) << p.why;
+  // One step later (the unrolled body's e + s) is the same thread's element: still thread-local.
+  const PairVerdict later = checkPair(access(num(4) * gridStride(), 4, 0, s, v),
+                                      access(num(4) * (gridStride() + atom("param1")), 4, 0, s, v), s);
+  EXPECT_EQ(later.verdict, Verdict::kThreadLocal) << later.why;
+}
+
+TEST(ThreadLocality, GridStrideNearMissesAreNotThreadLocal) {
+  const Shape s = steps(8);
+  // Half the launch as stride: thread t at step 1 is thread t + 8192's element at step 0.
+  const AtomValues half{{"param1", 8192}};
+  EXPECT_NE(
+      checkPair(access(num(4) * gridStride(), 4, 0, s, half), access(num(4) * gridStride(), 4, 0, s, half), s).verdict,
+      Verdict::kThreadLocal);
+  // One element ahead: thread t reads what thread t + 1 writes, a witness one tid.x apart.
+  const AtomValues full{{"param1", 16384}};
+  const PairVerdict ahead = checkPair(access(num(4) * gridStride(), 4, 0, s, full),
+                                      access(num(4) * (gridStride() + num(1)), 4, 0, s, full), s);
+  EXPECT_EQ(ahead.verdict, Verdict::kCrossThread) << ahead.why;
+}
+
+TEST(ThreadLocality, StepCountsNeedABoundAndOneLoop) {
+  std::string why;
+  EXPECT_FALSE(bind(num(4) * gridStride(), kShape1d, {{"param1", 16384}}, &why));  // no bound on the steps
+  EXPECT_NE(why.find("number of steps is not known"), std::string::npos) << why;
+  EXPECT_FALSE(bind(gridStride() + atom("iter:%r9@7"), steps(4), {{"param1", 16384}}, &why));
+  EXPECT_NE(why.find("two loops"), std::string::npos) << why;
+  // A guard on a step count is left out: its counter need not be the access's.
+  const Domain d = bindGuard({compare(atom("iter:%r9@7"), ptx::CmpOp::kLt, num(1))}, steps(4), {});
+  EXPECT_TRUE(d.constraints.empty());
+  EXPECT_FALSE(d.exact);
+}
+
 }  // namespace
 }  // namespace kfuse::analyzer::locality
