@@ -142,6 +142,8 @@ CASES = {
     # pinned; the illegal mode passes a real pointer (into the intermediate, one element on), which must be refused.
     "null_bias_tl": (4, "thread-local", True, "bias = the intermediate + 1 element instead of NULL"),
     "null_bias_epi": (4, "epilogue", True, "bias = the intermediate + 1 element instead of NULL"),
+    "null_bias_pro": (4, "prologue", True, "bias = the intermediate + 1 element instead of NULL"),
+    "null_bias_blk": (4, "block-level", True, "bias = the intermediate + 1 element instead of NULL"),
     "pitch2d_tl": (4, "thread-local", True, "pitch = w + 1: row r reads r elements ahead"),
     "loop_trip_tl": (4, "thread-local", False, "k = 4: reads 3 later blocks' elements"),
     # Proven block-level for the recorded h and k, which the plan pins (validation once also tried lowered sizes the
@@ -162,7 +164,8 @@ CASES = {
 # Cases whose illegal mode is also recorded and analyzed: no candidate proven for the legal recording may be proven
 # for the illegal one (the analyzer's own verdict, not only the plan's run-time predicates).
 ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
-                   "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl"}
+                   "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl", "null_bias_tl",
+                   "null_bias_epi", "null_bias_pro", "null_bias_blk"}
 
 MODES = ("legal", "illegal")
 

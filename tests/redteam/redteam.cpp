@@ -404,6 +404,15 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("p2_scale", kImg, b.c, b.a, w, h);
     r.launch("bias_opt", k1d, b.d, b.c, r.pick(kNull, at(b.c, 1)), n);
   };
+  // The same for a prologue (a 2-D consumer, 31 x 33, of an element-wise producer) and a block-level pair (rows).
+  c["null_bias_pro"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("p2_bias_opt", img(31, 33), b.d, b.c, r.pick(kNull, at(b.c, 1)), 31, 33);
+  };
+  c["null_bias_blk"] = [=, &b](const Run& r) {
+    r.launch("blk_scale", kRows, b.c, b.a, rh);
+    r.launch("blk_bias_opt", kRows, b.d, b.c, r.pick(kNull, at(b.c, 1)), rh);
+  };
   // A 2-D pair with a scalar pitch (60 x 17 image).
   c["pitch2d_tl"] = [=, &b](const Run& r) {
     r.launch("p2_scale", img(60, 17), b.c, b.a, 60, 17);

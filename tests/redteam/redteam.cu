@@ -344,6 +344,20 @@ __global__ void rd_upto(float* y, const float* z, int k) {
   if (i < k) y[i] = z[i] + 3.f;
 }
 // An optional bias (NULL or not).
+// A 2-D reader of z with an optional bias (a prologue consumer): y = 3 z (+ bias) per element.
+__global__ void p2_bias_opt(float* y, const float* z, const float* bias, int w, int h) {
+  int row = ROW, col = COL;
+  if (row < h && col < w) {
+    float v = z[row * w + col] * 3.f;
+    if (bias != nullptr) v += bias[row * w + col];
+    y[row * w + col] = v;
+  }
+}
+// Row per block with an optional bias (a block-level consumer): z[b h + j] = y[b h + j] (+ bias[j]).
+__global__ void blk_bias_opt(float* z, const float* y, const float* bias, int h) {
+  const int b = blockIdx.x;
+  for (int j = threadIdx.x; j < h; j += blockDim.x) z[b * h + j] = y[b * h + j] + (bias ? bias[j] : 0.f);
+}
 __global__ void bias_opt(float* y, const float* z, const float* bias, int n) {
   int i = GID;
   if (i < n) {
