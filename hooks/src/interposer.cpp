@@ -165,6 +165,7 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(EventQuery, "cuEventQuery");
   set(EventElapsedTime, "cuEventElapsedTime");
   set(EventElapsedTime, "cuEventElapsedTime_v2");  // what cuda.h 12.8+ names cuEventElapsedTime
+  set(EventDestroy, "cuEventDestroy_v2");
   set(EmuGetLaunch, "cuKfuseEmuGetLaunch");
   set(EmuThreadLastLaunch, "cuKfuseEmuThreadLastLaunch");
   set(StreamIsCapturing, "cuStreamIsCapturing");

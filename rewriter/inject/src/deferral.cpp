@@ -96,7 +96,7 @@ CUresult Injector::Impl::launchUntimed(const PendingLaunch& l, CUfunction f, con
                                        l.stream, ptrs, nullptr);
 }
 
-CUresult Injector::Impl::launchFused(StreamSlot& s, size_t pi, CUfunction fn) {
+CUresult Injector::Impl::launchFused(StreamSlot& s, size_t pi, CUfunction fn, bool occurrence) {
   PlanState& st = *plans[pi];
   const RuntimePlan& p = st.plan;
   void* ptrs[kMaxParams];
@@ -104,8 +104,10 @@ CUresult Injector::Impl::launchFused(StreamSlot& s, size_t pi, CUfunction fn) {
   const PendingLaunch& last = s.launches[s.count - 1];
   const LaunchShape& shape = p.fused_shape;
   stripe().issued.fetch_add(1, std::memory_order_relaxed);
-  fused_launches.fetch_add(1, std::memory_order_relaxed);
-  st.fused.fetch_add(1, std::memory_order_relaxed);
+  if (occurrence) {
+    fused_launches.fetch_add(1, std::memory_order_relaxed);
+    st.fused.fetch_add(1, std::memory_order_relaxed);
+  }
   return launch(last, fn, shape.grid.axes().data(), shape.block.axes().data(), shape.dynamic_shared_bytes, ptrs);
 }
 

@@ -248,9 +248,12 @@ InjectorStats Injector::Impl::snapshot() const {
     for (int i = 0; i < 5; ++i) ps.predicate_failures[i] = st->predicate_failures[i].load();
     ps.validations_passed = st->validations_passed.load();
     ps.validations_failed = st->validations_failed.load();
+    ps.timed_originals_ns = st->timed_originals_ns.load();
+    ps.timed_fused_ns = st->timed_fused_ns.load();
     {
       std::lock_guard lock(st->mu);
       ps.disabled = st->disabled;
+      ps.not_timed = st->not_timed;
     }
     s.plans.push_back(std::move(ps));
   }
@@ -302,6 +305,10 @@ std::string Injector::statsJson(const InjectorStats& s) {
                      {"predicate_failures", failures},
                      {"validations_passed", p.validations_passed},
                      {"validations_failed", p.validations_failed},
+                     {"timing", p.timed_fused_ns ? nlohmann::json{{"originals_ns", p.timed_originals_ns},
+                                                                  {"fused_ns", p.timed_fused_ns}}
+                                                 : nlohmann::json(nullptr)},
+                     {"not_timed", p.not_timed.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.not_timed)},
                      {"disabled", p.disabled.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.disabled)}});
   }
   j["plans"] = plans;
@@ -335,6 +342,11 @@ std::string Injector::statsSummary(const InjectorStats& s) {
     if (p.validations_passed || p.validations_failed) {
       std::snprintf(buf, sizeof buf, ", validated %" PRIu64 " passed / %" PRIu64 " failed", p.validations_passed,
                     p.validations_failed);
+      out += buf;
+    }
+    if (p.timed_fused_ns) {
+      std::snprintf(buf, sizeof buf, ", timed %.1f us fused vs %.1f us originals",
+                    static_cast<double>(p.timed_fused_ns) / 1e3, static_cast<double>(p.timed_originals_ns) / 1e3);
       out += buf;
     }
     if (!p.disabled.empty()) out += ", disabled: " + p.disabled;

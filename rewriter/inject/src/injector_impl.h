@@ -21,8 +21,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -191,6 +193,8 @@ struct PlanState {
   std::atomic<uint64_t> fused{0};
   std::atomic<uint64_t> predicate_failures[5] = {};
   std::atomic<uint64_t> validations_passed{0}, validations_failed{0};
+  std::atomic<uint64_t> timed_originals_ns{0}, timed_fused_ns{0};
+  std::string not_timed;  // under mu
   std::atomic<int> validations_started{0};
   // --validate: the proven argument tuples (rows of the proven_values predicate) seen validated at least once.
   std::mutex validated_mu;
@@ -339,7 +343,8 @@ struct Injector::Impl {
   CUresult launchUntimed(const PendingLaunch& l, CUfunction f, const unsigned grid[3], const unsigned block[3],
                          unsigned shmem, void** ptrs);
   // Launches plan `pi`'s fused kernel for the deferred pattern in `s`. Caller holds s.mu.
-  CUresult launchFused(StreamSlot& s, size_t pi, CUfunction fn);
+  // `occurrence`: an occurrence the application made (counted as fused), not a timing run of --validate.
+  CUresult launchFused(StreamSlot& s, size_t pi, CUfunction fn, bool occurrence = true);
 
   // Issues the slot's deferred launches unchanged and forgets them. Caller holds s.mu.
   CUresult flushLocked(StreamSlot& s, FlushReason why);
@@ -367,6 +372,15 @@ struct Injector::Impl {
   // mismatch the originals' results are put back and the plan is disabled. Synchronous; allocates (it is a
   // debugging mode, off the normal launch path).
   CUresult validateAndLaunch(StreamSlot& s, size_t pi, CUfunction fn);
+  // On a GPU, after a passed validation: times the originals and the fused kernel on the occurrence's stream (each
+  // run preceded by `restore`, which puts the inputs back) and disables the plan when the fused kernel's median is
+  // not below the originals'. The buffers are left as `restore` then `finish` leave them.
+  void timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction fn, const std::function<CUresult()>& restore,
+                            const std::function<CUresult()>& finish);
+  // The median time of options.time_runs runs of `run` (after one warm-up), each after `restore`, between two events
+  // on `stream`; nullopt with *why when the driver cannot time them.
+  std::optional<uint64_t> medianNs(CUstream stream, const std::function<CUresult()>& restore,
+                                   const std::function<CUresult()>& run, std::string* why);
 
   // ---- modules, fused kernels, statistics (injector.cpp) ----
 

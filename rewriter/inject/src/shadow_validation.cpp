@@ -2,6 +2,8 @@
 // inputs, one after the other, and their results are compared byte for byte.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,11 +136,110 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
                                        std::to_string(st.validations_passed.load() + 1) + ": " + mismatch);
   } else {
     st.validations_passed.fetch_add(1);
+    // Correct; on a GPU, is it also faster? Every timing run starts from the shadows of the inputs; at the end the
+    // buffers hold the originals' results (which the fused kernel's equal, byte for byte).
+    timeAgainstOriginals(
+        s, pi, fn,
+        [&] {
+          CUresult c = CUDA_SUCCESS;
+          for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS; ++i) {
+            c = d2d(merged[i].lo, before[i], merged[i].hi - merged[i].lo);
+          }
+          return c;
+        },
+        [&] {
+          CUresult c = sync();
+          for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS; ++i) {
+            c = h2d(merged[i].lo, want[i].data(), want[i].size());
+          }
+          return c;
+        });
   }
   for (CUdeviceptr b : before) {
     if (b) free_(b);
   }
   return r;
+}
+
+std::optional<uint64_t> Injector::Impl::medianNs(CUstream stream, const std::function<CUresult()>& restore,
+                                                 const std::function<CUresult()>& run, std::string* why) {
+  DriverTable& t = table();
+  auto create = t.EventCreate.load();
+  auto record = t.EventRecordDirect.load();
+  auto elapsed = t.EventElapsedTime.load();
+  auto destroy = t.EventDestroy.load();
+  auto sync = t.CtxSynchronizeDirect.load();
+  CUevent start = nullptr, stop = nullptr;
+  CUresult r = create(&start, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = create(&stop, CU_EVENT_DEFAULT);
+  std::vector<uint64_t> ns;
+  for (int i = 0; i <= options.time_runs && r == CUDA_SUCCESS; ++i) {  // run 0 warms up
+    r = restore();
+    if (r == CUDA_SUCCESS) r = sync();
+    if (r == CUDA_SUCCESS) r = record(start, stream);
+    if (r == CUDA_SUCCESS) r = run();
+    if (r == CUDA_SUCCESS) r = record(stop, stream);
+    if (r == CUDA_SUCCESS) r = sync();
+    float ms = 0;
+    if (r == CUDA_SUCCESS) r = elapsed(&ms, start, stop);
+    if (r == CUDA_SUCCESS && i > 0) ns.push_back(static_cast<uint64_t>(static_cast<double>(ms) * 1e6 + 0.5));
+  }
+  if (destroy) {
+    if (start) destroy(start);
+    if (stop) destroy(stop);
+  }
+  if (r != CUDA_SUCCESS || ns.empty()) {
+    *why = "timing failed: " + errorName(r);
+    return std::nullopt;
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns[ns.size() / 2];
+}
+
+void Injector::Impl::timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction fn,
+                                          const std::function<CUresult()>& restore,
+                                          const std::function<CUresult()>& finish) {
+  PlanState& st = *plans[pi];
+  DriverTable& t = table();
+  std::string why;
+  if (options.time_runs <= 0) return;
+  if (t.EmuGetLaunch.load()) {
+    why = "not timed: the stand-in driver runs kernels on the CPU, not a GPU";
+  } else if (!t.EventCreate.load() || !t.EventRecordDirect.load() || !t.EventElapsedTime.load()) {
+    why = "not timed: the driver has no cuEventCreate, cuEventRecord or cuEventElapsedTime";
+  }
+  std::optional<uint64_t> originals, fused;
+  if (why.empty()) {
+    const CUstream stream = s.launches[0].stream;
+    originals = medianNs(
+        stream, restore,
+        [&] {
+          CUresult c = CUDA_SUCCESS;
+          for (int i = 0; i < s.count && c == CUDA_SUCCESS; ++i) c = issueOriginal(s, i);
+          return c;
+        },
+        &why);
+    if (originals)
+      fused = medianNs(
+          stream, restore, [&] { return launchFused(s, pi, fn, false); }, &why);
+    if (const CUresult c = finish(); c != CUDA_SUCCESS && why.empty()) why = "timing failed: " + errorName(c);
+  }
+  if (originals && *originals == 0) why = "not timed: the events measured no time for the original launches";
+  if (!originals || !fused || *originals == 0) {
+    std::lock_guard lock(st.mu);
+    st.not_timed = why;
+    return;
+  }
+  st.timed_originals_ns.store(*originals);
+  st.timed_fused_ns.store(*fused);
+  if (*fused >= *originals) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "measured no faster on this GPU: the fused kernel took %.1f us, the %d original launches %.1f us "
+                  "(medians of %d runs)",
+                  static_cast<double>(*fused) / 1e3, s.count, static_cast<double>(*originals) / 1e3, options.time_runs);
+    disable(st, buf);
+  }
 }
 
 }  // namespace kfuse::inject

@@ -184,6 +184,7 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(CUevent, CUstream)> EventRecordDirect{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUevent)> EventQuery{nullptr};
   std::atomic<CUresult(CUDAAPI*)(float*, CUevent, CUevent)> EventElapsedTime{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUevent)> EventDestroy{nullptr};
   // Only in the emulator's stand-in driver: per-launch counters (C ABI of kfuse/emulator/standin.h).
   std::atomic<int (*)(uint64_t sequence, void* counters)> EmuGetLaunch{nullptr};
   std::atomic<uint64_t (*)()> EmuThreadLastLaunch{nullptr};  // the calling thread's last launch

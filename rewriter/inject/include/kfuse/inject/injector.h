@@ -31,7 +31,10 @@
 namespace kfuse::inject {
 
 struct InjectorOptions {
-  int validate = 0;          // --validate=N: check the first N occurrences of each plan against the originals
+  int validate = 0;  // --validate=N: check the first N occurrences of each plan against the originals
+  // With --validate on a GPU, each validated occurrence also times the fused kernel against the originals (after
+  // one warm-up, this many runs each, medians compared): a plan measured slower is disabled. 0: no timing.
+  int time_runs = 5;
   bool log = false;          // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
   size_t stream_slots = 64;  // streams that can hold a pattern at once (per-thread default streams count each)
 };
@@ -69,6 +72,9 @@ struct PlanStats {
   uint64_t occurrences_fused = 0;
   uint64_t predicate_failures[5] = {};  // by rewriter::Predicate::Kind
   uint64_t validations_passed = 0, validations_failed = 0;
+  // --validate on a GPU: the medians of the last timed occurrence, ns (0: not timed), and why it was not timed.
+  uint64_t timed_originals_ns = 0, timed_fused_ns = 0;
+  std::string not_timed;
   std::string disabled;  // why the plan stopped being used; empty while enabled
 };
 
