@@ -12,6 +12,7 @@
 #include "kfuse/analyzer/importer.h"
 #include "kfuse/core/files.h"
 #include "kfuse/core/gpu_spec.h"
+#include "kfuse/core/json_reader.h"
 #include "kfuse/core/trace_store.h"
 #include "kfuse/core/trace_summary.h"
 #include "kfuse/ptx/parser.h"
@@ -62,9 +63,11 @@ Expected<std::optional<analyzer::Report>> reportToRewrite(const RewriteVerbOptio
     if (!in) return notFound(o.report + ": cannot open the report");
     std::stringstream text;
     text << in.rdbuf();
-    const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return badFormat(o.report + ": not JSON (expected `kfuse analyze --json` output)");
-    KFUSE_ASSIGN_OR_RETURN(analyzer::Report r, analyzer::reportFromJson(j, o.report));
+    const auto j = core::parseJsonDocument(text.str());
+    if (!j.ok()) {
+      return badFormat(o.report + ": " + j.status().message() + " (expected `kfuse analyze --json` output)");
+    }
+    KFUSE_ASSIGN_OR_RETURN(analyzer::Report r, analyzer::reportFromJson(*j, o.report));
     source = o.report;
     return std::optional<analyzer::Report>(std::move(r));
   }
@@ -72,9 +75,9 @@ Expected<std::optional<analyzer::Report>> reportToRewrite(const RewriteVerbOptio
   if (!reader.ok()) return std::optional<analyzer::Report>();  // not a kfuse trace: nothing stored
   auto stored = (*reader)->latestAnalysisReport();
   if (!stored.ok() || !*stored) return std::optional<analyzer::Report>();
-  const nlohmann::json j = nlohmann::json::parse(**stored, nullptr, /*allow_exceptions=*/false);
-  auto r = j.is_discarded() ? Expected<analyzer::Report>(badFormat("the stored report is not JSON"))
-                            : analyzer::reportFromJson(j, "the report stored in " + o.input);
+  const auto j = core::parseJsonDocument(**stored);
+  auto r = !j.ok() ? Expected<analyzer::Report>(badFormat("the stored report: " + j.status().message()))
+                   : analyzer::reportFromJson(*j, "the report stored in " + o.input);
   if (!r.ok()) {
     notice = r.status().message();
     return std::optional<analyzer::Report>();

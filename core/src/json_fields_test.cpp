@@ -230,5 +230,19 @@ TEST(JsonFields, SchemaStatesTheSameRules) {
   EXPECT_EQ(s["$defs"]["hex_bytes"]["pattern"], "^([0-9a-f]{2})*$");
 }
 
+TEST(JsonDocument, NestingIsCountedOutsideStringsOnly) {
+  EXPECT_FALSE(jsonNestsDeeperThan(R"([[["]]]]]]", "[[[[[[", "\\\"[[[["]]])", 3));
+  EXPECT_TRUE(jsonNestsDeeperThan("[[[[]]]]", 3));
+  EXPECT_FALSE(jsonNestsDeeperThan("[[[]]]", 3));
+  EXPECT_TRUE(jsonNestsDeeperThan(R"({"a": {"b": [{}]}})", 3));
+  const auto refused = parseJsonDocument(std::string(600, '[') + std::string(600, ']'));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("nested deeper than 512 levels"), std::string::npos);
+  const auto parsed = parseJsonDocument(R"({"s": "[[[[", "n": [1, [2]]})", 3);  // object, array, array
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ((*parsed)["n"][1][0], 2);
+  EXPECT_FALSE(parseJsonDocument("{\"n\": 1e99999}").ok());  // out of range: refused, not an abort
+}
+
 }  // namespace
 }  // namespace kfuse::core

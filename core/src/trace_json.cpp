@@ -8,6 +8,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "kfuse/core/json_document.h"
 #include "kfuse/core/text.h"
 #include "trace_fields.h"
 
@@ -238,14 +239,11 @@ Status writeTraceJsonFile(const Trace& trace, const std::string& path) {
 Expected<Trace> readTraceJsonFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return notFound(path + ": cannot open for reading");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    // Not only parse_error: a number too large for a double (1e99999) is an out_of_range error.
-    return badFormat(path + ": invalid JSON: " + e.what());
-  }
-  return traceFromJson(j, path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = parseJsonDocument(text.str());
+  if (!j.ok()) return badFormat(path + ": " + j.status().message());
+  return traceFromJson(*j, path);
 }
 
 }  // namespace kfuse::core

@@ -18,6 +18,7 @@
 
 #include "kfuse/core/files.h"
 #include "kfuse/core/json_fields.h"
+#include "kfuse/core/json_reader.h"
 #include "kfuse/core/text.h"
 
 namespace kfuse::rewriter {
@@ -527,9 +528,11 @@ Expected<Plan> readPlan(const std::string& dir) {
   std::string path = (fs::path(dir) / "plan.json").string();
   std::ifstream in(path, std::ios::binary);
   if (!in) return notFound(path + ": cannot open (not a plan directory?)");
-  json j = json::parse(in, /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return badFormat(path + ": not valid JSON");
-  return planFromJson(j, path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = core::parseJsonDocument(text.str());
+  if (!j.ok()) return badFormat(path + ": " + j.status().message());
+  return planFromJson(*j, path);
 }
 
 Status writePlan(const std::string& dir, const Plan& plan) {

@@ -114,7 +114,8 @@ class DamagedTraces(Case):
         self.assertIn(src, err)
 
     def test_a_value_nested_a_million_deep_is_refused_without_overflowing_the_stack(self):
-        # The error message dumped the value recursively (stack overflow).
+        # The error message dumped the value recursively (stack overflow); the nesting is now refused before the
+        # parse (core::parseJsonDocument).
         gz = inp("nested_million.json.gz")
         plain = self.path("nested.json")
         with gzip.open(gz, "rb") as f, open(plain, "wb") as o:
@@ -122,7 +123,28 @@ class DamagedTraces(Case):
         for args in (["import", plain, "-o", self.path("n.sqlite")], ["analyze", gz]):
             rc, _, err = run(*args)
             self.assertEqual(rc, 2, err)
-            self.assertIn("unknown value an array of 1", err)
+            self.assertIn("nested deeper than 512 levels", err)
+
+    def test_plans_and_reports_nested_too_deep_are_refused_naming_the_file(self):
+        # Every JSON reader bounds the nesting: a plan (kfuse validate, kfuse run), a report (kfuse rewrite --report).
+        deep = "[" * 100000 + "]" * 100000
+        plan_dir = self.path("plan")
+        os.makedirs(plan_dir)
+        plan = os.path.join(plan_dir, "plan.json")
+        with open(plan, "w") as f:
+            f.write('{"format": "kfuse-plan", "version": 4, "pattern": ' + deep + "}")
+        report = self.path("report.json")
+        with open(report, "w") as f:
+            f.write('{"format": "kfuse-report", "version": 2, "candidates": ' + deep + "}")
+        trace = self.imported(os.path.join(ARGS.source, "examples", "traces", "demo_chain.json"))
+        for args, name in ((["validate", plan_dir], plan),
+                           (["rewrite", trace, "--report", report, "--candidate", "1", "-o", self.path("out")],
+                            report)):
+            rc, _, err = run(*args)
+            self.assertNoCrash(rc, err, " ".join(args))
+            self.assertEqual(rc, 2, err)
+            self.assertIn(name, err)
+            self.assertIn("nested deeper than 512 levels", err)
 
     def test_rows_that_point_nowhere_or_hold_impossible_values_never_crash_a_verb(self):
         trace = self.imported(os.path.join(ARGS.source, "examples", "traces", "demo_chain.json"))

@@ -8,6 +8,7 @@
 
 #include "import/importers.h"
 #include "import/input_file.h"
+#include "kfuse/core/json_reader.h"
 #include "kfuse/core/trace_json.h"
 #include "kfuse/core/trace_store.h"
 
@@ -64,13 +65,9 @@ class KfuseJsonImporter final : public Importer {
     // strings of a kfuse trace, are base64 of a few megabytes.
     KFUSE_ASSIGN_OR_RETURN(
         TextBuffer text, loadText(path, options.max_json_bytes, /*padding=*/1, /*max_run_bytes=*/uint64_t{256} << 20));
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text.view());
-    } catch (const std::exception& e) {
-      return badFormat(path + ": invalid JSON: " + e.what());
-    }
-    KFUSE_ASSIGN_OR_RETURN(r.trace, core::traceFromJson(j, path));
+    auto j = core::parseJsonDocument(text.view());
+    if (!j.ok()) return badFormat(path + ": " + j.status().message());
+    KFUSE_ASSIGN_OR_RETURN(r.trace, core::traceFromJson(*j, path));
     return r;
   }
 };

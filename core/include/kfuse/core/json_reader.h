@@ -10,32 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "kfuse/core/json_document.h"
 #include "kfuse/core/status.h"
 
 namespace kfuse::core {
-
-// The deepest nesting of arrays and objects a JSON document kfuse reads may have. Real documents nest a few levels
-// (an Execution Trace's lists of tensors, a plan's argument sets); one nested 100,000 deep would exhaust the stack
-// of code that copies or walks it.
-inline constexpr int kMaxJsonDepth = 512;
-
-// Parses a whole JSON document, refusing one nested deeper than `max_depth` before anything copies or walks it.
-// The message says what is wrong; the caller names the file.
-inline Expected<nlohmann::json> parseJsonDocument(std::string_view text, int max_depth = kMaxJsonDepth) {
-  struct TooDeep {};
-  const nlohmann::json::parser_callback_t limit = [max_depth](int depth, nlohmann::json::parse_event_t,
-                                                              nlohmann::json&) {
-    if (depth > max_depth) throw TooDeep{};
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, limit);
-  } catch (const TooDeep&) {
-    return badFormat("invalid JSON: arrays and objects nested deeper than " + std::to_string(max_depth) + " levels");
-  } catch (const std::exception& e) {
-    return badFormat(std::string("invalid JSON: ") + e.what());
-  }
-}
 
 // Reads typed fields out of JSON documents (plans, reports): each call checks a field's type and range and
 // records the first problem, naming the source and the field's path (`pattern.kernels[1].module_hash: expected
