@@ -371,6 +371,29 @@ TEST(Analysis, BlocksConsumersOfAtomicResults) {
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "atomics"));
 }
 
+TEST(Analysis, NoCostFigureExceedsWhatTheMembersFootprintsAndTimesAllow) {
+  // The blocked histogram of issue 31 ("49.9 us measured -> 3.59 ms fused; DRAM 1.72e+10 -> 1.72e+10 bytes" for a
+  // 64 MB program): a footprint that runs past its allocation's end. Here the launches cover 262,144 x 256 threads
+  // and n = 2^26, so histogram's keys[i] (i < n) bound 256 MiB of a 4 MiB allocation. Counted as DRAM bytes that
+  // was 2.7e8 B per occurrence, 80 us at the H100's roof against the kernels' 20 us measured.
+  TraceBuilder b;
+  const uint32_t grid = 262'144;
+  b.launch(TraceBuilder::kHistogram, {4, 5}, 1 << 26, 1, grid).launch(TraceBuilder::kNormalize, {5, 3}, 256, 1, grid);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.legality, Legality::kBlocked);
+  // Bytes: no use beyond its allocation (4 MiB each): keys read, bins read and written by the atomics, bins read
+  // and out written by normalize: at most 5 x 4 MiB before, and no more after.
+  const double mib4 = 4.0 * (1 << 20);
+  EXPECT_LE(c.cost.bytes_before, 5 * mib4);
+  EXPECT_LE(c.cost.bytes_after, c.cost.bytes_before);
+  // Times: the fused kernel is never slower than the two kernels' 20 us (no recomputation here).
+  EXPECT_NEAR(c.cost.measured_ns, 20'000, 1e-6);
+  EXPECT_LE(c.cost.fused_ns, c.cost.measured_ns);
+  EXPECT_GE(c.cost.saving_ns, 0);
+}
+
 TEST(Analysis, DifferentShapesMakeAnEpilogueAndHostSyncSeparates) {
   TraceBuilder b;
   // produce on 4096 blocks, consume on 2048: consumer thread i runs after producer thread i stores element i.

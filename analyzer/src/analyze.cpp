@@ -331,11 +331,33 @@ std::vector<Candidate> findCandidates(Analysis& analysis, SearchStats& stats) {
   return out;
 }
 
+// The GPU time the candidates' shares are of: the busy time; on a trace without GPU times (whose busy time sums
+// roofline estimates) also the dependent-launch gap before every kernel that followed another kernel on its
+// stream with no host wait between, the idle time the cost model credits fusions with removing.
+double shareBase(const DependencyGraph& graph, const Report& r) {
+  double base = static_cast<double>(r.gpu_busy_ns);
+  if (!r.gpu_busy_estimated) return base;
+  std::map<core::Id, size_t> last_on_stream;
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const GpuOp& op = graph.ops[i];
+    auto it = last_on_stream.find(op.stream_id);
+    if (it != last_on_stream.end() && op.kind == OpKind::kKernel) {
+      const GpuOp& prev = graph.ops[it->second];
+      if (prev.kind == OpKind::kKernel && prev.host_sync_epoch == op.host_sync_epoch) {
+        base += r.gpu.dependent_launch_gap_ns;
+      }
+    }
+    last_on_stream[op.stream_id] = i;
+  }
+  return base;
+}
+
 // Costs each candidate, drops those predicted to save nothing (unless options.keep_no_gain; returns how many),
 // ranks the rest, marks conflicts and adds the advice of each.
 size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const DependencyGraph& graph,
                    const KernelCatalog& catalog, Advisor& advisor, const std::vector<char>& on_path,
                    const AnalysisOptions& options, const Report& r) {
+  const double share_base = shareBase(graph, r);
   for (Candidate& c : candidates) {
     analysis.cost(c);
     for (const auto& occ : c.occurrences) {
@@ -347,7 +369,7 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
       on += std::all_of(occ.begin(), occ.end(), [&](size_t op) { return on_path[op] != 0; }) ? 1 : 0;
     }
     c.on_critical_path = on * 2 >= c.occurrences.size();
-    c.share_of_gpu_busy = r.gpu_busy_ns > 0 ? std::min(1.0, c.total_saving_ns / static_cast<double>(r.gpu_busy_ns)) : 0;
+    c.share_of_gpu_busy = share_base > 0 ? std::min(1.0, c.total_saving_ns / share_base) : 0;
   }
   // A pattern predicted to save nothing is no recommendation: it is counted, not listed (blocked ones stay, with
   // their reasons, so the user sees why an obvious-looking fusion is not proposed).
