@@ -394,6 +394,34 @@ TEST(Analysis, NoCostFigureExceedsWhatTheMembersFootprintsAndTimesAllow) {
   EXPECT_GE(c.cost.saving_ns, 0);
 }
 
+TEST(Analysis, AProvenCandidatePredictedToSaveNothingGetsALineSayingWhy) {
+  // Two independent produce kernels on two streams, 8 blocks each (one wave together), that ran side by side:
+  // both [0, 10 us]. Busy 10 us; fused, the longer kernel x one wave = 10 us: nothing saved.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 8).launch(TraceBuilder::kProduce, {3, 4}, 1000, 2, 8);
+  for (core::Launch& l : b.trace().launches) {
+    l.gpu_start_ns = 2'000'000;
+    l.gpu_end_ns = 2'010'000;
+  }
+  Report r = run(b);
+  EXPECT_TRUE(std::none_of(r.candidates.begin(), r.candidates.end(),
+                           [](const Candidate& c) { return c.kind == CandidateKind::kHorizontal; }));
+  ASSERT_EQ(r.proven_no_gain.size(), 1u);
+  EXPECT_NE(r.proven_no_gain[0].find("horizontal produce + produce (1 occurrence): proven, predicted to save "
+                                     "nothing: the fused kernel (10.0 us) takes as long as the originals kept "
+                                     "the GPU busy"),
+            std::string::npos)
+      << r.proven_no_gain[0];
+  EXPECT_NE(reportToText(r, 10, false).find("proven, but predicted to save nothing"), std::string::npos);
+  // --all lists it among the candidates instead.
+  AnalysisOptions all;
+  all.keep_no_gain = true;
+  r = run(b, all);
+  EXPECT_TRUE(r.proven_no_gain.empty());
+  EXPECT_TRUE(std::any_of(r.candidates.begin(), r.candidates.end(),
+                          [](const Candidate& c) { return c.kind == CandidateKind::kHorizontal; }));
+}
+
 TEST(Analysis, DifferentShapesMakeAnEpilogueAndHostSyncSeparates) {
   TraceBuilder b;
   // produce on 4096 blocks, consume on 2048: consumer thread i runs after producer thread i stores element i.

@@ -7,6 +7,8 @@
 #include <map>
 #include <utility>
 
+#include "report/text_format.h"
+
 namespace kfuse::analyzer::cost {
 
 const char* sourceName(Source s) {
@@ -343,6 +345,26 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
   }
   c.note = withLaunchNote(note);
   return c;
+}
+
+std::string noGainReason(const CostEstimate& c, CandidateKind kind) {
+  const std::string originals =
+      durationText(c.measured_ns) + (c.gap_ns > 0 ? " + " + durationText(c.gap_ns) + " idle" : "");
+  if (c.measured_ns <= 0) return "no time is known for these kernels (no GPU times, and no bytes or FLOPs to estimate)";
+  if (c.fused_ns > c.measured_ns) {
+    return "recomputing the producer at the consumer's loads costs more than fusing saves: fused " +
+           durationText(c.fused_ns) + " against the originals' " + originals;
+  }
+  if (kind == CandidateKind::kVertical && c.bytes_after >= c.bytes_before && c.bytes_before > 0 && c.gap_ns <= 0) {
+    return "the fused kernel moves as many DRAM bytes as the originals (" + fmt("%.3g", c.bytes_before) + " -> " +
+           fmt("%.3g", c.bytes_after) + ", " + c.bytes_source + ") and no idle time between them is removed";
+  }
+  if (kind == CandidateKind::kHorizontal) {
+    return "the fused kernel (" + durationText(c.fused_ns) +
+           ") takes as long as the originals kept the GPU busy: they ran side by side already, or its longer kernel "
+           "or the DRAM roof sets its time";
+  }
+  return "the fused kernel takes " + durationText(c.fused_ns) + " against the originals' " + originals;
 }
 
 double median(std::vector<double> v) {

@@ -184,6 +184,12 @@ struct OccurrenceInput {
 //    note says so); the saving is never negative.
 CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu);
 
+// Why an occurrence costed as `c` saves nothing, in one clause derived from its numbers: recomputation made the
+// fused kernel slower, the fused kernel moves as many DRAM bytes as the originals with no idle time to remove, a
+// horizontal group already filled the GPU, or no time is known at all. For the default report's line about a
+// proven candidate it does not list.
+std::string noGainReason(const CostEstimate& c, CandidateKind kind);
+
 // ---- a candidate ----
 
 // Per-occurrence figures are medians over the occurrences (those of the first occurrence for the rest of the

@@ -401,6 +401,33 @@ TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducer
   EXPECT_NEAR(c.saving_ns, 0, kTol);
 }
 
+TEST(CostModel, ACandidateThatSavesNothingIsToldWhyFromItsNumbers) {
+  CostEstimate c;
+  // Recomputation: fused 6,000 ns against 3,000 ns measured + 500 ns idle.
+  c.measured_ns = 3'000;
+  c.gap_ns = 500;
+  c.fused_ns = 6'000;
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
+            "recomputing the producer at the consumer's loads costs more than fusing saves: fused 6.0 us against the "
+            "originals' 3.0 us + 500 ns idle");
+  // As many bytes after as before, no idle time: 1.2e+05 -> 1.2e+05 bytes.
+  c.gap_ns = 0;
+  c.fused_ns = 3'000;
+  c.bytes_before = c.bytes_after = 1.2e5;
+  c.bytes_source = "extent-estimate";
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
+            "the fused kernel moves as many DRAM bytes as the originals (1.2e+05 -> 1.2e+05, extent-estimate) and no "
+            "idle time between them is removed");
+  EXPECT_EQ(noGainReason(c, CandidateKind::kHorizontal),
+            "the fused kernel (3.0 us) takes as long as the originals kept the GPU busy: they ran side by side "
+            "already, or its longer kernel or the DRAM roof sets its time");
+  c.bytes_after = 1e5;  // fewer bytes, yet no faster (a low achieved fraction): the plain figures
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical), "the fused kernel takes 3.0 us against the originals' 3.0 us");
+  c.measured_ns = 0;
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
+            "no time is known for these kernels (no GPU times, and no bytes or FLOPs to estimate)");
+}
+
 // Rule 11: re-prediction with the fused kernel's occupancy (public: analysis.h).
 TEST(CostModel, LowerOccupancyScalesTheCarriedOverAchievedFractionDown) {
   // A chain: 30,000 ns measured + 2,000 ns idle; the fused kernel's roof is 6,000 ns and the originals achieved
