@@ -656,9 +656,12 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   b.trace().metadata.extra["metrics"] = "range-profiler kernel-replay";
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
-  // Before and after bytes of a vertical chain are both per-buffer estimates (the fused kernel's can only be
-  // estimated); the FLOPs are the measured ones.
-  EXPECT_EQ(r.candidates[0].cost.bytes_source, "ptx-estimate");
+  // Measured bytes win: before, the two kernels' 8 MiB each; after, the share of them the per-buffer estimate
+  // keeps: x read (4 MiB) of produce's x, mid, consume's mid, out (4 x 4 MiB; mid and out are read by nothing
+  // later), a quarter: 4 MiB. The FLOPs are the measured ones.
+  EXPECT_EQ(r.candidates[0].cost.bytes_source, "measured");
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_before, 16.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_after, 4.0 * (1 << 20));
   EXPECT_EQ(r.candidates[0].cost.flops_source, "measured");
   EXPECT_DOUBLE_EQ(r.candidates[0].cost.flops, 4.0 * (1 << 20));
   std::map<std::string, int64_t> stats;

@@ -339,8 +339,8 @@ std::string noGainLine(const Candidate& c) {
   }
   const size_t n = c.occurrences.size();
   return c.id + " " + fusionKindName(c.fusion) + " " + kernels + " (" + std::to_string(n) +
-         (n == 1 ? " occurrence" : " occurrences") + "): proven, predicted to save nothing: " +
-         cost::noGainReason(c.cost, c.kind);
+         (n == 1 ? " occurrence" : " occurrences") +
+         "): proven, predicted to save nothing: " + cost::noGainReason(c.cost, c.kind);
 }
 
 // The GPU time the candidates' shares are of: the busy time; on a trace without GPU times (whose busy time sums
@@ -392,7 +392,8 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
                                     const bool drop = !options.keep_no_gain && c.legality != Legality::kBlocked &&
                                                       c.total_saving_ns <= 0;
                                     no_gain += drop ? 1 : 0;
-                                    if (drop && c.legality == Legality::kProven) r.proven_no_gain.push_back(noGainLine(c));
+                                    if (drop && c.legality == Legality::kProven)
+                                      r.proven_no_gain.push_back(noGainLine(c));
                                     return drop;
                                   }),
                    candidates.end());

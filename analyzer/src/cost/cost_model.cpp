@@ -213,6 +213,15 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       }
     }
   }
+  // Measured DRAM bytes of every kernel win over the per-buffer estimates (the achieved fraction is taken with
+  // them too); the per-buffer uses then only say which share of those bytes fusing keeps.
+  const bool measured_bytes = buffers_known && !in.kernels.empty() &&
+                              std::all_of(in.kernels.begin(), in.kernels.end(), [](const KernelCost& k) {
+                                return k.bytes_source == Source::kMeasured && k.bytes > 0;
+                              });
+  if (measured_bytes) {
+    for (size_t i = 0; i < in.kernels.size(); ++i) model_bytes[i] = in.kernels[i].bytes;
+  }
   double sum_times = 0, sum_roof = 0, longest = 0;
   bool estimated_times = false, any_gpu_time = false;
   std::vector<double> kernel_ns;
@@ -309,14 +318,28 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       for (const UseBytes& u : in.uses) {
         if (u.kernel == in.anchor) anchor_bytes += u.read_bytes + u.write_bytes;
       }
-      const double roof = launchRooflineNs(buffers_known ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
+      const double roof =
+          launchRooflineNs(buffers_known && !measured_bytes ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
       if (t > 0) achieved = std::clamp(std::min(roof, t) / t, kMinAchievedFraction, 1.0);
     }
     if (vertical) {
-      // Before and after from the same per-buffer bytes, so that the two are comparable.
-      c.bytes_before = unfusedChainBytes(in.uses);
-      c.bytes_source = sourceName(use_source);
-      c.bytes_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
+      // Before and after from the same per-buffer bytes, so that the two are comparable; with measured bytes,
+      // the measured ones before and the same share of them after as the per-buffer bytes keep.
+      const double model_before = unfusedChainBytes(in.uses);
+      const double model_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
+      if (measured_bytes) {
+        c.bytes_source = sourceName(Source::kMeasured);
+        c.bytes_after = model_before > 0 ? c.bytes_before * model_after / model_before : c.bytes_before;
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "fused bytes: the measured %.3g x %.3g, the share the per-buffer estimate (%s) keeps",
+                      c.bytes_before, model_before > 0 ? model_after / model_before : 1.0, sourceName(use_source));
+        c.note = buf;
+      } else {
+        c.bytes_before = model_before;
+        c.bytes_source = sourceName(use_source);
+        c.bytes_after = model_after;
+      }
       predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu) / achieved;
     } else {
       // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
@@ -334,13 +357,14 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
                     "%.3g estimated DRAM bytes would take %.3g ns at the roof, longer than the kernels' %.3g ns: "
                     "the fused time is capped at the kernels' time",
                     c.bytes_after, floor, upper);
-      c.note = buf;
+      c.note += (c.note.empty() ? "" : "; ") + std::string(buf);
     }
   }
   c.saving_ns = std::max(0.0, (vertical ? sum_times : busy) + c.gap_ns - c.fused_ns);
   std::string note = c.note;
   if (estimated_times) {
-    const std::string times_note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;
+    const std::string times_note =
+        "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;
     note = note.empty() ? times_note : times_note + "; " + note;
   }
   c.note = withLaunchNote(note);

@@ -173,6 +173,9 @@ struct OccurrenceInput {
 //  - the achieved fraction, sum over kernels of min(roofline time, time) / sum of times (clamped to
 //    [kMinAchievedFraction, 1]), carries over to the fused kernel; for a vertical chain with known buffers the
 //    roofline times are of the per-buffer bytes, the same source as the fused bytes;
+//  - vertical with known buffers and measured bytes for every kernel: before = the measured bytes, after = them
+//    times fusedChainBytes / unfusedChainBytes (or fused_bytes / unfused), achieved fraction of the measured
+//    bytes, bytes_source "measured"; otherwise:
 //  - vertical with known buffers: before and after bytes are both per-buffer bytes (fusedChainBytes); the fused
 //    kernel has the largest grid of the chain; fused = its roofline time / achieved; saving = times + removed idle
 //    time - fused. Without known buffers: fused = the times, only the idle time is saved;

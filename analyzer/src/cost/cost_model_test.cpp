@@ -310,7 +310,7 @@ TEST(CostModel, WithoutGpuTimesEachRemovedBackToBackLaunchSavesTheDependentLaunc
   EXPECT_NEAR(c.fused_ns, 3'000, kTol);
   EXPECT_NEAR(c.saving_ns, 2'000, kTol);
   EXPECT_NE(c.note.find("2 launches removed that were back to back on one stream: 1000 ns of dependent-launch gap "
-                       "each (up to 4000 ns of launch latency each"),
+                        "each (up to 4000 ns of launch latency each"),
             std::string::npos)
       << c.note;
 
@@ -362,8 +362,8 @@ TEST(CostModel, FusedTimeNeverExceedsTheMembersTimesWhateverTheByteEstimateSays)
   ASSERT_DOUBLE_EQ(h200.dram_bandwidth_bytes_per_s, 4.8e12);
   OccurrenceInput in;
   in.kind = CandidateKind::kVertical;
-  in.kernels = {onStream(kernel(1e8, Source::kMeasured, {0, 0, 40'000}, 1'000), 3),
-                onStream(kernel(1e6, Source::kMeasured, {35'000, 40'500, 50'400}, 1'000), 3)};
+  in.kernels = {onStream(kernel(8.6e9, Source::kExtentEstimate, {0, 0, 40'000}, 1'000), 3),
+                onStream(kernel(8.6e9, Source::kExtentEstimate, {35'000, 40'500, 50'400}, 1'000), 3)};
   in.uses = {{0, 0, 8.6e9, 0, false, Source::kExtentEstimate}, {1, 0, 8.6e9, 0, false, Source::kExtentEstimate}};
   in.live = {false};
   const CostEstimate c = occurrenceCost(in, h200);
@@ -378,9 +378,9 @@ TEST(CostModel, FusedTimeNeverExceedsTheMembersTimesWhateverTheByteEstimateSays)
 
 TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducerOnceMorePerRecomputation) {
   const core::GpuSpec g = testGpu();
-  // A prologue fusion, memory only: producer P (1,000 ns) and consumer C (2,000 ns), GPU times measured; the consumer reads P's output 4 times over (recompute_times 4), and the fused kernel
-  // re-reads P's inputs each time: fused bytes 1e7 -> 10,000 ns at the roof (achieved 1: the consumer's uses
-  // 2e6 B take 2,000 ns, its whole time).
+  // A prologue fusion, memory only: producer P (1,000 ns) and consumer C (2,000 ns), GPU times measured; the consumer
+  // reads P's output 4 times over (recompute_times 4), and the fused kernel re-reads P's inputs each time: fused bytes
+  // 1e7 -> 10,000 ns at the roof (achieved 1: the consumer's uses 2e6 B take 2,000 ns, its whole time).
   OccurrenceInput in;
   in.kind = CandidateKind::kVertical;
   in.kernels = {onStream(kernel(1e6, Source::kPtxEstimate, {0, 0, 1'000}, 1'000), 1),
@@ -426,6 +426,39 @@ TEST(CostModel, ACandidateThatSavesNothingIsToldWhyFromItsNumbers) {
   c.measured_ns = 0;
   EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
             "no time is known for these kernels (no GPU times, and no bytes or FLOPs to estimate)");
+}
+
+TEST(CostModel, MeasuredBytesWinOverThePerBufferEstimate) {
+  const core::GpuSpec g = testGpu();
+  // The chain of VerticalChainCarriesTheAchievedFraction..., its kernels' DRAM bytes measured: 6e6 and 2e6 B (the
+  // per-buffer estimate says 8e6 each: an L2 that caught part of the traffic). Before: the measured 8e6 B. After:
+  // the per-buffer estimate keeps 8e6 of its 16e6 B, half: 4e6 B.
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  in.kernels = {kernel(6e6, Source::kMeasured, {0, 0, 10'000}, 1'000),
+                kernel(2e6, Source::kMeasured, {9'000, 10'500, 20'500}, 1'000)};
+  for (UseBytes u : chain(true)) {
+    u.read_bytes *= 1'000;
+    u.write_bytes *= 1'000;
+    in.uses.push_back(u);
+  }
+  in.live = {false, false, true};
+  const CostEstimate c = occurrenceCost(in, g);
+  EXPECT_EQ(c.bytes_source, "measured");
+  EXPECT_NEAR(c.bytes_before, 8e6, kTol);
+  EXPECT_NEAR(c.bytes_after, 4e6, kTol);
+  // Achieved with the measured bytes: (6,000 + 2,000) / 20,000 = 0.4. Fused: 4e6 B -> 4,000 ns / 0.4 = 10,000 ns.
+  // Saving: 20,000 + 500 - 10,000 = 10,500 ns.
+  EXPECT_NEAR(c.fused_ns, 10'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 10'500, kTol);
+  EXPECT_NE(c.note.find("fused bytes: the measured 8e+06 x 0.5, the share the per-buffer estimate (ptx-estimate) "
+                        "keeps"),
+            std::string::npos)
+      << c.note;
+  // One kernel without measured bytes: the per-buffer estimate for both sides, as before.
+  in.kernels[1].bytes_source = Source::kEmulated;
+  EXPECT_EQ(occurrenceCost(in, g).bytes_source, "ptx-estimate");
+  EXPECT_NEAR(occurrenceCost(in, g).bytes_before, 16e6, kTol);
 }
 
 // Rule 11: re-prediction with the fused kernel's occupancy (public: analysis.h).

@@ -443,8 +443,8 @@ struct Report {
   // Proven candidates predicted to save nothing, not listed among the candidates (without options.keep_no_gain):
   // one line each, "ID FUSION KERNELS (N occurrences): why" (cost::noGainReason), so that none is hidden silently.
   std::vector<std::string> proven_no_gain;
-  std::vector<std::string> notices;   // said first in every report: a device the spec table lacks, ...
-  std::vector<Advice> advice;         // trace-level findings (launch-bound regions, CUDA graphs)
+  std::vector<std::string> notices;  // said first in every report: a device the spec table lacks, ...
+  std::vector<Advice> advice;        // trace-level findings (launch-bound regions, CUDA graphs)
   // Operator context (imported PyTorch traces): GPU records linked to their CPU operator / inside an nn.Module,
   // and tensor-level data-flow edges from an Execution Trace (--et) or inferred from operator shapes.
   size_t records_with_operator = 0, records_with_module = 0, gpu_records = 0;
