@@ -371,6 +371,57 @@ TEST(Analysis, BlocksConsumersOfAtomicResults) {
   EXPECT_TRUE(anyReasonContains(r.candidates[0], "atomics"));
 }
 
+TEST(Analysis, NoCostFigureExceedsWhatTheMembersFootprintsAndTimesAllow) {
+  // The blocked histogram of issue 31 ("49.9 us measured -> 3.59 ms fused; DRAM 1.72e+10 -> 1.72e+10 bytes" for a
+  // 64 MB program): a footprint that runs past its allocation's end. Here the launches cover 262,144 x 256 threads
+  // and n = 2^26, so histogram's keys[i] (i < n) bound 256 MiB of a 4 MiB allocation. Counted as DRAM bytes that
+  // was 2.7e8 B per occurrence, 80 us at the H100's roof against the kernels' 20 us measured.
+  TraceBuilder b;
+  const uint32_t grid = 262'144;
+  b.launch(TraceBuilder::kHistogram, {4, 5}, 1 << 26, 1, grid).launch(TraceBuilder::kNormalize, {5, 3}, 256, 1, grid);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.legality, Legality::kBlocked);
+  // Bytes: no use beyond its allocation (4 MiB each): keys read, bins read and written by the atomics, bins read
+  // and out written by normalize: at most 5 x 4 MiB before, and no more after.
+  const double mib4 = 4.0 * (1 << 20);
+  EXPECT_LE(c.cost.bytes_before, 5 * mib4);
+  EXPECT_LE(c.cost.bytes_after, c.cost.bytes_before);
+  // Times: the fused kernel is never slower than the two kernels' 20 us (no recomputation here).
+  EXPECT_NEAR(c.cost.measured_ns, 20'000, 1e-6);
+  EXPECT_LE(c.cost.fused_ns, c.cost.measured_ns);
+  EXPECT_GE(c.cost.saving_ns, 0);
+}
+
+TEST(Analysis, AProvenCandidatePredictedToSaveNothingGetsALineSayingWhy) {
+  // Two independent produce kernels on two streams, 8 blocks each (one wave together), that ran side by side:
+  // both [0, 10 us]. Busy 10 us; fused, the longer kernel x one wave = 10 us: nothing saved.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 8).launch(TraceBuilder::kProduce, {3, 4}, 1000, 2, 8);
+  for (core::Launch& l : b.trace().launches) {
+    l.gpu_start_ns = 2'000'000;
+    l.gpu_end_ns = 2'010'000;
+  }
+  Report r = run(b);
+  EXPECT_TRUE(std::none_of(r.candidates.begin(), r.candidates.end(),
+                           [](const Candidate& c) { return c.kind == CandidateKind::kHorizontal; }));
+  ASSERT_EQ(r.proven_no_gain.size(), 1u);
+  EXPECT_NE(r.proven_no_gain[0].find("horizontal produce + produce (1 occurrence): proven, predicted to save "
+                                     "nothing: the fused kernel (10.0 us) takes as long as the originals kept "
+                                     "the GPU busy"),
+            std::string::npos)
+      << r.proven_no_gain[0];
+  EXPECT_NE(reportToText(r, 10, false).find("proven, but predicted to save nothing"), std::string::npos);
+  // --all lists it among the candidates instead.
+  AnalysisOptions all;
+  all.keep_no_gain = true;
+  r = run(b, all);
+  EXPECT_TRUE(r.proven_no_gain.empty());
+  EXPECT_TRUE(std::any_of(r.candidates.begin(), r.candidates.end(),
+                          [](const Candidate& c) { return c.kind == CandidateKind::kHorizontal; }));
+}
+
 TEST(Analysis, DifferentShapesMakeAnEpilogueAndHostSyncSeparates) {
   TraceBuilder b;
   // produce on 4096 blocks, consume on 2048: consumer thread i runs after producer thread i stores element i.
@@ -605,9 +656,12 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   b.trace().metadata.extra["metrics"] = "range-profiler kernel-replay";
   const Report r = run(b);
   ASSERT_EQ(r.candidates.size(), 1u);
-  // Before and after bytes of a vertical chain are both per-buffer estimates (the fused kernel's can only be
-  // estimated); the FLOPs are the measured ones.
-  EXPECT_EQ(r.candidates[0].cost.bytes_source, "ptx-estimate");
+  // Measured bytes win: before, the two kernels' 8 MiB each; after, the share of them the per-buffer estimate
+  // keeps: x read (4 MiB) of produce's x, mid, consume's mid, out (4 x 4 MiB; mid and out are read by nothing
+  // later), a quarter: 4 MiB. The FLOPs are the measured ones.
+  EXPECT_EQ(r.candidates[0].cost.bytes_source, "measured");
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_before, 16.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_after, 4.0 * (1 << 20));
   EXPECT_EQ(r.candidates[0].cost.flops_source, "measured");
   EXPECT_DOUBLE_EQ(r.candidates[0].cost.flops, 4.0 * (1 << 20));
   std::map<std::string, int64_t> stats;

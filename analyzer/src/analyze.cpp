@@ -331,11 +331,45 @@ std::vector<Candidate> findCandidates(Analysis& analysis, SearchStats& stats) {
   return out;
 }
 
+// "k0123456789 thread-local scale -> add (3 occurrences): proven, predicted to save nothing: WHY".
+std::string noGainLine(const Candidate& c) {
+  std::string kernels;
+  for (const std::string& n : c.names) {
+    kernels += (kernels.empty() ? "" : c.kind == CandidateKind::kVertical ? " -> " : " + ") + shortKernelName(n, 40);
+  }
+  const size_t n = c.occurrences.size();
+  return c.id + " " + fusionKindName(c.fusion) + " " + kernels + " (" + std::to_string(n) +
+         (n == 1 ? " occurrence" : " occurrences") +
+         "): proven, predicted to save nothing: " + cost::noGainReason(c.cost, c.kind);
+}
+
+// The GPU time the candidates' shares are of: the busy time; on a trace without GPU times (whose busy time sums
+// roofline estimates) also the dependent-launch gap before every kernel that followed another kernel on its
+// stream with no host wait between, the idle time the cost model credits fusions with removing.
+double shareBase(const DependencyGraph& graph, const Report& r) {
+  double base = static_cast<double>(r.gpu_busy_ns);
+  if (!r.gpu_busy_estimated) return base;
+  std::map<core::Id, size_t> last_on_stream;
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const GpuOp& op = graph.ops[i];
+    auto it = last_on_stream.find(op.stream_id);
+    if (it != last_on_stream.end() && op.kind == OpKind::kKernel) {
+      const GpuOp& prev = graph.ops[it->second];
+      if (prev.kind == OpKind::kKernel && prev.host_sync_epoch == op.host_sync_epoch) {
+        base += r.gpu.dependent_launch_gap_ns;
+      }
+    }
+    last_on_stream[op.stream_id] = i;
+  }
+  return base;
+}
+
 // Costs each candidate, drops those predicted to save nothing (unless options.keep_no_gain; returns how many),
 // ranks the rest, marks conflicts and adds the advice of each.
 size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const DependencyGraph& graph,
                    const KernelCatalog& catalog, Advisor& advisor, const std::vector<char>& on_path,
-                   const AnalysisOptions& options, const Report& r) {
+                   const AnalysisOptions& options, Report& r) {
+  const double share_base = shareBase(graph, r);
   for (Candidate& c : candidates) {
     analysis.cost(c);
     for (const auto& occ : c.occurrences) {
@@ -347,16 +381,19 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
       on += std::all_of(occ.begin(), occ.end(), [&](size_t op) { return on_path[op] != 0; }) ? 1 : 0;
     }
     c.on_critical_path = on * 2 >= c.occurrences.size();
-    c.share_of_gpu_busy = r.gpu_busy_ns > 0 ? std::min(1.0, c.total_saving_ns / static_cast<double>(r.gpu_busy_ns)) : 0;
+    c.share_of_gpu_busy = share_base > 0 ? std::min(1.0, c.total_saving_ns / share_base) : 0;
   }
   // A pattern predicted to save nothing is no recommendation: it is counted, not listed (blocked ones stay, with
-  // their reasons, so the user sees why an obvious-looking fusion is not proposed).
+  // their reasons, so the user sees why an obvious-looking fusion is not proposed). A proven one gets a line
+  // saying why, so that the reader knows it exists.
   size_t no_gain = 0;
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                   [&](const Candidate& c) {
                                     const bool drop = !options.keep_no_gain && c.legality != Legality::kBlocked &&
                                                       c.total_saving_ns <= 0;
                                     no_gain += drop ? 1 : 0;
+                                    if (drop && c.legality == Legality::kProven)
+                                      r.proven_no_gain.push_back(noGainLine(c));
                                     return drop;
                                   }),
                    candidates.end());

@@ -110,6 +110,25 @@ void applySmLimits(GpuSpec& spec) {
   spec.warp_size = l->warp_size;
 }
 
+// Launch costs. No vendor document gives them per product (they belong to the driver and the GPU's front end more
+// than to the chip), so one pair per vendor:
+//  - dependent-launch gap, 1 us: NVIDIA Technical Blog, "Getting Started with CUDA Graphs" (A. Gray, 2019; V100,
+//    CUDA 10.1): kernels of 2.9 us each took 3.8 us per kernel when launched back to back on one stream without
+//    synchronising between them, i.e. 0.9 us of each launch showed on the GPU; graphs brought it to 3.4 us. Our
+//    own H100 run (README, "Checked on a GPU": many_small_kernels, 36.4 -> 21.1 us of CUPTI kernel time with 14
+//    launches fewer) lost 1.1 us of GPU time per launch removed. 1 us is the round figure of both.
+//  - launch latency, 4 us: the same blog's figure with a synchronisation after every launch is 9.6 us per 2.9 us
+//    kernel (launch, start and synchronisation: 6.7 us); the 2-4 us of host-side overhead per launch commonly quoted
+//    for cudaLaunchKernel/cuLaunchKernel is the part a host that does not keep ahead of the GPU pays per launch.
+//    4 us is the upper end of that range, an assumed value: scripts/gpu_check.sh would measure it as the median
+//    time from the API start of a launch on an idle stream to its kernel's GPU start (CUPTI), and the gap as the
+//    median idle time between back-to-back empty kernels on one stream.
+//  - AMD (HIP/ROCm): no figure read here; the NVIDIA values are assumed, to be measured the same way.
+void applyLaunchCosts(GpuSpec& spec) {
+  spec.dependent_launch_gap_ns = 1'000;
+  spec.launch_latency_ns = 4'000;
+}
+
 // What the documents say about one product. The per-SM limits are not here: they follow from the compute
 // capability (findSmLimits). Every field is given in every entry, so nothing is left at a default by accident;
 // only `vendor` has one (NVIDIA), set by the AMD entries.
@@ -159,6 +178,7 @@ GpuSpec toSpec(const Product& product) {
   spec.bf16_tensor_flops = product.bf16_tensor_flops;
   spec.source = product.source;
   applySmLimits(spec);
+  applyLaunchCosts(spec);
   return spec;
 }
 

@@ -291,6 +291,17 @@ TEST(GpuSpecTest, EveryEntryIsInternallyConsistent) {
   }
 }
 
+TEST(GpuSpecTest, EveryEntryHasLaunchCosts) {
+  // 1 us of GPU idle per dependent back-to-back launch, 4 us per launch the host does not issue ahead of the GPU
+  // (gpu_spec.cpp, applyLaunchCosts: the CUDA Graphs blog's V100 figures and our H100 run).
+  for (const GpuSpec& spec : gpuSpecs()) {
+    SCOPED_TRACE(spec.short_name);
+    EXPECT_DOUBLE_EQ(spec.dependent_launch_gap_ns, 1'000);
+    EXPECT_DOUBLE_EQ(spec.launch_latency_ns, 4'000);
+    EXPECT_LE(spec.dependent_launch_gap_ns, spec.launch_latency_ns);
+  }
+}
+
 TEST(GpuSpecTest, PerSmLimitsComeFromTheComputeCapabilityTable) {
   for (const GpuSpec& spec : gpuSpecs()) {
     SCOPED_TRACE(spec.short_name);

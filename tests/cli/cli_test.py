@@ -329,7 +329,11 @@ class Analyze(TempDirCase):
             report = json.load(f)
         validate(report, "report.schema.json")
         c = report["candidates"][0]
-        # The chain's bytes before and after fusion are both per-buffer estimates; its FLOPs are the measured ones.
+        # Measured bytes win: before, the chain's 4 launches x 12 MiB measured; after, the share of them the
+        # per-buffer estimate keeps. Its FLOPs are the measured ones.
+        self.assertEqual(c["cost"]["bytes_source"], "measured")
+        self.assertEqual(c["cost"]["bytes_before"], 4 * (12 << 20))
+        self.assertLess(c["cost"]["bytes_after"], c["cost"]["bytes_before"])
         self.assertEqual(c["cost"]["flops_source"], "measured")
         self.assertEqual(c["cost"]["flops"], 4 * (2 << 20))
         stats = {s["name"]: s["value"] for s in report["stats"]}

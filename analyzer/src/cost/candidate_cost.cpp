@@ -99,12 +99,19 @@ Analysis::UseEstimate Analysis::useBytes(size_t op, const BufferUse& u, bool rea
 }
 
 // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
-// from the use's offset to its end; 0 when the allocation is unknown.
+// from the use's offset to its end; 0 when the allocation is unknown. A footprint is a sound over-approximation
+// of the addresses and may run past the allocation's end (a loose bound, or a launch whose guard allows more
+// elements than the buffer holds): no byte beyond the allocation is counted.
 double Analysis::extentFrom(const BufferUse& u) const {
-  if (!u.wholeAllocation() && u.hi >= u.lo && u.hi != UINT64_MAX) return static_cast<double>(u.hi - u.lo);
-  if (auto a = allocs_.find(u.allocation_id); a != allocs_.end() && a->second->size > u.offset) {
-    return static_cast<double>(a->second->size - u.offset);
+  const auto a = allocs_.find(u.allocation_id);
+  const bool known = a != allocs_.end() && a->second->size > 0;
+  if (!u.wholeAllocation() && u.hi >= u.lo && u.hi != UINT64_MAX) {
+    const double footprint = static_cast<double>(u.hi - u.lo);
+    if (!known) return footprint;
+    const double left = a->second->size > u.lo ? static_cast<double>(a->second->size - u.lo) : 0.0;
+    return std::min(footprint, left);
   }
+  if (known && a->second->size > u.offset) return static_cast<double>(a->second->size - u.offset);
   return 0;
 }
 
@@ -239,6 +246,7 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
     k.flops = kernelFlops(op, k.flops_source);
     k.times = {launch(op).api_start_ns, o.gpu_start_ns, o.gpu_end_ns};
     k.shape = launchResources(launch(op));
+    k.stream = o.stream_id == core::kNoId ? -1 : o.stream_id;
     in.kernels.push_back(k);
   }
   if (kind == CandidateKind::kVertical && g_.has_pointer_data) {

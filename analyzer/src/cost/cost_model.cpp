@@ -7,6 +7,8 @@
 #include <map>
 #include <utility>
 
+#include "report/text_format.h"
+
 namespace kfuse::analyzer::cost {
 
 const char* sourceName(Source s) {
@@ -110,6 +112,12 @@ double busyNs(const std::vector<KernelTimes>& kernels) {
   return busy + static_cast<double>(cur_end - cur_start);
 }
 
+int backToBackLaunches(const std::vector<int64_t>& streams) {
+  int n = 0;
+  for (size_t i = 0; i + 1 < streams.size(); ++i) n += streams[i] >= 0 && streams[i] == streams[i + 1] ? 1 : 0;
+  return n;
+}
+
 bool LivenessScan::see(Region used, bool reads, bool writes, bool writes_exactly) {
   if (decided_) return true;
   auto overlaps = [&used](const Region& r) { return used.begin < r.end && r.begin < used.end; };
@@ -205,8 +213,19 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       }
     }
   }
+  // Measured DRAM bytes of every kernel win over the per-buffer estimates (the achieved fraction is taken with
+  // them too); the per-buffer uses then only say which share of those bytes fusing keeps.
+  const bool measured_bytes = buffers_known && !in.kernels.empty() &&
+                              std::all_of(in.kernels.begin(), in.kernels.end(), [](const KernelCost& k) {
+                                return k.bytes_source == Source::kMeasured && k.bytes > 0;
+                              });
+  if (measured_bytes) {
+    for (size_t i = 0; i < in.kernels.size(); ++i) model_bytes[i] = in.kernels[i].bytes;
+  }
   double sum_times = 0, sum_roof = 0, longest = 0;
-  bool estimated_times = false;
+  bool estimated_times = false, any_gpu_time = false;
+  std::vector<double> kernel_ns;
+  std::vector<int64_t> streams;
   FlopCounts flops;
   Source bytes_source = Source::kMeasured, flops_source = Source::kMeasured;
   std::vector<KernelTimes> times;
@@ -225,7 +244,11 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate.
       t = launchRooflineNs(k.bytes, k.flops, k.shape, gpu);
       estimated_times = true;
+    } else {
+      any_gpu_time = true;
     }
+    kernel_ns.push_back(t);
+    streams.push_back(k.stream);
     sum_times += t;
     longest = std::max(longest, t);
     sum_roof += std::min(launchRooflineNs(buffers_known ? model_bytes[i] : k.bytes, k.flops, k.shape, gpu), t);
@@ -233,19 +256,43 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     shapes.push_back(k.shape);
   }
   FlopCounts fused_flops = flops;
+  // What recomputing the producer may add at most: its own time once more per extra recomputation.
+  double recompute_ns = 0;
   if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size() &&
       in.recompute_times > 1) {
     fused_flops += in.kernels[static_cast<size_t>(in.recompute)].flops.scaled(in.recompute_times - 1);
+    recompute_ns = kernel_ns[static_cast<size_t>(in.recompute)] * (in.recompute_times - 1);
   }
+  // Without any GPU time the trace shows no gaps: each launch removed that was back to back on one stream saves
+  // the GPU's dependent-launch gap.
+  const int removed_launches = any_gpu_time ? 0 : backToBackLaunches(streams);
+  const double launch_gap_ns = removed_launches * gpu.dependent_launch_gap_ns;
   c.flops = flops.total();
   c.flops_source = sourceName(flops_source);
   c.bytes_source = sourceName(bytes_source);
   c.measured_ns = sum_times;
   if (vertical) c.gap_ns = removedIdleNs(times);
+  c.gap_ns += launch_gap_ns;
   const double spans = vertical ? 0 : busyNs(times);
   const double busy = spans > 0 ? spans : sum_times;
+  std::string launch_note;
+  if (removed_launches > 0) {
+    const bool one = removed_launches == 1;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "%d launch%s removed that %s back to back on one stream: %.0f ns of dependent-launch gap%s (up to "
+                  "%.0f ns of launch latency%s when the host does not keep ahead of the GPU)",
+                  removed_launches, one ? "" : "es", one ? "was" : "were", gpu.dependent_launch_gap_ns,
+                  one ? "" : " each", gpu.launch_latency_ns, one ? "" : " each");
+    launch_note = buf;
+  }
+  auto withLaunchNote = [&launch_note](std::string note) {
+    if (launch_note.empty()) return note;
+    return note.empty() ? launch_note : note + "; " + launch_note;
+  };
   if (sum_times <= 0) {
-    c.note = "no GPU times for these kernels";
+    c.saving_ns = c.gap_ns;
+    c.note = withLaunchNote("no GPU times for these kernels");
     return c;
   }
   double achieved = std::clamp(sum_roof / sum_times, kMinAchievedFraction, 1.0);
@@ -271,28 +318,77 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       for (const UseBytes& u : in.uses) {
         if (u.kernel == in.anchor) anchor_bytes += u.read_bytes + u.write_bytes;
       }
-      const double roof = launchRooflineNs(buffers_known ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
+      const double roof =
+          launchRooflineNs(buffers_known && !measured_bytes ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
       if (t > 0) achieved = std::clamp(std::min(roof, t) / t, kMinAchievedFraction, 1.0);
     }
     if (vertical) {
-      // Before and after from the same per-buffer bytes, so that the two are comparable.
-      c.bytes_before = unfusedChainBytes(in.uses);
-      c.bytes_source = sourceName(use_source);
-      c.bytes_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
+      // Before and after from the same per-buffer bytes, so that the two are comparable; with measured bytes,
+      // the measured ones before and the same share of them after as the per-buffer bytes keep.
+      const double model_before = unfusedChainBytes(in.uses);
+      const double model_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
+      if (measured_bytes) {
+        c.bytes_source = sourceName(Source::kMeasured);
+        c.bytes_after = model_before > 0 ? c.bytes_before * model_after / model_before : c.bytes_before;
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "fused bytes: the measured %.3g x %.3g, the share the per-buffer estimate (%s) keeps",
+                      c.bytes_before, model_before > 0 ? model_after / model_before : 1.0, sourceName(use_source));
+        c.note = buf;
+      } else {
+        c.bytes_before = model_before;
+        c.bytes_source = sourceName(use_source);
+        c.bytes_after = model_after;
+      }
       predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu) / achieved;
     } else {
       // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
       c.bytes_after = c.bytes_before;
       predicted = longest * std::max(1.0, std::ceil(waves(shapes, gpu)));
     }
-    // Never slower than running the kernels as they are, never faster than the fused kernel's own roof (the roof
-    // wins where the two disagree).
-    c.fused_ns =
-        std::max(launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu), std::min(sum_times, predicted));
+    // Never faster than the fused kernel's own roof, never slower than running the kernels as they are plus the
+    // recomputation. The upper bound wins where the two disagree: the kernels' times say the bytes are too many.
+    const double floor = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu);
+    const double upper = sum_times + recompute_ns;
+    c.fused_ns = std::min(upper, std::max(floor, predicted));
+    if (floor > upper) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "%.3g estimated DRAM bytes would take %.3g ns at the roof, longer than the kernels' %.3g ns: "
+                    "the fused time is capped at the kernels' time",
+                    c.bytes_after, floor, upper);
+      c.note += (c.note.empty() ? "" : "; ") + std::string(buf);
+    }
   }
-  c.saving_ns = std::max(0.0, (vertical ? sum_times + c.gap_ns : busy) - c.fused_ns);
-  if (estimated_times) c.note = "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;
+  c.saving_ns = std::max(0.0, (vertical ? sum_times : busy) + c.gap_ns - c.fused_ns);
+  std::string note = c.note;
+  if (estimated_times) {
+    const std::string times_note =
+        "no GPU times in the trace: kernel times are roofline estimates for " + gpu.short_name;
+    note = note.empty() ? times_note : times_note + "; " + note;
+  }
+  c.note = withLaunchNote(note);
   return c;
+}
+
+std::string noGainReason(const CostEstimate& c, CandidateKind kind) {
+  const std::string originals =
+      durationText(c.measured_ns) + (c.gap_ns > 0 ? " + " + durationText(c.gap_ns) + " idle" : "");
+  if (c.measured_ns <= 0) return "no time is known for these kernels (no GPU times, and no bytes or FLOPs to estimate)";
+  if (c.fused_ns > c.measured_ns) {
+    return "recomputing the producer at the consumer's loads costs more than fusing saves: fused " +
+           durationText(c.fused_ns) + " against the originals' " + originals;
+  }
+  if (kind == CandidateKind::kVertical && c.bytes_after >= c.bytes_before && c.bytes_before > 0 && c.gap_ns <= 0) {
+    return "the fused kernel moves as many DRAM bytes as the originals (" + fmt("%.3g", c.bytes_before) + " -> " +
+           fmt("%.3g", c.bytes_after) + ", " + c.bytes_source + ") and no idle time between them is removed";
+  }
+  if (kind == CandidateKind::kHorizontal) {
+    return "the fused kernel (" + durationText(c.fused_ns) +
+           ") takes as long as the originals kept the GPU busy: they ran side by side already, or its longer kernel "
+           "or the DRAM roof sets its time";
+  }
+  return "the fused kernel takes " + durationText(c.fused_ns) + " against the originals' " + originals;
 }
 
 double median(std::vector<double> v) {

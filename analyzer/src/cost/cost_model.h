@@ -18,7 +18,7 @@
 namespace kfuse::analyzer::cost {
 
 // Written into reports ("cost_model_version"): bumped whenever a rule changes the numbers.
-inline constexpr int kCostModelVersion = 3;
+inline constexpr int kCostModelVersion = 4;
 
 // Without API times, an idle gap between two chained kernels counts as launch latency up to this much.
 inline constexpr double kUnknownIssueGapCapNs = 5'000;
@@ -88,6 +88,9 @@ struct KernelTimes {
 double removedIdleNs(const std::vector<KernelTimes>& chain);
 // Time at least one of the kernels was running (the union of their GPU spans); 0 when none has GPU times.
 double busyNs(const std::vector<KernelTimes>& kernels);
+// Launches fusing the kernels into one removes that were back to back on one stream: the boundaries between
+// consecutive kernels (in issue order) on the same known stream (`streams`: one per kernel, < 0 unknown).
+int backToBackLaunches(const std::vector<int64_t>& streams);
 
 // ---- buffers ----
 
@@ -139,6 +142,7 @@ struct KernelCost {
   Source flops_source = Source::kUnknown;
   KernelTimes times;  // gpu_start/end kNoTime: no GPU time, the roofline estimate stands in
   LaunchResources shape;
+  int64_t stream = -1;  // the stream it was launched on (< 0 unknown): kernels on one stream run one at a time
 };
 
 struct OccurrenceInput {
@@ -164,17 +168,30 @@ struct OccurrenceInput {
 
 // The cost of one occurrence (roofline times are launchRooflineNs):
 //  - each kernel's time is its GPU time, else its roofline time (and the note says so);
+//  - no kernel has a GPU time: the launches fusing removes that were back to back on one stream
+//    (backToBackLaunches) each save the GPU's dependent-launch gap, counted as removed idle time (gap_ns);
 //  - the achieved fraction, sum over kernels of min(roofline time, time) / sum of times (clamped to
 //    [kMinAchievedFraction, 1]), carries over to the fused kernel; for a vertical chain with known buffers the
 //    roofline times are of the per-buffer bytes, the same source as the fused bytes;
+//  - vertical with known buffers and measured bytes for every kernel: before = the measured bytes, after = them
+//    times fusedChainBytes / unfusedChainBytes (or fused_bytes / unfused), achieved fraction of the measured
+//    bytes, bytes_source "measured"; otherwise:
 //  - vertical with known buffers: before and after bytes are both per-buffer bytes (fusedChainBytes); the fused
 //    kernel has the largest grid of the chain; fused = its roofline time / achieved; saving = times + removed idle
 //    time - fused. Without known buffers: fused = the times, only the idle time is saved;
 //  - horizontal: the fused kernel has the blocks of both; fused = longest time x ceil(waves) (at least one wave);
-//    saving = busy time - fused;
-//  - the fused time is never above the sum of the times nor below the fused kernel's own roofline time for its
-//    bytes and FLOPs (the floor wins where the two disagree); the saving is never negative.
+//    saving = busy time + removed idle time - fused;
+//  - the fused time is never below the fused kernel's own roofline time for its bytes and FLOPs, and never above
+//    the sum of the times plus the recomputation (the producer's time once more per extra recomputation): the
+//    upper bound wins where the two disagree (bytes beyond what the times allow are an estimate's error, and the
+//    note says so); the saving is never negative.
 CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu);
+
+// Why an occurrence costed as `c` saves nothing, in one clause derived from its numbers: recomputation made the
+// fused kernel slower, the fused kernel moves as many DRAM bytes as the originals with no idle time to remove, a
+// horizontal group already filled the GPU, or no time is known at all. For the default report's line about a
+// proven candidate it does not list.
+std::string noGainReason(const CostEstimate& c, CandidateKind kind);
 
 // ---- a candidate ----
 

@@ -20,6 +20,8 @@ core::GpuSpec testGpu() {
   g.max_threads_per_sm = 2048;
   g.registers_per_sm = 65536;
   g.max_shared_per_sm = 100'000;
+  g.dependent_launch_gap_ns = 1'000;
+  g.launch_latency_ns = 4'000;
   return g;
 }
 
@@ -279,6 +281,184 @@ TEST(CostModel, SavingsArePerOccurrenceMediansAndATotal) {
   EXPECT_NEAR(c.total_saving_ns, 60, kTol);              // 10 + 30 + 20
   EXPECT_NEAR(summarize(occ, /*blocked=*/true).total_saving_ns, 0, kTol);
   EXPECT_NEAR(median({10, 20, 30, 40}), 25, kTol);  // even count: mean of the middle two
+}
+
+TEST(CostModel, BackToBackLaunchesAreConsecutiveKernelsOnOneKnownStream) {
+  // Streams 1, 1, 2, 2, unknown, unknown: the boundaries 1-1 and 2-2 count; 1-2, 2-unknown and unknown-unknown do
+  // not.
+  EXPECT_EQ(backToBackLaunches({1, 1, 2, 2, -1, -1}), 2);
+  EXPECT_EQ(backToBackLaunches({5}), 0);
+  EXPECT_EQ(backToBackLaunches({}), 0);
+}
+
+KernelCost onStream(KernelCost k, int64_t stream) {
+  k.stream = stream;
+  return k;
+}
+
+TEST(CostModel, WithoutGpuTimesEachRemovedBackToBackLaunchSavesTheDependentLaunchGap) {
+  const core::GpuSpec g = testGpu();
+  // Three kernels on stream 7, no GPU times, buffers unknown: each costed at its roofline, 1e6 B -> 1,000 ns on
+  // 1,000 blocks (the whole GPU). Fusing removes 2 launches that were back to back: 2 x 1,000 ns of gap.
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  for (int i = 0; i < 3; ++i) in.kernels.push_back(onStream(kernel(1e6, Source::kEmulated, {}, 1'000), 7));
+  CostEstimate c = occurrenceCost(in, g);
+  EXPECT_NEAR(c.measured_ns, 3'000, kTol);
+  EXPECT_NEAR(c.gap_ns, 2'000, kTol);
+  // Buffers unknown: fused = the kernels' 3,000 ns; saving = the 2,000 ns of gaps.
+  EXPECT_NEAR(c.fused_ns, 3'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 2'000, kTol);
+  EXPECT_NE(c.note.find("2 launches removed that were back to back on one stream: 1000 ns of dependent-launch gap "
+                        "each (up to 4000 ns of launch latency each"),
+            std::string::npos)
+      << c.note;
+
+  // With known buffers that save nothing (no use followed: fused bytes = unfused bytes): the memory side saves
+  // nothing, the gaps still do. Uses: 5e5 B read and 5e5 B written per kernel, 1e6 B (1,000 ns: achieved 1);
+  // fused: 3e6 B -> 3,000 ns, the kernels' time. Saving: 3,000 + 2,000 - 3,000 = 2,000 ns.
+  for (int k = 0; k < 3; ++k) {
+    in.uses.push_back({k, k, 5e5, 0, false, Source::kExtentEstimate});
+    in.uses.push_back({k, k + 1, 0, 5e5, false, Source::kExtentEstimate});
+  }
+  in.live = {true, true, true, true};
+  c = occurrenceCost(in, g);
+  EXPECT_NEAR(c.bytes_after, 3e6, kTol);
+  EXPECT_NEAR(c.fused_ns, 3'000, kTol);
+  EXPECT_NEAR(c.gap_ns, 2'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 2'000, kTol);
+  EXPECT_GE(c.saving_ns, 2 * g.dependent_launch_gap_ns);
+}
+
+TEST(CostModel, LaunchGapsAreNotAddedWhereTheTraceHasGpuTimesOrTheKernelsRanOnDifferentStreams) {
+  const core::GpuSpec g = testGpu();
+  // One kernel with a GPU time: the trace's own gaps count (here none: B starts when A ends), no assumed gap.
+  OccurrenceInput timed;
+  timed.kind = CandidateKind::kVertical;
+  timed.kernels = {onStream(kernel(1e6, Source::kMeasured, {0, 0, 2'000}, 1'000), 7),
+                   onStream(kernel(1e6, Source::kMeasured, {}, 1'000), 7)};
+  EXPECT_NEAR(occurrenceCost(timed, g).gap_ns, 0, kTol);
+  // A horizontal pair on two streams without GPU times: the launches may overlap, no gap is removed. Each 1e6 B on
+  // 100 blocks (a whole wave: 100 SMs), 1,000 ns; busy 2,000 ns; fused: 2e6 B, 2,000 ns at its roof. Saving 0.
+  OccurrenceInput apart;
+  apart.kind = CandidateKind::kHorizontal;
+  apart.kernels = {onStream(kernel(1e6, Source::kEmulated, {}, 100), 1),
+                   onStream(kernel(1e6, Source::kEmulated, {}, 100), 2)};
+  CostEstimate c = occurrenceCost(apart, g);
+  EXPECT_NEAR(c.gap_ns, 0, kTol);
+  EXPECT_NEAR(c.saving_ns, 0, kTol);
+  // The same pair on one stream: one back-to-back launch removed, 1,000 ns saved.
+  apart.kernels[1].stream = 1;
+  c = occurrenceCost(apart, g);
+  EXPECT_NEAR(c.gap_ns, 1'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 1'000, kTol);
+}
+
+TEST(CostModel, FusedTimeNeverExceedsTheMembersTimesWhateverTheByteEstimateSays) {
+  // The blocked histogram chain of issue 31 on an H200: two kernels measured at 49.9 us together, extent estimates
+  // of 8.6e9 B per kernel that the PTX analysis could not follow (fused bytes = unfused = 1.72e10). At the roof
+  // 1.72e10 B / 4.8e12 B/s = 3.58 ms: the old rule let that floor win and printed "49.9 us -> 3.59 ms fused".
+  const core::GpuSpec h200 = *core::findGpuSpec("h200");
+  ASSERT_DOUBLE_EQ(h200.dram_bandwidth_bytes_per_s, 4.8e12);
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  in.kernels = {onStream(kernel(8.6e9, Source::kExtentEstimate, {0, 0, 40'000}, 1'000), 3),
+                onStream(kernel(8.6e9, Source::kExtentEstimate, {35'000, 40'500, 50'400}, 1'000), 3)};
+  in.uses = {{0, 0, 8.6e9, 0, false, Source::kExtentEstimate}, {1, 0, 8.6e9, 0, false, Source::kExtentEstimate}};
+  in.live = {false};
+  const CostEstimate c = occurrenceCost(in, h200);
+  EXPECT_NEAR(c.measured_ns, 49'900, kTol);
+  EXPECT_NEAR(c.gap_ns, 500, kTol);  // B issued before A ended, started 500 ns after it
+  // Fused: at most the members' 49,900 ns (no recomputation); saving = 49,900 + 500 - 49,900 = 500 ns.
+  EXPECT_NEAR(c.fused_ns, 49'900, kTol);
+  EXPECT_LE(c.fused_ns, c.measured_ns);
+  EXPECT_NEAR(c.saving_ns, 500, kTol);
+  EXPECT_NE(c.note.find("the fused time is capped at the kernels' time"), std::string::npos) << c.note;
+}
+
+TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducerOnceMorePerRecomputation) {
+  const core::GpuSpec g = testGpu();
+  // A prologue fusion, memory only: producer P (1,000 ns) and consumer C (2,000 ns), GPU times measured; the consumer
+  // reads P's output 4 times over (recompute_times 4), and the fused kernel re-reads P's inputs each time: fused bytes
+  // 1e7 -> 10,000 ns at the roof (achieved 1: the consumer's uses 2e6 B take 2,000 ns, its whole time).
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  in.kernels = {onStream(kernel(1e6, Source::kPtxEstimate, {0, 0, 1'000}, 1'000), 1),
+                onStream(kernel(2e6, Source::kPtxEstimate, {500, 1'000, 3'000}, 1'000), 1)};
+  in.uses = {{0, 0, 5e5, 0, true, Source::kPtxEstimate},
+             {0, 1, 0, 5e5, true, Source::kPtxEstimate},
+             {1, 1, 2e6, 0, true, Source::kPtxEstimate}};
+  in.live = {false, false};
+  in.anchor = 1;
+  in.recompute = 0;
+  in.recompute_times = 4;
+  in.fused_bytes = 1e7;
+  const CostEstimate c = occurrenceCost(in, g);
+  // Upper bound: 1,000 + 2,000 + 3 x 1,000 (the producer 3 times more) = 6,000 ns; the 10,000 ns the bytes say is
+  // capped there. Saving: 3,000 - 6,000 < 0 -> 0: predicted to lose.
+  EXPECT_NEAR(c.measured_ns, 3'000, kTol);
+  EXPECT_NEAR(c.fused_ns, 6'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 0, kTol);
+}
+
+TEST(CostModel, ACandidateThatSavesNothingIsToldWhyFromItsNumbers) {
+  CostEstimate c;
+  // Recomputation: fused 6,000 ns against 3,000 ns measured + 500 ns idle.
+  c.measured_ns = 3'000;
+  c.gap_ns = 500;
+  c.fused_ns = 6'000;
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
+            "recomputing the producer at the consumer's loads costs more than fusing saves: fused 6.0 us against the "
+            "originals' 3.0 us + 500 ns idle");
+  // As many bytes after as before, no idle time: 1.2e+05 -> 1.2e+05 bytes.
+  c.gap_ns = 0;
+  c.fused_ns = 3'000;
+  c.bytes_before = c.bytes_after = 1.2e5;
+  c.bytes_source = "extent-estimate";
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
+            "the fused kernel moves as many DRAM bytes as the originals (1.2e+05 -> 1.2e+05, extent-estimate) and no "
+            "idle time between them is removed");
+  EXPECT_EQ(noGainReason(c, CandidateKind::kHorizontal),
+            "the fused kernel (3.0 us) takes as long as the originals kept the GPU busy: they ran side by side "
+            "already, or its longer kernel or the DRAM roof sets its time");
+  c.bytes_after = 1e5;  // fewer bytes, yet no faster (a low achieved fraction): the plain figures
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical), "the fused kernel takes 3.0 us against the originals' 3.0 us");
+  c.measured_ns = 0;
+  EXPECT_EQ(noGainReason(c, CandidateKind::kVertical),
+            "no time is known for these kernels (no GPU times, and no bytes or FLOPs to estimate)");
+}
+
+TEST(CostModel, MeasuredBytesWinOverThePerBufferEstimate) {
+  const core::GpuSpec g = testGpu();
+  // The chain of VerticalChainCarriesTheAchievedFraction..., its kernels' DRAM bytes measured: 6e6 and 2e6 B (the
+  // per-buffer estimate says 8e6 each: an L2 that caught part of the traffic). Before: the measured 8e6 B. After:
+  // the per-buffer estimate keeps 8e6 of its 16e6 B, half: 4e6 B.
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  in.kernels = {kernel(6e6, Source::kMeasured, {0, 0, 10'000}, 1'000),
+                kernel(2e6, Source::kMeasured, {9'000, 10'500, 20'500}, 1'000)};
+  for (UseBytes u : chain(true)) {
+    u.read_bytes *= 1'000;
+    u.write_bytes *= 1'000;
+    in.uses.push_back(u);
+  }
+  in.live = {false, false, true};
+  const CostEstimate c = occurrenceCost(in, g);
+  EXPECT_EQ(c.bytes_source, "measured");
+  EXPECT_NEAR(c.bytes_before, 8e6, kTol);
+  EXPECT_NEAR(c.bytes_after, 4e6, kTol);
+  // Achieved with the measured bytes: (6,000 + 2,000) / 20,000 = 0.4. Fused: 4e6 B -> 4,000 ns / 0.4 = 10,000 ns.
+  // Saving: 20,000 + 500 - 10,000 = 10,500 ns.
+  EXPECT_NEAR(c.fused_ns, 10'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 10'500, kTol);
+  EXPECT_NE(c.note.find("fused bytes: the measured 8e+06 x 0.5, the share the per-buffer estimate (ptx-estimate) "
+                        "keeps"),
+            std::string::npos)
+      << c.note;
+  // One kernel without measured bytes: the per-buffer estimate for both sides, as before.
+  in.kernels[1].bytes_source = Source::kEmulated;
+  EXPECT_EQ(occurrenceCost(in, g).bytes_source, "ptx-estimate");
+  EXPECT_NEAR(occurrenceCost(in, g).bytes_before, 16e6, kTol);
 }
 
 // Rule 11: re-prediction with the fused kernel's occupancy (public: analysis.h).

@@ -343,6 +343,10 @@ auto reportFields() {
                      .nonNegative()
                      .doc("what the non-overlapping candidates save together"),
                  field("why_none", &R::why_none),
+                 field("proven_no_gain", &R::proven_no_gain)
+                     .optional()
+                     .doc("proven candidates predicted to save nothing, left out of candidates (without --all): "
+                          "one line each, id, fusion kind, kernels, occurrences and why"),
                  group<R>("context", field("gpu_records", &R::gpu_records),
                           field("with_operator", &R::records_with_operator),
                           field("with_module", &R::records_with_module), field("tensor_edges", &R::tensor_edges),

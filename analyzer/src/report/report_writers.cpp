@@ -257,6 +257,10 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
     out += line + (verbose ? membersText(c) : shortened(membersText(c, true), 110)) + "\n";
   }
   if (r.candidates.empty()) out += "      (no candidates)\n";
+  if (!r.proven_no_gain.empty()) {
+    out += "\nproven, but predicted to save nothing (kfuse analyze --all lists them):\n";
+    for (const std::string& l : r.proven_no_gain) out += "  - " + l + "\n";
+  }
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
     out += "\n#" + std::to_string(c.rank) + " (" + c.id + ") " + membersText(c, !verbose) + "\n";
@@ -337,6 +341,10 @@ std::string reportToMarkdown(const Report& r) {
     if (!c.conflicts_with.empty()) out += "- " + conflictsText(c) + "\n";
     if (!c.cost.note.empty()) out += "- cost: " + mdEscape(c.cost.note) + "\n";
   }
+  if (!r.proven_no_gain.empty()) {
+    out += "\n## Proven, but predicted to save nothing\n\n";
+    for (const std::string& line : r.proven_no_gain) out += "- " + mdEscape(line) + "\n";
+  }
   if (!r.why_none.empty()) {
     out += "\n## Why nothing qualified\n\n";
     for (const std::string& w : r.why_none) out += "- " + mdEscape(w) + "\n";
@@ -382,6 +390,11 @@ std::string reportToHtml(const Report& r) {
            why + "</ul></td></tr>\n";
   }
   out += "</table>\n";
+  if (!r.proven_no_gain.empty()) {
+    out += "<h2>Proven, but predicted to save nothing</h2><ul>";
+    for (const std::string& line : r.proven_no_gain) out += "<li>" + htmlEscape(line) + "</li>";
+    out += "</ul>\n";
+  }
   if (!r.kernel_table.empty()) {
     out += std::string("<h2>Kernels</h2>\n<p>By GPU time") +
            (r.gpu_busy_estimated ? " (the trace has no GPU times: the cost model's estimates)" : "") +

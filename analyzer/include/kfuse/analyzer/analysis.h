@@ -440,8 +440,11 @@ struct Report {
   std::map<std::string, size_t> edges_by_kind;
   std::vector<Candidate> candidates;  // ranked, best first (blocked ones last)
   std::vector<std::string> why_none;  // when no candidate qualifies: what was looked at and why
-  std::vector<std::string> notices;   // said first in every report: a device the spec table lacks, ...
-  std::vector<Advice> advice;         // trace-level findings (launch-bound regions, CUDA graphs)
+  // Proven candidates predicted to save nothing, not listed among the candidates (without options.keep_no_gain):
+  // one line each, "ID FUSION KERNELS (N occurrences): why" (cost::noGainReason), so that none is hidden silently.
+  std::vector<std::string> proven_no_gain;
+  std::vector<std::string> notices;  // said first in every report: a device the spec table lacks, ...
+  std::vector<Advice> advice;        // trace-level findings (launch-bound regions, CUDA graphs)
   // Operator context (imported PyTorch traces): GPU records linked to their CPU operator / inside an nn.Module,
   // and tensor-level data-flow edges from an Execution Trace (--et) or inferred from operator shapes.
   size_t records_with_operator = 0, records_with_module = 0, gpu_records = 0;

@@ -74,6 +74,13 @@ struct GpuSpec {
   uint64_t max_shared_per_block_optin = 0;  // bytes, with cudaFuncAttributeMaxDynamicSharedMemorySize
   int warp_size = 32;                       // 64 on AMD CDNA
 
+  // Launch costs, what fusing saves beyond memory traffic (the same for every product of a vendor: they are the
+  // driver's and the GPU front end's; gpu_spec.cpp says where each comes from):
+  double launch_latency_ns = 0;        // from a launch call on an idle stream to the kernel running: what each
+                                       // launch costs when the host does not keep ahead of the GPU
+  double dependent_launch_gap_ns = 0;  // the GPU idle between a kernel's end and the start of the next kernel
+                                       // already queued on the same stream (launches issued ahead)
+
   std::string source;  // the documents the figures come from
 };
 
