@@ -318,7 +318,11 @@ auto validationFields() {
       field("gpu", &V::gpu).doc("differential validation on a GPU (--backend gpu)"), field("seed", &V::seed),
       field("runs", &V::runs).doc("argument sets x data trials executed"),
       field("mismatch", &V::mismatch).doc("the first mismatch or failure, as a sentence; empty when none"),
-      field("validated_at", &V::validated_at).format(kUtcTime));
+      field("validated_at", &V::validated_at).format(kUtcTime),
+      field("files", &V::files)
+          .optional()
+          .doc("every file the validation read, as sha256sum prints them: 64 hex digits, two spaces, the path in the "
+               "plan directory; kfuse run refuses a plan whose fused kernel changed since"));
 }
 
 void checkReferences(JsonFieldReader& r, const std::string& path, const Plan& plan);
@@ -526,6 +530,7 @@ Expected<Plan> readPlan(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return notFound(dir + ": no such plan directory");
   std::string path = (fs::path(dir) / "plan.json").string();
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) return badFormat(path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return notFound(path + ": cannot open (not a plan directory?)");
   std::stringstream text;

@@ -36,8 +36,15 @@ Plan fullPlan() {
   p.aggressive = true;
   p.dropped_buffers = {{0, 1}};
   p.prediction = {"H100 SXM5", 3, 5200.5, 3100.25, 2100.25, 300, 630075, "memory bound"};
-  p.validation = {true, {"sm_80", "sm_90"},    ValidationVerdict::kPassed, ValidationVerdict::kNotRun, 7, 8,
-                  "",   "2026-11-25T14:00:00Z"};
+  p.validation = {true,
+                  {"sm_80", "sm_90"},
+                  ValidationVerdict::kPassed,
+                  ValidationVerdict::kNotRun,
+                  7,
+                  8,
+                  "",
+                  "2026-11-25T14:00:00Z",
+                  {std::string(64, 'a') + "  fused.ptx"}};
   return p;
 }
 

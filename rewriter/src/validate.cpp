@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "kfuse/core/trace.h"
 #include "validate_backend.h"
 
 namespace kfuse::rewriter {
@@ -257,6 +258,7 @@ struct Loaded {
   std::vector<BackendKernel> originals;
   BackendKernel fused;
   std::array<std::vector<uint64_t>, 2> buffers;
+  std::vector<std::string> files;  // as sha256sum prints them
   size_t buffers_of_set = kNoSet;
   std::vector<std::vector<uint8_t>> host_input;  // scratch of runOnce, kept between runs
   std::vector<uint8_t> host_original, host_fused;
@@ -300,6 +302,7 @@ Expected<Loaded> load(const Plan& plan, const std::string& dir, Backend which) {
     auto it = modules.find(file);
     if (it == modules.end()) {
       KFUSE_ASSIGN_OR_RETURN(std::string text, readText(path));
+      out.files.push_back(core::sha256Hex(reinterpret_cast<const uint8_t*>(text.data()), text.size()) + "  " + file);
       auto m = out.backend->loadModule(text);
       if (!m.ok()) return Status(m.status().code(), path.string() + ": " + m.status().message());
       it = modules.emplace(file, *m).first;
@@ -606,6 +609,7 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
   }
 
   ValidationResult result;
+  result.files = loaded.files;
   std::vector<Trial> trials = trialsFor(options);
   int skipped = 0;
   std::string skip_reason;
@@ -660,6 +664,7 @@ void recordValidation(PlanValidation& validation, const ValidationOptions& optio
   validation.seed = options.seed;
   validation.runs = result.runs;
   validation.mismatch = result.mismatch ? result.mismatch->sentence() : result.failure;
+  validation.files = result.files;
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);

@@ -196,6 +196,17 @@ class Checker:
         self.check(stats["plans"][0]["occurrences_fused"] == 3,
                    "a module loaded from its file is matched to the plan, every occurrence fused", json.dumps(stats))
 
+    @staticmethod
+    def without_file_hashes(plan_dir):
+        # As a plan written before kfuse recorded the SHA-256 of the files it validated: kfuse run cannot tell an
+        # edited fused kernel, and its run-time safety nets are what keeps the program unchanged.
+        path = os.path.join(plan_dir, "plan.json")
+        with open(path) as f:
+            plan = json.load(f)
+        plan["validation"].pop("files", None)
+        with open(path, "w") as f:
+            json.dump(plan, f)
+
     def bad_plans(self, good):
         name = "elementwise_chain"
         base = subprocess.run([self.program(name)], capture_output=True, text=True, env=self.env, timeout=600)
@@ -209,7 +220,10 @@ class Checker:
             text = f.read().replace('"emulator": "passed"', '"emulator": "not-run"')
         with open(os.path.join(unvalidated, "plan.json"), "w") as f:
             f.write(text)
-        for plan, why in ((corrupt, "plan.json"), (unvalidated, "kfuse validate")):
+        # A plan directory whose plan.json is a directory: left out like any broken plan, the program still runs.
+        not_a_file = os.path.join(self.tmp, "plan-json-is-a-directory")
+        os.makedirs(os.path.join(not_a_file, "plan.json"))
+        for plan, why in ((corrupt, "plan.json"), (unvalidated, "kfuse validate"), (not_a_file, "not a regular file")):
             p = self.kfuse("run", "--plan", plan, "--", self.program(name))
             self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
                        f"{os.path.basename(plan)}: the program runs unchanged", p.stdout + p.stderr)
@@ -236,11 +250,38 @@ class Checker:
             ptx = f.read()
         with open(os.path.join(unloadable, "fused.ptx"), "w") as f:
             f.write(ptx.replace("ret;", "this is not an instruction;", 1))
+        # With the plan's file hashes the edit is caught before anything loads.
+        p = self.kfuse("run", "--plan", unloadable, "--", self.program(name))
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout) and
+                   "plan left out" in p.stderr and "changed since it was validated" in p.stderr,
+                   "a fused kernel edited after validation: the plan is left out", p.stdout + p.stderr)
+        self.without_file_hashes(unloadable)
         p = self.kfuse("run", "--plan", unloadable, "--", self.program(name))
         self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
                    "a fused module that fails to load: the program runs unchanged", p.stdout + p.stderr)
         self.check(p.stderr.count("fusion disabled") == 1 and "loading the fused kernel failed" in p.stderr,
                    "a fused module that fails to load: one warning", p.stderr)
+
+        # A fused module that loads but whose launch fails (the stand-in resolves names when it launches: a parameter
+        # the kernel does not declare). The occurrence runs the original launches and the program is unchanged: the
+        # failed launch never reaches the application.
+        unlaunchable = os.path.join(self.tmp, "unlaunchable-plan")
+        shutil.copytree(good, unlaunchable)
+        with open(os.path.join(unlaunchable, "fused.ptx")) as f:
+            ptx = f.read()
+        ptx, n = re.subn(r"_param_\d+\]", "_param_99]", ptx, count=1)
+        self.check(n == 1, "the fused kernel reads a parameter to break")
+        with open(os.path.join(unlaunchable, "fused.ptx"), "w") as f:
+            f.write(ptx)
+        self.without_file_hashes(unlaunchable)
+        stats_path = os.path.join(self.tmp, "unlaunchable.stats.json")
+        p = self.kfuse("run", "--plan", unlaunchable, "--stats", stats_path, "--", self.program(name))
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "a fused kernel whose launch fails: the program runs unchanged", p.stdout + p.stderr)
+        stats = self.check_stats(stats_path, "unlaunchable-plan statistics")
+        self.check(stats["plans"][0]["occurrences_fused"] == 0 and
+                   "failed to launch" in (stats["plans"][0]["disabled"] or ""),
+                   "a fused kernel whose launch fails: disabled, nothing counted as fused", json.dumps(stats["plans"][0]))
 
         # A deliberately wrong fused kernel: its first multiply becomes an add.
         wrong = os.path.join(self.tmp, "wrong-plan")
@@ -252,6 +293,7 @@ class Checker:
         self.check(n == 1, "the fused kernel has a mul.f32 to break")
         with open(ptx_path, "w") as f:
             f.write(broken)
+        self.without_file_hashes(wrong)
         stats_path = os.path.join(self.tmp, "wrong.stats.json")
         p = self.kfuse("run", "--plan", wrong, "--validate=2", "--stats", stats_path, "--", self.program(name))
         self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),

@@ -104,11 +104,13 @@ CUresult Injector::Impl::launchFused(StreamSlot& s, size_t pi, CUfunction fn, bo
   const PendingLaunch& last = s.launches[s.count - 1];
   const LaunchShape& shape = p.fused_shape;
   stripe().issued.fetch_add(1, std::memory_order_relaxed);
-  if (occurrence) {
+  const CUresult r =
+      launch(last, fn, shape.grid.axes().data(), shape.block.axes().data(), shape.dynamic_shared_bytes, ptrs);
+  if (occurrence && r == CUDA_SUCCESS) {
     fused_launches.fetch_add(1, std::memory_order_relaxed);
     st.fused.fetch_add(1, std::memory_order_relaxed);
   }
-  return launch(last, fn, shape.grid.axes().data(), shape.block.axes().data(), shape.dynamic_shared_bytes, ptrs);
+  return r;
 }
 
 // ---- flushing ----

@@ -181,8 +181,16 @@ CUresult Injector::Impl::tryComplete(StreamSlot& s) {
       const bool first_n = st.validations_started.fetch_add(1) < options.validate;
       validate = firstOfTuple(st, row) || first_n;
     }
-    const CUresult r = validate ? validateAndLaunch(s, pi, fn) : launchFused(s, pi, fn);
-    if (options.log) std::fprintf(stderr, "kfuse run: %s: fused %d launches\n", st.plan.dir.c_str(), s.count);
+    CUresult r = validate ? validateAndLaunch(s, pi, fn) : launchFused(s, pi, fn);
+    if (r != CUDA_SUCCESS && !validate) {
+      // A launch the driver refuses (the fused kernel's PTX does not JIT, too many resources) did not run: the
+      // occurrence runs the originals, and the plan is not tried again. The application sees their result.
+      disable(st,
+              "the fused kernel failed to launch (" + errorName(r) + "); that occurrence ran the original launches");
+      r = issueOriginals(s, FlushReason::kUnavailable);
+    } else if (options.log) {
+      std::fprintf(stderr, "kfuse run: %s: fused %d launches\n", st.plan.dir.c_str(), s.count);
+    }
     if (s.key.load(std::memory_order_relaxed) == kLegacyKey) legacy_pending.store(0, std::memory_order_relaxed);
     s.count = 0;
     s.viable = 0;

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "kfuse/core/trace.h"
+
 namespace kfuse::inject {
 namespace {
 
@@ -103,6 +105,16 @@ Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
   rp.fused_ptx = ss.str();
   if (rp.fused_ptx.find(".entry " + rp.fused_name) == std::string::npos) {
     return badFormat(ptx_path + ": no .entry named " + rp.fused_name + " (the plan's fused kernel)");
+  }
+  // The fused kernel must be the one validation ran (plans since file hashes were recorded).
+  const std::string suffix = "  " + plan.fused.ptx_file;
+  for (const std::string& f : plan.validation.files) {
+    if (f.size() != 64 + suffix.size() || f.compare(64, std::string::npos, suffix) != 0) continue;
+    const std::string now = core::sha256Hex(reinterpret_cast<const uint8_t*>(rp.fused_ptx.data()), rp.fused_ptx.size());
+    if (f.compare(0, 64, now) != 0) {
+      return badFormat(ptx_path + ": changed since it was validated (sha256 " + now.substr(0, 12) + "..., validated " +
+                       f.substr(0, 12) + "...): run `kfuse validate " + dir + "` to validate it again");
+    }
   }
   return rp;
 }

@@ -108,6 +108,7 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
     return issueOriginals(s, FlushReason::kUnavailable);
   }
   std::string mismatch;
+  const CUresult originals = r;  // what the application gets when the fused kernel fails or differs
   if (r == CUDA_SUCCESS) {
     r = launchFused(s, pi, fn);
     if (r == CUDA_SUCCESS) r = sync();
@@ -134,6 +135,7 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
     disable(st, mismatch.empty() ? "validation run failed: " + errorName(r)
                                  : "validation failed at occurrence " +
                                        std::to_string(st.validations_passed.load() + 1) + ": " + mismatch);
+    r = originals;  // the buffers hold the originals' results again
   } else {
     st.validations_passed.fetch_add(1);
     // Correct; on a GPU, is it also faster? Every timing run starts from the shadows of the inputs; at the end the

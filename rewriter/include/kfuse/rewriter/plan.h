@@ -157,6 +157,9 @@ struct PlanValidation {
   int runs = 0;              // argument sets x data trials executed
   std::string mismatch;      // the first mismatch, as a sentence; empty when none
   std::string validated_at;  // ISO 8601 UTC
+  // Every file the validation read, as `sha256sum` prints them ("<64 hex>  fused.ptx"): `kfuse run` refuses a plan
+  // whose fused kernel changed since. Empty in plans written before kfuse recorded them.
+  std::vector<std::string> files;
 };
 
 struct Plan {

@@ -50,6 +50,7 @@ struct ValidationResult {
   std::optional<Mismatch> mismatch;
   std::string failure;  // a launch that failed on one side (out-of-bounds, deadlock), or why nothing could run
   double seconds = 0;
+  std::vector<std::string> files;  // the files it read, as sha256sum prints them (PlanValidation::files)
 };
 
 // Runs the plan's originals and fused kernel from `plan_dir`. An error Status is for a plan that cannot be run at
