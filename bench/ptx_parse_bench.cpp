@@ -129,6 +129,36 @@ void BM_DefUseOneRegisterRedefined(benchmark::State& state) {
 }
 BENCHMARK(BM_DefUseOneRegisterRedefined)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
+// Every analysis of `kfuse ptx check` on a kernel of N guarded stores, 2N basic blocks and no loop (a hostile or
+// generated input): linear or n log n in blocks, not quadratic (blocksInLoops once took 37 s for 50,000 blocks).
+std::string manyBlocks(int64_t n) {
+  std::string text =
+      ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p, .param .u32 n)\n{\n"
+      "\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n\tld.param.u64 %rd1, [p];\n"
+      "\tld.param.u32 %r1, [n];\n\tmov.u32 %r2, %tid.x;\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+      "\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd2, %rd2, %rd3;\n";
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string k = std::to_string(i);
+    text.append("\tsetp.eq.s32 %p1, %r1, ").append(k).append(";\n\t@%p1 bra $L_").append(k).append(";\n");
+    text.append("\tst.global.u32 [%rd2], ").append(k).append(";\n$L_").append(k).append(":\n");
+  }
+  text.append("\tret;\n}\n");
+  return text;
+}
+
+void BM_AnalyzeManyBlocks(benchmark::State& state) {
+  const kfuse::ptx::Module m = std::move(kfuse::ptx::parseModule(manyBlocks(state.range(0) / 2))).value();
+  for (auto _ : state) {
+    kfuse::ptx::FunctionAnalyses fa(&m, m.functions[0]);
+    benchmark::DoNotOptimize(fa.paramAccess());
+    benchmark::DoNotOptimize(fa.memoryAccesses());
+    benchmark::DoNotOptimize(fa.usage());
+    benchmark::DoNotOptimize(kfuse::ptx::blocksInLoops(fa.cfg()));
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AnalyzeManyBlocks)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

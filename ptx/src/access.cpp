@@ -822,10 +822,25 @@ const char* cmpOpSymbol(CmpOp op) {
 
 namespace {
 
+// Blocks visited by reachedWhenGuarded, stamped per call so that no call clears (or allocates) a whole-kernel array.
+struct ReachScratch {
+  std::vector<uint32_t> stamp;
+  uint32_t generation = 0;
+  std::vector<int> work;
+};
+
+// How far a question about one access may look: blocks visited by reachedWhenGuarded, and dominators walked for
+// guards. Past them the access's guard is not called exact (sound: only proofs that need an exact guard are lost),
+// so a generated kernel of a million blocks costs linear time, not quadratic.
+constexpr size_t kMaxReachVisits = 4096;
+constexpr int kMaxGuardWalk = 512;
+
 // Whether a thread that takes none of the `wrong_way` edges surely reaches statement `stmt` of block `b`: no path
 // from the entry that avoids them and `b` can end the thread, and nothing in `b` before `stmt` can end it either.
+// False also when the search needs more than kMaxReachVisits blocks.
 bool reachedWhenGuarded(const Function& f, const Cfg& cfg, int b, size_t stmt,
-                        const std::vector<std::pair<int, int>>& wrong_way, const std::vector<char>& can_leave) {
+                        const std::vector<std::pair<int, int>>& wrong_way, const std::vector<char>& can_leave,
+                        ReachScratch& scratch) {
   const auto& blocks = cfg.blocks();
   for (size_t k = blocks[static_cast<size_t>(b)].begin; k < stmt; ++k) {
     const Statement& st = f.body[k];
@@ -833,17 +848,23 @@ bool reachedWhenGuarded(const Function& f, const Cfg& cfg, int b, size_t stmt,
       return false;
   }
   if (b == 0) return true;
-  std::vector<char> seen(blocks.size(), 0);
-  std::vector<int> work{0};
-  seen[0] = 1;
+  if (scratch.stamp.size() != blocks.size() || ++scratch.generation == 0) {
+    scratch.stamp.assign(blocks.size(), 0);
+    scratch.generation = 1;
+  }
+  const uint32_t g = scratch.generation;
+  std::vector<int>& work = scratch.work;
+  work.assign(1, 0);
+  scratch.stamp[0] = g;
+  size_t visits = 0;
   while (!work.empty()) {
     const int x = work.back();
     work.pop_back();
-    if (can_leave[static_cast<size_t>(x)]) return false;
+    if (can_leave[static_cast<size_t>(x)] || ++visits > kMaxReachVisits) return false;
     for (int s : blocks[static_cast<size_t>(x)].succs) {
-      if (s < 0 || s == b || seen[static_cast<size_t>(s)]) continue;
+      if (s < 0 || s == b || scratch.stamp[static_cast<size_t>(s)] == g) continue;
       if (std::find(wrong_way.begin(), wrong_way.end(), std::pair{x, s}) != wrong_way.end()) continue;
-      seen[static_cast<size_t>(s)] = 1;
+      scratch.stamp[static_cast<size_t>(s)] = g;
       work.push_back(s);
     }
   }
@@ -861,6 +882,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
   std::vector<MemoryAccess> out;
   Evaluator ev(f, du);
   GuardBuilder gb(f, du, ev);
+  ReachScratch reach;
   std::optional<Taint> taint;  // computed on first need: most addresses are affine in one parameter
   const auto& blocks = cfg.blocks();
   const std::vector<char> in_loop = blocksInLoops(cfg);
@@ -938,7 +960,13 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     const int b = cfg.blockOf(i);
     std::vector<std::pair<int, int>> wrong_way;  // CFG edges a thread meeting every guard never takes
     bool guard_in_loop = false;                  // a guard is decided inside a loop: it may hold only sometimes
+    bool walked_all = true;                      // every dominator up to the entry was looked at
+    int walked = 0;
     for (int cur = b; cur > 0;) {
+      if (++walked > kMaxGuardWalk) {
+        walked_all = false;
+        break;
+      }
       const int d = dom.idom(cur);
       if (d < 0) break;
       const BasicBlock& db = blocks[static_cast<size_t>(d)];
@@ -963,9 +991,9 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     if (b >= 0) {
       a.in_loop = in_loop[static_cast<size_t>(b)] != 0;
       a.guard_exact =
-          !cfg.hasIndirectBranch() && !guard_in_loop &&
+          !cfg.hasIndirectBranch() && !guard_in_loop && walked_all &&
           std::all_of(a.guard.begin(), a.guard.end(), [](const GuardCondition& g) { return g.structured; }) &&
-          reachedWhenGuarded(f, cfg, b, i, wrong_way, can_leave);
+          reachedWhenGuarded(f, cfg, b, i, wrong_way, can_leave, reach);
     }
     out.push_back(std::move(a));
   }

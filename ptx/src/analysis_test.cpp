@@ -174,6 +174,50 @@ TEST(Analysis, UnsignedAndFloatComparisonsAndDisjunctions) {
   EXPECT_EQ(mem[1].guardText(), "(param2 > 0f00000000 || tid.x == 3)");
 }
 
+// blocksInLoops (Tarjan's components, linear) against the definition: a block is in a loop when it can reach itself.
+TEST(Analysis, BlocksInLoopsAreTheBlocksOnACycle) {
+  uint32_t seed = 7;
+  auto next = [&seed](uint32_t n) {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) % n;
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 2 + static_cast<int>(next(40));
+    std::string text =
+        ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u32 p)\n{\n\t.reg .pred %p<2>;\n"
+        "\t.reg .b32 %r<2>;\n\tld.param.u32 %r1, [p];\n\tsetp.eq.s32 %p1, %r1, 0;\n";
+    for (int b = 0; b < n; ++b) {
+      text += "$L_" + std::to_string(b) + ":\n";
+      const uint32_t kind = next(4);  // 0: falls through; 1: conditional branch; 2: branch; 3: ret
+      const std::string target = "$L_" + std::to_string(next(static_cast<uint32_t>(n)));
+      if (kind == 1) text += "\t@%p1 bra " + target + ";\n";
+      if (kind == 2) text += "\tbra.uni " + target + ";\n";
+      if (kind == 3) text += "\tret;\n";
+    }
+    text += "\tret;\n}\n";
+    auto m = parseModule(text);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const Cfg cfg = Cfg::build(m->functions[0]);
+    const std::vector<char> got = blocksInLoops(cfg);
+    const auto& blocks = cfg.blocks();
+    ASSERT_EQ(got.size(), blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      std::vector<char> seen(blocks.size(), 0);
+      std::vector<int> work(blocks[b].succs.begin(), blocks[b].succs.end());
+      bool cycle = false;
+      while (!work.empty() && !cycle) {
+        const int x = work.back();
+        work.pop_back();
+        if (x < 0 || seen[static_cast<size_t>(x)]) continue;
+        cycle = static_cast<size_t>(x) == b;
+        seen[static_cast<size_t>(x)] = 1;
+        for (int s : blocks[static_cast<size_t>(x)].succs) work.push_back(s);
+      }
+      EXPECT_EQ(got[b] != 0, cycle) << "trial " << trial << " block " << b << "\n" << text;
+    }
+  }
+}
+
 TEST(Analysis, LoopCfgDominatorsAndReachingDefinitions) {
   Module m = parseOrDie(kLoop);
   const Function& f = m.functions[0];

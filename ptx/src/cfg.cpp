@@ -245,18 +245,67 @@ Dominators Dominators::compute(const Cfg& cfg) {
 }
 
 std::vector<char> blocksInLoops(const Cfg& cfg) {
+  // A block is on a cycle when its strongly connected component has more than one block or it branches to itself:
+  // Tarjan's algorithm, iterative (a generated kernel may have a million blocks), linear in blocks and edges.
   const auto& blocks = cfg.blocks();
-  std::vector<char> in_loop(blocks.size(), 0);
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    std::vector<char> seen(blocks.size(), 0);
-    std::vector<int> work(blocks[b].succs.begin(), blocks[b].succs.end());
-    while (!work.empty() && !in_loop[b]) {
-      const int x = work.back();
-      work.pop_back();
-      if (x < 0 || seen[static_cast<size_t>(x)]) continue;
-      if (static_cast<size_t>(x) == b) in_loop[b] = 1;
-      seen[static_cast<size_t>(x)] = 1;
-      for (int s : blocks[static_cast<size_t>(x)].succs) work.push_back(s);
+  const size_t n = blocks.size();
+  std::vector<char> in_loop(n, 0);
+  constexpr int kUnvisited = -1;
+  std::vector<int> index(n, kUnvisited), low(n, 0);
+  std::vector<char> on_stack(n, 0);
+  std::vector<int> stack;
+  struct Frame {
+    int block;
+    size_t next;  // the next successor to look at
+  };
+  std::vector<Frame> dfs;
+  int counter = 0;
+  for (size_t root = 0; root < n; ++root) {
+    if (index[root] != kUnvisited) continue;
+    dfs.push_back({static_cast<int>(root), 0});
+    index[root] = low[root] = counter++;
+    stack.push_back(static_cast<int>(root));
+    on_stack[root] = 1;
+    while (!dfs.empty()) {
+      Frame& f = dfs.back();
+      const auto v = static_cast<size_t>(f.block);
+      const std::vector<int>& succs = blocks[v].succs;
+      if (f.next < succs.size()) {
+        const int w = succs[f.next++];
+        if (w < 0 || static_cast<size_t>(w) >= n) continue;
+        const auto uw = static_cast<size_t>(w);
+        if (uw == v) in_loop[v] = 1;  // a branch to itself
+        if (index[uw] == kUnvisited) {
+          index[uw] = low[uw] = counter++;
+          stack.push_back(w);
+          on_stack[uw] = 1;
+          dfs.push_back({w, 0});
+        } else if (on_stack[uw]) {
+          low[v] = std::min(low[v], index[uw]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {  // v roots a component: pop it
+        size_t size = 0;
+        const size_t bottom = stack.size();
+        size_t top = bottom;
+        do {
+          --top;
+          ++size;
+        } while (stack[top] != f.block);
+        for (size_t i = top; i < bottom; ++i) {
+          const auto x = static_cast<size_t>(stack[i]);
+          on_stack[x] = 0;
+          if (size > 1) in_loop[x] = 1;
+        }
+        stack.resize(top);
+      }
+      const int done = f.block;
+      dfs.pop_back();
+      if (!dfs.empty()) {
+        const auto parent = static_cast<size_t>(dfs.back().block);
+        low[parent] = std::min(low[parent], low[static_cast<size_t>(done)]);
+      }
     }
   }
   return in_loop;
@@ -379,7 +428,6 @@ std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
   std::vector<size_t> out;
   const int b = cfg_->blockOf(stmt);
   if (b < 0 || reg < 0) return out;
-  if (approximate_) return allDefsOf(reg);
   const BasicBlock& bb = cfg_->blocks()[static_cast<size_t>(b)];
   for (size_t i = stmt; i > bb.begin;) {
     --i;
@@ -387,9 +435,11 @@ std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
     const auto last = def_regs_.begin() + static_cast<std::ptrdiff_t>(def_begin_[i + 1]);
     if (std::find(first, last, reg) == last) continue;
     out.push_back(i);
-    // a guarded definition may not execute, so earlier ones still reach; an unguarded one hides them
+    // a guarded definition may not execute, so earlier ones still reach; an unguarded one hides them (exact even
+    // when the data flow was too large: the block itself says so)
     if (!guarded_[i]) return out;
   }
+  if (approximate_) return allDefsOf(reg);  // a superset of the guarded ones found above
   const auto& in = block_in_[static_cast<size_t>(b)];
   const auto r = static_cast<size_t>(reg);
   for (size_t k = reg_def_begin_[r]; k < reg_def_begin_[r + 1]; ++k) {

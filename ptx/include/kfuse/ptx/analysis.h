@@ -83,7 +83,8 @@ class DefUse {
   std::vector<size_t> usersOf(size_t def_stmt, std::string_view reg) const;
   // All statements defining `reg`.
   std::vector<size_t> allDefs(std::string_view reg) const;
-  // True when the function was too large for exact reaching definitions (reachingDefs() = allDefs()).
+  // True when the function was too large for exact reaching definitions: reachingDefs() is then exact inside a
+  // block (an unguarded definition before the statement in its block), else allDefs().
   bool approximate() const { return approximate_; }
 
  private:
