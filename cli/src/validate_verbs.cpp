@@ -20,6 +20,7 @@ struct ValidateOptions {
   int trials = 0;
   std::string backend = "emu";
   bool json = false;
+  uint64_t max_instructions = rewriter::kDefaultValidationInstructions;
 };
 
 nlohmann::json resultJson(const ValidateOptions& o, const rewriter::ValidationResult& r) {
@@ -42,6 +43,7 @@ int runValidate(const ValidateOptions& o, const VerbContext& ctx) {
   options.seed = o.seed;
   options.trials = o.trials;
   options.backend = o.backend == "gpu" ? rewriter::Backend::kGpu : rewriter::Backend::kEmulator;
+  options.max_warp_instructions = o.max_instructions;
   if (!ctx.quiet && !o.json) {
     options.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   }
@@ -99,6 +101,10 @@ void registerValidateVerbs(CLI::App& app, VerbContext& ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", o->backend, "emu (the PTX emulator, default) or gpu (the CUDA driver)")
       ->check(CLI::IsMember({"emu", "gpu"}));
+  cmd->add_option("--max-instructions", o->max_instructions,
+                  "Warp instructions one emulated launch may run before validation fails saying so (a fused kernel "
+                  "that never ends; 0: no budget)")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the result as JSON");
   cmd->callback([o, &ctx] { ctx.exit_code = runValidate(*o, ctx); });
 }

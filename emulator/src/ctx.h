@@ -24,6 +24,10 @@ struct LaunchShared {
   const std::function<void(std::string_view)>* printf_sink = nullptr;
   std::mutex* printf_mu = nullptr;
   std::atomic<bool>* stop = nullptr;
+  // The instruction budget: warp instructions all workers have run so far (added once per warp slice), and the
+  // most the launch may run (0: no budget).
+  std::atomic<uint64_t>* warp_instructions = nullptr;
+  uint64_t max_warp_instructions = 0;
 };
 
 struct Ctx {

@@ -181,6 +181,7 @@ Status Device::launch(const Kernel& kernel, const core::LaunchShape& config, std
   req.workers = workers_;
   req.pool = pool_.get();
   req.printf_sink = printf_sink_;
+  req.max_warp_instructions = max_warp_instructions_;
   LaunchCounters cnt;
   auto t0 = std::chrono::steady_clock::now();
   Status s = runLaunch(req, &cnt);

@@ -685,6 +685,53 @@ DONE:
   EXPECT_NE(s.message().find("barrier deadlock"), std::string::npos) << s.message();
 }
 
+// An endless kernel fails at the instruction budget, naming it, on one worker and on several; without a budget
+// (the default) nothing changes; a kernel within the budget runs as before.
+TEST(EmulatorLoad, AnEndlessKernelStopsAtTheInstructionBudget) {
+  const char* ptx = R"(.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry forever()
+{
+FOREVER:
+  bra.uni FOREVER;
+}
+.visible .entry spin(.param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, 0;
+LOOP:
+  add.s32 %r2, %r2, 1;
+  setp.lt.s32 %p1, %r2, %r1;
+  @%p1 bra LOOP;
+  ret;
+}
+)";
+  for (unsigned workers : {1u, 2u}) {
+    SCOPED_TRACE(workers);
+    Device dev(workers);
+    dev.setInstructionBudget(uint64_t{1} << 20);
+    auto p = dev.loadPtx(ptx, "budget.ptx");
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    const Kernel* forever = (*p)->findKernel("forever");
+    ASSERT_NE(forever, nullptr);
+    Status s = dev.launch(*forever, core::LaunchShape{{64}, {128}, 0}, {});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("ran more than 1048576 warp instructions"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("--max-instructions"), std::string::npos) << s.message();
+    // 1000 iterations x 3 instructions x 4 warps: far below the budget.
+    const Kernel* spin = (*p)->findKernel("spin");
+    ASSERT_NE(spin, nullptr);
+    const int32_t n = 1000;
+    const std::vector<uint8_t> params(reinterpret_cast<const uint8_t*>(&n), reinterpret_cast<const uint8_t*>(&n) + 4);
+    LaunchCounters c;
+    EXPECT_TRUE(dev.launch(*spin, core::LaunchShape{{1}, {128}, 0}, params, &c).ok());
+    EXPECT_GT(c.warp_instructions, 12000u);
+  }
+}
+
 TEST_F(EmulatorTest, ClusterRegistersDescribeClustersOfOneBlock) {
   DevicePtr d = zeros<unsigned>(12);
   ASSERT_TRUE(launch("cluster_ids", {3}, {32}, 0, d).ok());

@@ -496,6 +496,11 @@ Stop execute(Ctx& c, Group& g, BlockState& blk, uint32_t* exited_out) {
           break;
         }
         if (pc >= wait_min) repick();
+        // A loop of branches only (`L: bra L`) yields too: other warps, and the instruction budget, get their turn.
+        if (wi >= kWarpSlice && !nested) {
+          flush();
+          return Stop::kYield;
+        }
         break;
       }
       case Kind::kExit:
@@ -688,7 +693,19 @@ bool runBlock(Ctx& c, BlockState& blk, uint64_t linear) {
       c.warp_exited = 0;
       c.depth = 0;
       uint32_t ex = 0;
+      const uint64_t before = c.cnt.warp_instructions;
       if (execute(c, gr, blk, &ex) == Stop::kError) return false;
+      if (L.max_warp_instructions != 0) {
+        const uint64_t used =
+            L.warp_instructions->fetch_add(c.cnt.warp_instructions - before) + (c.cnt.warp_instructions - before);
+        if (used > L.max_warp_instructions) {
+          c.error = "kernel '" + fn.name + "' ran more than " + std::to_string(L.max_warp_instructions) +
+                    " warp instructions, the emulator's budget for one launch: it may never end (kfuse validate "
+                    "--max-instructions raises the budget)";
+          return false;
+        }
+        if (L.stop->load(std::memory_order_relaxed)) return true;  // another block failed: the launch is over
+      }
     }
     if (all_done) return true;
     if (!progress) {
@@ -757,6 +774,9 @@ Status runLaunch(const LaunchRequest& req, LaunchCounters* counters) {
   L.printf_sink = &sink;
   L.printf_mu = &printf_mu;
   L.stop = &stop;
+  std::atomic<uint64_t> warp_instructions{0};
+  L.warp_instructions = &warp_instructions;
+  L.max_warp_instructions = req.max_warp_instructions;
 
   if (uint64_t(L.local_stride) * ((threads + 31) / 32 * 32) > (uint64_t{1} << 30))
     return unsupported("kernel '" + fn.name + "' needs " + std::to_string(L.local_stride) +

@@ -121,6 +121,7 @@ struct LaunchRequest {
   unsigned workers = 1;
   class WorkerPool* pool = nullptr;  // optional; threads are started per launch without one
   std::function<void(std::string_view)> printf_sink;
+  uint64_t max_warp_instructions = 0;  // the launch fails past this many (Device::setInstructionBudget); 0: none
 };
 Status runLaunch(const LaunchRequest& req, LaunchCounters* counters);
 

@@ -287,10 +287,11 @@ Expected<std::string> readText(const std::filesystem::path& path) {
   return s.str();
 }
 
-Expected<Loaded> load(const Plan& plan, const std::string& dir, Backend which) {
+Expected<Loaded> load(const Plan& plan, const std::string& dir, const ValidationOptions& options) {
   Loaded out;
+  const Backend which = options.backend;
   if (which == Backend::kEmulator) {
-    out.backend = makeEmulatorBackend();
+    out.backend = makeEmulatorBackend(options.max_warp_instructions);
   } else {
     auto b = makeDriverBackend();
     if (!b.ok()) return b.status();
@@ -602,7 +603,7 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
   auto start = std::chrono::steady_clock::now();
   if (plan.kernels.empty()) return invalidArgument(plan_dir + ": the plan has no kernels");
   if (plan.argument_sets.empty()) return invalidArgument(plan_dir + ": the plan has no argument sets to validate with");
-  KFUSE_ASSIGN_OR_RETURN(Loaded loaded, load(plan, plan_dir, options.backend));
+  KFUSE_ASSIGN_OR_RETURN(Loaded loaded, load(plan, plan_dir, options));
   for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
     Status st = checkArguments(plan, loaded, s);
     if (!st.ok()) return st.withContext(plan_dir + "/plan.json");
@@ -647,7 +648,7 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
         return finish(false);
       }
       if (o.kind == RunOutcome::Kind::kOriginalFailed && loaded.backend->failedLaunchIsSticky()) {
-        KFUSE_ASSIGN_OR_RETURN(loaded, load(plan, plan_dir, options.backend));
+        KFUSE_ASSIGN_OR_RETURN(loaded, load(plan, plan_dir, options));
       }
     }
   }

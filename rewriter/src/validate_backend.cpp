@@ -19,6 +19,7 @@ namespace {
 class EmulatorBackend final : public ValidationBackend {
  public:
   EmulatorBackend() : device_(/*worker_threads=*/0) {}
+  void setInstructionBudget(uint64_t n) { device_.setInstructionBudget(n); }
   ~EmulatorBackend() override {
     for (uint64_t p : live_) (void)device_.memory().free(p);
   }
@@ -304,8 +305,10 @@ class DriverBackend final : public ValidationBackend {
 
 }  // namespace
 
-std::unique_ptr<ValidationBackend> makeEmulatorBackend() {
-  return std::make_unique<EmulatorBackend>();
+std::unique_ptr<ValidationBackend> makeEmulatorBackend(uint64_t max_warp_instructions) {
+  auto backend = std::make_unique<EmulatorBackend>();
+  backend->setInstructionBudget(max_warp_instructions);
+  return backend;
 }
 
 Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend() {

@@ -54,7 +54,8 @@ class ValidationBackend {
 };
 
 // The PTX emulator, with one worker thread per host core (KFUSE_EMU_THREADS overrides).
-std::unique_ptr<ValidationBackend> makeEmulatorBackend();
+// `max_warp_instructions`: emulator::Device::setInstructionBudget for every launch (0: none).
+std::unique_ptr<ValidationBackend> makeEmulatorBackend(uint64_t max_warp_instructions = 0);
 
 // The CUDA driver API from libcuda.so.1, loaded with dlopen when first needed (kfuse never links it), on device
 // 0 in a context of its own. kUnsupported when there is no driver or no device.

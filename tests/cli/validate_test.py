@@ -104,6 +104,19 @@ class Validate(unittest.TestCase):
         self.assertEqual(v["emulator"], "failed")
         self.assertIn("buffer 3 (argument 2 of add)", v["mismatch"])
 
+    def test_an_endless_fused_kernel_fails_at_the_instruction_budget(self):
+        fused = os.path.join(self.plan_dir, "fused.ptx")
+        with open(fused) as f:
+            ptx = f.read()
+        at = ptx.rindex("ret;")
+        with open(fused, "w") as f:
+            f.write(ptx[:at] + "$L_endless:\n\tbra.uni $L_endless;\n\t" + ptx[at:])
+        code, out, err = kfuse("-q", "validate", self.plan_dir, "--max-instructions", "1000000")
+        self.assertEqual(code, 1, err)
+        self.assertIn("ran more than 1000000 warp instructions", out)
+        self.assertIn("--max-instructions", out)
+        self.assertEqual(self.read_plan()["validation"]["emulator"], "failed")
+
     def test_json_output(self):
         self.corrupt_fused()
         code, out, _ = kfuse("validate", self.plan_dir, "--json", "--trials", "1")

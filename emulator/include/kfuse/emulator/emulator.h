@@ -203,6 +203,11 @@ class Device {
   // Builds the parameter buffer from CUDA-style `void** args` (one pointer per parameter).
   static std::vector<uint8_t> packParams(const KernelInfo& info, void* const* args);
 
+  // The most warp instructions one launch may run before it fails with an error naming the budget (a kernel that
+  // never ends: `kfuse validate` sets one); 0, the default, is no budget. Not thread-safe against running launches.
+  void setInstructionBudget(uint64_t max_warp_instructions) { max_warp_instructions_ = max_warp_instructions; }
+  uint64_t instructionBudget() const { return max_warp_instructions_; }
+
   unsigned workerThreads() const { return workers_; }
   // Not thread-safe against launches running at the same time.
   void setWorkerThreads(unsigned n);
@@ -225,6 +230,7 @@ class Device {
   void record(LaunchRecord r);
   Memory memory_;
   unsigned workers_ = 1;
+  uint64_t max_warp_instructions_ = 0;
   std::unique_ptr<WorkerPool> pool_;  // workers_ - 1 host threads, started with the Device
   mutable std::mutex history_mu_;
   std::vector<LaunchRecord> history_;

@@ -21,11 +21,16 @@ namespace kfuse::rewriter {
 enum class Backend { kEmulator, kGpu };
 const char* backendName(Backend b);  // "emu", "gpu"
 
+// The most warp instructions one emulated launch of a validation may run (about a minute on one core): a fused
+// kernel that never ends fails validation with the budget named instead of running forever.
+inline constexpr uint64_t kDefaultValidationInstructions = uint64_t{1} << 30;
+
 struct ValidationOptions {
   uint64_t seed = 1;
   int trials = 0;  // data trials per argument set; 0 = every built-in trial kind (random, edge values, ...)
   Backend backend = Backend::kEmulator;
-  std::function<void(const std::string&)> progress;  // one line per run, may be empty
+  uint64_t max_warp_instructions = kDefaultValidationInstructions;  // per emulated launch; 0: no budget
+  std::function<void(const std::string&)> progress;                 // one line per run, may be empty
 };
 
 struct Mismatch {
