@@ -1,14 +1,17 @@
 #include "kfuse/ptx/ptxas.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,9 +111,21 @@ struct TempDir {
   }
 };
 
+// How long one ptxas run may take: KFUSE_PTXAS_TIMEOUT seconds, default 120 (mutated PTX has kept ptxas busy for
+// minutes; a real fused kernel compiles in well under a second).
+int ptxasTimeoutSeconds() {
+  if (const char* e = std::getenv("KFUSE_PTXAS_TIMEOUT")) {
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (end != e && *end == '\0' && v > 0 && v < 86400) return static_cast<int>(v);
+  }
+  return 120;
+}
+
 // Runs `argv` with stdout and stderr into `log`; returns its exit status as waitpid gives it. The child dies with
-// kfuse (PR_SET_PDEATHSIG), so no ptxas is left running when kfuse is killed.
-Expected<int> runCapturing(const std::vector<std::string>& args, TempDir& dir, std::string& log) {
+// kfuse (PR_SET_PDEATHSIG), so no ptxas is left running when kfuse is killed; a child still running after
+// `timeout_seconds` is killed and the run is an error naming the limit.
+Expected<int> runCapturing(const std::vector<std::string>& args, TempDir& dir, std::string& log, int timeout_seconds) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return ioError(std::string("cannot create a pipe: ") + std::strerror(errno));
   std::vector<char*> argv;
@@ -133,19 +148,38 @@ Expected<int> runCapturing(const std::vector<std::string>& args, TempDir& dir, s
   }
   dir.setChild(pid);
   ::close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  bool timed_out = false;
   char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n == 0) break;
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
       break;
     }
     log.append(buf, static_cast<size_t>(n));
   }
   ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   dir.setChild(0);
+  if (timed_out) {
+    return ioError(args[0] + " ran longer than " + std::to_string(timeout_seconds) +
+                   " s and was stopped (KFUSE_PTXAS_TIMEOUT sets the limit in seconds)");
+  }
   return status;
 }
 
@@ -194,7 +228,7 @@ Expected<PtxasReport> runPtxas(std::string_view ptx, const std::string& arch, co
   args.push_back("-o");
   args.push_back(dir.path + "/out.cubin");
   PtxasReport rep;
-  KFUSE_ASSIGN_OR_RETURN(const int st, runCapturing(args, dir, rep.log));
+  KFUSE_ASSIGN_OR_RETURN(const int st, runCapturing(args, dir, rep.log, ptxasTimeoutSeconds()));
   rep.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
   if (rep.exit_code == 127 && rep.log.empty()) return ioError("cannot run " + tool);
   std::istringstream lines(rep.log);

@@ -407,6 +407,31 @@ void checkReferences(JsonFieldReader& r, const std::string& /*path*/, const Plan
       r.fail(indexed("fused_kernel.parts", i) + ".kernel", "no kernel " + std::to_string(a.kernel) + " in the pattern");
     }
   }
+  // Launch shapes no GPU accepts (CUDA's limits on every architecture kfuse targets): refused here, before anything
+  // allocates or launches for them.
+  auto shape = [&](const core::LaunchShape& l, const std::string& path) {
+    if (!r.ok()) return;
+    const uint64_t threads = uint64_t{l.block.x} * l.block.y * l.block.z;
+    std::string why;
+    if (l.grid.x > 0x7fffffffu || l.grid.y > 65535 || l.grid.z > 65535) {  // 0 is refused by the field rules
+      why = "grid " + std::to_string(l.grid.x) + "x" + std::to_string(l.grid.y) + "x" + std::to_string(l.grid.z) +
+            " is beyond what a GPU launches (x < 2^31, y and z <= 65535)";
+    } else if (l.block.x > 1024 || l.block.y > 1024 || l.block.z > 64 || threads > 1024) {
+      why = "block " + std::to_string(l.block.x) + "x" + std::to_string(l.block.y) + "x" + std::to_string(l.block.z) +
+            " is beyond what a GPU launches (at most 1024 threads; x, y <= 1024, z <= 64)";
+    } else if (l.dynamic_shared_bytes > (uint32_t{1} << 20)) {
+      why = std::to_string(l.dynamic_shared_bytes) + " bytes of dynamic shared memory is beyond any GPU";
+    }
+    if (!why.empty()) r.fail(path, why);
+  };
+  for (size_t i = 0; i < plan.kernels.size(); ++i) shape(plan.kernels[i].shape, indexed("pattern.kernels", i));
+  shape(plan.fused.shape, "fused_kernel");
+  for (size_t i = 0; i < plan.argument_sets.size(); ++i) {
+    const ArgumentSet& s = plan.argument_sets[i];
+    for (size_t k = 0; k < s.shapes.size(); ++k)
+      shape(s.shapes[k], indexed(indexed("argument_sets", i) + ".shapes", k));
+    if (s.fused_shape) shape(*s.fused_shape, indexed("argument_sets", i) + ".fused_shape");
+  }
   for (size_t i = 0; i < plan.dropped_buffers.size(); ++i) ref(plan.dropped_buffers[i], indexed("dropped_buffers", i));
   for (size_t i = 0; i < plan.argument_sets.size() && r.ok(); ++i) {
     const ArgumentSet& s = plan.argument_sets[i];

@@ -115,6 +115,25 @@ TEST(PlanJson, ChecksReferencesIntoThePattern) {
             "plan/plan.json: argument_sets[0].args[0][0].buffer: no buffer 9 (the set has 4)");
 }
 
+TEST(PlanJson, RefusesLaunchShapesNoGpuAccepts) {
+  // A hostile plan's grid 2^31 x 65535 x 65535 (a sweep found it accepted).
+  json j = planToJson(fullPlan());
+  j["pattern"]["kernels"][1]["grid"] = {2147483648u, 65535, 65535};
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: pattern.kernels[1]: grid 2147483648x65535x65535 is beyond what a GPU launches (x < 2^31, "
+            "y and z <= 65535)");
+  j = planToJson(fullPlan());
+  j["fused_kernel"]["block"] = {1024, 2, 1};
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: fused_kernel: block 1024x2x1 is beyond what a GPU launches (at most 1024 threads; x, y "
+            "<= 1024, z <= 64)");
+  j = planToJson(fullPlan());
+  j["argument_sets"][0]["shapes"][0]["block"] = {1, 1, 65};
+  EXPECT_EQ(parse(j).status().message(),
+            "plan/plan.json: argument_sets[0].shapes[0]: block 1x1x65 is beyond what a GPU launches (at most 1024 "
+            "threads; x, y <= 1024, z <= 64)");
+}
+
 TEST(PlanJson, ProvenValuesTuplesMatchTheirArguments) {
   json j = planToJson(fullPlan());
   json& proven = j["pattern"]["predicates"][5];
