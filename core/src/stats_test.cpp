@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <set>
 #include <string>
+
+#include "kfuse/core/trace_summary.h"
 
 namespace kfuse::core {
 namespace {
@@ -32,6 +36,29 @@ TEST(Stats, SuffixedNamesBelongToTheirFamily) {
   EXPECT_EQ(s.name, "nsys_missing_column:CUPTI_ACTIVITY_KIND_KERNEL.registersPerThread");
   EXPECT_EQ(findStat(s.name), &statInfo(StatId::kNsysMissingColumn));
   EXPECT_EQ(findStat("no_such_stat"), nullptr);
+}
+
+}  // namespace
+}  // namespace kfuse::core
+
+namespace kfuse::core {
+namespace {
+
+// Timestamps of a damaged trace can be any int64: their differences saturate instead of overflowing (UBSan found
+// kfuse info and analyze subtracting INT64_MIN from INT64_MAX).
+TEST(Timestamps, DifferencesOfExtremeValuesSaturate) {
+  EXPECT_EQ(spanNs(10, 25), 15);
+  EXPECT_EQ(spanNs(INT64_MIN, INT64_MAX), INT64_MAX);
+  EXPECT_EQ(spanNs(INT64_MAX, INT64_MIN), INT64_MIN);
+  Launch l;
+  l.gpu_start_ns = INT64_MIN + 1;
+  l.gpu_end_ns = INT64_MAX;
+  EXPECT_EQ(l.gpuDurationNs(), INT64_MAX);
+  TraceSummary s;
+  s.first_ns = INT64_MIN + 1;
+  s.last_ns = INT64_MAX;
+  EXPECT_EQ(toJson(s)["span_ns"], INT64_MAX);
+  EXPECT_FALSE(formatSummary(s).empty());
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ nlohmann::json toJson(const TraceSummary& s) {
       {"streams", c.streams},   {"nvtx_ranges", c.nvtx_ranges}, {"metrics", c.metrics}, {"contexts", c.contexts}};
   j["first_ns"] = timeOrNull(s.first_ns);
   j["last_ns"] = timeOrNull(s.last_ns);
-  j["span_ns"] = s.first_ns == kNoTime ? json(nullptr) : json(s.last_ns - s.first_ns);
+  j["span_ns"] = s.first_ns == kNoTime ? json(nullptr) : json(spanNs(s.first_ns, s.last_ns));
   j["total_gpu_kernel_ns"] = s.total_gpu_kernel_ns;
   json top = json::array();
   for (const auto& k : s.top_kernels) {
@@ -161,7 +161,7 @@ std::string formatSummary(const TraceSummary& s) {
   add("sync        %" PRId64 " syncs, %" PRId64 " events, %" PRId64 " streams, %" PRId64 " NVTX ranges\n", c.syncs,
       c.events, c.streams, c.nvtx_ranges);
   add("time span   %s", s.first_ns == kNoTime ? "n/a\n" : "");
-  if (s.first_ns != kNoTime) add("%s\n", formatDuration(s.last_ns - s.first_ns).c_str());
+  if (s.first_ns != kNoTime) add("%s\n", formatDuration(spanNs(s.first_ns, s.last_ns)).c_str());
   add("GPU kernels %s busy\n", formatDuration(s.total_gpu_kernel_ns).c_str());
   if (!s.top_kernels.empty()) {
     add("\ntop kernels by GPU time:\n  %12s  %8s  %6s  %s\n", "GPU time", "launches", "share", "kernel");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -28,7 +29,11 @@ constexpr size_t kEtLivenessWindow = 4096;
 uint64_t shapeKey(const TensorShape& s) {
   uint64_t h = 1469598103934665603ull;
   for (char ch : s.dtype) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  return (h ^ static_cast<uint64_t>(s.numel())) * 1099511628211ull;
+  // numel() is a double (shapes multiply beyond 2^64 in a hostile trace): its bits are hashed, never converted.
+  const double n = s.numel();
+  uint64_t bits = 0;
+  std::memcpy(&bits, &n, sizeof bits);
+  return (h ^ bits) * 1099511628211ull;
 }
 
 int fusionStrength(FamilyFusion k) {
@@ -229,7 +234,7 @@ Advisor::LinkVerdict Advisor::vertical(size_t a, size_t b) const {
   // Idle for more than a millisecond between two kernels of one stream: something the trace does not show (a wait
   // on another stream, a host synchronisation it lacks) separated them.
   if (g_.ops[a].gpu_end_ns != core::kNoTime && g_.ops[b].gpu_start_ns != core::kNoTime &&
-      static_cast<double>(g_.ops[b].gpu_start_ns - g_.ops[a].gpu_end_ns) > kLaunchBoundGapNs) {
+      (static_cast<double>(g_.ops[b].gpu_start_ns) - static_cast<double>(g_.ops[a].gpu_end_ns)) > kLaunchBoundGapNs) {
     v.link = Link::kSyncBetween;
     return v;
   }
@@ -539,7 +544,7 @@ void Advisor::summarize(Report& r) const {
         const bool same_replay =
             in_graph(kernels[n]) && in_graph(kernels[n - 1]) &&
             in_.launch_graph_ids.at(o.record_id) == in_.launch_graph_ids.at(g_.ops[kernels[n - 1]].record_id);
-        const double gap = static_cast<double>(o.gpu_start_ns - end);
+        const double gap = static_cast<double>(o.gpu_start_ns) - static_cast<double>(end);
         if (!same_replay && l.api_start_ns != core::kNoTime && l.api_start_ns >= end) {
           // Launch overhead and Python between operators is what a graph removes; a longer gap is host work
           // (data loading, logging, a synchronisation) that stays.
@@ -554,7 +559,7 @@ void Advisor::summarize(Report& r) const {
       }
       // Busy time: the union of the kernels' spans.
       const int64_t from = std::max(o.gpu_start_ns, end);
-      if (o.gpu_end_ns > from) busy += static_cast<double>(o.gpu_end_ns - from);
+      if (o.gpu_end_ns > from) busy += static_cast<double>(o.gpu_end_ns) - static_cast<double>(from);
       end = std::max(end, o.gpu_end_ns);
     }
     const double window = busy + idle;  // the GPU's time between kernels, longer host gaps left out

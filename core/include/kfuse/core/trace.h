@@ -23,6 +23,13 @@ using Id = int64_t;
 inline constexpr Id kNoId = 0;
 inline constexpr int64_t kNoTime = -1;
 
+// to - from for two timestamps, clamped to int64 instead of overflowing (a damaged trace may hold any values).
+inline int64_t spanNs(int64_t from, int64_t to) {
+  int64_t d = 0;
+  if (__builtin_sub_overflow(to, from, &d)) return to > from ? INT64_MAX : INT64_MIN;
+  return d;
+}
+
 // The enums with a fixed underlying type are also fields of the collector's fixed-layout events
 // (kfuse/collector/events.h), which carry them through its queue as 32-bit values.
 enum class ImageKind : uint32_t { kUnknown, kPtx, kCubin, kFatbin };
@@ -193,7 +200,7 @@ struct Launch {
   std::vector<uint8_t> arg_bytes;  // the raw argument buffer, laid out per the function's params
   std::vector<PointerArg> pointer_args;
   int64_t gpuDurationNs() const {
-    return gpu_start_ns == kNoTime || gpu_end_ns == kNoTime ? kNoTime : gpu_end_ns - gpu_start_ns;
+    return gpu_start_ns == kNoTime || gpu_end_ns == kNoTime ? kNoTime : spanNs(gpu_start_ns, gpu_end_ns);
   }
   LaunchShape shape() const { return {grid, block, dynamic_shared_bytes}; }
   friend bool operator==(const Launch&, const Launch&) = default;
