@@ -234,7 +234,7 @@ Advisor::LinkVerdict Advisor::vertical(size_t a, size_t b) const {
   // Idle for more than a millisecond between two kernels of one stream: something the trace does not show (a wait
   // on another stream, a host synchronisation it lacks) separated them.
   if (g_.ops[a].gpu_end_ns != core::kNoTime && g_.ops[b].gpu_start_ns != core::kNoTime &&
-      (static_cast<double>(g_.ops[b].gpu_start_ns) - static_cast<double>(g_.ops[a].gpu_end_ns)) > kLaunchBoundGapNs) {
+      static_cast<double>(core::spanNs(g_.ops[a].gpu_end_ns, g_.ops[b].gpu_start_ns)) > kLaunchBoundGapNs) {
     v.link = Link::kSyncBetween;
     return v;
   }
@@ -544,7 +544,7 @@ void Advisor::summarize(Report& r) const {
         const bool same_replay =
             in_graph(kernels[n]) && in_graph(kernels[n - 1]) &&
             in_.launch_graph_ids.at(o.record_id) == in_.launch_graph_ids.at(g_.ops[kernels[n - 1]].record_id);
-        const double gap = static_cast<double>(o.gpu_start_ns) - static_cast<double>(end);
+        const double gap = static_cast<double>(core::spanNs(end, o.gpu_start_ns));
         if (!same_replay && l.api_start_ns != core::kNoTime && l.api_start_ns >= end) {
           // Launch overhead and Python between operators is what a graph removes; a longer gap is host work
           // (data loading, logging, a synchronisation) that stays.
@@ -559,7 +559,7 @@ void Advisor::summarize(Report& r) const {
       }
       // Busy time: the union of the kernels' spans.
       const int64_t from = std::max(o.gpu_start_ns, end);
-      if (o.gpu_end_ns > from) busy += static_cast<double>(o.gpu_end_ns) - static_cast<double>(from);
+      if (o.gpu_end_ns > from) busy += static_cast<double>(core::spanNs(from, o.gpu_end_ns));
       end = std::max(end, o.gpu_end_ns);
     }
     const double window = busy + idle;  // the GPU's time between kernels, longer host gaps left out

@@ -13,7 +13,7 @@ double Analysis::durationNs(size_t op) const {
   const GpuOp& o = g_.ops[op];
   return o.gpu_start_ns == core::kNoTime || o.gpu_end_ns == core::kNoTime
              ? 0.0
-             : static_cast<double>(o.gpu_end_ns) - static_cast<double>(o.gpu_start_ns);
+             : static_cast<double>(core::spanNs(o.gpu_start_ns, o.gpu_end_ns));
 }
 
 cost::Source Analysis::metricSource(core::MetricSource s) {

@@ -82,7 +82,7 @@ double removedIdleNs(const std::vector<KernelTimes>& chain) {
     const KernelTimes& a = chain[i];
     const KernelTimes& b = chain[i + 1];
     if (a.gpu_end_ns == core::kNoTime || b.gpu_start_ns == core::kNoTime || b.gpu_start_ns <= a.gpu_end_ns) continue;
-    const double gap = static_cast<double>(b.gpu_start_ns) - static_cast<double>(a.gpu_end_ns);
+    const double gap = static_cast<double>(core::spanNs(a.gpu_end_ns, b.gpu_start_ns));
     if (b.api_start_ns == core::kNoTime) {
       idle += std::min(gap, kUnknownIssueGapCapNs);
     } else if (b.api_start_ns <= a.gpu_end_ns) {
@@ -238,7 +238,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     flops_source = i == 0 ? k.flops_source : combine(flops_source, k.flops_source);
     double t = 0;
     if (k.times.gpu_start_ns != core::kNoTime && k.times.gpu_end_ns != core::kNoTime) {
-      t = static_cast<double>(k.times.gpu_end_ns) - static_cast<double>(k.times.gpu_start_ns);
+      t = static_cast<double>(core::spanNs(k.times.gpu_start_ns, k.times.gpu_end_ns));
     }
     if (t <= 0) {
       // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate.
@@ -311,7 +311,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       fused_shape = a.shape;
       double t = 0;
       if (a.times.gpu_start_ns != core::kNoTime && a.times.gpu_end_ns != core::kNoTime) {
-        t = static_cast<double>(a.times.gpu_end_ns) - static_cast<double>(a.times.gpu_start_ns);
+        t = static_cast<double>(core::spanNs(a.times.gpu_start_ns, a.times.gpu_end_ns));
       }
       if (t <= 0) t = launchRooflineNs(a.bytes, a.flops, a.shape, gpu);
       double anchor_bytes = 0;
