@@ -226,16 +226,20 @@ class Case:
                 failures[k] = failures.get(k, 0) + v
         return checksums(p.stdout), fused, refused, failures
 
-    def check(self):
-        trace, report = self.path("trace.sqlite"), self.path("report.json")
-        p = self.run([self.args.kfuse, "-q", "record", "-o", trace, "--"] + self.program("legal"))
+    def recorded_candidates(self, mode, trace, report):
+        # Records the program in `mode` and returns every candidate `kfuse analyze --all` reports for it.
+        p = self.run([self.args.kfuse, "-q", "record", "-o", trace, "--"] + self.program(mode))
         if p.returncode != 0:
-            raise RuntimeError(f"kfuse record exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            raise RuntimeError(f"kfuse record ({mode}) exited {p.returncode}: {p.stderr.strip()[-400:]}")
         p = self.run([self.args.kfuse, "-q", "analyze", trace, "--all", "--json", report, "--no-store"])
         if p.returncode != 0:
-            raise RuntimeError(f"kfuse analyze exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            raise RuntimeError(f"kfuse analyze ({mode}) exited {p.returncode}: {p.stderr.strip()[-400:]}")
         with open(report) as f:
-            cands = json.load(f)["candidates"]
+            return json.load(f)["candidates"]
+
+    def check(self):
+        trace = self.path("trace.sqlite")
+        cands = self.recorded_candidates("legal", trace, self.path("report.json"))
         proven = [c for c in cands if c["legality"] == "proven"]
         if self.name in ANALYZE_ILLEGAL:
             self.check_illegal_verdicts({kernels(c) for c in proven})
@@ -291,15 +295,7 @@ class Case:
             self.sharp = self.forced(plans)
 
     def check_illegal_verdicts(self, proven_legally):
-        trace, report = self.path("illegal.sqlite"), self.path("illegal.json")
-        p = self.run([self.args.kfuse, "-q", "record", "-o", trace, "--"] + self.program("illegal"))
-        if p.returncode != 0:
-            raise RuntimeError(f"kfuse record (illegal) exited {p.returncode}: {p.stderr.strip()[-400:]}")
-        p = self.run([self.args.kfuse, "-q", "analyze", trace, "--all", "--json", report, "--no-store"])
-        if p.returncode != 0:
-            raise RuntimeError(f"kfuse analyze (illegal) exited {p.returncode}: {p.stderr.strip()[-400:]}")
-        with open(report) as f:
-            cands = json.load(f)["candidates"]
+        cands = self.recorded_candidates("illegal", self.path("illegal.sqlite"), self.path("illegal.json"))
         for c in cands:
             if c["legality"] == "proven" and kernels(c) in proven_legally:
                 self.problems.append(f"illegal recording: {kernels(c)} is proven ({c['reasons'][-1][:300]})")
