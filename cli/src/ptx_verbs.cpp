@@ -1,5 +1,6 @@
 // `kfuse ptx list|extract|check|roundtrip`: thin verbs over the ptx library.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -160,6 +161,9 @@ int checkText(const std::string& text, const std::string& name, const PtxOptions
     std::cout << name << ": PTX " << mod->version << ", target " << mod->target
               << ", verify: " << (v.ok() ? "ok" : v.message()) << "\n";
   }
+  // The verdict is part of the report (stdout); a failure is also a diagnostic, on stderr, for scripts and users
+  // who read only that.
+  if (!v.ok()) std::fprintf(stderr, "kfuse: %s: %s\n", name.c_str(), v.message().c_str());
   for (const auto& f : mod->functions) {
     if (!f.has_body) continue;
     const std::string demangled = ptx::demangle(f.name);

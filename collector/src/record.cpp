@@ -1,6 +1,7 @@
 #include "kfuse/collector/record.h"
 #include "kfuse/collector/program.h"
 #include "kfuse/core/stats.h"
+#include "kfuse/core/trace_store.h"
 #include "kfuse/emulator/standin.h"
 
 #include <dlfcn.h>
@@ -117,9 +118,7 @@ Expected<RecordResult> recordProgram(const RecordOptions& o) {
   const bool per_process = out.string().find("%p") != std::string::npos;
   if (!per_process && fs::exists(out, ec)) {
     if (!o.overwrite) return invalidArgument(o.output + ": already exists; pass --force to replace it");
-    if (!fs::is_regular_file(out, ec)) {
-      return invalidArgument(o.output + ": exists and is not a regular file; --force replaces trace files only");
-    }
+    KFUSE_RETURN_IF_ERROR(core::checkTraceReplaceable(o.output));  // --force replaces trace files only
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out.string() + suffix, ec);
   }
 

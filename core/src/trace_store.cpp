@@ -385,14 +385,30 @@ TraceWriter::~TraceWriter() {
   if (impl_ && !impl_->closed) (void)close();
 }
 
+Status checkTraceReplaceable(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return invalidArgument(path + ": exists and is not a regular file; only a trace file is replaced");
+  }
+  char head[16] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  const std::streamsize n = in.gcount();
+  if (n == 0) return {};  // an empty file
+  if (n < static_cast<std::streamsize>(sizeof head) || std::memcmp(head, "SQLite format 3", 16) != 0) {
+    return invalidArgument(path +
+                           ": exists and is not a trace (not an SQLite file); only a trace file is replaced: "
+                           "choose another name, or remove the file yourself");
+  }
+  return {};
+}
+
 Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path, TraceWriterOptions options) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
     if (!options.overwrite) return invalidArgument(path + ": already exists (choose another name or overwrite)");
-    // Overwriting replaces a trace file, never a directory, a device node or anything else at that path.
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      return invalidArgument(path + ": exists and is not a regular file; only a trace file is replaced");
-    }
+    // Overwriting replaces a trace file, never a directory, a device node or a file of another kind.
+    KFUSE_RETURN_IF_ERROR(checkTraceReplaceable(path));
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
   }
   auto impl = std::make_unique<Impl>();

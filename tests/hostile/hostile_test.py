@@ -314,6 +314,26 @@ class Overwrite(Case):
             self.assertIn("not a regular file", err)
         self.assertTrue(os.path.isdir(empty_dir))
         self.assertTrue(os.path.exists(fifo) and not os.path.isfile(fifo))
+        # A regular file that is not a trace (not SQLite) is not replaced either: the message says so.
+        text = self.path("notes.txt")
+        with open(text, "w") as f:
+            f.write("my notes\n")
+        for args in (["import", src, "-o", text, "--force"], ["record", "-f", "-o", text, "--", "true"]):
+            rc, _, err = run(*args)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("is not a trace (not an SQLite file)", err)
+        with open(text) as f:
+            self.assertEqual(f.read(), "my notes\n")
+
+    def test_ptx_check_reports_a_verification_error_on_stderr_too(self):
+        bad = self.path("bad.ptx")
+        with open(bad, "w") as f:
+            f.write(".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tfoo.bar %r1;\n\tret;\n}\n")
+        rc, out, err = run("ptx", "check", bad)
+        self.assertEqual(rc, 1, err)
+        self.assertIn(b"verify: ", out)
+        self.assertIn(f"kfuse: {bad}: ", err)
+        self.assertIn("is not declared", err)
 
 
 def main():

@@ -36,6 +36,11 @@ struct TraceWriterOptions {
   bool overwrite = false;    // replace an existing file instead of failing
 };
 
+// Whether `path`, which exists, may be replaced by a new trace (`--force`): only a regular file that is empty or a
+// SQLite database (what a trace is), never a directory, a device node or a file of another kind. The error names
+// the path and says what to do.
+Status checkTraceReplaceable(const std::string& path);
+
 class TraceWriter {
  public:
   // Creates `path` (fails if it exists unless options.overwrite) with the current schema.
