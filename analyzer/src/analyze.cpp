@@ -503,8 +503,8 @@ void explainNone(const SearchStats& stats, size_t no_gain, Report& r) {
   }
   if (no_gain) {
     r.why_none.push_back(std::to_string(no_gain) +
-                         " fusable patterns are predicted to save no time (no memory "
-                         "traffic to save that the trace shows, and no launch latency between the kernels)");
+                         " fusable patterns are predicted to save no time (the proven ones are listed above with "
+                         "the reason; kfuse analyze --all lists every one)");
   }
   size_t blocked = r.candidates.size();
   if (blocked)

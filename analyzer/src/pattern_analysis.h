@@ -91,6 +91,23 @@ class Analysis {
   // marked not followed. Copies and sets: their size.
   UseEstimate useBytes(size_t op, const BufferUse& u, bool reads) const;
 
+  // What one parameter's accesses ask of the caches in one launch (cost::UseBytes' cache fields). Per access:
+  // executions = threads x the steps of its loop (iterationEstimate; 1 outside loops); a warp request moves the
+  // 32-byte sectors its lanes' bytes fall in, from the distance between adjacent lanes (the coefficient of tid.x, or
+  // of tid.y when blocks are one thread wide): lanes a sector or more apart each move their own (uncoalesced).
+  // `known` is false when an access was not followed or its steps or form cannot be bound for the launch.
+  struct ParamTraffic {
+    bool known = false;
+    double l1_bytes = 0, l1_load_bytes = 0, loaded_bytes = 0, strided_load_l1_bytes = 0;
+  };
+  // By parameter index; empty for a copy or set and without PTX. Cached per kernel, launch shape and argument bytes.
+  const std::vector<ParamTraffic>& paramTraffic(size_t op) const;
+  // `b`'s cache fields for use `u` of op `op` whose DRAM bytes are `r` and `w`: paramTraffic where known, else the
+  // DRAM bytes once, as coalesced requests.
+  void fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, const UseEstimate& w, cost::UseBytes& b) const;
+  // The sum of fillTraffic's l1_bytes over a kernel's uses.
+  double kernelL1Bytes(size_t op) const;
+
   // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
   // from the use's offset to its end; 0 when the allocation is unknown.
   double extentFrom(const BufferUse& u) const;
@@ -250,6 +267,7 @@ class Analysis {
   const Advisor& adv_;
   std::unordered_map<core::Id, const core::Allocation*> allocs_;
   std::unordered_map<core::Id, std::vector<const core::Metric*>> metrics_;
+  mutable std::unordered_map<std::string, std::vector<ParamTraffic>> traffic_cache_;  // paramTraffic's
   bool shapes_may_be_unknown_ = false;
 };
 

@@ -197,7 +197,16 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       }
     }
     if (chosen.empty()) {
-      std::fprintf(stderr, "kfuse: %s: no proven candidate to rewrite\n", o.input.c_str());
+      const size_t losing = report->proven_no_gain.size();
+      if (losing > 0) {
+        std::fprintf(stderr,
+                     "kfuse: %s: no proven candidate that pays to rewrite: %zu proven candidate%s predicted to save "
+                     "nothing (`kfuse analyze --all` says why; `kfuse rewrite --no-gain --candidate ID` writes one "
+                     "anyway)\n",
+                     o.input.c_str(), losing, losing == 1 ? " is" : "s are");
+      } else {
+        std::fprintf(stderr, "kfuse: %s: no proven candidate to rewrite\n", o.input.c_str());
+      }
       return kExitNothingToDo;
     }
   } else {

@@ -129,6 +129,22 @@ void applyLaunchCosts(GpuSpec& spec) {
   spec.launch_latency_ns = 4'000;
 }
 
+// The cache path, used by the cost model for traffic that stays on chip (re-reads, uncoalesced requests):
+//  - sector: 32 bytes, the unit of a global memory request (CUDA C++ Best Practices Guide, "Coalesced Access to
+//    Global Memory": a warp's accesses are coalesced into 32-byte transactions).
+//  - L1: 128 bytes per clock per SM, derived: the L1 and shared memory are one array whose data path serves 32
+//    banks of 4 bytes per clock (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and later).
+//  - L2: 5120 bytes per clock for the whole L2 from compute capability 8.0 on, the A100's figure (NVIDIA A100 Tensor
+//    Core GPU Architecture whitepaper: "5120 Bytes/clk", against V100's 2048); later parts publish none, so A100's
+//    per-clock figure is assumed for them (a lower bound: their L2s are larger and no slower per clock), and V100's
+//    for compute capability 7.x.
+//  - AMD (CDNA): no figure read here; the NVIDIA values are assumed, as for launch costs.
+void applyCachePath(GpuSpec& spec) {
+  spec.sector_bytes = 32;
+  spec.l1_bytes_per_clock_per_sm = 128;
+  spec.l2_bytes_per_clock = spec.vendor == GpuVendor::kNvidia && spec.cc_major < 8 ? 2048 : 5120;
+}
+
 // What the documents say about one product. The per-SM limits are not here: they follow from the compute
 // capability (findSmLimits). Every field is given in every entry, so nothing is left at a default by accident;
 // only `vendor` has one (NVIDIA), set by the AMD entries.
@@ -179,6 +195,7 @@ GpuSpec toSpec(const Product& product) {
   spec.source = product.source;
   applySmLimits(spec);
   applyLaunchCosts(spec);
+  applyCachePath(spec);
   return spec;
 }
 

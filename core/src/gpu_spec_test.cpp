@@ -302,6 +302,23 @@ TEST(GpuSpecTest, EveryEntryHasLaunchCosts) {
   }
 }
 
+TEST(GpuSpecTest, EveryEntryHasItsCachePath) {
+  // 32-byte sectors, 128 B per clock per SM from L1, 5120 B per clock from L2 (A100's whitepaper figure; V100's
+  // 2048 for compute capability 7.x): gpu_spec.cpp, applyCachePath. On an H100 SXM5 (132 SMs, 1980 MHz) that is
+  // 33.5 TB/s of L1 and 10.1 TB/s of L2, against 3.35 TB/s of DRAM.
+  for (const GpuSpec& spec : gpuSpecs()) {
+    SCOPED_TRACE(spec.short_name);
+    EXPECT_EQ(spec.sector_bytes, 32);
+    EXPECT_DOUBLE_EQ(spec.l1_bytes_per_clock_per_sm, 128);
+    const bool volta_or_turing = spec.vendor == GpuVendor::kNvidia && spec.cc_major == 7;
+    EXPECT_DOUBLE_EQ(spec.l2_bytes_per_clock, volta_or_turing ? 2048 : 5120);
+  }
+  const std::optional<GpuSpec> h100 = findGpuSpec("h100-sxm");
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_NEAR(h100->sm_count * h100->l1_bytes_per_clock_per_sm * h100->boost_clock_mhz * 1e6, 33.45e12, 0.01e12);
+  EXPECT_NEAR(h100->l2_bytes_per_clock * h100->boost_clock_mhz * 1e6, 10.14e12, 0.01e12);
+}
+
 TEST(GpuSpecTest, PerSmLimitsComeFromTheComputeCapabilityTable) {
   for (const GpuSpec& spec : gpuSpecs()) {
     SCOPED_TRACE(spec.short_name);

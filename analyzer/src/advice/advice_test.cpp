@@ -288,9 +288,10 @@ TEST_F(BertSmall, FindsTheGemmGeluEpilogueInEveryLayer) {
   EXPECT_EQ(c->members[0].family, "gemm");
   EXPECT_EQ(c->members[1].family, "elementwise");
   EXPECT_EQ(c->cost.bytes_source, "operator-estimate");
-  EXPECT_GT(c->cost.bytes_before, c->cost.bytes_after);
-  // The GELU no longer re-reads the GEMM's [141, 2048] bf16 output: at least that is saved.
-  EXPECT_GE(c->cost.bytes_before - c->cost.bytes_after, 2.0 * 141 * 2048);
+  // The GELU's re-read of the GEMM's [141, 2048] bf16 output (577,536 B, well inside the H100's 50 MiB of L2) was
+  // an L2 hit, and the output is read later (it must still be written): fusing saves no DRAM bytes. It saves the
+  // time the GELU took (its achieved fraction carried to the fused kernel).
+  EXPECT_DOUBLE_EQ(c->cost.bytes_before, c->cost.bytes_after);
   EXPECT_GT(c->total_saving_ns, 0);
   ASSERT_FALSE(c->remedies.empty());
   EXPECT_EQ(c->remedies.front().kind, "gemm-epilogue");

@@ -98,6 +98,121 @@ Analysis::UseEstimate Analysis::useBytes(size_t op, const BufferUse& u, bool rea
   return {extent > 0 ? std::min(b, extent) : b, cost::Source::kPtxEstimate, true, true};
 }
 
+const std::vector<Analysis::ParamTraffic>& Analysis::paramTraffic(size_t op) const {
+  static const std::vector<ParamTraffic> kNone;
+  const GpuOp& o = g_.ops[op];
+  if (o.kind != OpKind::kKernel) return kNone;
+  const KernelFacts* k = cat_.find(o.function_id);
+  if (!k || !k->has_ptx) return kNone;
+  const core::Launch& l = launch(op);
+  std::string key(reinterpret_cast<const char*>(&k->function_id), sizeof k->function_id);
+  for (const uint32_t v : {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z}) {
+    key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  key.append(reinterpret_cast<const char*>(l.arg_bytes.data()), l.arg_bytes.size());
+  if (auto it = traffic_cache_.find(key); it != traffic_cache_.end()) return it->second;
+
+  const locality::AtomValues values = launchValues(*k, l);
+  std::optional<std::vector<ptx::AccessRange>> ranges;  // evaluated for the first loop access only
+  const double threads = static_cast<double>(l.grid.count() * l.block.count());
+  const double lanes = static_cast<double>(std::min<uint64_t>(std::max(1, gpu_.warp_size), l.block.count()));
+  const double sector = std::max(1, gpu_.sector_bytes);
+  const locality::Var lane_var = l.block.x > 1 ? locality::kTidX : l.block.y > 1 ? locality::kTidY : locality::kTidZ;
+  std::vector<ParamTraffic> out(k->params.size());
+  for (size_t i = 0; i < k->params.size(); ++i) {
+    const ParamFacts& p = k->params[i];
+    ParamTraffic& t = out[i];
+    t.known = fullyFollowed(p);
+    for (const ParamMemoryAccess& a : p.accesses) {
+      if (!t.known) break;
+      if (!a.offset_form || a.bytes == 0) {
+        t.known = false;
+        break;
+      }
+      int64_t steps = 1;
+      if (countsLoopSteps(*a.offset_form)) {
+        if (!ranges) ranges = launchRanges(*k, l);
+        const std::optional<int64_t> e = iterationEstimate(*k, l, static_cast<int>(i), a, values, *ranges);
+        t.known = e.has_value();
+        steps = e.value_or(1);
+      }
+      std::string why;
+      const locality::Shape shape{l.grid, l.block, std::max<int64_t>(1, steps)};
+      const std::optional<locality::LinearForm> f =
+          t.known ? locality::bind(*a.offset_form, shape, values, &why) : std::nullopt;
+      if (!f && t.known && countsLoopSteps(*a.offset_form)) {
+        // The steps of two loops (a remainder loop after an unrolled one): once per thread, coalesced.
+        const double once = threads * std::ceil(static_cast<double>(a.bytes) / sector) * sector / lanes;
+        t.l1_bytes += once;
+        if (a.is_read) t.l1_load_bytes += once, t.loaded_bytes += threads * a.bytes;
+        continue;
+      }
+      if (!f) {
+        t.known = false;
+        break;
+      }
+      const double stride = std::fabs(static_cast<double>(f->coef[lane_var]));
+      const double width = a.bytes;
+      const double own = std::ceil(width / sector) * sector;  // what one lane alone moves
+      const bool strided = lanes > 1 && stride >= sector;
+      const double request = lanes <= 1 ? own
+                             : strided  ? lanes * own
+                                        : std::ceil(((lanes - 1) * stride + width) / sector) * sector;
+      // The threads its guard lets through, each conjunct taken as independent of the others: the share of the
+      // launch's values of the conjunct's form inside its bounds.
+      const locality::Domain domain = locality::bindGuard(a.guard_conditions, shape, values);
+      double share = domain.never ? 0.0 : 1.0;
+      for (const locality::Constraint& c : domain.constraints) {
+        const auto span = locality::range(c.form, locality::Domain{}, shape);
+        if (!span) continue;
+        const double lo = std::max<double>(static_cast<double>(c.lo), static_cast<double>(span->first));
+        const double hi = std::min<double>(static_cast<double>(c.hi), static_cast<double>(span->second));
+        share *= hi < lo ? 0.0 : (hi - lo + 1) / (static_cast<double>(span->second) - span->first + 1);
+      }
+      const double executions = threads * share * static_cast<double>(std::max<int64_t>(1, steps));
+      const double l1 = executions / lanes * request;
+      t.l1_bytes += l1;
+      if (a.is_read) {
+        t.l1_load_bytes += l1;
+        t.loaded_bytes += executions * width;
+        if (strided) t.strided_load_l1_bytes += l1;
+      }
+    }
+    if (!t.known) t = ParamTraffic{};
+  }
+  return traffic_cache_.emplace(std::move(key), std::move(out)).first->second;
+}
+
+void Analysis::fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, const UseEstimate& w,
+                           cost::UseBytes& b) const {
+  const std::vector<ParamTraffic>& traffic = paramTraffic(op);
+  if (!u.in_struct && u.param_index >= 0 && static_cast<size_t>(u.param_index) < traffic.size() &&
+      traffic[static_cast<size_t>(u.param_index)].known) {
+    const ParamTraffic& t = traffic[static_cast<size_t>(u.param_index)];
+    b.l1_bytes = t.l1_bytes;
+    b.l1_load_bytes = t.l1_load_bytes;
+    b.loaded_bytes = t.loaded_bytes;
+    b.strided_load_l1_bytes = t.strided_load_l1_bytes;
+    return;
+  }
+  if (g_.ops[op].kind != OpKind::kKernel) return;  // a copy or set: the copy engines, not the SMs
+  b.l1_bytes = r.bytes + w.bytes;
+  b.l1_load_bytes = r.bytes;
+  b.loaded_bytes = r.bytes;
+  b.strided_load_l1_bytes = 0;
+}
+
+double Analysis::kernelL1Bytes(size_t op) const {
+  double bytes = 0;
+  for (const BufferUse& u : g_.ops[op].uses) {
+    if (!readsMode(u.mode) && !writesMode(u.mode)) continue;
+    cost::UseBytes b;
+    fillTraffic(op, u, useBytes(op, u, /*reads=*/true), useBytes(op, u, /*reads=*/false), b);
+    bytes += b.l1_bytes;
+  }
+  return bytes;
+}
+
 // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
 // from the use's offset to its end; 0 when the allocation is unknown. A footprint is a sound over-approximation
 // of the addresses and may run past the allocation's end (a loose bound, or a launch whose guard allows more
@@ -181,6 +296,7 @@ Analysis::ChainBuffers Analysis::chainBuffers(const std::vector<size_t>& occ) co
       b.write_bytes = w.bytes;
       b.followed = r.followed && w.followed;
       b.source = reads && writes ? cost::combine(r.source, w.source) : (reads ? r.source : w.source);
+      fillTraffic(occ[i], u, r, w, b);
       out.uses.push_back(b);
       cost::Region& region = out.written[static_cast<size_t>(it->second)].second;
       region.end = std::max(region.end, region.begin + w.bytes);
@@ -247,6 +363,9 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
     k.times = {launch(op).api_start_ns, o.gpu_start_ns, o.gpu_end_ns};
     k.shape = launchResources(launch(op));
     k.stream = o.stream_id == core::kNoId ? -1 : o.stream_id;
+    k.l1_bytes = kernelL1Bytes(op);
+    // The emulator counts every global load and store a kernel ran: at least that much goes through the L1.
+    if (k.bytes_source == cost::Source::kEmulated) k.l1_bytes = std::max(k.l1_bytes, k.bytes);
     in.kernels.push_back(k);
   }
   if (kind == CandidateKind::kVertical && g_.has_pointer_data) {
@@ -256,14 +375,21 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
       // The fused kernel runs in the consumer's launch and redoes the producer's work at each load of its output.
       in.anchor = 1;
       in.recompute = 0;
-      // Its bytes: the consumer's other traffic, the producer's inputs once per recomputation, and the producer's
-      // own traffic again where the intermediate is read later (its threads still write it).
-      double written = 0, read = 0, inputs = 0, other = 0;
+      // How often it recomputes: the consumer's loads of the intermediate (every execution, loops counted) over
+      // the bytes the producer wrote. Its bytes: the consumer's other traffic, the producer's inputs (once when
+      // they stay in L2 between recomputations, else once per recomputation), and the producer's own traffic again
+      // where the intermediate is read later (its threads still write it). Its requests: each consumer load of the
+      // intermediate becomes loads of the producer's inputs in the same pattern, and the producer's threads still
+      // run; loads a thread per row makes (uncoalesced) to recompute miss the L1, which the consumer's own rows
+      // fill: those go to L2.
+      double written = 0, read = 0, loaded = 0, inputs = 0, other = 0;
+      double other_l1 = 0, intermediate_l1 = 0, strided_l1 = 0, producer_l1 = 0;
       bool live_out = false;
       std::set<int> outputs;
       for (const cost::UseBytes& u : in.uses) {
         if (u.kernel != 0) continue;
         inputs += u.read_bytes;
+        producer_l1 += u.l1_bytes;
         if (u.write_bytes <= 0) continue;
         written += u.write_bytes;
         outputs.insert(u.buffer);
@@ -274,12 +400,20 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
         if (u.kernel != 1) continue;
         if (outputs.count(u.buffer)) {
           read += u.read_bytes;
+          loaded += u.loaded_bytes;
+          intermediate_l1 += u.l1_load_bytes;
+          strided_l1 += u.strided_load_l1_bytes;
         } else {
           other += u.read_bytes + u.write_bytes;
+          other_l1 += u.l1_bytes;
         }
       }
-      in.recompute_times = written > 0 ? std::max(1.0, read / written) : 1.0;
-      in.fused_bytes = other + in.recompute_times * inputs + (live_out ? inputs + written : 0);
+      const double per_byte = written > 0 ? inputs / written : 0;  // producer input bytes per intermediate byte
+      in.recompute_times = written > 0 ? std::max(1.0, std::max(read, loaded) / written) : 1.0;
+      const bool inputs_stay = inputs + other + written <= static_cast<double>(gpu_.l2_bytes);
+      in.fused_bytes = other + (inputs_stay ? 1.0 : in.recompute_times) * inputs + (live_out ? inputs + written : 0);
+      in.fused_l1_bytes = other_l1 + intermediate_l1 * per_byte + producer_l1;
+      in.fused_l2_bytes = strided_l1 * per_byte;
     }
     if (fusion == FusionKind::kBlockLevel) {
       size_t i = 0;

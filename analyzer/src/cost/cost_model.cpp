@@ -44,8 +44,18 @@ double computeNs(const FlopCounts& flops, const core::GpuSpec& gpu) {
          at(flops.fp64, gpu.fp64_flops);
 }
 
-double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gpu) {
-  return std::max(memoryNs(bytes, gpu), computeNs(flops, gpu));
+double l1Ns(double request_bytes, const core::GpuSpec& gpu) {
+  const double per_s = gpu.sm_count * gpu.l1_bytes_per_clock_per_sm * gpu.boost_clock_mhz * 1e6;
+  return per_s > 0 && request_bytes > 0 ? request_bytes / per_s * 1e9 : 0;
+}
+
+double l2Ns(double bytes, const core::GpuSpec& gpu) {
+  const double per_s = gpu.l2_bytes_per_clock * gpu.boost_clock_mhz * 1e6;
+  return per_s > 0 && bytes > 0 ? bytes / per_s * 1e9 : 0;
+}
+
+double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gpu, const CacheTraffic& cache) {
+  return std::max({memoryNs(bytes, gpu), computeNs(flops, gpu), l1Ns(cache.l1_bytes, gpu), l2Ns(cache.l2_bytes, gpu)});
 }
 
 double smShare(const LaunchResources& shape, const core::GpuSpec& gpu) {
@@ -53,8 +63,9 @@ double smShare(const LaunchResources& shape, const core::GpuSpec& gpu) {
   return std::min(1.0, static_cast<double>(shape.blocks) / gpu.sm_count);
 }
 
-double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchResources& shape, const core::GpuSpec& gpu) {
-  return rooflineNs(bytes, flops, gpu) / smShare(shape, gpu);
+double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchResources& shape, const core::GpuSpec& gpu,
+                        const CacheTraffic& cache) {
+  return rooflineNs(bytes, flops, gpu, cache) / smShare(shape, gpu);
 }
 
 double blockCapacity(const LaunchResources& shape, const core::GpuSpec& gpu) {
@@ -178,6 +189,28 @@ uint64_t fusedBlocks(const std::vector<LaunchResources>& shapes, bool vertical) 
 
 }  // namespace
 
+std::vector<double> l2ResidentReads(const std::vector<UseBytes>& uses, size_t kernels, double l2_bytes) {
+  std::vector<double> hits(kernels, 0);
+  std::map<int, double> largest;
+  for (const UseBytes& u : uses) largest[u.buffer] = std::max(largest[u.buffer], std::max(u.read_bytes, u.write_bytes));
+  double working_set = 0;
+  for (const auto& [buffer, bytes] : largest) working_set += bytes;
+  if (l2_bytes <= 0 || working_set > l2_bytes) return hits;
+  // Per buffer: the bytes the chain's earlier kernels touched (their largest use) and the last kernel among them.
+  std::map<int, std::pair<double, int>> touched;
+  for (const UseBytes& u : uses) {
+    auto it = touched.find(u.buffer);
+    if (it != touched.end() && it->second.second < u.kernel && u.kernel >= 0 &&
+        static_cast<size_t>(u.kernel) < kernels) {
+      hits[static_cast<size_t>(u.kernel)] += std::min(u.read_bytes, it->second.first);
+    }
+    std::pair<double, int>& t = touched[u.buffer];
+    t.first = std::max(t.first, std::max(u.read_bytes, u.write_bytes));
+    t.second = std::max(t.second, u.kernel);
+  }
+  return hits;
+}
+
 double fusedChainBytes(const std::vector<UseBytes>& uses, const std::vector<bool>& live) {
   double bytes = 0;
   for (const auto& [buffer, b] : totals(uses)) {
@@ -205,14 +238,20 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
   for (const UseBytes& u : in.uses) use_source = combine(use_source, u.source);
   const bool buffers_known = vertical && use_source != Source::kUnknown;
   // Per-kernel bytes for the achieved fraction: the per-buffer bytes when the fused bytes come from them.
+  // Reads of what an earlier kernel of the chain touched are L2 hits when the chain's working set fits there.
   std::vector<double> model_bytes(in.kernels.size(), 0);
+  std::vector<double> l2_hits(in.kernels.size(), 0);
   if (buffers_known) {
+    l2_hits = l2ResidentReads(in.uses, in.kernels.size(), static_cast<double>(gpu.l2_bytes));
     for (const UseBytes& u : in.uses) {
       if (u.kernel >= 0 && static_cast<size_t>(u.kernel) < model_bytes.size()) {
         model_bytes[static_cast<size_t>(u.kernel)] += u.read_bytes + u.write_bytes;
       }
     }
+    for (size_t i = 0; i < model_bytes.size(); ++i) model_bytes[i] -= l2_hits[i];
   }
+  double l2_hit_bytes = 0;
+  for (double h : l2_hits) l2_hit_bytes += h;
   // Measured DRAM bytes of every kernel win over the per-buffer estimates (the achieved fraction is taken with
   // them too); the per-buffer uses then only say which share of those bytes fusing keeps.
   const bool measured_bytes = buffers_known && !in.kernels.empty() &&
@@ -241,8 +280,10 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
       t = static_cast<double>(core::spanNs(k.times.gpu_start_ns, k.times.gpu_end_ns));
     }
     if (t <= 0) {
-      // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate.
-      t = launchRooflineNs(k.bytes, k.flops, k.shape, gpu);
+      // No GPU time (a trace recorded on the emulator, or without GPU timestamps): the roofline estimate, of the
+      // per-buffer DRAM bytes where known (an emulator's byte counts are every load's, cache hits included).
+      t = launchRooflineNs(buffers_known && !measured_bytes ? model_bytes[i] : k.bytes, k.flops, k.shape, gpu,
+                           {k.l1_bytes, 0});
       estimated_times = true;
     } else {
       any_gpu_time = true;
@@ -251,17 +292,38 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     streams.push_back(k.stream);
     sum_times += t;
     longest = std::max(longest, t);
-    sum_roof += std::min(launchRooflineNs(buffers_known ? model_bytes[i] : k.bytes, k.flops, k.shape, gpu), t);
+    sum_roof +=
+        std::min(launchRooflineNs(buffers_known ? model_bytes[i] : k.bytes, k.flops, k.shape, gpu, {k.l1_bytes, 0}), t);
     times.push_back(k.times);
     shapes.push_back(k.shape);
   }
+  // The fused kernel's requests: the members' less the loads of what an earlier member wrote (kept in registers).
+  double fused_l1 = in.fused_l1_bytes;
+  if (fused_l1 < 0) {
+    fused_l1 = 0;
+    for (const KernelCost& k : in.kernels) fused_l1 += k.l1_bytes;
+    std::map<int, int> first_writer;
+    for (const UseBytes& u : in.uses) {
+      auto w = first_writer.find(u.buffer);
+      if (w != first_writer.end() && w->second < u.kernel) fused_l1 -= u.l1_load_bytes;
+      if (u.write_bytes > 0 && w == first_writer.end()) first_writer.emplace(u.buffer, u.kernel);
+    }
+    fused_l1 = std::max(0.0, fused_l1);
+  }
+  const CacheTraffic fused_cache{fused_l1, in.fused_l2_bytes};
   FlopCounts fused_flops = flops;
-  // What recomputing the producer may add at most: its own time once more per extra recomputation.
+  // What recomputing the producer may add at most: its own time once more per extra recomputation, and the
+  // requests it makes at the consumer's pattern that miss the L1 (their L2 time in the consumer's launch).
   double recompute_ns = 0;
-  if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size() &&
-      in.recompute_times > 1) {
-    fused_flops += in.kernels[static_cast<size_t>(in.recompute)].flops.scaled(in.recompute_times - 1);
-    recompute_ns = kernel_ns[static_cast<size_t>(in.recompute)] * (in.recompute_times - 1);
+  if (vertical && in.recompute >= 0 && static_cast<size_t>(in.recompute) < in.kernels.size()) {
+    if (in.recompute_times > 1) {
+      fused_flops += in.kernels[static_cast<size_t>(in.recompute)].flops.scaled(in.recompute_times - 1);
+      recompute_ns = kernel_ns[static_cast<size_t>(in.recompute)] * (in.recompute_times - 1);
+    }
+    const bool anchor_known = in.anchor >= 0 && static_cast<size_t>(in.anchor) < in.kernels.size();
+    recompute_ns +=
+        launchRooflineNs(0, {}, anchor_known ? in.kernels[static_cast<size_t>(in.anchor)].shape : LaunchResources{},
+                         gpu, {0, in.fused_l2_bytes});
   }
   // Without any GPU time the trace shows no gaps: each launch removed that was back to back on one stream saves
   // the GPU's dependent-launch gap.
@@ -307,25 +369,19 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     fused_shape.blocks = fusedBlocks(shapes, vertical);
     if (anchored) {
       // The epilogue runs inside the anchor kernel: its grid, and its own achieved fraction.
-      const KernelCost& a = in.kernels[static_cast<size_t>(in.anchor)];
+      const size_t at = static_cast<size_t>(in.anchor);
+      const KernelCost& a = in.kernels[at];
       fused_shape = a.shape;
-      double t = 0;
-      if (a.times.gpu_start_ns != core::kNoTime && a.times.gpu_end_ns != core::kNoTime) {
-        t = static_cast<double>(core::spanNs(a.times.gpu_start_ns, a.times.gpu_end_ns));
-      }
-      if (t <= 0) t = launchRooflineNs(a.bytes, a.flops, a.shape, gpu);
-      double anchor_bytes = 0;
-      for (const UseBytes& u : in.uses) {
-        if (u.kernel == in.anchor) anchor_bytes += u.read_bytes + u.write_bytes;
-      }
+      const double t = kernel_ns[at];  // its GPU time, else its roofline estimate
       const double roof =
-          launchRooflineNs(buffers_known && !measured_bytes ? anchor_bytes : a.bytes, a.flops, a.shape, gpu);
+          launchRooflineNs(buffers_known ? model_bytes[at] : a.bytes, a.flops, a.shape, gpu, {a.l1_bytes, 0});
       if (t > 0) achieved = std::clamp(std::min(roof, t) / t, kMinAchievedFraction, 1.0);
     }
     if (vertical) {
       // Before and after from the same per-buffer bytes, so that the two are comparable; with measured bytes,
       // the measured ones before and the same share of them after as the per-buffer bytes keep.
-      const double model_before = unfusedChainBytes(in.uses);
+      // (Measured bytes already show what the L2 kept; the share is of the uses' own bytes.)
+      const double model_before = unfusedChainBytes(in.uses) - (measured_bytes ? 0 : l2_hit_bytes);
       const double model_after = in.fused_bytes >= 0 ? in.fused_bytes : fusedChainBytes(in.uses, in.live);
       if (measured_bytes) {
         c.bytes_source = sourceName(Source::kMeasured);
@@ -340,7 +396,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
         c.bytes_source = sourceName(use_source);
         c.bytes_after = model_after;
       }
-      predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu) / achieved;
+      predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu, fused_cache) / achieved;
     } else {
       // Horizontal: the kernels share the GPU; waves of the combined grid decide the time.
       c.bytes_after = c.bytes_before;
@@ -348,7 +404,7 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
     }
     // Never faster than the fused kernel's own roof, never slower than running the kernels as they are plus the
     // recomputation. The upper bound wins where the two disagree: the kernels' times say the bytes are too many.
-    const double floor = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu);
+    const double floor = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu, fused_cache);
     const double upper = sum_times + recompute_ns;
     c.fused_ns = std::min(upper, std::max(floor, predicted));
     if (floor > upper) {

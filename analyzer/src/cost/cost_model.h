@@ -18,7 +18,7 @@
 namespace kfuse::analyzer::cost {
 
 // Written into reports ("cost_model_version"): bumped whenever a rule changes the numbers.
-inline constexpr int kCostModelVersion = 4;
+inline constexpr int kCostModelVersion = 5;
 
 // Without API times, an idle gap between two chained kernels counts as launch latency up to this much.
 inline constexpr double kUnknownIssueGapCapNs = 5'000;
@@ -50,8 +50,18 @@ double memoryNs(double bytes, const core::GpuSpec& gpu);
 // Time at the compute roof: each precision's FLOPs at that precision's peak, summed (the precisions share issue
 // slots). A precision the GPU has no peak for (0 in the spec table) runs at the FP32 peak.
 double computeNs(const FlopCounts& flops, const core::GpuSpec& gpu);
-// max(memoryNs, computeNs): the roofline time on the whole GPU.
-double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gpu);
+// Time the SMs' L1s take to serve `request_bytes` of global requests (32-byte sectors per warp request, hits and
+// misses alike): request_bytes / (SMs x L1 bytes per clock x clock).
+double l1Ns(double request_bytes, const core::GpuSpec& gpu);
+// Time the L2 takes to deliver `bytes`: bytes / (L2 bytes per clock x clock).
+double l2Ns(double bytes, const core::GpuSpec& gpu);
+// Traffic a kernel puts on the caches besides its DRAM bytes (0: not known, no cache term).
+struct CacheTraffic {
+  double l1_bytes = 0;  // sectors of every global request, loops counted (CacheTraffic of the uses)
+  double l2_bytes = 0;  // requests the L1 cannot keep: recomputed loads at an uncoalesced pattern
+};
+// max(memoryNs, computeNs, l1Ns, l2Ns): the roofline time on the whole GPU.
+double rooflineNs(double bytes, const FlopCounts& flops, const core::GpuSpec& gpu, const CacheTraffic& cache = {});
 
 // ---- occupancy ----
 
@@ -68,7 +78,8 @@ struct LaunchResources {
 double smShare(const LaunchResources& shape, const core::GpuSpec& gpu);
 // The roofline time of one launch: rooflineNs / smShare. What a kernel without a GPU time is costed at, the
 // bound the achieved fraction is taken against, and the floor of a fused kernel's time.
-double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchResources& shape, const core::GpuSpec& gpu);
+double launchRooflineNs(double bytes, const FlopCounts& flops, const LaunchResources& shape, const core::GpuSpec& gpu,
+                        const CacheTraffic& cache = {});
 // Blocks of this shape resident on the whole GPU at once: per SM the least of the block, thread, register and
 // shared-memory limits (at least 1), times the SM count.
 double blockCapacity(const LaunchResources& shape, const core::GpuSpec& gpu);
@@ -125,7 +136,15 @@ struct UseBytes {
   double read_bytes = 0, write_bytes = 0;
   bool followed = true;  // every access through it was followed by the PTX analysis (false: bytes are an extent)
   Source source = Source::kUnknown;
+  // What its global requests ask of the caches, every execution counted (loops included): the sectors they move
+  // through the L1, the bytes they load, and the sectors of the loads whose lanes sit a sector or more apart
+  // (uncoalesced: a thread per row, a transposed read). 0 when not known.
+  double l1_bytes = 0, l1_load_bytes = 0, loaded_bytes = 0, strided_load_l1_bytes = 0;
 };
+// Reads that an unfused chain serves from L2, not DRAM: a kernel's read of a buffer an earlier kernel of the chain
+// wrote or read, when the chain's working set (per buffer its largest use, summed) fits in the L2 (`l2_bytes`). Per
+// kernel position (`kernels` entries).
+std::vector<double> l2ResidentReads(const std::vector<UseBytes>& uses, size_t kernels, double l2_bytes);
 // DRAM bytes of the chain fused into one kernel. Per buffer: read once (the largest read) if its first use in the
 // chain reads it; written once (the largest write) if it is written and `live` says it is read later. A buffer any
 // use of which was not followed keeps every use's bytes (it cannot be proven to stay in registers).
@@ -143,6 +162,7 @@ struct KernelCost {
   KernelTimes times;  // gpu_start/end kNoTime: no GPU time, the roofline estimate stands in
   LaunchResources shape;
   int64_t stream = -1;  // the stream it was launched on (< 0 unknown): kernels on one stream run one at a time
+  double l1_bytes = 0;  // sectors of its global requests through the L1 (0: unknown, no L1 term)
 };
 
 struct OccurrenceInput {
@@ -164,6 +184,12 @@ struct OccurrenceInput {
   // Vertical: the fused kernel's bytes when the caller knows them better than the per-buffer rule (a prologue
   // fusion reads the producer's inputs instead of the intermediate); < 0: fusedChainBytes(uses, live).
   double fused_bytes = -1;
+  // Vertical: the fused kernel's L1 request bytes when the caller knows them better than the members' sum less
+  // the loads of what an earlier member wrote (a prologue: its loads of the intermediate become loads of the
+  // producer's inputs); < 0: that rule. And what the fused kernel asks of the L2 beyond (a prologue recomputing at
+  // an uncoalesced consumer's loads: those requests miss the L1).
+  double fused_l1_bytes = -1;
+  double fused_l2_bytes = 0;
 };
 
 // The cost of one occurrence (roofline times are launchRooflineNs):

@@ -401,6 +401,96 @@ TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducer
   EXPECT_NEAR(c.saving_ns, 0, kTol);
 }
 
+// The test GPU with a cache path: 100 SMs x 128 B per clock x 1 GHz = 12,800 B/ns of L1; 5,000 B per clock x 1 GHz
+// = 5,000 B/ns of L2; 10 MB of L2.
+core::GpuSpec cachedGpu() {
+  core::GpuSpec g = testGpu();
+  g.boost_clock_mhz = 1'000;
+  g.l1_bytes_per_clock_per_sm = 128;
+  g.l2_bytes_per_clock = 5'000;
+  g.l2_bytes = 10'000'000;
+  return g;
+}
+
+TEST(CostModel, CacheTermsRunAtTheCachesBandwidths) {
+  const core::GpuSpec g = cachedGpu();
+  // 1.28e6 B / 12,800 B/ns = 100 ns of L1; 1e6 B / 5,000 B/ns = 200 ns of L2.
+  EXPECT_NEAR(l1Ns(1.28e6, g), 100, kTol);
+  EXPECT_NEAR(l2Ns(1e6, g), 200, kTol);
+  // 1e5 DRAM bytes take 100 ns; 1.28e7 B of requests 1,000 ns of L1: the L1 sets the time.
+  EXPECT_NEAR(rooflineNs(1e5, {}, g, {1.28e7, 0}), 1'000, kTol);
+  EXPECT_NEAR(rooflineNs(1e5, {}, g, {0, 1e7}), 2'000, kTol);  // 1e7 B of L2: 2,000 ns
+  EXPECT_NEAR(rooflineNs(1e5, {}, g), 100, kTol);              // no cache traffic known: DRAM only
+  // A kernel without a GPU time is costed at its slowest roof: 1,000 ns of L1 requests over 100 ns of DRAM.
+  OccurrenceInput in;
+  in.kind = CandidateKind::kHorizontal;
+  KernelCost k = kernel(1e5, Source::kPtxEstimate, {}, 1'000);
+  k.l1_bytes = 1.28e7;
+  in.kernels = {k};
+  EXPECT_NEAR(occurrenceCost(in, g).measured_ns, 1'000, kTol);
+}
+
+TEST(CostModel, ReadsOfWhatTheChainTouchedStayInL2WhenItFits) {
+  // A reads buffer 0 (1 MB) and writes buffer 1 (1 MB); B reads buffer 1 (2 MB: 1 MB more than A wrote) and writes
+  // buffer 2 (1 MB). Working set 1 + 2 + 1 = 4 MB.
+  const std::vector<UseBytes> uses = {{0, 0, 1e6, 0, true, Source::kPtxEstimate},
+                                      {0, 1, 0, 1e6, true, Source::kPtxEstimate},
+                                      {1, 1, 2e6, 0, true, Source::kPtxEstimate},
+                                      {1, 2, 0, 1e6, true, Source::kPtxEstimate}};
+  // 10 MB of L2: B's read of the 1 MB A wrote is a hit; the other 1 MB comes from DRAM.
+  EXPECT_EQ(l2ResidentReads(uses, 2, 1e7), (std::vector<double>{0, 1e6}));
+  // 3 MB of L2: the working set does not fit, no hits.
+  EXPECT_EQ(l2ResidentReads(uses, 2, 3e6), (std::vector<double>{0, 0}));
+  // The chain's cost: before = 1 + 1 + 2 + 1 - 1 (the hit) = 4 MB of DRAM; after (buffer 2 live, buffer 1 dead and
+  // first written, so never read from memory): A's read of buffer 0 and B's write of buffer 2, 2 MB.
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  in.kernels = {onStream(kernel(2e6, Source::kPtxEstimate, {}, 1'000), 1),
+                onStream(kernel(3e6, Source::kPtxEstimate, {}, 1'000), 1)};
+  in.uses = uses;
+  in.live = {false, false, true};
+  const CostEstimate c = occurrenceCost(in, cachedGpu());
+  EXPECT_NEAR(c.bytes_before, 4e6, kTol);
+  EXPECT_NEAR(c.bytes_after, 2e6, kTol);
+  // Times: A 2e6 B -> 2,000 ns; B its DRAM bytes less the hit, 2e6 B -> 2,000 ns; fused 2e6 B -> 2,000 ns
+  // (achieved 1); one launch removed back to back: 1,000 ns. Saving 4,000 + 1,000 - 2,000 = 3,000 ns (without
+  // the L2 B would have been costed at 3,000 ns and the saving 4,000 ns).
+  EXPECT_NEAR(c.measured_ns, 4'000, kTol);
+  EXPECT_NEAR(c.fused_ns, 2'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 3'000, kTol);
+}
+
+TEST(CostModel, RecomputingAtAnUncoalescedConsumerCostsItsL2Requests) {
+  core::GpuSpec g = cachedGpu();
+  g.l2_bytes = 0;  // no L2 hits between the kernels here: the achieved fractions stay those of the DRAM bytes
+  // A prologue: producer P (1,000 ns) and consumer C (2,000 ns), GPU times measured, C issued while P ran and started
+  // when it ended (no idle time). C reads the intermediate once (recompute_times 1), but a thread per row: each of
+  // its loads, recomputed, reads P's inputs in the same uncoalesced pattern, requests the L1 does not keep: 2e7 B
+  // of L2, 4,000 ns in C's launch (1,000 blocks: the whole GPU).
+  OccurrenceInput in;
+  in.kind = CandidateKind::kVertical;
+  in.kernels = {onStream(kernel(1e6, Source::kPtxEstimate, {0, 0, 1'000}, 1'000), 1),
+                onStream(kernel(2e6, Source::kPtxEstimate, {500, 1'000, 3'000}, 1'000), 1)};
+  in.uses = {{0, 0, 5e5, 0, true, Source::kPtxEstimate},
+             {0, 1, 0, 5e5, true, Source::kPtxEstimate},
+             {1, 1, 2e6, 0, true, Source::kPtxEstimate}};
+  in.live = {false, false};
+  in.anchor = 1;
+  in.recompute = 0;
+  in.recompute_times = 1;
+  in.fused_bytes = 5e5;
+  in.fused_l2_bytes = 2e7;
+  const CostEstimate c = occurrenceCost(in, g);
+  // Fused: its roof is the L2's 4,000 ns (DRAM 5e5 B: 500 ns), at C's achieved fraction (1: its 2e6 B take its
+  // 2,000 ns); within the upper bound 3,000 + 4,000 (the recomputation's requests). Saving 3,000 - 4,000 < 0: 0.
+  EXPECT_NEAR(c.measured_ns, 3'000, kTol);
+  EXPECT_NEAR(c.fused_ns, 4'000, kTol);
+  EXPECT_NEAR(c.saving_ns, 0, kTol);
+  // Coalesced loads (no L2 term): the 500 ns of DRAM at the roof, a saving of 2,500 ns.
+  in.fused_l2_bytes = 0;
+  EXPECT_NEAR(occurrenceCost(in, g).saving_ns, 2'500, kTol);
+}
+
 TEST(CostModel, ACandidateThatSavesNothingIsToldWhyFromItsNumbers) {
   CostEstimate c;
   // Recomputation: fused 6,000 ns against 3,000 ns measured + 500 ns idle.

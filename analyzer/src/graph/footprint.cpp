@@ -82,10 +82,17 @@ std::vector<ptx::AccessRange> launchRanges(const KernelFacts& k, const core::Lau
   return k.block_ranges->evaluate(b);
 }
 
-std::optional<int64_t> iterationBound(const KernelFacts& k, const core::Launch& l, int param,
-                                      const ParamMemoryAccess& a, const locality::AtomValues& values,
-                                      const std::vector<ptx::AccessRange>& ranges) {
-  if (!a.offset_form || !countsLoopSteps(*a.offset_form)) return 1;
+namespace {
+
+// The steps of a loop access for every thread of the launch: `most`, a bound that holds for each (iterationBound),
+// and `typical`, what a thread whose start is the latest one takes (iterationEstimate).
+struct StepCounts {
+  int64_t most = 1, typical = 1;
+};
+
+std::optional<StepCounts> stepCounts(const KernelFacts& k, const core::Launch& l, int param, const ParamMemoryAccess& a,
+                                     const locality::AtomValues& values, const std::vector<ptx::AccessRange>& ranges) {
+  if (!a.offset_form || !countsLoopSteps(*a.offset_form)) return StepCounts{};
   if (param < 0 || static_cast<size_t>(param) >= k.params.size() || a.bytes == 0) return std::nullopt;
   const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
   if (!pointer) return std::nullopt;
@@ -104,23 +111,46 @@ std::optional<int64_t> iterationBound(const KernelFacts& k, const core::Launch& 
     reached = true;
   }
   if (!matched) return std::nullopt;
-  if (!reached) return 1;  // no thread makes the access
+  if (!reached) return StepCounts{};  // no thread makes the access
   locality::Shape one{l.grid, l.block, 1};
   std::string why;
   const auto f = locality::bind(*a.offset_form, one, values, &why);
   if (!f) return std::nullopt;
   const int64_t step = f->coef[locality::kIter];
-  if (step == 0) return 1;
+  if (step == 0) return StepCounts{};
   locality::LinearForm start = *f;  // the form at step 0
   start.coef[locality::kIter] = 0;
   const auto span = locality::range(start, locality::Domain{}, one);
-  if (!span) return 1;
-  // F + step * s lies in [lo - pointer, hi - pointer - bytes] for every step s the thread takes.
+  if (!span) return StepCounts{};
+  // F + step * s lies in [lo - pointer, hi - pointer - bytes] for every step s the thread takes. The thread that
+  // starts nearest the end of that range takes the fewest steps: counting from the other end bounds them all.
   const Wide rlo = lo - *pointer, rhi = hi - *pointer - a.bytes;
   const Wide most = step > 0 ? (rhi - span->first) / step : (span->second - rlo) / -Wide{step};
+  const Wide fewest = step > 0 ? (rhi - span->second) / step : (span->first - rlo) / -Wide{step};
   constexpr Wide kLimit = Wide{1} << 40;
   if (most > kLimit) return std::nullopt;
-  return most < 0 ? 1 : static_cast<int64_t>(most) + 1;
+  StepCounts out;
+  out.most = most < 0 ? 1 : static_cast<int64_t>(most) + 1;
+  out.typical = fewest < 0 ? 1 : std::min(out.most, static_cast<int64_t>(fewest) + 1);
+  return out;
+}
+
+}  // namespace
+
+std::optional<int64_t> iterationBound(const KernelFacts& k, const core::Launch& l, int param,
+                                      const ParamMemoryAccess& a, const locality::AtomValues& values,
+                                      const std::vector<ptx::AccessRange>& ranges) {
+  const std::optional<StepCounts> c = stepCounts(k, l, param, a, values, ranges);
+  if (!c) return std::nullopt;
+  return c->most;
+}
+
+std::optional<int64_t> iterationEstimate(const KernelFacts& k, const core::Launch& l, int param,
+                                         const ParamMemoryAccess& a, const locality::AtomValues& values,
+                                         const std::vector<ptx::AccessRange>& ranges) {
+  const std::optional<StepCounts> c = stepCounts(k, l, param, a, values, ranges);
+  if (!c) return std::nullopt;
+  return c->typical;
 }
 
 namespace {

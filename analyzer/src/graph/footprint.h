@@ -67,6 +67,14 @@ std::optional<int64_t> iterationBound(const KernelFacts& k, const core::Launch& 
                                       const ParamMemoryAccess& a, const locality::AtomValues& values,
                                       const std::vector<ptx::AccessRange>& ranges);
 
+// What a thread of launch `l` typically steps through the loop of access `a`, for costs, not proofs: the steps of
+// the thread whose first address is the highest (for a positive step), which every thread takes at least when the
+// threads' ranges end together (a row loop: the row's length; a grid-stride loop: n / the threads, rounded down).
+// Same inputs and nullopt as iterationBound, and never above it.
+std::optional<int64_t> iterationEstimate(const KernelFacts& k, const core::Launch& l, int param,
+                                         const ParamMemoryAccess& a, const locality::AtomValues& values,
+                                         const std::vector<ptx::AccessRange>& ranges);
+
 // Footprints of every parameter of a launch, cached by (kernel, launch shape, form-parameter values): a trace of a
 // million launches repeats a few distinct keys. Not thread-safe.
 class FootprintCache {

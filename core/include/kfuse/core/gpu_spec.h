@@ -81,6 +81,11 @@ struct GpuSpec {
   double dependent_launch_gap_ns = 0;  // the GPU idle between a kernel's end and the start of the next kernel
                                        // already queued on the same stream (launches issued ahead)
 
+  // The cache path of global memory accesses (per vendor and architecture; gpu_spec.cpp says where each comes from):
+  int sector_bytes = 32;                 // the unit a warp's request moves between the caches
+  double l1_bytes_per_clock_per_sm = 0;  // requests one SM's L1 serves per clock (hits and misses alike)
+  double l2_bytes_per_clock = 0;         // what the whole L2 delivers per clock (at boost_clock_mhz)
+
   std::string source;  // the documents the figures come from
 };
 
