@@ -667,6 +667,16 @@ TEST(Analysis, UsesMeasuredMetricsAndFlagsAMetricsRun) {
   EXPECT_DOUBLE_EQ(r.candidates[0].cost.bytes_after, 4.0 * (1 << 20));
   EXPECT_EQ(r.candidates[0].cost.flops_source, "measured");
   EXPECT_DOUBLE_EQ(r.candidates[0].cost.flops, 4.0 * (1 << 20));
+  // The per-kernel table sets the model's prediction beside the measurement: produce's measured 8 MiB against its
+  // PTX estimate (x read, mid written: 2 x 4 MiB), and the roofline time of those bytes on the H100 (3.35 TB/s;
+  // its 2 Mi FLOPs and 8 MiB of coalesced L1 requests take less): 8,388,608 / 3,350 B/ns = 2,504.1 ns.
+  const auto row = std::find_if(r.kernel_table.begin(), r.kernel_table.end(),
+                                [](const KernelRow& k) { return k.name.rfind("produce", 0) == 0; });
+  ASSERT_NE(row, r.kernel_table.end());
+  EXPECT_EQ(row->bytes_source, "measured");
+  EXPECT_DOUBLE_EQ(row->bytes, 8.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(row->predicted_bytes, 8.0 * (1 << 20));
+  EXPECT_NEAR(row->predicted_ns, 8.0 * (1 << 20) / 3'350, 1e-6);
   std::map<std::string, int64_t> stats;
   for (const core::Stat& s : r.stats) stats[s.name] = s.value;
   EXPECT_EQ(stats["metrics_run_serialised"], 1);

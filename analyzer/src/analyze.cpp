@@ -421,8 +421,9 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
 void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog, const Analysis& analysis, Report& r) {
   // Roofline points: each kernel's achieved FLOP/s against its arithmetic intensity, where both are known.
   struct Acc {
-    double bytes = 0, flops = 0, ns = 0;
+    double bytes = 0, flops = 0, ns = 0, predicted_ns = 0, predicted_bytes = 0;
     size_t launches = 0;
+    cost::Source bytes_source = cost::Source::kUnknown;
   };
   std::map<core::Id, Acc> per_function;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
@@ -430,13 +431,28 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
     cost::Source bs, fs;
     Acc& a = per_function[graph.ops[i].function_id];
     a.bytes += analysis.kernelBytes(i, bs);
-    a.flops += analysis.kernelFlops(i, fs).total();
+    a.bytes_source = a.launches == 0 ? bs : cost::combine(a.bytes_source, bs);
+    const FlopCounts flops = analysis.kernelFlops(i, fs);
+    a.flops += flops.total();
     a.ns += analysis.durationNs(i);
+    const double estimated = analysis.estimatedBytes(i);
+    a.predicted_bytes += estimated;
+    a.predicted_ns += cost::launchRooflineNs(estimated, flops, analysis.launchResources(analysis.launch(i)), r.gpu,
+                                             {analysis.kernelL1Bytes(i), 0});
     a.launches++;
   }
   for (const auto& [fid, a] : per_function) {
     const KernelFacts* k = catalog.find(fid);
-    KernelRow row{k ? k->name : "function " + std::to_string(fid), a.launches, a.ns, a.bytes, a.flops, 0};
+    KernelRow row;
+    row.name = k ? k->name : "function " + std::to_string(fid);
+    row.launches = a.launches;
+    row.ns = a.ns;
+    row.bytes = a.bytes;
+    row.flops = a.flops;
+    row.predicted_ns = a.predicted_ns;
+    row.predicted_bytes = a.predicted_bytes;
+    row.bytes_source = cost::sourceName(a.bytes_source);
+    if (row.ns <= 0) row.ns = a.predicted_ns;  // no GPU time: the model's estimate stands in
     if (a.bytes > 0 && a.flops > 0 && a.ns > 0 && r.gpu.fp32_flops > 0) {
       const double roof = std::min(r.gpu.fp32_flops, a.flops / a.bytes * r.gpu.dram_bandwidth_bytes_per_s);
       row.roof_share = std::min(1.0, a.flops / (a.ns * 1e-9) / roof);

@@ -202,6 +202,14 @@ void Analysis::fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, 
   b.strided_load_l1_bytes = 0;
 }
 
+double Analysis::estimatedBytes(size_t op) const {
+  double bytes = 0;
+  for (const BufferUse& u : g_.ops[op].uses) {
+    bytes += useBytes(op, u, /*reads=*/true).bytes + useBytes(op, u, /*reads=*/false).bytes;
+  }
+  return bytes;
+}
+
 double Analysis::kernelL1Bytes(size_t op) const {
   double bytes = 0;
   for (const BufferUse& u : g_.ops[op].uses) {

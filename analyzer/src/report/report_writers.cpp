@@ -290,13 +290,17 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
     for (const std::string& w : r.why_none) out += "  - " + w + "\n";
   }
   if (verbose && !r.kernel_table.empty()) {
-    out += "\nkernels by GPU time" + std::string(r.gpu_busy_estimated ? " (roofline estimates)" : "") + ":\n";
-    std::snprintf(line, sizeof line, "%12s %8s %12s %12s %10s %7s  %s\n", "time", "launches", "DRAM bytes", "FLOPs",
-                  "FLOP/byte", "of roof", "kernel");
+    out += "\nkernels by GPU time" + std::string(r.gpu_busy_estimated ? " (roofline estimates)" : "") +
+           "; predicted: the cost model's roofline time and DRAM bytes without the trace's measurements:\n";
+    std::snprintf(line, sizeof line, "%12s %12s %8s %12s %-15s %12s %12s %10s %7s  %s\n", "time", "predicted",
+                  "launches", "DRAM bytes", "(source)", "predicted", "FLOPs", "FLOP/byte", "of roof", "kernel");
     out += line;
     for (const KernelRow& k : r.kernel_table) {
-      std::snprintf(line, sizeof line, "%12s %8zu %12s %12s %10s %6.0f%%  ", durationText(k.ns).c_str(), k.launches,
-                    k.bytes > 0 ? fmt("%.3g", k.bytes).c_str() : "-", k.flops > 0 ? fmt("%.3g", k.flops).c_str() : "-",
+      std::snprintf(line, sizeof line, "%12s %12s %8zu %12s %-15s %12s %12s %10s %6.0f%%  ", durationText(k.ns).c_str(),
+                    k.predicted_ns > 0 ? durationText(k.predicted_ns).c_str() : "-", k.launches,
+                    k.bytes > 0 ? fmt("%.3g", k.bytes).c_str() : "-", k.bytes_source.c_str(),
+                    k.predicted_bytes > 0 ? fmt("%.3g", k.predicted_bytes).c_str() : "-",
+                    k.flops > 0 ? fmt("%.3g", k.flops).c_str() : "-",
                     k.bytes > 0 && k.flops > 0 ? fmt("%.3g", k.flops / k.bytes).c_str() : "-", 100 * k.roof_share);
       out += line + shortKernelName(k.name, 80) + "\n";
     }
@@ -399,13 +403,16 @@ std::string reportToHtml(const Report& r) {
     out += std::string("<h2>Kernels</h2>\n<p>By GPU time") +
            (r.gpu_busy_estimated ? " (the trace has no GPU times: the cost model's estimates)" : "") +
            "; share of roof is achieved FLOP/s (or bytes/s) over the roof at the kernel's intensity.</p>\n<table>\n"
-           "<tr><th>kernel</th><th>launches</th><th>GPU time</th><th>DRAM bytes</th><th>FLOPs</th>"
-           "<th>FLOP / byte</th><th>share of roof</th></tr>\n";
+           "<tr><th>kernel</th><th>launches</th><th>GPU time</th><th>predicted time</th><th>DRAM bytes</th>"
+           "<th>predicted bytes</th><th>FLOPs</th><th>FLOP / byte</th><th>share of roof</th></tr>\n";
     for (const KernelRow& k : r.kernel_table) {
       out += "<tr><td title='" + htmlEscape(k.name) + "'>" + htmlEscape(shortKernelName(k.name, 80)) + "</td><td>" +
              std::to_string(k.launches) + "</td><td>" + durationText(k.ns) + "</td><td>" +
-             (k.bytes > 0 ? fmt("%.3g", k.bytes) : "-") + "</td><td>" + (k.flops > 0 ? fmt("%.3g", k.flops) : "-") +
-             "</td><td>" + (k.bytes > 0 && k.flops > 0 ? fmt("%.3g", k.flops / k.bytes) : "-") + "</td><td>" +
+             (k.predicted_ns > 0 ? durationText(k.predicted_ns) : "-") + "</td><td>" +
+             (k.bytes > 0 ? fmt("%.3g", k.bytes) + " (" + htmlEscape(k.bytes_source) + ")" : "-") + "</td><td>" +
+             (k.predicted_bytes > 0 ? fmt("%.3g", k.predicted_bytes) : "-") + "</td><td>" +
+             (k.flops > 0 ? fmt("%.3g", k.flops) : "-") + "</td><td>" +
+             (k.bytes > 0 && k.flops > 0 ? fmt("%.3g", k.flops / k.bytes) : "-") + "</td><td>" +
              fmt("%.0f%%", 100 * k.roof_share) + "</td></tr>\n";
     }
     out += "</table>\n";

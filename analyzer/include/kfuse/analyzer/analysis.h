@@ -406,6 +406,11 @@ struct KernelRow {
   double bytes = 0;       // DRAM bytes (measured, emulated or estimated from the PTX); 0 = unknown
   double flops = 0;       // 0 = unknown
   double roof_share = 0;  // achieved FLOP/s over the roof at its intensity (FP32 peak or DRAM bandwidth), 0..1
+  // What the cost model predicts without the trace's measurements, to set beside them: its roofline time (DRAM,
+  // FLOPs, L1 requests; cost model rule 1) and its DRAM bytes from the PTX or the extents. 0 = no estimate.
+  double predicted_ns = 0;
+  double predicted_bytes = 0;
+  std::string bytes_source;  // where `bytes` came from: "measured", "emulated", "ptx-estimate", ...
 };
 
 struct AnalysisOptions {
