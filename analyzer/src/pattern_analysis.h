@@ -270,6 +270,7 @@ class Analysis {
   std::unordered_map<core::Id, const core::Allocation*> allocs_;
   std::unordered_map<core::Id, std::vector<const core::Metric*>> metrics_;
   mutable std::unordered_map<std::string, std::vector<ParamTraffic>> traffic_cache_;  // paramTraffic's
+  mutable std::vector<const std::vector<ParamTraffic>*> traffic_of_op_;  // the same, by op (nullptr: not yet)
   bool shapes_may_be_unknown_ = false;
 };
 

@@ -104,13 +104,18 @@ const std::vector<Analysis::ParamTraffic>& Analysis::paramTraffic(size_t op) con
   if (o.kind != OpKind::kKernel) return kNone;
   const KernelFacts* k = cat_.find(o.function_id);
   if (!k || !k->has_ptx) return kNone;
+  if (traffic_of_op_.size() != g_.ops.size()) traffic_of_op_.assign(g_.ops.size(), nullptr);
+  if (traffic_of_op_[op]) return *traffic_of_op_[op];
   const core::Launch& l = launch(op);
   std::string key(reinterpret_cast<const char*>(&k->function_id), sizeof k->function_id);
   for (const uint32_t v : {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z}) {
     key.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
   key.append(reinterpret_cast<const char*>(l.arg_bytes.data()), l.arg_bytes.size());
-  if (auto it = traffic_cache_.find(key); it != traffic_cache_.end()) return it->second;
+  if (auto it = traffic_cache_.find(key); it != traffic_cache_.end()) {
+    traffic_of_op_[op] = &it->second;  // unordered_map keeps its elements where they are
+    return it->second;
+  }
 
   const locality::AtomValues values = launchValues(*k, l);
   std::optional<std::vector<ptx::AccessRange>> ranges;  // evaluated for the first loop access only
@@ -180,7 +185,9 @@ const std::vector<Analysis::ParamTraffic>& Analysis::paramTraffic(size_t op) con
     }
     if (!t.known) t = ParamTraffic{};
   }
-  return traffic_cache_.emplace(std::move(key), std::move(out)).first->second;
+  const std::vector<ParamTraffic>& stored = traffic_cache_.emplace(std::move(key), std::move(out)).first->second;
+  traffic_of_op_[op] = &stored;
+  return stored;
 }
 
 void Analysis::fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, const UseEstimate& w,

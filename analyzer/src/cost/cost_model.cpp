@@ -395,6 +395,14 @@ CostEstimate occurrenceCost(const OccurrenceInput& in, const core::GpuSpec& gpu)
         c.bytes_before = model_before;
         c.bytes_source = sourceName(use_source);
         c.bytes_after = model_after;
+        if (l2_hit_bytes > 0) {
+          char buf[200];
+          std::snprintf(buf, sizeof buf,
+                        "DRAM bytes before: %.3g B of re-reads left out, L2 hits (the chain's working set fits the "
+                        "%.0f MiB L2)",
+                        l2_hit_bytes, static_cast<double>(gpu.l2_bytes) / (1 << 20));
+          c.note = buf;
+        }
       }
       predicted = launchRooflineNs(c.bytes_after, fused_flops, fused_shape, gpu, fused_cache) / achieved;
     } else {

@@ -452,6 +452,10 @@ TEST(CostModel, ReadsOfWhatTheChainTouchedStayInL2WhenItFits) {
   const CostEstimate c = occurrenceCost(in, cachedGpu());
   EXPECT_NEAR(c.bytes_before, 4e6, kTol);
   EXPECT_NEAR(c.bytes_after, 2e6, kTol);
+  EXPECT_NE(c.note.find("DRAM bytes before: 1e+06 B of re-reads left out, L2 hits (the chain's working set fits the "
+                        "10 MiB L2)"),
+            std::string::npos)
+      << c.note;
   // Times: A 2e6 B -> 2,000 ns; B its DRAM bytes less the hit, 2e6 B -> 2,000 ns; fused 2e6 B -> 2,000 ns
   // (achieved 1); one launch removed back to back: 1,000 ns. Saving 4,000 + 1,000 - 2,000 = 3,000 ns (without
   // the L2 B would have been costed at 3,000 ns and the saving 4,000 ns).
