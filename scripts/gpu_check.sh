@@ -12,6 +12,11 @@
 #      its PyTorch profiler trace, both analyzed.
 # Everything lands in OUT_DIR (logs, traces' summaries, summary.tsv). Without a GPU driver it says so and runs part 3
 # on kfuse's CPU stand-in (LD_LIBRARY_PATH at BUILD_DIR/standin), which is a dry run of the script, nothing more.
+# Part 3 also writes OUT_DIR/calibration.tsv, one row per plan: the cost model's predicted saving per occurrence
+# (the plan's `prediction`) against the measured ones (`kfuse run --validate`'s `timing`, and `kfuse validate
+# --backend gpu`'s timing in plan.json), and OUT_DIR/calibration.md, that table with each plan's relative error
+# and whether the plans rank the same by predicted and by measured saving (scripts/calibration_table.py). Measured
+# columns say "not timed" where there is no GPU time (the stand-in).
 set -uo pipefail
 build=$(cd "${1:?usage: gpu_check.sh BUILD_DIR OUT_DIR}" && pwd)
 out=${2:?usage: gpu_check.sh BUILD_DIR OUT_DIR}
@@ -50,6 +55,43 @@ fi
 checksum() { grep -Eo 'checksum [-0-9.e+]+' "$1" | tail -1 | cut -d' ' -f2; }
 busy() { "$kfuse" info --json "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_gpu_kernel_ns"])' 2>/dev/null || echo "?"; }
 
+# calibration ROWS_FILE PROGRAM RUN_STATS KERNEL_NS_BEFORE KERNEL_NS_AFTER PLAN_DIR...: appends one row per plan.
+calibration() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+rows, program, stats_path, before, after, *plans = sys.argv[1:]
+try:
+    stats = {os.path.realpath(p["dir"]): p for p in json.load(open(stats_path))["plans"]}
+except (OSError, ValueError, KeyError):
+    stats = {}
+with open(rows, "a") as out:
+    for d in plans:
+        try:
+            plan = json.load(open(os.path.join(d, "plan.json")))
+        except (OSError, ValueError):
+            continue
+        pr = plan.get("prediction", {})
+        run = stats.get(os.path.realpath(d), {})
+        t = run.get("timing")
+        if t:
+            measured = [t["originals_ns"], t["fused_ns"], t["originals_ns"] - t["fused_ns"]]
+        else:
+            measured = ["not timed"] * 3
+        why = run.get("not_timed") or ("not run" if not run else "")
+        v = plan.get("validation", {}).get("timing") or {}
+        if v.get("argument_sets") and not v.get("not_timed"):
+            validate_saving = (v["originals_ns"] - v["fused_ns"]) / v["argument_sets"]
+        else:
+            validate_saving = "not timed"
+        cells = [program, os.path.basename(d), plan.get("fusion", ""), pr.get("measured_ns", ""),
+                 pr.get("fused_ns", ""), pr.get("saving_ns", ""), pr.get("occurrences", ""), *measured,
+                 validate_saving, before, after, why]
+        out.write("\t".join(str(c) for c in cells) + "\n")
+PY
+}
+
+printf 'program\tplan\tfusion\tpredicted_originals_ns\tpredicted_fused_ns\tpredicted_saving_ns\toccurrences\tmeasured_originals_ns\tmeasured_fused_ns\tmeasured_saving_ns\tvalidate_saving_ns\tkernel_ns_before\tkernel_ns_after\tnot_timed\n' \
+  >"$out/calibration.tsv"
 printf 'program\tcandidates\tplans\tgpu_validated\tchecksum_alone\tchecksum_fused\tkernel_ns_before\tkernel_ns_after\tfused_occurrences\n' >"$out/summary.tsv"
 for exe in "$build"/examples/driver_api/{elementwise_chain,mlp_block,many_small_kernels,reduction,stencil} \
            "$build"/examples/runtime_api/{elementwise_chain,mlp_block,many_small_kernels,reduction,stencil,templates,struct_args}; do
@@ -84,6 +126,10 @@ for exe in "$build"/examples/driver_api/{elementwise_chain,mlp_block,many_small_
       "$kfuse" record -f -o "$d/after.sqlite" -- "$kfuse" run "${plans[@]}" -- "$exe"
     after_busy=$(busy "$d/after.sqlite")
   fi
+  plan_dirs=()
+  for ((i = 1; i < ${#plans[@]}; i += 2)); do plan_dirs+=("${plans[i]}"); done
+  ((${#plan_dirs[@]})) && calibration "$out/calibration.tsv" "$name" "$out/$name.run.json" \
+    "$(busy "$d/before.sqlite")" "$after_busy" "${plan_dirs[@]}"
   ncand=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1])).get("candidates", [])))' \
     "$out/$name.analyze.json" 2>/dev/null || echo "?")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$ncand" "$((${#plans[@]} / 2))" "$validated" \
@@ -91,6 +137,11 @@ for exe in "$build"/examples/driver_api/{elementwise_chain,mlp_block,many_small_
     >>"$out/summary.tsv"
 done
 column -t -s $'\t' "$out/summary.tsv" 2>/dev/null || cat "$out/summary.tsv"
+if python3 "$(dirname "$0")/calibration_table.py" "$out/calibration.tsv" >"$out/calibration.md"; then
+  echo "gpu_check: predicted against measured savings: $out/calibration.md"
+else
+  echo "gpu_check: calibration_table.py failed (see $out/calibration.md)"
+fi
 
 if [[ $gpu == yes ]] && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   src=$(cd "$(dirname "$0")/.." && pwd)

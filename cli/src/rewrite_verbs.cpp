@@ -43,6 +43,7 @@ struct RewriteVerbOptions {
   std::string layout;
   bool no_validate = false;
   uint64_t seed = 1;
+  std::string backend = "emu";
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -120,6 +121,7 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
   }
   options.validate = !o.no_validate;
   options.validation.seed = o.seed;
+  options.validation.backend = o.backend == "gpu" ? rewriter::Backend::kGpu : rewriter::Backend::kEmulator;
   if (!ctx.quiet) {
     options.progress = [](const std::string& line) { std::fprintf(stderr, "kfuse: %s\n", line.c_str()); };
   }
@@ -243,7 +245,10 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
         plan->validation.emulator == ValidationVerdict::kFailed || plan->validation.gpu == ValidationVerdict::kFailed;
     std::printf("candidate %d (%s): %s fusion -> %s/%s (%s), validation: %s%s\n", rank, c->id.c_str(),
                 core::fusionDirection(plan->fusion), dir.c_str(), plan->fused.ptx_file.c_str(),
-                plan->fused.name.c_str(), o.no_validate ? "skipped" : core::enumName(plan->validation.emulator),
+                plan->fused.name.c_str(),
+                o.no_validate        ? "skipped"
+                : o.backend == "gpu" ? core::enumName(plan->validation.gpu)
+                                     : core::enumName(plan->validation.emulator),
                 failed ? (" — " + plan->validation.mismatch).c_str() : "");
     if (failed) exit_code = std::max(exit_code, kExitCheckFailed);
   }
@@ -337,7 +342,11 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
   rw->add_option("--gpu", ro->gpu,
                  "GPU to cost for (`kfuse gpus`); default: the report's. Another GPU than the report's analyzes "
                  "again with the report's options");
-  rw->add_flag("--no-validate", ro->no_validate, "Skip validation on the emulator (run `kfuse validate` later)");
+  rw->add_flag("--no-validate", ro->no_validate, "Skip validation (run `kfuse validate` later)");
+  rw->add_option("--backend", ro->backend,
+                 "Validate on emu (the PTX emulator, default) or gpu (the CUDA driver, which also times the fused "
+                 "kernel against the originals, as `kfuse validate --backend gpu` does)")
+      ->check(CLI::IsMember({"emu", "gpu"}));
   rw->add_option("--seed", ro->seed, "Seed of the validation's random inputs");
   rw->callback([ro, &ctx] { ctx.exit_code = runRewrite(*ro, ctx); });
 

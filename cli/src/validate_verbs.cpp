@@ -1,5 +1,6 @@
 // `kfuse validate PLAN_DIR`: differential validation of a plan's fused kernel against the original launches, on
-// the emulator or (with --backend gpu) the CUDA driver. The verdict goes into the plan's plan.json.
+// the emulator or (with --backend gpu) the CUDA driver, which also times both. The verdict and the timing go into
+// the plan's plan.json.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,12 @@ nlohmann::json resultJson(const ValidateOptions& o, const rewriter::ValidationRe
   nlohmann::json j{{"plan_dir", o.plan_dir}, {"backend", o.backend}, {"passed", r.passed},
                    {"seed", o.seed},         {"runs", r.runs},       {"seconds", r.seconds},
                    {"trials", r.trials},     {"failure", r.failure}, {"mismatch", nullptr}};
+  const rewriter::PlanTiming& t = r.timing;
+  j["timing"] = {{"originals_ns", t.originals_ns},
+                 {"fused_ns", t.fused_ns},
+                 {"runs", t.runs},
+                 {"argument_sets", t.argument_sets},
+                 {"not_timed", t.not_timed}};
   if (r.mismatch) {
     const rewriter::Mismatch& m = *r.mismatch;
     j["mismatch"] = {{"argument_set", m.argument_set}, {"trial", m.trial},     {"buffer", m.buffer},
@@ -80,6 +87,16 @@ int runValidate(const ValidateOptions& o, const VerbContext& ctx) {
   } else if (result->passed) {
     std::printf("passed: %d runs bit-identical on the %s (seed %llu, %.2f s)\n", result->runs,
                 o.backend == "gpu" ? "GPU" : "emulator", static_cast<unsigned long long>(o.seed), result->seconds);
+    const rewriter::PlanTiming& t = result->timing;
+    if (t.timed()) {
+      std::printf(
+          "faster: the fused kernel took %.1f us, the %zu original launches %.1f us (medians of %d runs, "
+          "summed over %d argument sets)\n",
+          static_cast<double>(t.fused_ns) / 1e3, plan->kernels.size(), static_cast<double>(t.originals_ns) / 1e3,
+          t.runs, t.argument_sets);
+    } else if (o.backend == "gpu" && !ctx.quiet) {
+      std::printf("%s\n", t.not_timed.c_str());
+    }
   } else if (result->mismatch) {
     std::printf("FAILED: %s\n", result->mismatch->sentence().c_str());
   } else {
@@ -94,12 +111,16 @@ void registerValidateVerbs(CLI::App& app, VerbContext& ctx) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate",
-      "Run a plan's original kernels and its fused kernel on identical inputs and require bit-identical buffers");
+      "Run a plan's original kernels and its fused kernel on identical inputs and require bit-identical buffers; on "
+      "a GPU (--backend gpu) also time both and refuse a fused kernel that is not faster");
   cmd->add_option("plan_dir", o->plan_dir, "Plan directory written by `kfuse rewrite`")->required();
   cmd->add_option("--seed", o->seed, "Seed of the random trials (default 1)");
   cmd->add_option("--trials", o->trials, "Data trials per argument set (default 0: every built-in kind)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--backend", o->backend, "emu (the PTX emulator, default) or gpu (the CUDA driver)")
+  cmd->add_option("--backend", o->backend,
+                  "emu (the PTX emulator, default) or gpu (the CUDA driver: the fused kernel and the original "
+                  "launches are also timed on each argument set, one warm-up and 5 runs each, and the medians go "
+                  "into plan.json; a fused kernel that is not faster fails validation)")
       ->check(CLI::IsMember({"emu", "gpu"}));
   cmd->add_option("--max-instructions", o->max_instructions,
                   "Warp instructions one emulated launch may run before validation fails saying so (a fused kernel "

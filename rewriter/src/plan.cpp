@@ -310,6 +310,18 @@ auto argumentSetFields() {
       });
 }
 
+auto timingFields() {
+  using T = PlanTiming;
+  return jsonRecord<T>(
+      field("originals_ns", &T::originals_ns)
+          .doc("the original launches back to back: the sum over the argument sets of their median time"),
+      field("fused_ns", &T::fused_ns).doc("the fused launch: the sum over the argument sets of its median time"),
+      field("runs", &T::runs).doc("timed runs per side and argument set, after one warm-up"),
+      field("argument_sets", &T::argument_sets).doc("argument sets timed"),
+      field("not_timed", &T::not_timed)
+          .doc("why there are no figures (the emulator, the stand-in driver, no events); empty when timed"));
+}
+
 auto validationFields() {
   using V = PlanValidation;
   return jsonRecord<V>(
@@ -322,7 +334,11 @@ auto validationFields() {
       field("files", &V::files)
           .optional()
           .doc("every file the validation read, as sha256sum prints them: 64 hex digits, two spaces, the path in the "
-               "plan directory; kfuse run refuses a plan whose fused kernel changed since"));
+               "plan directory; kfuse run refuses a plan whose fused kernel changed since"),
+      field("timing", &V::timing)
+          .of(timingFields())
+          .doc("the fused kernel timed against the original launches on a GPU (kfuse validate --backend gpu), or "
+               "why it was not; a plan whose fused kernel is not faster fails validation"));
 }
 
 void checkReferences(JsonFieldReader& r, const std::string& path, const Plan& plan);
@@ -721,6 +737,16 @@ std::string planReadme(const Plan& plan) {
   if (v.runs > 0) o << "- " << v.runs << " runs, seed " << v.seed << "\n";
   if (!v.validated_at.empty()) o << "- at " << v.validated_at << "\n";
   if (!v.mismatch.empty()) o << "- first mismatch: " << v.mismatch << "\n";
+  if (v.timing && v.timing->timed()) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "- timed on a GPU: originals %.1f us, fused %.1f us (medians of %d runs, %d argument sets)\n",
+                  static_cast<double>(v.timing->originals_ns) / 1e3, static_cast<double>(v.timing->fused_ns) / 1e3,
+                  v.timing->runs, v.timing->argument_sets);
+    o << buf;
+  } else if (v.timing) {
+    o << "- " << v.timing->not_timed << "\n";
+  }
   o << "\n" << plan.argument_sets.size() << " argument sets:\n";
   for (const ArgumentSet& s : plan.argument_sets) o << "- " << (s.origin.empty() ? "(unnamed)" : s.origin) << "\n";
   if (!plan.notes.empty()) {

@@ -44,7 +44,8 @@ Plan fullPlan() {
                   8,
                   "",
                   "2026-11-25T14:00:00Z",
-                  {std::string(64, 'a') + "  fused.ptx"}};
+                  {std::string(64, 'a') + "  fused.ptx"},
+                  PlanTiming{14000, 9000, 5, 1, ""}};
   return p;
 }
 
@@ -65,6 +66,10 @@ TEST(PlanJson, RoundTripsEveryField) {
   EXPECT_EQ(back->argument_sets[1].fused_shape->grid[0], 4u);
   EXPECT_EQ(back->fused.parts[1].barrier_id, 3);
   EXPECT_EQ(back->validation.validated_at, "2026-11-25T14:00:00Z");
+  ASSERT_TRUE(back->validation.timing);
+  EXPECT_EQ(back->validation.timing->originals_ns, 14000u);
+  EXPECT_EQ(back->validation.timing->fused_ns, 9000u);
+  EXPECT_TRUE(back->validation.timing->timed());
 }
 
 TEST(PlanJson, NamesFileAndFieldOfABadModuleHash) {

@@ -293,7 +293,7 @@ Expected<Loaded> load(const Plan& plan, const std::string& dir, const Validation
   if (which == Backend::kEmulator) {
     out.backend = makeEmulatorBackend(options.max_warp_instructions);
   } else {
-    auto b = makeDriverBackend();
+    auto b = options.driver ? makeDriverBackend(*options.driver) : makeDriverBackend();
     if (!b.ok()) return b.status();
     out.backend = std::move(b).value();
   }
@@ -583,6 +583,86 @@ Expected<RunOutcome> runOnce(const Plan& plan, Loaded& l, size_t set_index, cons
   return out;
 }
 
+// Times the fused kernel against the originals on each argument set, with the data of a trial that compared
+// equal there (`equal_trial[set]`, -1: none, the set is not timed). Fills `timing`; returns the sentence that fails
+// validation when the fused kernel is not faster, else "".
+Expected<std::string> timeAgainstOriginals(const Plan& plan, Loaded& l, const std::vector<Trial>& trials,
+                                           const std::vector<int>& equal_trial, const ValidationOptions& options,
+                                           PlanTiming& timing) {
+  ValidationBackend& b = *l.backend;
+  timing = PlanTiming{};
+  for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
+    if (equal_trial[s] < 0) continue;
+    const ArgumentSet& set = plan.argument_sets[s];
+    // Puts the set's buffers and that trial's inputs in place (and checks once more that both sides agree).
+    KFUSE_ASSIGN_OR_RETURN(RunOutcome o, runOnce(plan, l, s, trials[static_cast<size_t>(equal_trial[s])]));
+    if (o.kind != RunOutcome::Kind::kEqual) continue;
+    auto restore = [&](const std::vector<uint64_t>& copies) {
+      return [&] {
+        for (size_t i = 0; i < copies.size(); ++i) {
+          KFUSE_RETURN_IF_ERROR(b.copyIn(copies[i], l.host_input[i].data(), l.host_input[i].size()));
+        }
+        return Status::okStatus();
+      };
+    };
+    std::vector<ValidationBackend::Launch> originals, fused(1);
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      ValidationBackend::Launch& launch = originals.emplace_back();
+      launch.kernel = l.originals[k].id;
+      launch.shape = set.shapes.empty() ? plan.kernels[k].shape : set.shapes[k];
+      for (const ArgValue& v : set.args[k]) launch.params.push_back(argBytes(v, l.buffers[0]));
+    }
+    fused[0].kernel = l.fused.id;
+    fused[0].shape = set.fused_shape ? *set.fused_shape : plan.fused.shape;
+    for (const FusedParam& fp : plan.fused.params) {
+      const ArgRef& r = fp.sources.front();
+      fused[0].params.push_back(
+          argBytes(set.args[static_cast<size_t>(r.kernel)][static_cast<size_t>(r.param)], l.buffers[1]));
+    }
+    auto original_ns = b.medianNs(originals, restore(l.buffers[0]), options.time_runs);
+    if (!original_ns.ok()) {
+      timing = PlanTiming{};
+      timing.not_timed = original_ns.status().message();
+      return std::string();
+    }
+    auto fused_ns = b.medianNs(fused, restore(l.buffers[1]), options.time_runs);
+    if (!fused_ns.ok()) {
+      timing = PlanTiming{};
+      timing.not_timed = fused_ns.status().message();
+      return std::string();
+    }
+    timing.originals_ns += *original_ns;
+    timing.fused_ns += *fused_ns;
+    ++timing.argument_sets;
+    if (options.progress) {
+      char line[160];
+      std::snprintf(line, sizeof line, "argument set %zu, timed: originals %.1f us, fused %.1f us (medians of %d runs)",
+                    s, static_cast<double>(*original_ns) / 1e3, static_cast<double>(*fused_ns) / 1e3,
+                    options.time_runs);
+      options.progress(line);
+    }
+  }
+  timing.runs = options.time_runs;
+  if (timing.argument_sets == 0) {
+    timing = PlanTiming{};
+    timing.not_timed = "not timed: no argument set ran on both sides";
+    return std::string();
+  }
+  if (timing.originals_ns == 0) {
+    timing = PlanTiming{};
+    timing.not_timed = "not timed: the events measured no time for the original launches";
+    return std::string();
+  }
+  if (timing.fused_ns < timing.originals_ns) return std::string();
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "measured no faster on this GPU: the fused kernel took %.1f us, the %zu original launches %.1f us "
+                "(medians of %d runs, summed over %d argument sets)",
+                static_cast<double>(timing.fused_ns) / 1e3, plan.kernels.size(),
+                static_cast<double>(timing.originals_ns) / 1e3, timing.runs, timing.argument_sets);
+  return std::string(buf);
+}
+
 }  // namespace
 
 std::string formatElement(const std::string& ptx_type, uint64_t bits) {
@@ -614,6 +694,8 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
   std::vector<Trial> trials = trialsFor(options);
   int skipped = 0;
   std::string skip_reason;
+  std::vector<int> equal_trial(plan.argument_sets.size(), -1);  // per set, the first trial that compared equal
+  result.timing.not_timed = "not timed: validation did not pass";
   auto finish = [&](bool passed) {
     result.passed = passed;
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -621,13 +703,17 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
   };
   for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
     const ArgumentSet& set = plan.argument_sets[s];
-    for (const Trial& trial : trials) {
+    for (size_t t = 0; t < trials.size(); ++t) {
+      const Trial& trial = trials[t];
       std::string line = "argument set " + std::to_string(s) + (set.origin.empty() ? "" : " (" + set.origin + ")") +
                          ", " + trial.name + ": ";
       KFUSE_ASSIGN_OR_RETURN(RunOutcome o, runOnce(plan, loaded, s, trial));
       ++result.runs;
       switch (o.kind) {
-        case RunOutcome::Kind::kEqual: line += "identical"; break;
+        case RunOutcome::Kind::kEqual:
+          line += "identical";
+          if (equal_trial[s] < 0) equal_trial[s] = static_cast<int>(t);
+          break;
         case RunOutcome::Kind::kMismatch: line += "MISMATCH: " + o.mismatch.sentence(); break;
         case RunOutcome::Kind::kFusedFailed: line += "FAILED: " + o.message; break;
         case RunOutcome::Kind::kOriginalFailed:
@@ -656,6 +742,18 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
     result.failure = "no run could compare anything: " + skip_reason;
     return finish(false);
   }
+  if (options.time_runs <= 0) {
+    result.timing.not_timed = "not timed: no timed runs were asked for";
+    return finish(true);
+  }
+  // Equal is not enough on a GPU: a fused kernel slower than the launches it replaces is refused, as `kfuse run
+  // --validate` disables it.
+  KFUSE_ASSIGN_OR_RETURN(std::string slower,
+                         timeAgainstOriginals(plan, loaded, trials, equal_trial, options, result.timing));
+  if (!slower.empty()) {
+    result.failure = slower;
+    return finish(false);
+  }
   return finish(true);
 }
 
@@ -666,6 +764,10 @@ void recordValidation(PlanValidation& validation, const ValidationOptions& optio
   validation.runs = result.runs;
   validation.mismatch = result.mismatch ? result.mismatch->sentence() : result.failure;
   validation.files = result.files;
+  // An emulator's "not timed" does not replace a GPU's figures: they say something the emulator cannot.
+  if (options.backend == Backend::kGpu || !validation.timing || !validation.timing->timed()) {
+    validation.timing = result.timing;
+  }
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);

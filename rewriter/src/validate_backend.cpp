@@ -9,6 +9,8 @@
 #include <mutex>
 
 #include "kfuse/emulator/emulator.h"
+#include "kfuse/hooks/driver_hooks.h"
+#include "kfuse/rewriter/event_timer.h"
 
 namespace kfuse::rewriter {
 
@@ -79,6 +81,10 @@ class EmulatorBackend final : public ValidationBackend {
     return device_.launch(k, shape, buffer);
   }
 
+  Expected<uint64_t> medianNs(const std::vector<Launch>&, const std::function<Status()>&, int) override {
+    return unsupported("not timed: the emulator runs kernels on the CPU, not a GPU");
+  }
+
   bool failedLaunchIsSticky() const override { return false; }
 
  private:
@@ -90,30 +96,26 @@ class EmulatorBackend final : public ValidationBackend {
 
 // ---- CUDA driver ----
 
-// The driver entry points validation needs, resolved once by their ABI names (cuda.h maps cuMemAlloc to
-// cuMemAlloc_v2 and so on with macros; dlsym needs the mapped names, see docs/cuda-notes.md §6.2).
-struct DriverApi {
-  void* handle = nullptr;
-  std::string load_error;
+// What validation needs of the driver besides hooks::DriverTable (which holds what it launches, copies and times
+// with): a device and a context of its own, and error names. Resolved once by their ABI names (cuda.h maps
+// cuCtxDestroy to cuCtxDestroy_v2 and so on with macros; dlsym needs the mapped names, see docs/cuda-notes.md §6.2).
+struct DriverSetup {
   decltype(&::cuInit) init = nullptr;
   decltype(&::cuDeviceGet) deviceGet = nullptr;
   decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
   decltype(&::cuCtxCreate_v4) ctxCreate = nullptr;
   decltype(&::cuCtxDestroy_v2) ctxDestroy = nullptr;
   decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
-  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
-  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
-  decltype(&::cuModuleUnload) moduleUnload = nullptr;
-  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
-  decltype(&::cuFuncGetParamInfo) funcGetParamInfo = nullptr;  // CUDA 12.4+; optional
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
-  decltype(&::cuMemAlloc_v2) memAlloc = nullptr;
-  decltype(&::cuMemFree_v2) memFree = nullptr;
-  decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
-  decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
-  decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
+};
+
+struct DriverApi {
+  void* handle = nullptr;
+  std::string load_error;
+  DriverSetup setup;
+  hooks::DriverTable table;
 };
 
 template <typename F>
@@ -121,6 +123,27 @@ bool resolve(void* handle, const char* name, F& out, std::string& missing) {
   out = reinterpret_cast<F>(dlsym(handle, name));
   if (!out && missing.empty()) missing = name;
   return out != nullptr;
+}
+
+template <typename F>
+void resolveSlot(void* handle, const char* name, std::atomic<F>& slot, std::string& missing) {
+  F fn = nullptr;
+  resolve(handle, name, fn, missing);
+  slot.store(fn);
+}
+
+// The table slots validation calls; the first one empty, or nullptr.
+const char* missingFromTable(const hooks::DriverTable& t) {
+  if (!t.ModuleLoadDataEx[0].load()) return "cuModuleLoadDataEx";
+  if (!t.ModuleUnload[0].load()) return "cuModuleUnload";
+  if (!t.ModuleGetFunction.load()) return "cuModuleGetFunction";
+  if (!t.LaunchKernel[0].load()) return "cuLaunchKernel";
+  if (!t.CtxSynchronizeDirect.load()) return "cuCtxSynchronize";
+  if (!t.MemAllocDirect.load()) return "cuMemAlloc_v2";
+  if (!t.MemFreeDirect.load()) return "cuMemFree_v2";
+  if (!t.MemcpyHtoDDirect.load()) return "cuMemcpyHtoD_v2";
+  if (!t.MemcpyDtoHDirect.load()) return "cuMemcpyDtoH_v2";
+  return nullptr;
 }
 
 // Loaded once per process and never unloaded: unloading a CUDA driver while any context may exist is unsafe.
@@ -134,73 +157,61 @@ const DriverApi& driverApi() {
       return a;
     }
     std::string missing;
-    resolve(a->handle, "cuInit", a->init, missing);
-    resolve(a->handle, "cuDeviceGet", a->deviceGet, missing);
-    resolve(a->handle, "cuDeviceGetCount", a->deviceGetCount, missing);
-    resolve(a->handle, "cuCtxCreate_v4", a->ctxCreate, missing);
-    resolve(a->handle, "cuCtxDestroy_v2", a->ctxDestroy, missing);
-    resolve(a->handle, "cuCtxSetCurrent", a->ctxSetCurrent, missing);
-    resolve(a->handle, "cuCtxSynchronize", a->ctxSynchronize, missing);
-    resolve(a->handle, "cuModuleLoadDataEx", a->moduleLoadDataEx, missing);
-    resolve(a->handle, "cuModuleUnload", a->moduleUnload, missing);
-    resolve(a->handle, "cuModuleGetFunction", a->moduleGetFunction, missing);
-    resolve(a->handle, "cuFuncSetAttribute", a->funcSetAttribute, missing);
-    resolve(a->handle, "cuMemAlloc_v2", a->memAlloc, missing);
-    resolve(a->handle, "cuMemFree_v2", a->memFree, missing);
-    resolve(a->handle, "cuMemcpyHtoD_v2", a->memcpyHtoD, missing);
-    resolve(a->handle, "cuMemcpyDtoH_v2", a->memcpyDtoH, missing);
-    resolve(a->handle, "cuLaunchKernel", a->launchKernel, missing);
-    resolve(a->handle, "cuGetErrorName", a->getErrorName, missing);
-    resolve(a->handle, "cuGetErrorString", a->getErrorString, missing);
-    if (!missing.empty()) {
-      a->load_error = "libcuda.so.1 has no " + missing + " (a CUDA 13 driver is needed)";
-      return a;
+    DriverSetup& s = a->setup;
+    resolve(a->handle, "cuInit", s.init, missing);
+    resolve(a->handle, "cuDeviceGet", s.deviceGet, missing);
+    resolve(a->handle, "cuDeviceGetCount", s.deviceGetCount, missing);
+    resolve(a->handle, "cuCtxCreate_v4", s.ctxCreate, missing);
+    resolve(a->handle, "cuCtxDestroy_v2", s.ctxDestroy, missing);
+    resolve(a->handle, "cuCtxSetCurrent", s.ctxSetCurrent, missing);
+    resolve(a->handle, "cuFuncSetAttribute", s.funcSetAttribute, missing);
+    resolve(a->handle, "cuGetErrorName", s.getErrorName, missing);
+    resolve(a->handle, "cuGetErrorString", s.getErrorString, missing);
+    // The hooked entry points are not among the table's queries: validation calls the driver's own.
+    resolveSlot(a->handle, "cuModuleLoadDataEx", a->table.ModuleLoadDataEx[0], missing);
+    resolveSlot(a->handle, "cuModuleUnload", a->table.ModuleUnload[0], missing);
+    resolveSlot(a->handle, "cuLaunchKernel", a->table.LaunchKernel[0], missing);
+    // The rest, cuFuncGetParamInfo (CUDA 12.4+) and the events among them, as the hooking layer finds them.
+    a->table.resolveQueries([](const char* name, void* handle) { return dlsym(handle, name); }, a->handle);
+    if (missing.empty()) {
+      if (const char* m = missingFromTable(a->table)) missing = m;
     }
-    std::string optional;
-    resolve(a->handle, "cuFuncGetParamInfo", a->funcGetParamInfo, optional);
+    if (!missing.empty()) a->load_error = "libcuda.so.1 has no " + missing + " (a CUDA 13 driver is needed)";
     return a;
   }();
   return *api;
 }
 
-std::string cuError(const DriverApi& api, CUresult r) {
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (api.getErrorName) (void)api.getErrorName(r, &name);
-  if (api.getErrorString) (void)api.getErrorString(r, &text);
-  std::string out = name ? name : "CUDA error " + std::to_string(static_cast<int>(r));
-  if (text) out += std::string(" (") + text + ")";
-  return out;
-}
-
 class DriverBackend final : public ValidationBackend {
  public:
-  explicit DriverBackend(const DriverApi& api) : api_(api) {}
+  // `setup`: the driver's own context and error functions; nullptr runs in the caller's current context.
+  DriverBackend(const hooks::DriverTable& table, const DriverSetup* setup) : t_(table), setup_(setup) {}
   ~DriverBackend() override {
-    if (!ctx_) return;
-    (void)api_.ctxSetCurrent(ctx_);
-    for (CUdeviceptr p : live_) (void)api_.memFree(p);
-    for (CUmodule m : modules_) (void)api_.moduleUnload(m);
-    (void)api_.ctxDestroy(ctx_);
+    if (setup_ && !ctx_) return;
+    if (setup_) (void)setup_->ctxSetCurrent(ctx_);
+    for (CUdeviceptr p : live_) (void)t_.MemFreeDirect.load()(p);
+    for (CUmodule m : modules_) (void)t_.ModuleUnload[0].load()(m);
+    if (setup_) (void)setup_->ctxDestroy(ctx_);
   }
 
   Status open() {
-    CUresult r = api_.init(0);
-    if (r != CUDA_SUCCESS) return unsupported("cuInit failed: " + cuError(api_, r));
+    if (!setup_) return Status::okStatus();
+    CUresult r = setup_->init(0);
+    if (r != CUDA_SUCCESS) return unsupported("cuInit failed: " + cuError(r));
     int count = 0;
-    r = api_.deviceGetCount(&count);
+    r = setup_->deviceGetCount(&count);
     if (r != CUDA_SUCCESS || count == 0) return unsupported("the CUDA driver reports no device");
     CUdevice dev = 0;
-    r = api_.deviceGet(&dev, 0);
-    if (r != CUDA_SUCCESS) return unsupported("cuDeviceGet failed: " + cuError(api_, r));
+    r = setup_->deviceGet(&dev, 0);
+    if (r != CUDA_SUCCESS) return unsupported("cuDeviceGet failed: " + cuError(r));
     // A context of our own rather than the primary one: a fault poisons the context, and validation then starts
     // a new one without disturbing anything else in the process.
     // Zeroed parameters (no execution affinity, no CIG) rather than NULL, which not every driver version accepts.
     CUctxCreateParams params{};
-    r = api_.ctxCreate(&ctx_, &params, /*flags=*/0, dev);
+    r = setup_->ctxCreate(&ctx_, &params, /*flags=*/0, dev);
     if (r != CUDA_SUCCESS) {
       ctx_ = nullptr;
-      return unsupported("cuCtxCreate failed: " + cuError(api_, r));
+      return unsupported("cuCtxCreate failed: " + cuError(r));
     }
     return Status::okStatus();
   }
@@ -212,9 +223,9 @@ class DriverBackend final : public ValidationBackend {
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* values[] = {log, reinterpret_cast<void*>(uintptr_t{sizeof log - 1})};
     CUmodule m = nullptr;
-    CUresult r = api_.moduleLoadDataEx(&m, text.c_str(), 2, options, values);
+    CUresult r = t_.ModuleLoadDataEx[0].load()(&m, text.c_str(), 2, options, values);
     if (r != CUDA_SUCCESS) {
-      std::string msg = "cuModuleLoadData failed: " + cuError(api_, r);
+      std::string msg = "cuModuleLoadData failed: " + cuError(r);
       if (log[0]) msg += ": " + std::string(log);
       return badFormat(msg);
     }
@@ -226,16 +237,16 @@ class DriverBackend final : public ValidationBackend {
     KFUSE_RETURN_IF_ERROR(current());
     if (module < 0 || static_cast<size_t>(module) >= modules_.size()) return internalError("no such module");
     CUfunction f = nullptr;
-    CUresult r = api_.moduleGetFunction(&f, modules_[static_cast<size_t>(module)], name.c_str());
+    CUresult r = t_.ModuleGetFunction.load()(&f, modules_[static_cast<size_t>(module)], name.c_str());
     if (r == CUDA_ERROR_NOT_FOUND) return notFound("no .entry " + name);
-    if (r != CUDA_SUCCESS) return badFormat("cuModuleGetFunction(" + name + ") failed: " + cuError(api_, r));
+    if (r != CUDA_SUCCESS) return badFormat("cuModuleGetFunction(" + name + ") failed: " + cuError(r));
     functions_.push_back(f);
     BackendKernel out;
     out.id = static_cast<int>(functions_.size() - 1);
-    if (api_.funcGetParamInfo) {
+    if (auto param_info = t_.FuncGetParamInfo.load()) {
       for (size_t i = 0; i < 4096; ++i) {
         size_t offset = 0, size = 0;
-        if (api_.funcGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS) break;
+        if (param_info(f, i, &offset, &size) != CUDA_SUCCESS) break;
         out.param_sizes.push_back(static_cast<uint32_t>(size));
       }
     }
@@ -245,45 +256,64 @@ class DriverBackend final : public ValidationBackend {
   Expected<uint64_t> allocate(uint64_t bytes) override {
     KFUSE_RETURN_IF_ERROR(current());
     CUdeviceptr p = 0;
-    CUresult r = api_.memAlloc(&p, bytes);
-    if (r != CUDA_SUCCESS) return ioError("cuMemAlloc(" + std::to_string(bytes) + ") failed: " + cuError(api_, r));
+    CUresult r = t_.MemAllocDirect.load()(&p, bytes);
+    if (r != CUDA_SUCCESS) return ioError("cuMemAlloc(" + std::to_string(bytes) + ") failed: " + cuError(r));
     live_.push_back(p);
     return uint64_t{p};
   }
   Status release(uint64_t ptr) override {
     KFUSE_RETURN_IF_ERROR(current());
     std::erase(live_, CUdeviceptr{ptr});
-    CUresult r = api_.memFree(ptr);
-    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemFree failed: " + cuError(api_, r));
+    CUresult r = t_.MemFreeDirect.load()(ptr);
+    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemFree failed: " + cuError(r));
   }
   Status copyIn(uint64_t dst, const void* src, uint64_t bytes) override {
     KFUSE_RETURN_IF_ERROR(current());
-    CUresult r = api_.memcpyHtoD(dst, src, bytes);
-    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemcpyHtoD failed: " + cuError(api_, r));
+    CUresult r = t_.MemcpyHtoDDirect.load()(dst, src, bytes);
+    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemcpyHtoD failed: " + cuError(r));
   }
   Status copyOut(void* dst, uint64_t src, uint64_t bytes) override {
     KFUSE_RETURN_IF_ERROR(current());
-    CUresult r = api_.memcpyDtoH(dst, src, bytes);
-    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemcpyDtoH failed: " + cuError(api_, r));
+    CUresult r = t_.MemcpyDtoHDirect.load()(dst, src, bytes);
+    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuMemcpyDtoH failed: " + cuError(r));
   }
 
   Status launch(int kernel, const core::LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) override {
     KFUSE_RETURN_IF_ERROR(current());
     if (kernel < 0 || static_cast<size_t>(kernel) >= functions_.size()) return internalError("no such kernel");
-    CUfunction f = functions_[static_cast<size_t>(kernel)];
-    std::vector<void*> args;
-    for (const auto& p : params) args.push_back(const_cast<uint8_t*>(p.data()));
-    if (shape.dynamic_shared_bytes > 48 * 1024) {
-      (void)api_.funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  static_cast<int>(shape.dynamic_shared_bytes));
-    }
-    CUresult r = api_.launchKernel(f, shape.grid.x, shape.grid.y, shape.grid.z, shape.block.x, shape.block.y,
-                                   shape.block.z, shape.dynamic_shared_bytes, /*hStream=*/nullptr, args.data(),
-                                   /*extra=*/nullptr);
-    if (r != CUDA_SUCCESS) return Status(ErrorCode::kInternal, "cuLaunchKernel failed: " + cuError(api_, r));
-    r = api_.ctxSynchronize();
-    if (r != CUDA_SUCCESS) return Status(ErrorCode::kInternal, "the kernel failed: " + cuError(api_, r));
+    CUresult r = issue(kernel, shape, params);
+    if (r != CUDA_SUCCESS) return Status(ErrorCode::kInternal, "cuLaunchKernel failed: " + cuError(r));
+    r = t_.CtxSynchronizeDirect.load()();
+    if (r != CUDA_SUCCESS) return Status(ErrorCode::kInternal, "the kernel failed: " + cuError(r));
     return Status::okStatus();
+  }
+
+  Expected<uint64_t> medianNs(const std::vector<Launch>& launches, const std::function<Status()>& restore,
+                              int runs) override {
+    if (std::string why = whyNotTimed(t_); !why.empty()) return unsupported(why);
+    KFUSE_RETURN_IF_ERROR(current());
+    for (const Launch& l : launches) {
+      if (l.kernel < 0 || static_cast<size_t>(l.kernel) >= functions_.size()) return internalError("no such kernel");
+    }
+    Status restored;
+    std::string why;
+    auto ns = medianEventNs(
+        t_, /*stream=*/nullptr, runs,
+        [&] {
+          restored = restore();
+          return restored.ok() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+        },
+        [&] {
+          CUresult r = CUDA_SUCCESS;
+          for (size_t i = 0; i < launches.size() && r == CUDA_SUCCESS; ++i) {
+            r = issue(launches[i].kernel, launches[i].shape, launches[i].params);
+          }
+          return r;
+        },
+        &why);
+    if (!restored.ok()) return restored;
+    if (!ns) return Status(ErrorCode::kInternal, why);
+    return *ns;
   }
 
   bool failedLaunchIsSticky() const override { return true; }
@@ -292,11 +322,39 @@ class DriverBackend final : public ValidationBackend {
  private:
   // Validation may run on any host thread; the context is made current before every call.
   Status current() {
-    CUresult r = api_.ctxSetCurrent(ctx_);
-    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuCtxSetCurrent failed: " + cuError(api_, r));
+    if (!setup_) return Status::okStatus();
+    CUresult r = setup_->ctxSetCurrent(ctx_);
+    return r == CUDA_SUCCESS ? Status::okStatus() : ioError("cuCtxSetCurrent failed: " + cuError(r));
   }
 
-  const DriverApi& api_;
+  // Enqueues one launch on the default stream, without waiting for it.
+  CUresult issue(int kernel, const core::LaunchShape& shape, const std::vector<std::vector<uint8_t>>& params) {
+    CUfunction f = functions_[static_cast<size_t>(kernel)];
+    std::vector<void*> args;
+    for (const auto& p : params) args.push_back(const_cast<uint8_t*>(p.data()));
+    if (shape.dynamic_shared_bytes > 48 * 1024 && setup_) {
+      (void)setup_->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     static_cast<int>(shape.dynamic_shared_bytes));
+    }
+    return t_.LaunchKernel[0].load()(f, shape.grid.x, shape.grid.y, shape.grid.z, shape.block.x, shape.block.y,
+                                     shape.block.z, shape.dynamic_shared_bytes, /*hStream=*/nullptr, args.data(),
+                                     /*extra=*/nullptr);
+  }
+
+  std::string cuError(CUresult r) const {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (setup_) {
+      (void)setup_->getErrorName(r, &name);
+      (void)setup_->getErrorString(r, &text);
+    }
+    std::string out = name ? name : "CUDA error " + std::to_string(static_cast<int>(r));
+    if (text) out += std::string(" (") + text + ")";
+    return out;
+  }
+
+  const hooks::DriverTable& t_;
+  const DriverSetup* setup_;
   CUcontext ctx_ = nullptr;
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;
@@ -314,9 +372,14 @@ std::unique_ptr<ValidationBackend> makeEmulatorBackend(uint64_t max_warp_instruc
 Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend() {
   const DriverApi& api = driverApi();
   if (!api.load_error.empty()) return unsupported(api.load_error);
-  auto backend = std::make_unique<DriverBackend>(api);
+  auto backend = std::make_unique<DriverBackend>(api.table, &api.setup);
   KFUSE_RETURN_IF_ERROR(backend->open());
   return std::unique_ptr<ValidationBackend>(std::move(backend));
+}
+
+Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend(const hooks::DriverTable& table) {
+  if (const char* missing = missingFromTable(table)) return unsupported(std::string("the driver has no ") + missing);
+  return std::unique_ptr<ValidationBackend>(std::make_unique<DriverBackend>(table, /*setup=*/nullptr));
 }
 
 }  // namespace kfuse::rewriter

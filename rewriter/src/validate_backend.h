@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,6 +15,10 @@
 
 #include "kfuse/core/status.h"
 #include "kfuse/rewriter/fusion.h"
+
+namespace kfuse::hooks {
+struct DriverTable;
+}
 
 namespace kfuse::rewriter {
 
@@ -43,6 +48,18 @@ class ValidationBackend {
   virtual Status launch(int kernel, const core::LaunchShape& shape,
                         const std::vector<std::vector<uint8_t>>& params) = 0;
 
+  // How long `launches` take on the device, issued back to back: one untimed warm-up, then `runs` timed runs, each
+  // preceded by `restore` (untimed: the inputs put back), and the median in nanoseconds. kUnsupported, with a
+  // sentence starting "not timed: ", from a backend whose times say nothing about a GPU (the emulator, kfuse's
+  // stand-in driver) or that cannot time; another error when a timed run fails.
+  struct Launch {
+    int kernel = -1;
+    core::LaunchShape shape;
+    std::vector<std::vector<uint8_t>> params;
+  };
+  virtual Expected<uint64_t> medianNs(const std::vector<Launch>& launches, const std::function<Status()>& restore,
+                                      int runs) = 0;
+
   // Bytes of canary the validator puts after each buffer and checks after every run. The emulator needs none: its
   // allocations sit between unmapped gaps, so a stray access faults. A GPU faults only past its allocation
   // granularity (hundreds of bytes or more), so a kernel writing a little past its buffer would go unseen there.
@@ -60,5 +77,8 @@ std::unique_ptr<ValidationBackend> makeEmulatorBackend(uint64_t max_warp_instruc
 // The CUDA driver API from libcuda.so.1, loaded with dlopen when first needed (kfuse never links it), on device
 // 0 in a context of its own. kUnsupported when there is no driver or no device.
 Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend();
+// The driver behind `table` (a fake one in tests), in the calling thread's current context: it creates no
+// context. `table` must outlive the backend.
+Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend(const hooks::DriverTable& table);
 
 }  // namespace kfuse::rewriter

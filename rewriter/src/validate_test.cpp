@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <map>
+#include <vector>
+
+#include "kfuse/hooks/driver_hooks.h"
 
 #include "temp_dir.h"
 #include "test_plans.h"
@@ -40,6 +45,24 @@ TEST(Validate, HandWrittenFusionOfScaleAndAddPassesEveryTrial) {
   EXPECT_EQ(lines[0], "argument set 0 (launches 0-1 of the trace), random (seed 7): identical");
   EXPECT_EQ(lines[5], "argument set 1 (ragged: n = 1000 with block 256), edge values: identical");
   EXPECT_EQ(r->trials, lines);
+}
+
+TEST(Validate, EmulatorSaysWhyItDoesNotTime) {
+  fs::path dir = planDir("emu_timing");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << r->failure;
+  EXPECT_FALSE(r->timing.timed());
+  EXPECT_EQ(r->timing.not_timed, "not timed: the emulator runs kernels on the CPU, not a GPU");
+  // Recorded so, unless a GPU's figures are there already: those stay.
+  PlanValidation v;
+  recordValidation(v, emu(), *r);
+  ASSERT_TRUE(v.timing);
+  EXPECT_EQ(v.timing->not_timed, r->timing.not_timed);
+  v.timing = PlanTiming{20000, 12000, 5, 2, ""};
+  recordValidation(v, emu(), *r);
+  EXPECT_EQ(v.timing->fused_ns, 12000u);
 }
 
 TEST(Validate, CorruptedFusionNamesBufferElementAndBothValues) {
@@ -275,6 +298,189 @@ TEST(DriverBackend, FaultingFusedKernelFailsValidation) {
   // 24 threads past n = 1000 write 96 bytes past the buffer: inside a GPU's allocation granularity, so no fault
   // there (seen on an H100: validation passed); the guard after each buffer catches it on every driver.
   EXPECT_NE(r->failure.find("wrote past the end of"), std::string::npos) << r->failure;
+}
+
+// ---- timing, on a fake driver ----
+// The driver's function table filled with a fake GPU: "device" memory is host memory, the three kernels of the
+// scale/add plan run in C++, and a clock advances by each kernel's cost (microseconds, by name) at every launch;
+// an event records the clock. The same seam as the injector's tests (rewriter/inject/src/injector_test.cpp).
+struct FakeGpu {
+  std::map<std::string, double> cost_us;
+  double clock_us = 0;
+  std::vector<double> events;
+  std::vector<std::string> functions;  // CUfunction = index + 1
+  std::vector<std::string> launches;
+};
+FakeGpu* g_gpu = nullptr;
+
+template <class T>
+T param(void** params, int i) {
+  T v;
+  std::memcpy(&v, params[i], sizeof v);
+  return v;
+}
+
+CUresult CUDAAPI fakeLaunch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            CUstream, void** p, void**) {
+  const std::string& name = g_gpu->functions.at(reinterpret_cast<size_t>(f) - 1);
+  g_gpu->launches.push_back(name);
+  g_gpu->clock_us += g_gpu->cost_us[name];
+  if (name == "scale") {  // scale(x, y, alpha, n): y = alpha x
+    auto x = param<const float*>(p, 0);
+    auto y = param<float*>(p, 1);
+    for (int i = 0, n = param<int>(p, 3); i < n; ++i) y[i] = param<float>(p, 2) * x[i];
+  } else if (name == "add") {  // add(y, b, c, n): c = y + b
+    auto y = param<const float*>(p, 0), b = param<const float*>(p, 1);
+    auto c = param<float*>(p, 2);
+    for (int i = 0, n = param<int>(p, 3); i < n; ++i) c[i] = y[i] + b[i];
+  } else {  // kfuse_scale_add(x, y, alpha, n, b, c)
+    auto x = param<const float*>(p, 0), b = param<const float*>(p, 4);
+    auto y = param<float*>(p, 1), c = param<float*>(p, 5);
+    for (int i = 0, n = param<int>(p, 3); i < n; ++i) {
+      y[i] = param<float>(p, 2) * x[i];
+      c[i] = y[i] + b[i];
+    }
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeModuleLoad(CUmodule* m, const void*, unsigned, CUjit_option*, void**) {
+  *m = reinterpret_cast<CUmodule>(0x1000);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeModuleUnload(CUmodule) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeGetFunction(CUfunction* f, CUmodule, const char* name) {
+  if (std::string(name) != "scale" && std::string(name) != "add" && std::string(name) != "kfuse_scale_add") {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  g_gpu->functions.push_back(name);
+  *f = reinterpret_cast<CUfunction>(g_gpu->functions.size());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeSync() {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeAlloc(CUdeviceptr* p, size_t bytes) {
+  *p = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI fakeFree(CUdeviceptr p) {
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeEventCreate(CUevent* e, unsigned) {
+  g_gpu->events.push_back(0);
+  *e = reinterpret_cast<CUevent>(g_gpu->events.size());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeEventRecord(CUevent e, CUstream) {
+  g_gpu->events.at(reinterpret_cast<size_t>(e) - 1) = g_gpu->clock_us;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeEventElapsed(float* ms, CUevent a, CUevent b) {
+  *ms = static_cast<float>(
+      (g_gpu->events.at(reinterpret_cast<size_t>(b) - 1) - g_gpu->events.at(reinterpret_cast<size_t>(a) - 1)) / 1e3);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fakeEventDestroy(CUevent) {
+  return CUDA_SUCCESS;
+}
+
+class FakeDriverTiming : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_gpu = &gpu_;
+    table_.LaunchKernel[0] = &fakeLaunch;
+    table_.ModuleLoadDataEx[0] = &fakeModuleLoad;
+    table_.ModuleUnload[0] = &fakeModuleUnload;
+    table_.ModuleGetFunction = &fakeGetFunction;
+    table_.CtxSynchronizeDirect = &fakeSync;
+    table_.MemAllocDirect = &fakeAlloc;
+    table_.MemFreeDirect = &fakeFree;
+    table_.MemcpyHtoDDirect = &fakeHtoD;
+    table_.MemcpyDtoHDirect = &fakeDtoH;
+    table_.EventCreate = &fakeEventCreate;
+    table_.EventRecordDirect = &fakeEventRecord;
+    table_.EventElapsedTime = &fakeEventElapsed;
+    table_.EventDestroy = &fakeEventDestroy;
+  }
+  void TearDown() override { g_gpu = nullptr; }
+
+  ValidationOptions gpu() const {
+    ValidationOptions o;
+    o.backend = Backend::kGpu;
+    o.driver = &table_;
+    return o;
+  }
+
+  FakeGpu gpu_;
+  hooks::DriverTable table_;
+};
+
+TEST_F(FakeDriverTiming, FasterFusedKernelPassesWithBothMediansInThePlan) {
+  gpu_.cost_us = {{"scale", 5}, {"add", 5}, {"kfuse_scale_add", 6}};
+  fs::path dir = planDir("timed_faster");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  auto r = validatePlan(plan, dir.string(), gpu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << r->failure;
+  EXPECT_EQ(r->runs, 8);
+  ASSERT_TRUE(r->timing.timed()) << r->timing.not_timed;
+  EXPECT_EQ(r->timing.originals_ns, 20000u);  // 2 argument sets x (5 + 5) us
+  EXPECT_EQ(r->timing.fused_ns, 12000u);      // 2 argument sets x 6 us
+  EXPECT_EQ(r->timing.runs, 5);
+  EXPECT_EQ(r->timing.argument_sets, 2);
+  // Per argument set: one warm-up and 5 timed runs of each side, after the 4 compared runs of each set, and one
+  // more compared run that puts the set's data in place for the timing.
+  size_t fused_launches = 0;
+  for (const std::string& name : gpu_.launches) fused_launches += name == "kfuse_scale_add";
+  EXPECT_EQ(fused_launches, 2u * (4 + 1 + 1 + 5));
+
+  recordValidation(plan.validation, gpu(), *r);
+  ASSERT_TRUE(writePlan(dir.string(), plan).ok());
+  auto back = readPlan(dir.string());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->validation.gpu, ValidationVerdict::kPassed);
+  ASSERT_TRUE(back->validation.timing);
+  EXPECT_EQ(back->validation.timing->originals_ns, 20000u);
+  EXPECT_EQ(back->validation.timing->fused_ns, 12000u);
+  EXPECT_NE(readFile(dir / "plan.json").find("\"originals_ns\": 20000"), std::string::npos);
+}
+
+TEST_F(FakeDriverTiming, SlowerFusedKernelIsRefusedNamingBothMedians) {
+  gpu_.cost_us = {{"scale", 5}, {"add", 5}, {"kfuse_scale_add", 12}};
+  fs::path dir = planDir("timed_slower");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  auto r = validatePlan(plan, dir.string(), gpu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->passed);
+  EXPECT_FALSE(r->mismatch);
+  EXPECT_EQ(r->failure,
+            "measured no faster on this GPU: the fused kernel took 24.0 us, the 2 original launches 20.0 us "
+            "(medians of 5 runs, summed over 2 argument sets)");
+  EXPECT_EQ(r->timing.fused_ns, 24000u);
+  recordValidation(plan.validation, gpu(), *r);
+  EXPECT_EQ(plan.validation.gpu, ValidationVerdict::kFailed);
+  EXPECT_EQ(plan.validation.mismatch, r->failure);
+}
+
+TEST_F(FakeDriverTiming, StandInDriverIsNotTimed) {
+  table_.EmuGetLaunch = [](uint64_t, void*) { return 0; };
+  fs::path dir = planDir("timed_standin");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  auto r = validatePlan(plan, dir.string(), gpu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->passed) << r->failure;
+  EXPECT_EQ(r->timing.not_timed, "not timed: the stand-in driver runs kernels on the CPU, not a GPU");
 }
 
 }  // namespace

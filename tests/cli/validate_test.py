@@ -168,6 +168,9 @@ class Validate(unittest.TestCase):
         self.assertIn("bit-identical on the GPU", out)
         v = self.read_plan()["validation"]
         self.assertEqual((v["emulator"], v["gpu"]), ("not-run", "passed"))
+        # The stand-in runs kernels on the CPU: no times that would say anything about a GPU.
+        self.assertIn("stand-in", v["timing"]["not_timed"])
+        self.assertEqual(v["timing"]["argument_sets"], 0)
 
     def test_gpu_backend_without_a_driver_exits_2(self):
         env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}

@@ -374,13 +374,10 @@ struct Injector::Impl {
   CUresult validateAndLaunch(StreamSlot& s, size_t pi, CUfunction fn);
   // On a GPU, after a passed validation: times the originals and the fused kernel on the occurrence's stream (each
   // run preceded by `restore`, which puts the inputs back) and disables the plan when the fused kernel's median is
-  // not below the originals'. The buffers are left as `restore` then `finish` leave them.
+  // not below the originals' (rewriter::medianEventNs, options.time_runs runs each). The buffers are left as
+  // `restore` then `finish` leave them.
   void timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction fn, const std::function<CUresult()>& restore,
                             const std::function<CUresult()>& finish);
-  // The median time of options.time_runs runs of `run` (after one warm-up), each after `restore`, between two events
-  // on `stream`; nullopt with *why when the driver cannot time them.
-  std::optional<uint64_t> medianNs(CUstream stream, const std::function<CUresult()>& restore,
-                                   const std::function<CUresult()>& run, std::string* why);
 
   // ---- modules, fused kernels, statistics (injector.cpp) ----
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "injector_impl.h"
+#include "kfuse/rewriter/event_timer.h"
 
 namespace kfuse::inject {
 namespace {
@@ -163,58 +164,18 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
   return r;
 }
 
-std::optional<uint64_t> Injector::Impl::medianNs(CUstream stream, const std::function<CUresult()>& restore,
-                                                 const std::function<CUresult()>& run, std::string* why) {
-  DriverTable& t = table();
-  auto create = t.EventCreate.load();
-  auto record = t.EventRecordDirect.load();
-  auto elapsed = t.EventElapsedTime.load();
-  auto destroy = t.EventDestroy.load();
-  auto sync = t.CtxSynchronizeDirect.load();
-  CUevent start = nullptr, stop = nullptr;
-  CUresult r = create(&start, CU_EVENT_DEFAULT);
-  if (r == CUDA_SUCCESS) r = create(&stop, CU_EVENT_DEFAULT);
-  std::vector<uint64_t> ns;
-  for (int i = 0; i <= options.time_runs && r == CUDA_SUCCESS; ++i) {  // run 0 warms up
-    r = restore();
-    if (r == CUDA_SUCCESS) r = sync();
-    if (r == CUDA_SUCCESS) r = record(start, stream);
-    if (r == CUDA_SUCCESS) r = run();
-    if (r == CUDA_SUCCESS) r = record(stop, stream);
-    if (r == CUDA_SUCCESS) r = sync();
-    float ms = 0;
-    if (r == CUDA_SUCCESS) r = elapsed(&ms, start, stop);
-    if (r == CUDA_SUCCESS && i > 0) ns.push_back(static_cast<uint64_t>(static_cast<double>(ms) * 1e6 + 0.5));
-  }
-  if (destroy) {
-    if (start) destroy(start);
-    if (stop) destroy(stop);
-  }
-  if (r != CUDA_SUCCESS || ns.empty()) {
-    *why = "timing failed: " + errorName(r);
-    return std::nullopt;
-  }
-  std::sort(ns.begin(), ns.end());
-  return ns[ns.size() / 2];
-}
-
 void Injector::Impl::timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction fn,
                                           const std::function<CUresult()>& restore,
                                           const std::function<CUresult()>& finish) {
   PlanState& st = *plans[pi];
   DriverTable& t = table();
-  std::string why;
   if (options.time_runs <= 0) return;
-  if (t.EmuGetLaunch.load()) {
-    why = "not timed: the stand-in driver runs kernels on the CPU, not a GPU";
-  } else if (!t.EventCreate.load() || !t.EventRecordDirect.load() || !t.EventElapsedTime.load()) {
-    why = "not timed: the driver has no cuEventCreate, cuEventRecord or cuEventElapsedTime";
-  }
+  std::string why = rewriter::whyNotTimed(t);
   std::optional<uint64_t> originals, fused;
   if (why.empty()) {
     const CUstream stream = s.launches[0].stream;
-    originals = medianNs(
-        stream, restore,
+    originals = rewriter::medianEventNs(
+        t, stream, options.time_runs, restore,
         [&] {
           CUresult c = CUDA_SUCCESS;
           for (int i = 0; i < s.count && c == CUDA_SUCCESS; ++i) c = issueOriginal(s, i);
@@ -222,8 +183,8 @@ void Injector::Impl::timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction f
         },
         &why);
     if (originals)
-      fused = medianNs(
-          stream, restore, [&] { return launchFused(s, pi, fn, false); }, &why);
+      fused = rewriter::medianEventNs(
+          t, stream, options.time_runs, restore, [&] { return launchFused(s, pi, fn, false); }, &why);
     if (const CUresult c = finish(); c != CUDA_SUCCESS && why.empty()) why = "timing failed: " + errorName(c);
   }
   if (originals && *originals == 0) why = "not timed: the events measured no time for the original launches";

@@ -148,6 +148,19 @@ constexpr std::span<const core::EnumName<ValidationVerdict>> nameTable(Validatio
   return kValidationVerdictNames;
 }
 
+// The fused kernel timed against the original launches in sequence, on a GPU (`kfuse validate --backend gpu`):
+// per argument set, one warm-up and `runs` timed runs of each side, between device events; the figures are the sums
+// over the argument sets of each side's median. The same measurement as `kfuse run --validate`'s run statistics
+// (`timing`), made on the plan's recorded arguments instead of the application's.
+struct PlanTiming {
+  uint64_t originals_ns = 0;  // the original launches, issued back to back
+  uint64_t fused_ns = 0;      // the fused launch
+  int runs = 0;               // timed runs per side and argument set (after one warm-up)
+  int argument_sets = 0;      // argument sets timed
+  std::string not_timed;      // why there are no figures ("not timed: the emulator ..."); empty when timed
+  bool timed() const { return not_timed.empty() && argument_sets > 0; }
+};
+
 struct PlanValidation {
   bool ptxas_ok = false;
   std::vector<std::string> ptxas_archs;
@@ -160,6 +173,9 @@ struct PlanValidation {
   // Every file the validation read, as `sha256sum` prints them ("<64 hex>  fused.ptx"): `kfuse run` refuses a plan
   // whose fused kernel changed since. Empty in plans written before kfuse recorded them.
   std::vector<std::string> files;
+  // The last timing of the fused kernel against the originals: figures from a GPU, or why there are none. An
+  // emulator validation leaves a GPU's figures in place. Absent in plans written before kfuse timed validation.
+  std::optional<PlanTiming> timing;
 };
 
 struct Plan {

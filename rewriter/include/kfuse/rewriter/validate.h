@@ -16,6 +16,10 @@
 #include "kfuse/core/status.h"
 #include "kfuse/rewriter/plan.h"
 
+namespace kfuse::hooks {
+struct DriverTable;
+}
+
 namespace kfuse::rewriter {
 
 enum class Backend { kEmulator, kGpu };
@@ -25,12 +29,20 @@ const char* backendName(Backend b);  // "emu", "gpu"
 // kernel that never ends fails validation with the budget named instead of running forever.
 inline constexpr uint64_t kDefaultValidationInstructions = uint64_t{1} << 30;
 
+// Timed runs per side and argument set when validation times the fused kernel (after one warm-up): as many as
+// `kfuse run --validate` makes.
+inline constexpr int kValidationTimeRuns = 5;
+
 struct ValidationOptions {
   uint64_t seed = 1;
   int trials = 0;  // data trials per argument set; 0 = every built-in trial kind (random, edge values, ...)
   Backend backend = Backend::kEmulator;
   uint64_t max_warp_instructions = kDefaultValidationInstructions;  // per emulated launch; 0: no budget
   std::function<void(const std::string&)> progress;                 // one line per run, may be empty
+  int time_runs = kValidationTimeRuns;                              // timed runs per side on a GPU; 0: no timing
+  // The gpu backend's driver: nullptr loads libcuda.so.1 and opens a context of its own; a table (a fake driver in
+  // tests) is used as it is, in the calling thread's current context, and must outlive the validation.
+  const hooks::DriverTable* driver = nullptr;
 };
 
 struct Mismatch {
@@ -56,6 +68,8 @@ struct ValidationResult {
   std::string failure;  // a launch that failed on one side (out-of-bounds, deadlock), or why nothing could run
   double seconds = 0;
   std::vector<std::string> files;  // the files it read, as sha256sum prints them (PlanValidation::files)
+  // The fused kernel timed against the originals, once every run compared equal: figures on a GPU, else why not.
+  PlanTiming timing;
 };
 
 // Runs the plan's originals and fused kernel from `plan_dir`. An error Status is for a plan that cannot be run at
@@ -66,11 +80,16 @@ struct ValidationResult {
 // held to them; when every run is skipped, validation fails. Runs stop at the first mismatch or failure.
 // Trials per argument set: random (options.seed), edge values, zeros, small values; `trials` > 4 adds random
 // trials with seeds seed+4, seed+5, ...
+// When every run compared equal, the fused kernel is timed against the originals issued back to back on each
+// argument set (random data; one warm-up, options.time_runs runs of each side, the median; PlanTiming). A backend
+// that cannot time says why in `timing.not_timed` (the emulator, the stand-in driver); on a GPU a fused kernel that
+// is not faster fails validation, with both times in `failure`.
 Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir,
                                         const ValidationOptions& options);
 
 // Records `result` in the plan's validation block: the backend's verdict ("passed"/"failed"), the seed, the runs,
-// the first mismatch as a sentence (or the failure), and `validated_at` (ISO 8601 UTC, now). Whoever stores
+// the first mismatch as a sentence (or the failure), the timing (an emulator validation leaves a GPU's figures in
+// place) and `validated_at` (ISO 8601 UTC, now). Whoever stores
 // validation elsewhere (the trace database) takes the same ValidationResult.
 void recordValidation(PlanValidation& validation, const ValidationOptions& options, const ValidationResult& result);
 
