@@ -435,10 +435,10 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
     const FlopCounts flops = analysis.kernelFlops(i, fs);
     a.flops += flops.total();
     a.ns += analysis.durationNs(i);
-    const double estimated = analysis.estimatedBytes(i);
-    a.predicted_bytes += estimated;
-    a.predicted_ns += cost::launchRooflineNs(estimated, flops, analysis.launchResources(analysis.launch(i)), r.gpu,
-                                             {analysis.kernelL1Bytes(i), 0});
+    const Analysis::KernelEstimate estimated = analysis.estimateKernel(i);
+    a.predicted_bytes += estimated.bytes;
+    a.predicted_ns += cost::launchRooflineNs(estimated.bytes, flops, analysis.launchResources(analysis.launch(i)),
+                                             r.gpu, {estimated.l1_bytes, 0});
     a.launches++;
   }
   for (const auto& [fid, a] : per_function) {

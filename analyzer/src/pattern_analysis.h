@@ -105,10 +105,12 @@ class Analysis {
   // `b`'s cache fields for use `u` of op `op` whose DRAM bytes are `r` and `w`: paramTraffic where known, else the
   // DRAM bytes once, as coalesced requests.
   void fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, const UseEstimate& w, cost::UseBytes& b) const;
-  // The sum of fillTraffic's l1_bytes over a kernel's uses.
-  double kernelL1Bytes(size_t op) const;
-  // A kernel's DRAM bytes as the cost model estimates them from its uses (useBytes), whatever the metrics say.
-  double estimatedBytes(size_t op) const;
+  // A kernel as the cost model estimates it from its uses, whatever the metrics say: DRAM bytes (useBytes) and L1
+  // request bytes (fillTraffic), summed over the uses.
+  struct KernelEstimate {
+    double bytes = 0, l1_bytes = 0;
+  };
+  KernelEstimate estimateKernel(size_t op) const;
 
   // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
   // from the use's offset to its end; 0 when the allocation is unknown.

@@ -209,23 +209,17 @@ void Analysis::fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, 
   b.strided_load_l1_bytes = 0;
 }
 
-double Analysis::estimatedBytes(size_t op) const {
-  double bytes = 0;
-  for (const BufferUse& u : g_.ops[op].uses) {
-    bytes += useBytes(op, u, /*reads=*/true).bytes + useBytes(op, u, /*reads=*/false).bytes;
-  }
-  return bytes;
-}
-
-double Analysis::kernelL1Bytes(size_t op) const {
-  double bytes = 0;
+Analysis::KernelEstimate Analysis::estimateKernel(size_t op) const {
+  KernelEstimate e;
   for (const BufferUse& u : g_.ops[op].uses) {
     if (!readsMode(u.mode) && !writesMode(u.mode)) continue;
+    const UseEstimate r = useBytes(op, u, /*reads=*/true), w = useBytes(op, u, /*reads=*/false);
     cost::UseBytes b;
-    fillTraffic(op, u, useBytes(op, u, /*reads=*/true), useBytes(op, u, /*reads=*/false), b);
-    bytes += b.l1_bytes;
+    fillTraffic(op, u, r, w, b);
+    e.bytes += r.bytes + w.bytes;
+    e.l1_bytes += b.l1_bytes;
   }
-  return bytes;
+  return e;
 }
 
 // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
@@ -378,7 +372,7 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
     k.times = {launch(op).api_start_ns, o.gpu_start_ns, o.gpu_end_ns};
     k.shape = launchResources(launch(op));
     k.stream = o.stream_id == core::kNoId ? -1 : o.stream_id;
-    k.l1_bytes = kernelL1Bytes(op);
+    k.l1_bytes = estimateKernel(op).l1_bytes;
     // The emulator counts every global load and store a kernel ran: at least that much goes through the L1.
     if (k.bytes_source == cost::Source::kEmulated) k.l1_bytes = std::max(k.l1_bytes, k.bytes);
     in.kernels.push_back(k);
