@@ -376,11 +376,10 @@ TEST(CostModel, FusedTimeNeverExceedsTheMembersTimesWhateverTheByteEstimateSays)
   EXPECT_NE(c.note.find("the fused time is capped at the kernels' time"), std::string::npos) << c.note;
 }
 
-TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducerOnceMorePerRecomputation) {
-  const core::GpuSpec g = testGpu();
-  // A prologue fusion, memory only: producer P (1,000 ns) and consumer C (2,000 ns), GPU times measured; the consumer
-  // reads P's output 4 times over (recompute_times 4), and the fused kernel re-reads P's inputs each time: fused bytes
-  // 1e7 -> 10,000 ns at the roof (achieved 1: the consumer's uses 2e6 B take 2,000 ns, its whole time).
+// A prologue pair, GPU times measured on one stream: producer P [0, 1,000] ns reads 5e5 B and writes 5e5 B of the
+// intermediate; consumer C, issued at 500 ns while P ran, runs [1,000, 3,000] and reads 2e6 B of it. The fused kernel
+// runs in C's launch (anchor) and recomputes P.
+OccurrenceInput prologuePair() {
   OccurrenceInput in;
   in.kind = CandidateKind::kVertical;
   in.kernels = {onStream(kernel(1e6, Source::kPtxEstimate, {0, 0, 1'000}, 1'000), 1),
@@ -391,6 +390,15 @@ TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducer
   in.live = {false, false};
   in.anchor = 1;
   in.recompute = 0;
+  return in;
+}
+
+TEST(CostModel, RecomputationMayMakeTheFusedKernelSlowerButNoMoreThanTheProducerOnceMorePerRecomputation) {
+  const core::GpuSpec g = testGpu();
+  // A prologue fusion, memory only: producer P (1,000 ns) and consumer C (2,000 ns), GPU times measured; the consumer
+  // reads P's output 4 times over (recompute_times 4), and the fused kernel re-reads P's inputs each time: fused bytes
+  // 1e7 -> 10,000 ns at the roof (achieved 1: the consumer's uses 2e6 B take 2,000 ns, its whole time).
+  OccurrenceInput in = prologuePair();
   in.recompute_times = 4;
   in.fused_bytes = 1e7;
   const CostEstimate c = occurrenceCost(in, g);
@@ -471,16 +479,7 @@ TEST(CostModel, RecomputingAtAnUncoalescedConsumerCostsItsL2Requests) {
   // when it ended (no idle time). C reads the intermediate once (recompute_times 1), but a thread per row: each of
   // its loads, recomputed, reads P's inputs in the same uncoalesced pattern, requests the L1 does not keep: 2e7 B
   // of L2, 4,000 ns in C's launch (1,000 blocks: the whole GPU).
-  OccurrenceInput in;
-  in.kind = CandidateKind::kVertical;
-  in.kernels = {onStream(kernel(1e6, Source::kPtxEstimate, {0, 0, 1'000}, 1'000), 1),
-                onStream(kernel(2e6, Source::kPtxEstimate, {500, 1'000, 3'000}, 1'000), 1)};
-  in.uses = {{0, 0, 5e5, 0, true, Source::kPtxEstimate},
-             {0, 1, 0, 5e5, true, Source::kPtxEstimate},
-             {1, 1, 2e6, 0, true, Source::kPtxEstimate}};
-  in.live = {false, false};
-  in.anchor = 1;
-  in.recompute = 0;
+  OccurrenceInput in = prologuePair();
   in.recompute_times = 1;
   in.fused_bytes = 5e5;
   in.fused_l2_bytes = 2e7;
