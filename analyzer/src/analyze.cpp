@@ -1,6 +1,9 @@
 // analyze(): the steps of `kfuse analyze`, over the Analysis of pattern_analysis.h.
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -541,6 +544,11 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   Report r;
   r.options = options;
   r.input_path = input_path;
+  if (auto it = original.trace.metadata.extra.find("kineto.rank"); it != original.trace.metadata.extra.end()) {
+    char* end = nullptr;
+    const long rank = std::strtol(it->second.c_str(), &end, 10);
+    if (end && *end == '\0' && !it->second.empty() && rank >= 0 && rank <= INT32_MAX) r.rank = static_cast<int>(rank);
+  }
   r.input_format = input.format;
   r.producer = t.metadata.producer;
   r.stats = t.stats;

@@ -1,7 +1,9 @@
 // `kfuse analyze`: import any supported trace, find fusion candidates, print and write the report.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -60,6 +62,40 @@ int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
       return reportError(s);
     }
     if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", o.json_out.c_str());
+  }
+  return kExitOk;
+}
+
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string json_out;
+  size_t top = 10;
+};
+
+// The reduce step of a multi-rank analysis: rank reports written by `kfuse analyze RANK --json`, merged by pattern.
+int runMerge(const MergeOptions& o, const VerbContext& ctx) {
+  std::function<void(size_t, size_t)> progress;
+  if (!ctx.quiet) {
+    progress = [last = std::chrono::steady_clock::now()](size_t done, size_t total) mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (done == total || now - last > std::chrono::seconds(3)) {
+        last = now;
+        std::fprintf(stderr, "kfuse: merged %zu of %zu rank reports\n", done, total);
+      }
+    };
+  }
+  auto report = analyzer::mergeRankReports(o.inputs, progress);
+  if (!report) return reportError(report.status(), kExitBadInput);
+  std::cout << analyzer::multiRankToText(*report, o.top);
+  if (!o.json_out.empty()) {
+    if (Status s = writeText(o.json_out, analyzer::multiRankToJson(*report).dump(2) + "\n"); !s.ok()) {
+      return reportError(s);
+    }
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", o.json_out.c_str());
+  }
+  if (!report->left_out.empty()) {
+    std::fprintf(stderr, "kfuse: %zu of %zu rank reports left out (listed above)\n", report->left_out.size(),
+                 report->left_out.size() + report->ranks.size());
   }
   return kExitOk;
 }
@@ -185,6 +221,19 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
     o->input = o->inputs.front();
     ctx.exit_code = runAnalyze(*o, ctx);
   });
+
+  auto m = std::make_shared<MergeOptions>();
+  CLI::App* merge = app.add_subcommand(
+      "merge",
+      "Merge the reports of a distributed job's ranks (each written by `kfuse analyze RANK --json FILE`, anywhere: "
+      "a Slurm job array, xargs -P) by pattern, as `kfuse analyze` does with several traces in one process: "
+      "savings summed, per-rank shares, straggler ranks named. Reports are read one at a time; a missing or "
+      "unreadable one is left out and said");
+  merge->add_option("reports", m->inputs, "Rank reports (.json), or directories of them")->required();
+  merge->add_option("-o,--json", m->json_out, "Write the merged report as JSON (kfuse-multi-rank-report)")
+      ->check(outputPath());
+  merge->add_option("--top", m->top, "Merged recommendations to print")->capture_default_str();
+  merge->callback([m, &ctx] { ctx.exit_code = runMerge(*m, ctx); });
 }
 
 }  // namespace kfuse::cli

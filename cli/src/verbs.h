@@ -42,7 +42,7 @@ int reportError(const Status& status, int code = kExitBadInput);
 void registerTraceVerbs(CLI::App& app, VerbContext& ctx);     // info, export, import
 void registerGpuVerbs(CLI::App& app, VerbContext& ctx);       // gpus
 void registerPtxVerbs(CLI::App& app, VerbContext& ctx);       // ptx list|extract|check|roundtrip
-void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);   // analyze
+void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx);   // analyze, merge
 void registerRecordVerbs(CLI::App& app, VerbContext& ctx);    // record
 void registerMetricVerbs(CLI::App& app, VerbContext& ctx);    // metrics
 void registerValidateVerbs(CLI::App& app, VerbContext& ctx);  // validate

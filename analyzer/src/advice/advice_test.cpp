@@ -455,6 +455,42 @@ TEST(MultiRank, ADirectoryIsItsTraceFilesAndABadRankNamesItsFile) {
   EXPECT_FALSE(expandRankInputs({"/nonexistent/rank0.json"}).ok());
 }
 
+TEST(MultiRank, TheMergerLeavesOutAnotherCostModelAndNamesTheSlowRank) {
+  const std::string bert = shared("kineto/tracelens_bert_small_h100.json.gz");
+  auto single = analyze(*importTrace(bert), bert, {});
+  ASSERT_TRUE(single.ok());
+  ASSERT_FALSE(single->candidates.empty());
+  RankMerger merger;
+  // Four ranks of the same report; rank 3's kernels took twice as long (its GPU busy time and every pattern's time
+  // per occurrence doubled): above 1.25x the median of the four.
+  for (int rank = 0; rank < 4; ++rank) {
+    Report r = *single;
+    if (rank == 3) {
+      r.gpu_busy_ns *= 2;
+      for (Candidate& c : r.candidates) c.cost.measured_ns *= 2;
+    }
+    EXPECT_TRUE(merger.add("rank" + std::to_string(rank), rank, std::move(r)));
+  }
+  Report other = *single;
+  other.cost_model_version += 1;
+  EXPECT_FALSE(merger.add("other", 4, std::move(other)));
+  merger.leaveOut("missing", "no such file");
+  const MultiRankReport m = merger.finish();
+  EXPECT_EQ(m.ranks.size(), 4u);
+  ASSERT_EQ(m.left_out.size(), 2u);
+  EXPECT_EQ(m.left_out[0].path, "other");
+  EXPECT_NE(m.left_out[0].why.find("cost model version"), std::string::npos) << m.left_out[0].why;
+  EXPECT_EQ(m.stragglers, std::vector<int>{3});
+  ASSERT_FALSE(m.recommendations.empty());
+  for (const MergedRecommendation& r : m.recommendations) {
+    EXPECT_EQ(r.ranks.size(), 4u);
+    EXPECT_EQ(r.stragglers, std::vector<int>{3});
+  }
+  const std::string text = multiRankToText(m, 3);
+  EXPECT_NE(text.find("4 merged, 2 left out"), std::string::npos) << text;
+  EXPECT_NE(text.find("stragglers rank 3"), std::string::npos) << text;
+}
+
 // ---- remedies ----
 
 TEST(Remedies, FollowFusionKindOperatorsAndGraphs) {

@@ -6,12 +6,16 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "kfuse/analyzer/importer.h"
+#include "kfuse/core/json_document.h"
 
 namespace kfuse::analyzer {
 
@@ -23,6 +27,13 @@ std::string patternKey(const Candidate& c) {
                                                      [](const MemberContext& m) { return !m.op.empty(); });
   for (size_t i = 0; i < c.names.size(); ++i) key += (ops ? c.members[i].label : c.names[i]) + "\x1f";
   return key;
+}
+
+// "1.25x", the straggler ratio as the text report says it.
+std::string fmtRatio() {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2gx", kStragglerRatio);
+  return buf;
 }
 
 bool traceFile(const std::filesystem::path& p) {
@@ -61,7 +72,7 @@ Expected<MultiRankReport> analyzeRanks(const std::vector<std::string>& paths, co
                                        unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, paths.size())));
-  std::vector<std::optional<Expected<RankReport>>> results(paths.size());
+  std::vector<std::optional<Expected<Report>>> results(paths.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
@@ -70,19 +81,7 @@ Expected<MultiRankReport> analyzeRanks(const std::vector<std::string>& paths, co
         results[i].emplace(in.status());
         continue;
       }
-      auto r = analyze(*in, paths[i], options);
-      if (!r) {
-        results[i].emplace(r.status());
-        continue;
-      }
-      RankReport rr;
-      rr.path = paths[i];
-      rr.rank = static_cast<int>(i);
-      if (auto it = in->trace.metadata.extra.find("kineto.rank"); it != in->trace.metadata.extra.end()) {
-        rr.rank = std::atoi(it->second.c_str());
-      }
-      rr.report = std::move(*r);
-      results[i].emplace(std::move(rr));
+      results[i].emplace(analyze(*in, paths[i], options));
     }
   };
   std::vector<std::thread> pool;
@@ -90,30 +89,95 @@ Expected<MultiRankReport> analyzeRanks(const std::vector<std::string>& paths, co
   work();
   for (std::thread& t : pool) t.join();
 
-  MultiRankReport out;
-  for (auto& r : results) {
-    if (!r->ok()) return r->status();
-    out.ranks.push_back(std::move(**r));
+  RankMerger merger;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i]->ok()) return results[i]->status();
+    Report& r = **results[i];
+    const int rank = r.rank.value_or(static_cast<int>(i));
+    merger.add(paths[i], rank, std::move(r));
   }
-  std::stable_sort(out.ranks.begin(), out.ranks.end(),
-                   [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
-  std::map<std::string, size_t> index;
-  std::vector<double> best;  // per recommendation: the largest saving of one rank, whose candidate represents it
-  for (const RankReport& rr : out.ranks) {
-    for (const Candidate& c : rr.report.candidates) {
-      auto [it, inserted] = index.try_emplace(patternKey(c), out.recommendations.size());
-      if (inserted) {
-        out.recommendations.push_back(MergedRecommendation{c, {}, 0});
-        best.push_back(c.total_saving_ns);
-      }
-      MergedRecommendation& m = out.recommendations[it->second];
-      m.ranks.push_back(RankShare{rr.rank, c.occurrences.size(), c.total_saving_ns});
-      m.total_saving_ns += c.total_saving_ns;
-      if (c.total_saving_ns > best[it->second]) {
-        best[it->second] = c.total_saving_ns;
-        m.representative = c;
-      }
+  return merger.finish();
+}
+
+bool RankMerger::add(const std::string& path, int rank, Report report) {
+  if (first_) {
+    first_ = false;
+    cost_model_version_ = report.cost_model_version;
+    gpu_ = report.gpu.short_name;
+  } else if (report.cost_model_version != cost_model_version_) {
+    leaveOut(path, "cost model version " + std::to_string(report.cost_model_version) + ", the other ranks' " +
+                       std::to_string(cost_model_version_) + ": analyze every rank with the same kfuse");
+    return false;
+  }
+  if (report.gpu.short_name != gpu_ && !gpus_differ_) {
+    gpus_differ_ = true;
+    out_.notes.push_back("ranks are costed for different GPUs (" + gpu_ + ", " + report.gpu.short_name +
+                         ", ...: " + path + "): their savings are summed as they are");
+  }
+  RankSummary summary;
+  summary.path = path;
+  summary.rank = rank;
+  summary.launches = report.launches;
+  summary.gpu_busy_ns = report.gpu_busy_ns;
+  summary.gpu_busy_estimated = report.gpu_busy_estimated;
+  summary.candidates = report.candidates.size();
+  summary.gpu = report.gpu.short_name;
+  summary.notices = std::move(report.notices);
+  out_.ranks.push_back(std::move(summary));
+  for (Candidate& c : report.candidates) {
+    auto [it, inserted] = index_.try_emplace(patternKey(c), out_.recommendations.size());
+    if (inserted) {
+      out_.recommendations.push_back(MergedRecommendation{c, {}, 0, {}});
+      best_.push_back(c.total_saving_ns);
     }
+    MergedRecommendation& m = out_.recommendations[it->second];
+    m.ranks.push_back(RankShare{rank, c.occurrence_launches.size(), c.total_saving_ns, c.cost.measured_ns});
+    m.total_saving_ns += c.total_saving_ns;
+    if (c.total_saving_ns > best_[it->second]) {
+      best_[it->second] = c.total_saving_ns;
+      m.representative = std::move(c);
+    }
+  }
+  return true;
+}
+
+void RankMerger::leaveOut(const std::string& path, const std::string& why) {
+  out_.left_out.push_back(LeftOutRank{path, why});
+}
+
+namespace {
+
+// The ranks whose value is above kStragglerRatio x the median of all (at least 3 ranks: with fewer, no median
+// tells a slow rank from a fast one).
+std::vector<int> aboveMedian(const std::vector<std::pair<int, double>>& values) {
+  std::vector<int> out;
+  if (values.size() < 3) return out;
+  std::vector<double> v;
+  for (const auto& [rank, x] : values) v.push_back(x);
+  std::sort(v.begin(), v.end());
+  const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  if (median <= 0) return out;
+  for (const auto& [rank, x] : values) {
+    if (x > kStragglerRatio * median) out.push_back(rank);
+  }
+  return out;
+}
+
+}  // namespace
+
+MultiRankReport RankMerger::finish() {
+  MultiRankReport out = std::move(out_);
+  std::stable_sort(out.ranks.begin(), out.ranks.end(),
+                   [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
+  std::vector<std::pair<int, double>> busy;
+  for (const RankSummary& r : out.ranks) busy.emplace_back(r.rank, static_cast<double>(r.gpu_busy_ns));
+  out.stragglers = aboveMedian(busy);
+  for (MergedRecommendation& m : out.recommendations) {
+    std::stable_sort(m.ranks.begin(), m.ranks.end(),
+                     [](const RankShare& a, const RankShare& b) { return a.rank < b.rank; });
+    std::vector<std::pair<int, double>> times;
+    for (const RankShare& s : m.ranks) times.emplace_back(s.rank, s.measured_ns);
+    m.stragglers = aboveMedian(times);
   }
   std::stable_sort(out.recommendations.begin(), out.recommendations.end(),
                    [](const MergedRecommendation& a, const MergedRecommendation& b) {
@@ -122,16 +186,86 @@ Expected<MultiRankReport> analyzeRanks(const std::vector<std::string>& paths, co
                      if (ba != bb) return bb;
                      return a.total_saving_ns > b.total_saving_ns;
                    });
+  *this = RankMerger{};
+  return out;
+}
+
+Expected<MultiRankReport> mergeRankReports(const std::vector<std::string>& paths,
+                                           const std::function<void(size_t done, size_t total)>& progress) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> inside;
+      for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
+        if (e.is_regular_file() && e.path().extension() == ".json") inside.push_back(e.path().string());
+      }
+      if (ec) return ioError(p + ": cannot list the directory: " + ec.message());
+      if (inside.empty()) return invalidArgument(p + ": a directory without rank reports (.json)");
+      std::sort(inside.begin(), inside.end());
+      files.insert(files.end(), inside.begin(), inside.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  RankMerger merger;
+  size_t merged = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& f = files[i];
+    if (progress) progress(i, files.size());
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(f, ec)) {
+      merger.leaveOut(f, std::filesystem::exists(f, ec) ? "not a regular file" : "no such file");
+      continue;
+    }
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in && !in.eof()) {
+      merger.leaveOut(f, "cannot be read");
+      continue;
+    }
+    auto j = core::parseJsonDocument(text.str());
+    if (!j.ok()) {
+      merger.leaveOut(f, j.status().message() + " (expected `kfuse analyze --json` output)");
+      continue;
+    }
+    auto r = reportFromJson(*j, f);
+    if (!r.ok()) {
+      merger.leaveOut(f, r.status().message());
+      continue;
+    }
+    const int rank = r->rank.value_or(static_cast<int>(i));
+    if (merger.add(f, rank, std::move(r).value())) ++merged;
+  }
+  if (progress) progress(files.size(), files.size());
+  MultiRankReport out = merger.finish();
+  if (merged == 0) {
+    std::string why = "no rank report could be merged";
+    if (!out.left_out.empty()) why += ": " + out.left_out.front().path + ": " + out.left_out.front().why;
+    return invalidArgument(why);
+  }
   return out;
 }
 
 std::string multiRankToText(const MultiRankReport& r, size_t top) {
-  std::string out = "ranks     " + std::to_string(r.ranks.size()) + "\n";
-  for (const RankReport& rr : r.ranks) {
-    out += "  rank " + std::to_string(rr.rank) + "  " + rr.path + ": " + std::to_string(rr.report.launches) +
-           " launches, GPU busy " + durationText(static_cast<double>(rr.report.gpu_busy_ns)) + ", " +
-           std::to_string(rr.report.candidates.size()) + " candidates\n";
-    for (const std::string& n : rr.report.notices) out += "    NOTE " + n + "\n";
+  std::string out = "ranks     " + std::to_string(r.ranks.size()) +
+                    (r.left_out.empty() ? "" : " merged, " + std::to_string(r.left_out.size()) + " left out") + "\n";
+  const size_t listed = r.ranks.size() > 16 ? 8 : r.ranks.size();
+  for (size_t i = 0; i < listed; ++i) {
+    const RankSummary& rr = r.ranks[i];
+    out += "  rank " + std::to_string(rr.rank) + "  " + rr.path + ": " + std::to_string(rr.launches) +
+           " launches, GPU busy " + durationText(static_cast<double>(rr.gpu_busy_ns)) + ", " +
+           std::to_string(rr.candidates) + " candidates\n";
+    for (const std::string& n : rr.notices) out += "    NOTE " + n + "\n";
+  }
+  if (listed < r.ranks.size()) out += "  ... " + std::to_string(r.ranks.size() - listed) + " more ranks\n";
+  for (const LeftOutRank& l : r.left_out) out += "  left out " + l.path + ": " + l.why + "\n";
+  for (const std::string& n : r.notes) out += "NOTE      " + n + "\n";
+  if (!r.stragglers.empty()) {
+    out += "stragglers";
+    for (int rank : r.stragglers) out += " rank " + std::to_string(rank);
+    out += " (GPU busy time above " + fmtRatio() + " the median over the ranks)\n";
   }
   out += "\nmerged recommendations (same pattern on several ranks counted once, savings summed):\n";
   size_t shown = 0;
@@ -155,6 +289,11 @@ std::string multiRankToText(const MultiRankReport& r, size_t top) {
              durationText(m.ranks[i].saving_ns);
     }
     out += m.ranks.size() > 8 ? ", ...)\n" : ")\n";
+    if (!m.stragglers.empty()) {
+      out += "   slower on";
+      for (int rank : m.stragglers) out += " rank " + std::to_string(rank);
+      out += " (time per occurrence above " + fmtRatio() + " the median)\n";
+    }
     if (!c.remedies.empty()) out += "   => " + c.remedies.front().kind + ": " + c.remedies.front().text + "\n";
   }
   if (r.recommendations.empty()) out += "  (none)\n";
@@ -164,15 +303,33 @@ std::string multiRankToText(const MultiRankReport& r, size_t top) {
 nlohmann::json multiRankToJson(const MultiRankReport& r) {
   nlohmann::json j;
   j["format"] = "kfuse-multi-rank-report";
-  j["version"] = 1;
+  j["version"] = 2;
   nlohmann::json ranks = nlohmann::json::array();
-  for (const RankReport& rr : r.ranks) ranks.push_back({{"rank", rr.rank}, {"report", reportToJson(rr.report)}});
+  for (const RankSummary& rr : r.ranks) {
+    ranks.push_back({{"rank", rr.rank},
+                     {"path", rr.path},
+                     {"launches", rr.launches},
+                     {"gpu_busy_ns", rr.gpu_busy_ns},
+                     {"gpu_busy_estimated", rr.gpu_busy_estimated},
+                     {"candidates", rr.candidates},
+                     {"gpu", rr.gpu},
+                     {"notices", rr.notices}});
+  }
   j["ranks"] = ranks;
+  nlohmann::json left = nlohmann::json::array();
+  for (const LeftOutRank& l : r.left_out) left.push_back({{"path", l.path}, {"why", l.why}});
+  j["left_out"] = left;
+  j["stragglers"] = r.stragglers;
+  j["straggler_ratio"] = kStragglerRatio;
+  j["notes"] = r.notes;
   nlohmann::json recs = nlohmann::json::array();
   for (const MergedRecommendation& m : r.recommendations) {
     nlohmann::json per = nlohmann::json::array();
     for (const RankShare& s : m.ranks) {
-      per.push_back({{"rank", s.rank}, {"occurrences", s.occurrences}, {"saving_ns", s.saving_ns}});
+      per.push_back({{"rank", s.rank},
+                     {"occurrences", s.occurrences},
+                     {"saving_ns", s.saving_ns},
+                     {"measured_ns_per_occurrence", s.measured_ns}});
     }
     nlohmann::json members = nlohmann::json::array();
     for (size_t i = 0; i < m.representative.names.size(); ++i) {
@@ -184,7 +341,9 @@ nlohmann::json multiRankToJson(const MultiRankReport& r) {
                     {"kind", candidateKindName(m.representative.kind)},
                     {"fusion_kind", m.representative.fusion_kind},
                     {"legality", legalityName(m.representative.legality)},
+                    {"id", m.representative.id},
                     {"total_saving_ns", m.total_saving_ns},
+                    {"stragglers", m.stragglers},
                     {"ranks", per}});
   }
   j["recommendations"] = recs;

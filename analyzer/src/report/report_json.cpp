@@ -323,7 +323,11 @@ auto reportFields() {
   return jsonRecord<R>(
              field("options", &R::options).of(optionsFields()),
              group<R>("input", field("path", &R::input_path), field("format", &R::input_format).oneOf(kInputFormats),
-                      field("producer", &R::producer)),
+                      field("producer", &R::producer),
+                      field("rank", &R::rank)
+                          .optional()
+                          .doc("the distributed job's rank the trace names (Kineto distributedInfo.rank); `kfuse "
+                               "merge` groups rank reports by it")),
              group<R>("gpu", computed<R>("name", gpuName), custom<R>("short_name", GpuByShortName{}),
                       field("source", &R::gpu_source).oneOf(kGpuSources)),
              group<R>(

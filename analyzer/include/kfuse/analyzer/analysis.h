@@ -429,6 +429,7 @@ struct AnalysisOptions {
 struct Report {
   AnalysisOptions options;  // what this report was made with (top aside)
   std::string input_path;
+  std::optional<int> rank;  // the distributed job's rank the trace names (Kineto distributedInfo.rank)
   std::string input_format;
   std::string producer;
   core::GpuSpec gpu;
