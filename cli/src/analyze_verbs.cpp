@@ -68,7 +68,7 @@ int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
 
 struct MergeOptions {
   std::vector<std::string> inputs;
-  std::string json_out;
+  std::string json_out, md_out, html_out;
   size_t top = 10;
 };
 
@@ -92,6 +92,12 @@ int runMerge(const MergeOptions& o, const VerbContext& ctx) {
       return reportError(s);
     }
     if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", o.json_out.c_str());
+  }
+  for (const auto& [path, text] : {std::pair{o.md_out, analyzer::multiRankToMarkdown(*report, o.top)},
+                                   std::pair{o.html_out, analyzer::multiRankToHtml(*report, o.top)}}) {
+    if (path.empty()) continue;
+    if (Status s = writeText(path, text); !s.ok()) return reportError(s);
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", path.c_str());
   }
   if (!report->left_out.empty()) {
     std::fprintf(stderr, "kfuse: %zu of %zu rank reports left out (listed above)\n", report->left_out.size(),
@@ -232,7 +238,11 @@ void registerAnalyzeVerbs(CLI::App& app, VerbContext& ctx) {
   merge->add_option("reports", m->inputs, "Rank reports (.json), or directories of them")->required();
   merge->add_option("-o,--json", m->json_out, "Write the merged report as JSON (kfuse-multi-rank-report)")
       ->check(outputPath());
-  merge->add_option("--top", m->top, "Merged recommendations to print")->capture_default_str();
+  merge->add_option("--md", m->md_out, "Also write the merged report as Markdown")->check(outputPath());
+  merge->add_option("--html", m->html_out, "Also write the merged report as a self-contained HTML page")
+      ->check(outputPath());
+  merge->add_option("--top", m->top, "Merged recommendations to print (and to write as Markdown or HTML)")
+      ->capture_default_str();
   merge->callback([m, &ctx] { ctx.exit_code = runMerge(*m, ctx); });
 }
 

@@ -87,7 +87,16 @@ def main():
             failures.append(f"map step wrote {len(made)} reports, want {args.ranks}")
         # Reduce, and the in-process analysis of the same traces.
         merged = os.path.join(work, "merged.json")
-        p = run([args.kfuse, "merge", reports, "-o", merged, "--top", "3"])
+        md, html = os.path.join(work, "merged.md"), os.path.join(work, "merged.html")
+        p = run([args.kfuse, "merge", reports, "-o", merged, "--top", "3", "--md", md, "--html", html])
+        with open(md) as f:
+            md_text = f.read()
+        with open(html) as f:
+            html_text = f.read()
+        if f"rank {STRAGGLER}" not in md_text or "aten::addmm bf16[141,512]x[512,512]" not in md_text:
+            failures.append(f"the Markdown report should name the straggler and the top pattern:\n{md_text[:600]}")
+        if not html_text.startswith("<!doctype html>") or f"rank {STRAGGLER}" not in html_text:
+            failures.append("the HTML report should be a page naming the straggler")
         inproc = os.path.join(work, "inproc.json")
         run([args.kfuse, "analyze", traces, "--json", inproc])
         with open(merged) as f:

@@ -248,6 +248,45 @@ Expected<MultiRankReport> mergeRankReports(const std::vector<std::string>& paths
   return out;
 }
 
+namespace {
+
+// One merged recommendation as the Markdown and HTML tables show it.
+struct RecommendationRow {
+  std::string members, kind, legality, ranks, occurrences, saving, stragglers, per_rank;
+};
+
+RecommendationRow recommendationRow(const MergedRecommendation& m, size_t ranks) {
+  const Candidate& c = m.representative;
+  RecommendationRow row;
+  for (size_t i = 0; i < c.names.size(); ++i) {
+    const bool op = i < c.members.size() && !c.members[i].op.empty();
+    row.members += (i ? (c.kind == CandidateKind::kVertical ? " -> " : " + ") : "") +
+                   (op ? c.members[i].label : shortKernelName(c.names[i], 40));
+  }
+  row.kind = c.fusion_kind.empty() ? candidateKindName(c.kind) : c.fusion_kind;
+  row.legality = legalityName(c.legality);
+  row.ranks = std::to_string(m.ranks.size()) + " of " + std::to_string(ranks);
+  size_t occurrences = 0;
+  for (const RankShare& s : m.ranks) occurrences += s.occurrences;
+  row.occurrences = std::to_string(occurrences);
+  row.saving = durationText(m.total_saving_ns);
+  for (int rank : m.stragglers) row.stragglers += (row.stragglers.empty() ? "" : ", ") + std::to_string(rank);
+  for (size_t i = 0; i < m.ranks.size() && i < 8; ++i) {
+    row.per_rank += (i ? ", " : "") + std::string("rank ") + std::to_string(m.ranks[i].rank) + " " +
+                    durationText(m.ranks[i].saving_ns);
+  }
+  if (m.ranks.size() > 8) row.per_rank += ", ...";
+  return row;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+}  // namespace
+
 std::string multiRankToText(const MultiRankReport& r, size_t top) {
   std::string out = "ranks     " + std::to_string(r.ranks.size()) +
                     (r.left_out.empty() ? "" : " merged, " + std::to_string(r.left_out.size()) + " left out") + "\n";
@@ -272,23 +311,9 @@ std::string multiRankToText(const MultiRankReport& r, size_t top) {
   for (const MergedRecommendation& m : r.recommendations) {
     if (shown++ >= top) break;
     const Candidate& c = m.representative;
-    std::string members;
-    for (size_t i = 0; i < c.names.size(); ++i) {
-      const bool op = i < c.members.size() && !c.members[i].op.empty();
-      members += (i ? (c.kind == CandidateKind::kVertical ? " -> " : " + ") : "") +
-                 (op ? c.members[i].label : shortKernelName(c.names[i], 40));
-    }
-    size_t occurrences = 0;
-    for (const RankShare& s : m.ranks) occurrences += s.occurrences;
-    out += std::to_string(shown) + ". " + members + "\n   " + legalityName(c.legality) + ", " +
-           (c.fusion_kind.empty() ? candidateKindName(c.kind) : c.fusion_kind) + "; " + std::to_string(m.ranks.size()) +
-           " of " + std::to_string(r.ranks.size()) + " ranks, " + std::to_string(occurrences) +
-           " occurrences, saving " + durationText(m.total_saving_ns) + " in all (";
-    for (size_t i = 0; i < m.ranks.size() && i < 8; ++i) {
-      out += (i ? ", " : "") + std::string("rank ") + std::to_string(m.ranks[i].rank) + " " +
-             durationText(m.ranks[i].saving_ns);
-    }
-    out += m.ranks.size() > 8 ? ", ...)\n" : ")\n";
+    const RecommendationRow row = recommendationRow(m, r.ranks.size());
+    out += std::to_string(shown) + ". " + row.members + "\n   " + row.legality + ", " + row.kind + "; " + row.ranks +
+           " ranks, " + row.occurrences + " occurrences, saving " + row.saving + " in all (" + row.per_rank + ")\n";
     if (!m.stragglers.empty()) {
       out += "   slower on";
       for (int rank : m.stragglers) out += " rank " + std::to_string(rank);
@@ -297,6 +322,80 @@ std::string multiRankToText(const MultiRankReport& r, size_t top) {
     if (!c.remedies.empty()) out += "   => " + c.remedies.front().kind + ": " + c.remedies.front().text + "\n";
   }
   if (r.recommendations.empty()) out += "  (none)\n";
+  return out;
+}
+
+std::string multiRankToMarkdown(const MultiRankReport& r, size_t top) {
+  std::string out = "# kfuse: merged analysis of " + std::to_string(r.ranks.size()) + " ranks\n\n";
+  if (!r.left_out.empty()) {
+    out += std::to_string(r.left_out.size()) + " inputs left out:\n\n";
+    for (const LeftOutRank& l : r.left_out) out += "- `" + mdEscape(l.path) + "`: " + mdEscape(l.why) + "\n";
+    out += "\n";
+  }
+  for (const std::string& n : r.notes) out += "**Note:** " + mdEscape(n) + "\n\n";
+  if (!r.stragglers.empty()) {
+    out +=
+        "**Stragglers** (GPU busy time above " + fmtRatio() + " the median): rank " + rankList(r.stragglers) + "\n\n";
+  }
+  out += "| # | kernels | kind | legality | ranks | occurrences | saving | slower on ranks | per rank |\n";
+  out += "|---|---|---|---|---|---|---|---|---|\n";
+  size_t shown = 0;
+  for (const MergedRecommendation& m : r.recommendations) {
+    if (shown++ >= top) break;
+    const RecommendationRow row = recommendationRow(m, r.ranks.size());
+    out += "| " + std::to_string(shown) + " | " + mdEscape(row.members) + " | " + row.kind + " | " + row.legality +
+           " | " + row.ranks + " | " + row.occurrences + " | " + row.saving + " | " + row.stragglers + " | " +
+           row.per_rank + " |\n";
+  }
+  out += "\n## Ranks\n\n| rank | trace report | launches | GPU busy | candidates |\n|---|---|---|---|---|\n";
+  for (const RankSummary& rr : r.ranks) {
+    out += "| " + std::to_string(rr.rank) + " | `" + mdEscape(rr.path) + "` | " + std::to_string(rr.launches) + " | " +
+           durationText(static_cast<double>(rr.gpu_busy_ns)) + " | " + std::to_string(rr.candidates) + " |\n";
+  }
+  return out;
+}
+
+std::string multiRankToHtml(const MultiRankReport& r, size_t top) {
+  auto esc = [](const std::string& s) { return core::htmlEscape(s); };
+  std::string out =
+      "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'><title>kfuse: merged analysis of " +
+      std::to_string(r.ranks.size()) +
+      " ranks</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.slow{color:#b00}</style></head><body>\n"
+      "<h1>Merged analysis of " +
+      std::to_string(r.ranks.size()) + " ranks</h1>\n";
+  if (!r.left_out.empty()) {
+    out += "<p>" + std::to_string(r.left_out.size()) + " inputs left out:</p><ul>";
+    for (const LeftOutRank& l : r.left_out) out += "<li><code>" + esc(l.path) + "</code>: " + esc(l.why) + "</li>";
+    out += "</ul>\n";
+  }
+  for (const std::string& n : r.notes) out += "<p><strong>Note:</strong> " + esc(n) + "</p>\n";
+  if (!r.stragglers.empty()) {
+    out += "<p class='slow'><strong>Stragglers</strong> (GPU busy time above " + fmtRatio() + " the median): rank " +
+           rankList(r.stragglers) + "</p>\n";
+  }
+  out +=
+      "<h2>Recommendations</h2>\n<table><tr><th>#</th><th>kernels</th><th>kind</th><th>legality</th><th>ranks</th>"
+      "<th>occurrences</th><th>saving</th><th>slower on ranks</th><th>per rank</th></tr>\n";
+  size_t shown = 0;
+  for (const MergedRecommendation& m : r.recommendations) {
+    if (shown++ >= top) break;
+    const RecommendationRow row = recommendationRow(m, r.ranks.size());
+    out += "<tr><td>" + std::to_string(shown) + "</td><td>" + esc(row.members) + "</td><td>" + esc(row.kind) +
+           "</td><td>" + esc(row.legality) + "</td><td>" + row.ranks + "</td><td>" + row.occurrences + "</td><td>" +
+           row.saving + "</td><td class='slow'>" + row.stragglers + "</td><td>" + row.per_rank + "</td></tr>\n";
+  }
+  out +=
+      "</table>\n<h2>Ranks</h2>\n<table><tr><th>rank</th><th>report</th><th>launches</th><th>GPU busy</th>"
+      "<th>candidates</th></tr>\n";
+  for (const RankSummary& rr : r.ranks) {
+    const bool slow = std::find(r.stragglers.begin(), r.stragglers.end(), rr.rank) != r.stragglers.end();
+    out += std::string("<tr") + (slow ? " class='slow'" : "") + "><td>" + std::to_string(rr.rank) + "</td><td>" +
+           esc(rr.path) + "</td><td>" + std::to_string(rr.launches) + "</td><td>" +
+           durationText(static_cast<double>(rr.gpu_busy_ns)) + "</td><td>" + std::to_string(rr.candidates) +
+           "</td></tr>\n";
+  }
+  out += "</table>\n</body></html>\n";
   return out;
 }
 

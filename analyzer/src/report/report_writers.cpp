@@ -95,15 +95,6 @@ std::string htmlEscape(const std::string& s) {
   return core::htmlEscape(s);
 }
 
-std::string mdEscape(const std::string& s) {
-  std::string out;
-  for (char ch : core::sanitizeUtf8(s)) {
-    if (ch == '|' || ch == '*' || ch == '_' || ch == '<' || ch == '>') out += '\\';
-    out += ch;
-  }
-  return out;
-}
-
 // Log-log roofline: the memory and compute roofs of the GPU, kernels as dots, predicted fused kernels as rings.
 std::string rooflineSvg(const Report& r) {
   const double bw = r.gpu.dram_bandwidth_bytes_per_s, peak = r.gpu.fp32_flops;

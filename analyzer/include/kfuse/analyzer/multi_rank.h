@@ -113,6 +113,10 @@ Expected<MultiRankReport> mergeRankReports(const std::vector<std::string>& paths
                                            const std::function<void(size_t done, size_t total)>& progress = {});
 
 std::string multiRankToText(const MultiRankReport& report, size_t top);
+// The same as Markdown and as a self-contained HTML page: ranks (stragglers marked), left-out inputs, notes, and a
+// table of the merged recommendations with their per-rank shares.
+std::string multiRankToMarkdown(const MultiRankReport& report, size_t top);
+std::string multiRankToHtml(const MultiRankReport& report, size_t top);
 // "kfuse-multi-rank-report" version 2: per-rank summaries, merged recommendations with per-rank shares,
 // stragglers, left-out inputs and notes.
 nlohmann::json multiRankToJson(const MultiRankReport& report);
