@@ -6,7 +6,7 @@
 #
 #   scripts/fuzz.sh TARGET SECONDS     one target (fuzz_ptx, fuzz_fatbin, fuzz_plan, fuzz_trace_json,
 #                                      fuzz_import_kineto, fuzz_import_nsys, fuzz_import_kfuse, fuzz_import_kfuse_json,
-#                                      fuzz_import_et) for a time, growing its corpus in build-fuzz/corpus/
+#                                      fuzz_import_et, fuzz_report) for a time, growing its corpus in build-fuzz/corpus/
 #   scripts/fuzz.sh all SECONDS        every target, SECONDS each
 #   scripts/fuzz.sh TARGET|all --runs N  repeatable: N inputs each, seed 1, from the seeds alone (a fresh corpus),
 #                                      so every run tries the same inputs (what CI runs)
@@ -15,7 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
 targets=(fuzz_ptx fuzz_fatbin fuzz_plan fuzz_trace_json fuzz_import_kineto fuzz_import_nsys fuzz_import_kfuse
-         fuzz_import_kfuse_json fuzz_import_et)
+         fuzz_import_kfuse_json fuzz_import_et fuzz_report)
 if [[ "${1:-}" == "--list" ]]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 runs=""
 if [[ $# -eq 3 && "$2" == --runs ]]; then
@@ -53,6 +53,8 @@ seeds_for() {
     fuzz_import_nsys) echo "$shared"/nsys/nsysai_mock_rtx3080.sqlite ;;
     fuzz_import_et) echo "$shared"/kineto/hta_simple_add_et.json.gz "$KFUSE_ROOT"/tests/hostile/inputs/nested_million.json.gz ;;
     fuzz_import_kfuse) ls "$fuzz_build"/seeds/demo_chain.sqlite 2>/dev/null || true ;;
+    fuzz_report) echo "$KFUSE_ROOT"/tests/golden/analyze/kineto_simple_add.json \
+                      "$KFUSE_ROOT"/tests/golden/analyze/emulator_elementwise_chain.json ;;
   esac
 }
 # A kfuse trace to start from, where the regular build's kfuse can make one.
