@@ -591,6 +591,11 @@ Expected<std::string> timeAgainstOriginals(const Plan& plan, Loaded& l, const st
                                            PlanTiming& timing) {
   ValidationBackend& b = *l.backend;
   timing = PlanTiming{};
+  // A backend that cannot time (the emulator, the stand-in driver) costs no extra run.
+  if (std::string why = b.whyNotTimed(); !why.empty()) {
+    timing.not_timed = why;
+    return std::string();
+  }
   for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
     if (equal_trial[s] < 0) continue;
     const ArgumentSet& set = plan.argument_sets[s];

@@ -82,8 +82,9 @@ class EmulatorBackend final : public ValidationBackend {
   }
 
   Expected<uint64_t> medianNs(const std::vector<Launch>&, const std::function<Status()>&, int) override {
-    return unsupported("not timed: the emulator runs kernels on the CPU, not a GPU");
+    return unsupported(whyNotTimed());
   }
+  std::string whyNotTimed() const override { return "not timed: the emulator runs kernels on the CPU, not a GPU"; }
 
   bool failedLaunchIsSticky() const override { return false; }
 
@@ -288,9 +289,11 @@ class DriverBackend final : public ValidationBackend {
     return Status::okStatus();
   }
 
+  std::string whyNotTimed() const override { return rewriter::whyNotTimed(t_); }
+
   Expected<uint64_t> medianNs(const std::vector<Launch>& launches, const std::function<Status()>& restore,
                               int runs) override {
-    if (std::string why = whyNotTimed(t_); !why.empty()) return unsupported(why);
+    if (std::string why = whyNotTimed(); !why.empty()) return unsupported(why);
     KFUSE_RETURN_IF_ERROR(current());
     for (const Launch& l : launches) {
       if (l.kernel < 0 || static_cast<size_t>(l.kernel) >= functions_.size()) return internalError("no such kernel");

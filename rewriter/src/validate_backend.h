@@ -59,6 +59,8 @@ class ValidationBackend {
   };
   virtual Expected<uint64_t> medianNs(const std::vector<Launch>& launches, const std::function<Status()>& restore,
                                       int runs) = 0;
+  // Why medianNs cannot time here ("not timed: ..."), or "" when it can: asked before any timing run is set up.
+  virtual std::string whyNotTimed() const = 0;
 
   // Bytes of canary the validator puts after each buffer and checks after every run. The emulator needs none: its
   // allocations sit between unmapped gaps, so a stray access faults. A GPU faults only past its allocation

@@ -149,7 +149,10 @@ const std::vector<Analysis::ParamTraffic>& Analysis::paramTraffic(size_t op) con
         // The steps of two loops (a remainder loop after an unrolled one): once per thread, coalesced.
         const double once = threads * std::ceil(static_cast<double>(a.bytes) / sector) * sector / lanes;
         t.l1_bytes += once;
-        if (a.is_read) t.l1_load_bytes += once, t.loaded_bytes += threads * a.bytes;
+        if (a.is_read) {
+          t.l1_load_bytes += once;
+          t.loaded_bytes += threads * a.bytes;
+        }
         continue;
       }
       if (!f) {
