@@ -433,12 +433,12 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
     if (graph.ops[i].kind != OpKind::kKernel) continue;
     cost::Source bs, fs;
     Acc& a = per_function[graph.ops[i].function_id];
-    a.bytes += analysis.kernelBytes(i, bs);
+    const Analysis::KernelEstimate estimated = analysis.estimateKernel(i);
+    a.bytes += analysis.kernelBytes(i, bs, estimated);
     a.bytes_source = a.launches == 0 ? bs : cost::combine(a.bytes_source, bs);
     const FlopCounts flops = analysis.kernelFlops(i, fs);
     a.flops += flops.total();
     a.ns += analysis.durationNs(i);
-    const Analysis::KernelEstimate estimated = analysis.estimateKernel(i);
     a.predicted_bytes += estimated.bytes;
     a.predicted_ns += cost::launchRooflineNs(estimated.bytes, flops, analysis.launchResources(analysis.launch(i)),
                                              r.gpu, {estimated.l1_bytes, 0});

@@ -109,8 +109,11 @@ class Analysis {
   // request bytes (fillTraffic), summed over the uses.
   struct KernelEstimate {
     double bytes = 0, l1_bytes = 0;
+    cost::Source source = cost::Source::kUnknown;  // of `bytes`: the uses' sources combined
   };
   KernelEstimate estimateKernel(size_t op) const;
+  // kernelBytes with the kernel's estimate already made (one pass over its uses for both).
+  double kernelBytes(size_t op, cost::Source& source, const KernelEstimate& estimate) const;
 
   // The bytes a use may reach: its footprint when the analysis bounded it (loops included), else the allocation
   // from the use's offset to its end; 0 when the allocation is unknown.

@@ -27,6 +27,10 @@ cost::Source Analysis::metricSource(core::MetricSource s) {
 
 // DRAM bytes a kernel moves: measured/emulated metrics, else an estimate; `source` says which.
 double Analysis::kernelBytes(size_t op, cost::Source& source) const {
+  return kernelBytes(op, source, estimateKernel(op));
+}
+
+double Analysis::kernelBytes(size_t op, cost::Source& source, const KernelEstimate& estimate) const {
   const core::Launch& l = launch(op);
   if (auto it = metrics_.find(l.id); it != metrics_.end()) {
     double bytes = 0;
@@ -40,18 +44,10 @@ double Analysis::kernelBytes(size_t op, cost::Source& source) const {
     }
     if (found) return bytes;
   }
-  double bytes = 0;
-  bool any = false;
-  for (const BufferUse& u : g_.ops[op].uses) {
-    for (bool reads : {true, false}) {
-      const UseEstimate e = useBytes(op, u, reads);
-      if (e.bytes <= 0) continue;
-      source = any ? cost::combine(source, e.source) : e.source;
-      any = true;
-      bytes += e.bytes;
-    }
+  if (estimate.bytes > 0) {
+    source = estimate.source;
+    return estimate.bytes;
   }
-  if (bytes > 0) return bytes;
   // Imported PyTorch traces: the issuing CPU operator's tensors, shared among the kernels it launched.
   if (const std::optional<double> b = adv_.operatorBytes(op)) {
     source = cost::Source::kOperatorEstimate;
@@ -214,9 +210,15 @@ void Analysis::fillTraffic(size_t op, const BufferUse& u, const UseEstimate& r, 
 
 Analysis::KernelEstimate Analysis::estimateKernel(size_t op) const {
   KernelEstimate e;
+  bool any = false;
   for (const BufferUse& u : g_.ops[op].uses) {
     if (!readsMode(u.mode) && !writesMode(u.mode)) continue;
     const UseEstimate r = useBytes(op, u, /*reads=*/true), w = useBytes(op, u, /*reads=*/false);
+    for (const UseEstimate* x : {&r, &w}) {
+      if (x->bytes <= 0) continue;
+      e.source = any ? cost::combine(e.source, x->source) : x->source;
+      any = true;
+    }
     cost::UseBytes b;
     fillTraffic(op, u, r, w, b);
     e.bytes += r.bytes + w.bytes;
@@ -370,12 +372,13 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
   for (size_t op : occ) {
     const GpuOp& o = g_.ops[op];
     cost::KernelCost k;
-    k.bytes = kernelBytes(op, k.bytes_source);
+    const KernelEstimate estimate = estimateKernel(op);
+    k.bytes = kernelBytes(op, k.bytes_source, estimate);
     k.flops = kernelFlops(op, k.flops_source);
     k.times = {launch(op).api_start_ns, o.gpu_start_ns, o.gpu_end_ns};
     k.shape = launchResources(launch(op));
     k.stream = o.stream_id == core::kNoId ? -1 : o.stream_id;
-    k.l1_bytes = estimateKernel(op).l1_bytes;
+    k.l1_bytes = estimate.l1_bytes;
     // The emulator counts every global load and store a kernel ran: at least that much goes through the L1.
     if (k.bytes_source == cost::Source::kEmulated) k.l1_bytes = std::max(k.l1_bytes, k.bytes);
     in.kernels.push_back(k);

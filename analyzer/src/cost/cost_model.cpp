@@ -191,20 +191,28 @@ uint64_t fusedBlocks(const std::vector<LaunchResources>& shapes, bool vertical) 
 
 std::vector<double> l2ResidentReads(const std::vector<UseBytes>& uses, size_t kernels, double l2_bytes) {
   std::vector<double> hits(kernels, 0);
-  std::map<int, double> largest;
-  for (const UseBytes& u : uses) largest[u.buffer] = std::max(largest[u.buffer], std::max(u.read_bytes, u.write_bytes));
+  // Buffers are numbered from 0 in order of first use (Analysis::chainBuffers); a number outside a small range
+  // (hand-built uses) counts as no hit.
+  int buffers = 0;
+  for (const UseBytes& u : uses) {
+    if (u.buffer < 0 || u.buffer > 4096) return hits;
+    buffers = std::max(buffers, u.buffer + 1);
+  }
+  std::vector<double> largest(static_cast<size_t>(buffers), 0);
+  for (const UseBytes& u : uses) {
+    double& b = largest[static_cast<size_t>(u.buffer)];
+    b = std::max(b, std::max(u.read_bytes, u.write_bytes));
+  }
   double working_set = 0;
-  for (const auto& [buffer, bytes] : largest) working_set += bytes;
+  for (double bytes : largest) working_set += bytes;
   if (l2_bytes <= 0 || working_set > l2_bytes) return hits;
   // Per buffer: the bytes the chain's earlier kernels touched (their largest use) and the last kernel among them.
-  std::map<int, std::pair<double, int>> touched;
+  std::vector<std::pair<double, int>> touched(static_cast<size_t>(buffers), {0.0, -1});
   for (const UseBytes& u : uses) {
-    auto it = touched.find(u.buffer);
-    if (it != touched.end() && it->second.second < u.kernel && u.kernel >= 0 &&
-        static_cast<size_t>(u.kernel) < kernels) {
-      hits[static_cast<size_t>(u.kernel)] += std::min(u.read_bytes, it->second.first);
+    std::pair<double, int>& t = touched[static_cast<size_t>(u.buffer)];
+    if (t.second >= 0 && t.second < u.kernel && u.kernel >= 0 && static_cast<size_t>(u.kernel) < kernels) {
+      hits[static_cast<size_t>(u.kernel)] += std::min(u.read_bytes, t.first);
     }
-    std::pair<double, int>& t = touched[u.buffer];
     t.first = std::max(t.first, std::max(u.read_bytes, u.write_bytes));
     t.second = std::max(t.second, u.kernel);
   }
