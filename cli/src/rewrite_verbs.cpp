@@ -43,7 +43,7 @@ struct RewriteVerbOptions {
   std::string layout;
   bool no_validate = false;
   uint64_t seed = 1;
-  std::string backend = "emu";
+  std::string backend = "auto";
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -122,6 +122,19 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
   options.validate = !o.no_validate;
   options.validation.seed = o.seed;
   options.validation.backend = o.backend == "gpu" ? rewriter::Backend::kGpu : rewriter::Backend::kEmulator;
+  // auto: the emulator, then, where a GPU is present, the GPU too, which times the fused kernel (a plan measured no
+  // faster fails there and is not injected by `kfuse run`).
+  bool also_gpu = false;
+  if (o.backend == "auto" && options.validate) {
+    const std::string why = rewriter::whyNoGpuTiming();
+    also_gpu = why.empty();
+    if (!ctx.quiet) {
+      std::fprintf(stderr, "kfuse: %s\n",
+                   also_gpu ? "a GPU is present: each plan is validated on the emulator, then on the GPU, where the "
+                              "fused kernel is timed against the originals"
+                            : ("validating on the emulator only; " + why).c_str());
+    }
+  }
   if (!ctx.quiet) {
     options.progress = [](const std::string& line) { std::fprintf(stderr, "kfuse: %s\n", line.c_str()); };
   }
@@ -240,15 +253,28 @@ int runRewrite(const RewriteVerbOptions& o, const VerbContext& ctx) {
       exit_code = std::max(exit_code, code);
       continue;
     }
+    if (also_gpu && plan->validation.emulator == rewriter::ValidationVerdict::kPassed) {
+      rewriter::ValidationOptions gpu = options.validation;
+      gpu.backend = rewriter::Backend::kGpu;
+      gpu.progress = options.progress;
+      auto result = rewriter::validatePlan(*plan, dir, gpu);
+      if (!result.ok()) {
+        exit_code = std::max(exit_code, reportError(result.status().withContext("candidate " + std::to_string(rank))));
+        continue;
+      }
+      rewriter::recordValidation(plan->validation, gpu, *result);
+      if (Status s = rewriter::writePlan(dir, *plan); !s.ok()) return reportError(s);
+      (void)rewriter::recordValidationInTrace(plan->source_trace, *plan, dir, rewriter::Backend::kGpu);
+    }
     using rewriter::ValidationVerdict;
     const bool failed =
         plan->validation.emulator == ValidationVerdict::kFailed || plan->validation.gpu == ValidationVerdict::kFailed;
     std::printf("candidate %d (%s): %s fusion -> %s/%s (%s), validation: %s%s\n", rank, c->id.c_str(),
                 core::fusionDirection(plan->fusion), dir.c_str(), plan->fused.ptx_file.c_str(),
                 plan->fused.name.c_str(),
-                o.no_validate        ? "skipped"
-                : o.backend == "gpu" ? core::enumName(plan->validation.gpu)
-                                     : core::enumName(plan->validation.emulator),
+                o.no_validate                    ? "skipped"
+                : o.backend == "gpu" || also_gpu ? core::enumName(plan->validation.gpu)
+                                                 : core::enumName(plan->validation.emulator),
                 failed ? (" — " + plan->validation.mismatch).c_str() : "");
     if (failed) exit_code = std::max(exit_code, kExitCheckFailed);
   }
@@ -344,9 +370,11 @@ void registerRewriteVerbs(CLI::App& app, VerbContext& ctx) {
                  "again with the report's options");
   rw->add_flag("--no-validate", ro->no_validate, "Skip validation (run `kfuse validate` later)");
   rw->add_option("--backend", ro->backend,
-                 "Validate on emu (the PTX emulator, default) or gpu (the CUDA driver, which also times the fused "
-                 "kernel against the originals, as `kfuse validate --backend gpu` does)")
-      ->check(CLI::IsMember({"emu", "gpu"}));
+                 "Validate on auto (default: the PTX emulator, then the GPU too where one is present), emu (the "
+                 "emulator only) or gpu (the CUDA driver only). On a GPU the fused kernel is also timed against the "
+                 "originals, as `kfuse validate --backend gpu` does, and a plan measured no faster fails")
+      ->check(CLI::IsMember({"auto", "emu", "gpu"}))
+      ->capture_default_str();
   rw->add_option("--seed", ro->seed, "Seed of the validation's random inputs");
   rw->callback([ro, &ctx] { ctx.exit_code = runRewrite(*ro, ctx); });
 

@@ -1,6 +1,8 @@
 // The two validation backends: the in-process emulator and the CUDA driver loaded at run time.
 #include "validate_backend.h"
 
+#include "kfuse/rewriter/validate.h"
+
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -378,6 +380,12 @@ Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend() {
   auto backend = std::make_unique<DriverBackend>(api.table, &api.setup);
   KFUSE_RETURN_IF_ERROR(backend->open());
   return std::unique_ptr<ValidationBackend>(std::move(backend));
+}
+
+std::string whyNoGpuTiming() {
+  auto backend = makeDriverBackend();
+  if (!backend.ok()) return "not timed: " + backend.status().message();
+  return (*backend)->whyNotTimed();
 }
 
 Expected<std::unique_ptr<ValidationBackend>> makeDriverBackend(const hooks::DriverTable& table) {

@@ -29,6 +29,13 @@ Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
                            ", gpu: " + core::enumName(plan.validation.gpu) + "); run `kfuse validate " + dir +
                            "` first");
   }
+  // A GPU's verdict outranks the emulator's: a fused kernel that differed there, or was measured no faster than the
+  // launches it replaces, is not injected.
+  if (plan.validation.gpu == ValidationVerdict::kFailed) {
+    return invalidArgument(dir + ": the plan failed validation on the GPU" +
+                           (plan.validation.mismatch.empty() ? std::string() : " (" + plan.validation.mismatch + ")") +
+                           "; it is left out");
+  }
   if (!plan.validation.ptxas_ok) return invalidArgument(dir + ": the fused kernel did not compile with ptxas");
   if (plan.kernels.size() < 2 || plan.kernels.size() > static_cast<size_t>(kMaxPatternKernels)) {
     return unsupported(dir + ": the pattern has " + std::to_string(plan.kernels.size()) +

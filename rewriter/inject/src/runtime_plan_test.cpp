@@ -76,6 +76,17 @@ TEST_F(RuntimePlanTest, RefusesAPlanThatWasNotValidated) {
   EXPECT_NE(p.status().message().find("kfuse validate"), std::string::npos) << p.status().message();
 }
 
+TEST_F(RuntimePlanTest, RefusesAPlanThatFailedOnTheGpuWhateverTheEmulatorSaid) {
+  // Validated on the emulator, then measured no faster on a GPU (`kfuse rewrite` on a GPU machine records both).
+  edit("plan.json", "\"gpu\": \"not-run\",\n  \"mismatch\": \"\"",
+       "\"gpu\": \"failed\",\n  \"mismatch\": \"measured no faster on this GPU: the fused kernel took 24.0 us, the 2 "
+       "original launches 20.0 us\"");
+  auto p = loadRuntimePlan(dir_.string());
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("failed validation on the GPU (measured no faster"), std::string::npos)
+      << p.status().message();
+}
+
 TEST_F(RuntimePlanTest, RefusesAMissingOrForeignFusedKernel) {
   fs::remove(dir_ / "fused.ptx");
   auto missing = loadRuntimePlan(dir_.string());

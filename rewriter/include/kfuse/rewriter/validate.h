@@ -87,6 +87,10 @@ struct ValidationResult {
 Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& plan_dir,
                                         const ValidationOptions& options);
 
+// Why validation could not time fused kernels on a GPU here, or "" when it can: the CUDA driver loads, has a device,
+// and is not kfuse's CPU stand-in. Opens (and closes) a context on device 0 to find out.
+std::string whyNoGpuTiming();
+
 // Records `result` in the plan's validation block: the backend's verdict ("passed"/"failed"), the seed, the runs,
 // the first mismatch as a sentence (or the failure), the timing (an emulator validation leaves a GPU's figures in
 // place) and `validated_at` (ISO 8601 UTC, now). Whoever stores
