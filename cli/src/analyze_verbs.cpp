@@ -39,13 +39,28 @@ Status writeText(const std::string& path, const std::string& text) {
   return core::writeFileAtomically(path, text);
 }
 
+// A merged multi-rank report: the text on stdout, and the JSON, Markdown and HTML files asked for.
+int writeMultiRank(const analyzer::MultiRankReport& report, size_t top, const std::string& json_out,
+                   const std::string& md_out, const std::string& html_out, const VerbContext& ctx) {
+  std::cout << analyzer::multiRankToText(report, top);
+  const std::pair<const std::string&, std::function<std::string()>> outputs[] = {
+      {json_out, [&] { return analyzer::multiRankToJson(report).dump(2) + "\n"; }},
+      {md_out, [&] { return analyzer::multiRankToMarkdown(report, top); }},
+      {html_out, [&] { return analyzer::multiRankToHtml(report, top); }}};
+  for (const auto& [path, text] : outputs) {
+    if (path.empty()) continue;
+    if (Status s = writeText(path, text()); !s.ok()) return reportError(s);
+    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", path.c_str());
+  }
+  return kExitOk;
+}
+
 // Several traces (or a directory of them): the ranks of one job, analyzed in parallel and merged by pattern.
 int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
   auto paths = analyzer::expandRankInputs(o.inputs);
   if (!paths) return reportError(paths.status(), kExitBadInput);
-  if (!o.metrics_from.empty() || !o.execution_trace.empty() || !o.md_out.empty() || !o.html_out.empty()) {
-    return reportError(invalidArgument("--metrics-from, --et, --md and --html take one trace, not several ranks"),
-                       kExitBadInput);
+  if (!o.metrics_from.empty() || !o.execution_trace.empty()) {
+    return reportError(invalidArgument("--metrics-from and --et take one trace, not several ranks"), kExitBadInput);
   }
   if (!ctx.quiet) std::fprintf(stderr, "kfuse: analyzing %zu ranks in parallel\n", paths->size());
   analyzer::AnalysisOptions options;
@@ -56,14 +71,7 @@ int runMultiRank(const AnalyzeOptions& o, const VerbContext& ctx) {
   options.max_group = std::max<size_t>(2, o.max_group);
   auto report = analyzer::analyzeRanks(*paths, options);
   if (!report) return reportError(report.status(), kExitBadInput);
-  std::cout << analyzer::multiRankToText(*report, o.top);
-  if (!o.json_out.empty()) {
-    if (Status s = writeText(o.json_out, analyzer::multiRankToJson(*report).dump(2) + "\n"); !s.ok()) {
-      return reportError(s);
-    }
-    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", o.json_out.c_str());
-  }
-  return kExitOk;
+  return writeMultiRank(*report, o.top, o.json_out, o.md_out, o.html_out, ctx);
 }
 
 struct MergeOptions {
@@ -86,18 +94,8 @@ int runMerge(const MergeOptions& o, const VerbContext& ctx) {
   }
   auto report = analyzer::mergeRankReports(o.inputs, progress);
   if (!report) return reportError(report.status(), kExitBadInput);
-  std::cout << analyzer::multiRankToText(*report, o.top);
-  if (!o.json_out.empty()) {
-    if (Status s = writeText(o.json_out, analyzer::multiRankToJson(*report).dump(2) + "\n"); !s.ok()) {
-      return reportError(s);
-    }
-    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", o.json_out.c_str());
-  }
-  for (const auto& [path, text] : {std::pair{o.md_out, analyzer::multiRankToMarkdown(*report, o.top)},
-                                   std::pair{o.html_out, analyzer::multiRankToHtml(*report, o.top)}}) {
-    if (path.empty()) continue;
-    if (Status s = writeText(path, text); !s.ok()) return reportError(s);
-    if (!ctx.quiet) std::fprintf(stderr, "kfuse: wrote %s\n", path.c_str());
+  if (const int code = writeMultiRank(*report, o.top, o.json_out, o.md_out, o.html_out, ctx); code != kExitOk) {
+    return code;
   }
   if (!report->left_out.empty()) {
     std::fprintf(stderr, "kfuse: %zu of %zu rank reports left out (listed above)\n", report->left_out.size(),
