@@ -7,7 +7,7 @@ KFUSE_BUILD=${KFUSE_BUILD:-$(dirname "$here")/build-release}
 source "$here/common.sh"
 mkdir -p "$KFUSE_BUILD"
 kfuse_configure -DCMAKE_BUILD_TYPE=Release
-benches=(store_bench ptx_parse_bench import_bench analyze_bench emulator_bench collector_bench rewrite_bench inject_bench
+benches=(store_bench ptx_parse_bench import_bench analyze_bench merge_bench emulator_bench collector_bench rewrite_bench inject_bench
   standin_startup_bench)
 # kfuse-gui's benchmark where the GUI is configured (scripts/setup-deps.sh --gui).
 if [[ -d "$KFUSE_BUILD/gui" ]]; then benches+=(gui_bench); fi
