@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -60,15 +59,7 @@ std::vector<std::string> splitList(const std::string& s) {
 Expected<std::optional<analyzer::Report>> reportToRewrite(const RewriteVerbOptions& o, std::string& source,
                                                           std::string& notice) {
   if (!o.report.empty()) {
-    std::ifstream in(o.report, std::ios::binary);
-    if (!in) return notFound(o.report + ": cannot open the report");
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto j = core::parseJsonDocument(text.str());
-    if (!j.ok()) {
-      return badFormat(o.report + ": " + j.status().message() + " (expected `kfuse analyze --json` output)");
-    }
-    KFUSE_ASSIGN_OR_RETURN(analyzer::Report r, analyzer::reportFromJson(*j, o.report));
+    KFUSE_ASSIGN_OR_RETURN(analyzer::Report r, analyzer::readReportFile(o.report));
     source = o.report;
     return std::optional<analyzer::Report>(std::move(r));
   }

@@ -6,16 +6,13 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "kfuse/analyzer/importer.h"
-#include "kfuse/core/json_document.h"
 
 namespace kfuse::analyzer {
 
@@ -36,36 +33,50 @@ std::string fmtRatio() {
   return buf;
 }
 
-bool traceFile(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  auto ends = [&](const std::string& s) {
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
-  return ends(".json") || ends(".json.gz") || ends(".sqlite");
+bool endsWith(const std::string& name, const char* suffix) {
+  const size_t n = std::char_traits<char>::length(suffix);
+  return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
 }
 
-}  // namespace
+bool traceFile(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return endsWith(name, ".json") || endsWith(name, ".json.gz") || endsWith(name, ".sqlite");
+}
 
-Expected<std::vector<std::string>> expandRankInputs(const std::vector<std::string>& paths) {
+bool reportFile(const std::filesystem::path& p) {
+  return endsWith(p.filename().string(), ".json");
+}
+
+// Each path as given, a directory as the regular files directly inside it that `wanted` accepts, sorted by name
+// (`what` names them when there is none). A path that does not exist is kept when `keep_missing`, else kNotFound.
+Expected<std::vector<std::string>> expandInputs(const std::vector<std::string>& paths,
+                                                bool (*wanted)(const std::filesystem::path&), const char* what,
+                                                bool keep_missing) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
     std::error_code ec;
     const auto status = std::filesystem::status(p, ec);
-    if (ec || !std::filesystem::exists(status)) return notFound(p + ": no such file or directory");
+    if (!keep_missing && (ec || !std::filesystem::exists(status))) return notFound(p + ": no such file or directory");
     if (!std::filesystem::is_directory(status)) {
       out.push_back(p);
       continue;
     }
     std::vector<std::string> files;
     for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
-      if (e.is_regular_file() && traceFile(e.path())) files.push_back(e.path().string());
+      if (e.is_regular_file() && wanted(e.path())) files.push_back(e.path().string());
     }
     if (ec) return ioError(p + ": cannot list the directory: " + ec.message());
-    if (files.empty()) return invalidArgument(p + ": a directory without trace files (.json, .json.gz, .sqlite)");
+    if (files.empty()) return invalidArgument(p + ": a directory without " + what);
     std::sort(files.begin(), files.end());
     out.insert(out.end(), files.begin(), files.end());
   }
   return out;
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> expandRankInputs(const std::vector<std::string>& paths) {
+  return expandInputs(paths, traceFile, "trace files (.json, .json.gz, .sqlite)", /*keep_missing=*/false);
 }
 
 Expected<MultiRankReport> analyzeRanks(const std::vector<std::string>& paths, const AnalysisOptions& options,
@@ -126,17 +137,11 @@ bool RankMerger::add(const std::string& path, int rank, Report report) {
   out_.ranks.push_back(std::move(summary));
   for (Candidate& c : report.candidates) {
     auto [it, inserted] = index_.try_emplace(patternKey(c), out_.recommendations.size());
-    if (inserted) {
-      out_.recommendations.push_back(MergedRecommendation{c, {}, 0, {}});
-      best_.push_back(c.total_saving_ns);
-    }
+    if (inserted) out_.recommendations.push_back(MergedRecommendation{c, {}, 0, {}});
     MergedRecommendation& m = out_.recommendations[it->second];
     m.ranks.push_back(RankShare{rank, c.occurrence_launches.size(), c.total_saving_ns, c.cost.measured_ns});
     m.total_saving_ns += c.total_saving_ns;
-    if (c.total_saving_ns > best_[it->second]) {
-      best_[it->second] = c.total_saving_ns;
-      m.representative = std::move(c);
-    }
+    if (c.total_saving_ns > m.representative.total_saving_ns) m.representative = std::move(c);
   }
   return true;
 }
@@ -192,47 +197,20 @@ MultiRankReport RankMerger::finish() {
 
 Expected<MultiRankReport> mergeRankReports(const std::vector<std::string>& paths,
                                            const std::function<void(size_t done, size_t total)>& progress) {
-  std::vector<std::string> files;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) {
-      std::vector<std::string> inside;
-      for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
-        if (e.is_regular_file() && e.path().extension() == ".json") inside.push_back(e.path().string());
-      }
-      if (ec) return ioError(p + ": cannot list the directory: " + ec.message());
-      if (inside.empty()) return invalidArgument(p + ": a directory without rank reports (.json)");
-      std::sort(inside.begin(), inside.end());
-      files.insert(files.end(), inside.begin(), inside.end());
-    } else {
-      files.push_back(p);
-    }
-  }
+  // A missing report is left out below, with the others merged.
+  KFUSE_ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                         expandInputs(paths, reportFile, "rank reports (.json)", /*keep_missing=*/true));
   RankMerger merger;
   size_t merged = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& f = files[i];
     if (progress) progress(i, files.size());
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(f, ec)) {
-      merger.leaveOut(f, std::filesystem::exists(f, ec) ? "not a regular file" : "no such file");
-      continue;
-    }
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in && !in.eof()) {
-      merger.leaveOut(f, "cannot be read");
-      continue;
-    }
-    auto j = core::parseJsonDocument(text.str());
-    if (!j.ok()) {
-      merger.leaveOut(f, j.status().message() + " (expected `kfuse analyze --json` output)");
-      continue;
-    }
-    auto r = reportFromJson(*j, f);
+    auto r = readReportFile(f);
     if (!r.ok()) {
-      merger.leaveOut(f, r.status().message());
+      // The message names the file; the left-out entry has the path beside it.
+      std::string why = r.status().message();
+      if (why.rfind(f + ": ", 0) == 0) why.erase(0, f.size() + 2);
+      merger.leaveOut(f, why);
       continue;
     }
     const int rank = r->rank.value_or(static_cast<int>(i));

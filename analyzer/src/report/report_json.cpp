@@ -2,11 +2,15 @@
 // (what `kfuse rewrite` reads back; every field type-checked, the first problem named with its JSON path) and the
 // schema, which kfuse_schema_gen writes from them.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/gpu_spec.h"
+#include "kfuse/core/json_document.h"
 #include "kfuse/core/json_fields.h"
 #include "report/report_totals.h"
 
@@ -419,6 +423,21 @@ Expected<Report> reportFromJson(const json& j, const std::string& what) {
     }
   }
   return out;
+}
+
+Expected<Report> readReportFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return notFound(path + (std::filesystem::exists(path, ec) ? ": not a regular file" : ": no such file") +
+                    " (expected `kfuse analyze --json` output)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return ioError(path + ": cannot be read");
+  auto j = core::parseJsonDocument(text.str());
+  if (!j.ok()) return badFormat(path + ": " + j.status().message() + " (expected `kfuse analyze --json` output)");
+  return reportFromJson(*j, path);
 }
 
 }  // namespace kfuse::analyzer

@@ -499,6 +499,10 @@ nlohmann::json reportToJson(const Report& report);
 // the GPU's spec from the table by its short name). `what` names the source in errors ("trace.sqlite's stored
 // report"). kBadFormat for a malformed report, kUnsupportedVersion for one of another version.
 Expected<Report> reportFromJson(const nlohmann::json& j, const std::string& what);
+// The report in the file at `path` (`kfuse analyze --json` output): read, parsed with its nesting bounded and read
+// back as reportFromJson does. kNotFound for a path that is not a regular file, kIoError when it cannot be read,
+// kBadFormat when it is not a report; each message names the file.
+Expected<Report> readReportFile(const std::string& path);
 // Text for a terminal: candidates with short kernel names and the sentence that decided each verdict; `verbose`
 // adds every reason, the full kernel names and the per-kernel table.
 // schemas/report.schema.json: the JSON Schema of what reportToJson writes.

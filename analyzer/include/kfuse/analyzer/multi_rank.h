@@ -90,7 +90,6 @@ class RankMerger {
  private:
   MultiRankReport out_;
   std::map<std::string, size_t> index_;  // pattern key -> recommendation
-  std::vector<double> best_;             // per recommendation: the largest saving of one rank
   bool first_ = true;  // no report merged yet: the first one sets the version and GPU the others must match
   int cost_model_version_ = 0;
   std::string gpu_;
