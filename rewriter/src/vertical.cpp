@@ -11,12 +11,24 @@
 //    part writes and another reads breaks that promise, so such loads become plain loads.
 // Store-to-load forwarding replaces a later part's load by the register an earlier part stored, only where the
 // address form, width and guard are identical, nothing in between may write that address, and neither access is
-// inside a loop (each runs at most once per thread, under the same condition).
+// inside a loop (each runs at most once per thread, under the same condition) or both are in the one loop of
+// merged counted loops, in the same iteration.
+//
+// Counted loops (the grid-stride idiom, ptx/loops.h): when every part is one loop and all take the same steps
+// for every thread (same start, step, guard and exit test, once the arguments the plan pins equal are merged),
+// the fused kernel runs one loop whose iteration runs each part's iteration in turn, instead of each part's
+// loop to its end. That reorders a later part's iteration k before an earlier part's iteration k' > k; it keeps
+// the program's results when no such pair touches a common byte with one of them writing. Within one thread this
+// is checked here: two parts' accesses to one buffer must be at the same address in every iteration (equal
+// values) and move by at least their width from one iteration to the next; accesses to different buffers need
+// the plan's no-overlap predicate. Across threads it is the analyzer's proof (a thread's accesses at one step
+// touch no byte that another (thread, step) touches). Anything else runs the loops one after the other.
 #include <algorithm>
 #include <cctype>
 #include <set>
 
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/loops.h"
 #include "kfuse/ptx/ranges.h"
 #include "kfuse/rewriter/fusion.h"
 #include "rename.h"
@@ -126,17 +138,144 @@ struct Edit {
   std::vector<Statement> replacement;
 };
 
+// The parts' counted loops merged into one (see the file comment).
+struct MergedLoop {
+  static constexpr const char* kLabel = "$kfuse_loop";
+  static constexpr const char* kExitLabel = "$kfuse_loop_exit";
+  std::vector<std::string> inductions;  // each part's induction register, renamed
+  // Names every part's induction variable "<iv>" at the top of the merged loop, where they all hold one value;
+  // returns the loop's block (-1 when there is none).
+  int nameInductions(const ptx::Cfg& cfg, ptx::ValueNumbering& values) const {
+    for (size_t b = 0; b < cfg.blocks().size(); ++b) {
+      if (cfg.blocks()[b].label != kLabel) continue;
+      for (const std::string& r : inductions) values.nameAtBlockEntry(static_cast<int>(b), r, "<iv>");
+      return static_cast<int>(b);
+    }
+    return -1;
+  }
+};
+
+// Each part's counted loop when every part is one and all take the same steps; else empty, with why (empty when
+// no part has a loop at all).
+std::vector<ptx::CountedLoop> sameStepLoops(const std::vector<const Function*>& parts,
+                                            const detail::MergedParams& merged, std::string* why) {
+  std::vector<ptx::CountedLoop> loops;
+  bool any_loop = false;
+  for (size_t k = 0; k < parts.size() && why->empty(); ++k) {
+    const Function& f = *parts[k];
+    const ptx::Cfg cfg = ptx::Cfg::build(f);
+    const std::vector<char> cyclic = ptx::blocksInLoops(cfg);
+    any_loop = any_loop || std::find(cyclic.begin(), cyclic.end(), 1) != cyclic.end();
+    if (std::any_of(f.body.begin(), f.body.end(),
+                    [](const Statement& s) { return s.kind == StatementKind::kBlockBegin; })) {
+      *why = "'" + f.name + "' has nested scopes";
+      break;
+    }
+    const ptx::DefUse du = ptx::DefUse::compute(f, cfg);
+    const auto& names = merged.names[k];
+    auto fusedName = [&names](const std::string& p) {
+      auto it = names.find(p);
+      return it == names.end() ? p : it->second;
+    };
+    std::string not_loop;
+    auto loop = ptx::findCountedLoop(f, cfg, du, fusedName, &not_loop);
+    if (!loop) {
+      *why = "'" + f.name + "' is not one counted loop: " + not_loop;
+      break;
+    }
+    // Only the guard may branch before the loop: a jump to the loop would skip the later parts' code before it.
+    const size_t loop_begin = cfg.blocks()[static_cast<size_t>(loop->loop_block)].begin;
+    for (size_t i = 0; i < loop_begin && why->empty(); ++i) {
+      const Statement& s = f.body[i];
+      if (s.kind == StatementKind::kInstruction && s.inst.opcode == ptx::Opcode::kBra && i != loop->guard_stmt)
+        *why = "'" + f.name + "' branches before its loop";
+    }
+    if (why->empty() && k > 0 && !loop->sameSteps(loops.front())) {
+      *why = "the loops of '" + parts.front()->name + "' and '" + f.name +
+             "' do not take the same steps (start, step or bounds differ, or arguments the plan does not pin "
+             "equal)";
+    }
+    if (why->empty()) loops.push_back(std::move(*loop));
+  }
+  if (!why->empty()) {
+    if (!any_loop) why->clear();
+    return {};
+  }
+  return loops;
+}
+
+// Whether a form's step-count terms move an access by at least `bytes` per step: positive multiples of launch
+// dimensions (each at least 1).
+bool movesEveryStep(const ptx::AffineExpr& offset, uint32_t bytes) {
+  int64_t least = 0;
+  bool steps = false;
+  for (const auto& [atoms, coef] : offset.terms) {
+    const bool counts = std::any_of(atoms.begin(), atoms.end(),
+                                    [](const std::string& a) { return a.rfind(ptx::kIterationPrefix, 0) == 0; });
+    if (!counts) continue;
+    steps = true;
+    for (const std::string& a : atoms) {
+      if (a.rfind(ptx::kIterationPrefix, 0) == 0) continue;
+      if (a.rfind("ntid.", 0) != 0 && a.rfind("nctaid.", 0) != 0) return false;
+    }
+    if (coef <= 0) return false;
+    least += coef;
+  }
+  return steps && least >= static_cast<int64_t>(bytes);
+}
+
+// Whether the merged loop keeps every pair of accesses of two parts in order (the file comment); else why not.
+std::string interleavingProblem(ptx::Module& module, const Function& f, const std::vector<int>& part_of,
+                                const MergedLoop& loop, const VerticalFusion& spec) {
+  ptx::FunctionAnalyses fa(&module, f);
+  const ptx::Cfg& cfg = fa.cfg();
+  ptx::ValueNumbering values(f, cfg, fa.defUse());
+  if (loop.nameInductions(cfg, values) < 0) return "the merged loop was not found";
+  const auto& accesses = fa.memoryAccesses();
+  auto partOf = [&](size_t stmt) { return stmt < part_of.size() ? part_of[stmt] : -1; };
+  for (const ptx::MemoryAccess& a : accesses) {
+    for (const ptx::MemoryAccess& b : accesses) {
+      if (partOf(a.stmt) >= partOf(b.stmt) || (!a.is_write && !b.is_write)) continue;
+      const std::string pair = a.opcode + " (part " + std::to_string(partOf(a.stmt) + 1) + ") and " + b.opcode +
+                               " (part " + std::to_string(partOf(b.stmt) + 1) + ")";
+      if (a.base_param < 0 || b.base_param < 0) return pair + ": an address not followed to a parameter";
+      const bool shared = std::any_of(a.pointer_params.begin(), a.pointer_params.end(), [&](int p) {
+        return std::find(b.pointer_params.begin(), b.pointer_params.end(), p) != b.pointer_params.end();
+      });
+      if (!shared) {
+        if (spec.params_disjoint) continue;
+        return pair + ": two buffers the plan does not keep apart";
+      }
+      const auto va = values.addressValue(a.stmt), vb = values.addressValue(b.stmt);
+      if (a.base_param != b.base_param || !va || !vb || *va != *vb || a.bytes != b.bytes) {
+        return pair + ": not at the same address in every iteration";
+      }
+      if (!a.offset || !b.offset || !movesEveryStep(*a.offset, a.bytes) || !movesEveryStep(*b.offset, b.bytes)) {
+        return pair + ": the address does not move past the access from one iteration to the next";
+      }
+    }
+  }
+  return {};
+}
+
 // Store-to-load forwarding, `.nc` stripping and (aggressive) intermediate store removal on the fused function.
-Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t>& part_begin,
+// `part_of`: the part each statement comes from (-1: hoisted declarations). `loop`: the merged counted loop, if
+// the parts' loops were merged.
+Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<int>& part_of, const MergedLoop* loop,
                       const VerticalFusion& spec, const std::vector<int>& dropped_params, FusionResult* result) {
   ptx::FunctionAnalyses fa(&module, f);
   const ptx::Cfg& cfg = fa.cfg();
   const auto& accesses = fa.memoryAccesses();
   const std::vector<char> in_loop = ptx::blocksInLoops(cfg);
   const RegisterWidths widths(f);
-  auto partOf = [&](size_t stmt) {
-    return static_cast<int>(std::upper_bound(part_begin.begin(), part_begin.end(), stmt) - part_begin.begin()) - 1;
-  };
+  auto partOf = [&](size_t stmt) { return stmt < part_of.size() ? part_of[stmt] : -1; };
+  std::optional<ptx::ValueNumbering> numbering;
+  int merged_block = -1;
+  if (loop) {
+    numbering.emplace(f, cfg, fa.defUse());
+    merged_block = loop->nameInductions(cfg, *numbering);
+  }
+  auto inMergedLoop = [&](size_t stmt) { return merged_block >= 0 && cfg.blockOf(stmt) == merged_block; };
   auto loops = [&](size_t stmt) {
     const int b = cfg.blockOf(stmt);
     return b < 0 || in_loop[static_cast<size_t>(b)];
@@ -160,8 +299,11 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
     if (!spec.forward_stores) break;
     if (!load.is_read || load.is_write || load.op != ptx::Opcode::kLd || load.base_param < 0 || !load.offset) continue;
     const int part = partOf(load.stmt);
-    if (part <= 0 || loops(load.stmt)) continue;
+    const bool merged = inMergedLoop(load.stmt);
+    if (part <= 0 || (loops(load.stmt) && !merged)) continue;
     const std::string form = load.offset->toString();
+    const std::optional<std::string> address = merged ? numbering->addressValue(load.stmt) : std::nullopt;
+    if (merged && !address) continue;
     const std::string guard = load.guardText();
     // The last store before the load to the same address under the same guard.
     const ptx::MemoryAccess* store = nullptr;
@@ -169,12 +311,16 @@ Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<size_t
       if (s.stmt >= load.stmt) continue;
       if (!s.is_write || s.is_read || s.op != ptx::Opcode::kSt || s.base_param != load.base_param || !s.offset)
         continue;
-      if (partOf(s.stmt) >= part || s.bytes != load.bytes || s.offset->toString() != form) continue;
+      if (partOf(s.stmt) >= part || s.bytes != load.bytes) continue;
+      // In the merged loop, the store of the same iteration at the same address (its form names another part's
+      // step count); else the same address form.
+      if (merged ? !inMergedLoop(s.stmt) || numbering->addressValue(s.stmt) != address : s.offset->toString() != form)
+        continue;
       if (s.guardText() != guard || std::any_of(s.guard.begin(), s.guard.end(), [](auto& g) { return !g.structured; }))
         continue;
       store = &s;
     }
-    if (!store || loops(store->stmt)) continue;
+    if (!store || (loops(store->stmt) && !merged)) continue;
     // Nothing in between may write the address: no other write through the same pointer (or through one that is
     // not known to be a different buffer), no call.
     bool clobbered =
@@ -362,23 +508,92 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
       renamers[k].rename(fused.body.back());
     });
   }
-  std::vector<size_t> part_begin;
-  for (size_t k = 0; k < parts.size(); ++k) {
-    part_begin.push_back(fused.body.size());
-    const bool last = k + 1 == parts.size();
-    const std::string end = last ? "" : "$kfuse_part" + std::to_string(k) + "_end";
-    forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
-      if (hoisted || detail::BodyRenamer::dropped(s)) return;
-      fused.body.push_back(s);
-      renamers[k].rename(fused.body.back());
-      if (!last) detail::replaceReturn(fused.body.back(), end);
-    });
-    if (!last) fused.body.push_back(ptx::labelStatement(end));
-    if (!last && spec.block_barrier) {
-      fused.body.push_back(
-          ptx::instructionStatement(ptx::makeInstruction(ptx::Opcode::kBar, {".sync"}, {ptx::integerOperand(0)})));
+  const size_t hoisted_end = fused.body.size();
+  std::vector<int> part_of(hoisted_end, -1);  // the part each statement of the fused body comes from
+  auto copy = [&](size_t k, const Statement& s) {
+    fused.body.push_back(s);
+    renamers[k].rename(fused.body.back());
+    part_of.push_back(static_cast<int>(k));
+  };
+  auto add = [&](int k, Statement s) {
+    fused.body.push_back(std::move(s));
+    part_of.push_back(k);
+  };
+  auto retarget = [](Statement& branch, const std::string& label) {
+    for (Operand& o : branch.inst.operands) {
+      if (o.kind == OperandKind::kSymbol) o.name = label;
     }
+  };
+  // One part after the other.
+  auto sequential = [&] {
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const bool last = k + 1 == parts.size();
+      const std::string end = last ? "" : "$kfuse_part" + std::to_string(k) + "_end";
+      forEachStatement(*parts[k], [&](const Statement& s, bool hoisted) {
+        if (hoisted || detail::BodyRenamer::dropped(s)) return;
+        copy(k, s);
+        if (!last) detail::replaceReturn(fused.body.back(), end);
+      });
+      if (!last) add(static_cast<int>(k), ptx::labelStatement(end));
+      if (!last && spec.block_barrier) {
+        add(static_cast<int>(k),
+            ptx::instructionStatement(ptx::makeInstruction(ptx::Opcode::kBar, {".sync"}, {ptx::integerOperand(0)})));
+      }
+    }
+  };
+  // Counted loops taking the same steps: every part's code before its loop (the first part's guard skips all of
+  // it), one loop running every part's iteration in turn, one return.
+  auto merged_loop = [&](const std::vector<ptx::CountedLoop>& loops, MergedLoop* out) {
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const ptx::Cfg cfg = ptx::Cfg::build(*parts[k]);
+      const size_t loop_begin = cfg.blocks()[static_cast<size_t>(loops[k].loop_block)].begin;
+      for (size_t i = 0; i < loop_begin; ++i) {
+        const Statement& s = parts[k]->body[i];
+        if (s.kind == StatementKind::kDeclaration || detail::BodyRenamer::dropped(s)) continue;
+        if (i == loops[k].guard_stmt && k > 0) continue;  // the first part's guard is the same test
+        copy(k, s);
+        if (i == loops[k].guard_stmt) retarget(fused.body.back(), MergedLoop::kExitLabel);
+      }
+      out->inductions.push_back(detail::renamedRegister(loops[k].induction, renamings[k].tag));
+    }
+    add(-1, ptx::labelStatement(MergedLoop::kLabel));
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const ptx::Cfg cfg = ptx::Cfg::build(*parts[k]);
+      const ptx::BasicBlock& body = cfg.blocks()[static_cast<size_t>(loops[k].loop_block)];
+      for (size_t i = body.begin; i < body.end; ++i) {
+        const Statement& s = parts[k]->body[i];
+        if (s.kind == StatementKind::kLabel || i == loops[k].latch_stmt || detail::BodyRenamer::dropped(s)) continue;
+        // A directive of a later part's loop (`.pragma "nounroll"`) belongs at a loop's head, not its middle.
+        if (k > 0 && s.kind == StatementKind::kDirective) continue;
+        copy(k, s);
+      }
+    }
+    copy(parts.size() - 1, parts.back()->body[loops.back().latch_stmt]);
+    retarget(fused.body.back(), MergedLoop::kLabel);
+    add(-1, ptx::labelStatement(MergedLoop::kExitLabel));
+    add(-1, ptx::instructionStatement(ptx::makeInstruction(ptx::Opcode::kRet, {}, {})));
+  };
+
+  std::optional<MergedLoop> loop;
+  if (!spec.block_barrier) {
+    std::string why;
+    const std::vector<ptx::CountedLoop> loops = sameStepLoops(parts, merged, &why);
+    if (!loops.empty()) {
+      loop.emplace();
+      merged_loop(loops, &*loop);
+      why = interleavingProblem(module, fused, part_of, *loop, spec);
+      if (why.empty()) {
+        result.notes.push_back("the parts' loops take the same steps: one loop runs every part's iteration in turn");
+      } else {
+        why = "the parts' loops cannot be merged: " + why;
+        loop.reset();
+        fused.body.resize(hoisted_end);
+        part_of.resize(hoisted_end);
+      }
+    }
+    if (!why.empty()) result.notes.push_back(why + "; each part's loop runs to its end in turn");
   }
+  if (!loop) sequential();
   if (spec.block_barrier)
     result.notes.push_back("a block barrier (bar.sync 0) separates the parts: block-level fusion");
 
@@ -393,7 +608,7 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   }
   VerticalFusion memory_spec = spec;
   if (spec.block_barrier) memory_spec.forward_stores = false;
-  KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_begin, memory_spec, dropped, &result));
+  KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_of, loop ? &*loop : nullptr, memory_spec, dropped, &result));
   if (result.forwarded_loads > 0) {
     result.notes.push_back("forwarded " + std::to_string(result.forwarded_loads) +
                            " load(s) of values an earlier part stored");

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/printer.h"
 #include "kfuse/rewriter/fusion.h"
 #include "test_kernels.h"
 
@@ -225,6 +227,127 @@ TEST(VerticalFusion, JoinsKernelsOfTwoModules) {
                   .ok());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(a.download(i), b.download(i)) << "buffer " << i;
 }
+
+namespace grid_stride {
+
+// Few threads for many elements: each thread takes four or five steps, the last ones ragged.
+const core::Dim3 kGrid{3, 1, 1};
+const core::Dim3 kBlock{64, 1, 1};
+constexpr int kN = 900;
+
+// gs_axpb(x, y, a, b, n) then a consumer of y: the fused kernel and the two launches give the same buffers.
+struct Case {
+  std::string consumer;
+  std::vector<Arg> consumer_args;  // after gs_axpb's (x = 0, y = 1)
+  VerticalFusion spec;
+};
+
+FusionResult fuseAndCompare(const Case& c, const std::vector<Arg>& fused_args) {
+  const std::string gridstride = examplePtx("gridstride");
+  const std::string cases = testPtx("chain_cases");
+  std::vector<Rename> renames;
+  auto module = mergeModules({parsed(gridstride), parsed(cases)}, &renames);
+  EXPECT_TRUE(module.ok()) << module.status().message();
+  if (!module.ok()) return {};
+  auto r = fuseVertical(*module, c.spec);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  EXPECT_TRUE(ptx::verify(*module).ok()) << ptx::verify(*module).message();
+  const std::string fused = ptx::printModule(*module);
+  testing::expectCompiles(fused, {"sm_90"});
+  // Room for gs_read_next's reads one step past n.
+  std::vector<std::vector<uint8_t>> bufs = {randomFloats(2048, 21), randomFloats(2048, 22), randomFloats(2048, 23),
+                                            randomFloats(2048, 24)};
+  Runner a(bufs), b(bufs);
+  const float alpha = 0.75f, beta = -0.25f;
+  EXPECT_TRUE(a.launch(gridstride, "gs_axpb", kGrid, kBlock,
+                       {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(beta), Arg::value(kN)})
+                  .ok());
+  const std::string& consumer_ptx = c.consumer.rfind("gs_relu", 0) == 0 ? gridstride : cases;
+  EXPECT_TRUE(a.launch(consumer_ptx, c.consumer, kGrid, kBlock, c.consumer_args).ok());
+  std::vector<Arg> args = {Arg::buf(0), Arg::buf(1), Arg::value(alpha), Arg::value(beta), Arg::value(kN)};
+  args.insert(args.end(), fused_args.begin(), fused_args.end());
+  EXPECT_TRUE(b.launch(fused, c.spec.fused_name, kGrid, kBlock, args).ok());
+  for (size_t i = 0; i < bufs.size(); ++i) EXPECT_EQ(a.download(i), b.download(i)) << "buffer " << i;
+  return *r;
+}
+
+bool mentions(const FusionResult& r, const std::string& text) {
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+// Loops in the fused kernel: blocks that branch back to themselves.
+int loopsIn(const std::string& kernel_ptx, const std::string& kernel) {
+  ptx::Module m = parsed(kernel_ptx);
+  const ptx::Function* f = m.findFunction(kernel);
+  if (!f) return -1;
+  const std::vector<char> cyclic = ptx::blocksInLoops(ptx::Cfg::build(*f));
+  return static_cast<int>(std::count(cyclic.begin(), cyclic.end(), 1));
+}
+
+Case reluMul() {
+  Case c;
+  c.consumer = "gs_relu_mul";
+  c.consumer_args = {Arg::buf(1), Arg::buf(2), Arg::buf(3), Arg::value(kN)};
+  c.spec.kernels = {"gs_axpb", "gs_relu_mul"};
+  c.spec.fused_name = "fused";
+  c.spec.equal_args = {{{0, 1}, {1, 0}}, {{0, 4}, {1, 3}}};  // y, n
+  c.spec.params_disjoint = true;
+  return c;
+}
+
+TEST(VerticalFusion, GridStrideLoopsOfTheSameStepsBecomeOneLoop) {
+  const Case c = reluMul();
+  const FusionResult r = fuseAndCompare(c, {Arg::buf(2), Arg::buf(3)});
+  EXPECT_TRUE(mentions(r, "one loop runs every part's iteration in turn")) << ::testing::PrintToString(r.notes);
+  EXPECT_EQ(r.forwarded_loads, 1);  // y[i] is handed over in a register, in the same iteration
+  ptx::Module m = parsed(examplePtx("gridstride"));
+  ASSERT_TRUE(fuseVertical(m, c.spec).ok());
+  EXPECT_EQ(loopsIn(ptx::printModule(m), "fused"), 1);
+}
+
+TEST(VerticalFusion, GridStrideLoopsWithBoundsNotPinnedEqualRunOneAfterTheOther) {
+  Case c = reluMul();
+  c.spec.equal_args = {{{0, 1}, {1, 0}}};  // y only: the two n may differ
+  const FusionResult r = fuseAndCompare(c, {Arg::buf(2), Arg::buf(3), Arg::value(kN)});
+  EXPECT_TRUE(mentions(r, "do not take the same steps")) << ::testing::PrintToString(r.notes);
+  EXPECT_EQ(r.forwarded_loads, 0);
+}
+
+TEST(VerticalFusion, GridStrideLoopsOverBuffersThePlanDoesNotKeepApartRunOneAfterTheOther) {
+  Case c = reluMul();
+  c.spec.params_disjoint = false;
+  const FusionResult r = fuseAndCompare(c, {Arg::buf(2), Arg::buf(3)});
+  EXPECT_TRUE(mentions(r, "two buffers the plan does not keep apart")) << ::testing::PrintToString(r.notes);
+}
+
+TEST(VerticalFusion, AConsumerReadingTheNextStepsElementKeepsTwoLoops) {
+  Case c;
+  c.consumer = "gs_read_next";
+  c.consumer_args = {Arg::buf(1), Arg::buf(2), Arg::value(kN)};
+  c.spec.kernels = {"gs_axpb", "gs_read_next"};
+  c.spec.fused_name = "fused";
+  c.spec.equal_args = {{{0, 1}, {1, 0}}, {{0, 4}, {1, 2}}};
+  c.spec.params_disjoint = true;
+  const FusionResult r = fuseAndCompare(c, {Arg::buf(2)});
+  EXPECT_TRUE(mentions(r, "not at the same address in every iteration")) << ::testing::PrintToString(r.notes);
+}
+
+TEST(VerticalFusion, AnInPlaceGridStrideConsumerMergesAndReadsTheRegister) {
+  Case c;
+  c.consumer = "gs_square_inplace";
+  c.consumer_args = {Arg::buf(1), Arg::value(kN)};
+  c.spec.kernels = {"gs_axpb", "gs_square_inplace"};
+  c.spec.fused_name = "fused";
+  c.spec.equal_args = {{{0, 1}, {1, 0}}, {{0, 4}, {1, 1}}};
+  c.spec.params_disjoint = true;
+  const FusionResult r = fuseAndCompare(c, {});
+  EXPECT_TRUE(mentions(r, "one loop")) << ::testing::PrintToString(r.notes);
+  EXPECT_EQ(r.forwarded_loads, 1);
+}
+
+}  // namespace grid_stride
 
 }  // namespace
 }  // namespace kfuse::rewriter

@@ -154,6 +154,9 @@ CASES = {
     "gridstride_tl": (4, "thread-local", True, "the consumer's stride is half the producer's"),
     "gridstride_ahead_tl": (4, "thread-local", True, "the consumer reads one element ahead (the next thread's)"),
     "gridstride_chain_tl": (4, "thread-local", True, "the last kernel writes one element past the first's input"),
+    # Legal: the consumer reads what the same thread's next step writes (the loops must not be merged into one).
+    "gridstride_next_step_tl": (4, "thread-local", True, "the consumer reads the next thread's next-step element"),
+    "gridstride_merged_tl": (4, "thread-local", True, "the consumer reads the next thread's element"),
     "arena_overlap_tl": (4, "thread-local", True, "the consumer's output starts at the producer's input's last "
                                                   "element (4 bytes of overlap in the arena)"),
     "arena_overlap_epi": (4, "epilogue", True, "the consumer's output starts at the producer's input's last element"),
@@ -164,8 +167,8 @@ CASES = {
 # Cases whose illegal mode is also recorded and analyzed: no candidate proven for the legal recording may be proven
 # for the illegal one (the analyzer's own verdict, not only the plan's run-time predicates).
 ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
-                   "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl", "null_bias_tl",
-                   "null_bias_epi", "null_bias_pro", "null_bias_blk"}
+                   "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl",
+                   "gridstride_next_step_tl", "gridstride_merged_tl", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk"}
 
 MODES = ("legal", "illegal")
 

@@ -464,6 +464,20 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("gs_inc", k1d, b.ar(2), b.ar(1), n, 4 * n);
     r.launch("gs_inc", k1d, r.pick(b.ar(3), b.ar(0, 1)), b.ar(2), n, 4 * n);
   };
+  // Grid-stride loops stepping by the launch's 1024 threads over 2048 elements, in separate allocations: the
+  // consumer reads k elements on. k = 1024 is the element the same thread's next step writes: legal for running the
+  // two loops one after the other in each thread, but not for one merged loop (it would read the element before
+  // the producer's next iteration writes it). k = 1025 is the next thread's: illegal.
+  c["gridstride_next_step_tl"] = [=, &b](const Run& r) {
+    r.launch("gsl_scale", k1d, b.c, b.a, 2 * n);
+    r.launch("gsl_read_ahead", k1d, b.d, b.c, r.pick(n, n + 1), 2 * n);
+  };
+  // The same loops, the consumer reading its own element (one merged loop) or, through a pointer one element on,
+  // the next thread's.
+  c["gridstride_merged_tl"] = [=, &b](const Run& r) {
+    r.launch("gsl_scale", k1d, b.c, b.a, 2 * n);
+    r.launch("gsl_inc", k1d, b.d, r.pick(b.c, b.c + 4), 2 * n);
+  };
   return c;
 }
 

@@ -396,4 +396,18 @@ __global__ void gs_inc(float* y, const float* z, int s, int n) {
   for (int e = GID; e < n; e += s) y[e] = z[e] + 1.f;
 }
 
+// Grid-stride loops stepping by the launch's threads (one merged loop when fused: rewriter/src/vertical.cpp).
+__global__ void gsl_scale(float* z, const float* x, int n) {
+  for (int e = GID; e < n; e += gridDim.x * blockDim.x) z[e] = x[e] * 2.f + 1.f;
+}
+// y[e] = z[e + k] + 1: k = the launch's thread count reads what the same thread's next step of gsl_scale writes.
+__global__ void gsl_read_ahead(float* y, const float* z, int k, int n) {
+#pragma unroll 1
+  for (int e = GID; e < n; e += gridDim.x * blockDim.x) y[e] = z[e + k] + 1.f;
+}
+// y[e] = z[e] + 1 over the same steps.
+__global__ void gsl_inc(float* y, const float* z, int n) {
+  for (int e = GID; e < n; e += gridDim.x * blockDim.x) y[e] = z[e] + 1.f;
+}
+
 }  // extern "C"

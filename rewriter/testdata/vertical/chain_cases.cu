@@ -41,3 +41,16 @@ extern "C" __global__ void staged_a(const float* x, float* y, int n) {
   __syncthreads();
   if (i < n) y[i] = tile[threadIdx.x] + tile[(threadIdx.x + 1) % blockDim.x];
 }
+
+// Grid-stride loops (with gridstride.ptx's gs_axpb, which writes y): a consumer that reads the element of the
+// thread's next step (y must hold n + step elements), which the producer writes one iteration later. Running the
+// loops one after the other is right; one merged loop would read it before it is written.
+extern "C" __global__ void gs_read_next(const float* y, float* out, int n) {
+  const int step = gridDim.x * blockDim.x;
+#pragma unroll 1
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) out[i] = y[i + step];
+}
+// Reads and writes the producer's element in place.
+extern "C" __global__ void gs_square_inplace(float* y, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = y[i] * y[i];
+}

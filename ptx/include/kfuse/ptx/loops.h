@@ -1,0 +1,88 @@
+// Counted loops: the shape nvcc gives a kernel whose work is one loop over an induction variable (the grid-stride
+// idiom `for (i = gid; i < n; i += gridDim.x * blockDim.x)`), and value numbering, which says when two registers
+// hold the same value for every thread.
+//
+// The vertical fusion of two such kernels can run one loop whose body is both kernels' bodies, instead of one loop
+// after the other, when the loops take the same steps (same start, step, guard and exit test): then the consumer
+// reads the producer's value in the same iteration, from a register. CountedLoop gives what that needs to compare
+// and rewrite; ValueNumbering gives the comparison. Both read a Function they do not own.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/ir.h"
+
+namespace kfuse::ptx {
+
+// The value a register holds, as text: two registers whose texts are equal hold the same value in every thread.
+// A value is the pure instruction that defined it applied to its operands' values, through definitions that run at
+// most once per thread (one reaching definition outside every loop) or earlier in the same block; leaves are
+// immediates, the thread and launch-shape registers (%tid, %ntid, %ctaid, %nctaid) and parameters (`ld.param`,
+// named through `param_name`, so that parameters of different kernels that a fusion merges compare equal).
+// Anything else (loads of memory, loop-carried registers, clocks, guarded definitions) has no value.
+class ValueNumbering {
+ public:
+  // `param_name` maps a parameter symbol to the name it is compared under (identity when empty).
+  ValueNumbering(const Function& f, const Cfg& cfg, const DefUse& du,
+                 std::function<std::string(const std::string&)> param_name = {});
+  // Names the value `reg` holds on entry to block `block` (an induction variable at the top of its loop).
+  void nameAtBlockEntry(int block, const std::string& reg, const std::string& token);
+  // The value of `reg` as the instruction at statement `stmt` reads it.
+  std::optional<std::string> registerValue(std::string_view reg, size_t stmt) const;
+  // The value operand `o` has at `stmt` (registers, immediates, special registers; `!%p` negated).
+  std::optional<std::string> operandValue(const Operand& o, size_t stmt) const;
+  // The value the instruction at `stmt` gives `reg`, one of its destinations.
+  std::optional<std::string> definedValue(size_t stmt, std::string_view reg) const;
+  // The address an ld/st at `stmt` accesses: its base's value and constant offset.
+  std::optional<std::string> addressValue(size_t stmt) const;
+
+ private:
+  std::optional<std::string> registerValue(std::string_view reg, size_t stmt, int depth) const;
+  std::optional<std::string> operandValue(const Operand& o, size_t stmt, int depth) const;
+  std::optional<std::string> definitionValue(size_t def, std::string_view reg, int depth) const;
+
+  const Function& f_;
+  const Cfg& cfg_;
+  const DefUse& du_;
+  std::vector<char> in_loop_;
+  std::function<std::string(const std::string&)> param_name_;
+  std::map<std::pair<int, std::string>, std::string, std::less<>> entry_names_;
+};
+
+// A kernel made of one counted loop, as nvcc lays it out:
+//
+//   entry blocks (straight-line; no memory access but ld.param)   i = start; ...; @p bra EXIT  (the guard)
+//   LOOP:  body (no branch, barrier, call or atomic)               ...; i = i + step; setp q ...; @q bra LOOP
+//   EXIT:  ret
+//
+// i has exactly two definitions (the start and the step); every memory access of the body comes before the
+// step, so that an access in the k-th iteration sees i = start + k * step. The texts below are values
+// (ValueNumbering) with i named "iv" at the top of the loop: two kernels with equal texts take the same steps and
+// leave the loop after the same iteration, for every thread.
+struct CountedLoop {
+  int loop_block = -1;
+  int exit_block = -1;
+  std::string induction;      // the register i
+  size_t start_stmt = 0;      // i's definition before the loop
+  size_t step_stmt = 0;       // `add i, i, step` in the loop
+  size_t guard_stmt = 0;      // the conditional branch to EXIT before the loop
+  size_t latch_stmt = 0;      // the conditional branch back to LOOP, the loop's last instruction
+  std::string start, step, guard, latch;
+  // Whether two loops take the same steps for every thread (start, step, guard and latch texts equal).
+  bool sameSteps(const CountedLoop& o) const {
+    return start == o.start && step == o.step && guard == o.guard && latch == o.latch;
+  }
+};
+
+// `f` as a counted loop; nullopt with `why` (one clause) when it is not one.
+std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, const DefUse& du,
+                                           const std::function<std::string(const std::string&)>& param_name,
+                                           std::string* why);
+
+}  // namespace kfuse::ptx

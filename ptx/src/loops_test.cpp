@@ -1,0 +1,205 @@
+#include "kfuse/ptx/loops.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "kfuse/ptx/parser.h"
+
+namespace kfuse::ptx {
+namespace {
+
+// testdata/loops.ptx: nvcc 13.0 -arch=sm_90 output of testdata/loops.cu.
+const Module& loopsModule() {
+  static const Module m = [] {
+    std::ifstream in(std::string(KFUSE_PTX_TESTDATA) + "/loops.ptx");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = parseModule(text.str(), "loops.ptx");
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return parsed.ok() ? std::move(parsed).value() : Module{};
+  }();
+  return m;
+}
+
+// Parameters compared by position: `gs_axpb_param_4` and `gs_relu_mul_param_3` are both "n" when a fusion merges
+// them; here the last parameter of every kernel is called "n", the others keep their names.
+std::string lastIsN(const Function& f, const std::string& name) {
+  return !f.params.empty() && name == f.params.back().name ? "n" : name;
+}
+
+struct Found {
+  std::optional<CountedLoop> loop;
+  std::string why;
+};
+
+Found countedLoop(const Module& m, const char* kernel) {
+  const Function* f = m.findFunction(kernel);
+  EXPECT_NE(f, nullptr) << kernel;
+  if (!f) return {};
+  const Cfg cfg = Cfg::build(*f);
+  const DefUse du = DefUse::compute(*f, cfg);
+  Found out;
+  out.loop = findCountedLoop(*f, cfg, du, [f](const std::string& p) { return lastIsN(*f, p); }, &out.why);
+  return out;
+}
+
+TEST(CountedLoop, NvccGridStrideLoopsOfOneLaunchTakeTheSameSteps) {
+  const Found a = countedLoop(loopsModule(), "gs_axpb");
+  const Found b = countedLoop(loopsModule(), "gs_relu_mul");
+  ASSERT_TRUE(a.loop) << a.why;
+  ASSERT_TRUE(b.loop) << b.why;
+  EXPECT_EQ(a.loop->start, "mad.lo.s32(mov.u32(%ctaid.x),mov.u32(%ntid.x),mov.u32(%tid.x))");
+  EXPECT_EQ(a.loop->step, "add.s32(<iv>,mul.lo.s32(mov.u32(%nctaid.x),mov.u32(%ntid.x)))");
+  EXPECT_EQ(a.loop->latch, "setp.lt.s32(" + a.loop->step + ",ld.param.u32(param:n+0))");
+  EXPECT_TRUE(a.loop->sameSteps(*b.loop));
+  // The statements the rewriter edits.
+  const Function& f = *loopsModule().findFunction("gs_axpb");
+  EXPECT_EQ(f.body[a.loop->step_stmt].inst.fullOpcode(), "add.s32");
+  EXPECT_EQ(f.body[a.loop->latch_stmt].inst.fullOpcode(), "bra");
+  EXPECT_EQ(f.body[a.loop->guard_stmt].inst.guard, "%p1");
+  EXPECT_EQ(a.loop->induction, "%r10");
+}
+
+TEST(CountedLoop, AnotherStepOrStartIsNotTheSameSteps) {
+  const Found base = countedLoop(loopsModule(), "gs_relu_mul");
+  const Found half = countedLoop(loopsModule(), "gs_half_stride");
+  const Found shifted = countedLoop(loopsModule(), "gs_shifted_start");
+  ASSERT_TRUE(base.loop && half.loop && shifted.loop) << half.why << shifted.why;
+  EXPECT_NE(base.loop->step, half.loop->step);
+  EXPECT_FALSE(base.loop->sameSteps(*half.loop));
+  EXPECT_NE(base.loop->start, shifted.loop->start);
+  EXPECT_FALSE(base.loop->sameSteps(*shifted.loop));
+}
+
+TEST(CountedLoop, ParametersCompareByTheNameTheCallerGives) {
+  // Without merging the bound parameters, two kernels' loops end at different values.
+  const Function* a = loopsModule().findFunction("gs_axpb");
+  const Function* b = loopsModule().findFunction("gs_relu_mul");
+  ASSERT_TRUE(a && b);
+  auto plain = [](const Function& f) {
+    const Cfg cfg = Cfg::build(f);
+    const DefUse du = DefUse::compute(f, cfg);
+    return findCountedLoop(f, cfg, du, {}, nullptr);
+  };
+  const auto la = plain(*a), lb = plain(*b);
+  ASSERT_TRUE(la && lb);
+  EXPECT_FALSE(la->sameSteps(*lb));
+}
+
+TEST(CountedLoop, SixtyFourBitInductionVariables) {
+  const Found wide = countedLoop(loopsModule(), "gs_size_t");
+  ASSERT_TRUE(wide.loop) << wide.why;
+  EXPECT_EQ(wide.loop->step, "add.s64(<iv>,mul.wide.u32(mov.u32(%nctaid.x),mov.u32(%ntid.x)))");
+  EXPECT_FALSE(wide.loop->sameSteps(*countedLoop(loopsModule(), "gs_relu_mul").loop));
+}
+
+TEST(CountedLoop, UnrolledLoopsAndStraightLineKernelsAreNotCountedLoops) {
+  const Found unrolled = countedLoop(loopsModule(), "gs_unrolled");
+  EXPECT_FALSE(unrolled.loop);
+  EXPECT_FALSE(unrolled.why.empty());
+  const Found none = countedLoop(loopsModule(), "one_element");
+  EXPECT_FALSE(none.loop);
+  EXPECT_EQ(none.why, "it has no loop");
+}
+
+Module parsedText(const std::string& text) {
+  auto m = parseModule(text, "inline.ptx");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? std::move(m).value() : Module{};
+}
+
+// gs_relu_mul's shape with one edit spliced into its loop.
+std::string loopWith(const std::string& before_step, const std::string& after_step) {
+  return R"(.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1, .param .u32 k_param_2)
+{
+  .reg .pred %p<3>;
+  .reg .f32 %f<5>;
+  .reg .b32 %r<11>;
+  .reg .b64 %rd<11>;
+  ld.param.u64 %rd4, [k_param_0];
+  ld.param.u64 %rd5, [k_param_1];
+  ld.param.u32 %r6, [k_param_2];
+  mov.u32 %r1, %ntid.x;
+  mov.u32 %r7, %ctaid.x;
+  mov.u32 %r8, %tid.x;
+  mad.lo.s32 %r10, %r7, %r1, %r8;
+  setp.ge.s32 %p1, %r10, %r6;
+  @%p1 bra $L__BB0_3;
+  mov.u32 %r9, %nctaid.x;
+  mul.lo.s32 %r3, %r9, %r1;
+  cvta.to.global.u64 %rd1, %rd4;
+  cvta.to.global.u64 %rd2, %rd5;
+$L__BB0_2:
+  mul.wide.s32 %rd7, %r10, 4;
+  add.s64 %rd8, %rd1, %rd7;
+  ld.global.f32 %f1, [%rd8];
+  add.s64 %rd9, %rd2, %rd7;
+)" + before_step +
+         R"(
+  add.s32 %r10, %r10, %r3;
+)" + after_step +
+         R"(
+  setp.lt.s32 %p2, %r10, %r6;
+  @%p2 bra $L__BB0_2;
+$L__BB0_3:
+  ret;
+}
+)";
+}
+
+Found inlineLoop(const std::string& text) {
+  static Module m;
+  m = parsedText(text);
+  return countedLoop(m, "k");
+}
+
+TEST(CountedLoop, RefusesWhatCannotBeInterleaved) {
+  EXPECT_TRUE(inlineLoop(loopWith("st.global.f32 [%rd9], %f1;", "")).loop);
+  const Found late = inlineLoop(loopWith("", "st.global.f32 [%rd9], %f1;"));
+  EXPECT_FALSE(late.loop);
+  EXPECT_NE(late.why.find("after stepping"), std::string::npos) << late.why;
+  const Found atomic = inlineLoop(loopWith("atom.global.add.f32 %f2, [%rd9], %f1;", ""));
+  EXPECT_FALSE(atomic.loop);
+  EXPECT_NE(atomic.why.find("atomic"), std::string::npos) << atomic.why;
+  const Found barrier = inlineLoop(loopWith("bar.sync 0;", ""));
+  EXPECT_FALSE(barrier.loop);
+  const Found shuffle = inlineLoop(loopWith("shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", ""));
+  EXPECT_FALSE(shuffle.loop);
+  // A step read from memory changes from one iteration to the next.
+  const Found loaded = inlineLoop(loopWith("ld.global.u32 %r3, [%rd9];", ""));
+  EXPECT_FALSE(loaded.loop);
+  EXPECT_NE(loaded.why.find("step"), std::string::npos) << loaded.why;
+}
+
+TEST(ValueNumbering, EqualComputationsInDifferentRegistersAreOneValue) {
+  const Module m = parsedText(loopWith("st.global.f32 [%rd9], %f1;", ""));
+  const Function& f = *m.findFunction("k");
+  const Cfg cfg = Cfg::build(f);
+  const DefUse du = DefUse::compute(f, cfg);
+  ValueNumbering vn(f, cfg, du);
+  size_t load = 0, store = 0;
+  for (size_t s = 0; s < f.body.size(); ++s) {
+    if (f.body[s].kind != StatementKind::kInstruction) continue;
+    if (f.body[s].inst.opcode == Opcode::kLd && f.body[s].inst.hasBaseSpace(StateSpace::kGlobal)) load = s;
+    if (f.body[s].inst.opcode == Opcode::kSt) store = s;
+  }
+  ASSERT_GT(load, 0u);
+  ASSERT_GT(store, 0u);
+  // %r10 at the top of the loop has two reaching definitions: no value until the block's entry is named.
+  EXPECT_FALSE(vn.addressValue(load));
+  vn.nameAtBlockEntry(cfg.blockOf(load), "%r10", "<iv>");
+  const auto a = vn.addressValue(load), b = vn.addressValue(store);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(*a, *b);  // two parameters
+  EXPECT_EQ(*a, "add.s64(cvta.to.global.u64(ld.param.u64(param:k_param_0+0)),mul.wide.s32(<iv>,4))+0");
+  // A loaded value has none.
+  EXPECT_FALSE(vn.registerValue("%f1", store));
+}
+
+}  // namespace
+}  // namespace kfuse::ptx
