@@ -223,6 +223,33 @@ TEST(Analysis, BoundsThatDifferDoNotMatterWhenEachElementBelongsToOneThread) {
   EXPECT_EQ(r.candidates[0].checked.occurrences_checked, 1u);
 }
 
+// gs_produce -> gs_consume, grid-stride loops over 64 x 256 threads: proven for any n. With one n the rewriter runs
+// one merged loop, so the consumer's read of mid comes from a register; with two n it runs the loops one after the
+// other and the read stays.
+TEST(Analysis, GridStrideLoopsTakingTheSameStepsReadTheIntermediateOnce) {
+  auto chain = [](int n2) {
+    TraceBuilder b;
+    b.trace().functions.push_back(core::KernelFunction{7, 1, "_Z10gs_producePKfPfi", "", {}});
+    b.trace().functions.push_back(core::KernelFunction{8, 1, "_Z10gs_consumePKfPfi", "", {}});
+    b.launch(7, {1, 2}, 1 << 20, 1, 64).launch(8, {2, 3}, n2, 1, 64);
+    const Report r = run(b);
+    EXPECT_EQ(r.candidates.size(), 1u);
+    return r.candidates.empty() ? Candidate{} : r.candidates[0];
+  };
+  const Candidate same = chain(1 << 20), other = chain((1 << 20) - 1);
+  EXPECT_EQ(same.legality, Legality::kProven) << ::testing::PrintToString(same.reasons);
+  EXPECT_EQ(other.legality, Legality::kProven) << ::testing::PrintToString(other.reasons);
+  // Merged: costed as the same chain with one element per thread (produce -> consume over 1M threads) is.
+  TraceBuilder flat;
+  flat.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  const Report r = run(flat);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_DOUBLE_EQ(same.cost.bytes_after, r.candidates[0].cost.bytes_after);
+  // Two loops: every use's bytes (in, mid written, mid read again, out), each up to its footprint's end.
+  EXPECT_GT(other.cost.bytes_after, same.cost.bytes_after);
+  EXPECT_NEAR(other.cost.bytes_after, 4.0 * 4 * (1 << 20), 16);
+}
+
 TEST(Analysis, ChecksEveryDistinctArgumentTupleAndSaysSo) {
   // The same chain three times with n = 1000 and once with n = 2000: two tuples, all four occurrences checked.
   TraceBuilder b;

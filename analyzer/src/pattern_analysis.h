@@ -147,6 +147,11 @@ class Analysis {
   // for every occurrence, must write such a buffer back to memory.
   std::vector<bool> liveBuffers(const Candidate& c) const;
 
+  // Whether the rewriter runs the grid-stride loops of this occurrence of a chain as one loop (rewriter/src/
+  // vertical.cpp): every kernel one counted loop taking the same steps for these arguments, pointers into one
+  // allocation only when equal, and each buffer two kernels share with a write accessed at one offset form.
+  bool loopsMerge(const std::vector<size_t>& occ) const;
+
   // `block_level`: the consumer re-reads, after the block barrier, bytes its own producer block has just written
   // (L1/L2, not DRAM): a buffer whose uses have bounded footprints counts like a followed one (read once).
   CostEstimate occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::vector<bool>& live,

@@ -32,3 +32,10 @@ __global__ void normalize(const unsigned* bins, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = bins[i] / 256.0f;
 }
+// Grid-stride loops over the launch's threads: the same steps when n is the same (one merged loop when fused).
+__global__ void gs_produce(const float* in, float* mid, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) mid[i] = in[i] * 2.0f;
+}
+__global__ void gs_consume(const float* mid, float* out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = mid[i] + 1.0f;
+}

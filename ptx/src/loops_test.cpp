@@ -41,7 +41,8 @@ Found countedLoop(const Module& m, const char* kernel) {
   const Cfg cfg = Cfg::build(*f);
   const DefUse du = DefUse::compute(*f, cfg);
   Found out;
-  out.loop = findCountedLoop(*f, cfg, du, [f](const std::string& p) { return lastIsN(*f, p); }, &out.why);
+  out.loop = findCountedLoop(
+      *f, cfg, du, [f](const std::string& p) { return lastIsN(*f, p); }, &out.why);
   return out;
 }
 

@@ -363,6 +363,71 @@ std::vector<bool> Analysis::liveBuffers(const Candidate& c) const {
   return live;
 }
 
+bool Analysis::loopsMerge(const std::vector<size_t>& occ) const {
+  std::string steps;
+  std::map<core::Id, uint64_t> pointer_in;  // allocation -> the one pointer the chain passes into it
+  struct Shared {
+    std::set<std::string> forms;  // offset forms of every access, step counts unnamed
+    std::set<uint32_t> widths;
+    int kernels = 0, last = -1;
+    bool written = false;
+  };
+  std::map<core::Id, Shared> buffers;
+  // An offset form with its step counts' names ("iter:%r10@12", one per kernel) replaced by "k".
+  auto unnamedSteps = [](const std::string& form) {
+    std::string out;
+    const std::string prefix = ptx::kIterationPrefix;
+    for (size_t i = 0; i < form.size();) {
+      if (form.compare(i, prefix.size(), prefix) != 0) {
+        out += form[i++];
+        continue;
+      }
+      out += "k";
+      while (i < form.size() && form[i] != ' ' && form[i] != '*') ++i;
+    }
+    return out;
+  };
+  for (size_t at = 0; at < occ.size(); ++at) {
+    const GpuOp& o = g_.ops[occ[at]];
+    const KernelFacts* k = o.kind == OpKind::kKernel ? cat_.find(o.function_id) : nullptr;
+    if (!k || k->loop_steps.empty()) return false;
+    // The steps with each parameter replaced by this launch's argument.
+    const locality::AtomValues values = launchValues(*k, launch(occ[at]));
+    std::string bound;
+    for (size_t i = 0; i < k->loop_steps.size();) {
+      const size_t p = k->loop_steps.find("param#", i);
+      bound += k->loop_steps.substr(i, p == std::string::npos ? std::string::npos : p - i);
+      if (p == std::string::npos) break;
+      size_t end = p + 6;
+      while (end < k->loop_steps.size() && std::isdigit(static_cast<unsigned char>(k->loop_steps[end]))) ++end;
+      auto v = values.find("param" + k->loop_steps.substr(p + 6, end - p - 6));
+      if (v == values.end()) return false;
+      bound += "=" + std::to_string(v->second);
+      i = end;
+    }
+    if (at == 0) steps = bound;
+    if (bound != steps) return false;
+    for (const BufferUse& u : o.uses) {
+      if (u.in_struct || u.param_index < 0 || static_cast<size_t>(u.param_index) >= k->params.size()) return false;
+      auto [it, added] = pointer_in.emplace(u.allocation_id, u.offset);
+      if (!added && it->second != u.offset) return false;
+      Shared& b = buffers[u.allocation_id];
+      if (b.last != static_cast<int>(at)) ++b.kernels;
+      b.last = static_cast<int>(at);
+      for (const ParamMemoryAccess& a : k->params[static_cast<size_t>(u.param_index)].accesses) {
+        if (!a.affine) return false;
+        b.forms.insert(unnamedSteps(a.offset));
+        b.widths.insert(a.bytes);
+        b.written = b.written || a.is_write;
+      }
+    }
+  }
+  for (const auto& [alloc, b] : buffers) {
+    if (b.kernels > 1 && b.written && (b.forms.size() != 1 || b.widths.size() != 1)) return false;
+  }
+  return !occ.empty();
+}
+
 // `block_level`: the consumer re-reads, after the block barrier, bytes its own producer block has just written
 // (L1/L2, not DRAM): a buffer whose uses have bounded footprints counts like a followed one (read once).
 CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size_t>& occ, const std::vector<bool>& live,
@@ -429,6 +494,10 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
       in.fused_bytes = other + (inputs_stay ? 1.0 : in.recompute_times) * inputs + (live_out ? inputs + written : 0);
       in.fused_l1_bytes = other_l1 + intermediate_l1 * per_byte + producer_l1;
       in.fused_l2_bytes = strided_l1 * per_byte;
+    }
+    if (fusion == FusionKind::kThreadLocal && loopsMerge(occ)) {
+      // One merged loop: a later kernel reads an earlier one's element from a register, in the same iteration.
+      for (cost::UseBytes& u : in.uses) u.followed = true;
     }
     if (fusion == FusionKind::kBlockLevel) {
       size_t i = 0;

@@ -11,6 +11,7 @@
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/demangle.h"
 #include "kfuse/ptx/fatbin.h"
+#include "kfuse/ptx/loops.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/ranges.h"
 
@@ -265,6 +266,13 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   if (u.async_copies > 0) unanalysed.push_back(std::to_string(u.async_copies) + " asynchronous copies (cp.async)");
   if (u.tensor_ops > 0) unanalysed.push_back(std::to_string(u.tensor_ops) + " tensor-core instructions");
   for (const std::string& s : unanalysed) k.unanalysed_memory += (k.unanalysed_memory.empty() ? "" : ", ") + s;
+  auto byIndex = [&f](const std::string& param) {
+    const int i = f.paramIndex(param);
+    return i < 0 ? param : "param#" + std::to_string(i);
+  };
+  if (auto loop = ptx::findCountedLoop(f, fa.cfg(), fa.defUse(), byIndex, nullptr)) {
+    k.loop_steps = loop->start + "|" + loop->step + "|" + loop->guard + "|" + loop->latch;
+  }
   k.has_ptx = true;
 }
 

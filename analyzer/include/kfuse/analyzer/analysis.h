@@ -132,6 +132,10 @@ struct KernelFacts {
   // Of those, the ones whose absolute value matters (ptx::ParamInfluence::absolute): a pointer used as a number
   // (its bits masked, its distance to another pointer) is pinned by its value, not only by where it points.
   std::vector<int> absolute_params;
+  // The kernel as one counted loop (ptx::findCountedLoop: the grid-stride idiom), its start, step, guard and exit
+  // test as values, with parameters written "param#<index>": kernels whose texts are equal once each parameter is
+  // replaced by its argument take the same steps, and the rewriter runs their loops as one. Empty when it is not one.
+  std::string loop_steps;
   bool dynamic_shared_influence = false;   // %dynamic_smem_size (or %total_smem_size) reaches an address, guard...
   bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size or %total_smem_size at all
 };

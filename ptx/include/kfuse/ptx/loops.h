@@ -68,11 +68,11 @@ class ValueNumbering {
 struct CountedLoop {
   int loop_block = -1;
   int exit_block = -1;
-  std::string induction;      // the register i
-  size_t start_stmt = 0;      // i's definition before the loop
-  size_t step_stmt = 0;       // `add i, i, step` in the loop
-  size_t guard_stmt = 0;      // the conditional branch to EXIT before the loop
-  size_t latch_stmt = 0;      // the conditional branch back to LOOP, the loop's last instruction
+  std::string induction;  // the register i
+  size_t start_stmt = 0;  // i's definition before the loop
+  size_t step_stmt = 0;   // `add i, i, step` in the loop
+  size_t guard_stmt = 0;  // the conditional branch to EXIT before the loop
+  size_t latch_stmt = 0;  // the conditional branch back to LOOP, the loop's last instruction
   std::string start, step, guard, latch;
   // Whether two loops take the same steps for every thread (start, step, guard and latch texts equal).
   bool sameSteps(const CountedLoop& o) const {
