@@ -136,6 +136,18 @@ CUresult CUDAAPI cuProfilerStop(void) {
   X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                      \
   X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                   \
   X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                      \
+  X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state")       \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
+  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture") \
+  X(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences") \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began") \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work")                 \
+  X(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream") \
+  X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,                                                       \
+    "operation would make the legacy stream depend on a capturing blocking stream")           \
+  X(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream") \
+  X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread") \
+  X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update") \
   X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {
