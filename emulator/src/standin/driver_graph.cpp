@@ -347,13 +347,18 @@ CUgraphNode_st* addNode(CUgraph_st* g, std::unique_ptr<CUgraphNode_st> node, std
 std::unique_ptr<CUgraph_st> cloneGraph(const CUgraph_st& g) {
   auto copy = newGraph();
   std::unordered_map<const CUgraphNode_st*, CUgraphNode_st*> map;
-  for (const auto& n : g.nodes) {
+  for (const auto& n : g.nodes) {  // the nodes first: an edge may point to a node made later
     auto c = std::make_unique<CUgraphNode_st>();
     copyParams(*n, *c);
     c->original = n.get();
-    std::vector<CUgraphNode_st*> deps;
-    for (const CUgraphNode_st* d : n->deps) deps.push_back(map.at(d));
-    map[n.get()] = addNode(copy.get(), std::move(c), deps);
+    map[n.get()] = addNode(copy.get(), std::move(c), {});
+  }
+  for (const auto& n : g.nodes) {
+    CUgraphNode_st* c = map[n.get()];
+    for (const CUgraphNode_st* d : n->deps) {
+      c->deps.push_back(map[d]);
+      map[d]->dependents.push_back(c);
+    }
   }
   return copy;
 }
