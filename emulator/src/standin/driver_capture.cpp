@@ -36,7 +36,7 @@ struct Capture {
 };
 struct StreamCapture {
   Capture* capture = nullptr;
-  std::vector<CUgraphNode_st*> deps;  // what the next node captured on the stream depends on
+  std::vector<CUgraphNode_st*> deps;       // what the next node captured on the stream depends on
   std::vector<CUgraphEdgeData> edge_data;  // handed out by cuStreamGetCaptureInfo (default edges)
 };
 struct EventCapture {
@@ -113,7 +113,8 @@ CUresult beginCapture(CUstream s, CUgraph graph, const CUgraphNode* deps, const 
   if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
   if (n && !deps) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; data && i < n; ++i)
-    if (data[i].from_port || data[i].to_port || data[i].type) return notSupported("capture dependencies with edge data");
+    if (data[i].from_port || data[i].to_port || data[i].type)
+      return notSupported("capture dependencies with edge data");
   std::lock_guard lock(graphMutex());
   auto& cs = state();
   if (cs.streams.count(s)) return CUDA_ERROR_ILLEGAL_STATE;
@@ -172,8 +173,8 @@ CUresult checkUnsafeCall() {
   bool prohibited = false;
   for (auto& c : state().captures) {
     bool mine = c->thread == me && c->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
-    bool global = tl_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->thread != me &&
-                  c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+    bool global =
+        tl_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->thread != me && c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
     if (mine || global) c->invalidated = prohibited = true;
   }
   return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
@@ -373,13 +374,13 @@ CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* statu
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, const CUgraphEdgeData* data,
-                                                   size_t n, unsigned int flags) {
-  if ((n && !deps) ||
-      (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, const CUgraphEdgeData* data, size_t n,
+                                                   unsigned int flags) {
+  if ((n && !deps) || (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
     return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; data && i < n; ++i)
-    if (data[i].from_port || data[i].to_port || data[i].type) return notSupported("capture dependencies with edge data");
+    if (data[i].from_port || data[i].to_port || data[i].type)
+      return notSupported("capture dependencies with edge data");
   std::lock_guard lock(graphMutex());
   auto it = state().streams.find(s);
   if (it == state().streams.end()) return CUDA_ERROR_ILLEGAL_STATE;

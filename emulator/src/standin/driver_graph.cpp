@@ -622,8 +622,7 @@ CUresult CUDAAPI cuGraphGetEdges(CUgraph graph, CUgraphNode* from, CUgraphNode* 
   for (size_t i = 0; data && i < n; ++i) data[i] = CUgraphEdgeData{};
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode* deps, CUgraphEdgeData* data,
-                                            size_t* count) {
+CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode* deps, CUgraphEdgeData* data, size_t* count) {
   std::lock_guard lock(graphMutex());
   if (!liveNode(node)) return CUDA_ERROR_INVALID_VALUE;
   return edgeList(node->deps, deps, data, count);
@@ -641,8 +640,7 @@ CUresult CUDAAPI cuGraphAddDependencies(CUgraph graph, const CUgraphNode* from, 
   std::lock_guard lock(graphMutex());
   if (!liveGraph(graph)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < n; ++i) {
-    if (!liveNode(from[i]) || !liveNode(to[i]) || from[i]->graph != graph || to[i]->graph != graph ||
-        from[i] == to[i])
+    if (!liveNode(from[i]) || !liveNode(to[i]) || from[i]->graph != graph || to[i]->graph != graph || from[i] == to[i])
       return CUDA_ERROR_INVALID_VALUE;
     if (std::count(to[i]->deps.begin(), to[i]->deps.end(), from[i])) return CUDA_ERROR_INVALID_VALUE;
   }

@@ -31,8 +31,8 @@ struct CUgraphNode_st {
   uint32_t magic = 0x6b676e64;
   CUgraph_st* graph = nullptr;  // the graph that owns the node
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-  std::vector<CUgraphNode_st*> deps;        // incoming edges, in the order they were added
-  std::vector<CUgraphNode_st*> dependents;  // outgoing edges
+  std::vector<CUgraphNode_st*> deps;         // incoming edges, in the order they were added
+  std::vector<CUgraphNode_st*> dependents;   // outgoing edges
   const CUgraphNode_st* original = nullptr;  // in a clone (or an executable graph): the node it was copied from
 
   // CU_GRAPH_NODE_TYPE_KERNEL: the argument values are copied when the node is made or its parameters are set,
@@ -41,11 +41,11 @@ struct CUgraphNode_st {
   kfuse::core::LaunchShape shape;
   std::vector<uint8_t> args;
   std::vector<void*> arg_ptrs;
-  CUDA_MEMCPY3D copy{};                // CU_GRAPH_NODE_TYPE_MEMCPY
-  CUDA_MEMSET_NODE_PARAMS set{};       // CU_GRAPH_NODE_TYPE_MEMSET
-  CUDA_HOST_NODE_PARAMS host{};        // CU_GRAPH_NODE_TYPE_HOST
-  CUevent event = nullptr;             // CU_GRAPH_NODE_TYPE_EVENT_RECORD, CU_GRAPH_NODE_TYPE_WAIT_EVENT
-  std::unique_ptr<CUgraph_st> child;   // CU_GRAPH_NODE_TYPE_GRAPH: the node's own copy of the graph
+  CUDA_MEMCPY3D copy{};               // CU_GRAPH_NODE_TYPE_MEMCPY
+  CUDA_MEMSET_NODE_PARAMS set{};      // CU_GRAPH_NODE_TYPE_MEMSET
+  CUDA_HOST_NODE_PARAMS host{};       // CU_GRAPH_NODE_TYPE_HOST
+  CUevent event = nullptr;            // CU_GRAPH_NODE_TYPE_EVENT_RECORD, CU_GRAPH_NODE_TYPE_WAIT_EVENT
+  std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: the node's own copy of the graph
 
   CUgraphNode_st() = default;
   CUgraphNode_st(const CUgraphNode_st&) = delete;

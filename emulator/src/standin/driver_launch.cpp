@@ -121,8 +121,8 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
       default: return notSupported("cuLaunchKernelEx launch attribute");
     }
   }
-  return launch(config->hStream, f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
-                config->blockDimZ, config->sharedMemBytes, params, extra);
+  return launch(config->hStream, f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                config->blockDimY, config->blockDimZ, config->sharedMemBytes, params, extra);
 }
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                            unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,

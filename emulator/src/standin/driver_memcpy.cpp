@@ -3,8 +3,8 @@
 // stream become memcpy and memset nodes, and the synchronous ones are "potentially unsafe" calls.
 #include <cuda.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -13,8 +13,8 @@
 #include "driver_graph.h"
 #include "driver_state.h"
 
-using kfuse::standin::capturesActive;
 using kfuse::standin::captureNode;
+using kfuse::standin::capturesActive;
 using kfuse::standin::dev;
 using kfuse::standin::fromStatus;
 using kfuse::standin::notSupported;
@@ -95,8 +95,7 @@ CUresult setLinear(CUdeviceptr dst, unsigned v, unsigned size, size_t n) {
 CUresult asyncCopy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   KF_REQUIRE_CTX();
   bool taken = false;
-  if (CUresult r = captured(s, kfuse::standin::makeCopyNode(dst, src, n), &taken); taken || r != CUDA_SUCCESS)
-    return r;
+  if (CUresult r = captured(s, kfuse::standin::makeCopyNode(dst, src, n), &taken); taken || r != CUDA_SUCCESS) return r;
   return anyCopy(dst, src, n);
 }
 CUresult asyncSet(CUdeviceptr dst, unsigned v, unsigned size, size_t n, CUstream s) {
@@ -120,14 +119,14 @@ CUresult copy3d(const CUDA_MEMCPY3D& c) {
   size_t src_pitch = c.srcPitch ? c.srcPitch : c.WidthInBytes, dst_pitch = c.dstPitch ? c.dstPitch : c.WidthInBytes;
   size_t src_slice = src_pitch * (c.srcHeight ? c.srcHeight : c.Height);
   size_t dst_slice = dst_pitch * (c.dstHeight ? c.dstHeight : c.Height);
-  uint64_t src = base3d(c.srcMemoryType, c.srcHost, c.srcDevice) + c.srcZ * src_slice + c.srcY * src_pitch +
-                 c.srcXInBytes;
-  uint64_t dst = base3d(c.dstMemoryType, c.dstHost, c.dstDevice) + c.dstZ * dst_slice + c.dstY * dst_pitch +
-                 c.dstXInBytes;
+  uint64_t src =
+      base3d(c.srcMemoryType, c.srcHost, c.srcDevice) + c.srcZ * src_slice + c.srcY * src_pitch + c.srcXInBytes;
+  uint64_t dst =
+      base3d(c.dstMemoryType, c.dstHost, c.dstDevice) + c.dstZ * dst_slice + c.dstY * dst_pitch + c.dstXInBytes;
   for (size_t z = 0; z < std::max<size_t>(c.Depth, 1); ++z)
     for (size_t y = 0; y < std::max<size_t>(c.Height, 1); ++y)
-      if (CUresult r = copyAny(dst + z * dst_slice + y * dst_pitch, src + z * src_slice + y * src_pitch,
-                               c.WidthInBytes);
+      if (CUresult r =
+              copyAny(dst + z * dst_slice + y * dst_pitch, src + z * src_slice + y * src_pitch, c.WidthInBytes);
           r != CUDA_SUCCESS)
         return r;
   return CUDA_SUCCESS;
@@ -206,16 +205,14 @@ CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
   if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
     return notSupported("cuMemcpy2D with CUDA arrays");
   bool taken = false;
-  if (CUresult r = captured(s, kfuse::standin::makeCopyNode(from2d(*c)), &taken); taken || r != CUDA_SUCCESS)
-    return r;
+  if (CUresult r = captured(s, kfuse::standin::makeCopyNode(from2d(*c)), &taken); taken || r != CUDA_SUCCESS) return r;
   return kfuse::standin::copy3d(from2d(*c));
 }
 
 // 2D memsets (cudaMemset2D): row by row.
 extern "C++" {
 template <class T>
-static CUresult memset2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream s,
-                         bool async) {
+static CUresult memset2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream s, bool async) {
   KF_REQUIRE_CTX();
   bool taken = false;
   if (CUresult r = async ? captured(s, kfuse::standin::makeSetNode(dst, pitch, value, sizeof(T), width, height), &taken)

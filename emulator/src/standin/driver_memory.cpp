@@ -86,8 +86,9 @@ extern "C" {
 static CUresult refuseAllocationInCapture(CUstream s) {
   CUresult r = kfuse::standin::refuseOnCapturingStream(s);
   if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-    kfuse::standin::logOnce("stream-ordered allocation during stream capture is not supported by the emulator "
-                            "(no memory allocation nodes; the capture is invalidated)");
+    kfuse::standin::logOnce(
+        "stream-ordered allocation during stream capture is not supported by the emulator "
+        "(no memory allocation nodes; the capture is invalidated)");
   return r;
 }
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream s) {

@@ -1,5 +1,6 @@
 // cuGetProcAddress: the table of entry points a runtime (cudart) resolves the driver through, the
-// per-thread-default-stream variants, older ABI versions of the graph and capture functions, and numbered stubs for the names the stand-in does not implement.
+// per-thread-default-stream variants, older ABI versions of the graph and capture functions, and numbered stubs for the
+// names the stand-in does not implement.
 #include <cuda.h>
 #include <cudaProfiler.h>
 

@@ -140,8 +140,8 @@ CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flag
     KF_REQUIRE_CTX();
     if (!validEvent(e) || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
     bool taken = false;
-    CUresult r = kfuse::standin::captureNode(
-        s, kfuse::standin::makeEventNode(CU_GRAPH_NODE_TYPE_EVENT_RECORD, e), &taken);
+    CUresult r =
+        kfuse::standin::captureNode(s, kfuse::standin::makeEventNode(CU_GRAPH_NODE_TYPE_EVENT_RECORD, e), &taken);
     if (taken || r != CUDA_SUCCESS) return r;
   }
   return cuEventRecord(e, s);

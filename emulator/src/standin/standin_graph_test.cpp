@@ -109,8 +109,7 @@ TEST_F(StandinGraphTest, ExplicitGraphWithEveryNodeTypeRunsInOrderOnEveryLaunch)
   CUDA_KERNEL_NODE_PARAMS pb = axpyParams(&b);
   CUgraphNode child_kernel;
   ASSERT_EQ(add_kernel(&child_kernel, child, nullptr, 0, &pb), CUDA_SUCCESS);
-  ASSERT_EQ(get<decltype(&cuGraphAddChildGraphNode)>("cuGraphAddChildGraphNode")(&sub, g, &k1, 1, child),
-            CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuGraphAddChildGraphNode)>("cuGraphAddChildGraphNode")(&sub, g, &k1, 1, child), CUDA_SUCCESS);
   std::vector<float> host_y(kN, -1.f);
   CUDA_MEMCPY3D cp{};
   cp.srcMemoryType = CU_MEMORYTYPE_DEVICE, cp.srcDevice = y_;
@@ -126,8 +125,7 @@ TEST_F(StandinGraphTest, ExplicitGraphWithEveryNodeTypeRunsInOrderOnEveryLaunch)
   ASSERT_EQ(get<decltype(&cuGraphAddEmptyNode)>("cuGraphAddEmptyNode")(&empty, g, &host, 1), CUDA_SUCCESS);
   ASSERT_EQ(get<decltype(&cuGraphAddEventRecordNode)>("cuGraphAddEventRecordNode")(&rec, g, &empty, 1, ev),
             CUDA_SUCCESS);
-  ASSERT_EQ(get<decltype(&cuGraphAddEventWaitNode)>("cuGraphAddEventWaitNode")(&wait, g, &rec, 1, ev),
-            CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuGraphAddEventWaitNode)>("cuGraphAddEventWaitNode")(&wait, g, &rec, 1, ev), CUDA_SUCCESS);
 
   // Structure: 8 nodes in a chain, one root, node types, the kernel node's copied arguments.
   EXPECT_EQ(nodeCount(g), 8u);
@@ -157,8 +155,7 @@ TEST_F(StandinGraphTest, ExplicitGraphWithEveryNodeTypeRunsInOrderOnEveryLaunch)
   EXPECT_EQ(*static_cast<float*>(got.kernelParams[0]), 2.0f);
   EXPECT_EQ(*static_cast<CUdeviceptr*>(got.kernelParams[2]), y_);
   CUgraph inner;
-  ASSERT_EQ(get<decltype(&cuGraphChildGraphNodeGetGraph)>("cuGraphChildGraphNodeGetGraph")(sub, &inner),
-            CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuGraphChildGraphNodeGetGraph)>("cuGraphChildGraphNodeGetGraph")(sub, &inner), CUDA_SUCCESS);
   EXPECT_EQ(nodeCount(inner), 1u);
 
   // Three launches: each resets y, adds 2x then (child graph) 1x, copies y to the host and calls back.
@@ -212,15 +209,14 @@ TEST_F(StandinGraphTest, EdgesAndInstantiationRejectBadGraphs) {
   EXPECT_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE);
   EXPECT_NE(ip.hErrNode_out, nullptr);
   // The ABI before 12.3: four arguments, no edge data.
-  auto remove_v1 = get<CUresult (*)(CUgraph, const CUgraphNode*, const CUgraphNode*, size_t)>(
-      "cuGraphRemoveDependencies", 10000);
+  auto remove_v1 =
+      get<CUresult (*)(CUgraph, const CUgraphNode*, const CUgraphNode*, size_t)>("cuGraphRemoveDependencies", 10000);
   ASSERT_EQ(remove_v1(g, &b, &a, 1), CUDA_SUCCESS);
   auto edges_v1 = get<CUresult (*)(CUgraph, CUgraphNode*, CUgraphNode*, size_t*)>("cuGraphGetEdges", 10000);
   size_t n = 0;
   ASSERT_EQ(edges_v1(g, nullptr, nullptr, &n), CUDA_SUCCESS);
   EXPECT_EQ(n, 1u);
-  EXPECT_EQ(get<decltype(&cuGraphInstantiateWithParams)>("cuGraphInstantiateWithParams")(&exec, g, &ip),
-            CUDA_SUCCESS);
+  EXPECT_EQ(get<decltype(&cuGraphInstantiateWithParams)>("cuGraphInstantiateWithParams")(&exec, g, &ip), CUDA_SUCCESS);
   EXPECT_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
   EXPECT_EQ(get<decltype(&cuGraphExecDestroy)>("cuGraphExecDestroy")(exec), CUDA_SUCCESS);
   get<decltype(&cuGraphDestroy)>("cuGraphDestroy")(g);
