@@ -1,4 +1,4 @@
-// Calls a runtime API the stand-in does not implement (CUDA graphs): the program must get a clear error, not a
+// Calls a runtime API the stand-in does not implement (CUDA arrays): the program must get a clear error, not a
 // crash, and keep working afterwards. Prints "unsupported_api: PASSED" when the call failed cleanly (or, on a
 // GPU, succeeded) and later work still runs.
 #include <cstring>
@@ -9,10 +9,11 @@ __global__ void touch(int* x) { x[threadIdx.x] = int(threadIdx.x); }
 
 int main() {
   example::printDevice();
-  cudaGraph_t graph = nullptr;
-  cudaError_t e = cudaGraphCreate(&graph, 0);
-  std::printf("unsupported_api: cudaGraphCreate -> %s (%s)\n", cudaGetErrorName(e), cudaGetErrorString(e));
-  if (e == cudaSuccess) CUDA_CHECK(cudaGraphDestroy(graph));
+  cudaArray_t array = nullptr;
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
+  cudaError_t e = cudaMallocArray(&array, &desc, 64, 64);
+  std::printf("unsupported_api: cudaMallocArray -> %s (%s)\n", cudaGetErrorName(e), cudaGetErrorString(e));
+  if (e == cudaSuccess) CUDA_CHECK(cudaFreeArray(array));
   cudaGetLastError();  // clear it
   int* d = example::alloc<int>(32);
   touch<<<1, 32>>>(d);

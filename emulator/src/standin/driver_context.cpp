@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "driver_graph.h"
 #include "driver_state.h"
 #include "kfuse/core/trace.h"
 #include "standin_internal.h"
@@ -285,6 +286,7 @@ CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
 }
 CUresult CUDAAPI cuCtxSynchronize(void) {
   KF_REQUIRE_CTX();
+  if (CUresult r = kfuse::standin::checkUnsafeCall(); r != CUDA_SUCCESS) return r;
   return sticky();
 }
 CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {

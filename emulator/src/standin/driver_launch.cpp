@@ -7,8 +7,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
+#include "driver_graph.h"
 #include "driver_state.h"
 #include "kfuse/emulator/emulator.h"
 #include "kfuse/emulator/standin.h"
@@ -22,17 +26,13 @@ using kfuse::standin::notSupported;
 using kfuse::standin::sticky;
 using kfuse::standin::validFunction;
 
-namespace {
+namespace kfuse::standin {
 
-CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                unsigned shmem, void** params, void** extra) {
-  KF_REQUIRE_CTX();
-  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
-  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+CUresult packArgs(CUfunction f, void** params, void** extra, std::vector<uint8_t>* buf) {
   const kfuse::emulator::KernelInfo& info = f->kernel->info();
-  std::vector<uint8_t> buf;
+  buf->clear();
   if (params) {
-    buf = Device::packParams(info, params);
+    *buf = Device::packParams(info, params);
   } else if (extra) {
     void* ptr = nullptr;
     size_t size = 0;
@@ -45,19 +45,49 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (!ptr && info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
-    buf.assign(static_cast<uint8_t*>(ptr), static_cast<uint8_t*>(ptr) + size);
-    if (buf.size() < info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
+    buf->assign(static_cast<uint8_t*>(ptr), static_cast<uint8_t*>(ptr) + size);
+    if (buf->size() < info.param_bytes) return CUDA_ERROR_INVALID_VALUE;
   } else if (info.param_bytes) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (shmem > unsigned(f->max_dynamic_shared) && shmem > 48 * 1024) return CUDA_ERROR_INVALID_VALUE;
-  kfuse::core::LaunchShape cfg{{gx, gy, gz}, {bx, by, bz}, shmem};
-  kfuse::Status s = dev()->launch(*f->kernel, cfg, buf);
+  return CUDA_SUCCESS;
+}
+
+CUresult runKernel(CUfunction f, const kfuse::core::LaunchShape& cfg, std::span<const uint8_t> args) {
+  KF_REQUIRE_CTX();
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  if (cfg.dynamic_shared_bytes > unsigned(f->max_dynamic_shared) && cfg.dynamic_shared_bytes > 48 * 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  kfuse::Status s = dev()->launch(*f->kernel, cfg, args);
   CUresult r = fromStatus(s);
   if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_ASSERT ||
       r == CUDA_ERROR_LAUNCH_FAILED)
     current()->sticky = r;  // like a GPU, a fault poisons the context
   return r;
+}
+
+}  // namespace kfuse::standin
+
+namespace {
+
+// A launch on stream `s`: captured into a graph when `s` is capturing, run to completion otherwise.
+CUresult launch(CUstream stream, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                unsigned bz, unsigned shmem, void** params, void** extra) {
+  KF_REQUIRE_CTX();
+  if (!validFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  kfuse::core::LaunchShape cfg{{gx, gy, gz}, {bx, by, bz}, shmem};
+  if (kfuse::standin::capturesActive()) {
+    std::unique_ptr<CUgraphNode_st> node;
+    if (CUresult r = kfuse::standin::makeKernelNode(f, cfg, params, extra, &node); r != CUDA_SUCCESS) return r;
+    bool taken = false;
+    CUresult r = kfuse::standin::captureNode(stream, std::move(node), &taken);
+    if (taken || r != CUDA_SUCCESS) return r;
+  }
+  if (CUresult s = sticky(); s != CUDA_SUCCESS) return s;
+  std::vector<uint8_t> buf;
+  if (CUresult r = kfuse::standin::packArgs(f, params, extra, &buf); r != CUDA_SUCCESS) return r;
+  return kfuse::standin::runKernel(f, cfg, buf);
 }
 
 }  // namespace
@@ -68,8 +98,7 @@ extern "C" {
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                 unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void** params,
                                 void** extra) {
-  (void)s;
-  return launch(f, gx, gy, gz, bx, by, bz, shmem, params, extra);
+  return launch(s, f, gx, gy, gz, bx, by, bz, shmem, params, extra);
 }
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
   if (!config) return CUDA_ERROR_INVALID_VALUE;
@@ -92,19 +121,22 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
       default: return notSupported("cuLaunchKernelEx launch attribute");
     }
   }
-  return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
-                config->blockDimZ, config->sharedMemBytes, params, extra);
+  return launch(config->hStream, f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                config->blockDimY, config->blockDimZ, config->sharedMemBytes, params, extra);
 }
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                            unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
                                            CUstream s, void** params) {
-  (void)s;
-  return launch(f, gx, gy, gz, bx, by, bz, shmem, params, nullptr);
+  return launch(s, f, gx, gy, gz, bx, by, bz, shmem, params, nullptr);
 }
 CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
-  (void)s;
   KF_REQUIRE_CTX();
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  if (kfuse::standin::capturesActive()) {
+    bool taken = false;
+    CUresult r = kfuse::standin::captureNode(s, kfuse::standin::makeHostNode(fn, user), &taken);
+    if (taken || r != CUDA_SUCCESS) return r;
+  }
   fn(user);
   return CUDA_SUCCESS;
 }
@@ -189,6 +221,12 @@ int cuKfuseNotAGpu(void) {
 uint64_t cuKfuseEmuLaunchCount(void) {
   if (!dev()) return 0;
   return dev()->lastLaunch().sequence;
+}
+uint64_t cuKfuseEmuGraphLaunchCount(void) {
+  return kfuse::standin::g_graph_launches.load();
+}
+uint64_t cuKfuseEmuGraphKernelNodeCount(void) {
+  return kfuse::standin::g_graph_kernel_nodes.load();
 }
 uint64_t cuKfuseEmuThreadLastLaunch(void) {
   return kfuse::emulator::Device::callingThreadLastSequence();

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "driver_graph.h"
 #include "driver_state.h"
 #include "standin_internal.h"
 
@@ -27,6 +28,7 @@ extern "C" {
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
   KF_REQUIRE_CTX();
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = kfuse::standin::checkUnsafeCall(); r != CUDA_SUCCESS) return r;
   auto p = dev()->memory().allocate(bytes);
   if (!p.ok()) return CUDA_ERROR_OUT_OF_MEMORY;
   *dptr = *p;
@@ -36,6 +38,7 @@ static void releaseFromPool(CUdeviceptr dptr);
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   KF_REQUIRE_CTX();
   if (dptr == 0) return CUDA_SUCCESS;
+  if (CUresult r = kfuse::standin::checkUnsafeCall(); r != CUDA_SUCCESS) return r;
   if (!dev()->memory().free(dptr).ok()) return CUDA_ERROR_INVALID_VALUE;
   releaseFromPool(dptr);  // an allocation from a pool may be freed either way
   return CUDA_SUCCESS;
@@ -79,8 +82,17 @@ static void releaseFromPool(CUdeviceptr dptr) {
   pools().owner.erase(it);
 }
 extern "C" {
+// Stream-ordered allocations cannot be captured (no memory allocation nodes): refused on a capturing stream.
+static CUresult refuseAllocationInCapture(CUstream s) {
+  CUresult r = kfuse::standin::refuseOnCapturingStream(s);
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    kfuse::standin::logOnce(
+        "stream-ordered allocation during stream capture is not supported by the emulator "
+        "(no memory allocation nodes; the capture is invalidated)");
+  return r;
+}
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream s) {
-  (void)s;
+  if (CUresult r = refuseAllocationInCapture(s); r != CUDA_SUCCESS) return r;
   {
     std::lock_guard lock(pools().mu);
     if (!validPool(pool)) return CUDA_ERROR_INVALID_VALUE;
@@ -88,6 +100,7 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemo
   return allocFromPool(dptr, bytes, pool);
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream s) {
+  if (CUresult r = refuseAllocationInCapture(s); r != CUDA_SUCCESS) return r;
   CUmemoryPool pool;
   {
     std::lock_guard lock(pools().mu);
@@ -96,7 +109,7 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream s) {
   return cuMemAllocFromPoolAsync(dptr, bytes, pool, s);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
-  (void)s;
+  if (CUresult r = refuseAllocationInCapture(s); r != CUDA_SUCCESS) return r;
   return cuMemFree(dptr);
 }
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
@@ -238,6 +251,7 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdevicep
 CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
   KF_REQUIRE_CTX();
   if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = kfuse::standin::checkUnsafeCall(); r != CUDA_SUCCESS) return r;
   *pp = std::calloc(1, bytes ? bytes : 1);
   if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(st().mu);

@@ -1,5 +1,6 @@
 // cuGetProcAddress: the table of entry points a runtime (cudart) resolves the driver through, the
-// per-thread-default-stream variants, and numbered stubs for the names the stand-in does not implement.
+// per-thread-default-stream variants, older ABI versions of the graph and capture functions, and numbered stubs for the
+// names the stand-in does not implement.
 #include <cuda.h>
 #include <cudaProfiler.h>
 
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "driver_graph.h"
 #include "driver_state.h"
 #include "standin_internal.h"
 
@@ -211,6 +213,58 @@ const std::unordered_map<std::string, void*>& procTable() {
       KF_P(cuMemPoolGetAttribute),
       KF_P(cuMemPoolSetAccess),
       KF_P(cuMemPoolGetAccess),
+      KF_P(cuGraphCreate),
+      KF_P(cuGraphDestroy),
+      KF_P(cuGraphClone),
+      KF_P(cuGraphNodeFindInClone),
+      KF_P(cuGraphAddKernelNode),
+      KF_P(cuGraphAddMemcpyNode),
+      KF_P(cuGraphAddMemsetNode),
+      KF_P(cuGraphAddHostNode),
+      KF_P(cuGraphAddEmptyNode),
+      KF_P(cuGraphAddEventRecordNode),
+      KF_P(cuGraphAddEventWaitNode),
+      KF_P(cuGraphAddChildGraphNode),
+      KF_P(cuGraphChildGraphNodeGetGraph),
+      KF_P(cuGraphDestroyNode),
+      KF_P(cuGraphNodeGetType),
+      KF_P(cuGraphGetNodes),
+      KF_P(cuGraphGetRootNodes),
+      KF_P(cuGraphGetEdges),
+      KF_P(cuGraphNodeGetDependencies),
+      KF_P(cuGraphNodeGetDependentNodes),
+      KF_P(cuGraphAddDependencies),
+      KF_P(cuGraphRemoveDependencies),
+      KF_P(cuGraphKernelNodeGetParams),
+      KF_P(cuGraphKernelNodeSetParams),
+      KF_P(cuGraphMemcpyNodeGetParams),
+      KF_P(cuGraphMemcpyNodeSetParams),
+      KF_P(cuGraphMemsetNodeGetParams),
+      KF_P(cuGraphMemsetNodeSetParams),
+      KF_P(cuGraphHostNodeGetParams),
+      KF_P(cuGraphHostNodeSetParams),
+      KF_P(cuGraphEventRecordNodeGetEvent),
+      KF_P(cuGraphEventRecordNodeSetEvent),
+      KF_P(cuGraphEventWaitNodeGetEvent),
+      KF_P(cuGraphEventWaitNodeSetEvent),
+      KF_P(cuGraphInstantiate),
+      KF_P(cuGraphInstantiateWithFlags),
+      KF_P(cuGraphInstantiateWithParams),
+      KF_P(cuGraphExecGetFlags),
+      KF_P(cuGraphExecDestroy),
+      KF_P(cuGraphUpload),
+      KF_P(cuGraphLaunch),
+      KF_P(cuGraphExecKernelNodeSetParams),
+      KF_P(cuGraphExecMemcpyNodeSetParams),
+      KF_P(cuGraphExecMemsetNodeSetParams),
+      KF_P(cuGraphExecHostNodeSetParams),
+      KF_P(cuGraphExecEventRecordNodeSetEvent),
+      KF_P(cuGraphExecEventWaitNodeSetEvent),
+      KF_P(cuGraphExecUpdate),
+      KF_P(cuStreamBeginCapture),
+      KF_P(cuStreamBeginCaptureToGraph),
+      KF_P(cuStreamEndCapture),
+      KF_P(cuStreamUpdateCaptureDependencies),
 #undef KF_P
   };
   return *table;
@@ -265,6 +319,10 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, C
     fn = version >= 12050   ? reinterpret_cast<void*>(&cuCtxCreate)
          : version >= 11040 ? reinterpret_cast<void*>(&cuCtxCreate_v3)
                             : reinterpret_cast<void*>(&cuCtxCreate_v2);
+  } else if (void* old = kfuse::standin::legacyGraphFunction(name, version)) {
+    fn = old;  // an older ABI version of a graph function
+  } else if (void* old_capture = kfuse::standin::legacyCaptureFunction(name, version)) {
+    fn = old_capture;
   } else if (void* ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? perThreadFunction(name) : nullptr) {
     fn = ptsz;  // "If a per-thread version is not found, the API will return the legacy version" (cuda.h)
   } else if (auto it = procTable().find(name); it != procTable().end()) {

@@ -114,28 +114,43 @@ CUresult CUDAAPI cuProfilerStop(void) {
 }
 
 // ---- errors --------------------------------------------------------------------------------------------------
-#define KF_ERRORS(X)                                                                          \
-  X(CUDA_SUCCESS, "no error")                                                                 \
-  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                             \
-  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                \
-  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                       \
-  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                         \
-  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                               \
-  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                      \
-  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                               \
-  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                     \
-  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                   \
-  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device") \
-  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                              \
-  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                     \
-  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                           \
-  X(CUDA_ERROR_NOT_READY, "device not ready")                                                 \
-  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                   \
-  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")            \
-  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                        \
-  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                      \
-  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                   \
-  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                      \
+#define KF_ERRORS(X)                                                                                         \
+  X(CUDA_SUCCESS, "no error")                                                                                \
+  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                                            \
+  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                               \
+  X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                                      \
+  X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                                        \
+  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                                              \
+  X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                                     \
+  X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                              \
+  X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                                    \
+  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                                  \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device")                \
+  X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                                             \
+  X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                                    \
+  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                                          \
+  X(CUDA_ERROR_NOT_READY, "device not ready")                                                                \
+  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                                  \
+  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")                           \
+  X(CUDA_ERROR_ASSERT, "device-side assert triggered")                                                       \
+  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                                     \
+  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                                  \
+  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                                     \
+  X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state")                      \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing")               \
+  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture")        \
+  X(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences")      \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began")             \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work")                                \
+  X(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream")          \
+  X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,                                                                      \
+    "operation would make the legacy stream depend on a capturing blocking stream")                          \
+  X(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream")    \
+  X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,                                                                  \
+    "attempt to terminate a thread-local capture sequence from another thread")                              \
+  X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,                                                                    \
+    "the graph update was not performed because it included changes which violated constraints specific to " \
+    "instantiated graph update")                                                                             \
   X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {

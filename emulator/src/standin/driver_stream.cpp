@@ -1,5 +1,6 @@
 // Streams and events: creation, queries and synchronisation (the work is done by the time it is issued),
-// callbacks, attributes, stream capture (never active), with the per-thread-default-stream ABI names.
+// callbacks, attributes, with the per-thread-default-stream ABI names. Stream capture is in driver_capture.cpp:
+// while a capture is in progress, the entry points here ask it whether their stream takes part.
 #include <cuda.h>
 
 #include <chrono>
@@ -7,8 +8,10 @@
 #include <mutex>
 #include <utility>
 
+#include "driver_graph.h"
 #include "driver_state.h"
 
+using kfuse::standin::capturesActive;
 using kfuse::standin::current;
 using kfuse::standin::st;
 using kfuse::standin::sticky;
@@ -38,6 +41,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
     std::lock_guard lock(st().mu);
     if (!st().streams.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
   }
+  kfuse::standin::forgetStream(s);
   delete s;
   return CUDA_SUCCESS;
 }
@@ -49,17 +53,25 @@ static bool validStream(CUstream s) {
 CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
   KF_REQUIRE_CTX();
   if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = kfuse::standin::refuseOnCapturingStream(s); r != CUDA_SUCCESS) return r;
   return sticky();
 }
 CUresult CUDAAPI cuStreamQuery(CUstream s) {
   KF_REQUIRE_CTX();
   if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = kfuse::standin::refuseOnCapturingStream(s); r != CUDA_SUCCESS) return r;
   return sticky();
 }
+static bool validEvent(CUevent e);
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
-  (void)flags;
   KF_REQUIRE_CTX();
-  if (!validStream(s) || !e) return CUDA_ERROR_INVALID_HANDLE;
+  if (!validStream(s) || !validEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags & ~unsigned(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  if (capturesActive()) {
+    bool taken = false;
+    CUresult r = kfuse::standin::captureStreamWaitEvent(s, e, flags, &taken);
+    if (taken || r != CUDA_SUCCESS) return r;
+  }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamGetFlags(CUstream s, unsigned int* flags) {
@@ -86,13 +98,6 @@ CUresult CUDAAPI cuStreamGetCtx(CUstream s, CUcontext* ctx) {
   *ctx = current();
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* status) {
-  if (!status) return CUDA_ERROR_INVALID_VALUE;
-  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-
 CUresult CUDAAPI cuEventCreate(CUevent* pe, unsigned int flags) {
   KF_REQUIRE_CTX();
   if (!pe) return CUDA_ERROR_INVALID_VALUE;
@@ -109,6 +114,7 @@ CUresult CUDAAPI cuEventDestroy(CUevent e) {
     std::lock_guard lock(st().mu);
     if (!st().events.erase(e)) return CUDA_ERROR_INVALID_HANDLE;
   }
+  kfuse::standin::forgetEvent(e);
   delete e;
   return CUDA_SUCCESS;
 }
@@ -119,20 +125,34 @@ static bool validEvent(CUevent e) {
 CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   KF_REQUIRE_CTX();
   if (!validEvent(e) || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (capturesActive()) {  // in a capture: remembers what the stream's next node would depend on
+    bool taken = false;
+    CUresult r = kfuse::standin::captureEventRecord(e, s, &taken);
+    if (taken || r != CUDA_SUCCESS) return r;
+  }
   e->recorded = true;
   e->when = std::chrono::steady_clock::now();
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
-  (void)flags;
+  if (flags & ~unsigned(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & CU_EVENT_RECORD_EXTERNAL) && capturesActive()) {  // in a capture: an event record node
+    KF_REQUIRE_CTX();
+    if (!validEvent(e) || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+    bool taken = false;
+    CUresult r =
+        kfuse::standin::captureNode(s, kfuse::standin::makeEventNode(CU_GRAPH_NODE_TYPE_EVENT_RECORD, e), &taken);
+    if (taken || r != CUDA_SUCCESS) return r;
+  }
   return cuEventRecord(e, s);
 }
 CUresult CUDAAPI cuEventQuery(CUevent e) {
   if (!validEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_SUCCESS;
+  return kfuse::standin::checkCapturedEvent(e);
 }
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
   if (!validEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = kfuse::standin::checkCapturedEvent(e); r != CUDA_SUCCESS) return r;
   return sticky();
 }
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
@@ -145,10 +165,11 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
 }
 
 // Streams: callbacks run at once (the stream's earlier work is already done); attributes are accepted and read
-// back as zero; nothing is ever captured.
+// back as zero. Callbacks cannot be captured (cuLaunchHostFunc can).
 CUresult CUDAAPI cuStreamAddCallback(CUstream s, CUstreamCallback fn, void* user, unsigned int flags) {
   KF_REQUIRE_CTX();
   if (!fn || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = kfuse::standin::refuseOnCapturingStream(s); r != CUDA_SUCCESS) return r;
   fn(s, sticky(), user);
   return CUDA_SUCCESS;
 }
@@ -175,25 +196,6 @@ CUresult CUDAAPI cuStreamGetDevice(CUstream s, CUdevice* d) {
   *d = 0;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
-                                        const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n) {
-  (void)s;
-  if (!status) return CUDA_ERROR_INVALID_VALUE;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (id) *id = 0;
-  if (graph) *graph = nullptr;
-  if (deps) *deps = nullptr;
-  if (edges) *edges = nullptr;
-  if (n) *n = 0;
-  return CUDA_SUCCESS;
-}
-thread_local CUstreamCaptureMode tl_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  if (!mode) return CUDA_ERROR_INVALID_VALUE;
-  std::swap(*mode, tl_capture_mode);
-  return CUDA_SUCCESS;
-}
-
 // Per-thread-default-stream entry points (programs built with CUDA_API_PER_THREAD_DEFAULT_STREAM): the same
 // operations, since everything here is synchronous.
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {

@@ -12,44 +12,9 @@
 #include <vector>
 
 #include "kfuse/emulator/standin.h"
+#include "standin_test_fixture.h"
 
 namespace {
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-class StandinTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    handle_ = dlopen(KFUSE_BINARY_DIR "/standin/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) return;
-    get_proc_ = reinterpret_cast<decltype(&cuGetProcAddress)>(dlsym(handle_, "cuGetProcAddress_v2"));
-  }
-  template <class F>
-  F get(const char* name, int version = 13000, cuuint64_t flags = 0) {
-    void* fn = nullptr;
-    CUdriverProcAddressQueryResult status;
-    EXPECT_EQ(get_proc_(name, &fn, version, flags, &status), CUDA_SUCCESS) << name;
-    EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SUCCESS) << name;
-    return reinterpret_cast<F>(fn);
-  }
-  void SetUp() override {
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    ASSERT_NE(get_proc_, nullptr);
-    ASSERT_EQ(get<decltype(&cuInit)>("cuInit")(0), CUDA_SUCCESS);
-    CUcontext ctx;
-    ASSERT_EQ(get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&ctx, 0), CUDA_SUCCESS);
-    ASSERT_EQ(get<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent")(ctx), CUDA_SUCCESS);
-  }
-  static void* handle_;
-  static decltype(&cuGetProcAddress) get_proc_;
-};
-void* StandinTest::handle_ = nullptr;
-decltype(&cuGetProcAddress) StandinTest::get_proc_ = nullptr;
 
 TEST_F(StandinTest, ExportsOnlyDriverSymbols) {
   EXPECT_NE(dlsym(handle_, "cuMemAlloc_v2"), nullptr);
@@ -89,14 +54,16 @@ TEST_F(StandinTest, GetProcAddressVersionsAndUnsupportedStubs) {
   void* ptsz = get<void*>("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   EXPECT_NE(ptsz, nullptr);
   // Something the emulator does not implement: a stub that returns CUDA_ERROR_NOT_SUPPORTED.
-  auto graph = get<CUresult (*)(CUgraph*, unsigned)>("cuGraphCreate");
-  ASSERT_NE(graph, nullptr);
-  CUgraph g;
-  EXPECT_EQ(graph(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
+  using ArrayCreate = CUresult (*)(CUarray*, const CUDA_ARRAY_DESCRIPTOR*);
+  auto array = get<ArrayCreate>("cuArrayCreate");
+  ASSERT_NE(array, nullptr);
+  CUarray a;
+  CUDA_ARRAY_DESCRIPTOR desc{16, 16, CU_AD_FORMAT_FLOAT, 1};
+  EXPECT_EQ(array(&a, &desc), CUDA_ERROR_NOT_SUPPORTED);
   // Programs that link an unsupported entry point directly still load; the call fails the same way.
-  auto direct = reinterpret_cast<CUresult (*)(CUgraph*, unsigned)>(dlsym(handle_, "cuGraphCreate"));
+  auto direct = reinterpret_cast<ArrayCreate>(dlsym(handle_, "cuArrayCreate_v2"));
   ASSERT_NE(direct, nullptr);
-  EXPECT_EQ(direct(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(direct(&a, &desc), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_NE(dlsym(handle_, "cuEventElapsedTime"), nullptr);
   EXPECT_NE(dlsym(handle_, "cuTexObjectCreate"), nullptr);
 }

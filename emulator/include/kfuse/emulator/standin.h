@@ -39,6 +39,12 @@ typedef int (*KfuseEmuGetLaunchFn)(uint64_t sequence, KfuseEmuLaunchCounters* ou
 // tool calling it right after cuLaunchKernel returns gets exactly that launch, whatever other threads do.
 typedef uint64_t (*KfuseEmuThreadLastLaunchFn)(void);
 
+// CUDA graphs: the number of cuGraphLaunch calls that ran a graph, and of kernel nodes those launches ran (child
+// graphs included). A graph's kernels are launches too: each also counts in cuKfuseEmuLaunchCount and has its
+// counters, so launches per replay = kernel nodes / graph launches when nothing else runs.
+typedef uint64_t (*KfuseEmuGraphLaunchCountFn)(void);
+typedef uint64_t (*KfuseEmuGraphKernelNodeCountFn)(void);
+
 // Exported by every libcuda.so.1 that kfuse ships or tests with and that is not a GPU driver (the stand-in, test
 // doubles): `kfuse record` never chooses the CUPTI backend on one. Returns 1.
 #define KFUSE_NOT_A_GPU_SYMBOL "cuKfuseNotAGpu"
@@ -48,6 +54,8 @@ int cuKfuseNotAGpu(void);
 uint64_t cuKfuseEmuLaunchCount(void);
 int cuKfuseEmuGetLaunch(uint64_t sequence, KfuseEmuLaunchCounters* out);
 uint64_t cuKfuseEmuThreadLastLaunch(void);
+uint64_t cuKfuseEmuGraphLaunchCount(void);
+uint64_t cuKfuseEmuGraphKernelNodeCount(void);
 
 #ifdef __cplusplus
 }
