@@ -2,7 +2,9 @@
 //   BM_OpenToDrawnTimeline   opening a 200,000-launch Kineto trace (import, analysis, timeline lanes) up to the first
 //                            painted timeline frame (1600 x 900): target <= 5 s;
 //   BM_TimelineFrame/zoom    one timeline frame while zooming from the whole trace to 20 µs: target <= 16 ms;
-//   BM_TimelineFrame/pan     one frame while panning across the trace at 1 ms wide: target <= 16 ms.
+//   BM_TimelineFrame/pan     one frame while panning across the trace at 1 ms wide: target <= 16 ms;
+//   BM_CancelLatency/D       Cancel pressed D ms into opening it, until loadSession returns: target <= 200 ms at
+//                            every D (the import, then each stage of the analysis).
 // The trace is SYNTHETIC (bench/make_large_kineto.py writes it into the temp directory, removed at exit; or set
 // KFUSE_GUI_BENCH_TRACE to a file of your own). Frames are painted with TimelinePainter into a QImage — the same code
 // the widget's paintEvent runs — on the offscreen platform.
@@ -13,10 +15,14 @@
 #include <QPainter>
 
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "kfuse/gui/session.h"
 #include "kfuse/gui/timeline_painter.h"
@@ -73,6 +79,41 @@ void BM_OpenToDrawnTimeline(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_OpenToDrawnTimeline)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The load runs on a worker thread, as the GUI's SessionLoader runs it; the flag is set D ms in and the time until
+// loadSession returns is the latency (the counter `cancel_ms`). A load that finished before D counts as 0.
+void BM_CancelLatency(benchmark::State& state) {
+  const std::string path = benchTrace();
+  if (path.empty()) {
+    state.SkipWithError("could not write the synthetic trace");
+    return;
+  }
+  const auto delay = std::chrono::milliseconds(state.range(0));
+  double worst = 0;
+  for (auto _ : state) {
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> done{false};
+    std::chrono::steady_clock::time_point returned;
+    bool cancelled = false;
+    std::thread worker([&] {
+      LoadControl control;
+      control.cancel = &cancel;
+      auto session = loadSession(path, {}, control);
+      returned = std::chrono::steady_clock::now();
+      cancelled = !session.ok() && isCancelled(session.status());
+      done = true;
+    });
+    std::this_thread::sleep_for(delay);
+    const auto pressed = std::chrono::steady_clock::now();
+    cancel = true;
+    worker.join();
+    if (cancelled) worst = std::max(worst, std::chrono::duration<double, std::milli>(returned - pressed).count());
+    state.counters["cancelled"] = cancelled ? 1 : 0;
+  }
+  state.counters["cancel_ms"] = worst;
+}
+// Every 100 ms of a load (about 2 s on 2 cores); runs past its end count 0.
+BENCHMARK(BM_CancelLatency)->Arg(20)->DenseRange(100, 2500, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // Frame `i` of 60: zoom (whole trace -> 20 µs around the middle, geometrically) or pan (1 ms window, start to end).
 TimelineWindow frame(const TimelineData& t, bool zoom, int i) {

@@ -1,5 +1,6 @@
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/metrics_merge.h"
+#include "kfuse/core/cancel.h"
 
 #include <gtest/gtest.h>
 
@@ -248,6 +249,18 @@ TEST(Analysis, GridStrideLoopsTakingTheSameStepsReadTheIntermediateOnce) {
   // Two loops: every use's bytes (in, mid written, mid read again, out), each up to its footprint's end.
   EXPECT_GT(other.cost.bytes_after, same.cost.bytes_after);
   EXPECT_NEAR(other.cost.bytes_after, 4.0 * 4 * (1 << 20), 16);
+}
+
+TEST(Analysis, StopsWithACancelledStatusWhenAskedTo) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000);
+  std::atomic<bool> flag{true};
+  const core::CancelScope scope(&flag);
+  auto r = analyze(b.result(), "test.sqlite", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCancelled);
+  flag = false;
+  EXPECT_TRUE(analyze(b.result(), "test.sqlite", {}).ok());
 }
 
 TEST(Analysis, ChecksEveryDistinctArgumentTupleAndSaysSo) {

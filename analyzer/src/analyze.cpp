@@ -14,6 +14,7 @@
 #include "cost/cost_model.h"
 #include "graph/footprint.h"
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/core/cancel.h"
 #include "kfuse/core/stats.h"
 #include "legality/block_level.h"
 #include "legality/epilogue.h"
@@ -555,8 +556,12 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   noteInputProblems(t, emulator_times, r);
   KFUSE_RETURN_IF_ERROR(chooseGpu(t, options, r));
 
+  // Cancellation (core/cancel.h, the GUI's Cancel) is checked between the stages and inside the long ones.
+  KFUSE_RETURN_IF_CANCELLED();
   const KernelCatalog catalog = KernelCatalog::build(t);
+  KFUSE_RETURN_IF_CANCELLED();
   const DependencyGraph graph = DependencyGraph::build(t, catalog);
+  KFUSE_RETURN_IF_CANCELLED();
   // Operator context, kernel families and tensor data flow (imported traces; advice.h).
   Advisor advisor(input, graph, catalog);
   if (!options.execution_trace.empty()) {
@@ -565,12 +570,16 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
     advisor.inferTensorFlow();
   }
   summarizeTrace(t, catalog, graph, r);
+  KFUSE_RETURN_IF_CANCELLED();
 
   Analysis analysis(input, catalog, graph, r.gpu, options, advisor);
   const std::vector<char> on_path = markCriticalPath(t, graph, analysis, r);
+  KFUSE_RETURN_IF_CANCELLED();
   SearchStats stats;
   std::vector<Candidate> candidates = findCandidates(analysis, stats);
+  KFUSE_RETURN_IF_CANCELLED();
   const size_t no_gain = costAndRank(candidates, analysis, graph, catalog, advisor, on_path, options, r);
+  KFUSE_RETURN_IF_CANCELLED();
   advisor.summarize(r);
   r.candidates = std::move(candidates);
   summarizeKernels(graph, catalog, analysis, r);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "kfuse/core/cancel.h"
 #include "pattern_analysis.h"
 
 namespace kfuse::analyzer {
@@ -75,6 +76,7 @@ void Analysis::findVertical(std::vector<Candidate>& out, SearchStats& stats) {
       run.clear();
     };
     for (size_t n = 0; n + 1 < ops.size(); ++n) {
+      if (core::cancelRequested()) return;  // analyze() returns cancelled after the search
       const size_t a = ops[n], b = ops[n + 1];
       if (g_.ops[a].kind != OpKind::kKernel || g_.ops[b].kind != OpKind::kKernel) {
         if (g_.ops[a].kind == OpKind::kKernel) ++stats.pairs_copy_between;
@@ -196,6 +198,7 @@ void Analysis::findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
   const size_t max_group = std::max<size_t>(2, opt_.max_group);
   size_t n = 0;
   while (n + 1 < kernels.size()) {
+    if (core::cancelRequested()) return;
     std::vector<size_t> group{kernels[n]};
     if (shapeUnknown(launch(kernels[n]))) {
       ++n;

@@ -12,6 +12,7 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::kUnsupportedVersion: return "unsupported version";
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kCancelled: return "cancelled";
   }
   return "unknown error";
 }

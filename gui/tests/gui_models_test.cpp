@@ -357,6 +357,15 @@ class GuiModelsTest : public QObject {
     QVERIFY(failed.back().at(1).toString().contains("/nonexistent/trace.json"));
   }
 
+  void loadSessionStopsWithACancelledStatusWhenTheFlagIsSet() {
+    std::atomic<bool> flag{true};
+    LoadControl control;
+    control.cancel = &flag;
+    auto s = loadSession(sharedTrace("kineto/hta_six_streams_rank0.json.gz").toStdString(), {}, control);
+    QVERIFY(!s.ok());
+    QVERIFY2(isCancelled(s.status()), s.status().message().c_str());
+  }
+
   void aCancelledLoadDeliversNothing() {
     SessionLoader loader;
     QSignalSpy loaded(&loader, &SessionLoader::loaded);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "kfuse/core/cancel.h"
 #include "pattern_analysis.h"
 
 namespace kfuse::analyzer {
@@ -354,6 +355,7 @@ bool Analysis::liveAfter(core::Id alloc, cost::Region written, size_t after) con
 std::vector<bool> Analysis::liveBuffers(const Candidate& c) const {
   std::vector<bool> live;
   for (const auto& occ : c.occurrences) {
+    if (core::cancelRequested()) break;  // analyze() returns cancelled after ranking
     const ChainBuffers bufs = chainBuffers(occ);
     live.resize(std::max(live.size(), bufs.written.size()), false);
     for (size_t b = 0; b < bufs.written.size(); ++b) {
@@ -521,6 +523,7 @@ void Analysis::cost(Candidate& c) const {
   std::vector<CostEstimate> per_occurrence;
   const std::vector<bool> live = c.kind == CandidateKind::kVertical ? liveBuffers(c) : std::vector<bool>{};
   for (const auto& occ : c.occurrences) {
+    if (core::cancelRequested()) break;
     per_occurrence.push_back(occurrenceCost(c.kind, occ, live, c.fusion));
   }
   const cost::CandidateCost summary = cost::summarize(per_occurrence, c.legality == Legality::kBlocked);

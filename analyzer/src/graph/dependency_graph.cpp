@@ -7,6 +7,7 @@
 #include "graph/byte_dependences.h"
 #include "graph/footprint.h"
 #include "kfuse/analyzer/analysis.h"
+#include "kfuse/core/cancel.h"
 
 namespace kfuse::analyzer {
 
@@ -40,6 +41,7 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
   FootprintCache footprints;
   auto orderOf = [](int64_t api, int64_t gpu) { return api != core::kNoTime ? api : gpu; };
   for (size_t i = 0; i < trace.launches.size(); ++i) {
+    if (core::cancelRequested()) break;  // analyze() returns cancelled after building the graph
     const core::Launch& l = trace.launches[i];
     GpuOp op;
     op.kind = OpKind::kKernel;
@@ -205,7 +207,7 @@ DependencyGraph DependencyGraph::build(const core::Trace& trace, const KernelCat
 
   // Data edges per allocation, exact by byte range (ByteDependences says how).
   ByteDependences data;
-  for (size_t i = 0; i < g.ops.size(); ++i) data.add(i, g.ops[i].uses, g.edges);
+  for (size_t i = 0; i < g.ops.size() && !core::cancelRequested(); ++i) data.add(i, g.ops[i].uses, g.edges);
 
   g.out_edges.assign(g.ops.size(), {});
   g.in_edges.assign(g.ops.size(), {});

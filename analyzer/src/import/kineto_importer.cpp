@@ -18,6 +18,7 @@
 #include "import/importers.h"
 #include "import/input_file.h"
 #include "import/kineto_parse.h"
+#include "kfuse/core/cancel.h"
 
 namespace kfuse::analyzer::detail {
 namespace kineto {
@@ -28,7 +29,9 @@ Expected<ImportResult> KinetoParse::run() {
   if (source_->compressed()) source_ = TextSource::pipelined(std::move(source_), kChunkBytes, /*depth=*/2);
   KFUSE_RETURN_IF_ERROR(scanAll());
   KFUSE_RETURN_IF_ERROR(parseTopLevel());
+  KFUSE_RETURN_IF_CANCELLED();
   build();
+  KFUSE_RETURN_IF_CANCELLED();
   result_.problems = problems_.stats();
   return std::move(result_);
 }

@@ -13,6 +13,7 @@
 
 #include "import/api_names.h"
 #include "import/kineto_parse.h"
+#include "kfuse/core/cancel.h"
 
 namespace kfuse::analyzer::detail::kineto {
 namespace {
@@ -120,7 +121,11 @@ void KinetoParse::build() {
     if (a.stream != b.stream) return a.stream < b.stream;
     return a.order < b.order;
   });
+  // Cancellation (core/cancel.h) returns from here, in its loops and between its steps: run() then says so and
+  // the half-built trace is dropped.
+  if (core::cancelRequested()) return;
   for (const GpuOp& op : gpu_ops_) {
+    if (core::cancelRequested()) return;
     const Id stream_id = model.stream(op.device, op.stream);
     const ApiCall* api = apiFor(op.correlation);
     const int64_t external_id = op.external_id != 0 ? op.external_id : (api ? api->external_id : 0);
@@ -175,8 +180,11 @@ void KinetoParse::build() {
     }
   }
 
+  if (core::cancelRequested()) return;
   buildEventsAndSyncs(model);
+  if (core::cancelRequested()) return;
   buildAllocations(model);
+  if (core::cancelRequested()) return;
 
   std::stable_sort(result_.cpu_ops.begin(), result_.cpu_ops.end(), [](const CpuOp& a, const CpuOp& b) {
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "import/kineto_parse.h"
+#include "kfuse/core/cancel.h"
 
 namespace kfuse::analyzer::detail::kineto {
 namespace {
@@ -44,6 +45,7 @@ Status KinetoParse::structureError(const std::string& what) {
 Status KinetoParse::scanAll() {
   bool eof = false;
   while (!eof) {
+    KFUSE_RETURN_IF_CANCELLED();  // every MiB of text
     const size_t old = pending_.size();
     pending_.resize(old + kChunkBytes);
     KFUSE_ASSIGN_OR_RETURN(size_t n, source_->read(pending_.data() + old, kChunkBytes));

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "kfuse/core/cancel.h"
 #include "pattern_analysis.h"
 
 namespace kfuse::analyzer {
@@ -545,6 +546,7 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
   std::vector<int64_t> key;
   std::string unpinned;
   for (size_t i = 0; i < c.occurrences.size(); ++i) {
+    if (core::cancelRequested()) break;  // analyze() returns cancelled after the search
     proofArguments(c.occurrences[i], args, &unpinned);
     key.clear();
     for (const ProofArgument& a : args) {

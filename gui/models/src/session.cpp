@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "kfuse/core/cancel.h"
 #include "kfuse/core/trace_review.h"
 #include "kfuse/core/trace_store.h"
 #include "kfuse/ptx/fatbin.h"
@@ -11,7 +12,7 @@
 namespace kfuse::gui {
 
 bool isCancelled(const Status& s) {
-  return s.code() == ErrorCode::kInternal && s.message() == kCancelledMessage;
+  return s.code() == ErrorCode::kCancelled;
 }
 
 Expected<std::shared_ptr<const Session>> loadSession(const std::string& path, const analyzer::AnalysisOptions& options,
@@ -19,23 +20,25 @@ Expected<std::shared_ptr<const Session>> loadSession(const std::string& path, co
   auto progress = [&](int pct, const char* stage) {
     if (control.progress) control.progress(pct, stage);
   };
-  auto cancelled = [&] { return control.cancel && control.cancel->load(); };
+  // The importers and the analysis stop early when Cancel sets the flag (core/cancel.h).
+  const core::CancelScope scope(control.cancel);
+  auto cancelled = [&] { return core::cancelRequested(); };
   auto session = std::make_shared<Session>();
   session->path = path;
   session->options = options;
 
   progress(0, "importing");
   KFUSE_ASSIGN_OR_RETURN(session->input, analyzer::importTrace(path));
-  if (cancelled()) return Status(ErrorCode::kInternal, kCancelledMessage);
+  if (cancelled()) return core::cancelledStatus();
   progress(50, "analysing");
   KFUSE_ASSIGN_OR_RETURN(session->report, analyzer::analyze(session->input, path, options));
-  if (cancelled()) return Status(ErrorCode::kInternal, kCancelledMessage);
+  if (cancelled()) return core::cancelledStatus();
   progress(85, "building the timeline");
   session->timeline = buildTimeline(session->input.trace, session->report, &session->input.cpu_ops);
   for (const analyzer::Candidate& c : session->report.candidates) {
     session->candidate_keys.push_back(core::reviewCandidateKey(analyzer::candidateKindName(c.kind), c.mangled_names));
   }
-  if (cancelled()) return Status(ErrorCode::kInternal, kCancelledMessage);
+  if (cancelled()) return core::cancelledStatus();
   progress(100, "done");
   return std::shared_ptr<const Session>(std::move(session));
 }

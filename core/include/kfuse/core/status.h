@@ -22,6 +22,7 @@ enum class ErrorCode {
   kUnsupportedVersion,  // the input is of a version this build does not understand
   kUnsupported,         // a valid request this build cannot serve
   kInternal,            // a bug in kfuse
+  kCancelled,           // the caller asked the work to stop (core/cancel.h)
 };
 
 const char* errorCodeName(ErrorCode code);

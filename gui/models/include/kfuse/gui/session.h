@@ -40,9 +40,7 @@ struct LoadControl {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// The message of the Status a cancelled load returns (ErrorCode::kUnsupported is not used for it: kInternal with
-// this text, which callers compare against).
-inline constexpr const char* kCancelledMessage = "cancelled";
+// Whether `s` is what a cancelled load returns (ErrorCode::kCancelled).
 bool isCancelled(const Status& s);
 
 // import (the analyzer's importers, sniffing the format) -> analyze -> timeline. Errors are the importer's or the
