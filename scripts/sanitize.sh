@@ -3,9 +3,10 @@
 #
 #   scripts/sanitize.sh asan   ASan + UBSan, in the instrumented clang build scripts/fuzz.sh shares (build-fuzz/):
 #                              every unit test, the end-to-end tests that run kfuse's verbs on files (cli, hostile
-#                              inputs, schemas), and `kfuse record` / `kfuse run` end to end (labels preload, faults:
-#                              the collector and the injector inside a driver-API example and an nvcc-built
-#                              runtime-API one on the stand-in, a plan fused, recording faults and concurrency).
+#                              inputs, schemas), and `kfuse record` / `kfuse run` end to end (labels preload, faults,
+#                              golden: the collector and the injector inside a driver-API example and an nvcc-built
+#                              runtime-API one on the stand-in, a plan fused, recording faults and concurrency, and
+#                              the golden reports, four of them from examples recorded on the stand-in).
 #                              That build links the sanitizers' shared runtime (-shared-libsan), so the instrumented
 #                              preload libraries load into any program once the runtime is first in LD_PRELOAD;
 #                              `kfuse record` and `kfuse run` put it there themselves (collector/program.h).
@@ -21,7 +22,6 @@
 #     and PreloadTest.ForkedChildWithoutExec* (its forked child of the multithreaded instrumented test program hung in
 #     one of two runs, killed after 100 s; it has never hung in the plain build: an instrumented-fork hazard not
 #     yet pinned down).
-#   - golden reports (label golden): they need every example built (twenty nvcc builds) and emulated; not tried.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
@@ -33,8 +33,9 @@ case "$kind" in
     targets=(kfuse kfuse_schema_gen kfuse_core_test kfuse_ptx_test kfuse_analyzer_test kfuse_analysis_test
              kfuse_advice_test kfuse_rewriter_test kfuse_emulator_test kfuse_standin_test kfuse_standin_cuda
              kfuse_hooks_test kfuse_collector_test kfuse_inject_test kfuse_collector_preload kfuse_inject_preload
-             kfuse_test_launch_loop example_elementwise_chain examples/runtime_api/vector_add)
-    labels='unit|cli|hostile|schema|preload|faults'
+             kfuse_test_launch_loop example_elementwise_chain example_mlp_block example_many_small_kernels
+             example_stencil kfuse_example_ptx examples/runtime_api/vector_add)
+    labels='unit|cli|hostile|schema|preload|faults|golden'
     exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics|PreloadTest\.ForkedChildWithoutExec|Validate\.MillionElementChainValidatesQuickly'
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
