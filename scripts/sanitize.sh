@@ -2,8 +2,14 @@
 # Sanitizer runs (warnings are not errors there):
 #
 #   scripts/sanitize.sh asan   ASan + UBSan, in the instrumented clang build scripts/fuzz.sh shares (build-fuzz/):
-#                              every unit test and the end-to-end tests that run kfuse's verbs on files (cli,
-#                              hostile inputs, schemas).
+#                              every unit test, the end-to-end tests that run kfuse's verbs on files (cli, hostile
+#                              inputs, schemas), and `kfuse record` / `kfuse run` end to end (labels preload, faults,
+#                              golden: the collector and the injector inside a driver-API example and an nvcc-built
+#                              runtime-API one on the stand-in, a plan fused, recording faults and concurrency, and
+#                              the golden reports, four of them from examples recorded on the stand-in).
+#                              That build links the sanitizers' shared runtime (-shared-libsan), so the instrumented
+#                              preload libraries load into any program once the runtime is first in LD_PRELOAD;
+#                              `kfuse record` and `kfuse run` put it there themselves (collector/program.h).
 #   scripts/sanitize.sh tsan   TSan (GCC, build-ci-tsan/): the collector's and the injector's concurrency tests.
 #
 # Left out, by name, with the reason:
@@ -11,15 +17,11 @@
 #     libnvperf_host.so with RTLD_DEEPBIND, which AddressSanitizer refuses (it would abort the process).
 #   - the emulator's end-to-end runs (labels rewrite, inject, demo, runtime, export, soundness, corpus, emulator):
 #     minutes of PTX emulation each in the plain run; under ASan they would take most of CI's budget alone. The
-#     emulator's and the stand-in's own unit tests do run.
-#   - asan: PreloadTest.NonCudaProcessesLeaveNoTrace, RecordProgramTest.OneTracePerProcessWithPercentP (they preload
-#     the instrumented collector into uninstrumented programs: /bin/sh, /bin/true), and
-#     Validate.MillionElementChainValidatesQuickly (a 10 s bound the instrumented emulator does not meet: 22 s), and
-#     PreloadTest.ForkedChildWithoutExec* (its forked child of the multithreaded instrumented test program hung in
+#     emulator's and the stand-in's own unit tests do run, and so does one small rewrite + run (label preload).
+#   - asan: Validate.MillionElementChainValidatesQuickly (a 10 s bound the instrumented emulator does not meet: 22 s),
+#     and PreloadTest.ForkedChildWithoutExec* (its forked child of the multithreaded instrumented test program hung in
 #     one of two runs, killed after 100 s; it has never hung in the plain build: an instrumented-fork hazard not
 #     yet pinned down).
-#   - golden reports and recording faults (labels golden, faults): they record nvcc-built example programs, which
-#     are not instrumented, with the instrumented collector preloaded; a clang ASan library cannot load there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
@@ -30,9 +32,11 @@ case "$kind" in
     build=$KFUSE_FUZZ_BUILD
     targets=(kfuse kfuse_schema_gen kfuse_core_test kfuse_ptx_test kfuse_analyzer_test kfuse_analysis_test
              kfuse_advice_test kfuse_rewriter_test kfuse_emulator_test kfuse_standin_test kfuse_standin_cuda
-             kfuse_hooks_test kfuse_collector_test kfuse_inject_test kfuse_collector_preload kfuse_test_launch_loop)
-    labels='unit|cli|hostile|schema'
-    exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics|PreloadTest\.NonCudaProcessesLeaveNoTrace|PreloadTest\.ForkedChildWithoutExec|RecordProgramTest\.OneTracePerProcessWithPercentP|Validate\.MillionElementChainValidatesQuickly'
+             kfuse_hooks_test kfuse_collector_test kfuse_inject_test kfuse_collector_preload kfuse_inject_preload
+             kfuse_test_launch_loop example_elementwise_chain example_mlp_block example_many_small_kernels
+             example_stencil kfuse_example_ptx examples/runtime_api/vector_add)
+    labels='unit|cli|hostile|schema|preload|faults|golden'
+    exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics|PreloadTest\.ForkedChildWithoutExec|Validate\.MillionElementChainValidatesQuickly'
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     ;;

@@ -174,29 +174,40 @@ const HookRecorder::FunctionSlot* HookRecorder::describe(CUfunction f) {
   }
   emitDevice();
   hooks::DriverTable& t = table();
-  // Parameter layout: probe indices until the driver says there are no more (13.0 has no count query). A
-  // CUkernel cast to CUfunction is asked through the cuKernel* queries when the cuFunc* ones refuse it.
+  const char* name = t.functionName(f);
+  const CUmodule module = t.functionModule(f);
+  // Parameter layout. The module image says how many parameters the kernel has (recordModule): the driver is asked
+  // for exactly those. Otherwise indices are probed until the driver refuses one (13.0 has no count query), which
+  // shows as one failed call per function in the application under compute-sanitizer. A CUkernel cast to CUfunction
+  // is asked through the cuKernel* queries when the cuFunc* ones refuse it.
+  int64_t image_count = -1;
+  if (name) {
+    if (auto m = param_counts_.find(reinterpret_cast<uint64_t>(module)); m != param_counts_.end()) {
+      if (auto k = m->second.find(name); k != m->second.end()) image_count = k->second;
+    }
+  }
+  if (image_count > static_cast<int64_t>(std::min<size_t>(kMaxParams, kParamPool - params_used_))) image_count = -1;
   uint32_t count = 0, args_size = 0;
   bool known = false;
   auto probe = [&](auto query, auto handle) {
     if (!query) return false;
-    size_t off = 0, size = 0;
-    CUresult r = query(handle, 0, &off, &size);
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) return false;
     count = 0;
     args_size = 0;
+    size_t off = 0, size = 0;
+    if (image_count == 0) return true;
+    CUresult r = query(handle, 0, &off, &size);
+    if (r != CUDA_SUCCESS && (image_count > 0 || r != CUDA_ERROR_INVALID_VALUE)) return false;
     while (r == CUDA_SUCCESS && count < kMaxParams && params_used_ + count < kParamPool) {
       params_[params_used_ + count] = ParamLayout{static_cast<uint32_t>(off), static_cast<uint32_t>(size)};
       args_size = std::max<uint32_t>(args_size, static_cast<uint32_t>(off + size));
       ++count;
+      if (count == image_count) return true;
       r = query(handle, count, &off, &size);
     }
     return r == CUDA_ERROR_INVALID_VALUE || r == CUDA_SUCCESS;
   };
   known = probe(t.FuncGetParamInfo.load(), f) || probe(t.KernelGetParamInfo.load(), reinterpret_cast<CUkernel>(f));
   if (!known) count = 0;
-  const char* name = t.functionName(f);
-  const CUmodule module = t.functionModule(f);
   int regs = 0, shared = 0;
   if (auto q = t.FuncGetAttribute.load()) {
     if (q(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS) regs = 0;
@@ -611,6 +622,15 @@ CUresult HookRecorder::MemsetD32Async(int variant, CUdeviceptr dst, unsigned int
 
 void HookRecorder::recordModule(uint64_t handle, const void* image) {
   const hooks::ImageInfo info = hooks::inspectModuleImage(image);
+  {
+    auto counts = hooks::kernelParamCounts(info);
+    std::lock_guard lock(describe_mu_);
+    try {
+      param_counts_[handle] = std::move(counts);
+    } catch (const std::bad_alloc&) {  // the kernels of this module are probed instead
+      param_counts_.erase(handle);
+    }
+  }
   ModuleEvent e;
   e.module = handle;
   e.load_ns = collectorNowNs();
@@ -674,6 +694,7 @@ CUresult HookRecorder::ModuleUnload(int variant, CUmodule module) {
     {
       // Function handles of this module may be reused by a later load: forget them (rare, so a scan is fine).
       std::lock_guard lock(describe_mu_);
+      param_counts_.erase(h);
       for (size_t i = 0; i < kFunctionSlots; ++i) {
         const uint64_t k = slots_[i].key.load(std::memory_order_relaxed);
         if (k > kRemoved && slots_[i].module == h) slots_[i].key.store(kRemoved, std::memory_order_release);

@@ -41,10 +41,14 @@ CUresult CUDAAPI fLaunchFails(CUfunction, unsigned, unsigned, unsigned, unsigned
 CUresult CUDAAPI fLaunchEx(const CUlaunchConfig*, CUfunction, void**, void**) {
   return CUDA_SUCCESS;
 }
+std::atomic<int> g_refused_param_queries{0};  // what compute-sanitizer would report as API errors
 CUresult CUDAAPI fParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
   auto* k = reinterpret_cast<FakeKernel*>(f);
   if (k == &kNoLayout) return CUDA_ERROR_NOT_SUPPORTED;
-  if (i >= k->params.size()) return CUDA_ERROR_INVALID_VALUE;
+  if (i >= k->params.size()) {
+    g_refused_param_queries.fetch_add(1);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   *off = k->params[i].first;
   *size = k->params[i].second;
   return CUDA_SUCCESS;
@@ -143,6 +147,45 @@ TEST(HookRecorderTest, RecordsLaunchWithArgumentsLaidOutByParamInfo) {
   EXPECT_LE(l.api_start_ns, l.api_end_ns);
   EXPECT_GT(l.thread_id, 0);
   EXPECT_EQ(t.streams[0].handle, 0x700u);
+}
+
+CUresult CUDAAPI fFuncModule(CUmodule* m, CUfunction) {
+  *m = reinterpret_cast<CUmodule>(0xabc);  // what fLoad gives
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderTest, ParameterLayoutComesFromTheModuleImageWithoutARefusedQuery) {
+  Fixture f;
+  f.table.FuncGetModule = &fFuncModule;
+  // The module the kernel comes from, as PTX: its four parameters are asked for, never a fifth.
+  const char* ptx =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry _Z5saxpyifPKfPf(\n.param .u32 n,\n.param .f32 a,\n.param .u64 x,\n.param .u64 y\n)\n"
+      "{\nret;\n}\n";
+  CUmodule m = nullptr;
+  ASSERT_EQ(f.recorder.ModuleLoadData(0, &m, ptx), CUDA_SUCCESS);
+  const int refused = g_refused_param_queries.load();
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0x1000, 0x2000), CUDA_SUCCESS);
+  EXPECT_EQ(g_refused_param_queries.load(), refused);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.functions.size(), 1u);
+  ASSERT_EQ(t.functions[0].params.size(), 4u);
+  EXPECT_EQ(t.functions[0].params[3].offset, 16u);
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].arg_bytes.size(), 24u);
+}
+
+TEST(HookRecorderTest, ParameterLayoutOfAKernelNoImageDescribesIsProbed) {
+  Fixture f;
+  f.table.FuncGetModule = &fFuncModule;
+  CUmodule m = nullptr;
+  ASSERT_EQ(f.recorder.ModuleLoadData(0, &m, ".version 8.0\n.target sm_90\n"), CUDA_SUCCESS);
+  const int refused = g_refused_param_queries.load();
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, 0x1000, 0x2000), CUDA_SUCCESS);
+  EXPECT_EQ(g_refused_param_queries.load(), refused + 1);  // the one query past the end that finds the count
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(t.functions[0].params.size(), 4u);
 }
 
 CUresult CUDAAPI fMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "kfuse/collector/collector_runtime.h"
+#include "kfuse/collector/program.h"
 #include "kfuse/collector/record.h"
 #include "kfuse/core/trace_store.h"
 #include "temp_dir.h"
@@ -45,8 +46,10 @@ std::string tempDir() {
 }
 
 std::string env(const std::string& output) {
+  // In the instrumented build the collector needs the sanitizer runtime first, as `kfuse record` arranges.
   std::string e =
-      "env LD_LIBRARY_PATH=" KFUSE_TEST_FAKE_DRIVER_DIR " LD_PRELOAD=" KFUSE_TEST_PRELOAD_LIB " KFUSE_BACKEND=hook";
+      "env LD_LIBRARY_PATH=" KFUSE_TEST_FAKE_DRIVER_DIR " LD_PRELOAD=" + withSanitizerRuntime(KFUSE_TEST_PRELOAD_LIB) +
+      " KFUSE_BACKEND=hook";
   if (!output.empty()) e += " KFUSE_OUTPUT=" + output;
   return e + " ";
 }

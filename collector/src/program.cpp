@@ -1,5 +1,6 @@
 #include "kfuse/collector/program.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +12,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KFUSE_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KFUSE_ADDRESS_SANITIZER 1
+#endif
+#endif
+#ifdef KFUSE_ADDRESS_SANITIZER
+extern "C" void __asan_init();
+#endif
 
 namespace kfuse::collector {
 namespace fs = std::filesystem;
@@ -54,10 +66,35 @@ std::string preloadList(const std::string& library, const std::string& current, 
   return library + ":" + current;
 }
 
+std::string sanitizerRuntime() {
+#ifdef KFUSE_ADDRESS_SANITIZER
+  // The file that defines the runtime's entry point: the executable itself when the runtime is linked in statically
+  // (then nothing can be preloaded for it), else the shared runtime.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&__asan_init), &info) == 0 || !info.dli_fname) return "";
+  const std::string file = fs::path(info.dli_fname).filename().string();
+  const bool asan = file.rfind("libasan", 0) == 0 || file.rfind("libclang_rt.asan", 0) == 0;
+  if (!asan || file.find(".so") == std::string::npos) return "";
+  return info.dli_fname;
+#else
+  return "";
+#endif
+}
+
+std::string withSanitizerRuntime(const std::string& preload) {
+  const std::string runtime = sanitizerRuntime();
+  if (runtime.empty() || preload.rfind(runtime, 0) == 0) return preload;
+  return preload.empty() ? runtime : runtime + ":" + preload;
+}
+
 Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
                                 const std::vector<std::pair<std::string, std::string>>& environment,
                                 const std::string& output_file, int inherit_fd) {
   if (command.empty()) return invalidArgument("no program to run");
+  std::vector<std::pair<std::string, std::string>> env = environment;
+  for (auto& [name, value] : env) {
+    if (name == "LD_PRELOAD") value = withSanitizerRuntime(value);
+  }
   int out_fd = -1;
   if (!output_file.empty()) {
     out_fd = open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -78,7 +115,7 @@ Expected<ProgramRun> runProgram(const std::vector<std::string>& command,
   if (pid == 0) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
-    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     if (inherit_fd >= 0) fcntl(inherit_fd, F_SETFD, fcntl(inherit_fd, F_GETFD) & ~FD_CLOEXEC);
     if (out_fd >= 0) {
       dup2(out_fd, STDOUT_FILENO);

@@ -521,15 +521,11 @@ constexpr int kMaxGuardWalk = 512;
 // Whether a thread that takes none of the `wrong_way` edges surely reaches statement `stmt` of block `b`: no path
 // from the entry that avoids them and `b` can end the thread, and nothing in `b` before `stmt` can end it either.
 // False also when the search needs more than kMaxReachVisits blocks.
-bool reachedWhenGuarded(const Function& f, const Cfg& cfg, int b, size_t stmt,
-                        const std::vector<std::pair<int, int>>& wrong_way, const std::vector<char>& can_leave,
+bool reachedWhenGuarded(const Cfg& cfg, int b, size_t stmt, const std::vector<std::pair<int, int>>& wrong_way,
+                        const std::vector<char>& can_leave, const std::vector<size_t>& first_exit,
                         ReachScratch& scratch) {
   const auto& blocks = cfg.blocks();
-  for (size_t k = blocks[static_cast<size_t>(b)].begin; k < stmt; ++k) {
-    const Statement& st = f.body[k];
-    if (st.kind == StatementKind::kInstruction && (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit))
-      return false;
-  }
+  if (first_exit[static_cast<size_t>(b)] < stmt) return false;  // a ret/exit before it in its block
   if (b == 0) return true;
   if (scratch.stamp.size() != blocks.size() || ++scratch.generation == 0) {
     scratch.stamp.assign(blocks.size(), 0);
@@ -570,13 +566,19 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
   const auto& blocks = cfg.blocks();
   const std::vector<char> in_loop = blocksInLoops(cfg);
   std::vector<char> can_leave(blocks.size(), 0);  // the block may end the thread (ret/exit, or no successor)
+  // Each block's first ret/exit (SIZE_MAX: none), found once: looking for it again at each access of a block made a
+  // straight-line kernel of a million instructions quadratic.
+  std::vector<size_t> first_exit(blocks.size(), SIZE_MAX);
   for (size_t b = 0; b < blocks.size(); ++b) {
-    can_leave[b] = blocks[b].succs.empty();
-    for (size_t k = blocks[b].begin; k < blocks[b].end && !can_leave[b]; ++k) {
+    for (size_t k = blocks[b].begin; k < blocks[b].end; ++k) {
       const Statement& st = f.body[k];
-      can_leave[b] =
-          st.kind == StatementKind::kInstruction && (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit);
+      if (st.kind == StatementKind::kInstruction &&
+          (st.inst.opcode == Opcode::kRet || st.inst.opcode == Opcode::kExit)) {
+        first_exit[b] = k;
+        break;
+      }
     }
+    can_leave[b] = blocks[b].succs.empty() || first_exit[b] != SIZE_MAX;
   }
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Statement& st = f.body[i];
@@ -676,7 +678,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
       a.guard_exact =
           !cfg.hasIndirectBranch() && !guard_in_loop && walked_all &&
           std::all_of(a.guard.begin(), a.guard.end(), [](const GuardCondition& g) { return g.structured; }) &&
-          reachedWhenGuarded(f, cfg, b, i, wrong_way, can_leave, reach);
+          reachedWhenGuarded(cfg, b, i, wrong_way, can_leave, first_exit, reach);
     }
     out.push_back(std::move(a));
   }

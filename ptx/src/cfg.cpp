@@ -429,11 +429,16 @@ std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
   const int b = cfg_->blockOf(stmt);
   if (b < 0 || reg < 0) return out;
   const BasicBlock& bb = cfg_->blocks()[static_cast<size_t>(b)];
-  for (size_t i = stmt; i > bb.begin;) {
-    --i;
-    const auto first = def_regs_.begin() + static_cast<std::ptrdiff_t>(def_begin_[i]);
-    const auto last = def_regs_.begin() + static_cast<std::ptrdiff_t>(def_begin_[i + 1]);
-    if (std::find(first, last, reg) == last) continue;
+  // The register's definitions in its block before `stmt`, latest first: found by binary search in its def ids
+  // (statement order), not by walking the block back, which made a query O(block length) and a straight-line
+  // kernel of a million instructions quadratic.
+  const auto r = static_cast<size_t>(reg);
+  const auto defs_begin = reg_defs_.begin() + static_cast<std::ptrdiff_t>(reg_def_begin_[r]);
+  const auto defs_end = reg_defs_.begin() + static_cast<std::ptrdiff_t>(reg_def_begin_[r + 1]);
+  for (auto it = std::lower_bound(defs_begin, defs_end, def_begin_[stmt]); it != defs_begin;) {
+    const size_t i = def_stmt_[*--it];
+    if (i < bb.begin) break;
+    if (!out.empty() && out.back() == i) continue;  // a statement defining the register twice
     out.push_back(i);
     // a guarded definition may not execute, so earlier ones still reach; an unguarded one hides them (exact even
     // when the data flow was too large: the block itself says so)
@@ -441,7 +446,6 @@ std::vector<size_t> DefUse::reachingDefsOf(size_t stmt, int reg) const {
   }
   if (approximate_) return allDefsOf(reg);  // a superset of the guarded ones found above
   const auto& in = block_in_[static_cast<size_t>(b)];
-  const auto r = static_cast<size_t>(reg);
   for (size_t k = reg_def_begin_[r]; k < reg_def_begin_[r + 1]; ++k) {
     const size_t id = reg_defs_[k];
     if (in[id / 64] >> (id % 64) & 1) out.push_back(def_stmt_[id]);

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ARGS = None
@@ -278,6 +279,22 @@ class Bombs(Case):
         self.assertEqual(rc, 2, err)
         self.assertIn(message, err)
         self.assertLess(mib, max_mib, f"peak RSS {mib:.0f} MiB")
+
+    def test_ptx_check_time_grows_linearly_with_a_straight_line_kernel(self):
+        # One basic block of many memory accesses: each access once rescanned its block for a ret (80k instructions
+        # took 25x as long as 20k, a million instructions never finished). A ratio, so that slow builds hold too.
+        sys.path.insert(0, os.path.join(ARGS.source, "bench"))
+        import make_large_ptx
+        seconds = {}
+        for n in (20_000, 80_000):
+            path = self.path(f"straight{n}.ptx")
+            with open(path, "w") as f:
+                f.write(make_large_ptx.module(n, branches=False))
+            start = time.monotonic()
+            rc, _, err = run("ptx", "check", path, timeout=600)
+            seconds[n] = time.monotonic() - start
+            self.assertEqual(rc, 0, err)
+        self.assertLess(seconds[80_000], 8 * seconds[20_000] + 1.0, seconds)
 
     def test_a_gzip_whose_one_string_inflates_to_100_mib_is_refused_cheaply(self):
         # The whole string was buffered: a 3.9 GiB string passed 14 GiB of RSS.

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kfuse/collector/events.h"
@@ -169,6 +171,9 @@ class HookRecorder : public hooks::HookClient {
   std::unique_ptr<ParamLayout[]> params_;
   uint32_t params_used_ = 0;
   std::mutex describe_mu_;
+  // Under describe_mu_: each loaded module's kernels and their parameter counts (hooks::kernelParamCounts), so that
+  // describe() asks the driver for exactly those parameters; a module or kernel absent here is probed instead.
+  std::unordered_map<uint64_t, std::unordered_map<std::string, uint32_t>> param_counts_;
   std::atomic<uint64_t> functions_seen_{0};
   std::atomic<bool> device_emitted_{false};
   std::atomic<int> open_captures_{0};
