@@ -791,6 +791,12 @@ CUresult HookRecorder::GraphExecUpdate(int variant, CUgraphExec exec, CUgraph gr
   return r;
 }
 
+CUresult HookRecorder::GraphDestroy(int variant, CUgraph graph) {
+  KFUSE_FORWARD(GraphDestroy, graph)
+  if (r == CUDA_SUCCESS) noteGraphDestroyed(graph);
+  return r;
+}
+
 CUresult HookRecorder::GraphExecKernelNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
                                                     const CUDA_KERNEL_NODE_PARAMS* params) {
   KFUSE_FORWARD(GraphExecKernelNodeSetParams, exec, node, params)

@@ -84,6 +84,11 @@ void HookRecorder::noteCapturedGraph(CUgraph graph, CUstream stream, int variant
   captured_graphs_[reinterpret_cast<Handle>(graph)] = streamHandle(stream, variant);
 }
 
+void HookRecorder::noteGraphDestroyed(CUgraph graph) {
+  std::lock_guard lock(capture_mu_);
+  captured_graphs_.erase(reinterpret_cast<Handle>(graph));
+}
+
 void HookRecorder::pushKernelNode(GraphNodeEvent& e, const CUDA_KERNEL_NODE_PARAMS& p) {
   // A kernel node names a CUfunction, or a CUkernel when func is null (what the CUDA runtime adds).
   const auto f = p.func ? p.func : reinterpret_cast<CUfunction>(p.kern);

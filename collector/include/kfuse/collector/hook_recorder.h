@@ -61,8 +61,10 @@ class HookRecorder : public hooks::HookClient {
   void noteCaptureEnd(CUstream stream, int variant);
   bool capturing(CUstream stream, int variant);
   void noteCapturedWork();
-  // A capture that ended with `graph`: instantiating it records the graph as captured on that stream.
+  // A capture that ended with `graph`: instantiating it records the graph as captured on that stream, until it is
+  // destroyed.
   void noteCapturedGraph(CUgraph graph, CUstream stream, int variant);
+  void noteGraphDestroyed(CUgraph graph);
 
   // CUDA graphs (hook_recorder_graphs.cpp; used by the CUPTI backend's callbacks too). `recordGraphExec` reads
   // `graph` as it is now (nodes with their parameters, edges, child graphs) and records that `exec` runs it, after an
@@ -141,6 +143,8 @@ class HookRecorder : public hooks::HookClient {
   CUresult GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS* params) override;
   CUresult GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) override;
+  // A destroyed graph's handle may come back for another graph: it is no longer the one a capture made.
+  CUresult GraphDestroy(int variant, CUgraph graph) override;
   CUresult GraphExecKernelNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
                                         const CUDA_KERNEL_NODE_PARAMS* params) override;
   CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
