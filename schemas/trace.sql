@@ -217,7 +217,7 @@ CREATE TABLE graph (
 -- A node of a recorded graph
 CREATE TABLE graph_node (
   id                   INTEGER PRIMARY KEY,  -- unique in the trace, not only in its graph
-  graph_id             INTEGER NOT NULL DEFAULT 0 REFERENCES graph(id),
+  graph_id             INTEGER NOT NULL REFERENCES graph(id),
   idx                  INTEGER NOT NULL DEFAULT 0,  -- position in the driver's node list (cuGraphGetNodes)
   handle               INTEGER NOT NULL DEFAULT 0,  -- CUgraphNode value
   -- other | kernel | memcpy | memset | host | empty | event_record | event_wait | child_graph | mem_alloc |
@@ -259,7 +259,7 @@ CREATE TABLE graph_edge (
 CREATE TABLE graph_exec (
   id           INTEGER PRIMARY KEY,
   handle       INTEGER NOT NULL DEFAULT 0,  -- CUgraphExec value
-  graph_id     INTEGER NOT NULL DEFAULT 0 REFERENCES graph(id),  -- the graph it runs
+  graph_id     INTEGER NOT NULL REFERENCES graph(id),  -- the graph it runs
   update_of    INTEGER REFERENCES graph_exec(id),  -- the exec row of the same handle this update replaces
   thread_id    INTEGER NOT NULL DEFAULT 0,
   api_start_ns INTEGER,  -- the instantiate or update call
@@ -271,7 +271,7 @@ CREATE TABLE graph_launch (
   id             INTEGER PRIMARY KEY,  -- sequence number in API call order
   correlation_id INTEGER NOT NULL DEFAULT 0,
   thread_id      INTEGER NOT NULL DEFAULT 0,
-  graph_exec_id  INTEGER NOT NULL DEFAULT 0 REFERENCES graph_exec(id),
+  graph_exec_id  INTEGER NOT NULL REFERENCES graph_exec(id),
   stream_id      INTEGER REFERENCES stream(id),
   api_start_ns   INTEGER,
   api_end_ns     INTEGER

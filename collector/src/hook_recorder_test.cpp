@@ -531,6 +531,24 @@ TEST(HookRecorderGraphTest, InstantiateReadsTheGraphAndEachLaunchIsAReplayOfIt) 
   EXPECT_EQ(findStat(t, "graphs_not_read"), nullptr);
 }
 
+CUresult CUDAAPI fGraphDestroy(CUgraph) {
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderGraphTest, AHandleReusedAfterTheCapturedGraphWasDestroyedIsAnotherGraph) {
+  GraphFixture f;
+  f.table.GraphDestroy[0] = &fGraphDestroy;
+  const CUgraph g = f.capture();
+  ASSERT_EQ(f.recorder.GraphDestroy(0, g), CUDA_SUCCESS);
+  // The driver hands the same address to a graph built node by node.
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, g, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_FALSE(t.graphs.empty());
+  EXPECT_EQ(t.graphs[0].origin, core::GraphOrigin::kExplicit);
+  EXPECT_EQ(t.graphs[0].stream_id, core::kNoId);
+}
+
 TEST(HookRecorderGraphTest, ExecKernelNodeUpdateGivesTheExecACopyOfItsGraphWithTheNewParameters) {
   GraphFixture f;
   CUgraphExec exec = nullptr;
