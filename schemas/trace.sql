@@ -203,6 +203,80 @@ CREATE TABLE stat (
   description TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 
+-- A CUDA graph as read when it was instantiated or an executable graph was updated from it
+CREATE TABLE graph (
+  id              INTEGER PRIMARY KEY,
+  handle          INTEGER NOT NULL DEFAULT 0,  -- CUgraph value; snapshots of the same graph share it
+  origin          TEXT NOT NULL DEFAULT 'unknown',  -- unknown | capture | explicit | child | exec_node_update
+  stream_id       INTEGER REFERENCES stream(id),  -- capture: the stream whose capture made the graph
+  -- child: the graph holding the child-graph node; exec_node_update: the graph it copies
+  parent_graph_id INTEGER REFERENCES graph(id),
+  snapshot_ns     INTEGER  -- when the collector read the graph
+);
+
+-- A node of a recorded graph
+CREATE TABLE graph_node (
+  id                   INTEGER PRIMARY KEY,  -- unique in the trace, not only in its graph
+  graph_id             INTEGER NOT NULL REFERENCES graph(id),
+  idx                  INTEGER NOT NULL DEFAULT 0,  -- position in the driver's node list (cuGraphGetNodes)
+  handle               INTEGER NOT NULL DEFAULT 0,  -- CUgraphNode value
+  -- other | kernel | memcpy | memset | host | empty | event_record | event_wait | child_graph | mem_alloc |
+  -- mem_free
+  type                 TEXT NOT NULL DEFAULT 'other',
+  function_id          INTEGER REFERENCES function(id),  -- kernel: the function it runs
+  grid_x               INTEGER NOT NULL DEFAULT 1,  -- kernel
+  grid_y               INTEGER NOT NULL DEFAULT 1,
+  grid_z               INTEGER NOT NULL DEFAULT 1,
+  block_x              INTEGER NOT NULL DEFAULT 1,
+  block_y              INTEGER NOT NULL DEFAULT 1,
+  block_z              INTEGER NOT NULL DEFAULT 1,
+  dynamic_shared_bytes INTEGER NOT NULL DEFAULT 0,
+  arg_bytes            BLOB,  -- kernel: raw argument buffer laid out per the function's params, as launch.arg_bytes
+  -- kernel: pointer arguments resolved to allocations when the graph was read, in the form of launch.pointer_args
+  pointer_args         TEXT,
+  memcpy_kind          TEXT NOT NULL DEFAULT 'unknown',  -- memcpy; unknown | htod | dtoh | dtod | htoh | peer
+  src_address          INTEGER NOT NULL DEFAULT 0,  -- memcpy
+  dst_address          INTEGER NOT NULL DEFAULT 0,  -- memcpy, memset
+  src_allocation_id    INTEGER REFERENCES allocation(id),
+  dst_allocation_id    INTEGER REFERENCES allocation(id),
+  bytes                INTEGER NOT NULL DEFAULT 0,  -- memcpy, memset
+  value                INTEGER NOT NULL DEFAULT 0,  -- memset
+  element_size         INTEGER NOT NULL DEFAULT 0,  -- memset: bytes per element
+  child_graph_id       INTEGER REFERENCES graph(id),  -- child graph: the graph it runs
+  event_handle         INTEGER NOT NULL DEFAULT 0  -- event record / wait: the CUevent
+);
+
+-- A dependency between two nodes of a recorded graph
+CREATE TABLE graph_edge (
+  graph_id     INTEGER NOT NULL REFERENCES graph(id),
+  from_node_id INTEGER NOT NULL REFERENCES graph_node(id),
+  to_node_id   INTEGER NOT NULL REFERENCES graph_node(id),  -- runs after from_node_id
+  type         INTEGER NOT NULL DEFAULT 0,  -- CUgraphDependencyType: 0 default, 1 programmatic
+  PRIMARY KEY (graph_id, from_node_id, to_node_id)
+) WITHOUT ROWID;
+
+-- An executable graph: instantiated, or updated (update_of the row it replaces)
+CREATE TABLE graph_exec (
+  id           INTEGER PRIMARY KEY,
+  handle       INTEGER NOT NULL DEFAULT 0,  -- CUgraphExec value
+  graph_id     INTEGER NOT NULL REFERENCES graph(id),  -- the graph it runs
+  update_of    INTEGER REFERENCES graph_exec(id),  -- the exec row of the same handle this update replaces
+  thread_id    INTEGER NOT NULL DEFAULT 0,
+  api_start_ns INTEGER,  -- the instantiate or update call
+  api_end_ns   INTEGER
+);
+
+-- One cuGraphLaunch (a replay); its kernels are the kernel nodes of its exec's graph (view graph_launch_kernel)
+CREATE TABLE graph_launch (
+  id             INTEGER PRIMARY KEY,  -- sequence number in API call order
+  correlation_id INTEGER NOT NULL DEFAULT 0,
+  thread_id      INTEGER NOT NULL DEFAULT 0,
+  graph_exec_id  INTEGER NOT NULL REFERENCES graph_exec(id),
+  stream_id      INTEGER REFERENCES stream(id),
+  api_start_ns   INTEGER,
+  api_end_ns     INTEGER
+);
+
 -- launch.pointer_args with one row per pointer, for SQL users.
 CREATE VIEW launch_pointer_arg AS
   SELECT l.id AS launch_id,
@@ -213,6 +287,18 @@ CREATE VIEW launch_pointer_arg AS
          json_extract(a.value, '$[4]') AS field_offset  -- null: the argument itself is the pointer
   FROM launch AS l, json_each(l.pointer_args) AS a
   WHERE l.pointer_args IS NOT NULL;
+
+-- The kernels each graph launch ran: the kernel nodes of its exec's graph and, recursively, of the graphs of its
+-- child-graph nodes (schema version 4).
+CREATE VIEW IF NOT EXISTS graph_launch_kernel AS
+  WITH RECURSIVE reach(graph_launch_id, graph_id) AS (
+    SELECT gl.id, ge.graph_id FROM graph_launch AS gl JOIN graph_exec AS ge ON ge.id = gl.graph_exec_id
+    UNION ALL
+    SELECT r.graph_launch_id, n.child_graph_id FROM reach AS r JOIN graph_node AS n ON n.graph_id = r.graph_id
+    WHERE n.type = 'child_graph' AND n.child_graph_id IS NOT NULL)
+  SELECT r.graph_launch_id, n.id AS graph_node_id, n.graph_id, n.function_id
+  FROM reach AS r JOIN graph_node AS n ON n.graph_id = r.graph_id
+  WHERE n.type = 'kernel';
 
 -- Analysis results (schema version 2): each `kfuse analyze` run on this trace stores its report here, as the
 -- JSON of schemas/report.schema.json, so the GUI can show it without re-running the analysis.

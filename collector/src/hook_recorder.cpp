@@ -72,26 +72,13 @@ Fn pick(const std::atomic<Fn>* slots, int variant) {
 
 struct LaunchFill {
   const LaunchEvent* event;
-  void** params;
-  const ParamLayout* layout;
-  uint32_t param_count;
-  const uint8_t* buffer;  // `extra` argument buffer
+  const HookRecorder::ArgSource* args;
 };
 
 void fillLaunch(uint8_t* dst, const void* c) {
   const auto* x = static_cast<const LaunchFill*>(c);
   std::memcpy(dst, x->event, sizeof(LaunchEvent));
-  uint8_t* args = dst + sizeof(LaunchEvent);
-  const uint32_t size = x->event->arg_size;
-  if (x->buffer) {
-    std::memcpy(args, x->buffer, size);
-    return;
-  }
-  std::memset(args, 0, size);  // padding between parameters
-  for (uint32_t i = 0; i < x->param_count; ++i) {
-    const ParamLayout& p = x->layout[i];
-    if (x->params[i] && p.offset + p.size <= size) std::memcpy(args + p.offset, x->params[i], p.size);
-  }
+  HookRecorder::copyArgs(dst + sizeof(LaunchEvent), *x->args);
 }
 
 }  // namespace
@@ -282,11 +269,23 @@ int64_t HookRecorder::recordLaunch(CUfunction f, const unsigned grid[3], const u
   e.api_start_ns = t0;
   e.api_end_ns = t1;
   e.flags = flags;
-  LaunchFill fill{&e, params, &params_[fs->first_param], fs->param_count, nullptr};
+  const ArgSource args = argSource(*fs, params, extra);
+  e.arg_size = args.size;
+  e.flags |= args.flags;
+  LaunchFill fill{&e, &args};
+  sink_.push(EventKind::kLaunch, sizeof e + e.arg_size, &fillLaunch, &fill);
+  return e.correlation_id;
+}
+
+HookRecorder::ArgSource HookRecorder::argSource(const FunctionSlot& fs, void** params, void** extra) const {
+  ArgSource a;
   if (params) {
-    if (fs->layout_known) {
-      e.flags |= kLaunchLayoutKnown;
-      e.arg_size = fs->args_size;
+    a.params = params;
+    a.layout = &params_[fs.first_param];
+    a.param_count = fs.param_count;
+    if (fs.layout_known) {
+      a.flags |= kLaunchLayoutKnown;
+      a.size = fs.args_size;
     }
   } else if (extra) {
     // {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END}
@@ -299,15 +298,26 @@ int64_t HookRecorder::recordLaunch(CUfunction f, const unsigned grid[3], const u
     if (buf) {
       if (size > kMaxArgBytes) {
         size = kMaxArgBytes;
-        e.flags |= kLaunchArgsTruncated;
+        a.flags |= kLaunchArgsTruncated;
       }
-      e.arg_size = static_cast<uint32_t>(size);
-      fill.buffer = buf;
-      if (fs->layout_known) e.flags |= kLaunchLayoutKnown;
+      a.size = static_cast<uint32_t>(size);
+      a.buffer = buf;
+      if (fs.layout_known) a.flags |= kLaunchLayoutKnown;
     }
   }
-  sink_.push(EventKind::kLaunch, sizeof e + e.arg_size, &fillLaunch, &fill);
-  return e.correlation_id;
+  return a;
+}
+
+void HookRecorder::copyArgs(uint8_t* dst, const ArgSource& a) {
+  if (a.buffer) {
+    std::memcpy(dst, a.buffer, a.size);
+    return;
+  }
+  std::memset(dst, 0, a.size);  // padding between parameters
+  for (uint32_t i = 0; i < a.param_count; ++i) {
+    const ParamLayout& p = a.layout[i];
+    if (a.params[i] && p.offset + p.size <= a.size) std::memcpy(dst + p.offset, a.params[i], p.size);
+  }
 }
 
 namespace {
@@ -777,15 +787,41 @@ CUresult HookRecorder::EventRecordWithFlags(int variant, CUevent event, CUstream
 
 CUresult HookRecorder::GraphLaunch(int variant, CUgraphExec graph, CUstream stream) {
   KFUSE_FORWARD(GraphLaunch, graph, stream)
-  if (r == CUDA_SUCCESS) {
-    static std::atomic<bool> said{false};
-    if (!said.exchange(true)) {
-      std::fprintf(stderr,
-                   "kfuse: collector: the application launches CUDA graphs; the hook backend does not see the "
-                   "kernels inside them (the CUPTI backend records them from their kernel records)\n");
-    }
-    sink_.pushStat(core::StatId::kGraphLaunchesNotRecorded, 1);
-  }
+  if (r == CUDA_SUCCESS) recordGraphLaunch(graph, stream, variant, t0, t1);
+  return r;
+}
+
+CUresult HookRecorder::GraphInstantiateWithFlags(int variant, CUgraphExec* exec, CUgraph graph,
+                                                 unsigned long long flags) {
+  KFUSE_FORWARD(GraphInstantiateWithFlags, exec, graph, flags)
+  if (r == CUDA_SUCCESS && exec && *exec) recordGraphExec(*exec, graph, GraphExecChange::kInstantiate, t0, t1);
+  return r;
+}
+
+CUresult HookRecorder::GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  KFUSE_FORWARD(GraphInstantiateWithParams, exec, graph, params)
+  if (r == CUDA_SUCCESS && exec && *exec) recordGraphExec(*exec, graph, GraphExecChange::kInstantiate, t0, t1);
+  return r;
+}
+
+CUresult HookRecorder::GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph,
+                                       CUgraphExecUpdateResultInfo* info) {
+  KFUSE_FORWARD(GraphExecUpdate, exec, graph, info)
+  if (r == CUDA_SUCCESS) recordGraphExec(exec, graph, GraphExecChange::kUpdate, t0, t1);
+  return r;
+}
+
+CUresult HookRecorder::GraphDestroy(int variant, CUgraph graph) {
+  KFUSE_FORWARD(GraphDestroy, graph)
+  if (r == CUDA_SUCCESS) noteGraphDestroyed(graph);
+  return r;
+}
+
+CUresult HookRecorder::GraphExecKernelNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                                    const CUDA_KERNEL_NODE_PARAMS* params) {
+  KFUSE_FORWARD(GraphExecKernelNodeSetParams, exec, node, params)
+  if (r == CUDA_SUCCESS) recordExecKernelNode(exec, node, params, t0, t1);
   return r;
 }
 
@@ -843,6 +879,7 @@ CUresult HookRecorder::StreamEndCapture(int variant, CUstream stream, CUgraph* g
   KFUSE_FORWARD(StreamEndCapture, stream, graph)
   // The stream leaves capture mode whether the capture succeeded or was invalidated.
   if (r != CUDA_ERROR_ILLEGAL_STATE) noteCaptureEnd(stream, variant);
+  if (r == CUDA_SUCCESS && graph && *graph) noteCapturedGraph(*graph, stream, variant);
   return r;
 }
 

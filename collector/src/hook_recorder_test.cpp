@@ -302,6 +302,399 @@ TEST(HookRecorderTest, GraphLaunchesAreForwardedAndCountedAsUnseen) {
   EXPECT_EQ(unseen, 3);
 }
 
+// A fake graph driver: graphs and nodes are these structs, their handles the structs' addresses.
+struct FakeNode {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  CUDA_KERNEL_NODE_PARAMS kernel{};
+  CUDA_MEMSET_NODE_PARAMS memset{};
+  CUDA_MEMCPY3D copy{};
+  CUgraph child = nullptr;
+};
+struct FakeGraph {
+  std::vector<FakeNode*> nodes;
+  std::vector<std::pair<FakeNode*, FakeNode*>> edges;
+};
+FakeGraph* graphOf(CUgraph g) {
+  return reinterpret_cast<FakeGraph*>(g);
+}
+FakeNode* nodeOf(CUgraphNode n) {
+  return reinterpret_cast<FakeNode*>(n);
+}
+CUgraph handle(FakeGraph& g) {
+  return reinterpret_cast<CUgraph>(&g);
+}
+CUgraphNode handle(FakeNode& n) {
+  return reinterpret_cast<CUgraphNode>(&n);
+}
+
+CUresult CUDAAPI fGetNodes(CUgraph g, CUgraphNode* out, size_t* n) {
+  const auto& nodes = graphOf(g)->nodes;
+  if (out) {
+    *n = std::min(*n, nodes.size());
+    for (size_t i = 0; i < *n; ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i]);
+  } else {
+    *n = nodes.size();
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGetEdges(CUgraph g, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data, size_t* n) {
+  const auto& edges = graphOf(g)->edges;
+  if (from) {
+    *n = std::min(*n, edges.size());
+    for (size_t i = 0; i < *n; ++i) {
+      from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
+      to[i] = reinterpret_cast<CUgraphNode>(edges[i].second);
+      if (data) data[i] = CUgraphEdgeData{};
+    }
+  } else {
+    *n = edges.size();
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fNodeType(CUgraphNode n, CUgraphNodeType* t) {
+  *t = nodeOf(n)->type;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fKernelParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS* p) {
+  *p = nodeOf(n)->kernel;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemsetParams(CUgraphNode n, CUDA_MEMSET_NODE_PARAMS* p) {
+  *p = nodeOf(n)->memset;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemcpyParams(CUgraphNode n, CUDA_MEMCPY3D* p) {
+  *p = nodeOf(n)->copy;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fChildGraph(CUgraphNode n, CUgraph* g) {
+  *g = nodeOf(n)->child;
+  return CUDA_SUCCESS;
+}
+CUgraph g_capture_result = nullptr;
+CUresult CUDAAPI fEndCaptureGraph(CUstream, CUgraph* g) {
+  g_capturing = false;
+  *g = g_capture_result;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fInstantiate(CUgraphExec* exec, CUgraph, unsigned long long) {
+  static std::atomic<uintptr_t> next{0x8000};
+  *exec = reinterpret_cast<CUgraphExec>(next.fetch_add(0x10));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fExecUpdate(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fExecKernelSet(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) {
+  return CUDA_SUCCESS;
+}
+
+// A captured graph: saxpy(n, a, x, y) -> memset(y) -> child graph { copy y to the host -> saxpy through an extra
+// buffer }, recorded as the fake driver describes it.
+struct GraphFixture : Fixture {
+  CUdeviceptr x = 0, y = 0;
+  int n = 512;
+  float a = 0.5f;
+  void* params[4] = {&n, &a, &x, &y};
+  uint8_t buffer[24] = {};
+  size_t buffer_size = sizeof buffer;
+  void* extra[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size,
+                    CU_LAUNCH_PARAM_END};
+  std::vector<float> host = std::vector<float>(64);
+  FakeNode kernel, memset, child_node, copy, inner;
+  FakeGraph graph, child;
+
+  GraphFixture() {
+    table.GraphGetNodes = &fGetNodes;
+    table.GraphGetEdges = &fGetEdges;
+    table.GraphNodeGetType = &fNodeType;
+    table.GraphKernelNodeGetParams = &fKernelParams;
+    table.GraphMemsetNodeGetParams = &fMemsetParams;
+    table.GraphMemcpyNodeGetParams = &fMemcpyParams;
+    table.GraphChildGraphNodeGetGraph = &fChildGraph;
+    table.GraphInstantiateWithFlags[0] = &fInstantiate;
+    table.GraphExecUpdate[0] = &fExecUpdate;
+    table.GraphExecKernelNodeSetParams[0] = &fExecKernelSet;
+    table.GraphLaunch[0] = &fGraphLaunch;
+    table.StreamBeginCapture[0] = &fBeginCapture;
+    table.StreamEndCapture[0] = &fEndCaptureGraph;
+    table.StreamIsCapturing = &fIsCapturing;
+    g_capture_result = handle(graph);
+    EXPECT_EQ(recorder.MemAlloc(0, &x, 4096), CUDA_SUCCESS);
+    EXPECT_EQ(recorder.MemAlloc(0, &y, 4096), CUDA_SUCCESS);
+    kernel.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    kernel.kernel.func = handle(kSaxpy);
+    kernel.kernel.gridDimX = 2;
+    kernel.kernel.gridDimY = kernel.kernel.gridDimZ = 1;
+    kernel.kernel.blockDimX = 256;
+    kernel.kernel.blockDimY = kernel.kernel.blockDimZ = 1;
+    kernel.kernel.sharedMemBytes = 64;
+    kernel.kernel.kernelParams = params;
+    memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    memset.memset.dst = y + 128;
+    memset.memset.value = 3;
+    memset.memset.elementSize = 4;
+    memset.memset.width = 100;
+    memset.memset.height = 1;
+    child_node.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    child_node.child = handle(child);
+    copy.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    copy.copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.copy.srcDevice = y;
+    copy.copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.copy.dstHost = host.data();
+    copy.copy.WidthInBytes = 256;
+    copy.copy.Height = copy.copy.Depth = 1;
+    inner = kernel;
+    inner.kernel.kernelParams = nullptr;
+    inner.kernel.extra = extra;
+    const int inner_n = 7;
+    std::memcpy(buffer, &inner_n, 4);
+    std::memcpy(buffer + 8, &y, 8);
+    std::memcpy(buffer + 16, &x, 8);
+    graph.nodes = {&kernel, &memset, &child_node};
+    graph.edges = {{&kernel, &memset}, {&memset, &child_node}};
+    child.nodes = {&copy, &inner};
+    child.edges = {{&copy, &inner}};
+  }
+
+  // Captures `graph` on stream 0x700 (the fake's end of capture returns it).
+  CUgraph capture() {
+    EXPECT_EQ(recorder.StreamBeginCapture(0, reinterpret_cast<CUstream>(0x700), CU_STREAM_CAPTURE_MODE_GLOBAL),
+              CUDA_SUCCESS);
+    CUgraph g = nullptr;
+    EXPECT_EQ(recorder.StreamEndCapture(0, reinterpret_cast<CUstream>(0x700), &g), CUDA_SUCCESS);
+    return g;
+  }
+};
+
+const core::Stat* findStat(const core::Trace& t, const std::string& name) {
+  for (const auto& s : t.stats) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+TEST(HookRecorderGraphTest, InstantiateReadsTheGraphAndEachLaunchIsAReplayOfIt) {
+  GraphFixture f;
+  const CUgraph g_handle = f.capture();
+  ASSERT_EQ(g_handle, handle(f.graph));
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, g_handle, 0), CUDA_SUCCESS);
+  f.graph.nodes.clear();  // what the driver says after instantiate does not change what the exec runs
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(f.recorder.GraphLaunch(0, exec, reinterpret_cast<CUstream>(0x710)), CUDA_SUCCESS);
+  }
+  const core::Trace& t = f.finish();
+
+  ASSERT_EQ(t.graphs.size(), 2u);
+  const core::Graph& parent = t.graphs[0];  // opened before its child graph is read
+  const core::Graph& c = t.graphs[1];
+  EXPECT_EQ(parent.origin, core::GraphOrigin::kCapture);
+  EXPECT_EQ(parent.handle, reinterpret_cast<uint64_t>(&f.graph));
+  ASSERT_NE(parent.stream_id, core::kNoId);
+  EXPECT_EQ(t.streams[static_cast<size_t>(parent.stream_id - 1)].handle, 0x700u);
+  EXPECT_NE(parent.snapshot_ns, core::kNoTime);
+  EXPECT_EQ(c.origin, core::GraphOrigin::kChild);
+  EXPECT_EQ(c.parent_graph_id, parent.id);
+
+  std::vector<const core::GraphNode*> top, inside;
+  for (const auto& n : t.graph_nodes) (n.graph_id == parent.id ? top : inside).push_back(&n);
+  ASSERT_EQ(top.size(), 3u);
+  const core::GraphNode& k = *top[0];
+  EXPECT_EQ(k.type, core::GraphNodeType::kKernel);
+  EXPECT_EQ(k.index, 0);
+  EXPECT_EQ(k.handle, reinterpret_cast<uint64_t>(&f.kernel));
+  ASSERT_EQ(t.functions.size(), 1u);
+  EXPECT_EQ(k.function_id, t.functions[0].id);
+  EXPECT_EQ(k.grid, (core::Dim3{2, 1, 1}));
+  EXPECT_EQ(k.block, (core::Dim3{256, 1, 1}));
+  EXPECT_EQ(k.dynamic_shared_bytes, 64u);
+  ASSERT_EQ(k.arg_bytes.size(), 24u);
+  int n = 0;
+  float a = 0;
+  std::memcpy(&n, k.arg_bytes.data(), 4);
+  std::memcpy(&a, k.arg_bytes.data() + 4, 4);
+  EXPECT_EQ(n, 512);
+  EXPECT_EQ(a, 0.5f);
+  ASSERT_EQ(k.pointer_args.size(), 2u);  // x and y, resolved like a launch's
+  EXPECT_EQ(k.pointer_args[0].param_index, 2);
+  EXPECT_EQ(k.pointer_args[0].allocation_id, t.allocations[0].id);
+  EXPECT_EQ(k.pointer_args[1].allocation_id, t.allocations[1].id);
+  const core::GraphNode& m = *top[1];
+  EXPECT_EQ(m.type, core::GraphNodeType::kMemset);
+  EXPECT_EQ(m.dst_address, f.y + 128);
+  EXPECT_EQ(m.dst_allocation_id, t.allocations[1].id);
+  EXPECT_EQ(m.bytes, 400u);
+  EXPECT_EQ(m.value, 3u);
+  EXPECT_EQ(m.element_size, 4);
+  EXPECT_EQ(top[2]->type, core::GraphNodeType::kChildGraph);
+  EXPECT_EQ(top[2]->child_graph_id, c.id);
+
+  ASSERT_EQ(inside.size(), 2u);
+  EXPECT_EQ(inside[0]->type, core::GraphNodeType::kMemcpy);
+  EXPECT_EQ(inside[0]->memcpy_kind, core::MemcpyKind::kDeviceToHost);
+  EXPECT_EQ(inside[0]->src_allocation_id, t.allocations[1].id);
+  EXPECT_EQ(inside[0]->dst_address, reinterpret_cast<uint64_t>(f.host.data()));
+  EXPECT_EQ(inside[0]->dst_allocation_id, core::kNoId);
+  EXPECT_EQ(inside[0]->bytes, 256u);
+  // The kernel given an argument buffer (`extra`): its bytes, and the pointers in them.
+  ASSERT_EQ(inside[1]->arg_bytes.size(), 24u);
+  ASSERT_EQ(inside[1]->pointer_args.size(), 2u);
+  EXPECT_EQ(inside[1]->pointer_args[0].address, f.y);
+  EXPECT_EQ(inside[1]->pointer_args[1].address, f.x);
+
+  std::vector<core::GraphEdge> edges;
+  for (const auto& e : t.graph_edges) {
+    if (e.graph_id == parent.id) edges.push_back(e);
+  }
+  ASSERT_EQ(edges.size(), 2u);
+  EXPECT_EQ(edges[0].from_node_id, top[0]->id);
+  EXPECT_EQ(edges[0].to_node_id, top[1]->id);
+  EXPECT_EQ(edges[1].from_node_id, top[1]->id);
+  EXPECT_EQ(edges[1].to_node_id, top[2]->id);
+  EXPECT_EQ(t.graph_edges.size(), 3u);  // and the child's one
+
+  ASSERT_EQ(t.graph_execs.size(), 1u);
+  EXPECT_EQ(t.graph_execs[0].handle, reinterpret_cast<uint64_t>(exec));
+  EXPECT_EQ(t.graph_execs[0].graph_id, parent.id);
+  EXPECT_EQ(t.graph_execs[0].update_of, core::kNoId);
+  EXPECT_LE(t.graph_execs[0].api_start_ns, t.graph_execs[0].api_end_ns);
+  ASSERT_EQ(t.graph_launches.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const core::GraphLaunch& l = t.graph_launches[i];
+    EXPECT_EQ(l.id, static_cast<core::Id>(i + 1));
+    EXPECT_EQ(l.graph_exec_id, t.graph_execs[0].id);
+    ASSERT_NE(l.stream_id, core::kNoId);
+    EXPECT_EQ(t.streams[static_cast<size_t>(l.stream_id - 1)].handle, 0x710u);
+  }
+  EXPECT_TRUE(t.launches.empty());  // graph kernels are nodes, not launch rows
+  ASSERT_NE(findStat(t, "graph_launches_not_recorded"), nullptr);
+  EXPECT_EQ(findStat(t, "graph_launches_not_recorded")->value, 3);
+  EXPECT_EQ(findStat(t, "graphs_not_read"), nullptr);
+}
+
+CUresult CUDAAPI fGraphDestroy(CUgraph) {
+  return CUDA_SUCCESS;
+}
+
+TEST(HookRecorderGraphTest, AHandleReusedAfterTheCapturedGraphWasDestroyedIsAnotherGraph) {
+  GraphFixture f;
+  f.table.GraphDestroy[0] = &fGraphDestroy;
+  const CUgraph g = f.capture();
+  ASSERT_EQ(f.recorder.GraphDestroy(0, g), CUDA_SUCCESS);
+  // The driver hands the same address to a graph built node by node.
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, g, 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_FALSE(t.graphs.empty());
+  EXPECT_EQ(t.graphs[0].origin, core::GraphOrigin::kExplicit);
+  EXPECT_EQ(t.graphs[0].stream_id, core::kNoId);
+}
+
+TEST(HookRecorderGraphTest, ExecKernelNodeUpdateGivesTheExecACopyOfItsGraphWithTheNewParameters) {
+  GraphFixture f;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, handle(f.graph), 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.GraphLaunch(0, exec, nullptr), CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS p = f.kernel.kernel;
+  int n = 9;
+  float a = -2.f;
+  CUdeviceptr nowhere = 0x42;
+  void* params[] = {&n, &a, &nowhere, &f.x};
+  p.kernelParams = params;
+  p.gridDimX = 5;
+  ASSERT_EQ(f.recorder.GraphExecKernelNodeSetParams(0, exec, handle(f.kernel), &p), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.GraphLaunch(0, exec, nullptr), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+
+  ASSERT_EQ(t.graphs.size(), 3u);  // the graph, its child, and the exec's copy
+  const core::Graph& copy = t.graphs[2];
+  EXPECT_EQ(copy.origin, core::GraphOrigin::kExecNodeUpdate);
+  EXPECT_EQ(copy.parent_graph_id, t.graphs[0].id);
+  EXPECT_EQ(copy.handle, t.graphs[0].handle);
+  std::vector<const core::GraphNode*> nodes;
+  for (const auto& node : t.graph_nodes) {
+    if (node.graph_id == copy.id) nodes.push_back(&node);
+  }
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0]->grid, (core::Dim3{5, 1, 1}));
+  int got_n = 0;
+  std::memcpy(&got_n, nodes[0]->arg_bytes.data(), 4);
+  EXPECT_EQ(got_n, 9);
+  ASSERT_EQ(nodes[0]->pointer_args.size(), 1u);  // 0x42 is in no allocation
+  EXPECT_EQ(nodes[0]->pointer_args[0].param_index, 3);
+  EXPECT_EQ(nodes[0]->pointer_args[0].allocation_id, t.allocations[0].id);
+  EXPECT_EQ(nodes[1]->type, core::GraphNodeType::kMemset);   // the others as they were
+  EXPECT_EQ(nodes[2]->child_graph_id, t.graphs[1].id);       // sharing the child's snapshot
+  size_t copied_edges = 0;
+  for (const auto& e : t.graph_edges) copied_edges += e.graph_id == copy.id;
+  EXPECT_EQ(copied_edges, 2u);
+
+  ASSERT_EQ(t.graph_execs.size(), 2u);
+  EXPECT_EQ(t.graph_execs[1].handle, t.graph_execs[0].handle);
+  EXPECT_EQ(t.graph_execs[1].update_of, t.graph_execs[0].id);
+  EXPECT_EQ(t.graph_execs[1].graph_id, copy.id);
+  ASSERT_EQ(t.graph_launches.size(), 2u);
+  EXPECT_EQ(t.graph_launches[0].graph_exec_id, t.graph_execs[0].id);
+  EXPECT_EQ(t.graph_launches[1].graph_exec_id, t.graph_execs[1].id);
+}
+
+TEST(HookRecorderGraphTest, ExecUpdateRecordsTheGraphTheExecNowRuns) {
+  GraphFixture f;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, handle(f.child), 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.GraphExecUpdate(0, exec, handle(f.graph), nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.GraphLaunch(0, exec, nullptr), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.graph_execs.size(), 2u);
+  const core::GraphExec& updated = t.graph_execs[1];
+  EXPECT_EQ(updated.update_of, t.graph_execs[0].id);
+  const core::Graph* g = nullptr;
+  for (const auto& graph : t.graphs) {
+    if (graph.id == updated.graph_id) g = &graph;
+  }
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->handle, reinterpret_cast<uint64_t>(&f.graph));
+  EXPECT_EQ(g->origin, core::GraphOrigin::kExplicit);
+  ASSERT_EQ(t.graph_launches.size(), 1u);
+  EXPECT_EQ(t.graph_launches[0].graph_exec_id, updated.id);
+}
+
+TEST(HookRecorderGraphTest, AGraphThatCannotBeReadIsCountedAndItsLaunchesStillRecorded) {
+  GraphFixture f;
+  f.table.GraphGetEdges = nullptr;  // a driver without the query
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, handle(f.graph), 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.GraphLaunch(0, exec, nullptr), CUDA_SUCCESS);
+  // And a launch of an exec instantiated before recording (or by a path not hooked).
+  ASSERT_EQ(f.recorder.GraphLaunch(0, reinterpret_cast<CUgraphExec>(0x9), nullptr), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.graphs.size(), 1u);
+  EXPECT_TRUE(t.graph_nodes.empty());
+  ASSERT_EQ(t.graph_execs.size(), 1u);
+  ASSERT_EQ(t.graph_launches.size(), 1u);
+  ASSERT_NE(findStat(t, "graphs_not_read"), nullptr);
+  EXPECT_EQ(findStat(t, "graphs_not_read")->value, 1);
+  ASSERT_NE(findStat(t, "graph_launch_unknown_exec"), nullptr);
+  EXPECT_EQ(findStat(t, "graph_launch_unknown_exec")->value, 1);
+}
+
+TEST(HookRecorderGraphTest, NodesBeyondTheLimitAreLeftOutAndCounted) {
+  GraphFixture f;
+  std::vector<FakeNode> many(HookRecorder::kMaxGraphNodes + 5);
+  FakeGraph big;
+  for (auto& node : many) big.nodes.push_back(&node);
+  big.edges = {{&many[0], &many[1]}, {&many[1], &many.back()}};  // the second names a node left out
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(f.recorder.GraphInstantiateWithFlags(0, &exec, handle(big), 0), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  EXPECT_EQ(t.graph_nodes.size(), HookRecorder::kMaxGraphNodes);
+  EXPECT_EQ(t.graph_edges.size(), 1u);
+  ASSERT_NE(findStat(t, "graph_nodes_left_out"), nullptr);
+  EXPECT_EQ(findStat(t, "graph_nodes_left_out")->value, 5);
+}
+
 TEST(HookRecorderTest, DisabledRecorderOnlyForwards) {
   Fixture f;
   f.recorder.setEnabled(false);

@@ -209,7 +209,11 @@ std::string summarizeRecordedTrace(const RecordedTrace& t) {
   return std::to_string(c.launches) + " launches of " + std::to_string(c.functions) + " kernels, " +
          std::to_string(c.modules) + " modules, " + std::to_string(c.allocations) + " allocations, " +
          std::to_string(c.memcpys) + " memcpys, " + std::to_string(c.memsets) + " memsets, " + std::to_string(c.syncs) +
-         " syncs, " + std::to_string(t.dropped_events) + " dropped events";
+         " syncs, " +
+         (c.graphs || c.graph_launches ? std::to_string(c.graphs) + " graphs (" + std::to_string(c.graph_nodes) +
+                                             " nodes), " + std::to_string(c.graph_launches) + " graph launches, "
+                                       : std::string()) +
+         std::to_string(t.dropped_events) + " dropped events";
 }
 
 }  // namespace kfuse::collector

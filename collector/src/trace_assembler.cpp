@@ -167,6 +167,25 @@ Status TraceAssembler::consume(EventKind kind, const uint8_t* p, size_t size) {
     case EventKind::kStat:
       if (!need(sizeof(StatEvent))) break;
       return onStat(load<StatEvent>(p));
+    case EventKind::kGraph:
+      if (!need(sizeof(GraphEvent))) break;
+      return onGraph(load<GraphEvent>(p));
+    case EventKind::kGraphNode:
+    case EventKind::kGraphExecKernelNode: {
+      if (!need(sizeof(GraphNodeEvent))) break;
+      auto e = load<GraphNodeEvent>(p);
+      if (size < sizeof e + e.arg_size) break;
+      return kind == EventKind::kGraphNode ? onGraphNode(e, p + sizeof e) : onGraphExecKernelNode(e, p + sizeof e);
+    }
+    case EventKind::kGraphEdge:
+      if (!need(sizeof(GraphEdgeEvent))) break;
+      return onGraphEdge(load<GraphEdgeEvent>(p));
+    case EventKind::kGraphExec:
+      if (!need(sizeof(GraphExecEvent))) break;
+      return onGraphExec(load<GraphExecEvent>(p));
+    case EventKind::kGraphLaunch:
+      if (!need(sizeof(GraphLaunchEvent))) break;
+      return onGraphLaunch(load<GraphLaunchEvent>(p));
     case EventKind::kCorrelationAlias: {
       if (!need(sizeof(CorrelationAliasEvent))) break;
       const auto e = load<CorrelationAliasEvent>(p);
@@ -241,26 +260,7 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
     if (!(e.flags & kLaunchLayoutKnown) || !fi.layout_known) {
       count(core::StatId::kLaunchLayoutUnknown);
     } else {
-      // Pointer resolution: every pointer-sized argument that falls inside a live allocation, and every 8 aligned
-      // bytes of a larger argument (a struct passed by value: PyTorch's std::array<char*, N>, a params struct)
-      // that do. A struct's scan stops at kMaxStructScan bytes and a launch keeps at most kMaxPointerArgs.
-      constexpr uint32_t kMaxStructScan = 4096;
-      constexpr size_t kMaxPointerArgs = 64;
-      for (size_t i = 0; i < fi.params.size() && l.pointer_args.size() < kMaxPointerArgs; ++i) {
-        const ParamLayout& pl = fi.params[i];
-        if (pl.size < 8 || uint64_t{pl.offset} + 8 > e.arg_size) continue;
-        const bool whole = pl.size == 8;
-        const uint32_t first = whole ? 0 : (8 - pl.offset % 8) % 8;  // fields at 8-byte aligned addresses
-        const uint32_t scan = std::min({pl.size, kMaxStructScan, static_cast<uint32_t>(e.arg_size - pl.offset)});
-        for (uint32_t at = first; at + 8 <= scan && l.pointer_args.size() < kMaxPointerArgs; at += 8) {
-          const uint64_t value = load<uint64_t>(args + pl.offset + at);
-          if (value == 0) continue;
-          if (auto hit = allocations_.find(value)) {
-            l.pointer_args.push_back(core::PointerArg{static_cast<int>(i), value, hit->allocation_id, hit->offset,
-                                                      whole ? -1 : static_cast<int32_t>(at)});
-          }
-        }
-      }
+      l.pointer_args = pointerArgs(fi, args, e.arg_size);
     }
   }
   if (launch_by_correlation_.size() > (1u << 20)) launch_by_correlation_.clear();
@@ -269,6 +269,32 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
     return holdPending(pending_, e.correlation_id, std::move(l), core::StatId::kLaunchWithoutGpuTime);
   }
   return out_.add(l);
+}
+
+std::vector<core::PointerArg> TraceAssembler::pointerArgs(const FunctionInfo& fi, const uint8_t* args,
+                                                          uint32_t arg_size) const {
+  // Every pointer-sized argument that falls inside a live allocation, and every 8 aligned bytes of a larger argument
+  // (a struct passed by value: PyTorch's std::array<char*, N>, a params struct) that do. A struct's scan stops at
+  // kMaxStructScan bytes and a launch keeps at most kMaxPointerArgs.
+  constexpr uint32_t kMaxStructScan = 4096;
+  constexpr size_t kMaxPointerArgs = 64;
+  std::vector<core::PointerArg> out;
+  for (size_t i = 0; i < fi.params.size() && out.size() < kMaxPointerArgs; ++i) {
+    const ParamLayout& pl = fi.params[i];
+    if (pl.size < 8 || uint64_t{pl.offset} + 8 > arg_size) continue;
+    const bool whole = pl.size == 8;
+    const uint32_t first = whole ? 0 : (8 - pl.offset % 8) % 8;  // fields at 8-byte aligned addresses
+    const uint32_t scan = std::min({pl.size, kMaxStructScan, static_cast<uint32_t>(arg_size - pl.offset)});
+    for (uint32_t at = first; at + 8 <= scan && out.size() < kMaxPointerArgs; at += 8) {
+      const uint64_t value = load<uint64_t>(args + pl.offset + at);
+      if (value == 0) continue;
+      if (auto hit = allocations_.find(value)) {
+        out.push_back(core::PointerArg{static_cast<int>(i), value, hit->allocation_id, hit->offset,
+                                       whole ? -1 : static_cast<int32_t>(at)});
+      }
+    }
+  }
+  return out;
 }
 
 template <class T>
@@ -510,6 +536,198 @@ Status TraceAssembler::onStat(const StatEvent& e) {
   else
     it->second.value = e.value;
   return {};
+}
+
+Status TraceAssembler::onGraph(const GraphEvent& e) {
+  GraphSnapshot snap;
+  core::Graph& g = snap.graph;
+  g.id = ++next_graph_;
+  g.handle = e.graph;
+  g.origin = e.origin;
+  if (e.stream || e.origin == core::GraphOrigin::kCapture) {
+    KFUSE_ASSIGN_OR_RETURN(g.stream_id, streamId(e.stream));
+  }
+  if (e.parent) {
+    auto parent = latest_graph_.find(e.parent);
+    if (parent != latest_graph_.end()) g.parent_graph_id = parent->second;
+  }
+  g.snapshot_ns = e.ns;
+  latest_graph_[e.graph] = g.id;
+  KFUSE_RETURN_IF_ERROR(out_.add(g));
+  graphs_.emplace(g.id, std::move(snap));
+  return {};
+}
+
+void TraceAssembler::fillKernelNode(core::GraphNode& n, const GraphNodeEvent& e, const uint8_t* args) {
+  n.type = core::GraphNodeType::kKernel;
+  n.grid = e.grid;
+  n.block = e.block;
+  n.dynamic_shared_bytes = e.dynamic_shared_bytes;
+  n.arg_bytes.assign(args, args + e.arg_size);
+  n.function_id = core::kNoId;
+  n.pointer_args.clear();
+  if (e.flags & kLaunchArgsTruncated) count(core::StatId::kLaunchArgsTruncated);
+  auto fit = functions_.find(e.function);
+  if (fit == functions_.end()) return;
+  n.function_id = fit->second.id;
+  if ((e.flags & kLaunchLayoutKnown) && fit->second.layout_known)
+    n.pointer_args = pointerArgs(fit->second, args, e.arg_size);
+}
+
+Status TraceAssembler::onGraphNode(const GraphNodeEvent& e, const uint8_t* args) {
+  auto latest = latest_graph_.find(e.graph);
+  if (latest == latest_graph_.end()) {
+    count(core::StatId::kBadEvents);  // its graph's event was dropped
+    return {};
+  }
+  GraphSnapshot& snap = graphs_.at(latest->second);
+  core::GraphNode n;
+  n.id = ++next_graph_node_;
+  n.graph_id = snap.graph.id;
+  n.index = static_cast<int>(e.index);
+  n.handle = e.node;
+  n.type = e.type;
+  switch (e.type) {
+    case core::GraphNodeType::kKernel:
+      if (e.function) fillKernelNode(n, e, args);
+      break;
+    case core::GraphNodeType::kMemcpy:
+      n.memcpy_kind = e.memcpy_kind;
+      n.src_address = e.src;
+      n.dst_address = e.dst;
+      n.src_allocation_id = resolveAllocation(e.src);
+      n.dst_allocation_id = resolveAllocation(e.dst);
+      n.bytes = e.bytes;
+      break;
+    case core::GraphNodeType::kMemset:
+      n.dst_address = e.dst;
+      n.dst_allocation_id = resolveAllocation(e.dst);
+      n.bytes = e.bytes;
+      n.value = e.value;
+      n.element_size = static_cast<int>(e.element_size);
+      break;
+    case core::GraphNodeType::kChildGraph:
+      if (auto child = latest_graph_.find(e.child_graph); e.child_graph && child != latest_graph_.end()) {
+        n.child_graph_id = child->second;
+      }
+      break;
+    case core::GraphNodeType::kEventRecord:
+    case core::GraphNodeType::kEventWait: n.event_handle = e.event; break;
+    default: break;
+  }
+  KFUSE_RETURN_IF_ERROR(out_.add(n));
+  snap.node_by_handle[n.handle] = snap.nodes.size();
+  snap.nodes.push_back(std::move(n));
+  return {};
+}
+
+Status TraceAssembler::onGraphEdge(const GraphEdgeEvent& e) {
+  auto latest = latest_graph_.find(e.graph);
+  if (latest == latest_graph_.end()) {
+    count(core::StatId::kBadEvents);
+    return {};
+  }
+  GraphSnapshot& snap = graphs_.at(latest->second);
+  auto from = snap.node_by_handle.find(e.from), to = snap.node_by_handle.find(e.to);
+  if (from == snap.node_by_handle.end() || to == snap.node_by_handle.end()) return {};  // a node left out (counted)
+  core::GraphEdge edge{snap.graph.id, snap.nodes[from->second].id, snap.nodes[to->second].id, static_cast<int>(e.type)};
+  KFUSE_RETURN_IF_ERROR(out_.add(edge));
+  snap.edges.push_back(edge);
+  return {};
+}
+
+Status TraceAssembler::onGraphExec(const GraphExecEvent& e) {
+  auto latest = latest_graph_.find(e.graph);
+  if (latest == latest_graph_.end()) {
+    count(core::StatId::kBadEvents);
+    return {};
+  }
+  core::GraphExec x;
+  x.id = ++next_graph_exec_;
+  x.handle = e.exec;
+  x.graph_id = latest->second;
+  x.thread_id = e.thread_id;
+  x.api_start_ns = e.api_start_ns;
+  x.api_end_ns = e.api_end_ns;
+  auto it = execs_.find(e.exec);
+  if (e.change == GraphExecChange::kUpdate) {
+    if (it == execs_.end()) {
+      count(core::StatId::kGraphLaunchUnknownExec);
+    } else {
+      x.update_of = it->second.id;
+    }
+  }
+  execs_[e.exec] = ExecInfo{x.id, x.graph_id};
+  return out_.add(x);
+}
+
+Status TraceAssembler::onGraphExecKernelNode(const GraphNodeEvent& e, const uint8_t* args) {
+  auto exec = execs_.find(e.exec);
+  if (exec == execs_.end()) {
+    count(core::StatId::kGraphLaunchUnknownExec);
+    return {};
+  }
+  const GraphSnapshot& from = graphs_.at(exec->second.graph_id);
+  auto changed = from.node_by_handle.find(e.node);
+  if (changed == from.node_by_handle.end()) {
+    count(core::StatId::kGraphLaunchUnknownExec);  // a node the recorded graph does not have at its top level
+    return {};
+  }
+  // The exec now runs a copy of its graph with this node's parameters changed: a snapshot of its own, so that
+  // every launch links to exactly the nodes it ran.
+  GraphSnapshot copy;
+  copy.graph = from.graph;
+  copy.graph.id = ++next_graph_;
+  copy.graph.origin = core::GraphOrigin::kExecNodeUpdate;
+  copy.graph.parent_graph_id = from.graph.id;
+  copy.graph.snapshot_ns = e.api_end_ns;
+  KFUSE_RETURN_IF_ERROR(out_.add(copy.graph));
+  std::unordered_map<core::Id, core::Id> new_id;
+  for (size_t i = 0; i < from.nodes.size(); ++i) {
+    core::GraphNode n = from.nodes[i];
+    n.id = ++next_graph_node_;
+    n.graph_id = copy.graph.id;
+    if (i == changed->second) fillKernelNode(n, e, args);
+    new_id[from.nodes[i].id] = n.id;
+    KFUSE_RETURN_IF_ERROR(out_.add(n));
+    copy.node_by_handle[n.handle] = copy.nodes.size();
+    copy.nodes.push_back(std::move(n));
+  }
+  for (core::GraphEdge edge : from.edges) {
+    edge.graph_id = copy.graph.id;
+    edge.from_node_id = new_id[edge.from_node_id];
+    edge.to_node_id = new_id[edge.to_node_id];
+    KFUSE_RETURN_IF_ERROR(out_.add(edge));
+    copy.edges.push_back(edge);
+  }
+  core::GraphExec x;
+  x.id = ++next_graph_exec_;
+  x.handle = e.exec;
+  x.graph_id = copy.graph.id;
+  x.update_of = exec->second.id;
+  x.thread_id = e.thread_id;
+  x.api_start_ns = e.api_start_ns;
+  x.api_end_ns = e.api_end_ns;
+  exec->second = ExecInfo{x.id, x.graph_id};
+  graphs_.emplace(copy.graph.id, std::move(copy));
+  return out_.add(x);
+}
+
+Status TraceAssembler::onGraphLaunch(const GraphLaunchEvent& e) {
+  auto exec = execs_.find(e.exec);
+  if (exec == execs_.end()) {
+    count(core::StatId::kGraphLaunchUnknownExec);  // instantiated before recording began
+    return {};
+  }
+  core::GraphLaunch l;
+  l.id = ++next_graph_launch_;
+  l.correlation_id = e.correlation_id;
+  l.thread_id = e.thread_id;
+  l.graph_exec_id = exec->second.id;
+  KFUSE_ASSIGN_OR_RETURN(l.stream_id, streamId(e.stream));
+  l.api_start_ns = e.api_start_ns;
+  l.api_end_ns = e.api_end_ns;
+  return out_.add(l);
 }
 
 Status TraceAssembler::finish(const SinkStats& sink) {

@@ -37,6 +37,11 @@ class RecordOutput {
   virtual Status add(const core::NvtxRange& v) = 0;
   virtual Status add(const core::Metric& v) = 0;
   virtual Status add(const core::Stat& v) = 0;
+  virtual Status add(const core::Graph& v) = 0;
+  virtual Status add(const core::GraphNode& v) = 0;
+  virtual Status add(const core::GraphEdge& v) = 0;
+  virtual Status add(const core::GraphExec& v) = 0;
+  virtual Status add(const core::GraphLaunch& v) = 0;
   virtual Status setAllocationFreed(core::Id id, int64_t free_ns) = 0;
 };
 
@@ -58,6 +63,11 @@ class WriterOutput final : public RecordOutput {
   Status add(const core::NvtxRange& v) override { return w_.add(v); }
   Status add(const core::Metric& v) override { return w_.add(v); }
   Status add(const core::Stat& v) override { return w_.add(v); }
+  Status add(const core::Graph& v) override { return w_.add(v); }
+  Status add(const core::GraphNode& v) override { return w_.add(v); }
+  Status add(const core::GraphEdge& v) override { return w_.add(v); }
+  Status add(const core::GraphExec& v) override { return w_.add(v); }
+  Status add(const core::GraphLaunch& v) override { return w_.add(v); }
   Status setAllocationFreed(core::Id id, int64_t ns) override { return w_.setAllocationFreed(id, ns); }
 
  private:
@@ -82,6 +92,11 @@ class TraceOutput final : public RecordOutput {
   Status add(const core::NvtxRange& v) override { return put(t_.nvtx_ranges, v); }
   Status add(const core::Metric& v) override { return put(t_.metrics, v); }
   Status add(const core::Stat& v) override;
+  Status add(const core::Graph& v) override { return put(t_.graphs, v); }
+  Status add(const core::GraphNode& v) override { return put(t_.graph_nodes, v); }
+  Status add(const core::GraphEdge& v) override { return put(t_.graph_edges, v); }
+  Status add(const core::GraphExec& v) override { return put(t_.graph_execs, v); }
+  Status add(const core::GraphLaunch& v) override { return put(t_.graph_launches, v); }
   Status setAllocationFreed(core::Id id, int64_t ns) override;
 
  private:
@@ -132,11 +147,22 @@ class TraceAssembler {
   Status onMetric(const MetricEvent& e);
   Status onNvtx(const NvtxEvent& e, std::string name, std::string domain);
   Status onStat(const StatEvent& e);
+  Status onGraph(const GraphEvent& e);
+  Status onGraphNode(const GraphNodeEvent& e, const uint8_t* args);
+  Status onGraphEdge(const GraphEdgeEvent& e);
+  Status onGraphExec(const GraphExecEvent& e);
+  Status onGraphExecKernelNode(const GraphNodeEvent& e, const uint8_t* args);
+  Status onGraphLaunch(const GraphLaunchEvent& e);
 
   Status ensureProcess();
   Expected<core::Id> streamId(Handle stream, int64_t native_id = -1);
   Expected<core::Id> functionForName(const std::string& name);
   core::Id resolveAllocation(uint64_t address);
+  // The pointer-sized arguments (and 8-byte fields of struct arguments) of a kernel's argument buffer that fall
+  // inside a live allocation. Empty when the layout is not known.
+  std::vector<core::PointerArg> pointerArgs(const FunctionInfo& fi, const uint8_t* args, uint32_t arg_size) const;
+  // A kernel node's function, shape, arguments and their pointers, from its event.
+  void fillKernelNode(core::GraphNode& n, const GraphNodeEvent& e, const uint8_t* args);
   // Records waiting for the activity record with their GPU times, by correlation id: `holdPending` keeps one
   // (writing the oldest half without GPU times when the map is full), `takePending` removes the one waiting under
   // `correlation_id` or under the driver call it aliases, `flushPending` writes all but `keep`. `counter` counts
@@ -170,6 +196,23 @@ class TraceAssembler {
   std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
   std::map<core::StatId, int64_t> counters_;                     // in registry order
   std::map<std::string, core::Stat> producer_stats_;
+
+  // CUDA graphs: every snapshot read, by id (kept to copy for exec kernel-node updates), the latest snapshot of each
+  // CUgraph, and the exec row each CUgraphExec runs now.
+  struct GraphSnapshot {
+    core::Graph graph;
+    std::vector<core::GraphNode> nodes;
+    std::vector<core::GraphEdge> edges;
+    std::unordered_map<Handle, size_t> node_by_handle;  // index into nodes
+  };
+  std::unordered_map<core::Id, GraphSnapshot> graphs_;
+  std::unordered_map<Handle, core::Id> latest_graph_;  // CUgraph -> snapshot id
+  struct ExecInfo {
+    core::Id id = core::kNoId;
+    core::Id graph_id = core::kNoId;
+  };
+  std::unordered_map<Handle, ExecInfo> execs_;  // CUgraphExec -> its current row
+  core::Id next_graph_ = 0, next_graph_node_ = 0, next_graph_exec_ = 0, next_graph_launch_ = 0;
 };
 
 }  // namespace kfuse::collector

@@ -43,6 +43,22 @@ constexpr NameTable<SyncKind, 5> kSyncKinds{{{SyncKind::kUnknown, "unknown"},
                                              {SyncKind::kStreamWaitEvent, "stream_wait_event"}}};
 constexpr NameTable<StatSeverity, 3> kSeverities{
     {{StatSeverity::kInfo, "info"}, {StatSeverity::kWarning, "warning"}, {StatSeverity::kError, "error"}}};
+constexpr NameTable<GraphOrigin, 5> kGraphOrigins{{{GraphOrigin::kUnknown, "unknown"},
+                                                   {GraphOrigin::kCapture, "capture"},
+                                                   {GraphOrigin::kExplicit, "explicit"},
+                                                   {GraphOrigin::kChild, "child"},
+                                                   {GraphOrigin::kExecNodeUpdate, "exec_node_update"}}};
+constexpr NameTable<GraphNodeType, 11> kGraphNodeTypes{{{GraphNodeType::kOther, "other"},
+                                                        {GraphNodeType::kKernel, "kernel"},
+                                                        {GraphNodeType::kMemcpy, "memcpy"},
+                                                        {GraphNodeType::kMemset, "memset"},
+                                                        {GraphNodeType::kHost, "host"},
+                                                        {GraphNodeType::kEmpty, "empty"},
+                                                        {GraphNodeType::kEventRecord, "event_record"},
+                                                        {GraphNodeType::kEventWait, "event_wait"},
+                                                        {GraphNodeType::kChildGraph, "child_graph"},
+                                                        {GraphNodeType::kMemAlloc, "mem_alloc"},
+                                                        {GraphNodeType::kMemFree, "mem_free"}}};
 
 template <typename E, size_t N>
 std::string_view nameOf(const NameTable<E, N>& table, E value) {
@@ -83,6 +99,12 @@ std::string_view toString(SyncKind v) {
 std::string_view toString(StatSeverity v) {
   return nameOf(kSeverities, v);
 }
+std::string_view toString(GraphOrigin v) {
+  return nameOf(kGraphOrigins, v);
+}
+std::string_view toString(GraphNodeType v) {
+  return nameOf(kGraphNodeTypes, v);
+}
 std::optional<ImageKind> parseImageKind(std::string_view s) {
   return valueOf(kImageKinds, s);
 }
@@ -103,6 +125,12 @@ std::optional<SyncKind> parseSyncKind(std::string_view s) {
 }
 std::optional<StatSeverity> parseStatSeverity(std::string_view s) {
   return valueOf(kSeverities, s);
+}
+std::optional<GraphOrigin> parseGraphOrigin(std::string_view s) {
+  return valueOf(kGraphOrigins, s);
+}
+std::optional<GraphNodeType> parseGraphNodeType(std::string_view s) {
+  return valueOf(kGraphNodeTypes, s);
 }
 
 std::span<const EnumName<ImageKind>> nameTable(ImageKind) {
@@ -125,6 +153,12 @@ std::span<const EnumName<SyncKind>> nameTable(SyncKind) {
 }
 std::span<const EnumName<StatSeverity>> nameTable(StatSeverity) {
   return kSeverities;
+}
+std::span<const EnumName<GraphOrigin>> nameTable(GraphOrigin) {
+  return kGraphOrigins;
+}
+std::span<const EnumName<GraphNodeType>> nameTable(GraphNodeType) {
+  return kGraphNodeTypes;
 }
 
 const Allocation* findAllocation(const std::vector<Allocation>& allocations, uint64_t address, int64_t time_ns) {

@@ -93,6 +93,7 @@ struct RecordInfo {
   bool replace = false;                // rows with the same key replace each other (INSERT OR REPLACE)
   const char* parent = nullptr;        // a child table: the column holding the parent record's id ...
   const char* parent_table = nullptr;  // ... and the parent's table
+  int since_version = 1;               // the schema version that added the table: older traces may lack it
 };
 
 template <typename T>
@@ -138,6 +139,40 @@ template <>
 inline constexpr RecordInfo kRecord<Stat>{
     "stat", "stat", "Counts of bad or missing input data met while producing the trace (tier-1 errors)",
     /*replace=*/true};
+template <>
+inline constexpr RecordInfo kRecord<Graph>{
+    "graph",
+    "graph",
+    "A CUDA graph as read when it was instantiated or an executable graph was updated from it",
+    false,
+    nullptr,
+    nullptr,
+    /*since_version=*/4};
+template <>
+inline constexpr RecordInfo kRecord<GraphNode>{"graph_node", "graph_node", "A node of a recorded graph", false,
+                                               nullptr,      nullptr,      /*since_version=*/4};
+template <>
+inline constexpr RecordInfo kRecord<GraphEdge>{
+    "graph_edge", "graph_edge",       "A dependency between two nodes of a recorded graph", /*replace=*/true, nullptr,
+    nullptr,      /*since_version=*/4};
+template <>
+inline constexpr RecordInfo kRecord<GraphExec>{
+    "graph_exec",
+    "graph_exec",
+    "An executable graph: instantiated, or updated (update_of the row it replaces)",
+    false,
+    nullptr,
+    nullptr,
+    /*since_version=*/4};
+template <>
+inline constexpr RecordInfo kRecord<GraphLaunch>{
+    "graph_launch",
+    "graph_launch",
+    "One cuGraphLaunch (a replay); its kernels are the kernel nodes of its exec's graph (view graph_launch_kernel)",
+    false,
+    nullptr,
+    nullptr,
+    /*since_version=*/4};
 
 // Calls `f(const Field&, member)` for each field of `s` in order; S may be const. A time is passed as
 // timeRef(member).
@@ -309,6 +344,62 @@ void forEachField(S& s, F&& f) {
     f(col("value", kND), s.value);
     f(col("severity", kND), s.severity);
     f(col("description"), s.description);
+  } else if constexpr (std::is_same_v<T, Graph>) {
+    f(key("id"), s.id);
+    f(col("handle").withDoc("CUgraph value; snapshots of the same graph share it"), s.handle);
+    f(col("origin"), s.origin);
+    f(ref("stream_id", "stream").withDoc("capture: the stream whose capture made the graph"), s.stream_id);
+    f(ref("parent_graph_id", "graph")
+          .withDoc("child: the graph holding the child-graph node; exec_node_update: the graph it copies"),
+      s.parent_graph_id);
+    f(col("snapshot_ns").withDoc("when the collector read the graph"), timeRef(s.snapshot_ns));
+  } else if constexpr (std::is_same_v<T, GraphNode>) {
+    f(key("id").withDoc("unique in the trace, not only in its graph"), s.id);
+    f(ref("graph_id", "graph", kRequired | kND), s.graph_id);
+    f(col("index").inColumn("idx").withDoc("position in the driver's node list (cuGraphGetNodes)"), s.index);
+    f(col("handle").withDoc("CUgraphNode value"), s.handle);
+    f(col("type"), s.type);
+    f(ref("function_id", "function").withDoc("kernel: the function it runs"), s.function_id);
+    f(col("grid").withDoc("kernel"), s.grid);
+    f(col("block"), s.block);
+    f(col("dynamic_shared_bytes"), s.dynamic_shared_bytes);
+    f(col("arg_bytes").withDoc("kernel: raw argument buffer laid out per the function's params, as launch.arg_bytes"),
+      s.arg_bytes);
+    f(col("pointer_args")
+          .withDoc("kernel: pointer arguments resolved to allocations when the graph was read, in the form of "
+                   "launch.pointer_args"),
+      s.pointer_args);
+    f(col("memcpy_kind").withDoc("memcpy"), s.memcpy_kind);
+    f(col("src_address").withDoc("memcpy"), s.src_address);
+    f(col("dst_address").withDoc("memcpy, memset"), s.dst_address);
+    f(ref("src_allocation_id", "allocation"), s.src_allocation_id);
+    f(ref("dst_allocation_id", "allocation"), s.dst_allocation_id);
+    f(col("bytes").withDoc("memcpy, memset"), s.bytes);
+    f(col("value").withDoc("memset"), s.value);
+    f(col("element_size").withDoc("memset: bytes per element"), s.element_size);
+    f(ref("child_graph_id", "graph").withDoc("child graph: the graph it runs"), s.child_graph_id);
+    f(col("event_handle").withDoc("event record / wait: the CUevent"), s.event_handle);
+  } else if constexpr (std::is_same_v<T, GraphEdge>) {
+    f(ref("graph_id", "graph", kKey | kRequired), s.graph_id);
+    f(ref("from_node_id", "graph_node", kKey | kRequired), s.from_node_id);
+    f(ref("to_node_id", "graph_node", kKey | kRequired).withDoc("runs after from_node_id"), s.to_node_id);
+    f(col("type").withDoc("CUgraphDependencyType: 0 default, 1 programmatic"), s.type);
+  } else if constexpr (std::is_same_v<T, GraphExec>) {
+    f(key("id"), s.id);
+    f(col("handle").withDoc("CUgraphExec value"), s.handle);
+    f(ref("graph_id", "graph", kRequired | kND).withDoc("the graph it runs"), s.graph_id);
+    f(ref("update_of", "graph_exec").withDoc("the exec row of the same handle this update replaces"), s.update_of);
+    f(col("thread_id"), s.thread_id);
+    f(col("api_start_ns").withDoc("the instantiate or update call"), timeRef(s.api_start_ns));
+    f(col("api_end_ns"), timeRef(s.api_end_ns));
+  } else if constexpr (std::is_same_v<T, GraphLaunch>) {
+    f(key("id").withDoc("sequence number in API call order"), s.id);
+    f(col("correlation_id"), s.correlation_id);
+    f(col("thread_id"), s.thread_id);
+    f(ref("graph_exec_id", "graph_exec", kRequired | kND), s.graph_exec_id);
+    f(ref("stream_id", "stream"), s.stream_id);
+    f(col("api_start_ns"), timeRef(s.api_start_ns));
+    f(col("api_end_ns"), timeRef(s.api_end_ns));
   } else {
     static_assert(!sizeof(T), "no field list for this type");
   }
@@ -332,6 +423,11 @@ void forEachTable(TraceT& t, F&& f) {
   f("nvtx_ranges", t.nvtx_ranges);
   f("metrics", t.metrics);
   f("stats", t.stats);
+  f("graphs", t.graphs);
+  f("graph_nodes", t.graph_nodes);
+  f("graph_edges", t.graph_edges);
+  f("graph_execs", t.graph_execs);
+  f("graph_launches", t.graph_launches);
 }
 
 template <typename T>
@@ -360,6 +456,12 @@ inline std::optional<SyncKind> parseEnum(std::string_view s, SyncKind) {
 }
 inline std::optional<StatSeverity> parseEnum(std::string_view s, StatSeverity) {
   return parseStatSeverity(s);
+}
+inline std::optional<GraphOrigin> parseEnum(std::string_view s, GraphOrigin) {
+  return parseGraphOrigin(s);
+}
+inline std::optional<GraphNodeType> parseEnum(std::string_view s, GraphNodeType) {
+  return parseGraphNodeType(s);
 }
 
 // Every name of enum E in declaration order (the enums are dense from 0).

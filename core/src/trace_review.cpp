@@ -33,9 +33,10 @@ Status storeReviewDecision(const std::string& trace_path, const ReviewDecision& 
   Db db;
   KFUSE_RETURN_IF_ERROR(db.open(trace_path, SQLITE_OPEN_READWRITE));
   KFUSE_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout=5000; BEGIN IMMEDIATE"));
-  // The migration from versions 1 and 2: the tables they lack, then the version.
+  // The migration from versions 1 to 3: the tables they lack, then the version.
   KFUSE_RETURN_IF_ERROR(db.exec(detail::kAnalysisTableSql));
   KFUSE_RETURN_IF_ERROR(db.exec(detail::kReviewTableSql));
+  KFUSE_RETURN_IF_ERROR(db.exec(detail::graphTablesSql().c_str()));  // from version 3
   KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
   {
     KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO review(candidate_key, rank, verdict, note, reviewer, "

@@ -52,6 +52,22 @@ CREATE VIEW launch_pointer_arg AS
   FROM launch AS l, json_each(l.pointer_args) AS a
   WHERE l.pointer_args IS NOT NULL;
 
+-- The kernels each graph launch ran: the kernel nodes of its exec's graph and, recursively, of the graphs of its
+-- child-graph nodes (schema version 4).
+)sql";
+
+constexpr const char kGraphLaunchKernelView[] = R"sql(CREATE VIEW IF NOT EXISTS graph_launch_kernel AS
+  WITH RECURSIVE reach(graph_launch_id, graph_id) AS (
+    SELECT gl.id, ge.graph_id FROM graph_launch AS gl JOIN graph_exec AS ge ON ge.id = gl.graph_exec_id
+    UNION ALL
+    SELECT r.graph_launch_id, n.child_graph_id FROM reach AS r JOIN graph_node AS n ON n.graph_id = r.graph_id
+    WHERE n.type = 'child_graph' AND n.child_graph_id IS NOT NULL)
+  SELECT r.graph_launch_id, n.id AS graph_node_id, n.graph_id, n.function_id
+  FROM reach AS r JOIN graph_node AS n ON n.graph_id = r.graph_id
+  WHERE n.type = 'kernel';
+)sql";
+
+constexpr const char kSqlAfterViews[] = R"sql(
 -- Analysis results (schema version 2): each `kfuse analyze` run on this trace stores its report here, as the
 -- JSON of schemas/report.schema.json, so the GUI can show it without re-running the analysis.
 )sql";
@@ -217,12 +233,29 @@ std::string traceSql() {
     appendTables<typename std::remove_cvref_t<decltype(records)>::value_type>(out);
   });
   out += kSqlFooter;
+  out += kGraphLaunchKernelView;
+  out += kSqlAfterViews;
   out += kAnalysisTableSql;
   out +=
       "\n-- Review decisions (schema version 3): a performance engineer's accept/reject of a candidate, with a note\n"
       "-- (kfuse-gui writes them; the latest row per candidate_key counts).\n";
   out += kReviewTableSql;
   return out;
+}
+
+std::string graphTablesSql() {
+  std::string out;
+  Trace none;
+  forEachTable(none, [&](const char*, const auto& records) {
+    using R = typename std::remove_cvref_t<decltype(records)>::value_type;
+    if constexpr (kRecord<R>.since_version == 4) {
+      std::string table = createTable<R>();
+      const std::string_view create = "CREATE TABLE ";
+      table.replace(table.find(create), create.size(), "CREATE TABLE IF NOT EXISTS ");
+      out += table;
+    }
+  });
+  return out + kGraphLaunchKernelView;
 }
 
 std::string traceJsonSchema() {

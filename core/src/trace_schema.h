@@ -31,6 +31,10 @@ inline constexpr const char kReviewTableSql[] =
     "  decided_ns    INTEGER NOT NULL    -- wall clock, Unix epoch ns\n"
     ");\n";
 
+// The graph tables and the graph_launch_kernel view (schema version 4) as CREATE ... IF NOT EXISTS statements: the
+// migration of an older trace when a report or a review decision is stored in it.
+std::string graphTablesSql();
+
 // The whole SQLite schema: every table, view and comment of schemas/trace.sql (not PRAGMA user_version,
 // which the writer sets from kTraceSchemaVersion).
 std::string traceSql();

@@ -277,7 +277,12 @@ struct Inserts : InsertStmt<Process>,
                  InsertStmt<Event>,
                  InsertStmt<NvtxRange>,
                  InsertStmt<Metric>,
-                 InsertStmt<Stat> {};
+                 InsertStmt<Stat>,
+                 InsertStmt<Graph>,
+                 InsertStmt<GraphNode>,
+                 InsertStmt<GraphEdge>,
+                 InsertStmt<GraphExec>,
+                 InsertStmt<GraphLaunch> {};
 
 struct TraceWriter::Impl {
   Db db;
@@ -545,6 +550,21 @@ Status TraceWriter::add(const Metric& v) {
 Status TraceWriter::add(const Stat& v) {
   return impl_->addRecord(v);
 }
+Status TraceWriter::add(const Graph& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const GraphNode& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const GraphEdge& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const GraphExec& v) {
+  return impl_->addRecord(v);
+}
+Status TraceWriter::add(const GraphLaunch& v) {
+  return impl_->addRecord(v);
+}
 
 Status TraceWriter::write(const Trace& t) {
   KFUSE_RETURN_IF_ERROR(setMetadata(t.metadata));
@@ -566,6 +586,11 @@ Status TraceWriter::write(const Trace& t) {
   KFUSE_RETURN_IF_ERROR(addAll(t.syncs));
   KFUSE_RETURN_IF_ERROR(addAll(t.nvtx_ranges));
   KFUSE_RETURN_IF_ERROR(addAll(t.metrics));
+  KFUSE_RETURN_IF_ERROR(addAll(t.graphs));
+  KFUSE_RETURN_IF_ERROR(addAll(t.graph_nodes));
+  KFUSE_RETURN_IF_ERROR(addAll(t.graph_edges));
+  KFUSE_RETURN_IF_ERROR(addAll(t.graph_execs));
+  KFUSE_RETURN_IF_ERROR(addAll(t.graph_launches));
   KFUSE_RETURN_IF_ERROR(addAll(t.stats));
   return flush();
 }
@@ -596,6 +621,22 @@ struct TraceReader::Impl {
     return db.query(sql, std::forward<RowFn>(row));
   }
 
+  // Whether the file has a table or view of that name (tables added by later schema versions may be absent).
+  Expected<bool> has(const char* name) {
+    bool found = false;
+    KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("SELECT 1 FROM sqlite_master WHERE name = ?1"));
+    st.bind(1, std::string_view(name));
+    KFUSE_ASSIGN_OR_RETURN(found, db.step(st));
+    return found;
+  }
+
+  // Rows of a table that a trace of an older schema version may lack: 0 then.
+  Expected<int64_t> countIfPresent(const char* table) {
+    KFUSE_ASSIGN_OR_RETURN(const bool present, has(table));
+    if (!present) return int64_t{0};
+    return count(table);
+  }
+
   Expected<int64_t> count(const char* table) {
     int64_t n = 0;
     const std::string sql = std::string("SELECT count(*) FROM ") + table;
@@ -622,6 +663,10 @@ struct TraceReader::Impl {
   // Reads every row of R's table (and of its child tables) into `out`, in key order.
   template <typename R>
   Status readTable(std::vector<R>& out, const std::string& path) {
+    if constexpr (kRecord<R>.since_version > 1) {
+      KFUSE_ASSIGN_OR_RETURN(const bool present, has(kRecord<R>.table));
+      if (!present) return {};  // written before the table existed: none
+    }
     KFUSE_ASSIGN_OR_RETURN(const std::string sql, selectSql<R>());
     Status bad;
     KFUSE_RETURN_IF_ERROR(query(sql.c_str(), [&](Stmt& s) {
@@ -722,6 +767,7 @@ Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::
   KFUSE_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout=5000; BEGIN IMMEDIATE"));
   KFUSE_RETURN_IF_ERROR(db.exec(detail::kAnalysisTableSql));
   KFUSE_RETURN_IF_ERROR(db.exec(detail::kReviewTableSql));  // the migration to version 3 creates both
+  KFUSE_RETURN_IF_ERROR(db.exec(detail::graphTablesSql().c_str()));  // and to version 4 the graph tables
   KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
   KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO analysis(created_ns, kfuse_version, gpu, report) "
                                              "VALUES (?1, ?2, ?3, ?4)"));
@@ -792,6 +838,18 @@ Expected<TraceCounts> TraceReader::counts() {
   };
   for (const Entry& e : entries) {
     KFUSE_ASSIGN_OR_RETURN(*e.field, impl_->count(e.table));
+  }
+  // Schema version 4.
+  const Entry graph_entries[] = {
+      {&c.graphs, "graph"},
+      {&c.graph_nodes, "graph_node"},
+      {&c.graph_edges, "graph_edge"},
+      {&c.graph_execs, "graph_exec"},
+      {&c.graph_launches, "graph_launch"},
+      {&c.graph_launch_kernels, "graph_launch_kernel"},
+  };
+  for (const Entry& e : graph_entries) {
+    KFUSE_ASSIGN_OR_RETURN(*e.field, impl_->countIfPresent(e.table));
   }
   return c;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -70,6 +71,11 @@ TEST_F(TraceStoreTest, RoundTripsEveryRecordKind) {
   EXPECT_EQ(back->nvtx_ranges, original.nvtx_ranges);
   EXPECT_EQ(back->metrics, original.metrics);
   EXPECT_EQ(back->stats, original.stats);
+  EXPECT_EQ(back->graphs, original.graphs);
+  EXPECT_EQ(back->graph_nodes, original.graph_nodes);
+  EXPECT_EQ(back->graph_edges, original.graph_edges);
+  EXPECT_EQ(back->graph_execs, original.graph_execs);
+  EXPECT_EQ(back->graph_launches, original.graph_launches);
   ASSERT_EQ(back->modules.size(), original.modules.size());
   EXPECT_EQ(back->modules[0], original.modules[0]);
   EXPECT_EQ(back->modules[1], original.modules[1]);
@@ -318,6 +324,71 @@ TEST_F(TraceStoreTest, StoringAReportUpgradesAVersionOneTrace) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)->schemaVersion(), kTraceSchemaVersion);
   EXPECT_EQ((*r)->latestAnalysisReport()->value_or(""), "{}");
+}
+
+TEST_F(TraceStoreTest, GraphLaunchKernelViewListsTheKernelNodesOfEachReplayWithChildGraphs) {
+  writeTrace(path("t.sqlite"), testing::makeEveryKindTrace());
+  // Launch 1 runs exec 1 (graph 1: kernel node 1, and node 5 of child graph 2); launch 2 runs exec 2, the update
+  // (graph 3: kernel node 6).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path("t.sqlite").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT graph_launch_id, graph_node_id, function_id FROM graph_launch_kernel "
+                               "ORDER BY graph_launch_id, graph_node_id",
+                               -1, &st, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  std::vector<std::array<int64_t, 3>> rows;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    rows.push_back({sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)});
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  const std::vector<std::array<int64_t, 3>> want = {{1, 1, 1}, {1, 5, 3}, {2, 6, 1}};
+  EXPECT_EQ(rows, want);
+  auto r = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(r.ok());
+  auto counts = (*r)->counts();
+  ASSERT_TRUE(counts.ok()) << counts.status().message();
+  EXPECT_EQ(counts->graphs, 3);
+  EXPECT_EQ(counts->graph_nodes, 7);
+  EXPECT_EQ(counts->graph_edges, 4);
+  EXPECT_EQ(counts->graph_execs, 2);
+  EXPECT_EQ(counts->graph_launches, 2);
+  EXPECT_EQ(counts->graph_launch_kernels, 3);
+}
+
+TEST_F(TraceStoreTest, AVersionThreeTraceReadsWithoutGraphsAndStoringAReportAddsTheirTables) {
+  Trace t = testing::makeEveryKindTrace();
+  writeTrace(path("t.sqlite"), t);
+  execSql(path("t.sqlite"),
+          "DROP VIEW graph_launch_kernel; DROP TABLE graph_launch; DROP TABLE graph_exec; DROP TABLE graph_edge; "
+          "DROP TABLE graph_node; DROP TABLE graph; PRAGMA user_version=3;");
+  t.graphs.clear();
+  t.graph_nodes.clear();
+  t.graph_edges.clear();
+  t.graph_execs.clear();
+  t.graph_launches.clear();
+  {
+    auto r = TraceReader::open(path("t.sqlite"));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ((*r)->schemaVersion(), 3);
+    auto back = (*r)->readAll();
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, t);
+    auto counts = (*r)->counts();
+    ASSERT_TRUE(counts.ok()) << counts.status().message();
+    EXPECT_EQ(counts->graphs, 0);
+    EXPECT_EQ(counts->graph_launch_kernels, 0);
+  }
+  ASSERT_TRUE(storeAnalysisReport(path("t.sqlite"), "h100-sxm", "{}").ok());
+  auto r = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->schemaVersion(), kTraceSchemaVersion);
+  EXPECT_EQ((*r)->readAll().value(), t);
+  // The migration created the tables and the view, empty.
+  execSql(path("t.sqlite"), "SELECT count(*) FROM graph_node; SELECT count(*) FROM graph_launch_kernel;");
 }
 
 TEST_F(TraceStoreTest, StoringAReportIntoAForeignFileFailsWithoutTouchingIt) {

@@ -95,6 +95,12 @@ nlohmann::json toJson(const TraceSummary& s) {
       {"launches", c.launches}, {"kernels", c.functions},       {"modules", c.modules}, {"allocations", c.allocations},
       {"memcpys", c.memcpys},   {"memsets", c.memsets},         {"syncs", c.syncs},     {"events", c.events},
       {"streams", c.streams},   {"nvtx_ranges", c.nvtx_ranges}, {"metrics", c.metrics}, {"contexts", c.contexts}};
+  j["counts"]["graphs"] = c.graphs;
+  j["counts"]["graph_nodes"] = c.graph_nodes;
+  j["counts"]["graph_edges"] = c.graph_edges;
+  j["counts"]["graph_execs"] = c.graph_execs;
+  j["counts"]["graph_launches"] = c.graph_launches;
+  j["counts"]["graph_launch_kernels"] = c.graph_launch_kernels;
   j["first_ns"] = timeOrNull(s.first_ns);
   j["last_ns"] = timeOrNull(s.last_ns);
   j["span_ns"] = s.first_ns == kNoTime ? json(nullptr) : json(spanNs(s.first_ns, s.last_ns));
@@ -160,6 +166,11 @@ std::string formatSummary(const TraceSummary& s) {
       c.memsets);
   add("sync        %" PRId64 " syncs, %" PRId64 " events, %" PRId64 " streams, %" PRId64 " NVTX ranges\n", c.syncs,
       c.events, c.streams, c.nvtx_ranges);
+  if (c.graphs > 0 || c.graph_launches > 0) {
+    add("graphs      %" PRId64 " graphs (%" PRId64 " nodes, %" PRId64 " edges), %" PRId64 " executable, %" PRId64
+        " launches running %" PRId64 " kernel nodes\n",
+        c.graphs, c.graph_nodes, c.graph_edges, c.graph_execs, c.graph_launches, c.graph_launch_kernels);
+  }
   add("time span   %s", s.first_ns == kNoTime ? "n/a\n" : "");
   if (s.first_ns != kNoTime) add("%s\n", formatDuration(spanNs(s.first_ns, s.last_ns)).c_str());
   add("GPU kernels %s busy\n", formatDuration(s.total_gpu_kernel_ns).c_str());

@@ -26,6 +26,17 @@ constexpr ApiInfo kApis[] = {
 constexpr int kApiCount = static_cast<int>(Api::kCount);
 static_assert(sizeof kApis / sizeof kApis[0] == kApiCount);
 
+// Base names cuGetProcAddress hands out a hooked API's ABI under besides its own: from 12000 on, "cuGraphInstantiate"
+// is cuGraphInstantiateWithFlags (cuda.h's #define; older versions get the 5-argument legacy function, unhooked).
+struct ApiAlias {
+  const char* base;
+  int min_version;
+  Api api;
+};
+constexpr ApiAlias kAliases[] = {
+    {"cuGraphInstantiate", 12000, Api::GraphInstantiateWithFlags},
+};
+
 bool isOwn(const void* fn) {
   const void* own = g_own_base.load(std::memory_order_relaxed);
   if (!own || !fn) return false;
@@ -169,6 +180,15 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(EmuGetLaunch, "cuKfuseEmuGetLaunch");
   set(EmuThreadLastLaunch, "cuKfuseEmuThreadLastLaunch");
   set(StreamIsCapturing, "cuStreamIsCapturing");
+  set(GraphGetNodes, "cuGraphGetNodes");
+  set(GraphGetEdges, "cuGraphGetEdges_v2");
+  set(GraphNodeGetType, "cuGraphNodeGetType");
+  set(GraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2");
+  set(GraphMemcpyNodeGetParams, "cuGraphMemcpyNodeGetParams");
+  set(GraphMemsetNodeGetParams, "cuGraphMemsetNodeGetParams");
+  set(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph");
+  set(GraphEventRecordNodeGetEvent, "cuGraphEventRecordNodeGetEvent");
+  set(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent");
   set(ModuleGetFunction, "cuModuleGetFunction");
   set(LibraryGetModule, "cuLibraryGetModule");
   set(CtxGetCurrent, "cuCtxGetCurrent");
@@ -229,6 +249,12 @@ void* Interposer::resolveProc(const char* symbol, int version, uint64_t flags, v
     if (std::strcmp(a.base, symbol) != 0) continue;
     if (version < a.min_version || (a.max_version && version >= a.max_version)) continue;
     const int variant = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && a.per_thread_symbol ? 1 : 0;
+    return hookSlot(i, variant, real);
+  }
+  for (const ApiAlias& alias : kAliases) {
+    if (std::strcmp(alias.base, symbol) != 0 || version < alias.min_version) continue;
+    const int i = static_cast<int>(alias.api);
+    const int variant = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && kApis[i].per_thread_symbol ? 1 : 0;
     return hookSlot(i, variant, real);
   }
   return real;

@@ -30,6 +30,12 @@ CUresult CUDAAPI fakeGpaLegacy(const char*, void**, int, cuuint64_t) {
 CUresult CUDAAPI fakeCtxSyncV2(CUcontext) {
   return static_cast<CUresult>(1004);
 }
+CUresult CUDAAPI fakeInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long) {
+  return static_cast<CUresult>(1005);
+}
+CUresult CUDAAPI fakeInstantiateLegacy(CUgraphExec*, CUgraph, CUgraphNode*, char*, size_t) {
+  return CUDA_SUCCESS;
+}
 
 using LaunchFn = CUresult(CUDAAPI*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     CUstream, void**, void**);
@@ -91,6 +97,19 @@ TEST(InterposerTest, VersionRangesSelectTheAbi) {
   EXPECT_EQ(w, Interposer::wrapper(Api::CtxSynchronizeV2, 0));
   using Fn = CUresult(CUDAAPI*)(CUcontext);
   EXPECT_EQ(reinterpret_cast<Fn>(w)(nullptr), 1004);
+}
+
+TEST(InterposerTest, GraphInstantiateFrom12000IsTheWithFlagsAbiAndOlderOnesPassThrough) {
+  // cuda.h: #define cuGraphInstantiate cuGraphInstantiateWithFlags; cudart asks for either name.
+  void* flags = Interposer::resolveProc("cuGraphInstantiateWithFlags", 11040, 0, fn(&fakeInstantiateWithFlags));
+  void* base = Interposer::resolveProc("cuGraphInstantiate", 12000, 0, fn(&fakeInstantiateWithFlags));
+  EXPECT_EQ(flags, Interposer::wrapper(Api::GraphInstantiateWithFlags, 0));
+  EXPECT_EQ(base, flags);
+  using Fn = CUresult(CUDAAPI*)(CUgraphExec*, CUgraph, unsigned long long);
+  EXPECT_EQ(reinterpret_cast<Fn>(base)(nullptr, nullptr, 0), 1005);
+  // Before 12000 the name is the 5-argument legacy function: not hooked.
+  EXPECT_EQ(Interposer::resolveProc("cuGraphInstantiate", 11000, 0, fn(&fakeInstantiateLegacy)),
+            fn(&fakeInstantiateLegacy));
 }
 
 TEST(InterposerTest, GetProcAddressLookupsGetTheMatchingWrapper) {

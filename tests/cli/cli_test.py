@@ -166,7 +166,7 @@ class TraceVerbs(TempDirCase):
     def test_trace_is_readable_with_plain_sqlite(self):
         trace = self.demo_trace()
         db = sqlite3.connect(trace)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 3)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 4)
         self.assertEqual(db.execute("SELECT count(*) FROM launch").fetchone()[0], 200)
         rows = db.execute("SELECT count(*), count(DISTINCT allocation_id) FROM launch_pointer_arg").fetchone()
         self.assertEqual(rows, (50 * (2 + 3 + 2 + 3), 4))

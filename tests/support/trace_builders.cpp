@@ -106,6 +106,74 @@ Trace makeEveryKindTrace() {
                {3, "dram_bytes_written", 0.25, "bytes", MetricSource::kEstimated}};
   t.stats = {{"dropped_records", 3, StatSeverity::kWarning, "activity buffer full"},
              {"unmatched_correlation", 1, StatSeverity::kError, ""}};
+
+  // A captured graph (kernel, memset, child graph) whose child graph holds a copy and a kernel; one exec, updated
+  // once by a kernel-node change (its own snapshot); two replays.
+  t.graphs = {{1, 0x6000ull, GraphOrigin::kCapture, 2, kNoId, 1'600'000},
+              {2, 0x6100ull, GraphOrigin::kChild, kNoId, 1, 1'600'001},
+              {3, 0x6000ull, GraphOrigin::kExecNodeUpdate, kNoId, 1, kNoTime}};
+  GraphNode kernel;
+  kernel.id = 1;
+  kernel.graph_id = 1;
+  kernel.handle = 0x7000ull;
+  kernel.type = GraphNodeType::kKernel;
+  kernel.function_id = 1;
+  kernel.grid = {64, 1, 1};
+  kernel.block = {256, 1, 1};
+  kernel.dynamic_shared_bytes = 128;
+  kernel.arg_bytes = makeLaunch(1).arg_bytes;
+  kernel.pointer_args = makeLaunch(1).pointer_args;
+  GraphNode memset;
+  memset.id = 2;
+  memset.graph_id = 1;
+  memset.index = 1;
+  memset.handle = 0x7001ull;
+  memset.type = GraphNodeType::kMemset;
+  memset.dst_address = 0x7f0000000010ull;
+  memset.dst_allocation_id = 1;
+  memset.bytes = 4096;
+  memset.value = 7;
+  memset.element_size = 4;
+  GraphNode child;
+  child.id = 3;
+  child.graph_id = 1;
+  child.index = 2;
+  child.handle = 0x7002ull;
+  child.type = GraphNodeType::kChildGraph;
+  child.child_graph_id = 2;
+  GraphNode copy;
+  copy.id = 4;
+  copy.graph_id = 2;
+  copy.handle = 0x7100ull;
+  copy.type = GraphNodeType::kMemcpy;
+  copy.memcpy_kind = MemcpyKind::kDeviceToHost;
+  copy.src_address = 0x7f0000100000ull;
+  copy.src_allocation_id = 2;
+  copy.dst_address = 0x55550000ull;
+  copy.bytes = 1 << 16;
+  GraphNode inner = kernel;
+  inner.id = 5;
+  inner.graph_id = 2;
+  inner.index = 1;
+  inner.handle = 0x7101ull;
+  inner.function_id = 3;
+  inner.arg_bytes.clear();
+  inner.pointer_args.clear();
+  GraphNode changed = kernel;
+  changed.id = 6;
+  changed.graph_id = 3;
+  changed.grid = {128, 1, 1};
+  GraphNode event;
+  event.id = 7;
+  event.graph_id = 3;
+  event.index = 1;
+  event.handle = 0x7003ull;
+  event.type = GraphNodeType::kEventRecord;
+  event.event_handle = 0xabcdull;
+  t.graph_nodes = {kernel, memset, child, copy, inner, changed, event};
+  t.graph_edges = {{1, 1, 2, 0}, {1, 2, 3, 0}, {2, 4, 5, 1}, {3, 6, 7, 0}};
+  t.graph_execs = {{1, 0x8000ull, 1, kNoId, 4242, 1'700'000, 1'700'100}, {2, 0x8000ull, 3, 1, 4242, kNoTime, kNoTime}};
+  t.graph_launches = {{1, 20, 4242, 1, 2, 1'800'000, 1'800'010}, {2, 21, 4243, 2, kNoId, kNoTime, kNoTime}};
   return t;
 }
 

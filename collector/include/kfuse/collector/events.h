@@ -35,6 +35,12 @@ enum class EventKind : uint16_t {
   kStat,
   kStreamDestroy,
   kCorrelationAlias,
+  kGraph,
+  kGraphNode,
+  kGraphEdge,
+  kGraphExec,
+  kGraphExecKernelNode,
+  kGraphLaunch,
   kCount,  // number of kinds, not an event
 };
 
@@ -231,11 +237,71 @@ struct StatEvent {
   char description[192] = {};
 };
 
+// CUDA graphs. A graph read when it is instantiated or an exec is updated from it: kGraph opens a snapshot of it,
+// then its nodes (kGraphNode) and edges (kGraphEdge) follow, all naming the graph by handle; a child graph's events
+// come before the child-graph node that holds it. kGraphExec then says which exec now runs the latest snapshot.
+struct GraphEvent {
+  Handle graph = 0;
+  Handle parent = 0;  // a child graph: the graph holding its node
+  Handle stream = 0;  // a captured graph: the stream whose capture made it
+  core::GraphOrigin origin = core::GraphOrigin::kUnknown;
+  uint32_t read_failed = 0;  // its nodes or edges could not be read (counted)
+  int64_t ns = -1;
+};
+
+// One node (kGraphNode), or the new parameters of one kernel node of an exec (kGraphExecKernelNode:
+// cuGraphExecKernelNodeSetParams; `exec` and the call's times set). + arg_size bytes of the argument buffer.
+struct GraphNodeEvent {
+  Handle graph = 0;
+  Handle node = 0;
+  Handle exec = 0;
+  core::GraphNodeType type = core::GraphNodeType::kOther;
+  uint32_t index = 0;
+  Handle function = 0;  // kernel
+  core::Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t arg_size = 0;
+  uint32_t flags = 0;  // LaunchFlags (layout known, truncated)
+  core::MemcpyKind memcpy_kind = core::MemcpyKind::kUnknown;
+  uint64_t src = 0, dst = 0, bytes = 0;  // memcpy; memset: dst, bytes
+  uint32_t value = 0, element_size = 0;  // memset
+  Handle child_graph = 0;
+  Handle event = 0;
+  int64_t thread_id = 0;  // kGraphExecKernelNode: the call
+  int64_t api_start_ns = -1, api_end_ns = -1;
+};
+
+struct GraphEdgeEvent {
+  Handle graph = 0;
+  Handle from = 0, to = 0;
+  uint32_t type = 0;  // CUgraphDependencyType
+  uint32_t reserved = 0;
+};
+
+enum class GraphExecChange : uint32_t { kInstantiate, kUpdate };
+struct GraphExecEvent {
+  Handle exec = 0;
+  Handle graph = 0;
+  GraphExecChange change = GraphExecChange::kInstantiate;
+  uint32_t reserved = 0;
+  int64_t thread_id = 0;
+  int64_t api_start_ns = -1, api_end_ns = -1;
+};
+
+struct GraphLaunchEvent {
+  int64_t correlation_id = 0;
+  int64_t thread_id = 0;
+  Handle exec = 0;
+  Handle stream = 0;
+  int64_t api_start_ns = -1, api_end_ns = -1;
+};
+
 static_assert(std::is_trivially_copyable_v<LaunchEvent> && std::is_trivially_copyable_v<ModuleEvent> &&
               std::is_trivially_copyable_v<DeviceEvent> && std::is_trivially_copyable_v<StatEvent>);
 // The trace model's types in these layouts: 32-bit kinds, and Dim3 as three packed 32-bit values.
 static_assert(sizeof(core::ImageKind) == 4 && sizeof(core::AllocationKind) == 4 && sizeof(core::MemcpyKind) == 4 &&
-              sizeof(core::SyncKind) == 4 && sizeof(core::MetricSource) == 4 && sizeof(core::StatSeverity) == 4);
+              sizeof(core::SyncKind) == 4 && sizeof(core::MetricSource) == 4 && sizeof(core::StatSeverity) == 4 &&
+              sizeof(core::GraphOrigin) == 4 && sizeof(core::GraphNodeType) == 4);
 static_assert(sizeof(core::Dim3) == 12 && alignof(core::Dim3) == 4 && std::is_trivially_copyable_v<core::Dim3>);
 
 }  // namespace kfuse::collector

@@ -62,6 +62,21 @@ class HookRecorder : public hooks::HookClient {
   void noteCaptureEnd(CUstream stream, int variant);
   bool capturing(CUstream stream, int variant);
   void noteCapturedWork();
+  // A capture that ended with `graph`: instantiating it records the graph as captured on that stream, until it is
+  // destroyed.
+  void noteCapturedGraph(CUgraph graph, CUstream stream, int variant);
+  void noteGraphDestroyed(CUgraph graph);
+
+  // CUDA graphs (hook_recorder_graphs.cpp; used by the CUPTI backend's callbacks too). `recordGraphExec` reads
+  // `graph` as it is now (nodes with their parameters, edges, child graphs) and records that `exec` runs it, after an
+  // instantiate or an exec update; `recordExecKernelNode` records the new parameters of one kernel node of `exec`;
+  // `recordGraphLaunch` records a replay. Errors reading the graph are counted (`graphs_not_read`), never returned.
+  void recordGraphExec(CUgraphExec exec, CUgraph graph, GraphExecChange change, int64_t t0, int64_t t1);
+  void recordExecKernelNode(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, int64_t t0,
+                            int64_t t1);
+  void recordGraphLaunch(CUgraphExec exec, CUstream stream, int variant, int64_t t0, int64_t t1);
+  static constexpr size_t kMaxGraphNodes = 1u << 16;  // per graph, child graphs included
+  static constexpr int kMaxChildGraphDepth = 8;
 
   // Records a copy / memset as made (used by the CUPTI backend's callbacks too). `correlation_id` 0: a fresh one;
   // `waits_for_gpu_time`: the GPU times follow in a record with the same correlation id (CUPTI activity).
@@ -121,8 +136,18 @@ class HookRecorder : public hooks::HookClient {
   CUresult EventRecord(int variant, CUevent event, CUstream stream) override;
   CUresult EventRecordWithFlags(int variant, CUevent event, CUstream stream, unsigned flags) override;
   CUresult StreamWaitEvent(int variant, CUstream stream, CUevent event, unsigned flags) override;
-  // The kernels inside a graph never pass a launch hook: counted (`graph_launches_not_recorded`), said once.
+  // The kernels inside a graph never pass a launch hook: each launch is a graph_launch row, its kernels the nodes
+  // of the graph read at instantiate (or exec update). Also counted (`graph_launches_not_recorded`): the analyzer
+  // does not order graph work against launches yet.
   CUresult GraphLaunch(int variant, CUgraphExec graph, CUstream stream) override;
+  CUresult GraphInstantiateWithFlags(int variant, CUgraphExec* exec, CUgraph graph, unsigned long long flags) override;
+  CUresult GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
+                                      CUDA_GRAPH_INSTANTIATE_PARAMS* params) override;
+  CUresult GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) override;
+  // A destroyed graph's handle may come back for another graph: it is no longer the one a capture made.
+  CUresult GraphDestroy(int variant, CUgraph graph) override;
+  CUresult GraphExecKernelNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_KERNEL_NODE_PARAMS* params) override;
   CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
   CUresult StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
                                      const CUgraphEdgeData* edges, size_t n, CUstreamCaptureMode mode) override;
@@ -141,6 +166,17 @@ class HookRecorder : public hooks::HookClient {
   // after the recorder was created).
   void setQueryResolver(void (*resolver)()) { query_resolver_.store(resolver); }
 
+  // Where a launch's argument bytes come from: kernelParams laid out per the function, or an `extra` buffer.
+  struct ArgSource {
+    void** params = nullptr;
+    const ParamLayout* layout = nullptr;
+    uint32_t param_count = 0;
+    const uint8_t* buffer = nullptr;
+    uint32_t size = 0;   // bytes to copy
+    uint32_t flags = 0;  // kLaunchLayoutKnown, kLaunchArgsTruncated
+  };
+  static void copyArgs(uint8_t* dst, const ArgSource& args);  // `args.size` bytes
+
  private:
   struct FunctionSlot {
     std::atomic<uint64_t> key{0};  // CUfunction; 0 = empty, 1 = removed (module unloaded)
@@ -151,6 +187,12 @@ class HookRecorder : public hooks::HookClient {
     uint32_t layout_known = 0;
   };
 
+  ArgSource argSource(const FunctionSlot& fs, void** params, void** extra) const;
+  // Pushes kGraph, kGraphNode and kGraphEdge events for `graph` (and its child graphs first). False when a query
+  // failed (what was read is still pushed).
+  bool readGraph(CUgraph graph, Handle parent, core::GraphOrigin origin, Handle stream, int depth, size_t& budget);
+  // Pushes one kernel node (kGraphNode, or kGraphExecKernelNode when `exec` is set).
+  void pushKernelNode(GraphNodeEvent& e, const CUDA_KERNEL_NODE_PARAMS& p);
   const FunctionSlot* lookup(uint64_t f) const;
   const FunctionSlot* describe(CUfunction f);  // slow path: first launch of `f`
   void emitDevice();
@@ -179,6 +221,7 @@ class HookRecorder : public hooks::HookClient {
   std::atomic<int> open_captures_{0};
   std::mutex capture_mu_;
   std::vector<Handle> capturing_streams_;  // streams we saw begin a capture, until they end it
+  std::unordered_map<Handle, Handle> captured_graphs_;  // CUgraph -> the stream whose capture ended with it
   FunctionSlot unknown_slot_;              // returned when the table is full
   std::atomic<void (*)()> query_resolver_{nullptr};
   std::unique_ptr<GpuTimer> gpu_timer_;  // null unless enableGpuTime()

@@ -52,7 +52,14 @@
     "profiler ranges and recorded launches differ in number within a session (extra ones have no metrics)")            \
   X(kMetricEvaluationFailed, "metric_evaluation_failed", kWarning, "ranges whose metrics could not be evaluated")      \
   X(kGraphLaunchesNotRecorded, "graph_launches_not_recorded", kWarning,                                                \
-    "CUDA graph launches whose kernels the hook backend did not see (record with --backend cupti)")                    \
+    "CUDA graph launches whose kernels are not launch rows (the hook backend records graph_launch rows and the "       \
+    "graphs' nodes instead)")                                                                                          \
+  X(kGraphsNotRead, "graphs_not_read", kWarning,                                                                       \
+    "instantiated or updated graphs whose nodes or edges could not be read (recorded without them)")                   \
+  X(kGraphNodesLeftOut, "graph_nodes_left_out", kWarning,                                                              \
+    "graph nodes beyond the recorder's limits (nodes per graph, child-graph depth), left out of their graph")          \
+  X(kGraphLaunchUnknownExec, "graph_launch_unknown_exec", kInfo,                                                       \
+    "graph launches and exec updates of an executable graph (or node) the collector did not see instantiated")         \
   X(kWorkCapturedIntoGraphs, "work_captured_into_graphs", kInfo,                                                       \
     "launches, copies and memsets enqueued on capturing streams (graph nodes, not executed work)")                     \
   X(kCuptiActivityKindUnavailable, "cupti_activity_kind_unavailable", kWarning,                                        \

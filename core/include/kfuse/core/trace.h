@@ -39,6 +39,24 @@ enum class AllocationKind : uint32_t { kUnknown, kDevice, kHostPinned, kManaged,
 enum class MemcpyKind : uint32_t { kUnknown, kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeer };
 enum class SyncKind : uint32_t { kUnknown, kContext, kStream, kEvent, kStreamWaitEvent };
 enum class StatSeverity : uint32_t { kInfo, kWarning, kError };
+// How a CUDA graph came to be: stream capture, explicit node-by-node construction, the graph of a child-graph node,
+// or a copy of an executable graph's graph with one node's parameters changed (cuGraphExecKernelNodeSetParams).
+enum class GraphOrigin : uint32_t { kUnknown, kCapture, kExplicit, kChild, kExecNodeUpdate };
+// A graph node's CUgraphNodeType; kOther for the kinds the trace does not describe further (semaphores, memory
+// operations, conditional nodes, ...).
+enum class GraphNodeType : uint32_t {
+  kOther,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kHost,
+  kEmpty,
+  kEventRecord,
+  kEventWait,
+  kChildGraph,
+  kMemAlloc,
+  kMemFree,
+};
 
 // String forms used by the SQLite store, the JSON interchange format and reports. `parse*` return nullopt for
 // a string that is not one of the names.
@@ -49,6 +67,8 @@ std::string_view toString(AllocationKind v);
 std::string_view toString(MemcpyKind v);
 std::string_view toString(SyncKind v);
 std::string_view toString(StatSeverity v);
+std::string_view toString(GraphOrigin v);
+std::string_view toString(GraphNodeType v);
 std::optional<ImageKind> parseImageKind(std::string_view s);
 std::optional<AccessMode> parseAccessMode(std::string_view s);
 std::optional<MetricSource> parseMetricSource(std::string_view s);
@@ -56,6 +76,8 @@ std::optional<AllocationKind> parseAllocationKind(std::string_view s);
 std::optional<MemcpyKind> parseMemcpyKind(std::string_view s);
 std::optional<SyncKind> parseSyncKind(std::string_view s);
 std::optional<StatSeverity> parseStatSeverity(std::string_view s);
+std::optional<GraphOrigin> parseGraphOrigin(std::string_view s);
+std::optional<GraphNodeType> parseGraphNodeType(std::string_view s);
 // The tables behind toString/parse*, for code generic over enums (kfuse/core/enum_names.h).
 std::span<const EnumName<ImageKind>> nameTable(ImageKind);
 std::span<const EnumName<AccessMode>> nameTable(AccessMode);
@@ -64,6 +86,8 @@ std::span<const EnumName<AllocationKind>> nameTable(AllocationKind);
 std::span<const EnumName<MemcpyKind>> nameTable(MemcpyKind);
 std::span<const EnumName<SyncKind>> nameTable(SyncKind);
 std::span<const EnumName<StatSeverity>> nameTable(StatSeverity);
+std::span<const EnumName<GraphOrigin>> nameTable(GraphOrigin);
+std::span<const EnumName<GraphNodeType>> nameTable(GraphNodeType);
 
 // A CUDA grid or block size: the one 3-vector of launch dimensions (trace, emulator, rewriter).
 struct Dim3 {
@@ -297,6 +321,78 @@ struct Stat {
   friend bool operator==(const Stat&, const Stat&) = default;
 };
 
+// CUDA graphs (schema version 4). A graph is recorded as the collector saw it when it was instantiated (or when an
+// executable graph was updated from it): one Graph row per such snapshot, with its nodes and edges. Replays are
+// GraphLaunch rows; the kernels a replay ran are the kernel nodes of its exec's graph (and of its child graphs),
+// not Launch rows: the launch table holds the kernels launched one by one.
+struct Graph {
+  Id id = kNoId;
+  uint64_t handle = 0;  // CUgraph value; snapshots of the same graph share it
+  GraphOrigin origin = GraphOrigin::kUnknown;
+  Id stream_id = kNoId;        // capture: the stream whose capture made it
+  Id parent_graph_id = kNoId;  // child: the graph holding the child-graph node; exec_node_update: the graph copied
+  int64_t snapshot_ns = kNoTime;
+  friend bool operator==(const Graph&, const Graph&) = default;
+};
+
+// One node of a recorded graph. Kernel nodes carry what a Launch carries (function, shape, the raw argument
+// buffer and the pointer arguments resolved to allocations when the graph was read); memcpy and memset nodes their
+// addresses, resolved the same way.
+struct GraphNode {
+  Id id = kNoId;  // unique in the trace, not only in its graph
+  Id graph_id = kNoId;
+  int index = 0;        // position in the driver's node list (cuGraphGetNodes)
+  uint64_t handle = 0;  // CUgraphNode value
+  GraphNodeType type = GraphNodeType::kOther;
+  Id function_id = kNoId;  // kernel
+  Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  std::vector<uint8_t> arg_bytes;
+  std::vector<PointerArg> pointer_args;
+  MemcpyKind memcpy_kind = MemcpyKind::kUnknown;  // memcpy
+  uint64_t src_address = 0, dst_address = 0;      // memcpy; memset: dst
+  Id src_allocation_id = kNoId, dst_allocation_id = kNoId;
+  uint64_t bytes = 0;  // memcpy, memset
+  uint32_t value = 0;  // memset
+  int element_size = 0;
+  Id child_graph_id = kNoId;  // child graph
+  uint64_t event_handle = 0;  // event record / wait: the CUevent
+  LaunchShape shape() const { return {grid, block, dynamic_shared_bytes}; }
+  friend bool operator==(const GraphNode&, const GraphNode&) = default;
+};
+
+// A dependency: `to_node_id` runs after `from_node_id` (same graph).
+struct GraphEdge {
+  Id graph_id = kNoId;
+  Id from_node_id = kNoId;
+  Id to_node_id = kNoId;
+  int type = 0;  // CUgraphDependencyType: 0 default, 1 programmatic
+  friend bool operator==(const GraphEdge&, const GraphEdge&) = default;
+};
+
+// An executable graph: instantiated from a graph, or the same CUgraphExec after an update (update_of: the row it
+// replaces; later launches of the handle run this one).
+struct GraphExec {
+  Id id = kNoId;
+  uint64_t handle = 0;  // CUgraphExec value
+  Id graph_id = kNoId;
+  Id update_of = kNoId;
+  int64_t thread_id = 0;
+  int64_t api_start_ns = kNoTime, api_end_ns = kNoTime;
+  friend bool operator==(const GraphExec&, const GraphExec&) = default;
+};
+
+// One cuGraphLaunch: a replay of an executable graph on a stream.
+struct GraphLaunch {
+  Id id = kNoId;  // sequence number in API call order
+  int64_t correlation_id = 0;
+  int64_t thread_id = 0;
+  Id graph_exec_id = kNoId;
+  Id stream_id = kNoId;
+  int64_t api_start_ns = kNoTime, api_end_ns = kNoTime;
+  friend bool operator==(const GraphLaunch&, const GraphLaunch&) = default;
+};
+
 struct Trace {
   TraceMetadata metadata;
   std::vector<Process> processes;
@@ -314,6 +410,11 @@ struct Trace {
   std::vector<NvtxRange> nvtx_ranges;
   std::vector<Metric> metrics;
   std::vector<Stat> stats;
+  std::vector<Graph> graphs;
+  std::vector<GraphNode> graph_nodes;
+  std::vector<GraphEdge> graph_edges;
+  std::vector<GraphExec> graph_execs;
+  std::vector<GraphLaunch> graph_launches;
   friend bool operator==(const Trace&, const Trace&) = default;
 };
 

@@ -21,14 +21,19 @@ namespace kfuse::core {
 // The schema version this build writes and the newest it reads (PRAGMA user_version).
 // 1: the first release. 2: adds the `analysis` table (version-1 traces are upgraded in place when a report is
 // stored in them; readers accept both). 3: adds the `review` table (trace_review.h); storing a report or a review
-// decision upgrades an older trace in place (the migration only creates tables; readers accept 1 to 3).
-inline constexpr int kTraceSchemaVersion = 3;
+// decision upgrades an older trace in place (the migration only creates tables; readers accept 1 to 3). 4: adds the
+// CUDA graph tables (graph, graph_node, graph_edge, graph_exec, graph_launch) and the graph_launch_kernel view; an
+// older trace reads as one without graphs, and storing a report or a review decision in it creates them.
+inline constexpr int kTraceSchemaVersion = 4;
 inline constexpr const char* kTraceFormatName = "kfuse-trace";
 
 struct TraceCounts {
   int64_t processes = 0, devices = 0, contexts = 0, streams = 0, modules = 0, module_images = 0, functions = 0,
           launches = 0, pointer_args = 0, allocations = 0, memcpys = 0, memsets = 0, syncs = 0, events = 0,
           nvtx_ranges = 0, metrics = 0, stats = 0;
+  // CUDA graphs (0 in traces older than schema version 4). graph_launch_kernels: kernel nodes run by all replays
+  // (rows of the graph_launch_kernel view).
+  int64_t graphs = 0, graph_nodes = 0, graph_edges = 0, graph_execs = 0, graph_launches = 0, graph_launch_kernels = 0;
 };
 
 struct TraceWriterOptions {
@@ -65,6 +70,11 @@ class TraceWriter {
   Status add(const NvtxRange& v);
   Status add(const Metric& v);
   Status add(const Stat& v);  // replaces a stat of the same name
+  Status add(const Graph& v);
+  Status add(const GraphNode& v);
+  Status add(const GraphEdge& v);  // replaces an edge between the same two nodes
+  Status add(const GraphExec& v);
+  Status add(const GraphLaunch& v);
   // An allocation's free time, learnt after it was added.
   Status setAllocationFreed(Id allocation_id, int64_t free_ns);
 

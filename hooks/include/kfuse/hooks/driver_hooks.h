@@ -116,6 +116,16 @@ namespace kfuse::hooks {
     (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))                                          \
   X(GraphLaunch, "cuGraphLaunch", 10000, 0, "cuGraphLaunch", "cuGraphLaunch_ptsz", 1,                                  \
     (CUgraphExec graph, CUstream stream), (graph, stream))                                                             \
+  X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, 0, "cuGraphInstantiateWithFlags", nullptr, 0,     \
+    (CUgraphExec * exec, CUgraph graph, unsigned long long flags), (exec, graph, flags))                               \
+  X(GraphInstantiateWithParams, "cuGraphInstantiateWithParams", 12000, 0, "cuGraphInstantiateWithParams",              \
+    "cuGraphInstantiateWithParams_ptsz", 1,                                                                            \
+    (CUgraphExec * exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS * params), (exec, graph, params))                \
+  X(GraphDestroy, "cuGraphDestroy", 10000, 0, "cuGraphDestroy", nullptr, 0, (CUgraph graph), (graph))                 \
+  X(GraphExecUpdate, "cuGraphExecUpdate", 12000, 0, "cuGraphExecUpdate_v2", nullptr, 0,                                \
+    (CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo * info), (exec, graph, info))                        \
+  X(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", 12000, 0, "cuGraphExecKernelNodeSetParams_v2",     \
+    nullptr, 0, (CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params), (exec, node, params))     \
   X(StreamBeginCapture, "cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",   \
     1, (CUstream stream, CUstreamCaptureMode mode), (stream, mode))                                                    \
   X(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0, "cuStreamBeginCaptureToGraph",                 \
@@ -189,6 +199,17 @@ struct DriverTable {
   std::atomic<int (*)(uint64_t sequence, void* counters)> EmuGetLaunch{nullptr};
   std::atomic<uint64_t (*)()> EmuThreadLastLaunch{nullptr};  // the calling thread's last launch
   std::atomic<CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*)> StreamIsCapturing{nullptr};
+  // Reading a graph's nodes and edges when it is instantiated (the hook recorder).
+  std::atomic<CUresult(CUDAAPI*)(CUgraph, CUgraphNode*, size_t*)> GraphGetNodes{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*)> GraphGetEdges{
+      nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUgraphNodeType*)> GraphNodeGetType{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*)> GraphKernelNodeGetParams{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_MEMCPY3D*)> GraphMemcpyNodeGetParams{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS*)> GraphMemsetNodeGetParams{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUgraph*)> GraphChildGraphNodeGetGraph{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventRecordNodeGetEvent{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventWaitNodeGetEvent{nullptr};
   // For the injector: loading fused kernels, knowing allocations, shadow copies for --validate.
   std::atomic<CUresult(CUDAAPI*)(CUfunction*, CUmodule, const char*)> ModuleGetFunction{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUmodule*, CUlibrary)> LibraryGetModule{nullptr};
