@@ -625,8 +625,8 @@ TEST(HookRecorderGraphTest, ExecKernelNodeUpdateGivesTheExecACopyOfItsGraphWithT
   ASSERT_EQ(nodes[0]->pointer_args.size(), 1u);  // 0x42 is in no allocation
   EXPECT_EQ(nodes[0]->pointer_args[0].param_index, 3);
   EXPECT_EQ(nodes[0]->pointer_args[0].allocation_id, t.allocations[0].id);
-  EXPECT_EQ(nodes[1]->type, core::GraphNodeType::kMemset);   // the others as they were
-  EXPECT_EQ(nodes[2]->child_graph_id, t.graphs[1].id);       // sharing the child's snapshot
+  EXPECT_EQ(nodes[1]->type, core::GraphNodeType::kMemset);  // the others as they were
+  EXPECT_EQ(nodes[2]->child_graph_id, t.graphs[1].id);      // sharing the child's snapshot
   size_t copied_edges = 0;
   for (const auto& e : t.graph_edges) copied_edges += e.graph_id == copy.id;
   EXPECT_EQ(copied_edges, 2u);

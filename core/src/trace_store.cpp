@@ -766,7 +766,7 @@ Expected<int64_t> storeAnalysisReport(const std::string& trace_path, const std::
   KFUSE_RETURN_IF_ERROR(db.open(trace_path, SQLITE_OPEN_READWRITE));
   KFUSE_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout=5000; BEGIN IMMEDIATE"));
   KFUSE_RETURN_IF_ERROR(db.exec(detail::kAnalysisTableSql));
-  KFUSE_RETURN_IF_ERROR(db.exec(detail::kReviewTableSql));  // the migration to version 3 creates both
+  KFUSE_RETURN_IF_ERROR(db.exec(detail::kReviewTableSql));           // the migration to version 3 creates both
   KFUSE_RETURN_IF_ERROR(db.exec(detail::graphTablesSql().c_str()));  // and to version 4 the graph tables
   KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
   KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO analysis(created_ns, kfuse_version, gpu, report) "

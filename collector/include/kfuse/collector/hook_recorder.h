@@ -220,9 +220,9 @@ class HookRecorder : public hooks::HookClient {
   std::atomic<bool> device_emitted_{false};
   std::atomic<int> open_captures_{0};
   std::mutex capture_mu_;
-  std::vector<Handle> capturing_streams_;  // streams we saw begin a capture, until they end it
+  std::vector<Handle> capturing_streams_;               // streams we saw begin a capture, until they end it
   std::unordered_map<Handle, Handle> captured_graphs_;  // CUgraph -> the stream whose capture ended with it
-  FunctionSlot unknown_slot_;              // returned when the table is full
+  FunctionSlot unknown_slot_;                           // returned when the table is full
   std::atomic<void (*)()> query_resolver_{nullptr};
   std::unique_ptr<GpuTimer> gpu_timer_;  // null unless enableGpuTime()
 };

@@ -30,8 +30,8 @@ bool cancelRequested();
 Status cancelledStatus();
 
 // Returns cancelledStatus() from the enclosing function when cancellation was requested.
-#define KFUSE_RETURN_IF_CANCELLED()                                              \
-  do {                                                                           \
+#define KFUSE_RETURN_IF_CANCELLED()                                                \
+  do {                                                                             \
     if (::kfuse::core::cancelRequested()) return ::kfuse::core::cancelledStatus(); \
   } while (0)
 

@@ -121,7 +121,7 @@ namespace kfuse::hooks {
   X(GraphInstantiateWithParams, "cuGraphInstantiateWithParams", 12000, 0, "cuGraphInstantiateWithParams",              \
     "cuGraphInstantiateWithParams_ptsz", 1,                                                                            \
     (CUgraphExec * exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS * params), (exec, graph, params))                \
-  X(GraphDestroy, "cuGraphDestroy", 10000, 0, "cuGraphDestroy", nullptr, 0, (CUgraph graph), (graph))                 \
+  X(GraphDestroy, "cuGraphDestroy", 10000, 0, "cuGraphDestroy", nullptr, 0, (CUgraph graph), (graph))                  \
   X(GraphExecUpdate, "cuGraphExecUpdate", 12000, 0, "cuGraphExecUpdate_v2", nullptr, 0,                                \
     (CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo * info), (exec, graph, info))                        \
   X(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", 12000, 0, "cuGraphExecKernelNodeSetParams_v2",     \
