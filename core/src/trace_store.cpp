@@ -859,7 +859,8 @@ Status TraceReader::forEachLaunch(const std::function<bool(const Launch&)>& fn) 
   KFUSE_ASSIGN_OR_RETURN(Stmt launches, impl_->db.prepare(sql));
   Launch l;
   Status bad;
-  while (true) {
+  for (uint64_t rows = 0;; ++rows) {
+    if ((rows & 4095) == 0) KFUSE_RETURN_IF_CANCELLED();
     KFUSE_ASSIGN_OR_RETURN(bool have_launch, impl_->db.step(launches));
     if (!have_launch) return {};
     RowReader reader(launches, 0, "launch", bad);

@@ -1,4 +1,5 @@
 #include "kfuse/core/trace_store.h"
+#include "kfuse/core/cancel.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -135,6 +136,30 @@ TEST_F(TraceStoreTest, ComputesModuleHashWhenMissing) {
   ASSERT_TRUE(t.ok());
   ASSERT_EQ(t->modules.size(), 1u);
   EXPECT_EQ(t->modules[0].hash, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // SHA-256("abc")
+}
+
+// The GUI's Cancel (core/cancel.h) stops the reader: readAll and the streaming reader return the cancelled status.
+TEST_F(TraceStoreTest, ReadingStopsWhenCancelled) {
+  auto w = TraceWriter::create(path("t.sqlite"), {.batch_rows = 100});
+  ASSERT_TRUE(w.ok());
+  for (Id i = 1; i <= 10000; ++i) ASSERT_TRUE((*w)->add(testing::makeLaunch(i, static_cast<int>(i % 3))).ok());
+  ASSERT_TRUE((*w)->close().ok());
+  auto reader = TraceReader::open(path("t.sqlite"));
+  ASSERT_TRUE(reader.ok());
+  std::atomic<bool> flag{false};
+  const CancelScope scope(&flag);
+  int seen = 0;
+  const Status streamed = (*reader)->forEachLaunch([&](const Launch&) {
+    if (++seen == 5000) flag = true;  // pressed halfway through
+    return true;
+  });
+  EXPECT_EQ(streamed.code(), ErrorCode::kCancelled);
+  EXPECT_LE(seen, 4096 * 2);
+  auto all = (*reader)->readAll();
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.status().code(), ErrorCode::kCancelled);
+  flag = false;
+  EXPECT_TRUE((*reader)->readAll().ok());
 }
 
 TEST_F(TraceStoreTest, StreamingReaderVisitsLaunchesInOrderAndStopsEarly) {
