@@ -249,6 +249,8 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
   }
   if (loop.loop_block < 0) return fail("it has no loop");
   const BasicBlock& body = blocks[static_cast<size_t>(loop.loop_block)];
+  loop.loop_begin = body.begin;
+  loop.loop_end = body.end;
   const std::vector<size_t> body_insts = instructionsOf(f, body);
   if (body.label.empty() || body_insts.size() < 3) return fail("its loop is not a labelled block");
   // The latch: `@q bra LOOP` last.
@@ -272,7 +274,8 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
     if (f.body[s].kind == StatementKind::kInstruction || f.body[s].kind == StatementKind::kLabel)
       return fail("code follows its return");
   }
-  // The blocks before the loop: straight-line, one guard branch to the exit, no memory access but ld.param.
+  // The blocks before the loop: straight-line, one guard branch to the exit and no other branch (a fusion that
+  // puts several kernels' code before one loop must run all of it), no memory access but ld.param.
   int guards = 0;
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (static_cast<int>(b) == loop.loop_block || static_cast<int>(b) == loop.exit_block) continue;
@@ -286,7 +289,6 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
           loop.guard_stmt = s;
           continue;
         }
-        if (in.guard.empty()) continue;  // a jump forward along the way to the loop (blocks lie before it)
         return fail("it branches before its loop other than to skip it");
       }
       if (in.opcode == Opcode::kLd && in.hasBaseSpace(StateSpace::kParam)) continue;
@@ -329,10 +331,8 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
     }
     if (!loop.induction.empty()) {
       loop.start_stmt = defs[0] == loop.step_stmt ? defs[1] : defs[0];
-      if (cfg.blockOf(loop.start_stmt) == loop.loop_block || !f.body[loop.start_stmt].inst.guard.empty()) {
-        loop.induction.clear();
+      if (cfg.blockOf(loop.start_stmt) == loop.loop_block || !f.body[loop.start_stmt].inst.guard.empty())
         return fail("its induction variable is set twice in its loop");
-      }
     }
   }
   if (loop.induction.empty()) return fail("its loop has no induction variable `i = i + step`");
@@ -358,7 +358,8 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
   if (!guard_value || !latch_value) return fail("its loop's bounds are not values of the launch and parameters");
   const std::string add = f.body[loop.step_stmt].inst.fullOpcode();
   loop.start = *start_value;
-  loop.step = iv_first ? add + "(<iv>," + *step + ")" : add + "(" + *step + ",<iv>)";
+  loop.step =
+      iv_first ? add + "(" + kInductionToken + "," + *step + ")" : add + "(" + *step + "," + kInductionToken + ")";
   loop.guard = (guard.guard_negated ? "!" : "") + *guard_value;
   loop.latch = (latch.guard_negated ? "!" : "") + *latch_value;
   return loop;

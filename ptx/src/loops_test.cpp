@@ -171,6 +171,12 @@ TEST(CountedLoop, RefusesWhatCannotBeInterleaved) {
   EXPECT_FALSE(barrier.loop);
   const Found shuffle = inlineLoop(loopWith("shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", ""));
   EXPECT_FALSE(shuffle.loop);
+  // A jump before the loop (a fusion puts several kernels' code there and must run all of it).
+  std::string jump = loopWith("st.global.f32 [%rd9], %f1;", "");
+  jump.replace(jump.find("$L__BB0_2:"), 10, "bra.uni $L__BB0_2;\n$L__BB0_2:");
+  const Found jumps = inlineLoop(jump);
+  EXPECT_FALSE(jumps.loop);
+  EXPECT_NE(jumps.why.find("branches before its loop"), std::string::npos) << jumps.why;
   // A step read from memory changes from one iteration to the next.
   const Found loaded = inlineLoop(loopWith("ld.global.u32 %r3, [%rd9];", ""));
   EXPECT_FALSE(loaded.loop);

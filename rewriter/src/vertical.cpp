@@ -161,15 +161,20 @@ std::vector<ptx::CountedLoop> sameStepLoops(const std::vector<const Function*>& 
                                             const detail::MergedParams& merged, std::string* why) {
   std::vector<ptx::CountedLoop> loops;
   bool any_loop = false;
-  for (size_t k = 0; k < parts.size() && why->empty(); ++k) {
+  for (size_t k = 0; k < parts.size(); ++k) {
     const Function& f = *parts[k];
     const ptx::Cfg cfg = ptx::Cfg::build(f);
     const std::vector<char> cyclic = ptx::blocksInLoops(cfg);
-    any_loop = any_loop || std::find(cyclic.begin(), cyclic.end(), 1) != cyclic.end();
+    if (std::find(cyclic.begin(), cyclic.end(), 1) == cyclic.end()) {
+      if (why->empty()) *why = "'" + f.name + "' has no loop";
+      continue;
+    }
+    any_loop = true;
+    if (!why->empty()) continue;  // only whether a later part has a loop is still of interest
     if (std::any_of(f.body.begin(), f.body.end(),
                     [](const Statement& s) { return s.kind == StatementKind::kBlockBegin; })) {
       *why = "'" + f.name + "' has nested scopes";
-      break;
+      continue;
     }
     const ptx::DefUse du = ptx::DefUse::compute(f, cfg);
     const auto& names = merged.names[k];
@@ -181,21 +186,13 @@ std::vector<ptx::CountedLoop> sameStepLoops(const std::vector<const Function*>& 
     auto loop = ptx::findCountedLoop(f, cfg, du, fusedName, &not_loop);
     if (!loop) {
       *why = "'" + f.name + "' is not one counted loop: " + not_loop;
-      break;
-    }
-    // Only the guard may branch before the loop: a jump to the loop would skip the later parts' code before it.
-    const size_t loop_begin = cfg.blocks()[static_cast<size_t>(loop->loop_block)].begin;
-    for (size_t i = 0; i < loop_begin && why->empty(); ++i) {
-      const Statement& s = f.body[i];
-      if (s.kind == StatementKind::kInstruction && s.inst.opcode == ptx::Opcode::kBra && i != loop->guard_stmt)
-        *why = "'" + f.name + "' branches before its loop";
-    }
-    if (why->empty() && k > 0 && !loop->sameSteps(loops.front())) {
+    } else if (k > 0 && !loop->sameSteps(loops.front())) {
       *why = "the loops of '" + parts.front()->name + "' and '" + f.name +
              "' do not take the same steps (start, step or bounds differ, or arguments the plan does not pin "
              "equal)";
+    } else {
+      loops.push_back(std::move(*loop));
     }
-    if (why->empty()) loops.push_back(std::move(*loop));
   }
   if (!why->empty()) {
     if (!any_loop) why->clear();
@@ -225,9 +222,9 @@ bool movesEveryStep(const ptx::AffineExpr& offset, uint32_t bytes) {
 }
 
 // Whether the merged loop keeps every pair of accesses of two parts in order (the file comment); else why not.
-std::string interleavingProblem(ptx::Module& module, const Function& f, const std::vector<int>& part_of,
+// `fa`: the analyses of the fused function `f`.
+std::string interleavingProblem(ptx::FunctionAnalyses& fa, const Function& f, const std::vector<int>& part_of,
                                 const MergedLoop& loop, const VerticalFusion& spec) {
-  ptx::FunctionAnalyses fa(&module, f);
   const ptx::Cfg& cfg = fa.cfg();
   ptx::ValueNumbering values(f, cfg, fa.defUse());
   if (loop.nameInductions(cfg, values) < 0) return "the merged loop was not found";
@@ -258,12 +255,11 @@ std::string interleavingProblem(ptx::Module& module, const Function& f, const st
   return {};
 }
 
-// Store-to-load forwarding, `.nc` stripping and (aggressive) intermediate store removal on the fused function.
-// `part_of`: the part each statement comes from (-1: hoisted declarations). `loop`: the merged counted loop, if
-// the parts' loops were merged.
-Status optimiseMemory(ptx::Module& module, Function& f, const std::vector<int>& part_of, const MergedLoop* loop,
+// Store-to-load forwarding, `.nc` stripping and (aggressive) intermediate store removal on the fused function `f`,
+// whose analyses `fa` are (they hold until the edits at the end). `part_of`: the part each statement comes from
+// (-1: hoisted declarations). `loop`: the merged counted loop, if the parts' loops were merged.
+Status optimiseMemory(ptx::FunctionAnalyses& fa, Function& f, const std::vector<int>& part_of, const MergedLoop* loop,
                       const VerticalFusion& spec, const std::vector<int>& dropped_params, FusionResult* result) {
-  ptx::FunctionAnalyses fa(&module, f);
   const ptx::Cfg& cfg = fa.cfg();
   const auto& accesses = fa.memoryAccesses();
   const std::vector<char> in_loop = ptx::blocksInLoops(cfg);
@@ -545,9 +541,7 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   // it), one loop running every part's iteration in turn, one return.
   auto merged_loop = [&](const std::vector<ptx::CountedLoop>& loops, MergedLoop* out) {
     for (size_t k = 0; k < parts.size(); ++k) {
-      const ptx::Cfg cfg = ptx::Cfg::build(*parts[k]);
-      const size_t loop_begin = cfg.blocks()[static_cast<size_t>(loops[k].loop_block)].begin;
-      for (size_t i = 0; i < loop_begin; ++i) {
+      for (size_t i = 0; i < loops[k].loop_begin; ++i) {
         const Statement& s = parts[k]->body[i];
         if (s.kind == StatementKind::kDeclaration || detail::BodyRenamer::dropped(s)) continue;
         if (i == loops[k].guard_stmt && k > 0) continue;  // the first part's guard is the same test
@@ -558,9 +552,7 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
     }
     add(-1, ptx::labelStatement(MergedLoop::kLabel));
     for (size_t k = 0; k < parts.size(); ++k) {
-      const ptx::Cfg cfg = ptx::Cfg::build(*parts[k]);
-      const ptx::BasicBlock& body = cfg.blocks()[static_cast<size_t>(loops[k].loop_block)];
-      for (size_t i = body.begin; i < body.end; ++i) {
+      for (size_t i = loops[k].loop_begin; i < loops[k].loop_end; ++i) {
         const Statement& s = parts[k]->body[i];
         if (s.kind == StatementKind::kLabel || i == loops[k].latch_stmt || detail::BodyRenamer::dropped(s)) continue;
         // A directive of a later part's loop (`.pragma "nounroll"`) belongs at a loop's head, not its middle.
@@ -575,18 +567,21 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   };
 
   std::optional<MergedLoop> loop;
+  std::optional<ptx::FunctionAnalyses> analyses;  // of `fused` as built: the merge check and optimiseMemory share them
   if (!spec.block_barrier) {
     std::string why;
     const std::vector<ptx::CountedLoop> loops = sameStepLoops(parts, merged, &why);
     if (!loops.empty()) {
       loop.emplace();
       merged_loop(loops, &*loop);
-      why = interleavingProblem(module, fused, part_of, *loop, spec);
+      analyses.emplace(&module, fused);
+      why = interleavingProblem(*analyses, fused, part_of, *loop, spec);
       if (why.empty()) {
         result.notes.push_back("the parts' loops take the same steps: one loop runs every part's iteration in turn");
       } else {
         why = "the parts' loops cannot be merged: " + why;
         loop.reset();
+        analyses.reset();
         fused.body.resize(hoisted_end);
         part_of.resize(hoisted_end);
       }
@@ -608,7 +603,9 @@ Expected<FusionResult> fuseVertical(ptx::Module& module, const VerticalFusion& s
   }
   VerticalFusion memory_spec = spec;
   if (spec.block_barrier) memory_spec.forward_stores = false;
-  KFUSE_RETURN_IF_ERROR(optimiseMemory(module, fused, part_of, loop ? &*loop : nullptr, memory_spec, dropped, &result));
+  if (!analyses) analyses.emplace(&module, fused);
+  KFUSE_RETURN_IF_ERROR(
+      optimiseMemory(*analyses, fused, part_of, loop ? &*loop : nullptr, memory_spec, dropped, &result));
   if (result.forwarded_loads > 0) {
     result.notes.push_back("forwarded " + std::to_string(result.forwarded_loads) +
                            " load(s) of values an earlier part stored");

@@ -22,23 +22,22 @@ Expected<std::shared_ptr<const Session>> loadSession(const std::string& path, co
   };
   // The importers and the analysis stop early when Cancel sets the flag (core/cancel.h).
   const core::CancelScope scope(control.cancel);
-  auto cancelled = [&] { return core::cancelRequested(); };
   auto session = std::make_shared<Session>();
   session->path = path;
   session->options = options;
 
   progress(0, "importing");
   KFUSE_ASSIGN_OR_RETURN(session->input, analyzer::importTrace(path));
-  if (cancelled()) return core::cancelledStatus();
+  KFUSE_RETURN_IF_CANCELLED();
   progress(50, "analysing");
   KFUSE_ASSIGN_OR_RETURN(session->report, analyzer::analyze(session->input, path, options));
-  if (cancelled()) return core::cancelledStatus();
+  KFUSE_RETURN_IF_CANCELLED();
   progress(85, "building the timeline");
   session->timeline = buildTimeline(session->input.trace, session->report, &session->input.cpu_ops);
   for (const analyzer::Candidate& c : session->report.candidates) {
     session->candidate_keys.push_back(core::reviewCandidateKey(analyzer::candidateKindName(c.kind), c.mangled_names));
   }
-  if (cancelled()) return core::cancelledStatus();
+  KFUSE_RETURN_IF_CANCELLED();
   progress(100, "done");
   return std::shared_ptr<const Session>(std::move(session));
 }

@@ -57,8 +57,8 @@ class ValueNumbering {
 
 // A kernel made of one counted loop, as nvcc lays it out:
 //
-//   entry blocks (straight-line; no memory access but ld.param)   i = start; ...; @p bra EXIT  (the guard)
-//   LOOP:  body (no branch, barrier, call or atomic)               ...; i = i + step; setp q ...; @q bra LOOP
+//   entry (straight-line, no memory access but ld.param)   i = start; ...; @p bra EXIT   (the guard: its only branch)
+//   LOOP:  body (no branch, barrier, call or atomic)        ...; i = i + step; setp q ...; @q bra LOOP
 //   EXIT:  ret
 //
 // i has exactly two definitions (the start and the step); every memory access of the body comes before the
@@ -68,11 +68,12 @@ class ValueNumbering {
 struct CountedLoop {
   int loop_block = -1;
   int exit_block = -1;
-  std::string induction;  // the register i
-  size_t start_stmt = 0;  // i's definition before the loop
-  size_t step_stmt = 0;   // `add i, i, step` in the loop
-  size_t guard_stmt = 0;  // the conditional branch to EXIT before the loop
-  size_t latch_stmt = 0;  // the conditional branch back to LOOP, the loop's last instruction
+  size_t loop_begin = 0, loop_end = 0;  // the loop block's statements: [loop_begin, loop_end)
+  std::string induction;                // the register i
+  size_t start_stmt = 0;                // i's definition before the loop
+  size_t step_stmt = 0;                 // `add i, i, step` in the loop
+  size_t guard_stmt = 0;                // the conditional branch to EXIT before the loop
+  size_t latch_stmt = 0;                // the conditional branch back to LOOP, the loop's last instruction
   std::string start, step, guard, latch;
   // Whether two loops take the same steps for every thread (start, step, guard and latch texts equal).
   bool sameSteps(const CountedLoop& o) const {
