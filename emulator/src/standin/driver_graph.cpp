@@ -479,6 +479,41 @@ void* legacyGraphFunction(const std::string& name, int version) {
 
 }  // namespace kfuse::standin
 
+namespace {
+
+// A node's parameters of one kind, read or replaced under the graph lock (callers check what they store first).
+template <typename T>
+CUresult nodeField(CUgraphNode node, CUgraphNodeType type, T CUgraphNode_st::*field, T* out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(graphMutex());
+  CUgraphNode_st* n = nodeOfType(node, type);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *out = n->*field;
+  return CUDA_SUCCESS;
+}
+template <typename T>
+CUresult setNodeField(CUgraphNode node, CUgraphNodeType type, T CUgraphNode_st::*field, const T& value) {
+  std::lock_guard lock(graphMutex());
+  CUgraphNode_st* n = nodeOfType(node, type);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  n->*field = value;
+  return CUDA_SUCCESS;
+}
+// Replaces a node's parameters in an executable graph, under the graph lock and after any launch of it running in
+// another thread (callers check what they store first).
+template <typename T>
+CUresult setExecNodeField(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type, T CUgraphNode_st::*field,
+                          const T& value) {
+  std::lock_guard lock(graphMutex());
+  CUgraphNode_st* n = execNode(exec, node, type);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard run(exec->run);
+  n->*field = value;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
 extern "C" {
 
 // ---- graphs and nodes ----------------------------------------------------------------------------------------
@@ -692,68 +727,32 @@ CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D* copy) {
-  if (!copy) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, CU_GRAPH_NODE_TYPE_MEMCPY);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  *copy = n->copy;
-  return CUDA_SUCCESS;
+  return nodeField(node, CU_GRAPH_NODE_TYPE_MEMCPY, &CUgraphNode_st::copy, copy);
 }
 CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* copy) {
   if (CUresult r = checkCopy(copy); r != CUDA_SUCCESS) return r;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, CU_GRAPH_NODE_TYPE_MEMCPY);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  n->copy = *copy;
-  return CUDA_SUCCESS;
+  return setNodeField(node, CU_GRAPH_NODE_TYPE_MEMCPY, &CUgraphNode_st::copy, *copy);
 }
 CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS* p) {
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, CU_GRAPH_NODE_TYPE_MEMSET);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  *p = n->set;
-  return CUDA_SUCCESS;
+  return nodeField(node, CU_GRAPH_NODE_TYPE_MEMSET, &CUgraphNode_st::set, p);
 }
 CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p) {
   if (CUresult r = checkSet(p); r != CUDA_SUCCESS) return r;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, CU_GRAPH_NODE_TYPE_MEMSET);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  n->set = *p;
-  return CUDA_SUCCESS;
+  return setNodeField(node, CU_GRAPH_NODE_TYPE_MEMSET, &CUgraphNode_st::set, *p);
 }
 CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode node, CUDA_HOST_NODE_PARAMS* p) {
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, CU_GRAPH_NODE_TYPE_HOST);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  *p = n->host;
-  return CUDA_SUCCESS;
+  return nodeField(node, CU_GRAPH_NODE_TYPE_HOST, &CUgraphNode_st::host, p);
 }
 CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p) {
   if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, CU_GRAPH_NODE_TYPE_HOST);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  n->host = *p;
-  return CUDA_SUCCESS;
+  return setNodeField(node, CU_GRAPH_NODE_TYPE_HOST, &CUgraphNode_st::host, *p);
 }
 static CUresult eventOf(CUgraphNode node, CUgraphNodeType type, CUevent* e) {
-  if (!e) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, type);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  *e = n->event;
-  return CUDA_SUCCESS;
+  return nodeField(node, type, &CUgraphNode_st::event, e);
 }
 static CUresult setEventOf(CUgraphNode node, CUgraphNodeType type, CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = nodeOfType(node, type);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  n->event = e;
-  return CUDA_SUCCESS;
+  return setNodeField(node, type, &CUgraphNode_st::event, e);
 }
 CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent* e) {
   return eventOf(node, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e);
@@ -844,12 +843,7 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode no
                                                 CUcontext ctx) {
   (void)ctx;
   if (CUresult r = checkCopy(copy); r != CUDA_SUCCESS) return r;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = execNode(exec, node, CU_GRAPH_NODE_TYPE_MEMCPY);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard run(exec->run);
-  n->copy = *copy;
-  return CUDA_SUCCESS;
+  return setExecNodeField(exec, node, CU_GRAPH_NODE_TYPE_MEMCPY, &CUgraphNode_st::copy, *copy);
 }
 CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p,
                                                 CUcontext ctx) {
@@ -864,21 +858,11 @@ CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec exec, CUgraphNode no
 }
 CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p) {
   if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = execNode(exec, node, CU_GRAPH_NODE_TYPE_HOST);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard run(exec->run);
-  n->host = *p;
-  return CUDA_SUCCESS;
+  return setExecNodeField(exec, node, CU_GRAPH_NODE_TYPE_HOST, &CUgraphNode_st::host, *p);
 }
 static CUresult setExecEvent(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type, CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(graphMutex());
-  CUgraphNode_st* n = execNode(exec, node, type);
-  if (!n) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard run(exec->run);
-  n->event = e;
-  return CUDA_SUCCESS;
+  return setExecNodeField(exec, node, type, &CUgraphNode_st::event, e);
 }
 CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNode node, CUevent e) {
   return setExecEvent(exec, node, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e);
