@@ -251,6 +251,38 @@ TEST(Analysis, GridStrideLoopsTakingTheSameStepsReadTheIntermediateOnce) {
   EXPECT_NEAR(other.cost.bytes_after, 4.0 * 4 * (1 << 20), 16);
 }
 
+// A grid-stride consumer of another launch shape than its producer: an epilogue, the consumer run as one element
+// per thread on ceil(n / 256) blocks, when its iterations are independent and its index cannot wrap.
+TEST(Analysis, GridStrideConsumersAreEpiloguesAsOneElementPerThread) {
+  auto pair = [](const char* consumer, int n) {
+    TraceBuilder b;
+    b.trace().functions.push_back(core::KernelFunction{7, 1, consumer, "", {}});
+    b.launch(TraceBuilder::kProduce, {1, 2}, n).launch(7, {2, 3}, n, 1, 16);
+    const Report r = run(b);
+    EXPECT_EQ(r.candidates.size(), 1u);
+    return r.candidates.empty() ? Candidate{} : r.candidates[0];
+  };
+  const Candidate ok = pair("_Z10gs_consumePKfPfi", 100000);
+  EXPECT_EQ(ok.legality, Legality::kProven) << ::testing::PrintToString(ok.reasons);
+  EXPECT_EQ(ok.fusion, FusionKind::kEpilogue);
+  ASSERT_TRUE(ok.epilogue);
+  EXPECT_EQ(ok.epilogue->element_grid, (100000u + 255) / 256);
+  // Iteration i reads what iteration i + 1 writes: no epilogue (the producer may still be recomputed at the
+  // consumer's loads, the consumer's loop left as it is: a prologue).
+  const Candidate shift = pair("_Z8gs_shiftPKfPfi", 100000);
+  EXPECT_NE(shift.fusion, FusionKind::kEpilogue);
+  EXPECT_NE(::testing::PrintToString(shift.reasons)
+                .find("epilogue fusion does not apply: gs_shift(float const*, float*, int) is a grid-stride loop, and "
+                      "two of its iterations may touch a common byte of allocation 3"),
+            std::string::npos)
+      << ::testing::PrintToString(shift.reasons);
+  // A bound that, with the launch's 4,096 threads, passes 2^31: the index could wrap.
+  const Candidate wrap = pair("_Z10gs_consumePKfPfi", 2147483647 - 100);
+  EXPECT_NE(wrap.legality, Legality::kProven);
+  EXPECT_NE(::testing::PrintToString(wrap.reasons).find("could wrap"), std::string::npos)
+      << ::testing::PrintToString(wrap.reasons);
+}
+
 TEST(Analysis, StopsWithACancelledStatusWhenAskedTo) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000);

@@ -22,6 +22,7 @@
 #include "kfuse/core/stats.h"
 #include "legality/block_level.h"
 #include "legality/epilogue.h"
+#include "legality/grid_stride.h"
 #include "legality/prologue.h"
 #include "legality/thread_locality.h"
 
@@ -219,6 +220,11 @@ class Analysis {
   // Prologue fusion of a same-shape pair that is neither thread-local nor block-level (prologue.h). As for
   // block-level, only verdicts that rest on thread locality are reconsidered.
   void checkSameShapePrologue(const std::vector<size_t>& occ, bool visible, Verdict& v) const;
+
+  // An element-wise part that is a grid-stride kernel as its element-per-thread view (grid_stride.h), `grid` its
+  // blocks (0 for a part left as it is); the refusal when the view does not hold for this launch.
+  static std::string elementWise(epilogue::Part& part, uint32_t& grid);
+  static std::string elementWiseSentence(const epilogue::Part& part, const epilogue::Part& view);
 
   // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
   void checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const;

@@ -39,3 +39,8 @@ __global__ void gs_produce(const float* in, float* mid, int n) {
 __global__ void gs_consume(const float* mid, float* out, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = mid[i] + 1.0f;
 }
+// In place, each iteration reading the element the next one writes: run in another order (one element per
+// thread), a thread could read an element already overwritten.
+__global__ void gs_shift(const float* mid, float* a, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) a[i] = a[i + 1] + mid[i];
+}

@@ -365,4 +365,208 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
   return loop;
 }
 
+namespace {
+
+// A value text (ValueNumbering) as a tree: `op(child,child)` or a leaf (`%tid.x`, `4`, `<iv>`, `param:n+0`).
+struct ValueTree {
+  std::string op;
+  std::vector<ValueTree> children;
+  std::string text() const {
+    if (children.empty()) return op;
+    std::string t = op + "(";
+    for (size_t i = 0; i < children.size(); ++i) t += (i ? "," : "") + children[i].text();
+    return t + ")";
+  }
+};
+
+std::optional<ValueTree> parseValue(std::string_view s, size_t& pos, int depth) {
+  if (depth > kMaxDepth) return std::nullopt;
+  ValueTree t;
+  while (pos < s.size() && s[pos] != '(' && s[pos] != ',' && s[pos] != ')') t.op += s[pos++];
+  if (t.op.empty()) return std::nullopt;
+  if (pos < s.size() && s[pos] == '(') {
+    ++pos;
+    while (true) {
+      auto c = parseValue(s, pos, depth + 1);
+      if (!c) return std::nullopt;
+      t.children.push_back(std::move(*c));
+      if (pos < s.size() && s[pos] == ',') {
+        ++pos;
+        continue;
+      }
+      if (pos < s.size() && s[pos] == ')') {
+        ++pos;
+        break;
+      }
+      return std::nullopt;
+    }
+  }
+  return t;
+}
+
+std::optional<ValueTree> parseValue(std::string_view s) {
+  size_t pos = 0;
+  auto t = parseValue(s, pos, 0);
+  if (!t || pos != s.size()) return std::nullopt;
+  return t;
+}
+
+bool oneOf(std::string_view op, std::initializer_list<std::string_view> ops) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// Integer index arithmetic with the widths and copies taken out, sums and products in one order: the launch index
+// written `mad.lo.s32(mov.u32(%ctaid.x),mov.u32(%ntid.x),mov.u32(%tid.x))` becomes `add(%tid.x,mul(%ctaid.x,
+// %ntid.x))`. Only for values that stay below 2^31, where the widths do not change them (the caller's to ensure).
+ValueTree canonicalIndex(const ValueTree& t) {
+  if (t.children.empty()) return t;
+  std::vector<ValueTree> c;
+  for (const ValueTree& x : t.children) c.push_back(canonicalIndex(x));
+  if (t.op.rfind("mov.", 0) == 0 && c.size() == 1) return c[0];
+  if (oneOf(t.op, {"cvt.u64.u32", "cvt.s64.s32", "cvt.s64.u32"}) && c.size() == 1) return c[0];
+  auto sorted = [](std::string op, std::vector<ValueTree> xs) {
+    std::sort(xs.begin(), xs.end(), [](const ValueTree& a, const ValueTree& b) { return a.text() < b.text(); });
+    return ValueTree{std::move(op), std::move(xs)};
+  };
+  if (oneOf(t.op, {"mad.lo.s32", "mad.lo.u32"}) && c.size() == 3) {
+    return sorted("add", {sorted("mul", {c[0], c[1]}), c[2]});
+  }
+  if (oneOf(t.op, {"mul.lo.s32", "mul.lo.u32", "mul.wide.u32", "mul.wide.s32", "mul.lo.s64", "mul.lo.u64"}) &&
+      c.size() == 2) {
+    return sorted("mul", c);
+  }
+  if (oneOf(t.op, {"add.s32", "add.u32", "add.s64", "add.u64"}) && c.size() == 2) return sorted("add", c);
+  return ValueTree{t.op, std::move(c)};
+}
+
+constexpr const char* kLaunchIndex = "add(%tid.x,mul(%ctaid.x,%ntid.x))";
+constexpr const char* kLaunchThreads = "mul(%nctaid.x,%ntid.x)";
+
+// `setp.<cmp>.<type>(a,b)`, with a leading `!` (the branch taken when the comparison is false) folded into the
+// comparison: the comparison as `x < y` (lt) or `x >= y` (ge), its type, and x, y.
+struct Comparison {
+  bool less = false;  // x < y; else x >= y
+  std::string type;
+  ValueTree x, y;
+};
+
+std::optional<Comparison> comparison(const std::string& text) {
+  const bool negated = !text.empty() && text[0] == '!';
+  auto t = parseValue(negated ? std::string_view(text).substr(1) : std::string_view(text));
+  if (!t || t->children.size() != 2 || t->op.rfind("setp.", 0) != 0) return std::nullopt;
+  const std::string rest = t->op.substr(5);  // "lt.s32"
+  const size_t dot = rest.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string cmp = rest.substr(0, dot), type = rest.substr(dot + 1);
+  if (!oneOf(type, {"s32", "u32", "s64", "u64"})) return std::nullopt;
+  Comparison c;
+  c.type = type;
+  // x < y: lt(x,y), gt(y,x); x >= y: ge(x,y), le(y,x); a negation swaps the two.
+  bool swap = false;
+  if (cmp == "lt" || cmp == "ge") {
+    c.less = cmp == "lt";
+  } else if (cmp == "gt" || cmp == "le") {
+    c.less = cmp == "gt";
+    swap = true;
+  } else {
+    return std::nullopt;
+  }
+  if (negated) c.less = !c.less;
+  c.x = t->children[swap ? 1 : 0];
+  c.y = t->children[swap ? 0 : 1];
+  return c;
+}
+
+// The parameter a bound value loads (`ld.param.u32(param:NAME+0)`, possibly widened), or -1.
+int boundParameter(const Function& f, const ValueTree& n) {
+  const ValueTree* t = &n;
+  if (oneOf(t->op, {"cvt.u64.u32", "cvt.s64.s32"}) && t->children.size() == 1) t = &t->children[0];
+  if (t->op.rfind("ld.param.", 0) != 0 || t->children.size() != 1) return -1;
+  const std::string& leaf = t->children[0].op;
+  if (leaf.rfind("param:", 0) != 0 || leaf.size() < 8 || leaf.substr(leaf.size() - 2) != "+0") return -1;
+  return f.paramIndex(std::string_view(leaf).substr(6, leaf.size() - 8));
+}
+
+}  // namespace
+
+std::optional<GridStrideLoop> findGridStrideLoop(const Function& f, const Cfg& cfg, const DefUse& du,
+                                                 std::string* why) {
+  auto fail = [&](const std::string& w) -> std::optional<GridStrideLoop> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  GridStrideLoop g;
+  {
+    auto loop = findCountedLoop(f, cfg, du, {}, why);
+    if (!loop) return std::nullopt;
+    g.loop = std::move(*loop);
+  }
+  const CountedLoop& loop = g.loop;
+  const auto start = parseValue(loop.start);
+  if (!start || canonicalIndex(*start).text() != kLaunchIndex)
+    return fail(
+        "its loop does not start at the thread's index in a 1-D launch (blockIdx.x * blockDim.x + "
+        "threadIdx.x)");
+  const auto stepped = parseValue(loop.step);  // add(<iv>, step)
+  std::optional<ValueTree> step;
+  if (stepped && stepped->children.size() == 2) {
+    for (const ValueTree& c : stepped->children) {
+      if (c.op != kInductionToken) step = c;
+    }
+  }
+  if (!step || canonicalIndex(*step).text() != kLaunchThreads)
+    return fail("its loop does not step by the launch's thread count (gridDim.x * blockDim.x)");
+  // Leaves when gid >= n; goes on while i + step < n.
+  const auto guard = comparison(loop.guard);
+  const auto latch = comparison(loop.latch);
+  if (!guard || !latch || guard->less || !latch->less || guard->type != latch->type || guard->x.text() != loop.start ||
+      latch->x.text() != loop.step || guard->y.text() != latch->y.text()) {
+    return fail("its loop does not run while its index is below one bound (i < n)");
+  }
+  g.bound_param = boundParameter(f, guard->y);
+  if (g.bound_param < 0) return fail("its loop's bound is not a parameter");
+
+  // The body depends on the launch only through i.
+  ValueNumbering vn(f, cfg, du);
+  size_t compare = loop.latch_stmt;
+  for (size_t s = loop.loop_begin; s < loop.latch_stmt; ++s) {
+    if (f.body[s].kind == StatementKind::kInstruction && defines(f.body[s].inst, f.body[loop.latch_stmt].inst.guard))
+      compare = s;
+  }
+  const int lb = loop.loop_block;
+  for (size_t s = loop.loop_begin; s < loop.loop_end; ++s) {
+    if (s == loop.step_stmt || s == compare || s == loop.latch_stmt) continue;
+    if (f.body[s].kind != StatementKind::kInstruction) continue;
+    std::vector<std::string_view> defs, uses;
+    instructionDefsUsesViews(f.body[s].inst, &defs, &uses);
+    const std::string line = " (line " + std::to_string(f.body[s].loc.line) + ")";
+    for (std::string_view reg : uses) {
+      if (isSpecialRegister(reg)) return fail("its loop reads " + std::string(reg) + line);
+      if (reg == loop.induction) {
+        if (s > loop.step_stmt) return fail("its loop reads its index after stepping it" + line);
+        continue;
+      }
+      const std::vector<size_t> reaching = du.reachingDefs(s, reg);
+      bool inside = false;
+      for (size_t d : reaching) {
+        if (cfg.blockOf(d) != lb) continue;
+        if (d >= s) return fail("its loop carries " + std::string(reg) + " from one iteration to the next" + line);
+        inside = true;
+      }
+      if (inside) continue;
+      const auto v = vn.registerValue(reg, s);
+      if (!v) return fail("its loop reads " + std::string(reg) + ", which is not a value of the parameters" + line);
+      if (v->find('%') != std::string::npos)
+        return fail("its loop reads " + std::string(reg) + ", computed from the launch (" + *v + ")" + line);
+    }
+  }
+  return g;
+}
+
+Function elementPerThread(const Function& f, const GridStrideLoop& g) {
+  Function out = f;
+  out.body.erase(out.body.begin() + static_cast<std::ptrdiff_t>(g.loop.latch_stmt));
+  return out;
+}
+
 }  // namespace kfuse::ptx

@@ -208,5 +208,86 @@ TEST(ValueNumbering, EqualComputationsInDifferentRegistersAreOneValue) {
   EXPECT_FALSE(vn.registerValue("%f1", store));
 }
 
+struct FoundGridStride {
+  std::optional<GridStrideLoop> loop;
+  std::string why;
+};
+
+FoundGridStride gridStride(const Module& m, const char* kernel) {
+  const Function* f = m.findFunction(kernel);
+  EXPECT_NE(f, nullptr) << kernel;
+  if (!f) return {};
+  const Cfg cfg = Cfg::build(*f);
+  const DefUse du = DefUse::compute(*f, cfg);
+  FoundGridStride out;
+  out.loop = findGridStrideLoop(*f, cfg, du, &out.why);
+  return out;
+}
+
+TEST(GridStrideLoop, NvccGridStrideLoopsInEveryIndexWidthAndOrder) {
+  for (const char* k : {"gs_axpb", "gs_relu_mul", "gs_size_t", "gs_other_order"}) {
+    const FoundGridStride g = gridStride(loopsModule(), k);
+    ASSERT_TRUE(g.loop) << k << ": " << g.why;
+    const Function& f = *loopsModule().findFunction(k);
+    EXPECT_EQ(g.loop->bound_param, static_cast<int>(f.params.size()) - 1) << k;
+  }
+}
+
+TEST(GridStrideLoop, RefusesBodiesThatDependOnTheLaunchOrOnEarlierIterations) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"gs_reads_tid", "computed from the launch (cvt.rn.f32.u32(mov.u32(%tid.x)))"},
+      {"gs_running_sum", "from one iteration to the next"},
+      {"gs_param_stride", "more than one block"},  // nvcc unrolls a loop whose step it does not know
+      {"gs_half_stride", "thread count"},
+      {"gs_shifted_start", "does not start at the thread's index"},
+      {"gs_unrolled", "more than one block"},
+      {"one_element", "no loop"},
+  };
+  for (const auto& [kernel, reason] : cases) {
+    const FoundGridStride g = gridStride(loopsModule(), kernel);
+    EXPECT_FALSE(g.loop) << kernel;
+    EXPECT_NE(g.why.find(reason), std::string::npos) << kernel << ": " << g.why;
+  }
+  // The thread index read inside the loop.
+  const Module tm = parsedText(loopWith("mov.u32 %r2, %tid.x;\n  st.global.u32 [%rd9], %r2;", ""));
+  const FoundGridStride t = gridStride(tm, "k");
+  EXPECT_FALSE(t.loop);
+  EXPECT_NE(t.why.find("reads %tid.x"), std::string::npos) << t.why;
+  // A bound that is not a parameter, and a loop that runs while i != n.
+  std::string computed = loopWith("st.global.f32 [%rd9], %f1;", "");
+  computed.replace(computed.find("ld.param.u32 %r6, [k_param_2];"), 30,
+                   "ld.param.u32 %r5, [k_param_2];\n  shr.u32 %r6, %r5, 1;");
+  const Module cm = parsedText(computed);
+  const FoundGridStride c = gridStride(cm, "k");
+  EXPECT_FALSE(c.loop);
+  EXPECT_NE(c.why.find("bound is not a parameter"), std::string::npos) << c.why;
+  std::string unequal = loopWith("st.global.f32 [%rd9], %f1;", "");
+  unequal.replace(unequal.find("setp.lt.s32 %p2"), 15, "setp.ne.s32 %p2");
+  const Module um = parsedText(unequal);
+  const FoundGridStride u = gridStride(um, "k");
+  EXPECT_FALSE(u.loop);
+  EXPECT_NE(u.why.find("below one bound"), std::string::npos) << u.why;
+}
+
+TEST(GridStrideLoop, ElementPerThreadRunsTheBodyOnce) {
+  const FoundGridStride g = gridStride(loopsModule(), "gs_axpb");
+  ASSERT_TRUE(g.loop) << g.why;
+  const Function& f = *loopsModule().findFunction("gs_axpb");
+  const Function one = elementPerThread(f, *g.loop);
+  EXPECT_EQ(one.body.size() + 1, f.body.size());
+  const Cfg cfg = Cfg::build(one);
+  const std::vector<char> in_loop = blocksInLoops(cfg);
+  EXPECT_EQ(std::count(in_loop.begin(), in_loop.end(), 1), 0);
+  FunctionAnalyses fa(&loopsModule(), one);
+  int stores = 0;
+  for (const MemoryAccess& a : fa.memoryAccesses()) {
+    EXPECT_FALSE(a.in_loop);
+    ASSERT_TRUE(a.offset.has_value());
+    EXPECT_EQ(a.offset->toString().find("iter"), std::string::npos) << a.offset->toString();
+    stores += a.is_write ? 1 : 0;
+  }
+  EXPECT_EQ(stores, 1);
+}
+
 }  // namespace
 }  // namespace kfuse::ptx

@@ -32,3 +32,24 @@ extern "C" __global__ void one_element(const float* y, float* out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = y[i] * 2.f;
 }
+// The body reads the thread index itself: not the same kernel as one element per thread.
+extern "C" __global__ void gs_reads_tid(const float* y, float* out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = y[i] + float(threadIdx.x);
+}
+// A running sum carried from one iteration to the next.
+extern "C" __global__ void gs_running_sum(const float* y, float* out, int n) {
+  float acc = 0.f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    acc += y[i];
+    out[i] = acc;
+  }
+}
+// The stride passed as an argument.
+extern "C" __global__ void gs_param_stride(const float* y, float* out, int n, int stride) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = y[i] * 2.f;
+}
+// threadIdx.x + blockDim.x * blockIdx.x, the bound read after the index: the same loop as gs_axpb.
+extern "C" __global__ void gs_other_order(const float* y, float* out, int n) {
+  for (int i = threadIdx.x + blockDim.x * blockIdx.x; i < n; i += blockDim.x * gridDim.x) out[i] = y[i] * 2.f;
+}

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "kfuse/ptx/loops.h"
 #include "kfuse/ptx/special_registers.h"
 #include "rename.h"
 
@@ -90,6 +91,15 @@ std::string elementBodyProblem(const ptx::Function& f, const std::string& role) 
     }
   }
   return "";
+}
+
+const ptx::Function* elementPerThread(const ptx::Module& module, const ptx::Function& f,
+                                      std::optional<ptx::Function>& storage) {
+  ptx::FunctionAnalyses fa(&module, f);
+  const auto g = ptx::findGridStrideLoop(f, fa.cfg(), fa.defUse(), nullptr);
+  if (!g) return nullptr;
+  storage = ptx::elementPerThread(f, *g);
+  return &*storage;
 }
 
 }  // namespace kfuse::rewriter::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,10 @@ void useElementRegisters(ptx::Instruction& in, const std::map<ptx::SpecialRegist
 // Why `f`'s body cannot run as one element's thread inside another kernel (a barrier, exit, a call, another special
 // register), naming the line; "" when it can. `role` names it in the message ("consumer 'gelu'").
 std::string elementBodyProblem(const ptx::Function& f, const std::string& role);
+
+// `f` run as one element per thread (ptx::elementPerThread) when it is a grid-stride loop (ptx::findGridStrideLoop),
+// kept in `storage`; null when it is not one.
+const ptx::Function* elementPerThread(const ptx::Module& module, const ptx::Function& f,
+                                      std::optional<ptx::Function>& storage);
 
 }  // namespace kfuse::rewriter::detail

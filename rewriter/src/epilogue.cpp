@@ -41,7 +41,19 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
   }
   std::vector<std::string> names{spec.producer};
   names.insert(names.end(), spec.consumers.begin(), spec.consumers.end());
-  KFUSE_ASSIGN_OR_RETURN(const std::vector<const Function*> parts, detail::kernelsNamed(module, names));
+  KFUSE_ASSIGN_OR_RETURN(std::vector<const Function*> parts, detail::kernelsNamed(module, names));
+  // Grid-stride consumers as one element per thread.
+  std::vector<std::optional<Function>> element_views(parts.size());
+  if (spec.element_per_thread) {
+    int views = 0;
+    for (size_t k = 1; k < parts.size(); ++k) {
+      if (const Function* one = detail::elementPerThread(module, *parts[k], element_views[k])) {
+        parts[k] = one;
+        ++views;
+      }
+    }
+    if (views == 0) return unsupported("no consumer of the epilogue is a grid-stride loop to run once per element");
+  }
   FusionResult result;
   result.fused_name = spec.fused_name;
   if (result.fused_name.empty()) {

@@ -301,7 +301,7 @@ Expected<ElementMapOptions> parseElementMap(const PassOptions& o) {
 Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
   KFUSE_RETURN_IF_ERROR(
       o.checkKnown("fuse-epilogue", {"producer", "consumers", "name", "equal", "producer-param", "consumer",
-                                     "consumer-param", "offset", "element-bytes", "shape"}));
+                                     "consumer-param", "offset", "element-bytes", "shape", "element-per-thread"}));
   EpilogueFusion spec;
   spec.producer = o.get("producer");
   spec.consumers = o.list("consumers");
@@ -318,13 +318,15 @@ Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.consumer, parseIndex(o.get("consumer", "1"), "kernel position"));
   if (o.get("shape").empty()) return invalidArgument("shape=GRID/BLOCK is the consumers' launch (e.g. 64/256)");
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("shape")));
+  KFUSE_ASSIGN_OR_RETURN(spec.element_per_thread, o.flag("element-per-thread", false));
   return makeFusionPass(std::move(spec));
 }
 
 Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
   KFUSE_RETURN_IF_ERROR(o.checkKnown(
-      "fuse-prologue", {"producer", "consumer", "name", "equal", "producer-param", "consumer-param", "offset",
-                        "element-bytes", "lanes", "producer-shape", "consumer-shape", "write-intermediate"}));
+      "fuse-prologue",
+      {"producer", "consumer", "name", "equal", "producer-param", "consumer-param", "offset", "element-bytes", "lanes",
+       "producer-shape", "consumer-shape", "write-intermediate", "element-per-thread"}));
   PrologueFusion spec;
   spec.producer = o.get("producer");
   spec.consumer = o.get("consumer");
@@ -346,6 +348,7 @@ Expected<std::unique_ptr<Pass>> makePrologue(const PassOptions& o) {
   KFUSE_ASSIGN_OR_RETURN(spec.producer_shape, parseShape(o.get("producer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("consumer-shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.write_intermediate, o.flag("write-intermediate", true));
+  KFUSE_ASSIGN_OR_RETURN(spec.element_per_thread, o.flag("element-per-thread", false));
   return makeFusionPass(std::move(spec));
 }
 
@@ -416,14 +419,17 @@ const std::vector<PassInfo>& passRegistry() {
        "producer's thread has just stored",
        "producer=P, consumers=C[+D] (required), producer-param=N, consumer-param=N, element-bytes=N, shape=GRID/BLOCK "
        "(the consumers' launch; required), consumer=K (the pattern position whose argument locates the "
-       "intermediate, default 1), offset=BYTES (element 0's offset from that argument, default 0), name=FUSED, "
-       "equal=K.P=K.P[+...]",
+       "intermediate, default 1), offset=BYTES (element 0's offset from that argument, default 0), "
+       "element-per-thread=true|false (grid-stride consumers run once per element, shape= then the element view's "
+       "launch; default false), name=FUSED, equal=K.P=K.P[+...]",
        makeEpilogue},
       {"fuse-prologue",
        "Recompute an element-wise producer at each of the consumer's loads of its output, in the consumer's launch",
        "producer=P, consumer=C, producer-param=N, consumer-param=N, element-bytes=N, producer-shape=GRID/BLOCK, "
        "consumer-shape=GRID/BLOCK (required), offset=BYTES (default 0), lanes=1|2|4 (elements each producer thread "
-       "stores, default 1), write-intermediate=true|false (default true), name=FUSED, equal=K.P=K.P[+...]",
+       "stores, default 1), write-intermediate=true|false (default true), element-per-thread=true|false (a grid-stride "
+       "producer runs once per element, producer-shape= then the element view's launch; default false), name=FUSED, "
+       "equal=K.P=K.P[+...]",
        makePrologue},
       {"cleanup", "Remove dead code, branches to the next statement, unused declarations (and unused parameters)",
        "kernels=A[+B] (default: every kernel), params=true|false (also remove unused parameters; changes the "

@@ -54,8 +54,13 @@ Expected<FusionResult> fusePrologue(ptx::Module& module, const PrologueFusion& s
     return unsupported("a prologue fusion handles launches of fewer than 2^32 threads and elements");
   }
   const uint64_t elements = producer_threads * k;  // the elements the producer's threads may write
-  KFUSE_ASSIGN_OR_RETURN(const std::vector<const Function*> parts,
+  KFUSE_ASSIGN_OR_RETURN(std::vector<const Function*> parts,
                          detail::kernelsNamed(module, {spec.producer, spec.consumer}));
+  std::optional<Function> element_view;  // a grid-stride producer as one element per thread
+  if (spec.element_per_thread) {
+    parts[0] = detail::elementPerThread(module, *parts[0], element_view);
+    if (!parts[0]) return unsupported("the producer of the prologue is not a grid-stride loop to run once per element");
+  }
   const Function& producer = *parts[0];
   const Function& consumer = *parts[1];
   FusionResult result;

@@ -416,6 +416,10 @@ class Rewriter {
       spec.producer_lanes = c_.epilogue->producer_lanes;
       spec.producer_shape = launch(0, 0).shape();
       spec.consumer_shape = launch(0, 1).shape();
+      if (c_.epilogue->element_grid != 0) {
+        spec.element_per_thread = true;
+        spec.producer_shape.grid.x = c_.epilogue->element_grid;
+      }
       const ArgRef intermediate{0, spec.producer_param};
       spec.write_intermediate = !(options_.aggressive && deadAfterEveryOccurrence(intermediate));
       progress(options_, "recomputing the producer at the consumer's loads (prologue fusion)");
@@ -438,6 +442,10 @@ class Rewriter {
       spec.consumer_offset = c_.epilogue->consumer_offset;
       spec.element_bytes = c_.epilogue->element_bytes;
       spec.consumer_shape = launch(0, 1).shape();
+      if (c_.epilogue->element_grid != 0) {
+        spec.element_per_thread = true;
+        spec.consumer_shape.grid.x = c_.epilogue->element_grid;
+      }
       progress(options_, "fusing " + std::to_string(entries.size() - 1) + " consumer(s) into the producer's epilogue");
       KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
       result_.shape = launch(0, 0).shape();  // the producer's launch

@@ -26,6 +26,7 @@ constexpr Shape k1d{8, 1, 128, 1, 0};    // kN threads
 constexpr Shape kImg{4, 1, 16, 16, 0};   // a 64 x 16 image
 constexpr Shape kRows{8, 1, 128, 1, 0};  // 8 rows, one per block
 constexpr Shape kOne{1, 1, 128, 1, 0};   // one block
+constexpr Shape kTwo{2, 1, 128, 1, 0};   // 256 threads: a grid-stride loop over kN elements takes four steps
 Shape img(int w, int h) {
   return {example::blocksFor(w, 16), example::blocksFor(h, 16), 16, 16, 0};
 }
@@ -477,6 +478,23 @@ std::map<std::string, Case> cases(Buffers& b) {
   c["gridstride_merged_tl"] = [=, &b](const Run& r) {
     r.launch("gsl_scale", k1d, b.c, b.a, 2 * n);
     r.launch("gsl_inc", k1d, b.d, r.pick(b.c, b.c + 4), 2 * n);
+  };
+  // Grid-stride kernels of another launch shape than their partner, fused element by element: 256 threads walk the
+  // 1024 elements of the 64 x 16 image in four steps, as one element per thread (docs/analyzer.md). An epilogue
+  // consumer reading its own element (k = 0) or the next one (k = 1, another iteration's);
+  c["gridstride_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("gsl_read_ahead", kTwo, b.d, b.c, r.pick(0, 1), n);
+  };
+  // a consumer whose bound is the image (legal) or 128 elements more, which the producer never writes;
+  c["gridstride_bound_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("gsl_inc", kTwo, b.d, b.c, r.pick(n, n + 128));
+  };
+  // and a prologue producer writing the whole image (legal) or 64 elements less, which the consumer still reads.
+  c["gridstride_pro"] = [=, &b](const Run& r) {
+    r.launch("gsl_scale", kTwo, b.c, b.a, r.pick(n, n - 64));
+    r.launch("p2_rd", kImg, b.d, b.c, w, h);
   };
   return c;
 }

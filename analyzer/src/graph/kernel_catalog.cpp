@@ -153,8 +153,11 @@ class PtxModules {
   std::map<std::string, Entry> cache_;
 };
 
-// `fa`: the analyses of `f`, shared by every function row of the trace that names it.
-void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts& k) {
+void completeParams(const core::KernelFunction& fn, KernelFacts& k);
+
+// `fa`: the analyses of `f`, shared by every function row of the trace that names it. `element` (when not null)
+// receives the kernel run as one element per thread when it is a grid-stride loop (its facts are the caller's).
+void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts& k, KernelFacts::ElementView* element) {
   const auto& access = fa.paramAccess();
   if (k.params.size() < f.params.size()) k.params.resize(f.params.size());
   for (size_t i = 0; i < k.params.size(); ++i) k.params[i].index = static_cast<int>(i);
@@ -273,6 +276,15 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   if (auto loop = ptx::findCountedLoop(f, fa.cfg(), fa.defUse(), byIndex, nullptr)) {
     k.loop_steps = loop->start + "|" + loop->step + "|" + loop->guard + "|" + loop->latch;
   }
+  if (element) {
+    const std::vector<char> in_loop = ptx::blocksInLoops(fa.cfg());
+    if (std::find(in_loop.begin(), in_loop.end(), 1) != in_loop.end()) {
+      if (auto g = ptx::findGridStrideLoop(f, fa.cfg(), fa.defUse(), &k.element_view_problem)) {
+        element->function = std::make_shared<const ptx::Function>(ptx::elementPerThread(f, *g));
+        element->bound_param = g->bound_param;
+      }
+    }
+  }
   k.has_ptx = true;
 }
 
@@ -310,6 +322,10 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
       k.params[static_cast<size_t>(p.index)] = pf;
     }
 
+    const std::vector<ParamFacts> trace_params = k.params;
+    KernelFacts::ElementView element;
+    const ptx::Module* element_module = nullptr;
+
     // 1. PTX, when the kernel's module image is in the trace. A kernel whose module the trace does not name (a
     //    CUlibrary's kernel, whose handle is not the loaded module's; CUPTI's module callback) is looked for by
     //    its mangled name in every module image: one definition across the images is unambiguous.
@@ -343,7 +359,8 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
         if (const ptx::Function* f = m.findFunction(fn.mangled_name); f && f->has_body) {
           auto& fa = analyses[f];
           if (!fa) fa = std::make_unique<ptx::FunctionAnalyses>(&m, *f);
-          fillFromPtx(*f, *fa, k);
+          fillFromPtx(*f, *fa, k, &element);
+          element_module = &m;
           k.ptx_problem.clear();
           break;
         }
@@ -351,31 +368,53 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
       if (!k.has_ptx && k.ptx_problem.empty()) k.ptx_problem = "no PTX body for " + fn.mangled_name + " in its module";
     }
 
-    // 2. The mangled name's parameter types for parameters still unknown.
-    if (auto sig = ptx::parseMangledSignature(fn.mangled_name); sig) {
-      if (k.params.size() < sig->params.size()) k.params.resize(sig->params.size());
-      for (size_t i = 0; i < sig->params.size(); ++i) {
-        ParamFacts& p = k.params[i];
-        p.index = static_cast<int>(i);
-        if (p.source != AccessSource::kAssumed) continue;
-        if (!sig->params[i].is_pointer && !sig->params[i].is_reference) {
-          p.mode = core::AccessMode::kNone;
-          p.source = AccessSource::kMangledName;
-        } else if (auto hint = ptx::accessHint(sig->params[i]); hint && *hint == ptx::AccessMode::kRead) {
-          p.mode = core::AccessMode::kRead;
-          p.source = AccessSource::kMangledName;
-          p.note = "pointer to const (" + sig->params[i].text + ")";
-        }
-      }
-    }
-    // 3. Whatever is left is assumed read-write: conservative for dependencies.
-    for (ParamFacts& p : k.params) {
-      if (p.source == AccessSource::kAssumed) p.mode = core::AccessMode::kReadWrite;
+    completeParams(fn, k);
+    // The element-per-thread view of a grid-stride kernel: the same steps on its loop body run once.
+    if (element.function) {
+      KernelFacts one;
+      one.function_id = k.function_id;
+      one.mangled_name = k.mangled_name;
+      one.name = k.name;
+      one.params = trace_params;
+      ptx::FunctionAnalyses fa(element_module, *element.function);
+      fillFromPtx(*element.function, fa, one, nullptr);
+      completeParams(fn, one);
+      element.facts = std::make_shared<const KernelFacts>(std::move(one));
+      k.element_view = std::make_shared<const KernelFacts::ElementView>(std::move(element));
     }
     catalog.facts_[fn.id] = std::move(k);
   }
   return catalog;
 }
+
+namespace {
+
+// Steps 2 and 3 of KernelCatalog::build for one kernel's parameters.
+void completeParams(const core::KernelFunction& fn, KernelFacts& k) {
+  // 2. The mangled name's parameter types for parameters still unknown.
+  if (auto sig = ptx::parseMangledSignature(fn.mangled_name); sig) {
+    if (k.params.size() < sig->params.size()) k.params.resize(sig->params.size());
+    for (size_t i = 0; i < sig->params.size(); ++i) {
+      ParamFacts& p = k.params[i];
+      p.index = static_cast<int>(i);
+      if (p.source != AccessSource::kAssumed) continue;
+      if (!sig->params[i].is_pointer && !sig->params[i].is_reference) {
+        p.mode = core::AccessMode::kNone;
+        p.source = AccessSource::kMangledName;
+      } else if (auto hint = ptx::accessHint(sig->params[i]); hint && *hint == ptx::AccessMode::kRead) {
+        p.mode = core::AccessMode::kRead;
+        p.source = AccessSource::kMangledName;
+        p.note = "pointer to const (" + sig->params[i].text + ")";
+      }
+    }
+  }
+  // 3. Whatever is left is assumed read-write: conservative for dependencies.
+  for (ParamFacts& p : k.params) {
+    if (p.source == AccessSource::kAssumed) p.mode = core::AccessMode::kReadWrite;
+  }
+}
+
+}  // namespace
 
 const KernelFacts* KernelCatalog::find(core::Id function_id) const {
   auto it = facts_.find(function_id);

@@ -259,18 +259,48 @@ void Analysis::checkSameShapePrologue(const std::vector<size_t>& occ, bool visib
     const core::Launch& l = launch(op);
     parts.push_back(epilogue::Part{k, locality::Shape{l.grid, l.block}, atomValues(op), g_.ops[op].uses});
   }
+  uint32_t element_grid = 0;
+  const epilogue::Part original = parts[0];
+  if (std::string why = elementWise(parts[0], element_grid); !why.empty()) {
+    v.reasons.push_back("prologue fusion does not apply: " + why);
+    return;
+  }
   const prologue::Result r = prologue::check(parts[0], parts[1]);
   if (r.legality != Legality::kProven) {
     v.reasons.push_back("prologue fusion does not apply: " + r.why);
     return;
   }
   Verdict proven;
+  if (element_grid != 0) proven.reasons.push_back(elementWiseSentence(original, parts[0]));
   proven.prologue = true;
-  proven.epilogue =
-      EpilogueMap{r.producer_param, 1, r.consumer_param, r.consumer_offset, r.element_bytes, r.producer_lanes};
+  proven.epilogue = EpilogueMap{r.producer_param, 1,           r.consumer_param, r.consumer_offset, r.element_bytes,
+                                r.producer_lanes, element_grid};
   proven.reasons.push_back(r.why);
   for (std::string& why : v.reasons) proven.reasons.push_back("thread-local fusion does not apply: " + why);
   v = std::move(proven);
+}
+
+// An element-wise part of an element-remapped fusion that is a grid-stride kernel becomes its element-per-thread
+// view (grid_stride.h), and `grid` that view's blocks; other parts stay as they are (grid 0). The refusal when the
+// view does not hold for this launch.
+std::string Analysis::elementWise(epilogue::Part& part, uint32_t& grid) {
+  grid = 0;
+  gridstride::ElementPart e = gridstride::elementPart(part);
+  if (!e.part) return e.why;
+  part = std::move(*e.part);
+  grid = part.shape.grid.x;
+  return {};
+}
+
+// What elementWise did to `part`, in words.
+std::string Analysis::elementWiseSentence(const epilogue::Part& part, const epilogue::Part& view) {
+  const int bound = part.facts->element_view ? part.facts->element_view->bound_param : -1;
+  const auto n = part.values.find("param" + std::to_string(bound));
+  return part.facts->name + " is a grid-stride loop over " +
+         (n == part.values.end() ? std::string("its bound") : std::to_string(n->second)) +
+         " elements whose iterations touch no common byte: judged as its loop body run once per element, on " +
+         std::to_string(view.shape.grid.x) + " blocks of " + std::to_string(view.shape.block.x) +
+         " threads (the plan pins its bound, argument " + std::to_string(bound) + ")";
 }
 
 // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
@@ -282,22 +312,45 @@ void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
     const core::Launch& l = launch(op);
     parts.push_back(epilogue::Part{k, locality::Shape{l.grid, l.block}, atomValues(op), g_.ops[op].uses});
   }
-  const epilogue::Part producer = parts.front();
+  epilogue::Part producer = parts.front();
+  const epilogue::Part parts_producer = producer;
   parts.erase(parts.begin());
-  const epilogue::Result r = epilogue::check(producer, parts);
+  // Grid-stride consumers, judged as one element per thread (grid_stride.h).
+  std::vector<epilogue::Part> consumers = parts;
+  uint32_t consumer_grid = 0;
+  std::string consumers_why;
+  for (epilogue::Part& c : consumers) {
+    uint32_t grid = 0;
+    if (std::string why = elementWise(c, grid); !why.empty()) {
+      if (consumers_why.empty()) consumers_why = why;
+    } else if (grid != 0) {
+      consumer_grid = grid;
+    }
+  }
+  const epilogue::Result r = consumers_why.empty() ? epilogue::check(producer, consumers)
+                                                   : epilogue::Result{Legality::kBlocked, consumers_why};
   if (r.legality == Legality::kProven) {
     v.reasons.push_back(r.why);
-    v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes};
+    v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes, 1,
+                             consumer_grid};
+    for (size_t j = 0; j < parts.size(); ++j) {
+      if (consumers[j].facts != parts[j].facts) v.reasons.push_back(elementWiseSentence(parts[j], consumers[j]));
+    }
     return;
   }
   // Not an epilogue: a pair may still fuse the other way round, the producer recomputed at the consumer's loads.
   if (parts.size() == 1) {
-    const prologue::Result pr = prologue::check(producer, parts.front());
+    uint32_t producer_grid = 0;
+    std::string producer_why = elementWise(producer, producer_grid);
+    const prologue::Result pr = producer_why.empty() ? prologue::check(producer, parts.front())
+                                                     : prologue::Result{Legality::kBlocked, producer_why};
     if (pr.legality == Legality::kProven) {
       v.reasons.push_back(pr.why);
       v.reasons.push_back("epilogue fusion does not apply: " + r.why);
       v.epilogue =
-          EpilogueMap{pr.producer_param, 1, pr.consumer_param, pr.consumer_offset, pr.element_bytes, pr.producer_lanes};
+          EpilogueMap{pr.producer_param, 1, pr.consumer_param, pr.consumer_offset, pr.element_bytes, pr.producer_lanes,
+                      producer_grid};
+      if (producer_grid != 0) v.reasons.push_back(elementWiseSentence(parts_producer, producer));
       v.prologue = true;
       return;
     }

@@ -136,6 +136,18 @@ struct KernelFacts {
   // test as values, with parameters written "param#<index>": kernels whose texts are equal once each parameter is
   // replaced by its argument take the same steps, and the rewriter runs their loops as one. Empty when it is not one.
   std::string loop_steps;
+  // The kernel run as one element per thread, when it is a grid-stride loop (ptx::findGridStrideLoop): the facts of
+  // its loop body run once with i = the thread's linear index (ptx::elementPerThread, which `function` holds), and
+  // the parameter n the loop runs below. Element-remapped fusions judge such a kernel by these facts on a launch of
+  // ceil(n / block) blocks (legality/grid_stride.h). Null when the kernel is not one (element_view_problem says why,
+  // when it has a loop).
+  struct ElementView {
+    std::shared_ptr<const ptx::Function> function;
+    std::shared_ptr<const KernelFacts> facts;
+    int bound_param = -1;
+  };
+  std::shared_ptr<const ElementView> element_view;
+  std::string element_view_problem;
   bool dynamic_shared_influence = false;   // %dynamic_smem_size (or %total_smem_size) reaches an address, guard...
   bool reads_dynamic_shared_size = false;  // the kernel reads %dynamic_smem_size or %total_smem_size at all
 };
@@ -247,6 +259,9 @@ struct EpilogueMap {
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
   uint32_t producer_lanes = 1;  // prologue: elements per producer thread (its store a vector of that many)
+  // The element-wise kernels (an epilogue's consumers, a prologue's producer) that are grid-stride loops run as one
+  // element per thread (ptx::elementPerThread) on this many blocks of their block size; 0: none is one.
+  uint32_t element_grid = 0;
   friend bool operator==(const EpilogueMap&, const EpilogueMap&) = default;
 };
 enum class Legality { kProven, kLikely, kBlocked };

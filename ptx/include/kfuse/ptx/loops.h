@@ -86,4 +86,29 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
                                            const std::function<std::string(const std::string&)>& param_name,
                                            std::string* why);
 
+// A grid-stride loop: a counted loop `for (i = gid; i < n; i += the launch's threads)`, with gid = %ctaid.x *
+// %ntid.x + %tid.x and the step %nctaid.x * %ntid.x (32- or 64-bit, in any order nvcc writes them), whose body
+// depends on the launch only through i:
+//  - no special register is read in the loop but by the step;
+//  - every other value the body reads is computed in the same iteration, from i, or before the loop from
+//    parameters and immediates alone (no loop-carried value such as an accumulator);
+//  - the guard leaves when gid >= n, the exit test continues while i + step < n, n one parameter (possibly
+//    widened) compared in one type.
+// For a launch of G x B threads (1-D) whose n and G * B fit below 2^31, such a kernel runs its body exactly once for
+// each i in [0, n), in some order: it does what the same body does run once per thread, i = gid, on any 1-D launch
+// of B-thread blocks with at least n threads (elementPerThread), provided no two iterations touch a common byte with
+// one of them writing. That last condition is about memory, and the caller's (the analyzer checks it from the
+// access forms for the launch's arguments).
+struct GridStrideLoop {
+  CountedLoop loop;
+  int bound_param = -1;  // the parameter n
+};
+
+// `f` as a grid-stride loop; nullopt with `why` (one clause) when it is not one.
+std::optional<GridStrideLoop> findGridStrideLoop(const Function& f, const Cfg& cfg, const DefUse& du, std::string* why);
+
+// `f` with the loop's back edge removed: its body runs once, for i = the thread's linear index (see GridStrideLoop
+// for when that is the same kernel).
+Function elementPerThread(const Function& f, const GridStrideLoop& g);
+
 }  // namespace kfuse::ptx

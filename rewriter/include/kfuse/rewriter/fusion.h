@@ -98,6 +98,9 @@ struct EpilogueFusion {
   int64_t consumer_offset = 0;
   uint32_t element_bytes = 0;
   core::LaunchShape consumer_shape;  // the consumers' recorded launch (1-D)
+  // Consumers that are grid-stride loops run as one element per thread (ptx::elementPerThread), consumer_shape then
+  // being that view's launch (analyzer::EpilogueMap::element_grid blocks); at least one consumer must be one.
+  bool element_per_thread = false;
 };
 
 // Adds the fused .entry to `module`: the producer's body; right after its store to the intermediate, the thread
@@ -124,6 +127,9 @@ struct PrologueFusion {
   uint32_t producer_lanes = 1;       // elements each producer thread stores (a vector store of 2 or 4)
   core::LaunchShape producer_shape;  // the producer's recorded launch (1-D)
   core::LaunchShape consumer_shape;  // the consumer's: the fused launch
+  // The producer is a grid-stride loop run as one element per thread (ptx::elementPerThread), producer_shape being
+  // that view's launch (analyzer::EpilogueMap::element_grid blocks).
+  bool element_per_thread = false;
   // Whether the fused kernel still writes the intermediate (the producer's threads, strided over the fused
   // launch's threads, before the consumer's body). false (--aggressive, the trace shows nobody reads it later):
   // only the consumer's loads compute it.
