@@ -435,8 +435,35 @@ class GuiModelsTest : public QObject {
     QCOMPARE(model.rowCount(edges), static_cast<int>(c.edges.size()));
     model.setTree(launchDetail(*alexnet_, alexnet_->input.trace.launches.front().id));
     QCOMPARE(model.rowCount(), 1);
+    // A launch of a PyTorch trace names the operator that launched it.
+    const core::Launch& gemm = bert_->input.trace.launches.front();
+    model.setTree(launchDetail(*bert_, gemm.id));
+    QStringList rows;
+    for (int r = 0; r < model.rowCount(model.index(0, 0)); ++r) {
+      const QModelIndex key = model.index(r, 0, model.index(0, 0));
+      if (key.data().toString() == "operator") rows << model.index(r, 1, model.index(0, 0)).data().toString();
+    }
+    QCOMPARE(rows.size(), 1);
+    QVERIFY2(rows.front().startsWith("aten::"), qPrintable(rows.front()));
     model.setTree({});
     QCOMPARE(model.rowCount(), 0);
+  }
+
+  // On a PyTorch trace the members' nodes are named by their operators.
+  void graphNodesOfMembersNameTheirOperators() {
+    const DependencyContext ctx = buildDependencyContext(bert_->input.trace);
+    const analyzer::Candidate& c = bert_->report.candidates.front();
+    std::vector<std::string> labels;
+    for (const analyzer::MemberContext& m : c.members) labels.push_back(m.label);
+    QVERIFY(!labels.empty() && labels.front().rfind("aten::", 0) == 0);
+    const auto ops = neighbourhood(ctx.graph, c.occurrences.front(), 1, 24);
+    auto laid = layoutGraph(ctx.graph, bert_->input.trace, ctx.catalog, ops, c.occurrences.front(), 48, labels);
+    QVERIFY2(laid.ok(), laid.ok() ? "" : laid.status().message().c_str());
+    std::set<std::string> named;
+    for (const GraphNode& n : laid->nodes) {
+      if (n.member) named.insert(n.label.substr(n.label.find(' ') + 1));  // after "#op "
+    }
+    QCOMPARE(named, std::set<std::string>(labels.begin(), labels.end()));
   }
 
   void graphvizLaysOutACandidateNeighbourhood() {

@@ -171,6 +171,13 @@ DetailNode launchDetail(const Session& session, core::Id launch_id) {
       if (f.id == l.function_id) name = f.demangled_name.empty() ? f.mangled_name : f.demangled_name;
     }
     DetailNode& n = root.add(QString("Launch %1").arg(l.id), q(analyzer::shortKernelName(name, 60)), q(name));
+    // The PyTorch operator that launched it (a Kineto trace: the same External id).
+    auto e = session.input.launch_external_ids.find(l.id);
+    if (e != session.input.launch_external_ids.end() && e->second != 0) {
+      for (const analyzer::CpuOp& op : session.input.cpu_ops) {
+        if (op.external_id == e->second) n.add("operator", q(op.name));
+      }
+    }
     addLaunchRows(n, l);
     n.add("in a candidate", "no");
   }
