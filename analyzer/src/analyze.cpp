@@ -427,7 +427,7 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
   struct Acc {
     double bytes = 0, flops = 0, ns = 0, predicted_ns = 0, predicted_bytes = 0;
     size_t launches = 0;
-    cost::Source bytes_source = cost::Source::kUnknown;
+    cost::Source bytes_source = cost::Source::kUnknown, flops_source = cost::Source::kUnknown;
   };
   std::map<core::Id, Acc> per_function;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
@@ -439,6 +439,7 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
     a.bytes_source = a.launches == 0 ? bs : cost::combine(a.bytes_source, bs);
     const FlopCounts flops = analysis.kernelFlops(i, fs);
     a.flops += flops.total();
+    a.flops_source = a.launches == 0 ? fs : cost::combine(a.flops_source, fs);
     a.ns += analysis.durationNs(i);
     a.predicted_bytes += estimated.bytes;
     a.predicted_ns += cost::launchRooflineNs(estimated.bytes, flops, analysis.launchResources(analysis.launch(i)),
@@ -456,6 +457,7 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
     row.predicted_ns = a.predicted_ns;
     row.predicted_bytes = a.predicted_bytes;
     row.bytes_source = cost::sourceName(a.bytes_source);
+    row.flops_source = cost::sourceName(a.flops_source);
     if (row.ns <= 0) row.ns = a.predicted_ns;  // no GPU time: the model's estimate stands in
     if (a.bytes > 0 && a.flops > 0 && a.ns > 0 && r.gpu.fp32_flops > 0) {
       const double roof = std::min(r.gpu.fp32_flops, a.flops / a.bytes * r.gpu.dram_bandwidth_bytes_per_s);

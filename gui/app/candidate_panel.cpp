@@ -6,6 +6,8 @@
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace kfuse::gui {
 
 CandidatePanel::CandidatePanel(CandidatesModel* model, QWidget* parent) : QWidget(parent), model_(model) {
@@ -13,7 +15,7 @@ CandidatePanel::CandidatePanel(CandidatesModel* model, QWidget* parent) : QWidge
   filter_->setSourceModel(model_);
 
   name_ = new QLineEdit(this);
-  name_->setPlaceholderText(tr("kernel name contains…"));
+  name_->setPlaceholderText(tr("kernel, operator or module contains…"));
   name_->setClearButtonEnabled(true);
   kind_ = new QComboBox(this);
   kind_->addItems({tr("all kinds"), tr("vertical"), tr("horizontal")});
@@ -72,7 +74,17 @@ CandidatePanel::CandidatePanel(CandidatesModel* model, QWidget* parent) : QWidge
     if (selecting_ || !current.isValid()) return;
     emit candidatePicked(current.data(CandidatesModel::CandidateIndexRole).toInt());
   });
-  connect(model_, &QAbstractItemModel::modelReset, this, [this] { table_->resizeColumnsToContents(); });
+  connect(model_, &QAbstractItemModel::modelReset, this, &CandidatePanel::fitColumns);
+}
+
+void CandidatePanel::fitColumns() {
+  table_->resizeColumnsToContents();
+  // The text columns (operators, module, remedies) can be as wide as a kernel name: capped so that the columns
+  // after them stay within reach; each cell's tooltip has the whole text.
+  QHeaderView* header = table_->horizontalHeader();
+  for (int col = 0; col < header->count(); ++col) {
+    header->resizeSection(col, std::min(header->sectionSize(col), kMaxColumnWidth));
+  }
 }
 
 QCheckBox* CandidatePanel::legalityBox(analyzer::Legality l) const {

@@ -1,5 +1,7 @@
 // The candidates table with its filter bar (kind, legality, least confidence, least total saving, least
-// occurrences, kernel name). Emits the candidate a user picks; follows the shared selection.
+// occurrences, kernel / operator / module name). Emits the candidate a user picks; follows the shared selection.
+// Columns are sized to their contents, the wide text ones capped at kMaxColumnWidth, so that rank, kind, legality
+// and saving (the first columns) are in view in a 1280-pixel-wide window.
 #pragma once
 
 #include <QCheckBox>
@@ -31,12 +33,14 @@ class CandidatePanel : public QWidget {
   // Selects candidate `index`'s row (if the filter shows it) without emitting candidatePicked.
   void selectCandidate(int index);
   int selectedCandidate() const;
+  static constexpr int kMaxColumnWidth = 320;
 
  signals:
   void candidatePicked(int index);
 
  private:
   void applyFilters();
+  void fitColumns();
   CandidatesModel* model_;
   CandidateFilter* filter_;
   QTableView* table_;

@@ -100,7 +100,13 @@ void GraphView::showWindow(int64_t t0, int64_t t1) {
 void GraphView::draw(const std::vector<size_t>& ops, const std::vector<size_t>& members, int candidate,
                      size_t omitted) {
   scene_->clear();
-  auto laid = layoutGraph(context_->graph, session_->input.trace, context_->catalog, ops, members);
+  // The members by their operators where the trace links them (as the table names them).
+  std::vector<std::string> labels;
+  if (const analyzer::Candidate* c = session_->candidate(candidate)) {
+    for (const analyzer::MemberContext& m : c->members) labels.push_back(m.op.empty() ? std::string() : m.label);
+  }
+  auto laid =
+      layoutGraph(context_->graph, session_->input.trace, context_->catalog, ops, members, /*max_label=*/48, labels);
   if (!laid.ok()) {
     layout_ = {};
     status_->setText(QString::fromStdString(laid.status().message()));
@@ -153,7 +159,7 @@ void GraphView::draw(const std::vector<size_t>& ops, const std::vector<size_t>& 
     box->setBrush(fill);
     box->setPen(QPen(n.member ? Qt::black : QColor(0x70, 0x70, 0x70), n.member ? 2 : 1));
     scene_->addItem(box);
-    auto* text = scene_->addSimpleText(QString::fromStdString(n.label), node_font);
+    auto* text = scene_->addSimpleText(QString::fromStdString(n.text.empty() ? n.label : n.text), node_font);
     const QRectF br = text->boundingRect();
     text->setPos(n.center.x - br.width() / 2, n.center.y - br.height() / 2);
     text->setAcceptedMouseButtons(Qt::NoButton);

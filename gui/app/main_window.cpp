@@ -134,6 +134,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     selection_->setCandidate(candidate);
     selection_->setLaunch(launch);
   });
+  connect(timeline_, &TimelineWidget::operatorClicked, this, [this](int candidate) {
+    const analyzer::Candidate* c = session_ ? session_->candidate(candidate) : nullptr;
+    selection_->setCandidate(candidate);
+    if (c && !c->occurrence_launches.empty() && !c->occurrence_launches.front().empty()) {
+      selection_->setLaunch(c->occurrence_launches.front().front());
+    }
+  });
   connect(graph_, &GraphView::launchClicked, this, [this](core::Id launch) {
     if (!session_) return;
     auto it = session_->timeline.by_launch.find(launch);

@@ -9,13 +9,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kfuse/gui/roofline_points.h"
 #include "kfuse/gui/timeline_painter.h"
 
 namespace kfuse::gui {
 
+namespace {
+const QColor kKernelColor(0x60, 0x70, 0x90);
+}  // namespace
+
 RooflineView::RooflineView(QWidget* parent) : QWidget(parent) {
   view_ = new QChartView(new QChart, this);
   view_->setRenderHint(QPainter::Antialiasing);
+  // At the side, one entry a line: the entries name what the estimates rest on and would be cut short in a row.
+  view_->chart()->legend()->setAlignment(Qt::AlignRight);
   note_ = new QLabel(this);
   note_->setWordWrap(true);
   auto* layout = new QVBoxLayout(this);
@@ -53,6 +60,7 @@ void RooflineView::rebuild() {
     delete a;
   }
   member_points_ = 0;
+  estimated_points_ = 0;
   has_predicted_ = false;
   if (!session_) return;
   const core::GpuSpec& gpu = report_.gpu;
@@ -64,8 +72,10 @@ void RooflineView::rebuild() {
     if (x > 0) xmin = std::min(xmin, x / 2), xmax = std::max(xmax, x * 2);
     if (y > 0) ymin = std::min(ymin, y / 2), ymax = std::max(ymax, y * 2);
   };
-  for (const analyzer::KernelRow& k : report_.kernel_table) {
-    if (k.bytes > 0 && k.flops > 0) grow(k.flops / k.bytes, k.ns > 0 ? k.flops / (k.ns * 1e-9) : 0);
+  // The points (kfuse::gui::rooflineChart): counted ones filled, the analyzer's estimates hollow.
+  const RooflineChart points = rooflineChart(report_, candidate_);
+  for (const RooflineMark& m : points.marks) {
+    if (m.role != RooflineRole::kFused) grow(m.intensity, m.flops_per_s);
   }
 
   auto* ax = new QLogValueAxis;
@@ -110,85 +120,81 @@ void RooflineView::rebuild() {
     attach(s);
   }
 
-  auto* kernels = new QScatterSeries;
-  kernels->setName(tr("kernels (achieved)"));
-  kernels->setMarkerSize(7);
-  kernels->setColor(QColor(0x60, 0x70, 0x90));
-  kernels->setBorderColor(Qt::transparent);
-  std::map<std::string, QPointF> by_name;
-  // The per-kernel table's totals: measured GPU time, or the cost model's estimate where the trace has none (an
-  // emulator recording); the report's own roofline points leave those out.
-  bool on_roof = false;
-  for (const analyzer::KernelRow& k : report_.kernel_table) {
-    if (k.bytes <= 0 || k.flops <= 0) continue;
-    double ns = k.ns;
-    if (ns <= 0) {
-      // No time at all (an emulator recording): the kernel is placed on the roof, at the time the roofline allows.
-      if (gpu.dram_bandwidth_bytes_per_s <= 0 || gpu.fp32_flops <= 0) continue;
-      ns = std::max(k.bytes / gpu.dram_bandwidth_bytes_per_s, k.flops / gpu.fp32_flops) * 1e9;
-      on_roof = true;
+  const QString estimated = QString::fromStdString(points.estimate_legend);
+  auto series = [&](const QString& name, qreal size, const QColor& color, bool hollow, bool square) {
+    auto* s = new QScatterSeries;
+    s->setName(name);
+    s->setMarkerSize(size);
+    if (square) s->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    if (hollow) {
+      s->setBrush(Qt::NoBrush);
+      s->setPen(QPen(color, 2));
+    } else {
+      s->setColor(color);
+      s->setBorderColor(color == kKernelColor ? QColor(Qt::transparent) : QColor(Qt::black));
     }
-    const QPointF p(k.flops / k.bytes, k.flops / (ns * 1e-9));
-    kernels->append(p);
-    by_name[k.name] = p;
-  }
+    return s;
+  };
+  bool on_roof = false;
+  for (const RooflineMark& m : points.marks) on_roof |= m.role == RooflineRole::kKernel && m.time_from_roof;
+  QString kernels_name = tr("kernels (achieved)");
   if (on_roof) {
-    kernels->setName(tr("kernels (no GPU times in the trace: placed on the roof)"));
+    kernels_name = tr("kernels (no GPU times in the trace: placed on the roof)");
   } else if (report_.gpu_busy_estimated) {
-    kernels->setName(tr("kernels (time estimated: the trace has no GPU times)"));
+    kernels_name = tr("kernels (time estimated: the trace has no GPU times)");
   }
-  attach(kernels);
-
-  QString note;
+  auto* kernels = series(kernels_name, 7, kKernelColor, false, false);
+  auto* kernels_estimated = series(tr("kernels, %1").arg(estimated), 8, kKernelColor, true, false);
   const analyzer::Candidate* c = candidate_ >= 0 && static_cast<size_t>(candidate_) < report_.candidates.size()
                                      ? &report_.candidates[candidate_]
                                      : nullptr;
-  if (c) {
-    const QColor color = TimelinePainter::candidateColor(candidate_);
-    auto* members = new QScatterSeries;
-    members->setName(tr("#%1 members").arg(c->rank));
-    members->setMarkerSize(11);
-    members->setColor(color);
-    members->setBorderColor(Qt::black);
-    for (const std::string& n : c->names) {
-      auto it = by_name.find(n);
-      if (it == by_name.end()) continue;
-      members->append(it->second);
-      ++member_points_;
+  const QColor color = TimelinePainter::candidateColor(candidate_);
+  const int rank = c ? c->rank : 0;
+  auto* members = series(tr("#%1 members").arg(rank), 11, color, false, false);
+  auto* members_estimated = series(tr("#%1 members (estimated)").arg(rank), 12, color, true, false);
+  QScatterSeries* fused = nullptr;
+  for (const RooflineMark& m : points.marks) {
+    const QPointF p(m.intensity, m.flops_per_s);
+    switch (m.role) {
+      case RooflineRole::kKernel: (m.estimated ? kernels_estimated : kernels)->append(p); break;
+      case RooflineRole::kMember:
+        (m.estimated ? members_estimated : members)->append(p);
+        ++member_points_;
+        break;
+      case RooflineRole::kFused:
+        fused = series(
+            m.estimated ? tr("#%1 fused (predicted from estimates)").arg(rank) : tr("#%1 fused (predicted)").arg(rank),
+            13, color.darker(130), m.estimated, true);
+        fused->append(p);
+        has_predicted_ = true;
+        break;
     }
-    attach(members);
-    if (c->cost.bytes_after > 0 && c->cost.flops > 0 && c->cost.fused_ns > 0) {
-      const QPointF predicted(c->cost.flops / c->cost.bytes_after, c->cost.flops / (c->cost.fused_ns * 1e-9));
-      auto* fused = new QScatterSeries;
-      fused->setName(tr("#%1 fused (predicted)").arg(c->rank));
-      fused->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
-      fused->setMarkerSize(13);
-      fused->setColor(color.darker(130));
-      fused->setBorderColor(Qt::black);
-      fused->append(predicted);
-      attach(fused);
-      has_predicted_ = true;
-      for (const QPointF& m : members->points()) arrows_.emplace_back(m, predicted);
-      if (predicted.x() < xmin || predicted.x() > xmax || predicted.y() < ymin || predicted.y() > ymax) {
-        ax->setRange(std::min(xmin, predicted.x() / 2), std::max(xmax, predicted.x() * 2));
-        ay->setRange(std::min(ymin, predicted.y() / 2), std::max(ymax, predicted.y() * 2));
-      }
+    if (m.estimated) ++estimated_points_;
+  }
+  if (fused) {
+    const QPointF predicted = fused->points().front();
+    for (QScatterSeries* s : {members, members_estimated}) {
+      for (const QPointF& m : s->points()) arrows_.emplace_back(m, predicted);
     }
-    if (member_points_ == 0) {
-      note = tr("Candidate #%1: its kernels have no roofline point (the trace has no byte or FLOP counts for them: "
-                "%2 bytes, %3 FLOP).")
-                 .arg(c->rank)
-                 .arg(QString::fromStdString(c->cost.bytes_source))
-                 .arg(QString::fromStdString(c->cost.flops_source));
-    } else if (!has_predicted_) {
-      note = tr("Candidate #%1: no predicted point (no FLOP or byte estimate for the fused kernel).").arg(c->rank);
-    } else {
-      note = tr("Candidate #%1: arrows lead from its kernels to the fused kernel's predicted point.").arg(c->rank);
+    if (predicted.x() < xmin || predicted.x() > xmax || predicted.y() < ymin || predicted.y() > ymax) {
+      ax->setRange(std::min(xmin, predicted.x() / 2), std::max(xmax, predicted.x() * 2));
+      ay->setRange(std::min(ymin, predicted.y() / 2), std::max(ymax, predicted.y() * 2));
     }
-  } else {
-    note = kernels->count() == 0
-               ? tr("No kernel of this trace has both a byte and a FLOP count, so there is nothing to place.")
-               : tr("%1 kernels. Select a candidate to see its fused kernel's predicted point.").arg(kernels->count());
+  }
+  // Only the series that hold points (the legend names what is drawn); the fused point's series last, since
+  // drawArrows() maps through the last series.
+  for (QScatterSeries* s : {kernels, kernels_estimated, members, members_estimated, fused}) {
+    if (!s) continue;
+    if (s->count() == 0 && !(s == kernels && kernels_estimated->count() == 0)) {
+      delete s;
+      continue;
+    }
+    attach(s);
+  }
+  QString note = QString::fromStdString(points.note);
+  if (!estimated.isEmpty()) note += tr(" Hollow points: bytes or FLOPs %1, not counted.").arg(estimated);
+  if (!points.fused_legend.empty()) {
+    note += tr(" The fused kernel's prediction rests on counts %1.").arg(QString::fromStdString(points.fused_legend));
   }
   note_->setText(note);
   drawArrows();

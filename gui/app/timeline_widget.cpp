@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kfuse/gui/candidates_model.h"
+
 namespace kfuse::gui {
 
 TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
@@ -110,11 +112,16 @@ QPoint TimelineWidget::pointOf(core::Id launch) const {
   if (!session_) return {};
   auto it = session_->timeline.by_launch.find(launch);
   if (it == session_->timeline.by_launch.end()) return {-1, -1};
-  const Slice& s = session_->timeline.slice(it->second);
+  return pointOf(it->second);
+}
+
+QPoint TimelineWidget::pointOf(SliceRef ref) const {
+  if (!session_) return {};
+  const Slice& s = session_->timeline.slice(ref);
   const double x =
       TimelinePainter::xAt((static_cast<double>(s.start) + static_cast<double>(s.end)) / 2, size(), window_);
-  const int y = TimelinePainter::laneTop(session_->timeline, it->second.lane) - window_.scroll_y +
-                TimelinePainter::laneHeight(session_->timeline.lanes[it->second.lane]) / 2;
+  const int y = TimelinePainter::laneTop(session_->timeline, ref.lane) - window_.scroll_y +
+                TimelinePainter::laneHeight(session_->timeline.lanes[ref.lane]) / 2;
   return {static_cast<int>(std::lround(x)), y};
 }
 
@@ -140,16 +147,22 @@ QString TimelineWidget::describe(SliceRef ref) const {
                   .arg(l.block.z);
       if (l.registers_per_thread) text += QString(" · %1 regs").arg(l.registers_per_thread);
       if (const analyzer::Candidate* c = session_->candidate(s.candidate)) {
-        text += QString("\ncandidate #%1 (%2, %3)")
+        text += QString("\ncandidate #%1 (%2, %3): %4")
                     .arg(c->rank)
-                    .arg(analyzer::candidateKindName(c->kind))
-                    .arg(analyzer::legalityName(c->legality));
+                    .arg(analyzer::fusionKindName(c->fusion))
+                    .arg(analyzer::legalityName(c->legality))
+                    .arg(candidateMembers(*c));
       }
       break;
     }
     case SliceKind::kMemcpy: text += QString("\n%1 bytes").arg(trace.memcpys[s.record_index].bytes); break;
     case SliceKind::kMemset: text += QString("\n%1 bytes").arg(trace.memsets[s.record_index].bytes); break;
-    case SliceKind::kRange: text += "\n" + QString::fromStdString(trace.nvtx_ranges[s.record_index].domain); break;
+    case SliceKind::kRange:
+      text += "\n" + QString::fromStdString(trace.nvtx_ranges[s.record_index].domain);
+      if (const analyzer::Candidate* c = session_->candidate(s.candidate)) {
+        text += QString("\nholds candidate #%1 (%2)").arg(c->rank).arg(candidateMembers(*c));
+      }
+      break;
     case SliceKind::kCpuOp: {
       const analyzer::CpuOp& op = session_->input.cpu_ops[s.record_index];
       QStringList dims;
@@ -160,6 +173,9 @@ QString TimelineWidget::describe(SliceRef ref) const {
       }
       if (!dims.isEmpty()) text += "\ninputs " + dims.join(" ");
       if (op.external_id) text += QString("\nExternal id %1").arg(op.external_id);
+      if (const analyzer::Candidate* c = session_->candidate(s.candidate)) {
+        text += QString("\nlaunched a kernel of candidate #%1 (%2)").arg(c->rank).arg(candidateMembers(*c));
+      }
       break;
     }
   }
@@ -249,6 +265,8 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
       const Slice& s = session_->timeline.slice(*hit);
       if (s.kind == SliceKind::kKernel) {
         emit launchClicked(session_->input.trace.launches[s.record_index].id, s.candidate);
+      } else if ((s.kind == SliceKind::kCpuOp || s.kind == SliceKind::kRange) && s.candidate >= 0) {
+        emit operatorClicked(s.candidate);
       }
     }
   }

@@ -32,10 +32,13 @@ class TimelineWidget : public QWidget {
   // The launch id under `pos`, or kNoId (for tests).
   std::optional<SliceRef> sliceAt(QPoint pos) const;
   QPoint pointOf(core::Id launch) const;  // centre of a launch's box (may be outside the widget)
+  QPoint pointOf(SliceRef ref) const;     // centre of any slice's box
   QString describe(SliceRef ref) const;   // the hover text
 
  signals:
   void launchClicked(kfuse::core::Id launch, int candidate);
+  // A CPU operator that launched a kernel of `candidate`, or one of its module instances, was clicked.
+  void operatorClicked(int candidate);
   void windowChanged();
 
  protected:

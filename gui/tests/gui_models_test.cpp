@@ -15,6 +15,7 @@
 #include "kfuse/gui/jobs.h"
 #include "kfuse/gui/ptx_highlighter.h"
 #include "kfuse/gui/review_book.h"
+#include "kfuse/gui/roofline_points.h"
 #include "kfuse/gui/timeline_painter.h"
 #include "test_support.h"
 
@@ -41,6 +42,8 @@ class GuiModelsTest : public QObject {
     alexnet_ = load(sharedTrace("kineto/hta_alexnet_a100.json.gz"));
     six_ = load(sharedTrace("kineto/hta_six_streams_rank0.json.gz"));
     emu_ = load(emulatorTrace());
+    // H100, BERT (inference), CPU operators with shapes and nn.Module events (the data README).
+    bert_ = load(sharedTrace("kineto/tracelens_bert_small_h100.json.gz"));
   }
 
   void timelineHasALanePerStreamWithEveryOperation() {
@@ -202,8 +205,201 @@ class GuiModelsTest : public QObject {
                for (const auto& n : c.mangled_names) {
                  if (QString::fromStdString(n).contains(part, Qt::CaseInsensitive)) return true;
                }
-               return false;
+               for (const auto& m : c.members) {
+                 if (QString::fromStdString(m.label).contains(part, Qt::CaseInsensitive)) return true;
+                 if (QString::fromStdString(m.module).contains(part, Qt::CaseInsensitive)) return true;
+               }
+               return QString::fromStdString(c.module_pattern).contains(part, Qt::CaseInsensitive);
              }));
+  }
+
+  // A PyTorch trace's candidates read as `kfuse analyze` prints them: operators with dtypes and shapes, the module
+  // path, the module instances and the remedies, from the report itself.
+  void theTableNamesOperatorsAndModulesOfAPyTorchTrace() {
+    CandidatesModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setSession(bert_);
+    const auto& cands = bert_->report.candidates;
+    QVERIFY(!cands.empty());
+    const int ops = candidateColumn("Operators / kernels"), module = candidateColumn("Module"),
+              instances = candidateColumn("Instances"), remedies = candidateColumn("Remedies");
+    QVERIFY(ops >= 0 && module >= 0 && instances >= 0 && remedies >= 0);
+    // The residual add after the attention output projection: 4 layers, one occurrence in each (data README).
+    int self_output = -1;
+    for (int r = 0; r < model.rowCount(); ++r) {
+      const analyzer::Candidate& c = cands[static_cast<size_t>(r)];
+      const QString members = model.index(r, ops).data().toString();
+      QCOMPARE(members, QString::fromStdString(analyzer::candidateMembersText(c, true)).replace(" -> ", " → "));
+      QVERIFY2(members.contains("aten::"), qPrintable(members));  // every kernel here has its operator
+      QVERIFY(!members.contains("Kernel2<") && !members.contains("elementwise_kernel"));
+      if (c.module_pattern == "BertLMHeadModel.BertModel.BertEncoder.BertLayer.BertAttention.BertSelfOutput" &&
+          members.startsWith("aten::addmm bf16[141,512]x[512,512] → aten::add bf16[1,141,512]")) {
+        self_output = r;
+      }
+    }
+    QVERIFY(self_output >= 0);
+    const analyzer::Candidate& c = cands[static_cast<size_t>(self_output)];
+    QCOMPARE(model.index(self_output, module).data().toString(), QString("BertAttention.BertSelfOutput"));
+    QCOMPARE(model.index(self_output, instances).data().toULongLong(), qulonglong{4});
+    const QString where = model.index(self_output, module).data(Qt::ToolTipRole).toString();
+    QVERIFY2(where.startsWith(QString::fromStdString(analyzer::candidateWhereText(c))), qPrintable(where));
+    for (int layer = 0; layer < 4; ++layer) {
+      const QString instance = QString(
+                                   "BertLMHeadModel_0.BertModel_0.BertEncoder_0.BertLayer_%1.BertAttention_%1."
+                                   "BertSelfOutput_%1 ×1")
+                                   .arg(layer);
+      QVERIFY2(where.contains(instance), qPrintable(where));
+    }
+    QVERIFY(model.index(self_output, remedies).data().toString().contains("gemm-epilogue"));
+    const QString advice = model.index(self_output, remedies).data(Qt::ToolTipRole).toString();
+    for (const analyzer::Remedy& r : c.remedies) QVERIFY(advice.contains(QString::fromStdString(r.text)));
+    // The kind column is kfuse analyze's kind, and the filter finds candidates by operator and by module.
+    QCOMPARE(model.index(self_output, candidateColumn("Kind")).data().toString(),
+             QString(analyzer::fusionKindName(c.fusion)));
+    CandidateFilter filter;
+    filter.setSourceModel(&model);
+    filter.setNameFilter("bertselfoutput");
+    QVERIFY(filter.rowCount() >= 1);
+    for (int r = 0; r < filter.rowCount(); ++r) {
+      const int i = filter.index(r, 0).data(CandidatesModel::CandidateIndexRole).toInt();
+      QVERIFY(QString::fromStdString(cands[static_cast<size_t>(i)].module_pattern).contains("BertSelfOutput"));
+    }
+    filter.setNameFilter("aten::native_layer_norm");
+    QVERIFY(filter.rowCount() >= 1);
+  }
+
+  void theDetailShowsThePyTorchContextAndRemedies() {
+    const auto& cands = bert_->report.candidates;
+    auto it = std::find_if(cands.begin(), cands.end(), [](const analyzer::Candidate& c) {
+      return c.modules.size() == 4 && !c.remedies.empty() && !c.members.empty() &&
+             c.members.front().op == "aten::addmm";
+    });
+    QVERIFY(it != cands.end());
+    const analyzer::Candidate& c = *it;
+    DetailModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setTree(candidateDetail(*bert_, bert_->report, c));
+    QStringList sections;
+    for (int r = 0; r < model.rowCount(); ++r) sections << model.index(r, 0).data().toString();
+    QVERIFY2(sections.contains("PyTorch context") && sections.contains("Remedies"), qPrintable(sections.join(", ")));
+    const QModelIndex context = model.index(sections.indexOf("PyTorch context"), 0);
+    QCOMPARE(model.index(context.row(), 1).data().toString(),
+             QString::fromStdString(analyzer::candidateMembersText(c)));
+    std::map<QString, QModelIndex> rows;
+    for (int r = 0; r < model.rowCount(context); ++r)
+      rows[model.index(r, 0, context).data().toString()] = model.index(r, 0, context);
+    QVERIFY(rows.count("where") && rows.count("module instances"));
+    QCOMPARE(model.index(rows["where"].row(), 1, context).data().toString(),
+             QString::fromStdString(analyzer::candidateWhereText(c)));
+    QCOMPARE(model.rowCount(rows["module instances"]), 4);
+    const QModelIndex instance = model.index(0, 0, rows["module instances"]);
+    QCOMPARE(instance.data(Qt::ToolTipRole).toString(), QString::fromStdString(c.modules.front().module));
+    QVERIFY(QString::fromStdString(c.modules.front().module).endsWith("." + instance.data().toString()));
+    QCOMPARE(model.index(0, 1, rows["module instances"]).data().toString(), QString("1 occurrence"));
+    const QModelIndex remedies = model.index(sections.indexOf("Remedies"), 0);
+    QCOMPARE(model.rowCount(remedies), static_cast<int>(c.remedies.size()));
+    QCOMPARE(model.index(0, 1, remedies).data().toString(), QString::fromStdString(c.remedies.front().text));
+    // Each member named by its operator, with its module and kernel family.
+    const QModelIndex members = model.index(sections.indexOf("Members"), 0);
+    const QModelIndex first = model.index(0, 0, members);
+    QCOMPARE(first.data().toString(), "1. " + QString::fromStdString(c.members.front().label));
+    QStringList keys;
+    for (int r = 0; r < model.rowCount(first); ++r) keys << model.index(r, 0, first).data().toString();
+    for (const char* key : {"kernel", "operator", "module", "kernel family"}) QVERIFY2(keys.contains(key), key);
+    // The legality section opens with the report's verdict sentence.
+    const QModelIndex legality = model.index(sections.indexOf("Legality"), 0);
+    QCOMPARE(model.index(0, 1, legality).data().toString(), QString::fromStdString(analyzer::candidateVerdictText(c)));
+  }
+
+  // The roofline of a Kineto trace: its bytes and FLOPs are the analyzer's estimates from operator shapes, so every
+  // point is there and marked as an estimate.
+  void theRooflineOfAKinetoTracePlacesEstimatedPoints() {
+    const analyzer::Report& r = bert_->report;
+    const RooflineChart all = rooflineChart(r, -1);
+    QVERIFY(!all.marks.empty());
+    size_t gemm_rows = 0;
+    for (const analyzer::KernelRow& k : r.kernel_table) gemm_rows += k.bytes > 0 && k.flops > 0;
+    QCOMPARE(all.marks.size(), gemm_rows);
+    for (const RooflineMark& m : all.marks) {
+      QVERIFY(m.estimated);
+      QCOMPARE(m.bytes_source, std::string("operator-estimate"));
+      QCOMPARE(m.flops_source, std::string("operator-estimate"));
+      QVERIFY(m.intensity > 0 && m.flops_per_s > 0);
+    }
+    QCOMPARE(all.estimate_legend, std::string("estimated from operator shapes"));
+    // A GEMM with an elementwise tail: the GEMM is placed, the tail (no FLOP estimate) is named in the note, and the
+    // fused kernel's predicted point is there.
+    const auto& cands = r.candidates;
+    auto it = std::find_if(cands.begin(), cands.end(), [](const analyzer::Candidate& c) {
+      return c.members.size() == 2 && c.members[0].op == "aten::addmm" && c.members[1].op == "aten::gelu";
+    });
+    QVERIFY(it != cands.end());
+    const RooflineChart one = rooflineChart(r, static_cast<int>(it - cands.begin()));
+    size_t members = 0, fused = 0;
+    for (const RooflineMark& m : one.marks) {
+      members += m.role == RooflineRole::kMember;
+      fused += m.role == RooflineRole::kFused;
+      if (m.role != RooflineRole::kKernel) QVERIFY(m.estimated);
+    }
+    QCOMPARE(members, size_t{1});
+    QCOMPARE(fused, size_t{1});
+    QVERIFY2(QString::fromStdString(one.note).contains("Not placed: " + QString::fromStdString(it->members[1].label) +
+                                                       " (bytes operator-estimate, no FLOP count)"),
+             one.note.c_str());
+    // A recording's marks say the same of their own sources.
+    for (const RooflineMark& m : rooflineChart(emu_->report, 0).marks) {
+      QCOMPARE(m.estimated, !(countedSource(m.bytes_source) && countedSource(m.flops_source)));
+    }
+  }
+
+  // The CPU operators that launched a candidate's kernels, and its module instances, carry the candidate on the
+  // timeline.
+  void theTimelineLinksOperatorsAndModulesToTheirCandidate() {
+    const TimelineData& t = bert_->timeline;
+    QVERIFY(t.cpu_ops > 0);
+    std::map<int64_t, std::set<int32_t>> by_external;  // External id -> candidates of its launches
+    for (size_t ci = 0; ci < bert_->report.candidates.size(); ++ci) {
+      for (const auto& occ : bert_->report.candidates[ci].occurrence_launches) {
+        for (core::Id id : occ) {
+          auto e = bert_->input.launch_external_ids.find(id);
+          if (e != bert_->input.launch_external_ids.end()) by_external[e->second].insert(static_cast<int32_t>(ci));
+        }
+      }
+    }
+    size_t marked = 0;
+    for (const Lane& lane : t.lanes) {
+      for (const Slice& s : lane.slices) {
+        if (s.kind != SliceKind::kCpuOp) continue;
+        const analyzer::CpuOp& op = bert_->input.cpu_ops[s.record_index];
+        auto it = by_external.find(op.external_id);
+        if (s.candidate < 0) {
+          QVERIFY(it == by_external.end() || op.external_id == 0);
+          continue;
+        }
+        QVERIFY(it != by_external.end());
+        QCOMPARE(s.candidate, *it->second.begin());
+        ++marked;
+      }
+    }
+    QVERIFY(marked >= bert_->report.candidates.front().occurrence_launches.size());
+    // The module lanes: the instances the report names for the attention-output candidate, one per layer.
+    const auto& cands = bert_->report.candidates;
+    auto it = std::find_if(cands.begin(), cands.end(), [](const analyzer::Candidate& c) {
+      return c.module_pattern == "BertLMHeadModel.BertModel.BertEncoder.BertLayer.BertAttention.BertSelfOutput";
+    });
+    QVERIFY(it != cands.end());
+    const auto index = static_cast<int32_t>(it - cands.begin());
+    QStringList modules;
+    for (const Lane& lane : t.lanes) {
+      for (const Slice& s : lane.slices) {
+        if (s.kind != SliceKind::kRange || s.candidate != index) continue;
+        const core::NvtxRange& r = bert_->input.trace.nvtx_ranges[s.record_index];
+        QCOMPARE(r.domain, std::string("nn.Module"));
+        modules << QString::fromStdString(r.name);
+      }
+    }
+    modules.sort();
+    QCOMPARE(modules, QStringList({"BertSelfOutput_0", "BertSelfOutput_1", "BertSelfOutput_2", "BertSelfOutput_3"}));
   }
 
   void sortingBySavingIsNumeric() {
@@ -211,7 +407,7 @@ class GuiModelsTest : public QObject {
     model.setSession(six_);
     CandidateFilter filter;
     filter.setSourceModel(&model);
-    filter.sort(7, Qt::DescendingOrder);  // total saving
+    filter.sort(candidateColumn("Total saving (µs)"), Qt::DescendingOrder);
     double last = 1e300;
     for (int r = 0; r < filter.rowCount(); ++r) {
       const int index = filter.index(r, 0).data(CandidatesModel::CandidateIndexRole).toInt();
@@ -239,8 +435,35 @@ class GuiModelsTest : public QObject {
     QCOMPARE(model.rowCount(edges), static_cast<int>(c.edges.size()));
     model.setTree(launchDetail(*alexnet_, alexnet_->input.trace.launches.front().id));
     QCOMPARE(model.rowCount(), 1);
+    // A launch of a PyTorch trace names the operator that launched it.
+    const core::Launch& gemm = bert_->input.trace.launches.front();
+    model.setTree(launchDetail(*bert_, gemm.id));
+    QStringList rows;
+    for (int r = 0; r < model.rowCount(model.index(0, 0)); ++r) {
+      const QModelIndex key = model.index(r, 0, model.index(0, 0));
+      if (key.data().toString() == "operator") rows << model.index(r, 1, model.index(0, 0)).data().toString();
+    }
+    QCOMPARE(rows.size(), 1);
+    QVERIFY2(rows.front().startsWith("aten::"), qPrintable(rows.front()));
     model.setTree({});
     QCOMPARE(model.rowCount(), 0);
+  }
+
+  // On a PyTorch trace the members' nodes are named by their operators.
+  void graphNodesOfMembersNameTheirOperators() {
+    const DependencyContext ctx = buildDependencyContext(bert_->input.trace);
+    const analyzer::Candidate& c = bert_->report.candidates.front();
+    std::vector<std::string> labels;
+    for (const analyzer::MemberContext& m : c.members) labels.push_back(m.label);
+    QVERIFY(!labels.empty() && labels.front().rfind("aten::", 0) == 0);
+    const auto ops = neighbourhood(ctx.graph, c.occurrences.front(), 1, 24);
+    auto laid = layoutGraph(ctx.graph, bert_->input.trace, ctx.catalog, ops, c.occurrences.front(), 48, labels);
+    QVERIFY2(laid.ok(), laid.ok() ? "" : laid.status().message().c_str());
+    std::set<std::string> named;
+    for (const GraphNode& n : laid->nodes) {
+      if (n.member) named.insert(n.label.substr(n.label.find(' ') + 1));  // after "#op "
+    }
+    QCOMPARE(named, std::set<std::string>(labels.begin(), labels.end()));
   }
 
   void graphvizLaysOutACandidateNeighbourhood() {
@@ -385,6 +608,7 @@ class GuiModelsTest : public QObject {
   }
 
  private:
+  std::shared_ptr<const Session> bert_;
   std::shared_ptr<const Session> alexnet_, six_, emu_;
 };
 

@@ -1,8 +1,8 @@
-// Screenshots of every view for a real trace (a PyTorch profile recorded on an A100, from ../shared/data) and for an
-// emulator recording (the elementwise-chain example under `kfuse record` on the CPU stand-in), written as PNGs under
-// the build directory (gui/screenshots/). They are test artifacts for people to look at, not compared pixel by
-// pixel; the test checks that each image was written and is not blank. CTest runs it twice: on Qt's offscreen
-// platform, and on a real X server (Xvfb, the xcb platform) where xvfb-run is installed.
+// Screenshots of every view for real traces (PyTorch profiles recorded on an A100 and on an H100, from
+// ../shared/data) and for an emulator recording (the elementwise-chain example under `kfuse record` on the CPU
+// stand-in), written as PNGs under the build directory (gui/screenshots/). They are test artifacts for people to
+// look at, not compared pixel by pixel; the test checks that each image was written and is not blank. CTest runs
+// it twice: on Qt's offscreen platform, and on a real X server (Xvfb, the xcb platform) where xvfb-run is installed.
 #include <QDir>
 #include <QImage>
 #include <QSignalSpy>
@@ -33,6 +33,8 @@ class GuiScreenshots : public QObject {
     QTest::addColumn<QString>("trace");
     QTest::addColumn<QString>("stem");
     QTest::newRow("kineto") << testing::sharedTrace("kineto/hta_six_streams_rank0.json.gz") << "kineto-six-streams";
+    // Operators, module paths and remedies in the table; a roofline of estimates from operator shapes.
+    QTest::newRow("kineto-bert") << testing::sharedTrace("kineto/tracelens_bert_small_h100.json.gz") << "kineto-bert";
     QTest::newRow("emulator") << testing::emulatorTrace() << "emulator-elementwise-chain";
   }
 

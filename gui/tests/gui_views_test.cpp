@@ -1,7 +1,9 @@
 // The views on the offscreen platform: selection linking between table, timeline, detail, graph, roofline and PTX;
 // filtering through the filter bar; review decisions persisted in the trace and reloaded by a new window; export
 // of accepted plans; import errors shown in the window; drag and drop; zoom.
+#include <QHeaderView>
 #include <QMimeData>
+#include <QScatterSeries>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
@@ -132,6 +134,38 @@ class GuiViewsTest : public QObject {
     QCOMPARE(w.selection()->candidate(), marked);
     QCOMPARE(w.candidates()->selectedCandidate(), marked);
     QCOMPARE(w.timeline()->highlight().launch, launch);
+  }
+
+  // On a PyTorch trace, the operators that launched a candidate's kernels and its module instances are linked to
+  // it: clicking one selects the candidate.
+  void clickingAnOperatorOrModuleSelectsItsCandidate() {
+    MainWindow w;
+    w.resize(1600, 950);
+    w.show();
+    open(w, sharedTrace("kineto/tracelens_bert_small_h100.json.gz"));
+    const TimelineData& t = w.session()->timeline;
+    for (SliceKind kind : {SliceKind::kCpuOp, SliceKind::kRange}) {
+      // The last linked slice of that kind whose candidate is not the one selected now.
+      std::optional<SliceRef> pick;
+      for (uint32_t li = 0; li < t.lanes.size(); ++li) {
+        for (uint32_t si = 0; si < t.lanes[li].slices.size(); ++si) {
+          const Slice& s = t.lanes[li].slices[si];
+          if (s.kind == kind && s.candidate >= 0 && s.candidate != w.selection()->candidate()) pick = SliceRef{li, si};
+        }
+      }
+      QVERIFY(pick);
+      const Slice& s = t.slice(*pick);
+      const double pad = 2 * static_cast<double>(s.end - s.start + 1);
+      w.timeline()->setWindow({static_cast<double>(s.start) - pad, static_cast<double>(s.end) + pad, 0});
+      const QPoint p = w.timeline()->pointOf(*pick);
+      QVERIFY2(w.timeline()->rect().contains(p), qPrintable(QString("%1,%2").arg(p.x()).arg(p.y())));
+      QVERIFY(w.timeline()->describe(*pick).contains(
+          QString("candidate #%1").arg(w.session()->report.candidates[static_cast<size_t>(s.candidate)].rank)));
+      QTest::mouseClick(w.timeline(), Qt::LeftButton, {}, p);
+      QCOMPARE(w.selection()->candidate(), static_cast<int>(s.candidate));
+      QCOMPARE(w.candidates()->selectedCandidate(), static_cast<int>(s.candidate));
+      QCOMPARE(w.timeline()->highlight().candidate, static_cast<int>(s.candidate));
+    }
   }
 
   void theFilterBarFiltersTheTable() {
@@ -265,6 +299,64 @@ class GuiViewsTest : public QObject {
     w.selection()->setCandidate(with_point);
     QVERIFY(w.roofline()->hasPredictedPoint());
     QVERIFY2(w.roofline()->memberPoints() > 0, qPrintable(w.roofline()->message()));
+  }
+
+  // A Kineto trace's roofline: the analyzer's estimates from operator shapes are placed, hollow, and the legend
+  // says so.
+  void theRooflineOfAKinetoTraceShowsEstimatedPoints() {
+    MainWindow w;
+    w.show();
+    open(w, sharedTrace("kineto/tracelens_bert_small_h100.json.gz"));
+    const auto& cands = w.session()->report.candidates;
+    auto it = std::find_if(cands.begin(), cands.end(), [](const analyzer::Candidate& c) {
+      return !c.members.empty() && c.members.front().op == "aten::addmm";
+    });
+    QVERIFY(it != cands.end());
+    w.selection()->setCandidate(static_cast<int>(it - cands.begin()));
+    QVERIFY2(w.roofline()->memberPoints() > 0, qPrintable(w.roofline()->message()));
+    QVERIFY(w.roofline()->hasPredictedPoint());
+    QVERIFY(w.roofline()->estimatedPoints() > w.roofline()->memberPoints());
+    QVERIFY(w.roofline()->message().contains("estimated from operator shapes"));
+    QStringList legend;
+    for (QAbstractSeries* series : w.roofline()->chart()->series()) {
+      legend << series->name();
+      auto* scatter = qobject_cast<QScatterSeries*>(series);
+      if (scatter && series->name().contains("estimated from operator shapes")) {
+        QCOMPARE(scatter->brush().style(), Qt::NoBrush);  // hollow
+        QVERIFY(scatter->count() > 0);
+      }
+    }
+    QVERIFY2(legend.filter("kernels, estimated from operator shapes").size() == 1, qPrintable(legend.join(" | ")));
+  }
+
+  // At 1280 pixels the columns that decide (kind, legality, saving) are in view and wide enough for their text,
+  // however long the operator names are.
+  void theVerdictColumnsAreVisibleAt1280Pixels() {
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    open(w, sharedTrace("kineto/tracelens_bert_small_h100.json.gz"));
+    QTest::qWait(50);
+    QTableView* table = w.candidates()->table();
+    QHeaderView* header = table->horizontalHeader();
+    QVERIFY(w.width() <= 1280);
+    for (const char* name : {"Rank", "Kind", "Legality", "Saving/occ (µs)"}) {
+      const int col = candidateColumn(QString::fromUtf8(name));
+      QVERIFY(col >= 0);
+      QVERIFY(!header->isSectionHidden(col));
+      const int left = header->sectionViewportPosition(col), width = header->sectionSize(col);
+      QVERIFY2(
+          left >= 0 && left + width <= header->viewport()->width(),
+          qPrintable(QString("%1 at %2+%3 of %4").arg(name).arg(left).arg(width).arg(header->viewport()->width())));
+      // Not cut: as wide as its widest cell and its title.
+      QVERIFY2(width >= static_cast<QAbstractItemView*>(table)->sizeHintForColumn(col), name);
+      QVERIFY2(width >= header->fontMetrics().horizontalAdvance(QString::fromUtf8(name)), name);
+    }
+    // The operator names are there too, capped so that they do not push the rest out of reach.
+    const int ops = candidateColumn("Operators / kernels");
+    QVERIFY(header->sectionSize(ops) <= CandidatePanel::kMaxColumnWidth);
+    QVERIFY(table->model()->index(0, ops).data().toString().startsWith("aten::"));
   }
 
   void theGpuSelectorRecostsTheDetail() {

@@ -22,9 +22,9 @@ std::string kernelsText(const Candidate& c, bool short_names = false) {
   return out;
 }
 
-// The members as a PyTorch user reads them ("aten::addmm bf16[141,512]x[512,2048] -> aten::gelu bf16[1,141,2048]")
-// when their operators are known, else the kernel names.
-std::string membersText(const Candidate& c, bool short_names = false) {
+}  // namespace
+
+std::string candidateMembersText(const Candidate& c, bool short_names) {
   const bool ops = !c.members.empty() && std::all_of(c.members.begin(), c.members.end(),
                                                      [](const MemberContext& m) { return !m.op.empty(); });
   if (!ops) return kernelsText(c, short_names);
@@ -34,8 +34,7 @@ std::string membersText(const Candidate& c, bool short_names = false) {
   return out;
 }
 
-// "in `BertLayer.BertOutput` (12 occurrences in 12 module instances)".
-std::string whereText(const Candidate& c) {
+std::string candidateWhereText(const Candidate& c) {
   if (c.module_pattern.empty()) {
     // No module: the annotation (NVTX range, record_function) all members share.
     if (c.members.empty() || c.members.front().annotation.empty()) return {};
@@ -60,8 +59,7 @@ std::string whereText(const Candidate& c) {
   return out;
 }
 
-// One sentence: what decided the candidate's legality.
-std::string verdictText(const Candidate& c) {
+std::string candidateVerdictText(const Candidate& c) {
   if (c.legality == Legality::kProven) {
     switch (c.fusion) {
       case FusionKind::kThreadLocal:
@@ -82,6 +80,8 @@ std::string verdictText(const Candidate& c) {
   const std::string why = !c.verdict.empty() ? c.verdict : c.reasons.empty() ? "" : c.reasons.back();
   return std::string(legalityName(c.legality)) + ": " + why;
 }
+
+namespace {
 
 // "shares a launch with #2, #5: only one of them can be applied".
 std::string conflictsText(const Candidate& c) {
@@ -245,7 +245,7 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
                   fusionKindName(c.fusion), legalityName(c.legality), confidenceName(c.confidence),
                   c.occurrence_launches.size(), durationText(c.cost.saving_ns).c_str(),
                   durationText(c.total_saving_ns).c_str(), 100 * c.share_of_gpu_busy);
-    out += line + (verbose ? membersText(c) : shortened(membersText(c, true), 110)) + "\n";
+    out += line + (verbose ? candidateMembersText(c) : shortened(candidateMembersText(c, true), 110)) + "\n";
   }
   if (r.candidates.empty()) out += "      (no candidates)\n";
   if (!r.proven_no_gain.empty()) {
@@ -254,13 +254,13 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   }
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
-    out += "\n#" + std::to_string(c.rank) + " (" + c.id + ") " + membersText(c, !verbose) + "\n";
-    if (!whereText(c).empty() || !c.fusion_kind.empty()) {
+    out += "\n#" + std::to_string(c.rank) + " (" + c.id + ") " + candidateMembersText(c, !verbose) + "\n";
+    if (!candidateWhereText(c).empty() || !c.fusion_kind.empty()) {
       out += "  " + (c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion") +
-             (whereText(c).empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + whereText(c)) +
+             (candidateWhereText(c).empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + candidateWhereText(c)) +
              (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "\n";
     }
-    out += "  " + verdictText(c) + "\n";
+    out += "  " + candidateVerdictText(c) + "\n";
     for (const Remedy& m : c.remedies) out += "  => " + m.kind + ": " + m.text + "\n";
     if (verbose && !c.members.empty() && c.members.front().op.size() > 0) {
       for (size_t k = 0; k < c.names.size(); ++k) out += "  kernel " + std::to_string(k + 1) + ": " + c.names[k] + "\n";
@@ -321,14 +321,15 @@ std::string reportToMarkdown(const Report& r) {
   out += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Candidate& c : r.candidates) {
     out += "| " + std::to_string(c.rank) + " | `" + c.id + "` | " + fusionKindName(c.fusion) + " | " +
-           mdEscape(membersText(c)) + " | " + std::to_string(c.occurrence_launches.size()) + " | " +
+           mdEscape(candidateMembersText(c)) + " | " + std::to_string(c.occurrence_launches.size()) + " | " +
            legalityName(c.legality) + " | " + confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) +
            " | " + durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
   }
   for (const Candidate& c : r.candidates) {
-    out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(membersText(c)) + "\n\n";
+    out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(candidateMembersText(c)) + "\n\n";
     if (!c.module_pattern.empty() || !c.fusion_kind.empty()) {
-      out += "- " + mdEscape((c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion ") + whereText(c)) +
+      out += "- " +
+             mdEscape((c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion ") + candidateWhereText(c)) +
              (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "\n";
     }
     for (const Remedy& m : c.remedies) out += "- **" + m.kind + "**: " + mdEscape(m.text) + "\n";
@@ -368,9 +369,10 @@ std::string reportToHtml(const Report& r) {
          "th><th>confidence</th>"
          "<th>saving / occurrence</th><th>total</th><th>share</th><th>why</th></tr>\n";
   for (const Candidate& c : r.candidates) {
-    std::string why = "<li><b>" + htmlEscape(verdictText(c)) + "</b></li>";
+    std::string why = "<li><b>" + htmlEscape(candidateVerdictText(c)) + "</b></li>";
     if (!c.module_pattern.empty() || !c.fusion_kind.empty()) {
-      why += "<li>" + htmlEscape((c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion ") + whereText(c)) +
+      why += "<li>" +
+             htmlEscape((c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion ") + candidateWhereText(c)) +
              (c.in_cuda_graph ? "; inside a CUDA graph" : "") + "</li>";
     }
     for (const Remedy& m : c.remedies) why += "<li><b>" + htmlEscape(m.kind) + "</b>: " + htmlEscape(m.text) + "</li>";
@@ -378,7 +380,7 @@ std::string reportToHtml(const Report& r) {
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
     out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
            c.id + "</td><td>" + fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
-           htmlEscape(membersText(c, /*short_names=*/true)) + "</td><td>" +
+           htmlEscape(candidateMembersText(c, /*short_names=*/true)) + "</td><td>" +
            std::to_string(c.occurrence_launches.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
            confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +
            durationText(c.total_saving_ns) + "</td><td>" + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" +

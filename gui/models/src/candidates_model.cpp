@@ -12,7 +12,17 @@ QString candidateTitle(const Candidate& c) {
   return names.join(c.kind == analyzer::CandidateKind::kVertical ? QStringLiteral(" → ") : QStringLiteral(" + "));
 }
 
+QString candidateMembers(const Candidate& c) {
+  // The report's own phrase, with the arrow the table uses elsewhere.
+  return QString::fromStdString(analyzer::candidateMembersText(c, /*short_names=*/true))
+      .replace(QStringLiteral(" -> "), QStringLiteral(" → "));
+}
+
 namespace {
+
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
 
 QString us(double ns) {
   return QString::number(ns / 1000.0, 'f', ns < 10'000 ? 2 : 1);
@@ -36,41 +46,146 @@ int legalityLevel(analyzer::Legality l) {
   return 0;
 }
 
+// The last two parts of a module path ("BertLayer.BertOutput"): the report names instances the same way.
+QString moduleTail(const std::string& path) {
+  const QStringList parts = q(path).split('.');
+  return parts.size() <= 2 ? parts.join('.') : parts.mid(parts.size() - 2).join('.');
+}
+
+// One line per member: its operator label, family and kernel name.
+QVariant membersTooltip(const Candidate& c) {
+  QStringList lines;
+  for (size_t i = 0; i < c.names.size(); ++i) {
+    const analyzer::MemberContext* m = i < c.members.size() ? &c.members[i] : nullptr;
+    QString line = QString("%1. ").arg(i + 1);
+    if (m && !m->op.empty()) line += q(m->label) + " — ";
+    if (m && !m->family.empty()) line += "[" + q(m->family) + "] ";
+    lines << line + q(c.names[i]);
+  }
+  const std::string where = analyzer::candidateWhereText(c);
+  if (!where.empty()) lines << q(where);
+  return lines.join('\n');
+}
+
+QVariant modulesTooltip(const Candidate& c) {
+  if (c.modules.empty()) return {};
+  QStringList lines = {q(analyzer::candidateWhereText(c))};
+  for (const analyzer::ModuleOccurrences& m : c.modules) {
+    lines << QString("%1 ×%2")
+                 .arg(m.module.empty() ? QStringLiteral("(outside any module)") : q(m.module))
+                 .arg(m.occurrences);
+  }
+  return lines.join('\n');
+}
+
+QVariant remediesTooltip(const Candidate& c) {
+  if (c.remedies.empty()) return {};
+  QStringList lines;
+  for (const analyzer::Remedy& r : c.remedies) lines << q(r.kind) + ": " + q(r.text);
+  return lines.join("\n\n");
+}
+
 }  // namespace
 
 const std::vector<CandidateColumn>& candidateColumns() {
   static const std::vector<CandidateColumn> columns = {
-      {"Rank", [](const Candidate& c) { return c.rank; }, {}, "The analyzer's rank (best first, blocked last)"},
-      {"Kind",
-       [](const Candidate& c) { return QString(analyzer::candidateKindName(c.kind)); },
+      {"Rank",
+       [](const Candidate& c) { return c.rank; },
        {},
-       "vertical: a producer-consumer chain; horizontal: independent kernels launched as one"},
+       "The analyzer's rank (best first, blocked last)",
+       {},
+       /*numeric=*/true},
+      {"Kind",
+       [](const Candidate& c) { return QString(analyzer::fusionKindName(c.fusion)); },
+       {},
+       "How the kernels share the fused launch (kfuse analyze's kind). thread-local: each thread runs every kernel; "
+       "epilogue: element-wise consumers run per element after the producer's store; prologue: the element-wise "
+       "producer is recomputed at each of the consumer's loads; block-level: each block runs the producer, a "
+       "barrier, then the consumer; horizontal: side by side in one launch",
+       {},
+       false},
       {"Legality", [](const Candidate& c) { return QString(analyzer::legalityName(c.legality)); },
-       [](const Candidate& c) { return legalityLevel(c.legality); }, "proven / likely / blocked"},
-      {"Confidence", [](const Candidate& c) { return QString(analyzer::confidenceName(c.confidence)); },
-       [](const Candidate& c) { return confidenceLevel(c.confidence); }, "How much data the verdict rests on"},
-      {"Kernels", [](const Candidate& c) { return candidateTitle(c); }, {}, "The member kernels in launch order"},
+       [](const Candidate& c) { return legalityLevel(c.legality); }, "proven / likely / blocked",
+       [](const Candidate& c) { return q(analyzer::candidateVerdictText(c)); }, false},
+      {"Saving/occ (µs)",
+       [](const Candidate& c) { return us(c.cost.saving_ns); },
+       [](const Candidate& c) { return c.cost.saving_ns; },
+       "Predicted saving per occurrence",
+       {},
+       true},
+      {"Operators / kernels",
+       [](const Candidate& c) { return candidateMembers(c); },
+       {},
+       "The members in launch order: the PyTorch operators (dtype and shape) that launched them where the trace "
+       "says, else the kernel names",
+       membersTooltip,
+       false},
+      {"Module", [](const Candidate& c) { return moduleTail(c.module_pattern); },
+       [](const Candidate& c) { return q(c.module_pattern); },
+       "The nn.Module the members run in (instance numbers dropped), or empty outside any module", modulesTooltip,
+       false},
+      {"Total saving (µs)",
+       [](const Candidate& c) { return us(c.total_saving_ns); },
+       [](const Candidate& c) { return c.total_saving_ns; },
+       "Predicted saving over the whole trace",
+       {},
+       true},
+      {"Confidence",
+       [](const Candidate& c) { return QString(analyzer::confidenceName(c.confidence)); },
+       [](const Candidate& c) { return confidenceLevel(c.confidence); },
+       "How much data the verdict rests on",
+       {},
+       false},
       {"Occurrences",
        [](const Candidate& c) { return static_cast<qulonglong>(c.occurrences.size()); },
        {},
-       "How often the pattern occurs in the trace"},
-      {"Saving/occ (µs)", [](const Candidate& c) { return us(c.cost.saving_ns); },
-       [](const Candidate& c) { return c.cost.saving_ns; }, "Predicted saving per occurrence"},
-      {"Total saving (µs)", [](const Candidate& c) { return us(c.total_saving_ns); },
-       [](const Candidate& c) { return c.total_saving_ns; }, "Predicted saving over the whole trace"},
-      {"GPU busy %", [](const Candidate& c) { return QString::number(100.0 * c.share_of_gpu_busy, 'f', 2); },
-       [](const Candidate& c) { return c.share_of_gpu_busy; }, "Total saving as a share of GPU busy time"},
-      {"Critical path", [](const Candidate& c) { return c.on_critical_path ? QString("yes") : QString(); },
-       [](const Candidate& c) { return c.on_critical_path ? 1 : 0; }, "On the trace's critical path"},
-      {"Fusion",
-       [](const Candidate& c) { return QString(analyzer::fusionKindName(c.fusion)); },
+       "How often the pattern occurs in the trace",
        {},
-       "thread-local: each thread runs every kernel; epilogue: element-wise consumers run per element after the "
-       "producer's store; prologue: the element-wise producer is recomputed at each of the consumer's loads; "
-       "block-level: each block runs the producer, a barrier, then the consumer; horizontal: side by side in one "
-       "launch"},
+       true},
+      {"GPU busy %",
+       [](const Candidate& c) { return QString::number(100.0 * c.share_of_gpu_busy, 'f', 2); },
+       [](const Candidate& c) { return c.share_of_gpu_busy; },
+       "Total saving as a share of GPU busy time",
+       {},
+       true},
+      {"Instances",
+       [](const Candidate& c) { return static_cast<qulonglong>(c.modules.size()); },
+       {},
+       "Module instances the occurrences are spread over (the tooltip lists the occurrences per instance)",
+       modulesTooltip,
+       true},
+      {"Remedies",
+       [](const Candidate& c) {
+         QStringList kinds;
+         for (const analyzer::Remedy& r : c.remedies) kinds << q(r.kind);
+         return kinds.join(", ");
+       },
+       {},
+       "What to do about it, best first (the tooltip has the advice in full, as kfuse analyze prints it)",
+       remediesTooltip,
+       false},
+      {"Critical path",
+       [](const Candidate& c) { return c.on_critical_path ? QString("yes") : QString(); },
+       [](const Candidate& c) { return c.on_critical_path ? 1 : 0; },
+       "On the trace's critical path",
+       {},
+       false},
+      {"Direction",
+       [](const Candidate& c) { return QString(analyzer::candidateKindName(c.kind)); },
+       {},
+       "vertical: a producer-consumer chain; horizontal: independent kernels launched as one",
+       {},
+       false},
   };
   return columns;
+}
+
+int candidateColumn(const QString& header) {
+  const std::vector<CandidateColumn>& columns = candidateColumns();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].header == header) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 CandidatesModel::CandidatesModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -122,20 +237,11 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return col.display(c);
     case SortRole: return col.sort ? col.sort(c) : col.display(c);
     case Qt::ToolTipRole:
-      if (index.column() == 4) {
-        QStringList full;
-        for (const std::string& n : c.names) full << QString::fromStdString(n);
-        return full.join('\n');
-      }
+      if (col.cell_tooltip) return col.cell_tooltip(c);
       return c.verdict.empty() ? QVariant() : QVariant(QString::fromStdString(c.verdict));
-    case Qt::TextAlignmentRole: {
-      const QVariant v = col.sort ? col.sort(c) : col.display(c);
-      const bool number =
-          v.typeId() == QMetaType::Int || v.typeId() == QMetaType::Double || v.typeId() == QMetaType::ULongLong;
-      return QVariant::fromValue(Qt::Alignment(number && index.column() != 2 && index.column() != 3
-                                                   ? Qt::AlignRight | Qt::AlignVCenter
-                                                   : Qt::AlignLeft | Qt::AlignVCenter));
-    }
+    case Qt::TextAlignmentRole:
+      return QVariant::fromValue(
+          Qt::Alignment(col.numeric ? Qt::AlignRight | Qt::AlignVCenter : Qt::AlignLeft | Qt::AlignVCenter));
     default: return {};
   }
 }
@@ -205,6 +311,12 @@ bool CandidateFilter::filterAcceptsRow(int source_row, const QModelIndex& source
     for (const std::string& n : c.mangled_names) {
       if (QString::fromStdString(n).contains(name_, Qt::CaseInsensitive)) any = true;
     }
+    for (const analyzer::MemberContext& m : c.members) {
+      if (QString::fromStdString(m.label).contains(name_, Qt::CaseInsensitive) ||
+          QString::fromStdString(m.module).contains(name_, Qt::CaseInsensitive))
+        any = true;
+    }
+    if (QString::fromStdString(c.module_pattern).contains(name_, Qt::CaseInsensitive)) any = true;
     if (!any) return false;
   }
   return true;

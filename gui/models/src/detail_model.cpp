@@ -1,5 +1,6 @@
 #include "kfuse/gui/detail_model.h"
 
+#include <algorithm>
 #include <map>
 
 namespace kfuse::gui {
@@ -46,6 +47,51 @@ void addLaunchRows(DetailNode& n, const core::Launch& l) {
   }
 }
 
+// What a PyTorch user knows the candidate by: the report's own phrases (analyzer::candidateMembersText,
+// candidateWhereText), the module instances and the remedies. Nothing when the trace carries no such context.
+void addContext(DetailNode& root, const analyzer::Candidate& c) {
+  const bool ops =
+      std::any_of(c.members.begin(), c.members.end(), [](const analyzer::MemberContext& m) { return !m.op.empty(); });
+  const std::string where = analyzer::candidateWhereText(c);
+  if (ops || !where.empty() || !c.fusion_kind.empty() || !c.modules.empty()) {
+    const QString members = q(analyzer::candidateMembersText(c));
+    DetailNode& context = root.add("PyTorch context", ops ? members : QString(), members);
+    if (!c.fusion_kind.empty()) context.add("fusion", q(c.fusion_kind + " fusion"));
+    if (!where.empty()) context.add("where", q(where), q(where));
+    if (!c.module_pattern.empty()) context.add("module pattern", q(c.module_pattern), q(c.module_pattern));
+    if (!c.data_flow.empty()) context.add("data flow from", q(c.data_flow));
+    if (c.in_cuda_graph) context.add("CUDA graph", "the kernels ran as nodes of a CUDA graph replay");
+    if (!c.modules.empty()) {
+      DetailNode& instances = context.add("module instances", QString::number(c.modules.size()));
+      for (const analyzer::ModuleOccurrences& m : c.modules) {
+        // Named by the last two parts of its path, as the report names instances; the whole path as the tooltip.
+        const QStringList parts = q(m.module).split('.');
+        const QString name = m.module.empty()    ? QStringLiteral("(outside any module)")
+                             : parts.size() <= 2 ? q(m.module)
+                                                 : parts.mid(parts.size() - 2).join('.');
+        instances.add(name, QString("%1 occurrence%2").arg(m.occurrences).arg(m.occurrences == 1 ? "" : "s"),
+                      q(m.module));
+      }
+    }
+  }
+  if (!c.remedies.empty()) {
+    DetailNode& remedies = root.add("Remedies", QString::number(c.remedies.size()));
+    for (const analyzer::Remedy& r : c.remedies) remedies.add(q(r.kind), q(r.text), q(r.text));
+  }
+}
+
+void addMemberContext(DetailNode& m, const std::string& kernel, const analyzer::MemberContext& context) {
+  if (!context.op.empty()) {
+    m.add("kernel", q(analyzer::shortKernelName(kernel, 60)), q(kernel));
+    m.add("operator", q(context.op));
+  }
+  if (!context.top_op.empty() && context.top_op != context.op) m.add("outermost operator", q(context.top_op));
+  if (!context.module.empty()) m.add("module", q(context.module), q(context.module));
+  if (!context.family.empty()) m.add("kernel family", q(context.family));
+  if (!context.library.empty()) m.add("library", q(context.library));
+  if (!context.annotation.empty()) m.add("annotation", q(context.annotation));
+}
+
 }  // namespace
 
 DetailNode candidateDetail(const Session& session, const analyzer::Report& report, const analyzer::Candidate& c) {
@@ -58,11 +104,17 @@ DetailNode candidateDetail(const Session& session, const analyzer::Report& repor
   summary.add("occurrences", QString::number(c.occurrences.size()));
   summary.add("on the critical path", c.on_critical_path ? "yes" : "no");
 
+  addContext(root, c);
+
   DetailNode& members = root.add("Members", QString::number(c.names.size()));
   const std::vector<core::Id>* first = c.occurrence_launches.empty() ? nullptr : &c.occurrence_launches.front();
   for (size_t i = 0; i < c.names.size(); ++i) {
-    DetailNode& m =
-        members.add(QString("%1. %2").arg(i + 1).arg(q(analyzer::shortKernelName(c.names[i], 60))), {}, q(c.names[i]));
+    const analyzer::MemberContext* context = i < c.members.size() ? &c.members[i] : nullptr;
+    // Named by its operator where the trace says which one launched it (as the report names it).
+    const std::string title =
+        context && !context->op.empty() ? context->label : analyzer::shortKernelName(c.names[i], 60);
+    DetailNode& m = members.add(QString("%1. %2").arg(i + 1).arg(q(title)), {}, q(c.names[i]));
+    if (context) addMemberContext(m, c.names[i], *context);
     if (i < c.mangled_names.size() && !c.mangled_names[i].empty() && c.mangled_names[i] != c.names[i]) {
       m.add("mangled name", q(c.mangled_names[i]));
     }
@@ -79,6 +131,8 @@ DetailNode candidateDetail(const Session& session, const analyzer::Report& repor
   for (const auto& [kind, why] : c.edges) edges.add(analyzer::edgeKindName(kind), q(why), q(why));
 
   DetailNode& legality = root.add("Legality", analyzer::legalityName(c.legality));
+  const QString verdict = q(analyzer::candidateVerdictText(c));
+  legality.add("verdict", verdict, verdict);
   legality.add("confidence", analyzer::confidenceName(c.confidence));
   if (!c.verdict.empty())
     legality.add(c.legality == analyzer::Legality::kBlocked ? "blocked by" : "decided by", q(c.verdict), q(c.verdict));
@@ -117,6 +171,13 @@ DetailNode launchDetail(const Session& session, core::Id launch_id) {
       if (f.id == l.function_id) name = f.demangled_name.empty() ? f.mangled_name : f.demangled_name;
     }
     DetailNode& n = root.add(QString("Launch %1").arg(l.id), q(analyzer::shortKernelName(name, 60)), q(name));
+    // The PyTorch operator that launched it (a Kineto trace: the same External id).
+    auto e = session.input.launch_external_ids.find(l.id);
+    if (e != session.input.launch_external_ids.end() && e->second != 0) {
+      for (const analyzer::CpuOp& op : session.input.cpu_ops) {
+        if (op.external_id == e->second) n.add("operator", q(op.name));
+      }
+    }
     addLaunchRows(n, l);
     n.add("in a candidate", "no");
   }

@@ -67,6 +67,22 @@ std::string shorten(const std::string& s, size_t max) {
   return s.substr(0, max > 1 ? max - 1 : 0) + "…";
 }
 
+// `s` broken into lines of about `width` characters at spaces.
+std::string breakLines(const std::string& s, size_t width) {
+  std::string out;
+  size_t col = 0;
+  for (char c : s) {
+    if (c == ' ' && col >= width) {
+      out += '\n';
+      col = 0;
+      continue;
+    }
+    out += c;
+    ++col;
+  }
+  return out;
+}
+
 // Breaks `s` into lines of about `width` characters at spaces (graphviz "\n" escapes).
 std::string wrap(const std::string& s, size_t width) {
   std::string out;
@@ -88,7 +104,8 @@ std::string wrap(const std::string& s, size_t width) {
 
 Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const core::Trace& trace,
                                   const analyzer::KernelCatalog& catalog, const std::vector<size_t>& ops,
-                                  const std::vector<size_t>& members, size_t max_label) {
+                                  const std::vector<size_t>& members, size_t max_label,
+                                  const std::vector<std::string>& member_labels) {
   GraphLayout out;
   std::map<size_t, size_t> node_of_op;
   std::vector<size_t> sorted = ops;
@@ -106,6 +123,9 @@ Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const 
       case analyzer::OpKind::kKernel: {
         const analyzer::KernelFacts* f = catalog.find(g.function_id);
         n.label = analyzer::shortKernelName(f ? f->name : "kernel", 32);
+        for (size_t i = 0; i < members.size() && i < member_labels.size(); ++i) {
+          if (members[i] == op && !member_labels[i].empty()) n.label = member_labels[i];
+        }
         n.launch_id = g.record_id;
         break;
       }
@@ -146,6 +166,7 @@ Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const 
     Agnode_t* n = agnode(g, const_cast<char*>(name.c_str()), 1);
     agsafeset(n, const_cast<char*>("shape"), const_cast<char*>("box"), const_cast<char*>(""));
     agsafeset(n, const_cast<char*>("fontsize"), const_cast<char*>("10"), const_cast<char*>(""));
+    out.nodes[i].text = breakLines(out.nodes[i].label, 24);
     const std::string label = wrap(out.nodes[i].label, 24);
     agsafeset(n, const_cast<char*>("label"), const_cast<char*>(label.c_str()), const_cast<char*>(""));
     gn.push_back(n);

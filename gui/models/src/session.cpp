@@ -33,7 +33,8 @@ Expected<std::shared_ptr<const Session>> loadSession(const std::string& path, co
   KFUSE_ASSIGN_OR_RETURN(session->report, analyzer::analyze(session->input, path, options));
   KFUSE_RETURN_IF_CANCELLED();
   progress(85, "building the timeline");
-  session->timeline = buildTimeline(session->input.trace, session->report, &session->input.cpu_ops);
+  session->timeline = buildTimeline(session->input.trace, session->report, &session->input.cpu_ops,
+                                    &session->input.launch_external_ids);
   for (const analyzer::Candidate& c : session->report.candidates) {
     session->candidate_keys.push_back(core::reviewCandidateKey(analyzer::candidateKindName(c.kind), c.mangled_names));
   }

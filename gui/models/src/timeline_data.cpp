@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string_view>
 #include <tuple>
 
@@ -42,6 +43,7 @@ struct RangeIn {
   int64_t thread = 0, start = 0, end = 0;
   uint32_t index = 0;
   std::string_view name;
+  int32_t candidate = -1;
 };
 
 // One lane per thread and nesting depth, ranges sorted outer (longer) first at equal starts.
@@ -70,7 +72,7 @@ void addRangeLanes(TimelineData& out, std::vector<RangeIn> ranges, SliceKind kin
         lane.title = depth == 0 ? "thread " + std::to_string(thread) + " · " + what : "";
         rows.push_back(std::move(lane));
       }
-      rows[depth].slices.push_back({r.start, r.end, r.index, kind, -1, label(r.name)});
+      rows[depth].slices.push_back({r.start, r.end, r.index, kind, r.candidate, label(r.name)});
     }
     for (Lane& l : rows) out.lanes.push_back(std::move(l));
   }
@@ -79,7 +81,8 @@ void addRangeLanes(TimelineData& out, std::vector<RangeIn> ranges, SliceKind kin
 }  // namespace
 
 TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& report,
-                           const std::vector<analyzer::CpuOp>* cpu_ops) {
+                           const std::vector<analyzer::CpuOp>* cpu_ops,
+                           const std::map<core::Id, int64_t>* launch_external_ids) {
   TimelineData out;
   // GPU times where the trace has any; else the API calls' times (and the timeline says so).
   bool any_gpu_time = false;
@@ -192,13 +195,56 @@ TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& rep
     return std::tie(na, a.stream_id) < std::tie(nb, b.stream_id);
   });
 
+  // The CPU operators that launched a candidate's kernels (the same External id) carry that candidate (first by rank,
+  // as for the kernels); so do the nn.Module instances the report names for it (Candidate::modules, by the last part
+  // of the path) where they hold one of those operators on their thread.
+  std::unordered_map<int64_t, int32_t> op_candidate;                      // External id -> candidate
+  std::map<std::pair<int64_t, int32_t>, std::vector<int64_t>> op_starts;  // (thread, candidate) -> its ops' starts
+  std::map<std::string, std::set<int32_t>> module_candidates;             // instance name -> candidates
+  if (cpu_ops && launch_external_ids) {
+    for (size_t ci = 0; ci < report.candidates.size(); ++ci) {
+      const analyzer::Candidate& c = report.candidates[ci];
+      for (const auto& occ : c.occurrence_launches) {
+        for (core::Id id : occ) {
+          auto e = launch_external_ids->find(id);
+          if (e != launch_external_ids->end() && e->second != 0)
+            op_candidate.emplace(e->second, static_cast<int32_t>(ci));
+        }
+      }
+      for (const analyzer::ModuleOccurrences& m : c.modules) {
+        if (m.module.empty()) continue;
+        const size_t dot = m.module.rfind('.');
+        module_candidates[dot == std::string::npos ? m.module : m.module.substr(dot + 1)].insert(
+            static_cast<int32_t>(ci));
+      }
+    }
+    for (const analyzer::CpuOp& op : *cpu_ops) {
+      auto c = op.external_id != 0 ? op_candidate.find(op.external_id) : op_candidate.end();
+      if (c != op_candidate.end() && op.start_ns != core::kNoTime)
+        op_starts[{op.thread_id, c->second}].push_back(op.start_ns);
+    }
+    for (auto& [key, starts] : op_starts) std::sort(starts.begin(), starts.end());
+  }
+  auto moduleCandidate = [&](const core::NvtxRange& r, int64_t end) -> int32_t {
+    if (r.domain != "nn.Module") return -1;
+    auto names = module_candidates.find(r.name);
+    if (names == module_candidates.end()) return -1;
+    for (int32_t ci : names->second) {  // by rank
+      auto starts = op_starts.find({r.thread_id, ci});
+      if (starts == op_starts.end()) continue;
+      auto first = std::lower_bound(starts->second.begin(), starts->second.end(), r.start_ns);
+      if (first != starts->second.end() && *first <= end) return ci;
+    }
+    return -1;
+  };
+
   // NVTX ranges, then a PyTorch profile's CPU operators: lanes per thread and nesting depth.
   std::vector<RangeIn> nvtx;
   for (size_t i = 0; i < trace.nvtx_ranges.size(); ++i) {
     const core::NvtxRange& r = trace.nvtx_ranges[i];
     if (r.start_ns == core::kNoTime) continue;
     const int64_t end = r.end_ns == core::kNoTime || r.end_ns < r.start_ns ? r.start_ns : r.end_ns;
-    nvtx.push_back({r.thread_id, r.start_ns, end, static_cast<uint32_t>(i), r.name});
+    nvtx.push_back({r.thread_id, r.start_ns, end, static_cast<uint32_t>(i), r.name, moduleCandidate(r, end)});
   }
   out.ranges = nvtx.size();
   addRangeLanes(out, std::move(nvtx), SliceKind::kRange, "NVTX", label);
@@ -208,7 +254,9 @@ TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& rep
       const analyzer::CpuOp& op = (*cpu_ops)[i];
       if (op.start_ns == core::kNoTime) continue;
       const int64_t end = op.end_ns == core::kNoTime || op.end_ns < op.start_ns ? op.start_ns : op.end_ns;
-      ops.push_back({op.thread_id, op.start_ns, end, static_cast<uint32_t>(i), op.name});
+      auto c = op.external_id != 0 ? op_candidate.find(op.external_id) : op_candidate.end();
+      ops.push_back({op.thread_id, op.start_ns, end, static_cast<uint32_t>(i), op.name,
+                     c == op_candidate.end() ? -1 : c->second});
     }
     out.cpu_ops = ops.size();
     addRangeLanes(out, std::move(ops), SliceKind::kCpuOp, "CPU ops", label);

@@ -45,6 +45,10 @@ QColor sliceColor(const Slice& s, const TimelineHighlight& h) {
     case SliceKind::kCpuOp: c = QColor::fromHsv(static_cast<int>((s.label * 47) % 360), 35, 225); break;
   }
   if (h.candidate >= 0 && s.kind == SliceKind::kKernel && s.candidate != h.candidate) c = c.lighter(150);
+  // The operators that launched the selected candidate's kernels and its module instances, in its colour.
+  if (h.candidate >= 0 && (s.kind == SliceKind::kCpuOp || s.kind == SliceKind::kRange) && s.candidate == h.candidate) {
+    c = TimelinePainter::candidateColor(s.candidate);
+  }
   return c;
 }
 

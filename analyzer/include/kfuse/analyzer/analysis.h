@@ -430,6 +430,7 @@ struct KernelRow {
   double predicted_ns = 0;
   double predicted_bytes = 0;
   std::string bytes_source;  // where `bytes` came from: "measured", "emulated", "ptx-estimate", ...
+  std::string flops_source;  // where `flops` came from, the same names
 };
 
 struct AnalysisOptions {
@@ -530,6 +531,15 @@ std::string reportToText(const Report& report, size_t top, bool verbose = false)
 // "void at::native::foo<float, at::Bar<int>>(int, float*)" -> "foo<float, Bar<int>>": without return type,
 // parameters and namespaces, at most `max` characters.
 std::string shortKernelName(const std::string& name, size_t max = 60);
+// The phrases every report (and the GUI) uses for a candidate, so that they read the same everywhere:
+// - its members as a PyTorch user reads them ("aten::addmm bf16[141,512]x[512,2048] -> aten::gelu bf16[1,141,2048]")
+//   when every member's operator is known, else its kernel names (shortKernelName(name, 40) when `short_names`);
+std::string candidateMembersText(const Candidate& c, bool short_names = false);
+// - where its occurrences sit: "in `BertLayer.BertOutput` (4 occurrences in 4 module instances: BertLayer_0.
+//   BertOutput_0 x1, ...)", "in range `NAME`" (an annotation all members share), "" when nothing is known;
+std::string candidateWhereText(const Candidate& c);
+// - the one sentence that decided its legality ("proven: each thread reads only ...", "likely: ...").
+std::string candidateVerdictText(const Candidate& c);
 std::string reportToMarkdown(const Report& report);
 std::string reportToHtml(const Report& report);  // self-contained, with an SVG roofline chart
 

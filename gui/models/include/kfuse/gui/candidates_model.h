@@ -1,8 +1,11 @@
 // The candidates table (a Qt item model over Report::candidates) and its filter.
 //
-// Columns are declared once, in a table of CandidateColumn (header, display text, sort key, tooltip): a field the
-// analyzer adds to Candidate becomes a column by adding one entry to candidateColumns(). Sorting uses SortRole
-// (numbers for numeric columns); CandidateIndexRole gives the row's index into report.candidates whatever the
+// Columns are declared once, in a table of CandidateColumn (header, display text, sort key, tooltips): a field the
+// analyzer adds to Candidate becomes a column by adding one entry to candidateColumns(). The verdict columns (kind,
+// legality, saving per occurrence) come first so that they stay in view in a narrow window, then the members
+// (operators or kernels) and their module, then the other figures. A PyTorch trace's members read as its operators and
+// module path, in the words `kfuse analyze` prints (analyzer::candidateMembersText, candidateWhereText). Sorting uses
+// SortRole (numbers for numeric columns); CandidateIndexRole gives the row's index into report.candidates whatever the
 // proxy order. Links Qt Core/Gui only.
 #pragma once
 
@@ -27,13 +30,20 @@ struct CandidateColumn {
   QString header;
   std::function<QVariant(const analyzer::Candidate&)> display;
   std::function<QVariant(const analyzer::Candidate&)> sort;  // empty: sort by display
-  QString tooltip;
+  QString tooltip;                                           // the header's
+  std::function<QVariant(const analyzer::Candidate&)> cell_tooltip;  // empty: the verdict sentence
+  bool numeric = false;                                              // right-aligned
 };
 // The table's columns in order (the review column comes after these).
 const std::vector<CandidateColumn>& candidateColumns();
+// The position of the column headed `header`, -1 when there is none.
+int candidateColumn(const QString& header);
 
 // "a → b → c" (vertical) or "a + b" (horizontal), short kernel names.
 QString candidateTitle(const analyzer::Candidate& c);
+// The members as `kfuse analyze` names them: operators with dtypes and shapes where a PyTorch trace says which
+// operator launched each kernel ("aten::mul f32[1,4096] → aten::sum f32[1,4096]"), else the short kernel names.
+QString candidateMembers(const analyzer::Candidate& c);
 
 class CandidatesModel : public QAbstractTableModel {
   Q_OBJECT
@@ -62,7 +72,8 @@ class CandidatesModel : public QAbstractTableModel {
 };
 
 // Filters: kinds, legalities, the least confidence, the least predicted total saving, the least occurrences and
-// a kernel-name substring (case-insensitive). Sorting by SortRole.
+// a name substring (case-insensitive) matched against the kernel names, the members' operators and modules, and
+// the module pattern. Sorting by SortRole.
 class CandidateFilter : public QSortFilterProxyModel {
   Q_OBJECT
  public:

@@ -1,5 +1,7 @@
-// The candidate detail: a two-column tree (what / value) of sections — members with launch shapes and resources,
-// dependency edges with their reasons, legality (proof or blocking reason), cost per GPU, conflicts.
+// The candidate detail: a two-column tree (what / value) of sections — the PyTorch context (operators, module path,
+// occurrences per module instance) and remedies where the trace has them, members with their operator, module, kernel
+// family, launch shapes and resources, dependency edges with their reasons, legality (the report's verdict
+// sentence, proof or blocking reason), cost per GPU, conflicts.
 //
 // DetailTree is a plain value built by candidateDetail(); DetailModel shows any DetailTree. A field the analyzer
 // adds to Candidate is shown by adding one row in candidateDetail().

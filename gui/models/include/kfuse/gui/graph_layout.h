@@ -21,6 +21,7 @@ struct GraphPoint {
 struct GraphNode {
   size_t op = 0;  // index into DependencyGraph::ops
   std::string label;
+  std::string text;     // the label broken into lines ("\n") as graphviz sized the box for it
   bool member = false;  // of the candidate the graph is centred on
   analyzer::OpKind kind = analyzer::OpKind::kKernel;
   core::Id launch_id = core::kNoId;  // kernels
@@ -61,10 +62,12 @@ std::vector<size_t> neighbourhood(const analyzer::DependencyGraph& graph, const 
 // Operations issued in [t0, t1) (by issue order time), at most `max_nodes`.
 std::vector<size_t> opsInWindow(const analyzer::DependencyGraph& graph, int64_t t0, int64_t t1, size_t max_nodes);
 
-// Lays out `ops` and the edges among them with dot. `members` are marked. Edge labels carry the kind and a reason
-// shortened to `max_label` characters.
+// Lays out `ops` and the edges among them with dot. `members` are marked, and named by `member_labels` (the same
+// order; the candidate's MemberContext::label, "aten::add bf16[1,141,512]") where given and not empty, else by their
+// short kernel names. Edge labels carry the kind and a reason shortened to `max_label` characters.
 Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const core::Trace& trace,
                                   const analyzer::KernelCatalog& catalog, const std::vector<size_t>& ops,
-                                  const std::vector<size_t>& members, size_t max_label = 48);
+                                  const std::vector<size_t>& members, size_t max_label = 48,
+                                  const std::vector<std::string>& member_labels = {});
 
 }  // namespace kfuse::gui

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,7 +22,9 @@ struct Slice {
   int64_t start = 0, end = 0;  // ns on the trace's clock
   uint32_t record_index = 0;   // into trace.launches / memcpys / memsets / nvtx_ranges, or ImportResult::cpu_ops
   SliceKind kind = SliceKind::kKernel;
-  int32_t candidate = -1;  // index into report.candidates of the first candidate this launch belongs to
+  int32_t candidate = -1;  // index into report.candidates of the first candidate this launch belongs to; for a CPU
+                           // operator, of the first candidate one of whose kernels it launched; for an nn.Module
+                           // range, of the first candidate whose module instances it is and whose operator it holds
   uint32_t label = 0;      // into TimelineData::labels
 };
 
@@ -62,8 +65,13 @@ struct TimelineData {
 };
 
 // Lanes for `trace`, kernels marked with the candidates of `report` they belong to (first by rank wins). `cpu_ops`
-// (a PyTorch profile's operators, ImportResult::cpu_ops) become range lanes per thread too, after the NVTX ones.
+// (a PyTorch profile's operators, ImportResult::cpu_ops) become range lanes per thread too, after the NVTX ones;
+// with `launch_external_ids` (ImportResult::launch_external_ids) each operator that launched a candidate's kernel
+// (the same External id) is marked with that candidate, and so is each nn.Module range that is one of the
+// candidate's module instances (Candidate::modules) holding such an operator, so that selecting a candidate picks
+// out its operators and modules.
 TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& report,
-                           const std::vector<analyzer::CpuOp>* cpu_ops = nullptr);
+                           const std::vector<analyzer::CpuOp>* cpu_ops = nullptr,
+                           const std::map<core::Id, int64_t>* launch_external_ids = nullptr);
 
 }  // namespace kfuse::gui
