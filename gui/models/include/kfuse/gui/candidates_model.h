@@ -29,8 +29,8 @@ namespace kfuse::gui {
 struct CandidateColumn {
   QString header;
   std::function<QVariant(const analyzer::Candidate&)> display;
-  std::function<QVariant(const analyzer::Candidate&)> sort;  // empty: sort by display
-  QString tooltip;                                           // the header's
+  std::function<QVariant(const analyzer::Candidate&)> sort;          // empty: sort by display
+  QString tooltip;                                                   // the header's
   std::function<QVariant(const analyzer::Candidate&)> cell_tooltip;  // empty: the verdict sentence
   bool numeric = false;                                              // right-aligned
 };
