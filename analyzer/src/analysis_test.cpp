@@ -267,6 +267,14 @@ TEST(Analysis, GridStrideConsumersAreEpiloguesAsOneElementPerThread) {
   EXPECT_EQ(ok.fusion, FusionKind::kEpilogue);
   ASSERT_TRUE(ok.epilogue);
   EXPECT_EQ(ok.epilogue->element_grid, (100000u + 255) / 256);
+  // Costed as the same epilogue with a consumer of one element per thread: the intermediate is not read again.
+  TraceBuilder flat;
+  flat.launch(TraceBuilder::kProduce, {1, 2}, 100000).launch(TraceBuilder::kConsume, {2, 3}, 100000, 1, 391);
+  const Report fr = run(flat);
+  ASSERT_EQ(fr.candidates.size(), 1u);
+  EXPECT_EQ(fr.candidates[0].fusion, FusionKind::kEpilogue);
+  EXPECT_DOUBLE_EQ(ok.cost.bytes_after, fr.candidates[0].cost.bytes_after);
+  EXPECT_LT(ok.cost.bytes_after, ok.cost.bytes_before);
   // Iteration i reads what iteration i + 1 writes: no epilogue (the producer may still be recomputed at the
   // consumer's loads, the consumer's loop left as it is: a prologue).
   const Candidate shift = pair("_Z8gs_shiftPKfPfi", 100000);

@@ -497,6 +497,18 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
       in.fused_l1_bytes = other_l1 + intermediate_l1 * per_byte + producer_l1;
       in.fused_l2_bytes = strided_l1 * per_byte;
     }
+    if (fusion == FusionKind::kEpilogue || fusion == FusionKind::kPrologue) {
+      // A grid-stride element-wise part (the consumers of an epilogue, the producer of a prologue) runs as its
+      // element view in the fused kernel (legality/grid_stride.h): each element's accesses once, like a kernel
+      // with one element per thread, whose uses the PTX analysis follows.
+      for (cost::UseBytes& u : in.uses) {
+        const bool element_side = fusion == FusionKind::kEpilogue ? u.kernel > 0 : u.kernel == 0;
+        if (!element_side || u.kernel < 0 || static_cast<size_t>(u.kernel) >= occ.size()) continue;
+        const GpuOp& o = g_.ops[occ[static_cast<size_t>(u.kernel)]];
+        const KernelFacts* k = o.kind == OpKind::kKernel ? cat_.find(o.function_id) : nullptr;
+        if (k && k->element_view) u.followed = true;
+      }
+    }
     if (fusion == FusionKind::kThreadLocal && loopsMerge(occ)) {
       // One merged loop: a later kernel reads an earlier one's element from a register, in the same iteration.
       for (cost::UseBytes& u : in.uses) u.followed = true;
