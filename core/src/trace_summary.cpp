@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -140,55 +141,72 @@ std::string formatDuration(int64_t ns) {
   return buf;
 }
 
-std::string formatSummary(const TraceSummary& s) {
-  std::string out;
-  auto add = [&](const char* fmt, auto... args) {
-    const int n = std::snprintf(nullptr, 0, fmt, args...);  // kernel names can be long: size first
-    if (n <= 0) return;
+namespace {
+
+// printf into the end of `out` (kernel names can be long: sized first). The format attribute lets the compiler check
+// every call's arguments against its format.
+__attribute__((format(printf, 2, 3))) void appendFormatted(std::string& out, const char* fmt, ...) {
+  va_list args, again;
+  va_start(args, fmt);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  va_end(args);
+  if (n > 0) {
     const size_t old = out.size();
     out.resize(old + static_cast<size_t>(n) + 1);
-    std::snprintf(out.data() + old, static_cast<size_t>(n) + 1, fmt, args...);
+    std::vsnprintf(out.data() + old, static_cast<size_t>(n) + 1, fmt, again);
     out.resize(old + static_cast<size_t>(n));
-  };
-  add("trace       %s (schema %d)\n", s.path.c_str(), s.schema_version);
-  add("producer    %s %s\n", s.metadata.producer.empty() ? "(unknown)" : s.metadata.producer.c_str(),
-      s.metadata.producer_version.c_str());
-  if (!s.metadata.command_line.empty()) add("command     %s\n", s.metadata.command_line.c_str());
-  if (!s.metadata.host.empty()) add("host        %s\n", s.metadata.host.c_str());
-  if (s.devices.empty()) add("devices     (none recorded)\n");
+  }
+  va_end(again);
+}
+
+}  // namespace
+
+std::string formatSummary(const TraceSummary& s) {
+  std::string out;
+  appendFormatted(out, "trace       %s (schema %d)\n", s.path.c_str(), s.schema_version);
+  appendFormatted(out, "producer    %s %s\n", s.metadata.producer.empty() ? "(unknown)" : s.metadata.producer.c_str(),
+                  s.metadata.producer_version.c_str());
+  if (!s.metadata.command_line.empty()) appendFormatted(out, "command     %s\n", s.metadata.command_line.c_str());
+  if (!s.metadata.host.empty()) appendFormatted(out, "host        %s\n", s.metadata.host.c_str());
+  if (s.devices.empty()) appendFormatted(out, "devices     (none recorded)\n");
   for (const Device& d : s.devices) {
-    add("device %-4d %s (sm_%d%d, %d SMs, %.1f GiB)\n", d.ordinal, d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
-        static_cast<double>(d.memory_bytes) / (1024.0 * 1024 * 1024));
+    appendFormatted(out, "device %-4d %s (sm_%d%d, %d SMs, %.1f GiB)\n", d.ordinal, d.name.c_str(), d.cc_major,
+                    d.cc_minor, d.sm_count, static_cast<double>(d.memory_bytes) / (1024.0 * 1024 * 1024));
   }
   const TraceCounts& c = s.counts;
-  add("launches    %" PRId64 " of %" PRId64 " kernels, %" PRId64 " modules\n", c.launches, c.functions, c.modules);
-  add("memory      %" PRId64 " allocations, %" PRId64 " memcpy, %" PRId64 " memset\n", c.allocations, c.memcpys,
-      c.memsets);
-  add("sync        %" PRId64 " syncs, %" PRId64 " events, %" PRId64 " streams, %" PRId64 " NVTX ranges\n", c.syncs,
-      c.events, c.streams, c.nvtx_ranges);
+  appendFormatted(out, "launches    %" PRId64 " of %" PRId64 " kernels, %" PRId64 " modules\n", c.launches, c.functions,
+                  c.modules);
+  appendFormatted(out, "memory      %" PRId64 " allocations, %" PRId64 " memcpy, %" PRId64 " memset\n", c.allocations,
+                  c.memcpys, c.memsets);
+  appendFormatted(out,
+                  "sync        %" PRId64 " syncs, %" PRId64 " events, %" PRId64 " streams, %" PRId64 " NVTX ranges\n",
+                  c.syncs, c.events, c.streams, c.nvtx_ranges);
   if (c.graphs > 0 || c.graph_launches > 0) {
-    add("graphs      %" PRId64 " graphs (%" PRId64 " nodes, %" PRId64 " edges), %" PRId64 " executable, %" PRId64
-        " launches running %" PRId64 " kernel nodes\n",
-        c.graphs, c.graph_nodes, c.graph_edges, c.graph_execs, c.graph_launches, c.graph_launch_kernels);
+    appendFormatted(out,
+                    "graphs      %" PRId64 " graphs (%" PRId64 " nodes, %" PRId64 " edges), %" PRId64
+                    " executable, %" PRId64 " launches running %" PRId64 " kernel nodes\n",
+                    c.graphs, c.graph_nodes, c.graph_edges, c.graph_execs, c.graph_launches, c.graph_launch_kernels);
   }
-  add("time span   %s", s.first_ns == kNoTime ? "n/a\n" : "");
-  if (s.first_ns != kNoTime) add("%s\n", formatDuration(spanNs(s.first_ns, s.last_ns)).c_str());
-  add("GPU kernels %s busy\n", formatDuration(s.total_gpu_kernel_ns).c_str());
+  appendFormatted(out, "time span   %s", s.first_ns == kNoTime ? "n/a\n" : "");
+  if (s.first_ns != kNoTime) appendFormatted(out, "%s\n", formatDuration(spanNs(s.first_ns, s.last_ns)).c_str());
+  appendFormatted(out, "GPU kernels %s busy\n", formatDuration(s.total_gpu_kernel_ns).c_str());
   if (!s.top_kernels.empty()) {
-    add("\ntop kernels by GPU time:\n  %12s  %8s  %6s  %s\n", "GPU time", "launches", "share", "kernel");
+    appendFormatted(out, "\ntop kernels by GPU time:\n  %12s  %8s  %6s  %s\n", "GPU time", "launches", "share",
+                    "kernel");
     for (const auto& k : s.top_kernels) {
       const double share = s.total_gpu_kernel_ns > 0 ? 100.0 * static_cast<double>(k.total_gpu_ns) /
                                                            static_cast<double>(s.total_gpu_kernel_ns)
                                                      : 0.0;
-      add("  %12s  %8" PRId64 "  %5.1f%%  %s\n", formatDuration(k.total_gpu_ns).c_str(), k.launches, share,
-          k.name.c_str());
+      appendFormatted(out, "  %12s  %8" PRId64 "  %5.1f%%  %s\n", formatDuration(k.total_gpu_ns).c_str(), k.launches,
+                      share, k.name.c_str());
     }
   }
   if (!s.stats.empty()) {
-    add("\ninput problems counted while recording/importing:\n");
+    appendFormatted(out, "\ninput problems counted while recording/importing:\n");
     for (const Stat& st : s.stats) {
-      add("  %-8s %-32s %" PRId64 "  %s\n", std::string(toString(st.severity)).c_str(), st.name.c_str(), st.value,
-          st.description.c_str());
+      appendFormatted(out, "  %-8s %-32s %" PRId64 "  %s\n", std::string(toString(st.severity)).c_str(),
+                      st.name.c_str(), st.value, st.description.c_str());
     }
   }
   return out;
