@@ -59,7 +59,9 @@ DetailNode candidateDetail(const Session& session, const analyzer::Report& repor
   summary.add("on the critical path", c.on_critical_path ? "yes" : "no");
 
   DetailNode& members = root.add("Members", QString::number(c.names.size()));
-  const std::vector<core::Id>* first = c.occurrence_launches.empty() ? nullptr : &c.occurrence_launches.front();
+  // A graph candidate's occurrences name graph nodes, not launches.
+  const std::vector<core::Id>* first =
+      c.occurrence_launches.empty() || c.inGraphs() ? nullptr : &c.occurrence_launches.front();
   for (size_t i = 0; i < c.names.size(); ++i) {
     DetailNode& m =
         members.add(QString("%1. %2").arg(i + 1).arg(q(analyzer::shortKernelName(c.names[i], 60))), {}, q(c.names[i]));
