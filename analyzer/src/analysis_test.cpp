@@ -963,6 +963,13 @@ class GraphBuilder {
     return add(std::move(node), deps);
   }
   Id empty(std::vector<Id> deps) { return add(base(core::GraphNodeType::kEmpty), deps); }
+  Id child(Id child_graph, std::vector<Id> deps) {
+    core::GraphNode node = base(core::GraphNodeType::kChildGraph);
+    node.child_graph_id = child_graph;
+    return add(std::move(node), deps);
+  }
+  // A node whose work the trace does not describe (a semaphore, a conditional body).
+  Id other(std::vector<Id> deps) { return add(base(core::GraphNodeType::kOther), deps); }
   // Instantiates the graph and launches it `replays` times on `stream`, issued after everything before.
   void replay(int replays, Id stream = 1) {
     const Id exec = Id(t_.graph_execs.size() + 1);
@@ -1057,6 +1064,50 @@ TEST(GraphAnalysis, ChainOfGraphNodesIsACandidateCountedOncePerReplay) {
   auto back = reportFromJson(j, "report");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->candidates[size_t(v->rank - 1)].occurrence_replays, std::vector<int64_t>{20});
+}
+
+TEST(GraphAnalysis, ChildGraphsAreInlinedAndUndescribedNodesLeaveAGraphUnseen) {
+  // Graph 1: produce -> child graph 2 (consume): the chain crosses into the child.
+  TraceBuilder b;
+  GraphBuilder child(b.trace(), 2);
+  const Id c = child.kernel(TraceBuilder::kConsume, {2, 3});
+  GraphBuilder g(b.trace(), 1);
+  const Id p = g.kernel(TraceBuilder::kProduce, {1, 2});
+  g.child(2, {p});
+  g.replay(4);
+  Report r = runThroughSqlite(b);
+  const Candidate* v = findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(v, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(v->occurrence_graphs, std::vector<Id>{1});
+  EXPECT_EQ(v->occurrence_launches, (std::vector<std::vector<Id>>{{p, c}}));
+  EXPECT_EQ(v->occurrence_replays, std::vector<int64_t>{4});
+  // With a node the trace does not describe after the consumer, the graph is not analysed: no graph candidate, and
+  // its launches stay unseen work.
+  g.other({g.empty({})});
+  b.trace().stats.push_back({"graph_launches_not_recorded", 4, core::StatSeverity::kWarning, "..."});
+  b.launch(TraceBuilder::kProduce, {4, 5}, 1 << 20).launch(TraceBuilder::kConsume, {5, 6}, 1 << 20);
+  r = runThroughSqlite(b);
+  for (const Candidate& x : r.candidates) EXPECT_FALSE(x.inGraphs()) << reportToText(r, 10);
+  v = findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(v, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(v->legality, Legality::kLikely);
+  EXPECT_TRUE(anyReasonContains(*v, "4 CUDA graph launches"));
+}
+
+TEST(GraphAnalysis, GraphKernelsJoinTheBusyTimeOfATimedTrace) {
+  // One launch measured at 10 us; the graph's two kernels have no GPU times: their roofline estimates count, once
+  // per replay.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kBlur, {5, 6}, 1 << 20, /*stream=*/1, /*grid=*/4096, /*duration_ns=*/10'000);
+  GraphBuilder g(b.trace(), 1);
+  g.kernel(TraceBuilder::kConsume, {2, 3}, {g.kernel(TraceBuilder::kProduce, {1, 2})});
+  g.replay(1);
+  const int64_t once = runThroughSqlite(b).gpu_busy_ns;
+  g.replay(4);  // a second exec of the same graph: 5 replays in all
+  const Report r = runThroughSqlite(b);
+  EXPECT_GT(once, 10'000);
+  EXPECT_NEAR(double(r.gpu_busy_ns - 10'000), 5.0 * double(once - 10'000), 5.0);
+  for (const Candidate& c : r.candidates) EXPECT_LT(c.share_of_gpu_busy, 1.0);
 }
 
 TEST(GraphAnalysis, PathThroughANodeThatWritesTheConsumersInputIsNoChain) {

@@ -238,6 +238,16 @@ std::vector<char> markCriticalPath(const core::Trace& t, const DependencyGraph& 
     }
     r.gpu_busy_ns = static_cast<int64_t>(estimated);
     r.gpu_busy_estimated = r.gpu_busy_ns > 0;
+  } else {
+    // Graph nodes have no GPU times (hook backend): their roofline estimates, once per replay, join the busy time.
+    double graph_ns = 0;
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+      const GpuOp& o = graph.ops[i];
+      if (o.inGraph() && o.kind == OpKind::kKernel && o.gpu_start_ns == core::kNoTime) {
+        graph_ns += analysis.rooflineNs(i) * static_cast<double>(o.replays);
+      }
+    }
+    r.gpu_busy_ns += static_cast<int64_t>(graph_ns);
   }
   return on_path;
 }

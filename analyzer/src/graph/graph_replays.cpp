@@ -29,14 +29,16 @@ class Flattener {
   explicit Flattener(const core::Trace& t) {
     for (const core::GraphNode& n : t.graph_nodes) nodes_of_[n.graph_id].push_back(&n);
     for (const core::GraphEdge& e : t.graph_edges) edges_of_[e.graph_id].push_back(&e);
+    for (const core::Graph& g : t.graphs) graphs_.insert(g.id);
   }
 
   // Appends the nodes of `graph_id` to `out`, its entry nodes after `entry`; returns its exit nodes (or `entry`
   // for a graph without nodes), nullopt when the graph cannot be replayed here.
   std::optional<std::vector<size_t>> flatten(core::Id graph_id, const std::vector<size_t>& entry, int depth,
                                              std::vector<FlatNode>& out) const {
-    if (depth > kMaxChildDepth) return std::nullopt;
+    if (depth > kMaxChildDepth || !graphs_.count(graph_id)) return std::nullopt;
     auto found = nodes_of_.find(graph_id);
+    // A child graph without nodes runs nothing: what follows it follows what preceded it.
     if (found == nodes_of_.end()) return depth == 0 ? std::nullopt : std::optional(entry);
     const std::vector<const core::GraphNode*>& nodes = found->second;
     std::unordered_map<core::Id, size_t> index;  // node id -> position in `nodes`
@@ -92,6 +94,7 @@ class Flattener {
  private:
   std::unordered_map<core::Id, std::vector<const core::GraphNode*>> nodes_of_;
   std::unordered_map<core::Id, std::vector<const core::GraphEdge*>> edges_of_;
+  std::set<core::Id> graphs_;
 };
 
 // The kernel, memcpy and memset nodes of a flattened graph with their nearest such predecessors.
