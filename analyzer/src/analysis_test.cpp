@@ -1,10 +1,13 @@
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/analyzer/metrics_merge.h"
 #include "kfuse/core/cancel.h"
+#include "kfuse/core/trace_store.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -961,6 +964,294 @@ TEST(Reports, TextSaysInOneSentenceWhatDecidedTheVerdictAndMoreWhenVerbose) {
   EXPECT_EQ(r.kernel_table[0].launches, 1u);
   EXPECT_GT(r.kernel_table[0].ns, 0);
   EXPECT_NE(verbose.find("kernels by GPU time"), std::string::npos) << verbose;
+}
+
+// ---- CUDA graphs: nodes of replayed graphs, written through the trace writer and read back ----
+
+// A graph snapshot built node by node, with an exec and its replays.
+class GraphBuilder {
+ public:
+  GraphBuilder(core::Trace& t, Id graph_id) : t_(t), graph_id_(graph_id) {
+    t_.graphs.push_back(core::Graph{graph_id, 0x100u + uint64_t(graph_id), core::GraphOrigin::kExplicit, core::kNoId,
+                                    core::kNoId, 1'000});
+  }
+  // A kernel node of `fn` over `allocs` (as TraceBuilder::launch) after `deps`; returns its id.
+  Id kernel(Id fn, std::vector<Id> allocs, std::vector<Id> deps = {}, uint32_t grid = 4096, int n = 1 << 20) {
+    core::GraphNode node = base(core::GraphNodeType::kKernel);
+    node.function_id = fn;
+    node.grid = {grid, 1, 1};
+    node.block = {256, 1, 1};
+    for (size_t p = 0; p < allocs.size(); ++p) {
+      const uint64_t address = t_.allocations[size_t(allocs[p] - 1)].address;
+      node.arg_bytes.resize(8 * (p + 1));
+      std::memcpy(node.arg_bytes.data() + 8 * p, &address, 8);
+      node.pointer_args.push_back(core::PointerArg{int(p), address, allocs[p], 0});
+    }
+    node.arg_bytes.resize(node.arg_bytes.size() + 4);
+    std::memcpy(node.arg_bytes.data() + 8 * allocs.size(), &n, 4);
+    return add(std::move(node), deps);
+  }
+  // A device-to-device copy of the whole of `src` into `dst`.
+  Id copy(Id src, Id dst, std::vector<Id> deps) {
+    core::GraphNode node = base(core::GraphNodeType::kMemcpy);
+    node.memcpy_kind = core::MemcpyKind::kDeviceToDevice;
+    node.src_address = t_.allocations[size_t(src - 1)].address;
+    node.dst_address = t_.allocations[size_t(dst - 1)].address;
+    node.src_allocation_id = src;
+    node.dst_allocation_id = dst;
+    node.bytes = t_.allocations[size_t(src - 1)].size;
+    return add(std::move(node), deps);
+  }
+  Id empty(std::vector<Id> deps) { return add(base(core::GraphNodeType::kEmpty), deps); }
+  Id child(Id child_graph, std::vector<Id> deps) {
+    core::GraphNode node = base(core::GraphNodeType::kChildGraph);
+    node.child_graph_id = child_graph;
+    return add(std::move(node), deps);
+  }
+  // A node whose work the trace does not describe (a semaphore, a conditional body).
+  Id other(std::vector<Id> deps) { return add(base(core::GraphNodeType::kOther), deps); }
+  // Instantiates the graph and launches it `replays` times on `stream`, issued after everything before.
+  void replay(int replays, Id stream = 1) {
+    const Id exec = Id(t_.graph_execs.size() + 1);
+    t_.graph_execs.push_back(core::GraphExec{exec, 0x900u + uint64_t(exec), graph_id_, core::kNoId, 0, 1'100, 1'200});
+    for (int r = 0; r < replays; ++r) {
+      const Id id = Id(t_.graph_launches.size() + 1);
+      const int64_t at = 10'000'000 + 10'000 * int64_t(id);
+      t_.graph_launches.push_back(core::GraphLaunch{id, 0, 0, exec, stream, at, at + 1'000});
+    }
+  }
+
+ private:
+  core::GraphNode base(core::GraphNodeType type) {
+    core::GraphNode node;
+    node.id = Id(t_.graph_nodes.size() + 1);
+    node.graph_id = graph_id_;
+    node.index = index_++;
+    node.handle = 0x5000u + uint64_t(node.id);
+    node.type = type;
+    return node;
+  }
+  Id add(core::GraphNode node, const std::vector<Id>& deps) {
+    for (Id d : deps) t_.graph_edges.push_back(core::GraphEdge{graph_id_, d, node.id, 0});
+    t_.graph_nodes.push_back(std::move(node));
+    return t_.graph_nodes.back().id;
+  }
+  core::Trace& t_;
+  Id graph_id_;
+  int index_ = 0;
+};
+
+// Writes the trace with core::TraceWriter, imports the file as `kfuse analyze` does and analyses it.
+Report runThroughSqlite(const TraceBuilder& b) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp ? tmp : "/tmp") + "/kfuse_graph_analysis_test_" +
+                           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".sqlite";
+  std::remove(path.c_str());
+  {
+    auto writer = core::TraceWriter::create(path);
+    EXPECT_TRUE(writer.ok()) << writer.status().message();
+    if (!writer.ok()) return {};
+    const Status written = (*writer)->write(b.result().trace);
+    EXPECT_TRUE(written.ok()) << written.message();
+    EXPECT_TRUE((*writer)->close().ok());
+  }
+  auto in = importTrace(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(in.ok()) << in.status().message();
+  if (!in.ok()) return {};
+  EXPECT_EQ(in->trace.graph_launches.size(), b.result().trace.graph_launches.size());
+  auto r = analyze(*in, path, {});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : Report{};
+}
+
+const Candidate* findCandidate(const Report& r, CandidateKind kind, std::vector<Id> functions) {
+  for (const Candidate& c : r.candidates) {
+    if (c.kind == kind && c.function_ids == functions) return &c;
+  }
+  return nullptr;
+}
+
+TEST(GraphAnalysis, ChainOfGraphNodesIsACandidateCountedOncePerReplay) {
+  TraceBuilder b;
+  GraphBuilder g(b.trace(), 7);
+  const Id p = g.kernel(TraceBuilder::kProduce, {1, 2});
+  const Id c = g.kernel(TraceBuilder::kConsume, {2, 3}, {p});
+  g.replay(20);
+  // The hook backend also counts every replay as not recorded: here each one is.
+  b.trace().stats.push_back({"graph_launches_not_recorded", 20, core::StatSeverity::kWarning, "..."});
+  const Report r = runThroughSqlite(b);
+  const Candidate* v = findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(v, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(v->legality, Legality::kProven) << v->verdict;
+  EXPECT_EQ(v->occurrence_graphs, std::vector<Id>{7});
+  EXPECT_EQ(v->occurrence_replays, std::vector<int64_t>{20});
+  EXPECT_EQ(v->occurrence_launches, (std::vector<std::vector<Id>>{{p, c}}));
+  EXPECT_EQ(v->runs(), 20);
+  EXPECT_TRUE(v->in_cuda_graph);
+  ASSERT_GT(v->cost.saving_ns, 0);
+  EXPECT_NEAR(v->total_saving_ns, 20 * v->cost.saving_ns, 1e-6 * v->total_saving_ns);
+  // Text and JSON say it is a graph candidate, and the JSON reads back.
+  EXPECT_NE(reportToText(r, 10).find("in CUDA graph 7: node " + std::to_string(p) + " -> node " + std::to_string(c) +
+                                     ", x20 replays"),
+            std::string::npos);
+  const nlohmann::json j = reportToJson(r);
+  const nlohmann::json& jc = j["candidates"][size_t(v->rank - 1)];
+  EXPECT_EQ(jc["occurrence_graphs"], nlohmann::json::array({7}));
+  EXPECT_EQ(jc["occurrence_replays"], nlohmann::json::array({20}));
+  EXPECT_EQ(jc["occurrences"], 20);
+  auto back = reportFromJson(j, "report");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->candidates[size_t(v->rank - 1)].occurrence_replays, std::vector<int64_t>{20});
+}
+
+TEST(GraphAnalysis, ChildGraphsAreInlinedAndUndescribedNodesLeaveAGraphUnseen) {
+  // Graph 1: produce -> child graph 2 (consume): the chain crosses into the child.
+  TraceBuilder b;
+  GraphBuilder child(b.trace(), 2);
+  const Id c = child.kernel(TraceBuilder::kConsume, {2, 3});
+  GraphBuilder g(b.trace(), 1);
+  const Id p = g.kernel(TraceBuilder::kProduce, {1, 2});
+  g.child(2, {p});
+  g.replay(4);
+  Report r = runThroughSqlite(b);
+  const Candidate* v = findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(v, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(v->occurrence_graphs, std::vector<Id>{1});
+  EXPECT_EQ(v->occurrence_launches, (std::vector<std::vector<Id>>{{p, c}}));
+  EXPECT_EQ(v->occurrence_replays, std::vector<int64_t>{4});
+  // With a node the trace does not describe after the consumer, the graph is not analysed: no graph candidate, and
+  // its launches stay unseen work.
+  g.other({g.empty({})});
+  b.trace().stats.push_back({"graph_launches_not_recorded", 4, core::StatSeverity::kWarning, "..."});
+  b.launch(TraceBuilder::kProduce, {4, 5}, 1 << 20).launch(TraceBuilder::kConsume, {5, 6}, 1 << 20);
+  r = runThroughSqlite(b);
+  for (const Candidate& x : r.candidates) EXPECT_FALSE(x.inGraphs()) << reportToText(r, 10);
+  v = findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(v, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(v->legality, Legality::kLikely);
+  EXPECT_TRUE(anyReasonContains(*v, "4 CUDA graph launches"));
+}
+
+TEST(GraphAnalysis, GraphKernelsJoinTheBusyTimeOfATimedTrace) {
+  // One launch measured at 10 us; the graph's two kernels have no GPU times: their roofline estimates count, once
+  // per replay.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kBlur, {5, 6}, 1 << 20, /*stream=*/1, /*grid=*/4096, /*duration_ns=*/10'000);
+  GraphBuilder g(b.trace(), 1);
+  g.kernel(TraceBuilder::kConsume, {2, 3}, {g.kernel(TraceBuilder::kProduce, {1, 2})});
+  g.replay(1);
+  const int64_t once = runThroughSqlite(b).gpu_busy_ns;
+  g.replay(4);  // a second exec of the same graph: 5 replays in all
+  const Report r = runThroughSqlite(b);
+  EXPECT_GT(once, 10'000);
+  EXPECT_NEAR(double(r.gpu_busy_ns - 10'000), 5.0 * double(once - 10'000), 5.0);
+  for (const Candidate& c : r.candidates) EXPECT_LT(c.share_of_gpu_busy, 1.0);
+}
+
+TEST(GraphAnalysis, PathThroughANodeThatWritesTheConsumersInputIsNoChain) {
+  // produce -> copy (writes allocation 2, which consume reads) -> consume, with a direct edge from produce to
+  // consume too (as stream capture makes them): not a chain.
+  TraceBuilder b;
+  GraphBuilder g(b.trace(), 1);
+  const Id p = g.kernel(TraceBuilder::kProduce, {1, 2});
+  const Id copy = g.copy(4, 2, {p});
+  g.kernel(TraceBuilder::kConsume, {2, 3}, {copy, p});
+  g.replay(3);
+  Report r = runThroughSqlite(b);
+  EXPECT_EQ(findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume}), nullptr)
+      << reportToText(r, 10);
+  // A kernel between them that reads what produce wrote (gather, which also reads what an earlier kernel wrote):
+  // consume reads produce's output, but gather must run after produce and before consume, so the two cannot
+  // become one node.
+  TraceBuilder rc;
+  GraphBuilder rg(rc.trace(), 1);
+  const Id z = rg.kernel(TraceBuilder::kProduce, {5, 6});
+  const Id p1 = rg.kernel(TraceBuilder::kProduce, {1, 2});
+  const Id reader = rg.kernel(TraceBuilder::kGather, {2, 6, 4}, {z, p1});
+  rg.kernel(TraceBuilder::kConsume, {2, 3}, {reader, p1});
+  rg.replay(3);
+  r = runThroughSqlite(rc);
+  EXPECT_EQ(findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume}), nullptr)
+      << reportToText(r, 10);
+  // The same with a kernel between them that writes what the consumer reads: that kernel and the consumer may be
+  // a chain, the producer and the consumer are not.
+  TraceBuilder k;
+  GraphBuilder h(k.trace(), 1);
+  const Id p2 = h.kernel(TraceBuilder::kProduce, {1, 2});
+  const Id mid = h.kernel(TraceBuilder::kProduce, {4, 2}, {p2});
+  h.kernel(TraceBuilder::kConsume, {2, 3}, {mid, p2});
+  h.replay(3);
+  r = runThroughSqlite(k);
+  for (const Candidate& c : r.candidates) {
+    if (c.kind != CandidateKind::kVertical) continue;
+    for (const auto& occ : c.occurrence_launches) EXPECT_NE(occ.front(), p2) << reportToText(r, 10);
+  }
+  // Their legal twin: an empty node between them is no node in between.
+  TraceBuilder e;
+  GraphBuilder eg(e.trace(), 1);
+  const Id p3 = eg.kernel(TraceBuilder::kProduce, {1, 2});
+  const Id join = eg.empty({p3});
+  eg.kernel(TraceBuilder::kConsume, {2, 3}, {join});
+  eg.replay(3);
+  r = runThroughSqlite(e);
+  EXPECT_NE(findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume}), nullptr)
+      << reportToText(r, 10);
+}
+
+TEST(GraphAnalysis, NodesWithoutAPathAreIndependentAndAPathOrdersThem) {
+  // Two small kernels on separate data, no edge: independent, a horizontal candidate.
+  TraceBuilder b;
+  GraphBuilder g(b.trace(), 1);
+  g.kernel(TraceBuilder::kProduce, {1, 2}, {}, /*grid=*/16, /*n=*/4096);
+  g.kernel(TraceBuilder::kProduce, {3, 4}, {}, /*grid=*/16, /*n=*/4096);
+  g.replay(5);
+  Report r = runThroughSqlite(b);
+  const Candidate* h = findCandidate(r, CandidateKind::kHorizontal, {TraceBuilder::kProduce, TraceBuilder::kProduce});
+  ASSERT_NE(h, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(h->occurrence_replays, std::vector<int64_t>{5});
+  EXPECT_TRUE(anyReasonContains(*h, "no path between them in the graph"));
+  // The same kernels with an edge between them (through an empty node): ordered, not independent.
+  TraceBuilder o;
+  GraphBuilder og(o.trace(), 1);
+  const Id first = og.kernel(TraceBuilder::kProduce, {1, 2}, {}, 16, 4096);
+  og.kernel(TraceBuilder::kProduce, {3, 4}, {og.empty({first})}, 16, 4096);
+  og.replay(5);
+  r = runThroughSqlite(o);
+  EXPECT_EQ(findCandidate(r, CandidateKind::kHorizontal, {TraceBuilder::kProduce, TraceBuilder::kProduce}), nullptr)
+      << reportToText(r, 10);
+}
+
+TEST(GraphAnalysis, ReplayBetweenTwoLaunchesIsWorkOnTheirStream) {
+  // produce, then a replay whose graph overwrites what consume reads, then consume, all on stream 1.
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20);
+  GraphBuilder g(b.trace(), 1);
+  g.kernel(TraceBuilder::kProduce, {4, 2});
+  g.replay(1);
+  b.launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  // The launches' API times surround the replay's.
+  b.trace().launches[0].api_start_ns = 9'000'000;
+  b.trace().launches[1].api_start_ns = 11'000'000;
+  const Report r = runThroughSqlite(b);
+  for (const Candidate& c : r.candidates) {
+    EXPECT_TRUE(c.kind != CandidateKind::kVertical || c.inGraphs()) << reportToText(r, 10);
+  }
+}
+
+TEST(GraphAnalysis, LaunchesOfGraphsNotInTheTraceStayUnseenWork) {
+  TraceBuilder b;
+  b.launch(TraceBuilder::kProduce, {1, 2}, 1 << 20).launch(TraceBuilder::kConsume, {2, 3}, 1 << 20);
+  GraphBuilder g(b.trace(), 1);
+  g.kernel(TraceBuilder::kBlur, {5, 6});
+  g.replay(2, /*stream=*/2);
+  b.trace().stats.push_back({"graph_launches_not_recorded", 5, core::StatSeverity::kWarning, "..."});
+  const Report r = runThroughSqlite(b);
+  const Candidate* v = findCandidate(r, CandidateKind::kVertical, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->legality, Legality::kLikely);
+  EXPECT_TRUE(anyReasonContains(*v, "3 CUDA graph launches")) << reportToText(r, 10);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "advice/kernel_families.h"
 #include "cost/cost_model.h"
 #include "graph/footprint.h"
+#include "graph/graph_replays.h"
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/cancel.h"
 #include "kfuse/core/stats.h"
@@ -143,6 +144,19 @@ void summarizeTrace(const core::Trace& t, const KernelCatalog& catalog, const De
   }
 }
 
+// Says which CUDA graphs were analysed over their nodes, and how many replays ran them.
+void noteGraphReplays(const GraphReplays& replays, const DependencyGraph& graph, Report& r) {
+  if (replays.empty()) return;
+  std::string ids;
+  for (size_t i = 0; i < replays.graphs.size() && i < 8; ++i) {
+    ids += (i ? ", " : "") + std::to_string(replays.graphs[i].graph_id);
+  }
+  if (replays.graphs.size() > 8) ids += ", ...";
+  r.notices.push_back("CUDA graphs: " + std::to_string(graph.graph_launches_seen) + " replays of " +
+                      std::to_string(replays.graphs.size()) + (replays.graphs.size() == 1 ? " graph" : " graphs") +
+                      " (" + ids + ") analysed over their nodes; a graph candidate counts once per replay");
+}
+
 // The GPU to cost for: --gpu, else the trace's first device, else H100 SXM (said so, in stats and notices).
 Status chooseGpu(const core::Trace& t, const AnalysisOptions& options, Report& r) {
   if (!options.gpu.empty()) {
@@ -219,10 +233,21 @@ std::vector<char> markCriticalPath(const core::Trace& t, const DependencyGraph& 
     // Shares are taken of the kernels' roofline estimates, and the report says so.
     double estimated = 0;
     for (size_t i = 0; i < graph.ops.size(); ++i) {
-      if (graph.ops[i].kind == OpKind::kKernel) estimated += weights[i];
+      // A replayed graph's kernels run once per replay.
+      if (graph.ops[i].kind == OpKind::kKernel) estimated += weights[i] * static_cast<double>(graph.ops[i].replays);
     }
     r.gpu_busy_ns = static_cast<int64_t>(estimated);
     r.gpu_busy_estimated = r.gpu_busy_ns > 0;
+  } else {
+    // Graph nodes have no GPU times (hook backend): their roofline estimates, once per replay, join the busy time.
+    double graph_ns = 0;
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+      const GpuOp& o = graph.ops[i];
+      if (o.inGraph() && o.kind == OpKind::kKernel && o.gpu_start_ns == core::kNoTime) {
+        graph_ns += analysis.rooflineNs(i) * static_cast<double>(o.replays);
+      }
+    }
+    r.gpu_busy_ns += static_cast<int64_t>(graph_ns);
   }
   return on_path;
 }
@@ -360,7 +385,7 @@ double shareBase(const DependencyGraph& graph, const Report& r) {
     if (it != last_on_stream.end() && op.kind == OpKind::kKernel) {
       const GpuOp& prev = graph.ops[it->second];
       if (prev.kind == OpKind::kKernel && prev.host_sync_epoch == op.host_sync_epoch) {
-        base += r.gpu.dependent_launch_gap_ns;
+        base += r.gpu.dependent_launch_gap_ns * static_cast<double>(op.replays);  // a graph's: once per replay
       }
     }
     last_on_stream[op.stream_id] = i;
@@ -378,7 +403,12 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
     analysis.cost(c);
     for (const auto& occ : c.occurrences) {
       std::vector<core::Id>& ids = c.occurrence_launches.emplace_back();
-      for (size_t op : occ) ids.push_back(graph.ops[op].record_id);
+      const GpuOp& head = graph.ops[occ.front()];
+      for (size_t op : occ) ids.push_back(head.inGraph() ? graph.ops[op].graph_node_id : graph.ops[op].record_id);
+      if (head.inGraph()) {
+        c.occurrence_graphs.push_back(head.graph_id);
+        c.occurrence_replays.push_back(head.replays);
+      }
     }
     size_t on = 0;
     for (const auto& occ : c.occurrences) {
@@ -417,6 +447,11 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
       return k && k->has_ptx;
     });
     advisor.describe(c, graph.has_pointer_data, have_ptx);
+    if (c.inGraphs()) {
+      c.in_cuda_graph = true;
+      // `kfuse rewrite` rewrites launches, not graph nodes (yet): it refuses a graph candidate.
+      std::erase_if(c.remedies, [](const Remedy& m) { return m.kind == "kfuse-rewrite"; });
+    }
   }
   return no_gain;
 }
@@ -434,17 +469,19 @@ void summarizeKernels(const DependencyGraph& graph, const KernelCatalog& catalog
     if (graph.ops[i].kind != OpKind::kKernel) continue;
     cost::Source bs, fs;
     Acc& a = per_function[graph.ops[i].function_id];
+    const double runs = static_cast<double>(graph.ops[i].replays);  // a replayed graph's node: once per replay
     const Analysis::KernelEstimate estimated = analysis.estimateKernel(i);
-    a.bytes += analysis.kernelBytes(i, bs, estimated);
+    a.bytes += runs * analysis.kernelBytes(i, bs, estimated);
     a.bytes_source = a.launches == 0 ? bs : cost::combine(a.bytes_source, bs);
     const FlopCounts flops = analysis.kernelFlops(i, fs);
-    a.flops += flops.total();
+    a.flops += runs * flops.total();
     a.flops_source = a.launches == 0 ? fs : cost::combine(a.flops_source, fs);
-    a.ns += analysis.durationNs(i);
-    a.predicted_bytes += estimated.bytes;
-    a.predicted_ns += cost::launchRooflineNs(estimated.bytes, flops, analysis.launchResources(analysis.launch(i)),
-                                             r.gpu, {estimated.l1_bytes, 0});
-    a.launches++;
+    a.ns += runs * analysis.durationNs(i);
+    a.predicted_bytes += runs * estimated.bytes;
+    a.predicted_ns +=
+        runs * cost::launchRooflineNs(estimated.bytes, flops, analysis.launchResources(analysis.launch(i)), r.gpu,
+                                      {estimated.l1_bytes, 0});
+    a.launches += static_cast<size_t>(graph.ops[i].replays);
   }
   for (const auto& [fid, a] : per_function) {
     const KernelFacts* k = catalog.find(fid);
@@ -544,6 +581,16 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   const std::optional<ImportResult> without = withoutEmulatorTimes(original, emulator_times);
   const ImportResult& input = without ? *without : original;
   const core::Trace& t = input.trace;
+  // Replayed CUDA graphs: their nodes become records of a copy of the trace that the search, the legality proofs
+  // and the cost model read; the report's summary stays that of the trace as recorded.
+  std::optional<ImportResult> expanded;
+  GraphReplays replays;
+  if (!t.graph_launches.empty()) {
+    expanded = input;
+    replays = expandGraphReplays(expanded->trace);
+    if (replays.empty()) expanded.reset();
+  }
+  const ImportResult& work = expanded ? *expanded : input;
   Report r;
   r.options = options;
   r.input_path = input_path;
@@ -560,12 +607,13 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
 
   // Cancellation (core/cancel.h, the GUI's Cancel) is checked between the stages and inside the long ones.
   KFUSE_RETURN_IF_CANCELLED();
-  const KernelCatalog catalog = KernelCatalog::build(t);
+  const KernelCatalog catalog = KernelCatalog::build(work.trace);
   KFUSE_RETURN_IF_CANCELLED();
-  const DependencyGraph graph = DependencyGraph::build(t, catalog);
+  const DependencyGraph graph = DependencyGraph::build(work.trace, catalog, expanded ? &replays : nullptr);
   KFUSE_RETURN_IF_CANCELLED();
+  noteGraphReplays(replays, graph, r);
   // Operator context, kernel families and tensor data flow (imported traces; advice.h).
-  Advisor advisor(input, graph, catalog);
+  Advisor advisor(work, graph, catalog);
   if (!options.execution_trace.empty()) {
     KFUSE_RETURN_IF_ERROR(advisor.joinExecutionTrace(options.execution_trace));
   } else if (!graph.has_pointer_data) {
@@ -574,8 +622,8 @@ Expected<Report> analyze(const ImportResult& original, const std::string& input_
   summarizeTrace(t, catalog, graph, r);
   KFUSE_RETURN_IF_CANCELLED();
 
-  Analysis analysis(input, catalog, graph, r.gpu, options, advisor);
-  const std::vector<char> on_path = markCriticalPath(t, graph, analysis, r);
+  Analysis analysis(work, catalog, graph, r.gpu, options, advisor);
+  const std::vector<char> on_path = markCriticalPath(work.trace, graph, analysis, r);
   KFUSE_RETURN_IF_CANCELLED();
   SearchStats stats;
   std::vector<Candidate> candidates = findCandidates(analysis, stats);

@@ -22,6 +22,8 @@ std::vector<Candidate> Analysis::run(SearchStats& stats) {
 // carved out of one allocation (an arena) are told apart as they are when each has its own.
 std::string Analysis::patternKey(CandidateKind kind, const std::vector<size_t>& occ) const {
   std::string key = kind == CandidateKind::kVertical ? "V" : "H";
+  // Nodes of a replayed CUDA graph form patterns of their own: they are rewritten at instantiate, not per launch.
+  if (!occ.empty() && g_.ops[occ.front()].inGraph()) key.insert(0, "G");
   std::vector<std::pair<const BufferUse*, int>> seen;  // earlier uses of the occurrence, with their buffer number
   int buffers = 0;
   for (size_t op : occ) {
@@ -169,7 +171,10 @@ bool Analysis::joinsGroup(const std::vector<size_t>& group, size_t b, SearchStat
     }
     bool dependent = false;
     for (const Edge* e : g_.edgesBetween(a, b)) dependent = dependent || e->kind != EdgeKind::kStreamOrder;
-    if (!same_stream) {
+    if (g_.ops[b].inGraph()) {
+      // In a graph the edges are the order: a path between two nodes orders them (no stream-order guessing).
+      dependent = g_.reaches(a, b);
+    } else if (!same_stream) {
       dependent = dependent || g_.reaches(a, b);
     } else {
       // On one stream every op orders the next: a copy or set between two members could carry data from one

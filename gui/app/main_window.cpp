@@ -125,7 +125,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(panel_, &CandidatePanel::candidatePicked, this, [this](int index) {
     const analyzer::Candidate* c = session_ ? session_->candidate(index) : nullptr;
     selection_->setCandidate(index);
-    if (c && !c->occurrence_launches.empty() && !c->occurrence_launches.front().empty()) {
+    if (c && !c->inGraphs() && !c->occurrence_launches.empty() && !c->occurrence_launches.front().empty()) {
       selection_->setLaunch(c->occurrence_launches.front().front());
     }
     timeline_->showCandidate(index);

@@ -69,7 +69,7 @@ void TimelineWidget::clampScroll() {
 void TimelineWidget::showCandidate(int index) {
   if (!session_) return;
   const analyzer::Candidate* c = session_->candidate(index);
-  if (!c || c->occurrence_launches.empty()) return;
+  if (!c || c->occurrence_launches.empty() || c->inGraphs()) return;  // graph nodes are not on the timeline
   int64_t a = INT64_MAX, b = INT64_MIN;
   std::optional<SliceRef> first;
   for (core::Id id : c->occurrence_launches.front()) {

@@ -142,6 +142,11 @@ class Rewriter {
       return unsupported("candidate " + std::to_string(c_.rank) + " is " + analyzer::legalityName(c_.legality) +
                          ", not proven: " + why + " — kfuse rewrites proven candidates only");
     }
+    // Its occurrence_launches are graph node ids, not launch ids: rewriting a graph's nodes is not supported yet.
+    if (c_.inGraphs()) {
+      return unsupported("candidate " + std::to_string(c_.rank) +
+                         " fuses nodes of a CUDA graph; kfuse rewrites launches only, not graph nodes yet");
+    }
     if (c_.occurrence_launches.empty() || c_.occurrence_launches.front().size() != c_.function_ids.size()) {
       return invalidArgument("candidate " + std::to_string(c_.rank) + " lists no launches to rewrite");
     }

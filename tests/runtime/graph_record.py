@@ -9,8 +9,8 @@ checks that the trace holds
     got when its scale node changed (origin exec_node_update, alpha -2 in its arguments instead of 0.5);
   * one graph_launch row per cudaGraphLaunch (5 + 2), each linked to the exec row it ran, and the kernels the
     replays ran through the graph_launch_kernel view (5 x 5 + 2 + 2);
-  * `kfuse info` mentions the graphs, `kfuse export` writes them, and `kfuse analyze` reads the trace (it finds
-    nothing to analyse: the analyzer does not use graph nodes yet).
+  * `kfuse info` mentions the graphs, `kfuse export` writes them, and `kfuse analyze` finds candidates over the
+    captured graph's nodes, each counted once per replay (x5), which `kfuse rewrite` refuses (not rewritten yet).
 
 Usage: graph_record.py --kfuse BIN --build BUILD [--cuda-lib DIR]
 """
@@ -113,10 +113,31 @@ def main():
               in info.stdout, f"kfuse info: {info.stdout}{info.stderr}")
         analyze = subprocess.run([a.kfuse, "-q", "analyze", trace, "--no-store", "--json",
                                   os.path.join(tmp, "r.json")], env=env, timeout=300, capture_output=True, text=True)
-        # Every kernel of this program runs inside a graph, and the analyzer does not use graph nodes yet: nothing
-        # to analyse (exit 3), but the trace must read.
-        check(analyze.returncode == 3 and "no GPU kernels" in analyze.stderr,
-              f"kfuse analyze: exit {analyze.returncode}: {analyze.stderr}")
+        # Every kernel of this program runs inside a graph: the analyzer finds its candidates over the graphs'
+        # nodes, each counted once per replay (the captured graph ran 5 times).
+        check(analyze.returncode == 0, f"kfuse analyze: exit {analyze.returncode}: {analyze.stderr}")
+        if analyze.returncode == 0:
+            with open(os.path.join(tmp, "r.json")) as f:
+                report_json = json.load(f)
+            in_graphs = [c for c in report_json["candidates"] if c.get("occurrence_graphs")]
+            check(in_graphs, "no candidate over graph nodes: " + json.dumps(report_json["candidates"])[:2000])
+            captured_chain = [c for c in in_graphs if c["kind"] == "vertical" and captured[0] in c["occurrence_graphs"]]
+            check(captured_chain, "no vertical candidate in the captured graph")
+            for c in captured_chain:
+                i = c["occurrence_graphs"].index(captured[0])
+                check(c["occurrence_replays"][i] == 5, f"candidate {c['id']}: replays {c['occurrence_replays']}")
+                check(c["in_cuda_graph"], f"candidate {c['id']} is not marked in_cuda_graph")
+            # `kfuse rewrite` rewrites launches, not graph nodes (yet): it refuses a graph candidate, saying why.
+            if in_graphs:
+                rewrite = subprocess.run([a.kfuse, "-q", "rewrite", trace, "--report", os.path.join(tmp, "r.json"),
+                                          "--candidate", in_graphs[0]["id"], "-o", os.path.join(tmp, "plan")],
+                                         env=env, timeout=300, capture_output=True, text=True)
+                check(rewrite.returncode != 0 and "CUDA graph" in rewrite.stderr,
+                      f"kfuse rewrite of a graph candidate: exit {rewrite.returncode}: {rewrite.stderr}")
+            text = subprocess.run([a.kfuse, "analyze", trace, "--no-store"], env=env, timeout=300,
+                                  capture_output=True, text=True)
+            check(text.returncode == 0 and f"in CUDA graph {captured[0]}: node " in text.stdout and "x5 replays"
+                  in text.stdout, f"kfuse analyze (text): exit {text.returncode}: {text.stdout}{text.stderr}")
         exported = os.path.join(tmp, "t.json")
         export = subprocess.run([a.kfuse, "-q", "export", trace, "-o", exported], env=env, timeout=120,
                                 capture_output=True, text=True)

@@ -533,12 +533,14 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
 
 void Analysis::cost(Candidate& c) const {
   std::vector<CostEstimate> per_occurrence;
+  std::vector<int64_t> times;  // a graph's nodes run once per replay
   const std::vector<bool> live = c.kind == CandidateKind::kVertical ? liveBuffers(c) : std::vector<bool>{};
   for (const auto& occ : c.occurrences) {
     if (core::cancelRequested()) break;
     per_occurrence.push_back(occurrenceCost(c.kind, occ, live, c.fusion));
+    times.push_back(g_.ops[occ.front()].replays);
   }
-  const cost::CandidateCost summary = cost::summarize(per_occurrence, c.legality == Legality::kBlocked);
+  const cost::CandidateCost summary = cost::summarize(per_occurrence, c.legality == Legality::kBlocked, times);
   c.cost = summary.per_occurrence;
   c.total_saving_ns = summary.total_saving_ns;
 }

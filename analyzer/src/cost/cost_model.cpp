@@ -470,17 +470,18 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool blocked) {
+CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool blocked, const std::vector<int64_t>& times) {
   CandidateCost out;
   if (occurrences.empty()) return out;
   std::vector<double> savings, measured, fused, gaps;
   double total = 0;
-  for (const CostEstimate& e : occurrences) {
+  for (size_t i = 0; i < occurrences.size(); ++i) {
+    const CostEstimate& e = occurrences[i];
     savings.push_back(e.saving_ns);
     measured.push_back(e.measured_ns);
     fused.push_back(e.fused_ns);
     gaps.push_back(e.gap_ns);
-    total += e.saving_ns;
+    total += e.saving_ns * static_cast<double>(i < times.size() ? times[i] : 1);
   }
   out.per_occurrence = occurrences.front();
   out.per_occurrence.saving_ns = median(savings);

@@ -227,7 +227,9 @@ struct CandidateCost {
   CostEstimate per_occurrence;
   double total_saving_ns = 0;
 };
-CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool blocked);
+// `times`: how often each occurrence ran (a CUDA graph's replays); empty: once each.
+CandidateCost summarize(const std::vector<CostEstimate>& occurrences, bool blocked,
+                        const std::vector<int64_t>& times = {});
 
 double median(std::vector<double> v);
 

@@ -283,6 +283,16 @@ TEST(CostModel, SavingsArePerOccurrenceMediansAndATotal) {
   EXPECT_NEAR(median({10, 20, 30, 40}), 25, kTol);  // even count: mean of the middle two
 }
 
+TEST(CostModel, AGraphOccurrenceCountsOncePerReplay) {
+  std::vector<CostEstimate> occ(2);
+  occ[0].saving_ns = 10;  // a graph's nodes, replayed 5 times
+  occ[1].saving_ns = 30;  // replayed once
+  const CandidateCost c = summarize(occ, /*blocked=*/false, /*times=*/{5, 1});
+  EXPECT_NEAR(c.total_saving_ns, 80, kTol);           // 5 x 10 + 1 x 30
+  EXPECT_NEAR(c.per_occurrence.saving_ns, 20, kTol);  // median of the distinct occurrences
+  EXPECT_NEAR(summarize(occ, /*blocked=*/true, {5, 1}).total_saving_ns, 0, kTol);
+}
+
 TEST(CostModel, BackToBackLaunchesAreConsecutiveKernelsOnOneKnownStream) {
   // Streams 1, 1, 2, 2, unknown, unknown: the boundaries 1-1 and 2-2 count; 1-2, 2-unknown and unknown-unknown do
   // not.

@@ -89,7 +89,12 @@ Expected<ImportResult> ImporterRegistry::import(const std::string& path, const I
   }
   KFUSE_ASSIGN_OR_RETURN(ImportResult result, importer->import(path, options));
   result.format = std::string(importer->name());
-  if (options.require_kernels && result.trace.launches.empty()) {
+  // Kernels that ran only as nodes of replayed CUDA graphs count (the analyzer reads them from the graph tables).
+  const bool graph_kernels =
+      !result.trace.graph_launches.empty() &&
+      std::any_of(result.trace.graph_nodes.begin(), result.trace.graph_nodes.end(),
+                  [](const core::GraphNode& n) { return n.type == core::GraphNodeType::kKernel; });
+  if (options.require_kernels && result.trace.launches.empty() && !graph_kernels) {
     return notFound(path + ": " + std::string(kNoKernelsMessage));
   }
   // Problems and the trace's own stats (a kfuse trace has some already) end up in both places, sorted by name

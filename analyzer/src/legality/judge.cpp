@@ -530,8 +530,13 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
                                                                "producer recomputed at the consumer's loads)"
                                                              : ")"));
     }
-    common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
-                             " with no host synchronization between them");
+    if (g_.ops[first.front()].inGraph()) {
+      common.reasons.push_back("a path in CUDA graph " + std::to_string(g_.ops[first.front()].graph_id) +
+                               " with no other kernel, copy or set between each node and the next");
+    } else {
+      common.reasons.push_back("adjacent on stream " + std::to_string(g_.ops[first.front()].stream_id) +
+                               " with no host synchronization between them");
+    }
     if (!g_.has_pointer_data) {
       const std::string flow = adv_.tensorEdgesSource() == "execution-trace" ? "data flow from the Execution Trace"
                                : adv_.tensorEdgesSource().empty()            ? "data flow inferred from stream order"
@@ -550,12 +555,18 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
     std::set<core::Id> streams;
     for (size_t op : first) streams.insert(g_.ops[op].stream_id);
     const std::string what = first.size() == 2 ? "" : std::to_string(first.size()) + " kernels ";
-    common.reasons.push_back(streams.size() == 1 ? what + "adjacent on one stream with no data dependence between them"
-                             : streams.size() == first.size()
-                                 ? what + "on different streams with no event or synchronization ordering them"
-                                 : what + "on " + std::to_string(streams.size()) +
-                                       " streams, with no data "
-                                       "dependence, event or synchronization ordering any two of them");
+    if (g_.ops[first.front()].inGraph()) {
+      common.reasons.push_back(what + "nodes of CUDA graph " + std::to_string(g_.ops[first.front()].graph_id) +
+                               " with no path between them in the graph");
+    } else {
+      common.reasons.push_back(streams.size() == 1
+                                   ? what + "adjacent on one stream with no data dependence between them"
+                               : streams.size() == first.size()
+                                   ? what + "on different streams with no event or synchronization ordering them"
+                                   : what + "on " + std::to_string(streams.size()) +
+                                         " streams, with no data "
+                                         "dependence, event or synchronization ordering any two of them");
+    }
     common.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
     if (!g_.has_pointer_data) {
       common.weaken(Legality::kLikely,
@@ -563,10 +574,11 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
                     "no unsynchronized cross-stream data race");
     }
   }
-  // Work the trace cannot show may sit between these kernels: graph launches the hook backend could only count.
+  // Work the trace cannot show may sit between these kernels: graph launches the hook backend could only count
+  // (those whose graph the trace holds are in the dependency graph).
   for (const core::Stat& st : t_.stats) {
-    if (st.name == core::statName(core::StatId::kGraphLaunchesNotRecorded) && st.value > 0) {
-      common.weaken(Legality::kLikely, "the trace has " + std::to_string(st.value) +
+    if (st.name == core::statName(core::StatId::kGraphLaunchesNotRecorded) && st.value > g_.graph_launches_seen) {
+      common.weaken(Legality::kLikely, "the trace has " + std::to_string(st.value - g_.graph_launches_seen) +
                                            " CUDA graph launches whose kernels were not recorded (hook backend): one "
                                            "may run between these kernels (record with --backend cupti to see them)");
     }

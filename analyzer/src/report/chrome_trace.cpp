@@ -44,6 +44,7 @@ class Writer {
 
     if (report_) {
       for (const Candidate& c : report_->candidates) {
+        if (c.inGraphs()) continue;  // graph node ids, not launches
         for (const auto& occ : c.occurrence_launches) {
           for (core::Id id : occ) member_of_[id].push_back(c.rank);
         }
@@ -188,11 +189,12 @@ class Writer {
                    {"legality", legalityName(c.legality)},
                    {"confidence", confidenceName(c.confidence)},
                    {"kernels", c.names},
-                   {"occurrences", c.occurrence_launches.size()},
+                   {"occurrences", c.runs()},
                    {"predicted_saving_per_occurrence_ns", c.cost.saving_ns},
                    {"predicted_total_saving_ns", c.total_saving_ns}};
       if (!c.reasons.empty()) args["reason"] = c.reasons.front();
       for (const auto& occ : c.occurrence_launches) {
+        if (c.inGraphs()) break;  // graph nodes have no slices on the timeline
         std::vector<const core::Launch*> members;
         for (core::Id id : occ) {
           if (auto it = launch_index_.find(id); it != launch_index_.end()) members.push_back(&t_.launches[it->second]);

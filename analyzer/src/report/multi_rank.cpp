@@ -139,7 +139,7 @@ bool RankMerger::add(const std::string& path, int rank, Report report) {
     auto [it, inserted] = index_.try_emplace(patternKey(c), out_.recommendations.size());
     if (inserted) out_.recommendations.push_back(MergedRecommendation{c, {}, 0, {}});
     MergedRecommendation& m = out_.recommendations[it->second];
-    m.ranks.push_back(RankShare{rank, c.occurrence_launches.size(), c.total_saving_ns, c.cost.measured_ns});
+    m.ranks.push_back(RankShare{rank, static_cast<size_t>(c.runs()), c.total_saving_ns, c.cost.measured_ns});
     m.total_saving_ns += c.total_saving_ns;
     if (c.total_saving_ns > m.representative.total_saving_ns) m.representative = std::move(c);
   }

@@ -114,13 +114,17 @@ struct CandidateKernels {
   }
 };
 
-// A candidate's number of occurrences: written from its occurrence launches, and read back as a check of them.
+// A candidate's number of occurrences: written from its occurrence launches (for a graph candidate, the replays
+// that ran them: Candidate::runs), and read back as a check of them.
 struct OccurrenceCount {
-  void write(const Candidate& c, json& out) const { out = c.occurrence_launches.size(); }
+  void write(const Candidate& c, json& out) const { out = c.runs(); }
   void read(JsonFieldReader& r, const json& j, const std::string& path, Candidate& c) const {
-    size_t n = 0;
+    int64_t n = 0;
     r.integerValue(j, path, n, 1);
-    if (r.ok() && n != c.occurrence_launches.size()) r.fail(path, "differs from the number of occurrence_launches");
+    if (r.ok() && n != c.runs()) {
+      r.fail(path, c.inGraphs() ? "differs from the sum of occurrence_replays"
+                                : "differs from the number of occurrence_launches");
+    }
   }
   OJson schema(JsonSchemaWriter&, const JsonFieldOptions&) const { return {{"type", "integer"}, {"minimum", 1}}; }
 };
@@ -226,6 +230,11 @@ void checkCandidate(JsonFieldReader& r, const std::string& path, const Candidate
                     "expected one launch id per kernel");
     }
   }
+  if (c.occurrence_graphs.size() != c.occurrence_replays.size() ||
+      (c.inGraphs() && c.occurrence_graphs.size() != c.occurrence_launches.size())) {
+    return r.fail(JsonReader::join(path, "occurrence_graphs"),
+                  "expected one graph and one replay count per occurrence, or neither");
+  }
   const std::string tuples = JsonReader::join(JsonReader::join(path, "checked"), "tuples");
   for (size_t t = 0; t < c.checked.tuples.size(); ++t) {
     for (size_t i = 0; i < c.checked.tuples[t].size(); ++i) {
@@ -254,6 +263,16 @@ auto candidateFields() {
                  .doc("the trace's function id of each kernel, in the order of kernels"),
              field("occurrence_launches", &C::occurrence_launches)
                  .doc("the launch ids of each occurrence, one per kernel"),
+             field("occurrence_graphs", &C::occurrence_graphs)
+                 .optional()
+                 .omitDefault()
+                 .doc("for a candidate over the nodes of replayed CUDA graphs: the graph (snapshot) id of each "
+                      "occurrence, whose occurrence_launches are then graph_node ids; absent for launches"),
+             field("occurrence_replays", &C::occurrence_replays)
+                 .optional()
+                 .omitDefault()
+                 .doc("with occurrence_graphs: how many cuGraphLaunch replays ran each occurrence (the predicted "
+                      "total saving counts each replay)"),
              custom<C>("occurrences", OccurrenceCount{}), field("legality", &C::legality),
              field("reasons", &C::reasons), field("checked", &C::checked).of(legalityCheckFields()),
              field("confidence", &C::confidence),

@@ -34,6 +34,21 @@ std::string candidateMembersText(const Candidate& c, bool short_names) {
   return out;
 }
 
+// "in CUDA graph 3: node 12 -> node 13, x20 replays; graph 5: ..." (the first three graphs).
+std::string graphOccurrencesText(const Candidate& c) {
+  std::string out = "in CUDA graph ";
+  const char* sep = c.kind == CandidateKind::kVertical ? " -> " : " + ";
+  for (size_t i = 0; i < c.occurrence_graphs.size() && i < 3; ++i) {
+    out += (i ? "; graph " : "") + std::to_string(c.occurrence_graphs[i]) + ": ";
+    for (size_t k = 0; k < c.occurrence_launches[i].size(); ++k) {
+      out += (k ? sep : "node ") + std::string(k ? "node " : "") + std::to_string(c.occurrence_launches[i][k]);
+    }
+    out += ", x" + std::to_string(c.occurrence_replays[i]) + (c.occurrence_replays[i] == 1 ? " replay" : " replays");
+  }
+  if (c.occurrence_graphs.size() > 3) out += "; ...";
+  return out;
+}
+
 std::string candidateWhereText(const Candidate& c) {
   if (c.module_pattern.empty()) {
     // No module: the annotation (NVTX range, record_function) all members share.
@@ -162,16 +177,18 @@ std::string rooflineSvg(const Report& r) {
 }  // namespace
 
 double disjointSaving(const Report& r) {
-  std::set<core::Id> taken;  // launch ids
+  std::set<std::pair<bool, core::Id>> taken;  // launch ids, and graph node ids (graph candidates)
   double total = 0;
   for (const Candidate& c : r.candidates) {
     if (c.legality == Legality::kBlocked) continue;
     bool clash = false;
     for (const auto& occ : c.occurrence_launches) {
-      for (core::Id id : occ) clash = clash || taken.count(id);
+      for (core::Id id : occ) clash = clash || taken.count({c.inGraphs(), id});
     }
     if (clash) continue;
-    for (const auto& occ : c.occurrence_launches) taken.insert(occ.begin(), occ.end());
+    for (const auto& occ : c.occurrence_launches) {
+      for (core::Id id : occ) taken.insert({c.inGraphs(), id});
+    }
     total += c.total_saving_ns;
   }
   return total;
@@ -243,7 +260,7 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
     if (shown++ >= top) break;
     std::snprintf(line, sizeof line, "%4d  %-11s  %-12s %-8s %-6s %6zu %12s %12s %5.1f%%  ", c.rank, c.id.c_str(),
                   fusionKindName(c.fusion), legalityName(c.legality), confidenceName(c.confidence),
-                  c.occurrence_launches.size(), durationText(c.cost.saving_ns).c_str(),
+                  static_cast<size_t>(c.runs()), durationText(c.cost.saving_ns).c_str(),
                   durationText(c.total_saving_ns).c_str(), 100 * c.share_of_gpu_busy);
     out += line + (verbose ? candidateMembersText(c) : shortened(candidateMembersText(c, true), 110)) + "\n";
   }
@@ -255,6 +272,7 @@ std::string reportToText(const Report& r, size_t top, bool verbose) {
   for (size_t i = 0; i < r.candidates.size() && i < 3; ++i) {
     const Candidate& c = r.candidates[i];
     out += "\n#" + std::to_string(c.rank) + " (" + c.id + ") " + candidateMembersText(c, !verbose) + "\n";
+    if (c.inGraphs()) out += "  " + graphOccurrencesText(c) + "\n";
     if (!candidateWhereText(c).empty() || !c.fusion_kind.empty()) {
       out += "  " + (c.fusion_kind.empty() ? std::string() : c.fusion_kind + " fusion") +
              (candidateWhereText(c).empty() ? "" : (c.fusion_kind.empty() ? "" : " ") + candidateWhereText(c)) +
@@ -321,9 +339,9 @@ std::string reportToMarkdown(const Report& r) {
   out += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Candidate& c : r.candidates) {
     out += "| " + std::to_string(c.rank) + " | `" + c.id + "` | " + fusionKindName(c.fusion) + " | " +
-           mdEscape(candidateMembersText(c)) + " | " + std::to_string(c.occurrence_launches.size()) + " | " +
-           legalityName(c.legality) + " | " + confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) +
-           " | " + durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
+           mdEscape(candidateMembersText(c)) + " | " + std::to_string(c.runs()) + " | " + legalityName(c.legality) +
+           " | " + confidenceName(c.confidence) + " | " + durationText(c.cost.saving_ns) + " | " +
+           durationText(c.total_saving_ns) + " | " + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + " |\n";
   }
   for (const Candidate& c : r.candidates) {
     out += "\n## #" + std::to_string(c.rank) + " " + mdEscape(candidateMembersText(c)) + "\n\n";
@@ -380,11 +398,10 @@ std::string reportToHtml(const Report& r) {
     if (!c.conflicts_with.empty()) why += "<li>" + htmlEscape(conflictsText(c)) + "</li>";
     out += "<tr class='" + std::string(legalityName(c.legality)) + "'><td>" + std::to_string(c.rank) + "</td><td>" +
            c.id + "</td><td>" + fusionKindName(c.fusion) + "</td><td title='" + htmlEscape(kernelsText(c)) + "'>" +
-           htmlEscape(candidateMembersText(c, /*short_names=*/true)) + "</td><td>" +
-           std::to_string(c.occurrence_launches.size()) + "</td><td>" + legalityName(c.legality) + "</td><td>" +
-           confidenceName(c.confidence) + "</td><td>" + durationText(c.cost.saving_ns) + "</td><td>" +
-           durationText(c.total_saving_ns) + "</td><td>" + fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" +
-           why + "</ul></td></tr>\n";
+           htmlEscape(candidateMembersText(c, /*short_names=*/true)) + "</td><td>" + std::to_string(c.runs()) +
+           "</td><td>" + legalityName(c.legality) + "</td><td>" + confidenceName(c.confidence) + "</td><td>" +
+           durationText(c.cost.saving_ns) + "</td><td>" + durationText(c.total_saving_ns) + "</td><td>" +
+           fmt("%.1f%%", 100 * c.share_of_gpu_busy) + "</td><td><ul>" + why + "</ul></td></tr>\n";
   }
   out += "</table>\n";
   if (!r.proven_no_gain.empty()) {

@@ -107,7 +107,9 @@ DetailNode candidateDetail(const Session& session, const analyzer::Report& repor
   addContext(root, c);
 
   DetailNode& members = root.add("Members", QString::number(c.names.size()));
-  const std::vector<core::Id>* first = c.occurrence_launches.empty() ? nullptr : &c.occurrence_launches.front();
+  // A graph candidate's occurrences name graph nodes, not launches.
+  const std::vector<core::Id>* first =
+      c.occurrence_launches.empty() || c.inGraphs() ? nullptr : &c.occurrence_launches.front();
   for (size_t i = 0; i < c.names.size(); ++i) {
     const analyzer::MemberContext* context = i < c.members.size() ? &c.members[i] : nullptr;
     // Named by its operator where the trace says which one launched it (as the report names it).

@@ -109,6 +109,7 @@ TimelineData buildTimeline(const core::Trace& trace, const analyzer::Report& rep
   // launch id -> candidate index (first by rank)
   std::unordered_map<core::Id, int32_t> membership;
   for (size_t ci = 0; ci < report.candidates.size(); ++ci) {
+    if (report.candidates[ci].inGraphs()) continue;  // graph node ids, not launches
     for (const auto& occ : report.candidates[ci].occurrence_launches) {
       for (core::Id id : occ) membership.emplace(id, static_cast<int32_t>(ci));
     }

@@ -183,6 +183,8 @@ inline const char* edgeKindName(EdgeKind k) {
   return core::enumName(k);
 }
 
+struct GraphReplays;  // graph/graph_replays.h
+
 struct BufferUse {
   core::Id allocation_id = core::kNoId;
   uint64_t offset = 0;
@@ -209,6 +211,15 @@ struct GpuOp {
   int64_t gpu_start_ns = core::kNoTime, gpu_end_ns = core::kNoTime;
   int64_t host_sync_epoch = 0;  // host waits affecting this op's stream before it was issued
   std::vector<BufferUse> uses;
+  // A node of a replayed CUDA graph (docs/analyzer.md, "CUDA graphs"): its graph snapshot and node, and how many
+  // replays ran it. Such ops follow the trace's own, one block per graph in a topological order; their edges are
+  // the graph's, and their streams are the graph's chains (no two ops of one chain have an op between them).
+  core::Id graph_id = core::kNoId;
+  core::Id graph_node_id = core::kNoId;
+  int64_t replays = 1;
+  // The place of one cuGraphLaunch on the launch timeline: a memset of no bytes whose uses are its graph's.
+  core::Id graph_launch_id = core::kNoId;
+  bool inGraph() const { return graph_id != core::kNoId; }
 };
 
 // Compact: a trace of a million launches has millions of edges. DependencyGraph::describe() gives the sentence.
@@ -227,8 +238,12 @@ struct DependencyGraph {
   bool has_pointer_data = false;               // some launch had resolved pointer arguments
   std::vector<std::vector<size_t>> out_edges;  // edge indices by source op
   std::vector<std::vector<size_t>> in_edges;
+  // Graph launches whose work is in the graph (the rest of `graph_launches_not_recorded` stays unseen).
+  int64_t graph_launches_seen = 0;
 
-  static DependencyGraph build(const core::Trace& trace, const KernelCatalog& catalog);
+  // `replays`: the graphs expanded into `trace` (graph/graph_replays.h), or nullptr.
+  static DependencyGraph build(const core::Trace& trace, const KernelCatalog& catalog,
+                               const GraphReplays* replays = nullptr);
   // Why `e` exists, as a sentence naming the operations, the allocation and the parameters.
   std::string describe(const Edge& e, const core::Trace& trace, const KernelCatalog& catalog) const;
   // Edges from `a` to `b` (direct only).
@@ -378,6 +393,18 @@ struct Candidate {
   std::vector<std::string> mangled_names;
   std::vector<std::vector<size_t>> occurrences;            // op indices of each occurrence, in order
   std::vector<std::vector<core::Id>> occurrence_launches;  // the Launch ids of each occurrence (same order)
+  // A candidate over the nodes of replayed CUDA graphs (docs/analyzer.md, "CUDA graphs"): per occurrence, the graph
+  // snapshot and how many replays ran it; occurrence_launches then hold graph_node ids. Empty for launches.
+  std::vector<core::Id> occurrence_graphs;
+  std::vector<int64_t> occurrence_replays;
+  bool inGraphs() const { return !occurrence_graphs.empty(); }
+  // How often the pattern ran: the replays of its graph occurrences, else its occurrences.
+  int64_t runs() const {
+    if (!inGraphs()) return static_cast<int64_t>(occurrence_launches.size());
+    int64_t n = 0;
+    for (int64_t r : occurrence_replays) n += r;
+    return n;
+  }
   Legality legality = Legality::kLikely;
   Confidence confidence = Confidence::kLow;
   std::vector<std::string> reasons;  // why legal / why blocked / which heuristics
