@@ -95,5 +95,62 @@ TEST(EpilogueFusion, RefusesAMultiDimensionalConsumerLaunch) {
   EXPECT_NE(r.status().message().find("1-D"), std::string::npos) << r.status().message();
 }
 
+// examples/driver_api/gridstride: tile_scale (16 x 16 tiles of a rows x cols matrix) then gs_gelu, a grid-stride
+// loop on 3 blocks of 128 threads (five steps over 1,665 elements), run as one element per thread on 14 blocks.
+constexpr int kRows = 37, kCols = 45, kElements = kRows * kCols;
+enum GridStrideBuffer { kIn, kScaled, kAct, kGridStrideBuffers };
+
+EpilogueFusion gridStrideSpec() {
+  EpilogueFusion spec;
+  spec.producer = "tile_scale";
+  spec.consumers = {"gs_gelu"};
+  spec.fused_name = "fused";
+  spec.equal_args = {{{0, 1}, {1, 0}}};  // tile_scale's y is gs_gelu's x
+  spec.producer_param = 1;
+  spec.consumer = 1;
+  spec.consumer_param = 0;
+  spec.element_bytes = 4;
+  spec.consumer_shape.grid = {(kElements + 127) / 128, 1, 1};
+  spec.consumer_shape.block = {128, 1, 1};
+  spec.element_per_thread = true;
+  return spec;
+}
+
+TEST(EpilogueFusion, GridStrideConsumerAsOneElementPerThreadIsBitIdenticalToTheTwoLaunches) {
+  const std::string original = examplePtx("gridstride");
+  ptx::Module m = parsed(original);
+  auto r = fuseEpilogue(m, gridStrideSpec());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(ptx::verify(m).ok()) << ptx::verify(m).message();
+  const std::string fused = ptx::printModule(m);
+  testing::expectCompiles(fused);
+  auto data = [] {
+    return std::vector<std::vector<uint8_t>>{randomFloats(kElements, 7), randomFloats(kElements, 8),
+                                             randomFloats(kElements, 9)};
+  };
+  Runner a(data()), b(data());
+  const core::Dim3 tiles{(kCols + 15) / 16, (kRows + 15) / 16, 1}, tile{16, 16, 1};
+  const std::vector<Arg> scale_args{Arg::buf(kIn), Arg::buf(kScaled), Arg::value(kRows), Arg::value(kCols),
+                                    Arg::value(0.5f)};
+  ASSERT_TRUE(a.launch(original, "tile_scale", tiles, tile, scale_args).ok());
+  ASSERT_TRUE(
+      a.launch(original, "gs_gelu", {3, 1, 1}, {128, 1, 1}, {Arg::buf(kScaled), Arg::buf(kAct), Arg::value(kElements)})
+          .ok());
+  std::vector<Arg> fused_args = scale_args;
+  fused_args.push_back(Arg::buf(kAct));
+  fused_args.push_back(Arg::value(kElements));
+  ASSERT_TRUE(b.launch(fused, "fused", tiles, tile, fused_args).ok());
+  for (int i = 0; i < kGridStrideBuffers; ++i) EXPECT_EQ(a.download(i), b.download(i)) << "buffer " << i;
+}
+
+TEST(EpilogueFusion, ElementPerThreadNeedsAGridStrideConsumer) {
+  ptx::Module mlp = parsed(examplePtx("mlp_block"));
+  EpilogueFusion plain = mlpSpec();
+  plain.element_per_thread = true;
+  auto p = fuseEpilogue(mlp, plain);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("grid-stride"), std::string::npos) << p.status().message();
+}
+
 }  // namespace
 }  // namespace kfuse::rewriter

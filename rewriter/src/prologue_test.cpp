@@ -108,5 +108,49 @@ TEST(PrologueFusion, RefusesLaunchesTooLargeForItsIndices) {
   EXPECT_NE(r.status().message().find("2^32"), std::string::npos) << r.status().message();
 }
 
+// examples/driver_api/gridstride: gs_relu_mul, a grid-stride loop on 3 blocks of 128 threads (five steps over
+// 1,665 elements), recomputed as one element per thread (14 blocks) at tile_scale's loads (16 x 16 tiles).
+TEST(PrologueFusion, GridStrideProducerAsOneElementPerThreadIsBitIdenticalToTheTwoLaunches) {
+  constexpr int kRows = 37, kCols = 45, kElements = kRows * kCols;
+  enum { kY, kGate, kOut, kScaled, kCount };
+  PrologueFusion spec;
+  spec.producer = "gs_relu_mul";
+  spec.consumer = "tile_scale";
+  spec.fused_name = "fused";
+  spec.equal_args = {{{0, 2}, {1, 0}}};  // gs_relu_mul's out is tile_scale's x
+  spec.producer_param = 2;
+  spec.consumer_param = 0;
+  spec.element_bytes = 4;
+  spec.producer_shape.grid = {(kElements + 127) / 128, 1, 1};
+  spec.producer_shape.block = {128, 1, 1};
+  const core::Dim3 tiles{(kCols + 15) / 16, (kRows + 15) / 16, 1}, tile{16, 16, 1};
+  spec.consumer_shape.grid = tiles;
+  spec.consumer_shape.block = tile;
+  spec.element_per_thread = true;
+  const std::string original = examplePtx("gridstride");
+  ptx::Module m = parsed(original);
+  auto r = fusePrologue(m, spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(ptx::verify(m).ok()) << ptx::verify(m).message();
+  const std::string fused = ptx::printModule(m);
+  testing::expectCompiles(fused);
+  auto data = [] {
+    return std::vector<std::vector<uint8_t>>{randomFloats(kElements, 1), randomFloats(kElements, 2),
+                                             randomFloats(kElements, 3), randomFloats(kElements, 4)};
+  };
+  Runner a(data()), b(data());
+  ASSERT_TRUE(a.launch(original, "gs_relu_mul", {3, 1, 1}, {128, 1, 1},
+                       {Arg::buf(kY), Arg::buf(kGate), Arg::buf(kOut), Arg::value(kElements)})
+                  .ok());
+  ASSERT_TRUE(a.launch(original, "tile_scale", tiles, tile,
+                       {Arg::buf(kOut), Arg::buf(kScaled), Arg::value(kRows), Arg::value(kCols), Arg::value(0.5f)})
+                  .ok());
+  ASSERT_TRUE(b.launch(fused, "fused", tiles, tile,
+                       {Arg::buf(kY), Arg::buf(kGate), Arg::buf(kOut), Arg::value(kElements), Arg::buf(kScaled),
+                        Arg::value(kRows), Arg::value(kCols), Arg::value(0.5f)})
+                  .ok());
+  for (int i = 0; i < kCount; ++i) EXPECT_EQ(a.download(i), b.download(i)) << "buffer " << i;
+}
+
 }  // namespace
 }  // namespace kfuse::rewriter
