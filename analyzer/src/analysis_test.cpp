@@ -592,6 +592,39 @@ TEST(Analysis, MarksCandidatesThatShareALaunchAsConflicting) {
   EXPECT_NE(reportToText(r, 10).find("shares a launch with #"), std::string::npos);
 }
 
+TEST(Analysis, ConflictTextNamesTheSharedLaunchesAndTheirKernel) {
+  // As above: the chain produce -> consume and the pair consume + produce want the same three launches of consume.
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    b.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
+        .launch(TraceBuilder::kConsume, {2, 3}, 1000, /*stream=*/1, /*grid=*/4)
+        .launch(TraceBuilder::kProduce, {4, 5}, 1000, /*stream=*/2, /*grid=*/4);
+  }
+  AnalysisOptions options;
+  options.keep_no_gain = true;
+  const Report r = run(b, options);
+  const Candidate* chain = nullptr;
+  const Candidate* pair = nullptr;
+  for (const Candidate& c : r.candidates) {
+    if (c.kind == CandidateKind::kVertical) chain = &c;
+    if (c.kind == CandidateKind::kHorizontal) pair = &c;
+  }
+  ASSERT_NE(chain, nullptr);
+  ASSERT_NE(pair, nullptr);
+  // The consume launch of each occurrence of the chain (its second member) is the one both want.
+  std::vector<core::Id> consumes;
+  for (const auto& occurrence : chain->occurrence_launches) consumes.push_back(occurrence.at(1));
+  std::sort(consumes.begin(), consumes.end());
+  EXPECT_EQ(sharedLaunches(*chain, *pair), consumes);
+  EXPECT_EQ(sharedLaunches(*pair, *chain), consumes);
+  std::string ids;
+  for (core::Id id : consumes) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  EXPECT_EQ(candidateConflictText(*chain, *pair), "shares " + std::to_string(consumes.size()) +
+                                                      " launches of `consume` with #" + std::to_string(pair->rank) +
+                                                      " (launch ids " + ids + "): only one of them can be applied");
+  EXPECT_EQ(candidateConflictText(*chain, *chain), "");  // a candidate does not conflict with itself
+}
+
 TEST(Analysis, KernelsSharingAWrittenBufferAreNotHorizontal) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000, 1, 4).launch(TraceBuilder::kConsume, {2, 3}, 1000, 2, 8);

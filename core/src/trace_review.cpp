@@ -26,6 +26,10 @@ std::string reviewCandidateKey(const std::string& kind, const std::vector<std::s
 }
 
 Status storeReviewDecision(const std::string& trace_path, const ReviewDecision& decision) {
+  return storeReviewDecisions(trace_path, {decision});
+}
+
+Status storeReviewDecisions(const std::string& trace_path, const std::vector<ReviewDecision>& decisions) {
   // The reader's checks first (a kfuse trace, not newer than this build), so nothing is written into a file that is
   // not ours.
   KFUSE_ASSIGN_OR_RETURN(auto reader, TraceReader::open(trace_path));
@@ -38,20 +42,18 @@ Status storeReviewDecision(const std::string& trace_path, const ReviewDecision& 
   KFUSE_RETURN_IF_ERROR(db.exec(detail::kReviewTableSql));
   KFUSE_RETURN_IF_ERROR(db.exec(detail::graphTablesSql().c_str()));  // from version 3
   KFUSE_RETURN_IF_ERROR(db.exec(("PRAGMA user_version=" + std::to_string(kTraceSchemaVersion)).c_str()));
-  {
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const ReviewDecision& decision : decisions) {
+    // An error returns before COMMIT: closing the database rolls the transaction back, so nothing is stored.
     KFUSE_ASSIGN_OR_RETURN(Stmt st, db.prepare("INSERT INTO review(candidate_key, rank, verdict, note, reviewer, "
                                                "decided_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-    int64_t when = decision.decided_ns;
-    if (when == 0) {
-      when = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                 .count();
-    }
     st.bind(1, decision.candidate_key);
     st.bind(2, static_cast<int64_t>(decision.rank));
     st.bind(3, std::string_view(reviewVerdictName(decision.verdict)));
     st.bind(4, decision.note);
     st.bind(5, decision.reviewer);
-    st.bind(6, when);
+    st.bind(6, decision.decided_ns == 0 ? now : decision.decided_ns);
     KFUSE_RETURN_IF_ERROR(db.run(st));
   }
   return db.exec("COMMIT");

@@ -76,6 +76,31 @@ TEST(TraceReview, StoringADecisionFillsInTheTimeWhenGivenNone) {
   EXPECT_GT((*d)[0].decided_ns, int64_t{1'600'000'000} * 1'000'000'000);  // after 2020
 }
 
+TEST(TraceReview, DecisionsOnSeveralCandidatesAreStoredTogetherOrNotAtAll) {
+  const std::string path = freshTrace("batch.sqlite");
+  const std::vector<ReviewDecision> both = {{"vertical:_Z1av,_Z1bv", 1, ReviewVerdict::kRejected, "later", "ann", 7},
+                                            {"horizontal:_Z1cv,_Z1dv", 2, ReviewVerdict::kRejected, "later", "ann", 7}};
+  ASSERT_TRUE(storeReviewDecisions(path, both).ok());
+  auto d = readReviewDecisions(path);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0], both[1]);
+  EXPECT_EQ((*d)[1], both[0]);
+  // The second insert of a batch fails (a trigger refuses its key): the first is not kept either.
+  execSql(path,
+          "CREATE TRIGGER refuse BEFORE INSERT ON review WHEN NEW.candidate_key = 'vertical:_Z1ev' "
+          "BEGIN SELECT RAISE(ABORT, 'refused'); END;");
+  const std::vector<ReviewDecision> half = {{"vertical:_Z1av,_Z1bv", 1, ReviewVerdict::kAccepted, "", "", 8},
+                                            {"vertical:_Z1ev", 3, ReviewVerdict::kAccepted, "", "", 8}};
+  const Status s = storeReviewDecisions(path, half);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("refused"), std::string::npos) << s.message();
+  d = readReviewDecisions(path);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[1], both[0]);  // still rejected
+}
+
 TEST(TraceReview, StoringADecisionUpgradesAVersionOneTrace) {
   const std::string path = freshTrace("v1.sqlite");
   execSql(path, "DROP TABLE analysis; DROP TABLE review; PRAGMA user_version=1;");

@@ -39,7 +39,7 @@ CandidatePanel::CandidatePanel(CandidatesModel* model, QWidget* parent) : QWidge
   table_->setSortingEnabled(true);
   table_->sortByColumn(0, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
@@ -74,6 +74,7 @@ CandidatePanel::CandidatePanel(CandidatesModel* model, QWidget* parent) : QWidge
     if (selecting_ || !current.isValid()) return;
     emit candidatePicked(current.data(CandidatesModel::CandidateIndexRole).toInt());
   });
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] { emit selectionChanged(); });
   connect(model_, &QAbstractItemModel::modelReset, this, &CandidatePanel::fitColumns);
 }
 
@@ -123,7 +124,11 @@ void CandidatePanel::selectCandidate(int index) {
   for (int r = 0; r < filter_->rowCount(); ++r) {
     const QModelIndex i = filter_->index(r, 0);
     if (i.data(CandidatesModel::CandidateIndexRole).toInt() == index) {
-      table_->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+      QItemSelectionModel* sm = table_->selectionModel();
+      // The echo of a Ctrl/Shift+click (the clicked row became current and the shared selection follows it) keeps
+      // the rows selected with it, also when Ctrl+click took the current row out of the selection.
+      const bool kept = sm->currentIndex().row() == r && sm->hasSelection();
+      if (!kept) sm->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
       table_->scrollTo(i);
       found = true;
       break;
@@ -137,6 +142,16 @@ int CandidatePanel::selectedCandidate() const {
   const QModelIndexList rows = table_->selectionModel()->selectedRows();
   if (rows.isEmpty()) return -1;
   return rows.front().data(CandidatesModel::CandidateIndexRole).toInt();
+}
+
+std::vector<int> CandidatePanel::selectedCandidates() const {
+  std::vector<int> out;
+  for (const QModelIndex& row : table_->selectionModel()->selectedRows()) {
+    out.push_back(row.data(CandidatesModel::CandidateIndexRole).toInt());
+  }
+  // Rows are in the order they were selected; candidates are in rank order.
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace kfuse::gui

@@ -1,7 +1,8 @@
 // The candidates table with its filter bar (kind, legality, least confidence, least total saving, least
 // occurrences, kernel / operator / module name). Emits the candidate a user picks; follows the shared selection.
-// Columns are sized to their contents, the wide text ones capped at kMaxColumnWidth, so that rank, kind, legality
-// and saving (the first columns) are in view in a 1280-pixel-wide window.
+// Rows can be selected several at a time (Ctrl/Shift+click) for one review decision on all of them; the current row
+// is the shared selection's candidate. Columns are sized to their contents, the wide text ones capped at
+// kMaxColumnWidth, so that rank, kind, legality and saving (the first columns) are in view in a 1280-pixel-wide window.
 #pragma once
 
 #include <QCheckBox>
@@ -11,6 +12,8 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QWidget>
+
+#include <vector>
 
 #include "kfuse/gui/candidates_model.h"
 
@@ -30,13 +33,17 @@ class CandidatePanel : public QWidget {
   QDoubleSpinBox* savingSpin() const { return saving_; }
   QSpinBox* occurrencesSpin() const { return occurrences_; }
 
-  // Selects candidate `index`'s row (if the filter shows it) without emitting candidatePicked.
+  // Makes candidate `index`'s row the current and only selected one (if the filter shows it) without emitting
+  // candidatePicked; a row that is current within a larger selection keeps that selection.
   void selectCandidate(int index);
   int selectedCandidate() const;
+  // The selected rows' candidates (indices into report.candidates), in rank order.
+  std::vector<int> selectedCandidates() const;
   static constexpr int kMaxColumnWidth = 320;
 
  signals:
   void candidatePicked(int index);
+  void selectionChanged();  // the set of selected rows
 
  private:
   void applyFilters();

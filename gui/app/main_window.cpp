@@ -11,12 +11,16 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPointer>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QThread>
 #include <QVBoxLayout>
 
+#include <set>
+
+#include "kfuse/core/cancel.h"
 #include "kfuse/core/gpu_spec.h"
 #include "kfuse/rewriter/rewrite.h"
 
@@ -56,9 +60,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   note_ = new QLineEdit(this);
   note_->setPlaceholderText(tr("note (why)"));
   accept_ = new QPushButton(tr("Accept"), this);
+  accept_->setToolTip(
+      tr("Accept the selected candidates (Ctrl/Shift+click selects several); refused when one shares "
+         "a launch with an accepted candidate or with another selected one"));
   reject_ = new QPushButton(tr("Reject"), this);
-  export_ = new QPushButton(tr("Export plans…"), this);
-  export_->setToolTip(tr("Write the accepted candidates' plans for `kfuse run --plan` (as `kfuse rewrite`)"));
+  reject_->setToolTip(tr("Reject the selected candidates"));
+  export_ = new QPushButton(tr("Export accepted plans…"), this);
+  export_->setToolTip(
+      tr("Write the accepted candidates' plans for `kfuse run --plan` (as `kfuse rewrite`, validated "
+         "on the emulator)"));
 
   banner_ = new QLabel(this);
   banner_->setWordWrap(true);
@@ -119,7 +129,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cancel_->hide();
     statusBar()->showMessage(tr("Opening cancelled"), 5000);
   });
-  connect(cancel_, &QPushButton::clicked, loader_, &SessionLoader::cancel);
+  connect(cancel_, &QPushButton::clicked, this, [this] {
+    if (export_cancel_) {
+      export_cancel_->store(true);
+      statusBar()->showMessage(tr("Cancelling the export after the plan being written…"));
+    } else {
+      loader_->cancel();
+    }
+  });
 
   // Selection linking: every view sets the shared selection and follows it.
   connect(panel_, &CandidatePanel::candidatePicked, this, [this](int index) {
@@ -164,6 +181,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (!e.isEmpty()) showBanner(e, true);
   });
   connect(export_, &QPushButton::clicked, this, &MainWindow::exportPlansDialog);
+  connect(panel_, &CandidatePanel::selectionChanged, this, &MainWindow::refreshReviewBox);
   connect(reviews_, &ReviewBook::changed, this, [this] {
     model_->setDecisions(reviews_->decisions());
     refreshReviewBox();
@@ -226,6 +244,7 @@ void MainWindow::showBanner(const QString& text, bool error) {
 
 void MainWindow::openFile(const QString& path) {
   showBanner({}, false);
+  progress_->setRange(0, 100);
   progress_->setValue(0);
   progress_->show();
   cancel_->show();
@@ -348,9 +367,19 @@ void MainWindow::refreshReviewBox() {
   accept_->setEnabled(can);
   reject_->setEnabled(can);
   note_->setEnabled(can);
-  export_->setEnabled(session_ && !reviews_->accepted().empty());
+  export_->setEnabled(session_ && !reviews_->accepted().empty() && !export_cancel_);
+  // Accept and Reject act on the table's selected rows: named here when they are not just the candidate shown.
+  const std::vector<int> selected = panel_->selectedCandidates();
   const core::ReviewDecision* d = reviews_->decisionFor(index);
-  if (d) {
+  if (!selected.empty() && selected != std::vector<int>{index}) {
+    QStringList ranks;
+    for (int i : selected) ranks << QString("#%1").arg(session_->report.candidates[static_cast<size_t>(i)].rank);
+    decision_->setText(tr("<b>%n selected</b>", nullptr, static_cast<int>(selected.size())));
+    decision_->setToolTip(tr("Accept or Reject decides on %1 together, with the same note").arg(ranks.join(", ")));
+    accept_->setEnabled(session_ && session_->isKfuseTrace());
+    reject_->setEnabled(accept_->isEnabled());
+    note_->setEnabled(accept_->isEnabled());
+  } else if (d) {
     decision_->setText(tr("<b>%1</b>").arg(core::reviewVerdictName(d->verdict)));
     decision_->setToolTip(QString::fromStdString(d->note));
     if (!note_->hasFocus()) note_->setText(QString::fromStdString(d->note));
@@ -361,7 +390,13 @@ void MainWindow::refreshReviewBox() {
 }
 
 QString MainWindow::decide(core::ReviewVerdict verdict) {
-  return reviews_->decide(selection_->candidate(), verdict, note_->text());
+  std::vector<int> indices = panel_->selectedCandidates();
+  if (indices.empty()) indices = {selection_->candidate()};
+  const QString error = reviews_->decide(indices, verdict, note_->text());
+  if (error.isEmpty()) {
+    statusBar()->showMessage(tr("%1 candidate(s) %2").arg(indices.size()).arg(core::reviewVerdictName(verdict)), 5000);
+  }
+  return error;
 }
 
 void MainWindow::gpuChanged(int) {
@@ -409,26 +444,88 @@ void MainWindow::exportPlansDialog() {
       dir, [this](const QStringList& lines) { QMessageBox::information(this, tr("Export plans"), lines.join('\n')); });
 }
 
+namespace {
+
+// Why plans cannot be exported into `dir`: it holds a candidate-RANK directory of a candidate that is not accepted
+// (an earlier export), so that it would not hold exactly the accepted set. Empty when it can.
+QString staleCandidateDirs(const QString& dir, const Session& s, const std::vector<int>& accepted) {
+  std::set<QString> wanted;
+  for (int index : accepted)
+    wanted.insert(QString("candidate-%1").arg(s.report.candidates[static_cast<size_t>(index)].rank));
+  QStringList stale;
+  for (const QString& entry : QDir(dir).entryList({"candidate-*"}, QDir::Dirs | QDir::NoDotAndDotDot)) {
+    if (!wanted.count(entry)) stale << entry;
+  }
+  if (stale.isEmpty()) return {};
+  return QObject::tr(
+             "Plans not exported: %1 already holds %2, which %3 not accepted; choose another directory (or "
+             "remove it) so that it holds exactly the accepted plans.")
+      .arg(dir, stale.join(", "), stale.size() == 1 ? QObject::tr("is") : QObject::tr("are"));
+}
+
+}  // namespace
+
 void MainWindow::exportPlans(const QString& dir, std::function<void(QStringList)> done) {
   if (!session_) return;
   const std::vector<int> accepted = reviews_->accepted();
-  if (accepted.empty()) {
-    if (done) done({tr("No candidate is accepted.")});
+  QString refused;
+  if (accepted.empty()) refused = tr("No candidate is accepted.");
+  if (export_cancel_) refused = tr("Plans are being exported already.");
+  if (const std::vector<ReviewConflict> conflicts = reviews_->acceptedSetConflicts(); !conflicts.empty()) {
+    QStringList lines = {
+        tr("Plans not exported: the accepted candidates are not a consistent set (a launch can "
+           "belong to one fusion only); reject one of each pair first.")};
+    for (const ReviewConflict& c : conflicts) lines << c.reason;
+    refused = lines.join('\n');
+  }
+  if (refused.isEmpty()) refused = staleCandidateDirs(dir, *session_, accepted);
+  if (!refused.isEmpty()) {
+    showBanner(refused, true);
+    if (done) done({refused});
     return;
   }
   ++background_jobs_;
+  export_cancel_ = std::make_shared<std::atomic<bool>>(false);
+  progress_->setRange(0, static_cast<int>(accepted.size()));
+  progress_->setValue(0);
+  progress_->show();
+  cancel_->show();
+  refreshReviewBox();
   statusBar()->showMessage(tr("Writing %1 plans…").arg(accepted.size()));
   auto s = session_;
+  auto cancel = export_cancel_;
   const std::string out = dir.toStdString();
+  // Progress lines from the worker, shown on the UI thread while the window lives.
+  auto report = [window = QPointer<MainWindow>(this)](int written, const QString& line) {
+    if (!window) return;
+    QMetaObject::invokeMethod(
+        window.data(),
+        [window, written, line] {
+          if (!window || !window->export_cancel_) return;
+          window->progress_->setValue(written);
+          window->statusBar()->showMessage(line);
+        },
+        Qt::QueuedConnection);
+  };
   runInBackground<QStringList>(
       this,
-      [s, accepted, out] {
+      [s, accepted, out, cancel, report] {
+        const core::CancelScope scope(cancel.get());
         QStringList lines;
         QDir().mkpath(QString::fromStdString(out));
-        for (int index : accepted) {
-          const analyzer::Candidate& c = s->report.candidates[static_cast<size_t>(index)];
+        for (size_t k = 0; k < accepted.size(); ++k) {
+          const analyzer::Candidate& c = s->report.candidates[static_cast<size_t>(accepted[k])];
+          if (core::cancelRequested()) {
+            lines << QString("#%1: not written: the export was cancelled").arg(c.rank);
+            continue;
+          }
           const std::string plan_dir = out + "/candidate-" + std::to_string(c.rank);
           rewriter::RewriteOptions options;  // as `kfuse rewrite`: validated on the emulator
+          const int written = static_cast<int>(k);
+          const QString head = QString("Plan %1 of %2 (#%3): ").arg(k + 1).arg(accepted.size()).arg(c.rank);
+          options.progress = [report, written, head](const std::string& line) {
+            report(written, head + QString::fromStdString(line));
+          };
           rewriter::RewriteDiagnostics diag;
           auto plan = rewriter::rewriteCandidate(s->input, s->report, c, options, plan_dir, &diag);
           if (!plan.ok()) {
@@ -444,7 +541,12 @@ void MainWindow::exportPlans(const QString& dir, std::function<void(QStringList)
       },
       [this, done](QStringList lines) {
         --background_jobs_;
-        statusBar()->showMessage(tr("Plans written"), 5000);
+        const bool cancelled = export_cancel_ && export_cancel_->load();
+        export_cancel_.reset();
+        progress_->hide();
+        cancel_->hide();
+        refreshReviewBox();
+        statusBar()->showMessage(cancelled ? tr("Export cancelled") : tr("Plans written"), 5000);
         showBanner(lines.join("\n"), false);
         if (done) done(lines);
       });
@@ -463,6 +565,7 @@ void MainWindow::dropEvent(QDropEvent* e) {
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   loader_->cancel();
+  if (export_cancel_) export_cancel_->store(true);  // stops after the plan being written
   e->accept();
 }
 

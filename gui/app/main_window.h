@@ -1,7 +1,7 @@
 // kfuse-gui's main window: candidates table and filters on the left; timeline, dependency graph, roofline and PTX
-// views in tabs; the candidate detail with a GPU selector and the review box (accept / reject with a note, export
-// plans) below. One Selection links them all. Opening runs in the background with progress and cancel; a failed
-// import shows the importer's message in the window.
+// views in tabs; the candidate detail with a GPU selector and the review box (accept / reject the selected candidates
+// with a note, export the accepted plans) below. One Selection links them all. Opening runs in the background with
+// progress and cancel; a failed import shows the importer's message in the window.
 #pragma once
 
 #include <QComboBox>
@@ -13,6 +13,7 @@
 #include <QTabWidget>
 #include <QTreeView>
 
+#include <atomic>
 #include <memory>
 
 #include "candidate_panel.h"
@@ -58,11 +59,16 @@ class MainWindow : public QMainWindow {
   QPushButton* rejectButton() const { return reject_; }
   QStringList recentFiles() const;
 
-  // Review the selected candidate (the buttons call these). The error message or empty.
+  // Review the candidates selected in the table (else the shared selection's one) with the note (the buttons call
+  // this): all of them or none; accepting one that shares a launch with an accepted candidate, or two that share
+  // one, is refused. The error message (also shown in the banner by the buttons) or empty.
   QString decide(core::ReviewVerdict verdict);
-  // Rewrites every accepted candidate into DIR/candidate-RANK (as `kfuse rewrite`), in the background; `done` gets
-  // one line per candidate.
+  // Rewrites every accepted candidate into DIR/candidate-RANK (as `kfuse rewrite --candidate RANK`, validated on the
+  // emulator), in the background with progress; Cancel stops after the plan being written. Refused, with the reason
+  // as the only line, when the accepted set is not consistent or DIR holds a candidate-RANK of a candidate that is
+  // not accepted. `done` gets one line per candidate.
   void exportPlans(const QString& dir, std::function<void(QStringList)> done = {});
+  QPushButton* cancelButton() const { return cancel_; }
 
  protected:
   void dragEnterEvent(QDragEnterEvent*) override;
@@ -106,6 +112,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QPushButton* cancel_;
   QMenu* recent_menu_ = nullptr;
+  std::shared_ptr<std::atomic<bool>> export_cancel_;  // set while plans are being exported
   int background_jobs_ = 0;
   int gpu_generation_ = 0;
 };

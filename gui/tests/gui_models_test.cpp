@@ -560,6 +560,89 @@ class GuiModelsTest : public QObject {
     QCOMPARE(ReviewBook().setSession(load(saved)), QString());
   }
 
+  // The recording's chain scale -> add -> relu -> mul and its pair mul + scale want the same launches: accepting
+  // both is refused with the analyzer's reason, and nothing of a refused batch is stored.
+  void acceptingTwoConflictingCandidatesIsRefusedWithTheReason() {
+    QTemporaryDir dir;
+    const QString copy = testing::scratchCopy(dir, emulatorTrace());
+    auto session = load(copy);
+    const auto& cands = session->report.candidates;
+    int a = -1, b = -1;
+    for (size_t i = 0; i < cands.size() && a < 0; ++i) {
+      if (cands[i].conflicts_with.empty()) continue;
+      for (size_t j = 0; j < cands.size(); ++j) {
+        if (cands[j].rank == cands[i].conflicts_with.front()) {
+          a = static_cast<int>(i);
+          b = static_cast<int>(j);
+        }
+      }
+    }
+    QVERIFY2(a >= 0 && b >= 0, "the recording has two candidates that share a launch");
+    const analyzer::Candidate& ca = cands[static_cast<size_t>(a)];
+    const analyzer::Candidate& cb = cands[static_cast<size_t>(b)];
+    const QString b_against_a = QString::fromStdString(analyzer::candidateConflictText(cb, ca));
+    QVERIFY(b_against_a.startsWith("shares "));
+    QVERIFY(b_against_a.contains(QString("with #%1 (launch id").arg(ca.rank)));
+
+    ReviewBook book;
+    QCOMPARE(book.setSession(session), QString());
+    QSignalSpy changed(&book, &ReviewBook::changed);
+    // Both at once: refused, neither stored.
+    const QString both = book.decide({a, b}, core::ReviewVerdict::kAccepted, "fuse both");
+    QVERIFY(both.startsWith("None of the 2 candidates accepted"));
+    QVERIFY2(both.contains(b_against_a), qPrintable(both));
+    QCOMPARE(changed.count(), 0);
+    QVERIFY(book.decisions().empty());
+    QVERIFY(core::readReviewDecisions(copy.toStdString())->empty());
+
+    // One, then the other: the second is refused, naming the accepted one and the shared launches.
+    QCOMPARE(book.decide(a, core::ReviewVerdict::kAccepted, "the chain"), QString());
+    const QString second = book.decide(b, core::ReviewVerdict::kAccepted, "the pair");
+    QVERIFY(second.startsWith("Not accepted"));
+    QVERIFY2(second.contains(QString("#%1 (%2) %3").arg(cb.rank).arg(candidateMembers(cb)).arg(b_against_a)),
+             qPrintable(second));
+    QVERIFY2(second.contains(QString("#%1 is accepted").arg(ca.rank)), qPrintable(second));
+    QVERIFY(!book.decisionFor(b));
+    QCOMPARE(book.accepted(), std::vector<int>{a});
+    QVERIFY(book.acceptedSetConflicts().empty());
+    // Rejecting both together is never refused; accepting the pair then succeeds.
+    QCOMPARE(book.decide({a, b}, core::ReviewVerdict::kRejected, "later"), QString());
+    QCOMPARE(book.decisionFor(a)->verdict, core::ReviewVerdict::kRejected);
+    QCOMPARE(QString::fromStdString(book.decisionFor(b)->note), QString("later"));
+    QCOMPARE(book.decide(b, core::ReviewVerdict::kAccepted, "the pair"), QString());
+    QCOMPARE(book.accepted(), std::vector<int>{b});
+
+    // The conflicts column: the chain now conflicts with an accepted candidate, the accepted pair with none.
+    CandidatesModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setSession(session);
+    model.setDecisions(book.decisions());
+    const QModelIndex chain = model.index(a, model.conflictColumn());
+    QCOMPARE(chain.data(CandidatesModel::ConflictRole).toList(), QVariantList{cb.rank});
+    QCOMPARE(chain.data().toString(), QString("#%1 (accepted)").arg(cb.rank));
+    QVERIFY(chain.data(Qt::ForegroundRole).isValid());
+    QVERIFY(chain.data(Qt::ToolTipRole)
+                .toString()
+                .contains(QString::fromStdString(analyzer::candidateConflictText(ca, cb))));
+    const QModelIndex pair = model.index(b, model.conflictColumn());
+    QVERIFY(pair.data(CandidatesModel::ConflictRole).toList().isEmpty());
+    QCOMPARE(pair.data().toString(), QString("#%1").arg(ca.rank));
+    QVERIFY(!pair.data(Qt::ForegroundRole).isValid());
+    QCOMPARE(model.headerData(model.conflictColumn(), Qt::Horizontal).toString(), QString("Conflicts"));
+
+    // Decisions stored by another tool can make the accepted set inconsistent: the book says which pair.
+    core::ReviewDecision forced;
+    forced.candidate_key = session->candidate_keys[static_cast<size_t>(a)];
+    forced.rank = ca.rank;
+    QVERIFY(core::storeReviewDecision(copy.toStdString(), forced).ok());
+    ReviewBook reread;
+    QCOMPARE(reread.setSession(session), QString());
+    const std::vector<ReviewConflict> inconsistent = reread.acceptedSetConflicts();
+    QCOMPARE(inconsistent.size(), size_t{1});
+    QVERIFY2(inconsistent.front().reason.contains(QString("%1; both are accepted").arg(b_against_a)),
+             qPrintable(inconsistent.front().reason));
+  }
+
   void aFailedImportReportsTheImportersMessage() {
     SessionLoader loader;
     QSignalSpy failed(&loader, &SessionLoader::failed);

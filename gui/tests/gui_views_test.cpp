@@ -9,6 +9,8 @@
 #include <QTest>
 #include <QUrl>
 
+#include <nlohmann/json.hpp>
+
 #include "kfuse/rewriter/plan.h"
 #include "main_window.h"
 #include "test_support.h"
@@ -24,6 +26,32 @@ void open(MainWindow& w, const QString& path) {
   w.openFile(path);
   w.waitForLoad();
   w.waitForBackground();
+}
+
+// Clicks candidate `index`'s row of the table with `modifiers` (Ctrl adds it to the selection).
+void clickCandidateRow(MainWindow& w, int index, Qt::KeyboardModifiers modifiers = {}) {
+  QTableView* table = w.candidates()->table();
+  CandidateFilter* filter = w.candidates()->filter();
+  for (int r = 0; r < filter->rowCount(); ++r) {
+    const QModelIndex i = filter->index(r, 0);
+    if (i.data(CandidatesModel::CandidateIndexRole).toInt() != index) continue;
+    table->scrollTo(i);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, modifiers, table->visualRect(i).center());
+    return;
+  }
+  QFAIL("no row for the candidate");
+}
+
+// Two candidates of `s` that share a launch (the recording's chain and its pair), or {-1, -1}.
+std::pair<int, int> conflictingPair(const Session& s) {
+  const auto& cands = s.report.candidates;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i].conflicts_with.empty()) continue;
+    for (size_t j = 0; j < cands.size(); ++j) {
+      if (cands[j].rank == cands[i].conflicts_with.front()) return {static_cast<int>(i), static_cast<int>(j)};
+    }
+  }
+  return {-1, -1};
 }
 
 bool waitFor(const std::function<bool()>& done, int ms = 300'000) {
@@ -229,6 +257,125 @@ class GuiViewsTest : public QObject {
     }
     // The recent-files list has it first.
     QCOMPARE(again.recentFiles().value(0), QFileInfo(copy).absoluteFilePath());
+  }
+
+  // Ctrl+click selects both candidates of a conflicting pair: Accept refuses both with the reason in the banner;
+  // accepting one and then the other refuses the second, naming the accepted one; the conflicts column marks it.
+  void acceptingConflictingCandidatesIsRefusedWithTheReason() {
+    QTemporaryDir dir;
+    const QString copy = testing::scratchCopy(dir, emulatorTrace());
+    MainWindow w;
+    w.show();
+    open(w, copy);
+    const auto [a, b] = conflictingPair(*w.session());
+    QVERIFY(a >= 0);
+    const analyzer::Candidate& ca = w.session()->report.candidates[static_cast<size_t>(a)];
+    const analyzer::Candidate& cb = w.session()->report.candidates[static_cast<size_t>(b)];
+    const QString reason = QString::fromStdString(analyzer::candidateConflictText(cb, ca));
+    CandidatesModel* model = w.candidatesModel();
+
+    clickCandidateRow(w, a);
+    clickCandidateRow(w, b, Qt::ControlModifier);
+    QCOMPARE(w.candidates()->selectedCandidates(), (std::vector<int>{std::min(a, b), std::max(a, b)}));
+    w.noteEdit()->setText("both");
+    QTest::mouseClick(w.acceptButton(), Qt::LeftButton);
+    QVERIFY2(w.bannerText().startsWith("None of the 2 candidates accepted"), qPrintable(w.bannerText()));
+    QVERIFY2(w.bannerText().contains(reason), qPrintable(w.bannerText()));
+    QCOMPARE(model->index(a, model->reviewColumn()).data().toString(), QString());
+    QCOMPARE(model->index(b, model->reviewColumn()).data().toString(), QString());
+
+    clickCandidateRow(w, a);
+    QCOMPARE(w.candidates()->selectedCandidates(), std::vector<int>{a});
+    QTest::mouseClick(w.acceptButton(), Qt::LeftButton);
+    QCOMPARE(model->index(a, model->reviewColumn()).data().toString(), QString("accepted"));
+    clickCandidateRow(w, b);
+    QTest::mouseClick(w.acceptButton(), Qt::LeftButton);
+    QVERIFY2(w.bannerText().startsWith("Not accepted"), qPrintable(w.bannerText()));
+    QVERIFY2(w.bannerText().contains(QString("#%1 (%2) %3").arg(cb.rank).arg(candidateMembers(cb)).arg(reason)),
+             qPrintable(w.bannerText()));
+    QVERIFY(w.bannerText().contains(QString("#%1 is accepted").arg(ca.rank)));
+    QCOMPARE(model->index(b, model->reviewColumn()).data().toString(), QString());
+    QCOMPARE(model->index(b, model->conflictColumn()).data().toString(), QString("#%1 (accepted)").arg(ca.rank));
+    auto stored = core::readReviewDecisions(copy.toStdString());
+    QVERIFY(stored.ok());
+    QCOMPARE(stored->size(), size_t{1});
+    // Rejecting both together is not refused.
+    clickCandidateRow(w, a, Qt::ControlModifier);
+    QCOMPARE(w.candidates()->selectedCandidates().size(), size_t{2});
+    // Ctrl+click on a selected row takes it out of the selection.
+    clickCandidateRow(w, a, Qt::ControlModifier);
+    QCOMPARE(w.candidates()->selectedCandidates(), std::vector<int>{b});
+    clickCandidateRow(w, a, Qt::ControlModifier);
+    QCOMPARE(w.decide(core::ReviewVerdict::kRejected), QString());
+    QCOMPARE(model->index(a, model->reviewColumn()).data().toString(), QString("rejected"));
+    QCOMPARE(model->index(b, model->reviewColumn()).data().toString(), QString("rejected"));
+  }
+
+  // On the recording: the chain accepted, its conflicting pair refused; the export writes the chain's plan only,
+  // validated on the emulator (plan.json says "passed"). An inconsistent accepted set (decisions stored by another
+  // tool) is not exported at all.
+  void exportWritesExactlyTheAcceptedConsistentSet() {
+    QTemporaryDir dir;
+    const QString copy = testing::scratchCopy(dir, emulatorTrace());
+    MainWindow w;
+    w.show();
+    open(w, copy);
+    const auto [a, b] = conflictingPair(*w.session());
+    QVERIFY(a >= 0);
+    const auto& cands = w.session()->report.candidates;
+    QCOMPARE(cands[static_cast<size_t>(a)].legality, analyzer::Legality::kProven);
+    w.selection()->setCandidate(a);
+    QCOMPARE(w.decide(core::ReviewVerdict::kAccepted), QString());
+    w.selection()->setCandidate(b);
+    QVERIFY(!w.decide(core::ReviewVerdict::kAccepted).isEmpty());
+    QStringList lines;
+    bool done = false;
+    w.exportPlans(dir.filePath("plans"), [&](QStringList l) {
+      lines = l;
+      done = true;
+    });
+    QVERIFY(w.cancelButton()->isVisible());  // the export runs in the background and can be cancelled
+    QVERIFY(waitFor([&] { return done; }));
+    QCOMPARE(lines.size(), 1);
+    const QString rank_a = QString("candidate-%1").arg(cands[static_cast<size_t>(a)].rank);
+    QCOMPARE(QDir(dir.filePath("plans")).entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList{rank_a});
+    QFile json(dir.filePath("plans/" + rank_a + "/plan.json"));
+    QVERIFY2(json.open(QIODevice::ReadOnly), qPrintable(lines.join('\n')));
+    const nlohmann::json plan = nlohmann::json::parse(json.readAll().toStdString());
+    QCOMPARE(plan.at("candidate_rank").get<int>(), cands[static_cast<size_t>(a)].rank);
+    QCOMPARE(QString::fromStdString(plan.at("validation").at("emulator").get<std::string>()), QString("passed"));
+
+    // Exporting again into a directory that holds a plan of a candidate no longer accepted is refused.
+    QVERIFY(QDir().mkpath(dir.filePath("plans/candidate-99")));
+    done = false;
+    w.exportPlans(dir.filePath("plans"), [&](QStringList l) {
+      lines = l;
+      done = true;
+    });
+    QVERIFY(done);
+    QVERIFY2(lines.value(0).contains("candidate-99, which is not accepted"), qPrintable(lines.join('\n')));
+
+    // Both accepted behind the GUI's back: nothing is exported, and the banner says which pair conflicts.
+    core::ReviewDecision forced;
+    forced.candidate_key = w.session()->candidate_keys[static_cast<size_t>(b)];
+    forced.rank = cands[static_cast<size_t>(b)].rank;
+    QVERIFY(core::storeReviewDecision(copy.toStdString(), forced).ok());
+    MainWindow again;
+    again.show();
+    open(again, copy);
+    QCOMPARE(again.reviews()->accepted().size(), size_t{2});
+    done = false;
+    again.exportPlans(dir.filePath("plans2"), [&](QStringList l) {
+      lines = l;
+      done = true;
+    });
+    QVERIFY(done);
+    QCOMPARE(lines.size(), 1);
+    QVERIFY2(lines.front().startsWith("Plans not exported: the accepted candidates are not a consistent set"),
+             qPrintable(lines.front()));
+    QVERIFY(lines.front().contains("both are accepted"));
+    QVERIFY(again.bannerText().contains("not a consistent set"));
+    QVERIFY(!QFileInfo::exists(dir.filePath("plans2")));
   }
 
   void exportPlansWritesAPlanPerAcceptedCandidate() {

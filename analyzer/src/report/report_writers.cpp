@@ -96,6 +96,46 @@ std::string candidateVerdictText(const Candidate& c) {
   return std::string(legalityName(c.legality)) + ": " + why;
 }
 
+std::vector<core::Id> sharedLaunches(const Candidate& a, const Candidate& b) {
+  std::set<core::Id> in_a;
+  for (const auto& occurrence : a.occurrence_launches) in_a.insert(occurrence.begin(), occurrence.end());
+  std::set<core::Id> shared;
+  for (const auto& occurrence : b.occurrence_launches) {
+    for (core::Id id : occurrence) {
+      if (in_a.count(id)) shared.insert(id);
+    }
+  }
+  return {shared.begin(), shared.end()};
+}
+
+std::string candidateConflictText(const Candidate& c, const Candidate& other) {
+  if (std::find(c.conflicts_with.begin(), c.conflicts_with.end(), other.rank) == c.conflicts_with.end() &&
+      std::find(other.conflicts_with.begin(), other.conflicts_with.end(), c.rank) == other.conflicts_with.end()) {
+    return {};
+  }
+  const std::vector<core::Id> shared = sharedLaunches(c, other);
+  const std::string with = "#" + std::to_string(other.rank);
+  if (shared.empty()) return "shares a launch with " + with + ": only one of them can be applied";
+  // Which kernels: the member of `c` each shared launch is, in member order.
+  std::set<size_t> members;
+  for (const auto& occurrence : c.occurrence_launches) {
+    for (size_t m = 0; m < occurrence.size(); ++m) {
+      if (std::binary_search(shared.begin(), shared.end(), occurrence[m])) members.insert(m);
+    }
+  }
+  std::string kernels;
+  for (size_t m : members) {
+    if (m < c.names.size()) kernels += (kernels.empty() ? "`" : ", `") + shortKernelName(c.names[m], 40) + "`";
+  }
+  constexpr size_t kListed = 4;
+  std::string ids;
+  for (size_t i = 0; i < shared.size() && i < kListed; ++i) ids += (i ? ", " : "") + std::to_string(shared[i]);
+  if (shared.size() > kListed) ids += ", ...";
+  const std::string count = shared.size() == 1 ? "a launch" : std::to_string(shared.size()) + " launches";
+  return "shares " + count + (kernels.empty() ? "" : " of " + kernels) + " with " + with + " (launch id" +
+         (shared.size() == 1 ? " " : "s ") + ids + "): only one of them can be applied";
+}
+
 namespace {
 
 // "shares a launch with #2, #5: only one of them can be applied".

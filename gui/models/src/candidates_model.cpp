@@ -1,6 +1,11 @@
 #include "kfuse/gui/candidates_model.h"
 
+#include <QColor>
 #include <QLocale>
+
+#include <algorithm>
+
+#include "kfuse/gui/review_book.h"
 
 namespace kfuse::gui {
 
@@ -195,6 +200,7 @@ void CandidatesModel::setSession(std::shared_ptr<const Session> session) {
   session_ = std::move(session);
   report_ = session_ ? session_->report : analyzer::Report{};
   decisions_.clear();
+  accepted_.clear();
   endResetModel();
 }
 
@@ -206,7 +212,8 @@ void CandidatesModel::setReport(const analyzer::Report& report) {
 
 void CandidatesModel::setDecisions(const std::map<std::string, core::ReviewDecision>& decisions) {
   decisions_ = decisions;
-  if (rowCount() > 0) emit dataChanged(index(0, reviewColumn()), index(rowCount() - 1, reviewColumn()));
+  accepted_ = session_ ? acceptedCandidates(*session_, decisions_) : std::vector<int>{};
+  if (rowCount() > 0) emit dataChanged(index(0, reviewColumn()), index(rowCount() - 1, conflictColumn()));
 }
 
 int CandidatesModel::rowCount(const QModelIndex& parent) const {
@@ -215,7 +222,7 @@ int CandidatesModel::rowCount(const QModelIndex& parent) const {
 }
 
 int CandidatesModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(candidateColumns().size()) + 1;
+  return parent.isValid() ? 0 : static_cast<int>(candidateColumns().size()) + 2;
 }
 
 QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
@@ -232,6 +239,7 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::ToolTipRole && it != decisions_.end()) return QString::fromStdString(it->second.note);
     return {};
   }
+  if (index.column() == conflictColumn()) return conflictData(index.row(), role);
   const CandidateColumn& col = candidateColumns()[static_cast<size_t>(index.column())];
   switch (role) {
     case Qt::DisplayRole: return col.display(c);
@@ -246,8 +254,53 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
   }
 }
 
+QVariant CandidatesModel::conflictData(int row, int role) const {
+  const Candidate& c = report_.candidates[static_cast<size_t>(row)];
+  const std::vector<int> against = conflictingCandidates(*session_, row, accepted_);
+  auto accepted = [&](int rank) {
+    return std::any_of(against.begin(), against.end(),
+                       [&](int i) { return report_.candidates[static_cast<size_t>(i)].rank == rank; });
+  };
+  switch (role) {
+    case Qt::DisplayRole: {
+      QStringList ranks;
+      for (int r : c.conflicts_with)
+        ranks << QString("#%1").arg(r) + (accepted(r) ? QStringLiteral(" (accepted)") : "");
+      return ranks.join(", ");
+    }
+    case SortRole: return static_cast<int>(against.size() * 1000 + c.conflicts_with.size());
+    case ConflictRole: {
+      QVariantList ranks;
+      for (int i : against) ranks << report_.candidates[static_cast<size_t>(i)].rank;
+      return ranks;
+    }
+    case Qt::ForegroundRole: return against.empty() ? QVariant() : QVariant(QColor(0xb0, 0x10, 0x10));
+    case Qt::ToolTipRole: {
+      QStringList lines;
+      for (int r : c.conflicts_with) {
+        for (const Candidate& other : report_.candidates) {
+          if (other.rank != r) continue;
+          lines << QString::fromStdString(analyzer::candidateConflictText(c, other)) +
+                       (accepted(r) ? QString("; #%1 is accepted").arg(r) : QString());
+        }
+      }
+      return lines.isEmpty() ? QVariant() : QVariant(lines.join('\n'));
+    }
+    default: return {};
+  }
+}
+
 QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
+  if (section == conflictColumn()) {
+    if (role == Qt::DisplayRole) return QStringLiteral("Conflicts");
+    if (role == Qt::ToolTipRole) {
+      return QStringLiteral(
+          "The candidates this one shares a launch with: only one of them can be applied (red: one "
+          "of them is accepted)");
+    }
+    return {};
+  }
   if (section == reviewColumn()) {
     if (role == Qt::DisplayRole) return QStringLiteral("Review");
     if (role == Qt::ToolTipRole) return QStringLiteral("Your decision (stored in the trace)");

@@ -567,6 +567,12 @@ std::string candidateMembersText(const Candidate& c, bool short_names = false);
 std::string candidateWhereText(const Candidate& c);
 // - the one sentence that decided its legality ("proven: each thread reads only ...", "likely: ...").
 std::string candidateVerdictText(const Candidate& c);
+// - why `c` and `other` cannot both be applied, when they list each other in conflicts_with: "shares 3 launches
+//   of `mul` with #2 (launch ids 4, 8, 12): only one of them can be applied"; "" when they do not conflict.
+std::string candidateConflictText(const Candidate& c, const Candidate& other);
+// The launches an occurrence of `a` shares with an occurrence of `b` (why the analyzer lists them as conflicting),
+// ascending, each once. Empty when the candidates carry no launch ids (a report read back from JSON).
+std::vector<core::Id> sharedLaunches(const Candidate& a, const Candidate& b);
 std::string reportToMarkdown(const Report& report);
 std::string reportToHtml(const Report& report);  // self-contained, with an SVG roofline chart
 

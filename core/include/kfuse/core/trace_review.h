@@ -38,6 +38,9 @@ std::string reviewCandidateKey(const std::string& kind, const std::vector<std::s
 // Appends `decision` to the trace at `trace_path` (a kfuse trace; upgraded to the current schema on the way).
 // Errors name the file: not a kfuse trace, newer schema, read-only, locked.
 Status storeReviewDecision(const std::string& trace_path, const ReviewDecision& decision);
+// Appends every decision of `decisions` in one transaction: all of them are stored, or none (the GUI's decision on
+// several selected candidates).
+Status storeReviewDecisions(const std::string& trace_path, const std::vector<ReviewDecision>& decisions);
 
 // The latest decision per candidate key, ordered by key. Empty when the trace has no `review` table (an older
 // trace nobody reviewed yet).

@@ -48,17 +48,21 @@ QString candidateMembers(const analyzer::Candidate& c);
 class CandidatesModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Role { SortRole = Qt::UserRole + 1, CandidateIndexRole, ReviewRole };
+  // ConflictRole (conflicts column): the ranks of the accepted candidates this one conflicts with (QVariantList).
+  enum Role { SortRole = Qt::UserRole + 1, CandidateIndexRole, ReviewRole, ConflictRole };
 
   explicit CandidatesModel(QObject* parent = nullptr);
   void setSession(std::shared_ptr<const Session> session);
   // Replaces the candidates' costs (the detail's GPU selector re-costs them); ranks and membership stay.
   void setReport(const analyzer::Report& report);
-  // Review decisions by candidate key (the review column).
+  // Review decisions by candidate key (the review column, and the conflicts column's accepted candidates).
   void setDecisions(const std::map<std::string, core::ReviewDecision>& decisions);
 
   const analyzer::Report* report() const { return session_ ? &report_ : nullptr; }
   int reviewColumn() const { return static_cast<int>(candidateColumns().size()); }
+  // The candidates each shares a launch with ("#1 (accepted), #4"), flagged in red where one of them is accepted;
+  // the tooltip has the analyzer's reason for each (analyzer::candidateConflictText).
+  int conflictColumn() const { return reviewColumn() + 1; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -66,9 +70,11 @@ class CandidatesModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
+  QVariant conflictData(int row, int role) const;
   std::shared_ptr<const Session> session_;
   analyzer::Report report_;
   std::map<std::string, core::ReviewDecision> decisions_;
+  std::vector<int> accepted_;  // indices of the accepted candidates
 };
 
 // Filters: kinds, legalities, the least confidence, the least predicted total saving, the least occurrences and
