@@ -47,7 +47,8 @@ CUresult Injector::Impl::withRewrittenGraph(CUgraph graph, const std::function<C
     Inside inside;
     return call(g);
   };
-  if (t_inside || !graph || plans.empty() || enabledMask() == 0 || !clone_fn || !destroy) return direct(graph);
+  if (!options.rewrite_graphs || t_inside || !graph || plans.empty() || enabledMask() == 0 || !clone_fn || !destroy)
+    return direct(graph);
   CUgraph clone = nullptr;
   {
     Inside inside;

@@ -1213,6 +1213,11 @@ class GraphTest : public InjectorTest {
     return reinterpret_cast<FakeNode*>(out);
   }
   static CUgraph handle(FakeGraph& graph) { return reinterpret_cast<CUgraph>(&graph); }
+  static InjectorOptions rewriting() {
+    InjectorOptions o;
+    o.rewrite_graphs = true;
+    return o;
+  }
   std::vector<std::string> instantiate(Injector& inj, FakeGraph& graph, CUgraphExec* exec) {
     EXPECT_EQ(inj.GraphInstantiateWithFlags(0, exec, handle(graph), 0), CUDA_SUCCESS);
     return graphs_.instantiated.back();
@@ -1222,7 +1227,7 @@ class GraphTest : public InjectorTest {
 };
 
 TEST_F(GraphTest, InstantiatesAChainMatchingAPlanAsTheFusedKernelNode) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   FakeGraph app;
@@ -1244,7 +1249,7 @@ TEST_F(GraphTest, InstantiatesAChainMatchingAPlanAsTheFusedKernelNode) {
 }
 
 TEST_F(GraphTest, ARewrittenGraphLaunchedOnSeveralStreamsRunsTheFusedKernelOnEach) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   FakeGraph app;
@@ -1259,7 +1264,7 @@ TEST_F(GraphTest, ARewrittenGraphLaunchedOnSeveralStreamsRunsTheFusedKernelOnEac
 }
 
 TEST_F(GraphTest, APredicateFailingForOneChainLeavesThatChainUnchanged) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs, x2s, t2s, u2s, z2s;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *u2 = buffer(u2s, 5), *z2 = buffer(z2s, 0);
@@ -1279,7 +1284,7 @@ TEST_F(GraphTest, APredicateFailingForOneChainLeavesThatChainUnchanged) {
 }
 
 TEST_F(GraphTest, ANodeWithAnotherDependentIsNotAChainLink) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs, qs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
   FakeGraph app;
@@ -1293,7 +1298,7 @@ TEST_F(GraphTest, ANodeWithAnotherDependentIsNotAChainLink) {
 }
 
 TEST_F(GraphTest, TheFusedNodeTakesTheChainsIncomingAndOutgoingEdges) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs, qs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
   FakeGraph app;
@@ -1310,7 +1315,7 @@ TEST_F(GraphTest, TheFusedNodeTakesTheChainsIncomingAndOutgoingEdges) {
 }
 
 TEST_F(GraphTest, AChainInsideAChildGraphIsFused) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs, qs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
   FakeGraph app;
@@ -1332,7 +1337,7 @@ TEST_F(GraphTest, AChainInsideAChildGraphIsFused) {
 }
 
 TEST_F(GraphTest, ExecUpdateOfARewrittenGraphTakesTheNewGraphRewritten) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs, x2s, t2s, z2s;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *z2 = buffer(z2s, 0);
@@ -1352,7 +1357,7 @@ TEST_F(GraphTest, ExecUpdateOfARewrittenGraphTakesTheNewGraphRewritten) {
 }
 
 TEST_F(GraphTest, ExecUpdateThatFailsOnTheRewrittenGraphIsRetriedWithTheOriginal) {
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs, us;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *u = buffer(us, 0);
   FakeGraph first, second;
@@ -1371,7 +1376,7 @@ TEST_F(GraphTest, ExecUpdateThatFailsOnTheRewrittenGraphIsRetriedWithTheOriginal
 
 TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {
   fake_.fail_module_load = true;
-  auto inj = make({twicePlus1()});
+  auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   FakeGraph app;
@@ -1385,8 +1390,20 @@ TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
+TEST_F(GraphTest, GraphsAreLeftUntouchedUnlessAskedFor) {
+  auto inj = make({twicePlus1()});  // no --graphs
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 0u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
 TEST_F(GraphTest, ValidateLeavesGraphsUntouched) {
-  InjectorOptions o;
+  InjectorOptions o = rewriting();
   o.validate = 1;
   auto inj = make({twicePlus1()}, o);
   std::vector<float> xs, ts, zs;

@@ -35,7 +35,11 @@ struct InjectorOptions {
   // With --validate on a GPU, each validated occurrence also times the fused kernel against the originals (after
   // one warm-up, this many runs each, medians compared): a plan measured slower is disabled. 0: no timing.
   int time_runs = 5;
-  bool log = false;          // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
+  bool log = false;  // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
+  // Rewrite CUDA graphs at instantiate and exec update (`kfuse run --graphs`, KFUSE_REWRITE_GRAPHS=1). Off by
+  // default: an executable graph made from a rewritten clone refuses per-node exec setters
+  // (cuGraphExecKernelNodeSetParams and the like) for the application's nodes, which a program may rely on.
+  bool rewrite_graphs = false;
   size_t stream_slots = 64;  // streams that can hold a pattern at once (per-thread default streams count each)
 };
 
