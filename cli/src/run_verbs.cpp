@@ -18,6 +18,7 @@ struct RunOptions {
   int validate = 0;
   std::string stats;
   bool log = false;
+  bool graphs = false;
   std::vector<std::string> command;
 };
 
@@ -49,6 +50,7 @@ int runWithPlans(const RunOptions& o, const VerbContext& ctx) {
     if (o.validate > 0) env.emplace_back("KFUSE_VALIDATE", std::to_string(o.validate));
     if (!o.stats.empty()) env.emplace_back("KFUSE_RUN_STATS", o.stats);
     if (o.log) env.emplace_back("KFUSE_INJECT_LOG", "1");
+    if (o.graphs) env.emplace_back("KFUSE_REWRITE_GRAPHS", "1");
     if (ctx.quiet) env.emplace_back("KFUSE_RUN_QUIET", "1");
   }
   auto run = collector::runProgram(o.command, env);
@@ -75,6 +77,10 @@ void registerRunVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--stats", opts->stats, "Write launch, fusion and flush statistics there as JSON at exit")
       ->check(outputPath());
   cmd->add_flag("--log", opts->log, "One line per fused occurrence and per flush of deferred launches (stderr)");
+  cmd->add_flag("--graphs", opts->graphs,
+                "Also rewrite CUDA graphs at instantiate: matching node chains become the fused kernel's node "
+                "(off by default: the executable graph then refuses per-node exec setters on the application's "
+                "nodes; docs/injector.md)");
   cmd->add_option("command", opts->command, "-- PROGRAM ARGS...")->required()->expected(-1);
   cmd->footer(
       "Environment: KFUSE_DISABLE=1 runs the program without kfuse. The program's exit code passes through.\n"

@@ -189,6 +189,11 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph");
   set(GraphEventRecordNodeGetEvent, "cuGraphEventRecordNodeGetEvent");
   set(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent");
+  set(GraphClone, "cuGraphClone");
+  set(GraphDestroyDirect, "cuGraphDestroy");
+  set(GraphAddKernelNode, "cuGraphAddKernelNode_v2");
+  set(GraphAddDependencies, "cuGraphAddDependencies_v2");
+  set(GraphDestroyNode, "cuGraphDestroyNode");
   set(ModuleGetFunction, "cuModuleGetFunction");
   set(LibraryGetModule, "cuLibraryGetModule");
   set(CtxGetCurrent, "cuCtxGetCurrent");

@@ -239,6 +239,9 @@ InjectorStats Injector::Impl::snapshot() const {
   s.unknown_functions = unknown_functions.load();
   s.streams_over_capacity = streams_over_capacity.load();
   s.time_in_kfuse_ns = sum(&Stripe::time_ns);
+  s.graphs_rewritten = graphs_rewritten.load();
+  s.graph_chains_fused = graph_chains_fused.load();
+  s.graph_chains_refused = graph_chains_refused.load();
   for (const auto& st : plans) {
     PlanStats ps;
     ps.dir = st->plan.dir;
@@ -290,6 +293,9 @@ std::string Injector::statsJson(const InjectorStats& s) {
   j["unknown_functions"] = s.unknown_functions;
   j["streams_over_capacity"] = s.streams_over_capacity;
   j["time_in_kfuse_ns"] = s.time_in_kfuse_ns;
+  j["graphs"] = {{"rewritten", s.graphs_rewritten},
+                 {"chains_fused", s.graph_chains_fused},
+                 {"chains_refused", s.graph_chains_refused}};
   nlohmann::json plans = nlohmann::json::array();
   for (const PlanStats& p : s.plans) {
     nlohmann::json failures = nlohmann::json::object();
@@ -323,6 +329,13 @@ std::string Injector::statsSummary(const InjectorStats& s) {
                 s.launches_seen, s.launches_issued, s.fused_launches, s.flushed_launches,
                 static_cast<double>(s.time_in_kfuse_ns) / 1e3);
   std::string out = buf;
+  if (s.graphs_rewritten || s.graph_chains_refused) {
+    std::snprintf(buf, sizeof buf,
+                  "kfuse run:   graphs: %" PRIu64 " instantiated rewritten, %" PRIu64 " node chains fused, %" PRIu64
+                  " left unchanged\n",
+                  s.graphs_rewritten, s.graph_chains_fused, s.graph_chains_refused);
+    out += buf;
+  }
   for (int i = 0; i < static_cast<int>(FlushReason::kCount); ++i) {
     if (!s.flushes[i]) continue;
     std::snprintf(buf, sizeof buf, "kfuse run:   flushed %" PRIu64 "x: %s\n", s.flushes[i],
@@ -610,6 +623,21 @@ CUresult Injector::StreamEndCapture(int variant, CUstream stream, CUgraph* graph
   const CUresult r = HookClient::StreamEndCapture(variant, stream, graph);
   if (r == CUDA_SUCCESS && impl_->captures_open.load() > 0) impl_->captures_open.fetch_sub(1);
   return flushed != CUDA_SUCCESS ? flushed : r;
+}
+// Graphs: instantiated, or an executable graph updated, from a rewritten clone (graph_rewrite.cpp). Should the
+// driver refuse the clone, the original is used: an error then names the application's own nodes.
+CUresult Injector::GraphInstantiateWithFlags(int variant, CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  return impl_->withRewrittenGraph(
+      graph, [&](CUgraph g) { return HookClient::GraphInstantiateWithFlags(variant, exec, g, flags); });
+}
+CUresult Injector::GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  return impl_->withRewrittenGraph(
+      graph, [&](CUgraph g) { return HookClient::GraphInstantiateWithParams(variant, exec, g, params); });
+}
+CUresult Injector::GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  return impl_->withRewrittenGraph(graph,
+                                   [&](CUgraph g) { return HookClient::GraphExecUpdate(variant, exec, g, info); });
 }
 CUresult Injector::CtxDestroy(int variant, CUcontext ctx){
     KFUSE_GLOBAL(kContextTeardown,

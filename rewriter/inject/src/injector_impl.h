@@ -379,6 +379,19 @@ struct Injector::Impl {
   void timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction fn, const std::function<CUresult()>& restore,
                             const std::function<CUresult()>& finish);
 
+  // ---- graphs (graph_rewrite.cpp) ----
+
+  std::atomic<uint64_t> graphs_rewritten{0}, graph_chains_fused{0}, graph_chains_refused{0};
+  std::atomic<bool> graph_validate_noted{false};
+
+  // Instantiates (or updates an executable graph from) `graph` through `call`: from a clone in which every node
+  // chain matching a plan whose predicates hold for the nodes' parameters is one fused kernel node, else, or if the
+  // driver refuses the clone, from `graph` itself. The application's graph is never modified.
+  CUresult withRewrittenGraph(CUgraph graph, const std::function<CUresult(CUgraph)>& call);
+  // Replaces the matching chains of `g` (a clone kfuse owns) and of its child graphs by fused kernel nodes, in
+  // place. Returns how many it replaced; -1 when the graph cannot be read or changed (then `g` is discarded).
+  int rewriteInPlace(CUgraph g, int depth);
+
   // ---- modules, fused kernels, statistics (injector.cpp) ----
 
   // Module (or library) handles and the plan module hash each was loaded from.

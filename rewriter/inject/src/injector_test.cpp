@@ -247,6 +247,185 @@ CUresult CUDAAPI fEndCapture(CUstream, CUgraph*) {
   return fNote("cuStreamEndCapture");
 }
 
+// ---- a fake graph API: nodes hold their kernel's arguments; an executable graph is a copy run in dependency order
+
+struct FakeGraph;
+struct FakeNode {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  CUfunction f = nullptr;
+  unsigned grid = 1, block = 1;
+  uint64_t values[4] = {};
+  void* ptrs[4] = {};
+  std::unique_ptr<FakeGraph> child;
+  FakeGraph* owner = nullptr;
+};
+struct FakeGraph {
+  std::vector<std::unique_ptr<FakeNode>> nodes;
+  std::vector<std::pair<FakeNode*, FakeNode*>> edges;
+};
+struct FakeGraphs {
+  std::vector<std::unique_ptr<FakeGraph>> graphs, execs;  // graphs: created or cloned; execs: instantiated copies
+  std::vector<std::vector<std::string>> instantiated;     // kernel node names (children's included) per instantiate
+  int clones_alive = 0;
+};
+FakeGraphs* gg = nullptr;
+
+size_t paramCount(CUfunction f) {
+  return g->functions.at(f).name == "other" ? 2 : g->functions.at(f).module == kFusedModule ? 4 : 3;
+}
+void setKernel(FakeNode& n, const CUDA_KERNEL_NODE_PARAMS& p) {
+  n.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  n.f = p.func;
+  n.grid = p.gridDimX;
+  n.block = p.blockDimX;
+  const size_t count = paramCount(p.func);
+  for (size_t i = 0; i < count; ++i) {
+    n.values[i] = 0;
+    std::memcpy(&n.values[i], p.kernelParams[i], i + 1 == count ? 4 : 8);
+    n.ptrs[i] = &n.values[i];
+  }
+}
+std::unique_ptr<FakeGraph> copyGraph(const FakeGraph& from) {
+  auto to = std::make_unique<FakeGraph>();
+  std::map<const FakeNode*, FakeNode*> map;
+  for (const auto& n : from.nodes) {
+    auto c = std::make_unique<FakeNode>();
+    c->type = n->type, c->f = n->f, c->grid = n->grid, c->block = n->block;
+    for (int i = 0; i < 4; ++i) c->values[i] = n->values[i], c->ptrs[i] = &c->values[i];
+    if (n->child) c->child = copyGraph(*n->child);
+    c->owner = to.get();
+    map[n.get()] = c.get();
+    to->nodes.push_back(std::move(c));
+  }
+  for (auto [a, b] : from.edges) to->edges.emplace_back(map.at(a), map.at(b));
+  return to;
+}
+void kernelNames(const FakeGraph& graph, std::vector<std::string>& out) {
+  for (const auto& n : graph.nodes) {
+    if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) out.push_back(g->functions.at(n->f).name);
+    if (n->child) kernelNames(*n->child, out);
+  }
+}
+void runGraph(const FakeGraph& graph) {
+  std::map<const FakeNode*, int> waiting;
+  for (auto [a, b] : graph.edges) ++waiting[b];
+  std::vector<const FakeNode*> ready;
+  for (const auto& n : graph.nodes)
+    if (!waiting[n.get()]) ready.push_back(n.get());
+  while (!ready.empty()) {
+    const FakeNode* n = ready.front();
+    ready.erase(ready.begin());
+    if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+      fLaunchKernel(n->f, n->grid, 1, 1, n->block, 1, 1, 0, nullptr, const_cast<void**>(n->ptrs), nullptr);
+    }
+    if (n->child) runGraph(*n->child);
+    for (auto [a, b] : graph.edges)
+      if (a == n && --waiting[b] == 0) ready.push_back(b);
+  }
+}
+CUresult CUDAAPI fGraphClone(CUgraph* out, CUgraph in) {
+  gg->graphs.push_back(copyGraph(*reinterpret_cast<FakeGraph*>(in)));
+  ++gg->clones_alive;
+  *out = reinterpret_cast<CUgraph>(gg->graphs.back().get());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphDestroy(CUgraph graph) {
+  auto& all = gg->graphs;
+  const auto it = std::find_if(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)graph; });
+  if (it == all.end()) return CUDA_ERROR_INVALID_VALUE;
+  all.erase(it);
+  --gg->clones_alive;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphAddKernelNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n,
+                                     const CUDA_KERNEL_NODE_PARAMS* p) {
+  auto* fg = reinterpret_cast<FakeGraph*>(graph);
+  auto node = std::make_unique<FakeNode>();
+  setKernel(*node, *p);
+  node->owner = fg;
+  for (size_t i = 0; i < n; ++i) fg->edges.emplace_back(reinterpret_cast<FakeNode*>(deps[i]), node.get());
+  *out = reinterpret_cast<CUgraphNode>(node.get());
+  fg->nodes.push_back(std::move(node));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphAddDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
+                                       const CUgraphEdgeData*, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    reinterpret_cast<FakeGraph*>(graph)->edges.emplace_back(reinterpret_cast<FakeNode*>(from[i]),
+                                                            reinterpret_cast<FakeNode*>(to[i]));
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphDestroyNode(CUgraphNode node) {
+  auto* n = reinterpret_cast<FakeNode*>(node);
+  FakeGraph& fg = *n->owner;
+  std::erase_if(fg.edges, [&](auto& e) { return e.first == n || e.second == n; });
+  std::erase_if(fg.nodes, [&](auto& p) { return p.get() == n; });
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphGetNodes(CUgraph graph, CUgraphNode* out, size_t* count) {
+  auto& nodes = reinterpret_cast<FakeGraph*>(graph)->nodes;
+  if (out) {
+    for (size_t i = 0; i < std::min(*count, nodes.size()); ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i].get());
+  }
+  *count = nodes.size();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphGetEdges(CUgraph graph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data,
+                                size_t* count) {
+  auto& edges = reinterpret_cast<FakeGraph*>(graph)->edges;
+  for (size_t i = 0; from && i < std::min(*count, edges.size()); ++i) {
+    from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
+    to[i] = reinterpret_cast<CUgraphNode>(edges[i].second);
+    if (data) data[i] = CUgraphEdgeData{};
+  }
+  *count = edges.size();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  *type = reinterpret_cast<FakeNode*>(node)->type;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
+  auto* n = reinterpret_cast<FakeNode*>(node);
+  *p = CUDA_KERNEL_NODE_PARAMS{};
+  p->func = n->f;
+  p->gridDimX = n->grid, p->gridDimY = 1, p->gridDimZ = 1;
+  p->blockDimX = n->block, p->blockDimY = 1, p->blockDimZ = 1;
+  p->kernelParams = n->ptrs;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* graph) {
+  *graph = reinterpret_cast<CUgraph>(reinterpret_cast<FakeNode*>(node)->child.get());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  gg->execs.push_back(copyGraph(*reinterpret_cast<FakeGraph*>(graph)));
+  gg->instantiated.emplace_back();
+  kernelNames(*gg->execs.back(), gg->instantiated.back());
+  *exec = reinterpret_cast<CUgraphExec>(gg->execs.back().get());
+  return CUDA_SUCCESS;
+}
+// Accepts a graph of the same node types in the same order (a GPU driver's rule is similar: the same topology).
+CUresult CUDAAPI fGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  auto* e = reinterpret_cast<FakeGraph*>(exec);
+  auto* from = reinterpret_cast<FakeGraph*>(graph);
+  *info = CUgraphExecUpdateResultInfo{};
+  bool same = e->nodes.size() == from->nodes.size() && e->edges.size() == from->edges.size();
+  for (size_t i = 0; same && i < e->nodes.size(); ++i) same = e->nodes[i]->f == from->nodes[i]->f;
+  if (!same) {
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  }
+  auto updated = copyGraph(*from);
+  *e = std::move(*updated);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphLaunch(CUgraphExec exec, CUstream) {
+  runGraph(*reinterpret_cast<FakeGraph*>(exec));
+  return CUDA_SUCCESS;
+}
+
 // A GPU driver's cuFunc* queries refuse the CUkernel handles the CUDA runtime launches; the cuKernel* ones answer.
 CUresult CUDAAPI fRefuseModule(CUmodule*, CUfunction) {
   return CUDA_ERROR_INVALID_HANDLE;
@@ -991,6 +1170,249 @@ TEST_F(InjectorTest, StatisticsJsonNamesFlushReasonsAndPlans) {
   EXPECT_NE(json.find("\"process exit\": 1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"dir\": \"plan-fused_ok\""), std::string::npos) << json;
   EXPECT_NE(Injector::statsSummary(inj->stats()).find("flushed 1x: process exit"), std::string::npos);
+}
+
+// ---- graphs: rewritten at instantiate ----
+
+class GraphTest : public InjectorTest {
+ protected:
+  void SetUp() override {
+    InjectorTest::SetUp();
+    gg = &graphs_;
+    table_.GraphClone = &fGraphClone;
+    table_.GraphDestroyDirect = &fGraphDestroy;
+    table_.GraphAddKernelNode = &fGraphAddKernelNode;
+    table_.GraphAddDependencies = &fGraphAddDependencies;
+    table_.GraphDestroyNode = &fGraphDestroyNode;
+    table_.GraphGetNodes = &fGraphGetNodes;
+    table_.GraphGetEdges = &fGraphGetEdges;
+    table_.GraphNodeGetType = &fGraphNodeGetType;
+    table_.GraphKernelNodeGetParams = &fGraphKernelNodeGetParams;
+    table_.GraphChildGraphNodeGetGraph = &fGraphChildGraphNodeGetGraph;
+    table_.GraphInstantiateWithFlags[0] = &fGraphInstantiate;
+    table_.GraphExecUpdate[0] = &fGraphExecUpdate;
+    table_.GraphLaunch[0] = &fGraphLaunch;
+  }
+  void TearDown() override {
+    gg = nullptr;
+    InjectorTest::TearDown();
+  }
+
+  // A kernel node f(a, b, n_) in `graph` after `deps`.
+  FakeNode* node(FakeGraph& graph, CUfunction f, void* a, void* b, std::vector<FakeNode*> deps = {}) {
+    int n = n_;
+    void* params[] = {&a, &b, &n};
+    if (f == kOther) params[1] = &n;  // other(p, n)
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = f;
+    p.gridDimX = 4, p.gridDimY = 1, p.gridDimZ = 1;
+    p.blockDimX = 64, p.blockDimY = 1, p.blockDimZ = 1;
+    p.kernelParams = params;
+    CUgraphNode out = nullptr;
+    fGraphAddKernelNode(&out, handle(graph), reinterpret_cast<CUgraphNode*>(deps.data()), deps.size(), &p);
+    return reinterpret_cast<FakeNode*>(out);
+  }
+  static CUgraph handle(FakeGraph& graph) { return reinterpret_cast<CUgraph>(&graph); }
+  static InjectorOptions rewriting() {
+    InjectorOptions o;
+    o.rewrite_graphs = true;
+    return o;
+  }
+  std::vector<std::string> instantiate(Injector& inj, FakeGraph& graph, CUgraphExec* exec) {
+    EXPECT_EQ(inj.GraphInstantiateWithFlags(0, exec, handle(graph), 0), CUDA_SUCCESS);
+    return graphs_.instantiated.back();
+  }
+
+  FakeGraphs graphs_;
+};
+
+TEST_F(GraphTest, InstantiatesAChainMatchingAPlanAsTheFusedKernelNode) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(app.nodes.size(), 2u) << "the application's graph is left as it was";
+  EXPECT_EQ(app.edges.size(), 1u);
+  EXPECT_EQ(graphs_.clones_alive, 0) << "the clone is destroyed once instantiated";
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f));
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.graphs_rewritten, 1u);
+  EXPECT_EQ(s.graph_chains_fused, 1u);
+  EXPECT_EQ(s.graph_chains_refused, 0u);
+  EXPECT_NE(Injector::statsJson(s).find("\"chains_fused\": 1"), std::string::npos);
+}
+
+TEST_F(GraphTest, ARewrittenGraphLaunchedOnSeveralStreamsRunsTheFusedKernelOnEach) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, app, &exec);
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(inj->GraphLaunch(0, exec, reinterpret_cast<CUstream>(0x6000)), CUDA_SUCCESS);
+  EXPECT_EQ(inj->GraphLaunch(1, exec, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"fused_ok", "fused_ok", "fused_ok"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+}
+
+TEST_F(GraphTest, APredicateFailingForOneChainLeavesThatChainUnchanged) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s, u2s, z2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *u2 = buffer(u2s, 5), *z2 = buffer(z2s, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  node(app, kPlus1, u2, z2, {node(app, kTwice, x2, t2)});  // plus1 reads another buffer than twice wrote
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1", "fused_ok"}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(t2s, std::vector<float>(4, 2.f));
+  EXPECT_EQ(z2s, std::vector<float>(4, 6.f));
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.graph_chains_fused, 1u);
+  EXPECT_EQ(s.graph_chains_refused, 1u);
+  EXPECT_EQ(s.plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kArgEqual)], 1u);
+}
+
+TEST_F(GraphTest, ANodeWithAnotherDependentIsNotAChainLink) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, qs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
+  FakeGraph app;
+  FakeNode* first = node(app, kTwice, x, t);
+  node(app, kPlus1, t, z, {first});
+  node(app, kOther, q, nullptr, {first});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1", "other"}));
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, TheFusedNodeTakesTheChainsIncomingAndOutgoingEdges) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, qs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
+  FakeGraph app;
+  FakeNode* before = node(app, kOther, x, nullptr);  // x = -3
+  FakeNode* last = node(app, kPlus1, t, z, {node(app, kTwice, x, t, {before})});
+  node(app, kOther, z, nullptr, {last});  // z = -(2 * -3 + 1)
+  node(app, kOther, q, nullptr, {last});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"other", "other", "other", "fused_ok"}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"other", "fused_ok", "other", "other"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 5.f));
+  EXPECT_EQ(qs, std::vector<float>(4, -1.f));
+}
+
+TEST_F(GraphTest, AChainInsideAChildGraphIsFused) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, qs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
+  FakeGraph app;
+  FakeNode* first = node(app, kOther, q, nullptr);
+  auto child = std::make_unique<FakeNode>();
+  child->type = CU_GRAPH_NODE_TYPE_GRAPH;
+  child->child = std::make_unique<FakeGraph>();
+  child->owner = &app;
+  node(*child->child, kPlus1, t, z, {node(*child->child, kTwice, x, t)});
+  app.edges.emplace_back(first, child.get());
+  FakeGraph* inner = child->child.get();
+  app.nodes.push_back(std::move(child));
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"other", "fused_ok"}));
+  EXPECT_EQ(inner->nodes.size(), 2u) << "the application's child graph is left as it was";
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 1u);
+}
+
+TEST_F(GraphTest, ExecUpdateOfARewrittenGraphTakesTheNewGraphRewritten) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s, z2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *z2 = buffer(z2s, 0);
+  FakeGraph first, second;
+  node(first, kPlus1, t, z, {node(first, kTwice, x, t)});
+  node(second, kPlus1, t2, z2, {node(second, kTwice, x2, t2)});
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, first, &exec);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(inj->GraphExecUpdate(0, exec, handle(second), &info), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(z2s, std::vector<float>(4, 3.f));
+  EXPECT_EQ(zs, std::vector<float>(4, 0.f));
+  EXPECT_EQ(inj->stats().graphs_rewritten, 2u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, ExecUpdateThatFailsOnTheRewrittenGraphIsRetriedWithTheOriginal) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, us;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *u = buffer(us, 0);
+  FakeGraph first, second;
+  node(first, kPlus1, u, z, {node(first, kTwice, x, t)});  // not fused: plus1 reads u
+  node(second, kPlus1, t, z, {node(second, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, first, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(inj->GraphExecUpdate(0, exec, handle(second), &info), CUDA_SUCCESS)
+      << "the executable graph has the original topology: the second graph goes in unchanged";
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {
+  fake_.fail_module_load = true;
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.graph_chains_refused, 1u) << "the second instantiate finds the plan disabled";
+  EXPECT_FALSE(s.plans[0].disabled.empty());
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, GraphsAreLeftUntouchedUnlessAskedFor) {
+  auto inj = make({twicePlus1()});  // no --graphs
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 0u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, ValidateLeavesGraphsUntouched) {
+  InjectorOptions o = rewriting();
+  o.validate = 1;
+  auto inj = make({twicePlus1()}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().graph_chains_refused, 1u);
 }
 
 }  // namespace

@@ -210,6 +210,14 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUgraph*)> GraphChildGraphNodeGetGraph{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventRecordNodeGetEvent{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventWaitNodeGetEvent{nullptr};
+  // Rewriting a graph at instantiate (the injector): a clone whose node chains are replaced by fused kernel nodes.
+  std::atomic<CUresult(CUDAAPI*)(CUgraph*, CUgraph)> GraphClone{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraph)> GraphDestroyDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*)>
+      GraphAddKernelNode{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t)>
+      GraphAddDependencies{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode)> GraphDestroyNode{nullptr};
   // For the injector: loading fused kernels, knowing allocations, shadow copies for --validate.
   std::atomic<CUresult(CUDAAPI*)(CUfunction*, CUmodule, const char*)> ModuleGetFunction{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUmodule*, CUlibrary)> LibraryGetModule{nullptr};

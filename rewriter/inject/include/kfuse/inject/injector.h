@@ -35,7 +35,11 @@ struct InjectorOptions {
   // With --validate on a GPU, each validated occurrence also times the fused kernel against the originals (after
   // one warm-up, this many runs each, medians compared): a plan measured slower is disabled. 0: no timing.
   int time_runs = 5;
-  bool log = false;          // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
+  bool log = false;  // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
+  // Rewrite CUDA graphs at instantiate and exec update (`kfuse run --graphs`, KFUSE_REWRITE_GRAPHS=1). Off by
+  // default: an executable graph made from a rewritten clone refuses per-node exec setters
+  // (cuGraphExecKernelNodeSetParams and the like) for the application's nodes, which a program may rely on.
+  bool rewrite_graphs = false;
   size_t stream_slots = 64;  // streams that can hold a pattern at once (per-thread default streams count each)
 };
 
@@ -88,6 +92,11 @@ struct InjectorStats {
   uint64_t unknown_functions = 0;  // functions whose module kfuse did not see loaded, or whose layout differs
   uint64_t streams_over_capacity = 0;
   uint64_t time_in_kfuse_ns = 0;  // CPU time in matching, flushing and fusing (passthrough sampled, see .cpp)
+  // CUDA graphs instantiated (or exec-updated) from a rewritten clone; node chains replaced by a fused kernel node in
+  // them; chains matching a plan's kernels left unchanged (a predicate failed, --validate, no fused kernel).
+  uint64_t graphs_rewritten = 0;
+  uint64_t graph_chains_fused = 0;
+  uint64_t graph_chains_refused = 0;
   std::vector<PlanStats> plans;
 };
 
@@ -166,6 +175,10 @@ class Injector : public hooks::HookClient {
   CUresult StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data,
                              unsigned flags) override;
   CUresult GraphLaunch(int variant, CUgraphExec graph, CUstream stream) override;
+  CUresult GraphInstantiateWithFlags(int variant, CUgraphExec* exec, CUgraph graph, unsigned long long flags) override;
+  CUresult GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
+                                      CUDA_GRAPH_INSTANTIATE_PARAMS* params) override;
+  CUresult GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) override;
   CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
   CUresult StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
                                      const CUgraphEdgeData* edges, size_t n, CUstreamCaptureMode mode) override;

@@ -1,0 +1,258 @@
+// Injector::Impl, graphs: at cuGraphInstantiate* and cuGraphExecUpdate, the graph is cloned and every node chain
+// matching a plan is replaced in the clone by one kernel node running the fused kernel; the clone is what the driver
+// instantiates. The application's graph is never modified: its CUgraph handle keeps referring to the original.
+//
+// A chain is a plan's kernels in order, each link a direct edge that is the earlier node's only outgoing edge and
+// the later node's only incoming one: no other node can run between two kernels of the chain, so the fused node,
+// taking the chain's incoming edges and giving its outgoing ones, orders against the rest of the graph as the chain
+// did. The plan's predicates are checked on the nodes' kernel parameters and shapes, as on a launch's.
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "injector_impl.h"
+
+namespace kfuse::inject {
+namespace {
+
+using core::LaunchShape;
+using hooks::DriverTable;
+using rewriter::Predicate;
+
+// Child graphs nested deeper than this are left as they are.
+constexpr int kMaxGraphDepth = 8;
+
+bool defaultEdge(const CUgraphEdgeData& e) {
+  static const CUgraphEdgeData kDefault{};
+  return std::memcmp(&e, &kDefault, sizeof e) == 0;
+}
+
+struct NodeInfo {
+  CUgraphNode handle = nullptr;
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  int identity = kUnknownIdentity;
+  CUDA_KERNEL_NODE_PARAMS params{};
+  std::vector<size_t> in, out;  // edge indices
+  bool used = false;            // already part of a replaced chain
+};
+
+}  // namespace
+
+CUresult Injector::Impl::withRewrittenGraph(CUgraph graph, const std::function<CUresult(CUgraph)>& call) {
+  auto clone_fn = table().GraphClone.load();
+  auto destroy = table().GraphDestroyDirect.load();
+  const auto direct = [&](CUgraph g) {
+    Inside inside;
+    return call(g);
+  };
+  if (!options.rewrite_graphs || t_inside || !graph || plans.empty() || enabledMask() == 0 || !clone_fn || !destroy)
+    return direct(graph);
+  CUgraph clone = nullptr;
+  {
+    Inside inside;
+    if (clone_fn(&clone, graph) != CUDA_SUCCESS || !clone) return direct(graph);
+  }
+  const int replaced = rewriteInPlace(clone, 0);
+  if (replaced <= 0) {
+    Inside inside;
+    (void)destroy(clone);
+    if (replaced < 0) std::fprintf(stderr, "kfuse run: a graph could not be rewritten; it runs unchanged\n");
+    return direct(graph);
+  }
+  const CUresult r = direct(clone);
+  {
+    Inside inside;
+    (void)destroy(clone);  // the executable graph holds its own copy
+  }
+  if (r != CUDA_SUCCESS) {
+    if (options.log) {
+      std::fprintf(stderr, "kfuse run: the driver refused the rewritten graph (%s); the original is used\n",
+                   errorName(r).c_str());
+    }
+    return direct(graph);
+  }
+  graphs_rewritten.fetch_add(1, std::memory_order_relaxed);
+  graph_chains_fused.fetch_add(static_cast<uint64_t>(replaced), std::memory_order_relaxed);
+  return r;
+}
+
+int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
+  DriverTable& t = table();
+  auto get_nodes = t.GraphGetNodes.load();
+  auto get_edges = t.GraphGetEdges.load();
+  auto get_type = t.GraphNodeGetType.load();
+  auto get_params = t.GraphKernelNodeGetParams.load();
+  auto child_of = t.GraphChildGraphNodeGetGraph.load();
+  auto add_node = t.GraphAddKernelNode.load();
+  auto add_deps = t.GraphAddDependencies.load();
+  auto destroy_node = t.GraphDestroyNode.load();
+  if (!get_nodes || !get_edges || !get_type || !get_params || !add_node || !add_deps || !destroy_node) return -1;
+  Inside inside;
+
+  size_t n = 0;
+  if (get_nodes(g, nullptr, &n) != CUDA_SUCCESS) return -1;
+  std::vector<CUgraphNode> handles(n);
+  if (n && get_nodes(g, handles.data(), &n) != CUDA_SUCCESS) return -1;
+  handles.resize(n);
+  size_t m = 0;
+  if (get_edges(g, nullptr, nullptr, nullptr, &m) != CUDA_SUCCESS) return -1;
+  std::vector<CUgraphNode> from(m), to(m);
+  std::vector<CUgraphEdgeData> data(m);
+  if (m && get_edges(g, from.data(), to.data(), data.data(), &m) != CUDA_SUCCESS) return -1;
+
+  std::vector<NodeInfo> nodes(n);
+  std::unordered_map<CUgraphNode, size_t> index;
+  int replaced = 0;
+  for (size_t i = 0; i < n; ++i) {
+    NodeInfo& node = nodes[i];
+    node.handle = handles[i];
+    index[handles[i]] = i;
+    if (get_type(handles[i], &node.type) != CUDA_SUCCESS) return -1;
+    if (node.type == CU_GRAPH_NODE_TYPE_GRAPH && child_of && depth < kMaxGraphDepth) {
+      CUgraph child = nullptr;
+      if (child_of(handles[i], &child) != CUDA_SUCCESS || !child) return -1;
+      const int r = rewriteInPlace(child, depth + 1);  // the node owns its graph: changes show in the node
+      if (r < 0) return -1;
+      replaced += r;
+    } else if (node.type == CU_GRAPH_NODE_TYPE_KERNEL) {
+      if (get_params(handles[i], &node.params) != CUDA_SUCCESS) return -1;
+      CUfunction f = node.params.func ? node.params.func : reinterpret_cast<CUfunction>(node.params.kern);
+      node.params.func = f;
+      node.identity = identify(f);
+    }
+  }
+  for (size_t e = 0; e < m; ++e) {
+    const auto a = index.find(from[e]), b = index.find(to[e]);
+    if (a == index.end() || b == index.end()) return -1;
+    nodes[a->second].out.push_back(e);
+    nodes[b->second].in.push_back(e);
+  }
+
+  // Chain nodes already replaced -> their fused node: the edges read above still name them.
+  std::unordered_map<CUgraphNode, CUgraphNode> fused_for;
+  const auto current = [&](CUgraphNode h) {
+    const auto it = fused_for.find(h);
+    return it == fused_for.end() ? h : it->second;
+  };
+  const auto add_unique = [](std::vector<CUgraphNode>& v, CUgraphNode h) {
+    if (std::find(v.begin(), v.end(), h) == v.end()) v.push_back(h);
+  };
+  const size_t per_slot = kMaxPatternKernels * arg_stride;
+  std::vector<uint8_t> args(std::max<size_t>(per_slot, 1)), verified(std::max<size_t>(per_slot, 1));
+  const uint64_t enabled = enabledMask();
+  for (size_t pi = 0; pi < plans.size(); ++pi) {
+    const uint64_t bit = uint64_t{1} << pi;
+    if (!(enabled & bit)) continue;
+    PlanState& st = *plans[pi];
+    const RuntimePlan& p = st.plan;
+    const size_t len = p.kernels.size();
+    if (len < 1 || len > static_cast<size_t>(kMaxPatternKernels)) continue;
+    for (size_t start = 0; start < n; ++start) {
+      const auto plan_kernel = [&](size_t i, size_t k) {
+        const NodeInfo& node = nodes[i];
+        return !node.used && node.identity >= 0 && (identities[static_cast<size_t>(node.identity)].at[k] & bit);
+      };
+      if (!plan_kernel(start, 0)) continue;
+      std::vector<size_t> chain{start};
+      while (chain.size() < len) {
+        const NodeInfo& cur = nodes[chain.back()];
+        if (cur.out.size() != 1) break;
+        const size_t next = index.at(to[cur.out[0]]);
+        if (nodes[next].in.size() != 1 || !plan_kernel(next, chain.size())) break;
+        chain.push_back(next);
+      }
+      if (chain.size() != len) continue;
+      bool plain_edges = true;
+      for (size_t i : chain) {
+        for (size_t e : nodes[i].in) plain_edges = plain_edges && defaultEdge(data[e]);
+        for (size_t e : nodes[i].out) plain_edges = plain_edges && defaultEdge(data[e]);
+      }
+
+      // The predicates, on the nodes' arguments and shapes laid out as a stream slot holds deferred launches.
+      StreamSlot s;
+      std::fill(args.begin(), args.end(), uint8_t{0});
+      s.args = args.data();
+      s.verified = verified.data();
+      s.viable = bit;
+      bool captured = plain_edges;
+      for (size_t k = 0; k < len && captured; ++k) {
+        const CUDA_KERNEL_NODE_PARAMS& kp = nodes[chain[k]].params;
+        PendingLaunch& l = s.launches[k];
+        l.f = kp.func;
+        l.grid[0] = kp.gridDimX, l.grid[1] = kp.gridDimY, l.grid[2] = kp.gridDimZ;
+        l.block[0] = kp.blockDimX, l.block[1] = kp.blockDimY, l.block[2] = kp.blockDimZ;
+        l.shmem = kp.sharedMemBytes;
+        captured = capture(s, static_cast<int>(k), p.kernels[k], kp.kernelParams, kp.extra);
+      }
+      s.count = static_cast<int>(len);
+      if (!captured) {
+        graph_chains_refused.fetch_add(1, std::memory_order_relaxed);
+        if (options.log) {
+          std::fprintf(stderr, "kfuse run: %s: a graph chain's parameters or edges cannot be read; left unchanged\n",
+                       p.dir.c_str());
+        }
+        continue;
+      }
+      bool reusable = false;
+      int row = 0;
+      const int failed = failingPredicate(s, st, &reusable, &row);
+      if (failed >= 0) {
+        const Predicate::Kind kind = p.predicates[static_cast<size_t>(failed)].kind;
+        st.predicate_failures[static_cast<int>(kind)].fetch_add(1);
+        graph_chains_refused.fetch_add(1, std::memory_order_relaxed);
+        if (options.log) {
+          std::fprintf(stderr, "kfuse run: %s: predicate %d (%s) does not hold for a graph chain; left unchanged\n",
+                       p.dir.c_str(), failed, rewriter::predicateKindName(kind));
+        }
+        continue;
+      }
+      if (options.validate > 0) {
+        graph_chains_refused.fetch_add(1, std::memory_order_relaxed);
+        if (!graph_validate_noted.exchange(true)) {
+          std::fprintf(stderr, "kfuse run: --validate does not check graph nodes yet: graphs run unchanged under it\n");
+        }
+        continue;
+      }
+      CUfunction fn = fusedFunction(pi);
+      if (!fn) {
+        graph_chains_refused.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+
+      void* ptrs[kMaxParams];
+      for (size_t i = 0; i < p.fused_args.size(); ++i) ptrs[i] = const_cast<uint8_t*>(argBytes(s, p, p.fused_args[i]));
+      const LaunchShape& shape = p.fused_shape;
+      CUDA_KERNEL_NODE_PARAMS fused{};
+      fused.func = fn;
+      fused.gridDimX = shape.grid.x, fused.gridDimY = shape.grid.y, fused.gridDimZ = shape.grid.z;
+      fused.blockDimX = shape.block.x, fused.blockDimY = shape.block.y, fused.blockDimZ = shape.block.z;
+      fused.sharedMemBytes = shape.dynamic_shared_bytes;
+      fused.kernelParams = ptrs;
+      fused.ctx = nodes[chain[0]].params.ctx;
+      std::vector<CUgraphNode> deps, dependents;
+      for (size_t e : nodes[chain.front()].in) add_unique(deps, current(from[e]));
+      for (size_t e : nodes[chain.back()].out) add_unique(dependents, current(to[e]));
+      CUgraphNode node = nullptr;
+      // A failure from here on leaves the clone half changed: the caller discards it.
+      if (add_node(&node, g, deps.data(), deps.size(), &fused) != CUDA_SUCCESS || !node) return -1;
+      if (!dependents.empty()) {
+        const std::vector<CUgraphNode> sources(dependents.size(), node);
+        if (add_deps(g, sources.data(), dependents.data(), nullptr, dependents.size()) != CUDA_SUCCESS) return -1;
+      }
+      for (size_t i : chain) {
+        if (destroy_node(nodes[i].handle) != CUDA_SUCCESS) return -1;
+        nodes[i].used = true;
+        fused_for[nodes[i].handle] = node;
+      }
+      ++replaced;
+      if (options.log) {
+        std::fprintf(stderr, "kfuse run: %s: fused a chain of %zu graph nodes\n", p.dir.c_str(), len);
+      }
+    }
+  }
+  return replaced;
+}
+
+}  // namespace kfuse::inject
