@@ -40,7 +40,7 @@ kfuse_configure_instrumented() {
     return 0
   echo "kfuse: configuring the instrumented build in $KFUSE_FUZZ_BUILD (clang, ASan + UBSan + libFuzzer)"
   cmake -S "$KFUSE_ROOT" -B "$KFUSE_FUZZ_BUILD" -G Ninja -DKFUSE_FUZZ=ON -DKFUSE_BUILD_TESTS=ON \
-    -DKFUSE_BUILD_BENCH=OFF -DKFUSE_BUILD_GUI=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKFUSE_BUILD_BENCH=OFF -DKFUSE_BUILD_GUI=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g0" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g0" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "$@" >"$KFUSE_FUZZ_BUILD/configure.log" 2>&1 || {
     cat "$KFUSE_FUZZ_BUILD/configure.log" >&2

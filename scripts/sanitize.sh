@@ -10,6 +10,9 @@
 #                              That build links the sanitizers' shared runtime (-shared-libsan), so the instrumented
 #                              preload libraries load into any program once the runtime is first in LD_PRELOAD;
 #                              `kfuse record` and `kfuse run` put it there themselves (collector/program.h).
+#                              The GUI's tests too (label gui: models, views and screenshots on the offscreen
+#                              platform; fontconfig's process-lifetime caches are suppressed as leaks in
+#                              scripts/lsan-gui.supp, nothing else).
 #   scripts/sanitize.sh tsan   TSan (GCC, build-ci-tsan/): the collector's and the injector's concurrency tests.
 #
 # Left out, by name, with the reason:
@@ -34,10 +37,13 @@ case "$kind" in
              kfuse_advice_test kfuse_rewriter_test kfuse_emulator_test kfuse_standin_test kfuse_standin_cuda
              kfuse_hooks_test kfuse_collector_test kfuse_inject_test kfuse_collector_preload kfuse_inject_preload
              kfuse_test_launch_loop example_elementwise_chain example_mlp_block example_many_small_kernels
-             example_stencil kfuse_example_ptx examples/runtime_api/vector_add)
-    labels='unit|cli|hostile|schema|preload|faults|golden'
-    exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics|PreloadTest\.ForkedChildWithoutExec|Validate\.MillionElementChainValidatesQuickly'
+             example_stencil kfuse_example_ptx examples/runtime_api/vector_add gui_models_test gui_views_test
+             gui_screenshots)
+    labels='unit|cli|hostile|schema|preload|faults|golden|gui'
+    exclude='MetricPlan|RangeMetrics|CuptiBackendTest\.Metrics|cli\.Metrics|PreloadTest\.ForkedChildWithoutExec|Validate\.MillionElementChainValidatesQuickly|gui_screenshots_xvfb'
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    # fontconfig keeps its caches for the life of the process (the GUI tests): not kfuse's leaks.
+    export LSAN_OPTIONS=suppressions=$here/lsan-gui.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     ;;
   tsan)

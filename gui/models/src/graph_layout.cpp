@@ -26,7 +26,8 @@ std::vector<size_t> neighbourhood(const analyzer::DependencyGraph& graph, const 
   }
   size_t dropped = 0;
   while (!queue.empty()) {
-    auto [op, d] = queue.front();
+    const size_t op = queue.front().first;
+    const int d = queue.front().second;  // not a structured binding: clang 14 cannot capture one in the lambda below
     queue.pop_front();
     if (d >= radius) continue;
     auto visit = [&](size_t other) {
@@ -60,6 +61,14 @@ namespace {
 std::mutex& graphvizLock() {
   static std::mutex m;
   return m;
+}
+
+// One graphviz context for the life of the process (under graphvizLock). A context per layout leaks what graphviz
+// allocates when it loads its plugins, and its pango text-layout plugin keeps a pointer to the last font name it
+// measured, which the next context's first label then compares against freed memory (found by ASan).
+GVC_t* graphvizContext() {
+  static GVC_t* const gvc = gvContext();
+  return gvc;
 }
 
 std::string shorten(const std::string& s, size_t max) {
@@ -154,7 +163,7 @@ Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const 
   }
 
   std::lock_guard<std::mutex> lock(graphvizLock());
-  GVC_t* gvc = gvContext();
+  GVC_t* gvc = graphvizContext();
   if (!gvc) return internalError("graphviz: gvContext() failed");
   Agraph_t* g = agopen(const_cast<char*>("deps"), Agdirected, nullptr);
   agsafeset(g, const_cast<char*>("rankdir"), const_cast<char*>("TB"), const_cast<char*>(""));
@@ -182,7 +191,6 @@ Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const 
   }
   if (gvLayout(gvc, g, "dot") != 0) {
     agclose(g);
-    gvFreeContext(gvc);
     return internalError("graphviz: dot layout failed (is the dot layout plugin installed? libgvplugin_dot_layout)");
   }
   const boxf bb = GD_bb(g);
@@ -208,7 +216,6 @@ Expected<GraphLayout> layoutGraph(const analyzer::DependencyGraph& graph, const 
   }
   gvFreeLayout(gvc, g);
   agclose(g);
-  gvFreeContext(gvc);
   return out;
 }
 
