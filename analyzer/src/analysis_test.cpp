@@ -556,9 +556,14 @@ TEST(Analysis, FindsSmallIndependentKernelsOnTwoStreamsForHorizontalFusion) {
   EXPECT_GT(h->cost.saving_ns, 0);
 }
 
-TEST(Analysis, MarksCandidatesThatShareALaunchAsConflicting) {
-  // produce -> consume on stream 1 (a vertical chain), and beside consume an independent small produce on stream 2
-  // (a horizontal pair consume + produce): both candidates want the same launch of consume.
+// produce -> consume on stream 1 (a vertical chain), and beside consume an independent small produce on stream 2
+// (a horizontal pair consume + produce), three times: both candidates want the same launches of consume.
+struct ConflictingCandidates {
+  Report report;
+  const Candidate* chain = nullptr;
+  const Candidate* pair = nullptr;
+};
+ConflictingCandidates conflictingCandidates() {
   TraceBuilder b;
   for (int i = 0; i < 3; ++i) {
     b.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
@@ -567,13 +572,19 @@ TEST(Analysis, MarksCandidatesThatShareALaunchAsConflicting) {
   }
   AnalysisOptions options;
   options.keep_no_gain = true;
-  const Report r = run(b, options);
-  const Candidate* chain = nullptr;
-  const Candidate* pair = nullptr;
-  for (const Candidate& c : r.candidates) {
-    if (c.kind == CandidateKind::kVertical) chain = &c;
-    if (c.kind == CandidateKind::kHorizontal) pair = &c;
+  ConflictingCandidates out{run(b, options)};
+  for (const Candidate& c : out.report.candidates) {
+    if (c.kind == CandidateKind::kVertical) out.chain = &c;
+    if (c.kind == CandidateKind::kHorizontal) out.pair = &c;
   }
+  return out;
+}
+
+TEST(Analysis, MarksCandidatesThatShareALaunchAsConflicting) {
+  const ConflictingCandidates found = conflictingCandidates();
+  const Report& r = found.report;
+  const Candidate* chain = found.chain;
+  const Candidate* pair = found.pair;
   ASSERT_NE(chain, nullptr);
   ASSERT_NE(pair, nullptr);
   EXPECT_EQ(chain->mangled_names, (std::vector<std::string>{"_Z7producePKfPfi", "_Z7consumePKfPfi"}));
@@ -593,22 +604,9 @@ TEST(Analysis, MarksCandidatesThatShareALaunchAsConflicting) {
 }
 
 TEST(Analysis, ConflictTextNamesTheSharedLaunchesAndTheirKernel) {
-  // As above: the chain produce -> consume and the pair consume + produce want the same three launches of consume.
-  TraceBuilder b;
-  for (int i = 0; i < 3; ++i) {
-    b.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
-        .launch(TraceBuilder::kConsume, {2, 3}, 1000, /*stream=*/1, /*grid=*/4)
-        .launch(TraceBuilder::kProduce, {4, 5}, 1000, /*stream=*/2, /*grid=*/4);
-  }
-  AnalysisOptions options;
-  options.keep_no_gain = true;
-  const Report r = run(b, options);
-  const Candidate* chain = nullptr;
-  const Candidate* pair = nullptr;
-  for (const Candidate& c : r.candidates) {
-    if (c.kind == CandidateKind::kVertical) chain = &c;
-    if (c.kind == CandidateKind::kHorizontal) pair = &c;
-  }
+  const ConflictingCandidates found = conflictingCandidates();
+  const Candidate* chain = found.chain;
+  const Candidate* pair = found.pair;
   ASSERT_NE(chain, nullptr);
   ASSERT_NE(pair, nullptr);
   // The consume launch of each occurrence of the chain (its second member) is the one both want.
