@@ -160,6 +160,8 @@ CASES = {
     # Grid-stride kernels fused element by element with a kernel of another shape (run as one element per thread).
     "gridstride_epi": (4, "epilogue", True, "the grid-stride consumer reads the next element"),
     "gridstride_bound_epi": (4, "epilogue", True, "the grid-stride consumer runs 128 elements past the producer's"),
+    "gridstride_inplace_epi": (4, "epilogue", True, "the in-place grid-stride consumer reads the next element, "
+                                                    "which another iteration overwrites"),
     "gridstride_pro": (4, "prologue", True, "the grid-stride producer writes 64 elements less than the consumer reads"),
     "arena_overlap_tl": (4, "thread-local", True, "the consumer's output starts at the producer's input's last "
                                                   "element (4 bytes of overlap in the arena)"),
@@ -172,7 +174,7 @@ CASES = {
 # for the illegal one (the analyzer's own verdict, not only the plan's run-time predicates).
 ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
                    "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl",
-                   "gridstride_next_step_tl", "gridstride_merged_tl", "gridstride_epi", "gridstride_bound_epi",
+                   "gridstride_next_step_tl", "gridstride_merged_tl", "gridstride_epi", "gridstride_bound_epi", "gridstride_inplace_epi",
                    "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk"}
 
 MODES = ("legal", "illegal")

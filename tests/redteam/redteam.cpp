@@ -491,6 +491,11 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("p2_scale", kImg, b.c, b.a, w, h);
     r.launch("gsl_inc", kTwo, b.d, b.c, r.pick(n, n + 128));
   };
+  // an in-place consumer whose iterations touch only their own element (k = 0) or the next one's (k = 1);
+  c["gridstride_inplace_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("gsl_shift", kTwo, b.d, b.c, r.pick(0, 1), n);
+  };
   // and a prologue producer writing the whole image (legal) or 64 elements less, which the consumer still reads.
   c["gridstride_pro"] = [=, &b](const Run& r) {
     r.launch("gsl_scale", kTwo, b.c, b.a, r.pick(n, n - 64));

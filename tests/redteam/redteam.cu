@@ -409,5 +409,11 @@ __global__ void gsl_read_ahead(float* y, const float* z, int k, int n) {
 __global__ void gsl_inc(float* y, const float* z, int n) {
   for (int e = GID; e < n; e += gridDim.x * blockDim.x) y[e] = z[e] + 1.f;
 }
+// In place: a[e] = a[e + k] + z[e]. k = 0 touches one element per iteration; k = 1 reads the element the next
+// iteration (another thread's, or the same thread's next step) overwrites: run as one element per thread, in another
+// order, it could read the new value.
+__global__ void gsl_shift(float* a, const float* z, int k, int n) {
+  for (int e = GID; e < n; e += gridDim.x * blockDim.x) a[e] = a[e + k] + z[e];
+}
 
 }  // extern "C"
