@@ -195,6 +195,7 @@ class Analysis {
     std::optional<EpilogueMap> epilogue;  // a proven epilogue or prologue fusion's element map
     bool block_level = false;             // proven for block-level fusion, not thread-local
     bool prologue = false;                // judged as a prologue fusion (proven, or refused for its reason)
+    bool epilogue_kind = false;           // proven as an epilogue fusion although the shapes are equal
   };
 
   static bool validParam(const KernelFacts& k, int index);
@@ -220,6 +221,11 @@ class Analysis {
   // Prologue fusion of a same-shape pair that is neither thread-local nor block-level (prologue.h). As for
   // block-level, only verdicts that rest on thread locality are reconsidered.
   void checkSameShapePrologue(const std::vector<size_t>& occ, bool visible, Verdict& v) const;
+
+  // Epilogue fusion of a same-shape pair whose consumer is a grid-stride kernel (its loop is what stops thread
+  // locality): the consumer's element view in the producer's launch (epilogue.h, grid_stride.h). As for block-level,
+  // only verdicts that rest on thread locality are reconsidered.
+  void checkSameShapeEpilogue(const std::vector<size_t>& occ, bool visible, Verdict& v) const;
 
   // An element-wise part that is a grid-stride kernel as its element-per-thread view (grid_stride.h), `grid` its
   // blocks (0 for a part left as it is); the refusal when the view does not hold for this launch.

@@ -4,10 +4,11 @@
 #include <algorithm>
 
 #include "kfuse/ptx/special_registers.h"
+#include "loops_impl.h"
 
 namespace kfuse::ptx {
 
-namespace {
+namespace detail {
 
 constexpr int kMaxDepth = 48;
 constexpr size_t kMaxValueText = 4096;
@@ -136,7 +137,9 @@ bool isMemory(const Instruction& in) {
   return in.opcode == Opcode::kLd || in.opcode == Opcode::kLdu || in.opcode == Opcode::kSt;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 ValueNumbering::ValueNumbering(const Function& f, const Cfg& cfg, const DefUse& du,
                                std::function<std::string(const std::string&)> param_name)
@@ -365,19 +368,9 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
   return loop;
 }
 
-namespace {
+namespace detail {
 
-// A value text (ValueNumbering) as a tree: `op(child,child)` or a leaf (`%tid.x`, `4`, `<iv>`, `param:n+0`).
-struct ValueTree {
-  std::string op;
-  std::vector<ValueTree> children;
-  std::string text() const {
-    if (children.empty()) return op;
-    std::string t = op + "(";
-    for (size_t i = 0; i < children.size(); ++i) t += (i ? "," : "") + children[i].text();
-    return t + ")";
-  }
-};
+namespace {
 
 std::optional<ValueTree> parseValue(std::string_view s, size_t& pos, int depth) {
   if (depth > kMaxDepth) return std::nullopt;
@@ -404,6 +397,8 @@ std::optional<ValueTree> parseValue(std::string_view s, size_t& pos, int depth) 
   return t;
 }
 
+}  // namespace
+
 std::optional<ValueTree> parseValue(std::string_view s) {
   size_t pos = 0;
   auto t = parseValue(s, pos, 0);
@@ -411,9 +406,13 @@ std::optional<ValueTree> parseValue(std::string_view s) {
   return t;
 }
 
+namespace {
+
 bool oneOf(std::string_view op, std::initializer_list<std::string_view> ops) {
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
+
+}  // namespace
 
 // Integer index arithmetic with the widths and copies taken out, sums and products in one order: the launch index
 // written `mad.lo.s32(mov.u32(%ctaid.x),mov.u32(%ntid.x),mov.u32(%tid.x))` becomes `add(%tid.x,mul(%ctaid.x,
@@ -439,16 +438,8 @@ ValueTree canonicalIndex(const ValueTree& t) {
   return ValueTree{t.op, std::move(c)};
 }
 
-constexpr const char* kLaunchIndex = "add(%tid.x,mul(%ctaid.x,%ntid.x))";
-constexpr const char* kLaunchThreads = "mul(%nctaid.x,%ntid.x)";
-
-// `setp.<cmp>.<type>(a,b)`, with a leading `!` (the branch taken when the comparison is false) folded into the
-// comparison: the comparison as `x < y` (lt) or `x >= y` (ge), its type, and x, y.
-struct Comparison {
-  bool less = false;  // x < y; else x >= y
-  std::string type;
-  ValueTree x, y;
-};
+// (Comparison: loops_impl.h.) `setp.<cmp>.<type>(a,b)`, with a leading `!` (the branch taken when the comparison is
+// false) folded into the comparison: the comparison as `x < y` (lt) or `x >= y` (ge), its type, and x, y.
 
 std::optional<Comparison> comparison(const std::string& text) {
   const bool negated = !text.empty() && text[0] == '!';
@@ -477,17 +468,26 @@ std::optional<Comparison> comparison(const std::string& text) {
   return c;
 }
 
-// The parameter a bound value loads (`ld.param.u32(param:NAME+0)`, possibly widened), or -1.
-int boundParameter(const Function& f, const ValueTree& n) {
-  const ValueTree* t = &n;
-  if (oneOf(t->op, {"cvt.u64.u32", "cvt.s64.s32"}) && t->children.size() == 1) t = &t->children[0];
-  if (t->op.rfind("ld.param.", 0) != 0 || t->children.size() != 1) return -1;
-  const std::string& leaf = t->children[0].op;
-  if (leaf.rfind("param:", 0) != 0 || leaf.size() < 8 || leaf.substr(leaf.size() - 2) != "+0") return -1;
-  return f.paramIndex(std::string_view(leaf).substr(6, leaf.size() - 8));
+std::vector<int> boundParameters(const Function& f, const ValueTree& n) {
+  const ValueTree t = canonicalIndex(n);
+  std::vector<int> out;
+  const std::function<bool(const ValueTree&)> walk = [&](const ValueTree& x) {
+    if (x.op == "mul") return std::all_of(x.children.begin(), x.children.end(), walk);
+    if (x.op.rfind("ld.param.", 0) != 0 || x.children.size() != 1) return false;
+    const std::string& leaf = x.children[0].op;
+    if (leaf.rfind("param:", 0) != 0 || leaf.size() < 8 || leaf.substr(leaf.size() - 2) != "+0") return false;
+    const int i = f.paramIndex(std::string_view(leaf).substr(6, leaf.size() - 8));
+    if (i < 0) return false;
+    out.push_back(i);
+    return true;
+  };
+  if (!walk(t) || out.empty() || out.size() > 4) return {};
+  return out;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 std::optional<GridStrideLoop> findGridStrideLoop(const Function& f, const Cfg& cfg, const DefUse& du,
                                                  std::string* why) {
@@ -523,8 +523,8 @@ std::optional<GridStrideLoop> findGridStrideLoop(const Function& f, const Cfg& c
       latch->x.text() != loop.step || guard->y.text() != latch->y.text()) {
     return fail("its loop does not run while its index is below one bound (i < n)");
   }
-  g.bound_param = boundParameter(f, guard->y);
-  if (g.bound_param < 0) return fail("its loop's bound is not a parameter");
+  g.bound_params = boundParameters(f, guard->y);
+  if (g.bound_params.empty()) return fail("its loop's bound is not a parameter or a product of parameters");
 
   // The body depends on the launch only through i.
   ValueNumbering vn(f, cfg, du);

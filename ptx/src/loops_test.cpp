@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -229,7 +230,7 @@ TEST(GridStrideLoop, NvccGridStrideLoopsInEveryIndexWidthAndOrder) {
     const FoundGridStride g = gridStride(loopsModule(), k);
     ASSERT_TRUE(g.loop) << k << ": " << g.why;
     const Function& f = *loopsModule().findFunction(k);
-    EXPECT_EQ(g.loop->bound_param, static_cast<int>(f.params.size()) - 1) << k;
+    EXPECT_EQ(g.loop->bound_params, std::vector<int>{static_cast<int>(f.params.size()) - 1}) << k;
   }
 }
 
@@ -260,7 +261,7 @@ TEST(GridStrideLoop, RefusesBodiesThatDependOnTheLaunchOrOnEarlierIterations) {
   const Module cm = parsedText(computed);
   const FoundGridStride c = gridStride(cm, "k");
   EXPECT_FALSE(c.loop);
-  EXPECT_NE(c.why.find("bound is not a parameter"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("bound is not a parameter or a product of parameters"), std::string::npos) << c.why;
   std::string unequal = loopWith("st.global.f32 [%rd9], %f1;", "");
   unequal.replace(unequal.find("setp.lt.s32 %p2"), 15, "setp.ne.s32 %p2");
   const Module um = parsedText(unequal);
@@ -287,6 +288,143 @@ TEST(GridStrideLoop, ElementPerThreadRunsTheBodyOnce) {
     stores += a.is_write ? 1 : 0;
   }
   EXPECT_EQ(stores, 1);
+}
+
+// testdata/unrolled.ptx: nvcc 13.0 -arch=sm_90 output of testdata/unrolled.cu.
+const Module& unrolledModule() {
+  static const Module m = [] {
+    std::ifstream in(std::string(KFUSE_PTX_TESTDATA) + "/unrolled.ptx");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = parseModule(text.str(), "unrolled.ptx");
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return parsed.ok() ? std::move(parsed).value() : Module{};
+  }();
+  return m;
+}
+
+struct FoundView {
+  std::optional<ElementView> view;
+  std::string why;
+};
+
+FoundView elementView(const Function& f) {
+  const Cfg cfg = Cfg::build(f);
+  const DefUse du = DefUse::compute(f, cfg);
+  FoundView out;
+  out.view = gridStrideElementView(f, cfg, du, &out.why);
+  return out;
+}
+
+FoundView elementView(const Module& m, const char* kernel) {
+  const Function* f = m.findFunction(kernel);
+  EXPECT_NE(f, nullptr) << kernel;
+  return f ? elementView(*f) : FoundView{};
+}
+
+// The statements of `f` that are instructions, printed.
+std::vector<std::string> instructionTexts(const Function& f) {
+  std::vector<std::string> out;
+  for (const Statement& s : f.body) {
+    if (s.kind == StatementKind::kInstruction) out.push_back(s.inst.fullOpcode());
+  }
+  return out;
+}
+
+TEST(GridStrideElementView, NvccUnrolledLoopsGiveTheirRemainderBodyRunOnce) {
+  for (const char* k : {"gsu_scale", "gsu_bias", "gsu_gelu", "gsu_next"}) {
+    const Function& f = *unrolledModule().findFunction(k);
+    const FoundView v = elementView(f);
+    ASSERT_TRUE(v.view) << k << ": " << v.why;
+    EXPECT_EQ(v.view->unrolled, 4) << k;
+    // One loop-free body: no back edge, one store, the loads of one iteration.
+    const Cfg cfg = Cfg::build(v.view->function);
+    const std::vector<char> in_loop = blocksInLoops(cfg);
+    EXPECT_EQ(std::count(in_loop.begin(), in_loop.end(), 1), 0) << k;
+    const std::vector<std::string> ops = instructionTexts(v.view->function);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "st.global.f32"), 1) << k;
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "bra"), 1) << k;  // the guard
+  }
+  // The bound: the last parameter, or the product rows * cols.
+  EXPECT_EQ(elementView(unrolledModule(), "gsu_scale").view->bound_params, std::vector<int>{2});
+  std::vector<int> product = elementView(unrolledModule(), "gsu_bias").view->bound_params;
+  std::sort(product.begin(), product.end());
+  EXPECT_EQ(product, (std::vector<int>{2, 3}));
+  // `#pragma unroll 4` on a loop nvcc would not otherwise unroll gives another layout (a test after each copy):
+  // not read yet.
+  const FoundView pragma = elementView(loopsModule(), "gs_unrolled");
+  EXPECT_FALSE(pragma.view);
+  EXPECT_NE(pragma.why.find("more than one block"), std::string::npos) << pragma.why;
+  // The one-loop form is still read as before.
+  const FoundView simple = elementView(loopsModule(), "gs_axpb");
+  ASSERT_TRUE(simple.view) << simple.why;
+  EXPECT_EQ(simple.view->unrolled, 1);
+}
+
+TEST(GridStrideElementView, RefusesUnrolledLoopsThatAreNotOneBodyPerIndex) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"gsu_param_stride", "trip count"},
+      {"gsu_running", "reads %f17 as the remainder loop leaves it"},  // the running sum
+      {"gsu_reads_tid", "a value of the launch"},
+  };
+  for (const auto& [kernel, reason] : cases) {
+    const FoundView v = elementView(unrolledModule(), kernel);
+    EXPECT_FALSE(v.view) << kernel;
+    EXPECT_NE(v.why.find(reason), std::string::npos) << kernel << ": " << v.why;
+  }
+}
+
+// gsu_scale's PTX with `from` (which occurs once) replaced by `to`.
+std::optional<Module> mutated(const std::string& from, const std::string& to) {
+  std::ifstream in(std::string(KFUSE_PTX_TESTDATA) + "/unrolled.ptx");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  const size_t begin = text.find(".visible .entry gsu_scale(");
+  const size_t end = text.find("\n}\n", begin);
+  std::string k = text.substr(begin, end + 3 - begin);
+  const size_t at = k.find(from);
+  EXPECT_TRUE(at != std::string::npos && k.find(from, at + 1) == std::string::npos) << from;
+  if (at == std::string::npos) return std::nullopt;
+  k.replace(at, from.size(), to);
+  auto parsed = parseModule(".version 9.0\n.target sm_90\n.address_size 64\n" + k, "mutated.ptx");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  if (!parsed.ok()) return std::nullopt;
+  return std::move(parsed).value();
+}
+
+TEST(GridStrideElementView, RefusesEveryEditThatBreaksTheUnrolledLoopsMeaning) {
+  // Each edit makes some index run twice, not at all, or with another body: the view must not be given.
+  const struct {
+    const char* from;
+    const char* to;
+    const char* reason;
+  } cases[] = {
+      {"and.b32  \t%r26, %r21, 3", "or.b32  \t%r26, %r21, 3", "trip count"},
+      {"add.s32 \t%r17, %r1, %r12", "add.s32 \t%r17, %r1, %r1", "trip count"},
+      {"and.b32  \t%r26, %r21, 3", "and.b32  \t%r26, %r21, 1", "fewer than U"},
+      {"setp.lt.u32 \t%p4, %r3, 3", "setp.lt.u32 \t%p4, %r3, 2", "fewer than U"},
+      {"setp.eq.s32 \t%p2, %r26, 0", "setp.ne.s32 \t%p2, %r26, 0", "when the remainder is 0"},
+      {"add.s32 \t%r26, %r26, -1", "add.s32 \t%r26, %r26, -2", "exactly the remainder's iterations"},
+      {"add.s64 \t%rd24, %rd24, %rd4", "add.s64 \t%rd24, %rd24, %rd13", "does not move with its index"},
+      {"add.s32 \t%r27, %r24, %r1", "add.s32 \t%r27, %r23, %r1", "U times the launch's threads"},
+      {"setp.lt.s32 \t%p5", "setp.le.s32 \t%p5", "below its bound"},
+      {"st.global.f32 \t[%rd18]", "st.global.f32 \t[%rd18+4]", "accesses of its unrolled loop"},
+      {"add.f32 \t%f6, %f5, %f5", "add.f32 \t%f6, %f5, %f3", "accesses of its unrolled loop"},
+      {"add.s64 \t%rd17, %rd15, %rd10", "add.s64 \t%rd17, %rd15, %rd4", "reads %rd4 as the remainder loop"},
+  };
+  for (const auto& c : cases) {
+    const auto m = mutated(c.from, c.to);
+    ASSERT_TRUE(m) << c.from;
+    const FoundView v = elementView(*m, "gsu_scale");
+    EXPECT_FALSE(v.view) << c.from << " -> " << c.to;
+    EXPECT_NE(v.why.find(c.reason), std::string::npos) << c.from << " -> " << c.to << ": " << v.why;
+  }
+  // The control: the unedited kernel through the same path.
+  const auto same = mutated("ret;", "ret;");
+  ASSERT_TRUE(same);
+  const FoundView v = elementView(*same, "gsu_scale");
+  EXPECT_TRUE(v.view) << v.why;
 }
 
 }  // namespace

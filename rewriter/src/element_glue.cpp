@@ -96,9 +96,9 @@ std::string elementBodyProblem(const ptx::Function& f, const std::string& role) 
 const ptx::Function* elementPerThread(const ptx::Module& module, const ptx::Function& f,
                                       std::optional<ptx::Function>& storage) {
   ptx::FunctionAnalyses fa(&module, f);
-  const auto g = ptx::findGridStrideLoop(f, fa.cfg(), fa.defUse(), nullptr);
-  if (!g) return nullptr;
-  storage = ptx::elementPerThread(f, *g);
+  auto v = ptx::gridStrideElementView(f, fa.cfg(), fa.defUse(), nullptr);
+  if (!v) return nullptr;
+  storage = std::move(v->function);
   return &*storage;
 }
 

@@ -58,8 +58,8 @@ void useElementRegisters(ptx::Instruction& in, const std::map<ptx::SpecialRegist
 // register), naming the line; "" when it can. `role` names it in the message ("consumer 'gelu'").
 std::string elementBodyProblem(const ptx::Function& f, const std::string& role);
 
-// `f` run as one element per thread (ptx::elementPerThread) when it is a grid-stride loop (ptx::findGridStrideLoop),
-// kept in `storage`; null when it is not one.
+// `f` run as one element per thread when it is a grid-stride loop (ptx::gridStrideElementView: one loop, or nvcc's
+// unrolled layout), kept in `storage`; null when it is not one.
 const ptx::Function* elementPerThread(const ptx::Module& module, const ptx::Function& f,
                                       std::optional<ptx::Function>& storage);
 

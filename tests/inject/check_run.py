@@ -25,10 +25,11 @@ import tempfile
 # Driver-API programs, and their runtime-API twins (`<<<>>>`, nvcc defaults: static cudart) that reach the driver
 # through cudart's cuGetProcAddress lookups and load their kernels from the fatbin with cuLibraryLoadData.
 # many_small_kernels: N-way horizontal plans over kernels on four streams. mlp_block_arena: mlp_block with every
-# tensor carved out of one allocation. gridstride: two grid-stride loops fused thread-locally.
+# tensor carved out of one allocation. gridstride: two grid-stride loops fused thread-locally. linear_bias: a bias
+# added by a grid-stride loop nvcc unrolls, fused into the matmul before it as an epilogue.
 EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "driver_api/mlp_block_arena",
             "driver_api/many_small_kernels", "driver_api/gridstride", "runtime_api/elementwise_chain",
-            "runtime_api/mlp_block", "runtime_api/gridstride"]
+            "runtime_api/mlp_block", "runtime_api/gridstride", "runtime_api/linear_bias"]
 
 
 class Checker:

@@ -162,6 +162,11 @@ CASES = {
     "gridstride_bound_epi": (4, "epilogue", True, "the grid-stride consumer runs 128 elements past the producer's"),
     "gridstride_inplace_epi": (4, "epilogue", True, "the in-place grid-stride consumer reads the next element, "
                                                     "which another iteration overwrites"),
+    # nvcc's unrolled layout (a remainder loop, then four copies of the body per step), read as one body per index.
+    "gridstride_unrolled_epi": (4, "epilogue", True, "the unrolled in-place consumer reads the next element, "
+                                                     "which another iteration overwrites"),
+    "gridstride_unrolled_same_epi": (4, "epilogue", True, "the unrolled consumer runs 128 elements past the "
+                                                          "producer's"),
     "gridstride_pro": (4, "prologue", True, "the grid-stride producer writes 64 elements less than the consumer reads"),
     "arena_overlap_tl": (4, "thread-local", True, "the consumer's output starts at the producer's input's last "
                                                   "element (4 bytes of overlap in the arena)"),
@@ -175,6 +180,7 @@ CASES = {
 ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
                    "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl",
                    "gridstride_next_step_tl", "gridstride_merged_tl", "gridstride_epi", "gridstride_bound_epi", "gridstride_inplace_epi",
+                   "gridstride_unrolled_epi", "gridstride_unrolled_same_epi",
                    "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk"}
 
 MODES = ("legal", "illegal")

@@ -496,6 +496,17 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("p2_scale", kImg, b.c, b.a, w, h);
     r.launch("gsl_shift", kTwo, b.d, b.c, r.pick(0, 1), n);
   };
+  // The same in-place consumer in nvcc's unrolled layout;
+  c["gridstride_unrolled_epi"] = [=, &b](const Run& r) {
+    r.launch("p2_scale", kImg, b.c, b.a, w, h);
+    r.launch("gsu_shift", kTwo, b.d, b.c, r.pick(0, 1), n);
+  };
+  // an unrolled bias consumer of the producer's own launch shape over rows * 16 elements: the producer's (legal) or
+  // 8 rows more, which the producer never writes;
+  c["gridstride_unrolled_same_epi"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.c, b.a, n);
+    r.launch("gsu_bias", k1d, b.c, b.b, r.pick(n / 16, n / 16 + 8), 16);
+  };
   // and a prologue producer writing the whole image (legal) or 64 elements less, which the consumer still reads.
   c["gridstride_pro"] = [=, &b](const Run& r) {
     r.launch("gsl_scale", kTwo, b.c, b.a, r.pick(n, n - 64));

@@ -415,5 +415,16 @@ __global__ void gsl_inc(float* y, const float* z, int n) {
 __global__ void gsl_shift(float* a, const float* z, int k, int n) {
   for (int e = GID; e < n; e += gridDim.x * blockDim.x) a[e] = a[e + k] + z[e];
 }
+// The step held in a variable: nvcc unrolls these loops four times behind a remainder loop (docs/analyzer.md).
+// gsl_shift's body.
+__global__ void gsu_shift(float* a, const float* z, int k, int n) {
+  const int step = gridDim.x * blockDim.x;
+  for (int e = GID; e < n; e += step) a[e] = a[e + k] + z[e];
+}
+// A bias added in place over rows * cols elements, as after a GEMM.
+__global__ void gsu_bias(float* y, const float* bias, int rows, int cols) {
+  const int step = gridDim.x * blockDim.x;
+  for (int e = GID; e < rows * cols; e += step) y[e] += bias[e % cols];
+}
 
 }  // extern "C"

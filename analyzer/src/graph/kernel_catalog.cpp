@@ -279,9 +279,11 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
   if (element) {
     const std::vector<char> in_loop = ptx::blocksInLoops(fa.cfg());
     if (std::find(in_loop.begin(), in_loop.end(), 1) != in_loop.end()) {
-      if (auto g = ptx::findGridStrideLoop(f, fa.cfg(), fa.defUse(), &k.element_view_problem)) {
-        element->function = std::make_shared<const ptx::Function>(ptx::elementPerThread(f, *g));
-        element->bound_param = g->bound_param;
+      if (auto v = ptx::gridStrideElementView(f, fa.cfg(), fa.defUse(), &k.element_view_problem)) {
+        element->function = std::make_shared<const ptx::Function>(std::move(v->function));
+        element->bound_params = std::move(v->bound_params);
+        element->unrolled = v->unrolled;
+        element->small_params = std::move(v->small_params);
       }
     }
   }

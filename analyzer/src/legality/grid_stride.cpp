@@ -2,6 +2,7 @@
 #include "legality/grid_stride.h"
 
 #include "graph/footprint.h"
+#include "kfuse/ptx/loops.h"
 
 namespace kfuse::analyzer::gridstride {
 namespace {
@@ -13,6 +14,26 @@ bool writes(core::AccessMode m) {
 constexpr int64_t kIndexLimit = int64_t{1} << 31;
 
 }  // namespace
+
+std::optional<int64_t> boundValue(const KernelFacts::ElementView& v, const std::map<std::string, int64_t>& values) {
+  if (v.bound_params.empty()) return std::nullopt;
+  int64_t n = 1;
+  for (int p : v.bound_params) {
+    const auto it = values.find("param" + std::to_string(p));
+    if (it == values.end() || it->second < 0 || it->second >= kIndexLimit) return std::nullopt;
+    n *= it->second;  // each factor below 2^31, the running product too: no overflow
+    if (n >= kIndexLimit) return std::nullopt;
+  }
+  return n;
+}
+
+std::string boundArguments(const KernelFacts::ElementView& v) {
+  std::string out = v.bound_params.size() == 1 ? "argument " : "arguments ";
+  for (size_t i = 0; i < v.bound_params.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == v.bound_params.size() ? " and " : ", ") + std::to_string(v.bound_params[i]);
+  }
+  return out;
+}
 
 ElementPart elementPart(const epilogue::Part& p) {
   ElementPart out;
@@ -26,17 +47,27 @@ ElementPart elementPart(const epilogue::Part& p) {
   const locality::Shape& s = p.shape;
   if (s.grid.y != 1 || s.grid.z != 1 || s.block.y != 1 || s.block.z != 1 || s.block.x == 0 || s.grid.x == 0)
     return refuse("but its launch is not 1-D");
-  const auto n = p.values.find("param" + std::to_string(k.element_view->bound_param));
-  if (n == p.values.end())
-    return refuse("but the value of its bound (argument " + std::to_string(k.element_view->bound_param) +
-                  ") is not known");
+  const auto n = boundValue(*k.element_view, p.values);
+  if (!n) {
+    return refuse("but the value of its bound (" + boundArguments(*k.element_view) +
+                  ") is not known or not below 2^31");
+  }
+  // The index arithmetic is exact while every index the loop forms (i plus a few elements) stays below 2^31.
   const int64_t threads = int64_t{s.grid.x} * s.block.x;
-  if (n->second < 0 || n->second >= kIndexLimit - threads) {
-    return refuse("but its bound " + std::to_string(n->second) + " plus its " + std::to_string(threads) +
-                  " threads does not stay in [0, 2^31): its index arithmetic could wrap");
+  if (*n + threads + 4 * ptx::kGridStrideIndexMargin > kIndexLimit) {
+    return refuse("but its bound " + std::to_string(*n) + " plus its " + std::to_string(threads) +
+                  " threads comes within 2^22 of 2^31: its index arithmetic could wrap");
+  }
+  for (int sp : k.element_view->small_params) {
+    const auto v = p.values.find("param" + std::to_string(sp));
+    if (v == p.values.end() || v->second < -ptx::kGridStrideIndexMargin || v->second > ptx::kGridStrideIndexMargin) {
+      return refuse("but argument " + std::to_string(sp) + ", an offset of its index, is " +
+                    (v == p.values.end() ? std::string("not known") : std::to_string(v->second)) +
+                    ": its unrolled copies are shown to be one body only for offsets within 2^20");
+    }
   }
   locality::Shape shape = s;
-  shape.grid.x = static_cast<uint32_t>(std::max<int64_t>(1, (n->second + s.block.x - 1) / s.block.x));
+  shape.grid.x = static_cast<uint32_t>(std::max<int64_t>(1, (*n + s.block.x - 1) / s.block.x));
 
   // No two iterations may touch a common byte with one of them writing: in the element view, no two threads.
   for (size_t i = 0; i < p.uses.size(); ++i) {

@@ -10,6 +10,8 @@
 // element-wise kernel.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -24,5 +26,12 @@ struct ElementPart {
 
 // `p` as one element per thread when its kernel is a grid-stride loop (KernelFacts::element_view).
 ElementPart elementPart(const epilogue::Part& p);
+
+// The loop's bound n for a launch's argument values (the product of the view's bound parameters); nullopt when an
+// argument is not known or the product leaves [0, 2^31).
+std::optional<int64_t> boundValue(const KernelFacts::ElementView& v, const std::map<std::string, int64_t>& values);
+
+// "argument 2", "arguments 2 and 3": the parameters n is made of.
+std::string boundArguments(const KernelFacts::ElementView& v);
 
 }  // namespace kfuse::analyzer::gridstride

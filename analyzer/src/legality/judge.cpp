@@ -280,6 +280,21 @@ void Analysis::checkSameShapePrologue(const std::vector<size_t>& occ, bool visib
   v = std::move(proven);
 }
 
+void Analysis::checkSameShapeEpilogue(const std::vector<size_t>& occ, bool visible, Verdict& v) const {
+  if (!visible || occ.size() != 2) return;
+  const KernelFacts* consumer = cat_.find(g_.ops[occ[1]].function_id);
+  if (!consumer || !consumer->element_view) return;
+  Verdict e;
+  checkEpilogue(occ, e);
+  if (e.legality != Legality::kProven || !e.epilogue) {
+    for (const std::string& why : e.reasons) v.reasons.push_back("epilogue fusion does not apply: " + why);
+    return;
+  }
+  for (std::string& why : v.reasons) e.reasons.push_back("thread-local fusion does not apply: " + why);
+  e.epilogue_kind = true;
+  v = std::move(e);
+}
+
 // An element-wise part of an element-remapped fusion that is a grid-stride kernel becomes its element-per-thread
 // view (grid_stride.h), and `grid` that view's blocks; other parts stay as they are (grid 0). The refusal when the
 // view does not hold for this launch.
@@ -294,13 +309,15 @@ std::string Analysis::elementWise(epilogue::Part& part, uint32_t& grid) {
 
 // What elementWise did to `part`, in words.
 std::string Analysis::elementWiseSentence(const epilogue::Part& part, const epilogue::Part& view) {
-  const int bound = part.facts->element_view ? part.facts->element_view->bound_param : -1;
-  const auto n = part.values.find("param" + std::to_string(bound));
-  return part.facts->name + " is a grid-stride loop over " +
-         (n == part.values.end() ? std::string("its bound") : std::to_string(n->second)) +
+  const KernelFacts::ElementView* ev = part.facts->element_view.get();
+  const auto n = ev ? gridstride::boundValue(*ev, part.values) : std::nullopt;
+  return part.facts->name + " is a grid-stride loop" +
+         (ev && ev->unrolled > 1 ? " (unrolled " + std::to_string(ev->unrolled) + " times by nvcc)" : std::string()) +
+         " over " + (n ? std::to_string(*n) : std::string("its bound")) +
          " elements whose iterations touch no common byte: judged as its loop body run once per element, on " +
          std::to_string(view.shape.grid.x) + " blocks of " + std::to_string(view.shape.block.x) +
-         " threads (the plan pins its bound, argument " + std::to_string(bound) + ")";
+         " threads (the plan pins its bound, " + (ev ? gridstride::boundArguments(*ev) : std::string("its bound")) +
+         ")";
 }
 
 // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
@@ -483,6 +500,8 @@ Analysis::Verdict Analysis::judgeOccurrence(CandidateKind kind, const std::vecto
       for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
     }
     if (remapped) checkEpilogue(occ, v);
+    // A grid-stride consumer of the producer's own shape: an epilogue on the consumer's element view.
+    if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkSameShapeEpilogue(occ, visible, v);
     // Not thread-local: a producer and consumer of one launch shape may still fuse per block, with a barrier,
     // or with the producer recomputed at the consumer's loads (a stencil after an element-wise kernel).
     if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkBlockLevel(occ, visible, v);
@@ -641,7 +660,7 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
     std::set<std::string> seen;
     LegalityCheck checked;
   };
-  std::map<std::tuple<Legality, bool, bool>, Part> parts;
+  std::map<std::tuple<Legality, bool, bool, bool>, Part> parts;
   std::optional<EpilogueMap> map;
   bool map_prologue = false;
   for (const Tuple& tuple : tuples) {
@@ -659,10 +678,11 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
       }
     }
     // Proven occurrences split by kind: a block-level proof yields another fused kernel than a thread-local one.
-    Part& part = parts[{v.legality, v.block_level, v.prologue}];
+    Part& part = parts[{v.legality, v.block_level, v.prologue, v.epilogue_kind}];
     part.verdict.legality = v.legality;
     part.verdict.block_level = v.block_level;
     part.verdict.prologue = v.prologue;
+    part.verdict.epilogue_kind = v.epilogue_kind;
     part.verdict.adoptDeciders(v);
     for (std::string& r : v.reasons) {
       if (part.seen.insert(r).second) part.verdict.reasons.push_back(std::move(r));
@@ -673,7 +693,7 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
     if (part.checked.tuples.size() < LegalityCheck::kMaxListedTuples) part.checked.tuples.push_back(tuple.args);
   }
   if (!unchecked.empty()) {
-    Part& part = parts[{Legality::kLikely, false, false}];
+    Part& part = parts[{Legality::kLikely, false, false, false}];
     part.verdict.weaken(Legality::kLikely, std::to_string(unchecked.size()) +
                                                " occurrences were not checked: their "
                                                "arguments form more than " +
@@ -689,6 +709,7 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
     Candidate p = c;
     if (part.verdict.block_level) p.fusion = FusionKind::kBlockLevel;
     if (part.verdict.prologue) p.fusion = FusionKind::kPrologue;
+    if (part.verdict.epilogue_kind) p.fusion = FusionKind::kEpilogue;
     std::sort(part.occurrences.begin(), part.occurrences.end());
     p.occurrences.reserve(part.occurrences.size());
     for (size_t i : part.occurrences) p.occurrences.push_back(std::move(occurrences[i]));

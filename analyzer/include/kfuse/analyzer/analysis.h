@@ -136,15 +136,17 @@ struct KernelFacts {
   // test as values, with parameters written "param#<index>": kernels whose texts are equal once each parameter is
   // replaced by its argument take the same steps, and the rewriter runs their loops as one. Empty when it is not one.
   std::string loop_steps;
-  // The kernel run as one element per thread, when it is a grid-stride loop (ptx::findGridStrideLoop): the facts of
-  // its loop body run once with i = the thread's linear index (ptx::elementPerThread, which `function` holds), and
-  // the parameter n the loop runs below. Element-remapped fusions judge such a kernel by these facts on a launch of
-  // ceil(n / block) blocks (legality/grid_stride.h). Null when the kernel is not one (element_view_problem says why,
-  // when it has a loop).
+  // The kernel run as one element per thread, when it is a grid-stride loop (ptx::gridStrideElementView: one loop, or
+  // nvcc's unrolled layout): the facts of its loop body run once with i = the thread's linear index (the view's
+  // function), and the parameters whose product n the loop runs below. Element-remapped fusions judge such a kernel
+  // by these facts on a launch of ceil(n / block) blocks (legality/grid_stride.h). Null when the kernel is not one
+  // (element_view_problem says why, when it has a loop).
   struct ElementView {
     std::shared_ptr<const ptx::Function> function;
     std::shared_ptr<const KernelFacts> facts;
-    int bound_param = -1;
+    std::vector<int> bound_params;  // n is the product of these parameters
+    int unrolled = 1;               // ptx::ElementView::unrolled
+    std::vector<int> small_params;  // ptx::ElementView::small_params
   };
   std::shared_ptr<const ElementView> element_view;
   std::string element_view_problem;

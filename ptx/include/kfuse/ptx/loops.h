@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/ir.h"
@@ -93,7 +94,7 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
 //  - every other value the body reads is computed in the same iteration, from i, or before the loop from
 //    parameters and immediates alone (no loop-carried value such as an accumulator);
 //  - the guard leaves when gid >= n, the exit test continues while i + step < n, n one parameter (possibly
-//    widened) compared in one type.
+//    widened) or a product of parameters, compared in one type.
 // For a launch of G x B threads (1-D) whose n and G * B fit below 2^31, such a kernel runs its body exactly once for
 // each i in [0, n), in some order: it does what the same body does run once per thread, i = gid, on any 1-D launch
 // of B-thread blocks with at least n threads (elementPerThread), provided no two iterations touch a common byte with
@@ -101,7 +102,7 @@ std::optional<CountedLoop> findCountedLoop(const Function& f, const Cfg& cfg, co
 // access forms for the launch's arguments).
 struct GridStrideLoop {
   CountedLoop loop;
-  int bound_param = -1;  // the parameter n
+  std::vector<int> bound_params;  // n is the product of these parameters (one, usually)
 };
 
 // `f` as a grid-stride loop; nullopt with `why` (one clause) when it is not one.
@@ -110,5 +111,41 @@ std::optional<GridStrideLoop> findGridStrideLoop(const Function& f, const Cfg& c
 // `f` with the loop's back edge removed: its body runs once, for i = the thread's linear index (see GridStrideLoop
 // for when that is the same kernel).
 Function elementPerThread(const Function& f, const GridStrideLoop& g);
+
+// A grid-stride kernel as one element per thread: its body run once, for i = the thread's linear index, on 1-D
+// launches of B-thread blocks with at least n threads (see GridStrideLoop for when that is the same kernel).
+//
+// Besides the one-loop form above, this reads the layout nvcc gives the loop when it unrolls it U times (U a power
+// of two) with a remainder loop first:
+//
+//   entry:  i = gid; @(gid >= n) bra EXIT
+//           T = (n - gid - 1) / step (unsigned); r = (T + 1) & (U - 1); @(r == 0) bra MAIN_TEST
+//   REM:    body(i); i += step; (pointers += their steps); r -= 1; @(r != 0) bra REM
+//   MAIN_TEST: @(T < U - 1) bra EXIT
+//   MAIN:   body(i); body(i + step); ...; body(i + (U - 1) * step); i += U * step; @(i < n) bra MAIN
+//   EXIT:   ret
+//
+// It is accepted only when that is exactly what the code does, for every thread whose indices stay below 2^31
+// (the caller ensures n + the launch's threads + 4 * kGridStrideIndexMargin <= 2^31 and that each of small_params
+// lies within +-kGridStrideIndexMargin; the body may index i + p + c for such a parameter p and
+// |c| <= kGridStrideIndexMargin): the trip count and the remainder are those values; every
+// value the remainder loop carries besides i and r is a pointer that moves with i (p = F(i) on entry, and
+// F(i) + its step = F(i + step)); and the memory accesses of the unrolled loop, one after the other, are those of
+// the remainder loop's body for i, i + step, ..., i + (U - 1) * step (same addresses, same values stored, in the
+// same order). The view is then the remainder loop's first iteration, entered whatever r is.
+constexpr int64_t kGridStrideIndexMargin = int64_t{1} << 20;
+
+struct ElementView {
+  Function function;              // the element-per-thread kernel
+  std::vector<int> bound_params;  // n is the product of these parameters
+  int unrolled = 1;               // U: 1 for the one-loop form
+  // Parameters the proof of the unrolled layout takes as index offsets (a[i + k]): it holds for launches where each
+  // lies within +-kGridStrideIndexMargin.
+  std::vector<int> small_params;
+};
+
+// `f` as one element per thread; nullopt with `why` (one clause) when it is not a grid-stride kernel of either form
+// (the one-loop form's reason when it has one loop).
+std::optional<ElementView> gridStrideElementView(const Function& f, const Cfg& cfg, const DefUse& du, std::string* why);
 
 }  // namespace kfuse::ptx
