@@ -82,11 +82,7 @@ QTableView* CompareWindow::addTable(QWidget* box, ComparisonModel* model, const 
   view->setWordWrap(false);
   view->verticalHeader()->hide();
   view->horizontalHeader()->setStretchLastSection(true);
-  view->sortByColumn(ComparisonModel::column(model == kernel_model_  ? ComparisonModel::Table::kKernels
-                                             : model == range_model_ ? ComparisonModel::Table::kRanges
-                                                                     : ComparisonModel::Table::kPlans,
-                                             sort_column),
-                     order);
+  view->sortByColumn(ComparisonModel::column(model->table(), sort_column), order);
   box->layout()->addWidget(view);
   return view;
 }
@@ -136,16 +132,24 @@ void CompareWindow::showComparison(std::shared_ptr<const Comparison> c) {
     occurrences += p.occurrences;
     replaced += p.replacedLaunches();
   }
-  summary_->setText(tr("Kernel launches: %1 before, %2 after (%3). %4 plan(s) named in the trace after: %5 "
-                       "occurrence(s) fused, replacing %6 launch(es).")
+  const int64_t change = c->launches_after - c->launches_before;
+  QString summary = tr("Kernel launches: %1 before, %2 after, %3.")
                         .arg(c->launches_before)
                         .arg(c->launches_after)
-                        .arg(countDeltaText(c->launches_before, c->launches_after))
-                        .arg(c->plans.size())
-                        .arg(occurrences)
-                        .arg(replaced));
+                        .arg(change == 0 ? tr("unchanged") : countDeltaText(c->launches_before, c->launches_after));
+  summary += c->plans.empty() ? tr(" No plan is named in the trace after (not recorded under `kfuse run --plan`).")
+                              : tr(" %1 plan(s) named in the trace after: %2 occurrence(s) fused, replacing %3 "
+                                   "launch(es).")
+                                    .arg(c->plans.size())
+                                    .arg(occurrences)
+                                    .arg(replaced);
+  summary_->setText(summary);
   ranges_caption_->setText(c->ranges.empty() ? tr("NVTX ranges: neither trace records any")
                                              : tr("NVTX ranges (aligned by name path)"));
+  // Without ranges the section is its caption alone; the kernels and plans take the room.
+  ranges_->setVisible(!c->ranges.empty());
+  ranges_caption_->parentWidget()->setMaximumHeight(c->ranges.empty() ? ranges_caption_->sizeHint().height() + 8
+                                                                      : QWIDGETSIZE_MAX);
   QStringList notes;
   for (const std::string& n : c->notes) notes << QString::fromStdString(n);
   banner_->setText(notes.join("\n"));

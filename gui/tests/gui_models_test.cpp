@@ -840,7 +840,7 @@ class GuiModelsTest : public QObject {
     QCOMPARE(cell(replaced, "Replaced").toLongLong(), n);
     if (!c->before_timed) QCOMPARE(cell(replaced, "GPU time before").toString(), QString("n/a"));
     QCOMPARE(cell(replaced, "Δ median").toString(), QString("n/a"));  // no launch of it after
-    QCOMPARE(cell(p.fused_kernel, "In").toString(), QString("after only (fused: candidate-1)"));
+    QCOMPARE(cell(p.fused_kernel, "In").toString(), QString("fused: candidate-1"));
     QCOMPARE(cell(p.fused_kernel, "Δ launches").toString(), QString("+%1 (new)").arg(n));
     QCOMPARE(cell(p.fused_kernel, "Replaced").toString(), QString());
 

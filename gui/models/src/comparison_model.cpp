@@ -50,14 +50,15 @@ Column column(QString header, QString tooltip, bool numeric, Cell display, Cell 
 
 // Count columns (before, after, difference) of a figure `get` gives for a row.
 template <typename Get>
-void addCountColumns(std::vector<Column>& cols, const QString& what, const QString& tooltip, Get get) {
+void addCountColumns(std::vector<Column>& cols, const QString& what, const QString& delta, const QString& tooltip,
+                     Get get) {
   cols.push_back(column(what + " before", tooltip + " in the trace before", true,
                         [get](const Comparison& c, size_t r) { return QVariant::fromValue<qint64>(get(c, r).first); }));
   cols.push_back(column(what + " after", tooltip + " in the trace after", true, [get](const Comparison& c, size_t r) {
     return QVariant::fromValue<qint64>(get(c, r).second);
   }));
   cols.push_back(column(
-      "Δ " + what.toLower(), tooltip + ": after minus before (and in percent of before)", true,
+      "Δ " + delta, tooltip + ": after minus before (and in percent of before)", true,
       [get](const Comparison& c, size_t r) {
         const auto [b, a] = get(c, r);
         return QVariant(countDeltaText(b, a));
@@ -70,7 +71,8 @@ void addCountColumns(std::vector<Column>& cols, const QString& what, const QStri
 
 // Duration columns (before, after, difference); kNoTime where a side records none.
 template <typename Get>
-void addTimeColumns(std::vector<Column>& cols, const QString& what, const QString& tooltip, Get get) {
+void addTimeColumns(std::vector<Column>& cols, const QString& what, const QString& delta, const QString& tooltip,
+                    Get get) {
   cols.push_back(column(
       what + " before", tooltip + " in the trace before (n/a: not recorded)", true,
       [get](const Comparison& c, size_t r) { return QVariant(durationText(get(c, r).first)); },
@@ -80,7 +82,7 @@ void addTimeColumns(std::vector<Column>& cols, const QString& what, const QStrin
       [get](const Comparison& c, size_t r) { return QVariant(durationText(get(c, r).second)); },
       [get](const Comparison& c, size_t r) { return timeSortKey(get(c, r).second); }));
   cols.push_back(column(
-      "Δ " + what.toLower(), tooltip + ": after minus before (and in percent of before)", true,
+      "Δ " + delta, tooltip + ": after minus before (and in percent of before)", true,
       [get](const Comparison& c, size_t r) {
         const auto [b, a] = get(c, r);
         return QVariant(timeDeltaText(b, a));
@@ -97,13 +99,19 @@ std::vector<Column> kernelColumns() {
       "Kernel", "The kernel's demangled name (mangled where the trace has no other): the traces are aligned by it",
       false, [](const Comparison& c, size_t r) { return QVariant(q(kernel(c, r).name)); }, {},
       [](const Comparison& c, size_t r) { return QVariant(q(kernel(c, r).name)); }));
-  cols.push_back(column("In", "Which traces launch it; a plan's fused kernel says which plan", false,
-                        [](const Comparison& c, size_t r) {
-                          const KernelDelta& k = kernel(c, r);
-                          const QString in = presenceName(k.presence());
-                          return QVariant(k.fused_by.empty() ? in : in + " (fused: " + q(k.fused_by) + ")");
-                        }));
-  addCountColumns(cols, "Launches", "Launches of the kernel", [](const Comparison& c, size_t r) {
+  cols.push_back(column(
+      "In", "Which traces launch it; a plan's fused kernel (after only) says which plan", false,
+      [](const Comparison& c, size_t r) {
+        const KernelDelta& k = kernel(c, r);
+        return QVariant(k.fused_by.empty() ? QString(presenceName(k.presence())) : "fused: " + q(k.fused_by));
+      },
+      {},
+      [](const Comparison& c, size_t r) {
+        const KernelDelta& k = kernel(c, r);
+        return QVariant(k.fused_by.empty() ? QString(presenceName(k.presence()))
+                                           : "after only: the fused kernel of plan " + q(k.fused_by));
+      }));
+  addCountColumns(cols, "Launches", "launches", "Launches of the kernel", [](const Comparison& c, size_t r) {
     return std::pair{kernel(c, r).before.count, kernel(c, r).after.count};
   });
   cols.push_back(column(
@@ -113,10 +121,11 @@ std::vector<Column> kernelColumns() {
         return n ? QVariant::fromValue<qint64>(n) : QVariant(QString());
       },
       [](const Comparison& c, size_t r) { return QVariant::fromValue<qint64>(kernel(c, r).replaced); }));
-  addTimeColumns(cols, "GPU time", "The sum of the kernel's recorded GPU durations", [](const Comparison& c, size_t r) {
-    return std::pair{totalOrNone(kernel(c, r).before), totalOrNone(kernel(c, r).after)};
-  });
-  addTimeColumns(cols, "Median", "The median of the kernel's recorded GPU durations",
+  addTimeColumns(cols, "GPU time", "GPU time", "The sum of the kernel's recorded GPU durations",
+                 [](const Comparison& c, size_t r) {
+                   return std::pair{totalOrNone(kernel(c, r).before), totalOrNone(kernel(c, r).after)};
+                 });
+  addTimeColumns(cols, "Median", "median", "The median of the kernel's recorded GPU durations",
                  [](const Comparison& c, size_t r) {
                    return std::pair{kernel(c, r).before.median_ns, kernel(c, r).after.median_ns};
                  });
@@ -131,20 +140,21 @@ std::vector<Column> rangeColumns() {
       [](const Comparison& c, size_t r) { return QVariant(q(range(c, r).path)); }));
   cols.push_back(column("In", "Which traces have the range", false,
                         [](const Comparison& c, size_t r) { return QVariant(presenceName(range(c, r).presence())); }));
-  addCountColumns(cols, "Instances", "Instances of the range", [](const Comparison& c, size_t r) {
+  addCountColumns(cols, "Instances", "instances", "Instances of the range", [](const Comparison& c, size_t r) {
     return std::pair{range(c, r).before.count, range(c, r).after.count};
   });
-  addCountColumns(cols, "Launches", "Kernel launches made inside the range's instances, on their thread",
+  addCountColumns(cols, "Launches", "launches", "Kernel launches made inside the range's instances, on their thread",
                   [](const Comparison& c, size_t r) {
                     return std::pair{range(c, r).launches_before, range(c, r).launches_after};
                   });
-  addTimeColumns(cols, "Time", "The sum of the instances' recorded durations (wall clock)",
+  addTimeColumns(cols, "Time", "time", "The sum of the instances' recorded durations (wall clock)",
                  [](const Comparison& c, size_t r) {
                    return std::pair{totalOrNone(range(c, r).before), totalOrNone(range(c, r).after)};
                  });
-  addTimeColumns(cols, "Median", "The median of the instances' recorded durations", [](const Comparison& c, size_t r) {
-    return std::pair{range(c, r).before.median_ns, range(c, r).after.median_ns};
-  });
+  addTimeColumns(cols, "Median", "median", "The median of the instances' recorded durations",
+                 [](const Comparison& c, size_t r) {
+                   return std::pair{range(c, r).before.median_ns, range(c, r).after.median_ns};
+                 });
   return cols;
 }
 
@@ -257,7 +267,12 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
   const Column& col = columns(table_)[static_cast<size_t>(section)];
-  if (role == Qt::DisplayRole) return col.header;
+  if (role == Qt::DisplayRole) {
+    // Figures are narrower than their titles: a numeric column's title on two lines ("Launches\nbefore").
+    QString title = col.header;
+    if (const qsizetype space = title.lastIndexOf(' '); col.numeric && space > 0) title[space] = '\n';
+    return title;
+  }
   if (role == Qt::ToolTipRole) return col.tooltip;
   return {};
 }

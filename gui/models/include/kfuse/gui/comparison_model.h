@@ -1,8 +1,8 @@
 // The before/after tables as Qt item models over one Comparison: kernels, NVTX ranges, and the plans with the
 // launches they replaced. Columns are declared once per table (header, display text, sort key, tooltips), as for
 // the candidates table. Times the traces do not record read "n/a" and sort below every recorded one; differences
-// read "+3 (+25.0%)", "new" where the before side is zero. SortRole gives numbers for numeric columns. Links Qt Core
-// only; the Comparison is shared read-only.
+// read "+3 (+25.0%)", "new" where the before side is zero. SortRole gives numbers for numeric columns; a numeric
+// column's title is shown on two lines. Links Qt Core only; the Comparison is shared read-only.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -44,6 +44,7 @@ class ComparisonModel : public QAbstractTableModel {
   explicit ComparisonModel(Table table, QObject* parent = nullptr);
   void setComparison(std::shared_ptr<const Comparison> comparison);
   const Comparison* comparison() const { return comparison_.get(); }
+  Table table() const { return table_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
