@@ -205,10 +205,31 @@ void MainWindow::buildMenus() {
   rebuildRecentMenu();
   file->addAction(tr("&Save as kfuse trace…"), this, &MainWindow::saveAsKfuse);
   file->addAction(tr("&Export accepted plans…"), this, &MainWindow::exportPlansDialog);
+  file->addAction(tr("&Compare with…"), this, &MainWindow::compareDialog);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Fit timeline"), this, [this] { timeline_->fit(); });
+}
+
+void MainWindow::compareDialog() {
+  const QString filter = tr("Traces (*.sqlite *.db *.kfuse *.json *.json.gz *.gz);;All files (*)");
+  QString before = session_ ? QString::fromStdString(session_->path) : QString();
+  if (before.isEmpty()) {
+    before = QFileDialog::getOpenFileName(this, tr("Compare: the trace before"), QString(), filter);
+    if (before.isEmpty()) return;
+  }
+  const QString after = QFileDialog::getOpenFileName(
+      this, tr("Compare %1 with the trace after").arg(QFileInfo(before).fileName()), QFileInfo(before).path(), filter);
+  if (!after.isEmpty()) compare(before, after);
+}
+
+CompareWindow* MainWindow::compare(const QString& before, const QString& after) {
+  auto* window = new CompareWindow(this);
+  window->setAttribute(Qt::WA_DeleteOnClose);
+  window->show();
+  window->open(before, after);
+  return window;
 }
 
 QStringList MainWindow::recentFiles() const {

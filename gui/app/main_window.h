@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "candidate_panel.h"
+#include "compare_view.h"
 #include "graph_view.h"
 #include "kfuse/gui/candidates_model.h"
 #include "kfuse/gui/detail_model.h"
@@ -69,6 +70,9 @@ class MainWindow : public QMainWindow {
   // not accepted. `done` gets one line per candidate.
   void exportPlans(const QString& dir, std::function<void(QStringList)> done = {});
   QPushButton* cancelButton() const { return cancel_; }
+  // Opens a before/after window comparing the two traces (File → Compare with…: the open trace is the one before).
+  // The window belongs to this one.
+  CompareWindow* compare(const QString& before, const QString& after);
 
  protected:
   void dragEnterEvent(QDragEnterEvent*) override;
@@ -89,6 +93,7 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void saveAsKfuse();
   void exportPlansDialog();
+  void compareDialog();
 
   SessionLoader* loader_;
   std::shared_ptr<const Session> session_;

@@ -7,9 +7,16 @@
 #include <QStandardPaths>
 #include <QTest>
 
+#include <QFile>
+#include <QSortFilterProxyModel>
+
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "kfuse/core/trace_store.h"
 #include "kfuse/gui/candidates_model.h"
+#include "kfuse/gui/comparison_model.h"
 #include "kfuse/gui/detail_model.h"
 #include "kfuse/gui/graph_layout.h"
 #include "kfuse/gui/jobs.h"
@@ -30,6 +37,50 @@ std::shared_ptr<const Session> load(const QString& path) {
   auto s = loadSession(path.toStdString(), {});
   if (!s.ok()) qFatal("%s", s.status().message().c_str());
   return *s;
+}
+
+// Launches per kernel (mangled name) read straight from a kfuse trace, and the sum of their GPU times (kNoTime: none
+// recorded).
+struct KernelCount {
+  int64_t launches = 0;
+  int64_t gpu_ns = core::kNoTime;
+};
+std::map<std::string, KernelCount> launchesPerKernel(const QString& path) {
+  auto reader = core::TraceReader::open(path.toStdString());
+  if (!reader.ok()) qFatal("%s", reader.status().message().c_str());
+  auto trace = (*reader)->readAll();
+  if (!trace.ok()) qFatal("%s", trace.status().message().c_str());
+  std::map<core::Id, std::string> names;
+  for (const core::KernelFunction& f : trace->functions) names[f.id] = f.mangled_name;
+  std::map<std::string, KernelCount> out;
+  for (const core::Launch& l : trace->launches) {
+    KernelCount& k = out[names.at(l.function_id)];
+    ++k.launches;
+    if (l.gpu_start_ns != core::kNoTime && l.gpu_end_ns != core::kNoTime) {
+      k.gpu_ns = (k.gpu_ns == core::kNoTime ? 0 : k.gpu_ns) + (l.gpu_end_ns - l.gpu_start_ns);
+    }
+  }
+  return out;
+}
+
+nlohmann::json readJson(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(path));
+  return nlohmann::json::parse(f.readAll().toStdString());
+}
+
+const KernelDelta* findKernel(const Comparison& c, const std::string& name) {
+  for (const KernelDelta& k : c.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const RangeDelta* findRange(const Comparison& c, const std::string& path) {
+  for (const RangeDelta& r : c.ranges) {
+    if (r.path == path) return &r;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -688,6 +739,206 @@ class GuiModelsTest : public QObject {
     QCOMPARE(loaded.count(), 1);
     QVERIFY(!progress.isEmpty());
     QCOMPARE(progress.back().at(0).toInt(), 100);
+  }
+
+  // `kfuse demo`'s two recordings: the plan's fused kernel only after, each replaced kernel's launches down by the
+  // plan's occurrences; checked against the traces read directly, the plan's plan.json and the injector's own
+  // statistics (run.json).
+  void theDemosRecordingsAreAlignedByKernelAndPlan() {
+    auto c = loadComparison(testing::demoFile("before.sqlite").toStdString(),
+                            testing::demoFile("after.sqlite").toStdString());
+    QVERIFY2(c.ok(), c.status().message().c_str());
+    const auto before = launchesPerKernel(testing::demoFile("before.sqlite"));
+    const auto after = launchesPerKernel(testing::demoFile("after.sqlite"));
+    const nlohmann::json stats = readJson(testing::demoFile("run.json"));
+    const nlohmann::json plan = readJson(testing::demoFile("plans/candidate-1/plan.json"));
+
+    QCOMPARE(c->launches_before, stats["launches_seen"].get<int64_t>());
+    QCOMPARE(c->launches_after, stats["launches_issued"].get<int64_t>());
+    QCOMPARE(c->plans.size(), size_t{1});
+    const AppliedPlan& p = c->plans.front();
+    QCOMPARE(p.name, std::string("candidate-1"));
+    QCOMPARE(p.fused_kernel, stats["plans"][0]["fused_kernel"].get<std::string>());
+    const int64_t occurrences = stats["plans"][0]["occurrences_fused"].get<int64_t>();
+    QVERIFY(occurrences > 0);
+    QCOMPARE(p.occurrences, occurrences);
+    QCOMPARE(p.candidate_rank, plan["candidate_rank"].get<int>());
+    std::vector<std::string> pattern;
+    for (const auto& k : plan["pattern"]["kernels"]) pattern.push_back(k["mangled_name"].get<std::string>());
+    QCOMPARE(p.replaced_kernels, pattern);  // the example's kernels have C names: mangled = shown
+    QCOMPARE(p.replacedLaunches(), occurrences * static_cast<int64_t>(pattern.size()));
+
+    // The fused kernel: after only, one launch per occurrence.
+    const KernelDelta* fused = findKernel(*c, p.fused_kernel);
+    QVERIFY(fused);
+    QCOMPARE(fused->presence(), Presence::kOnlyAfter);
+    QCOMPARE(fused->after.count, occurrences);
+    QCOMPARE(fused->after.count, after.at(p.fused_kernel).launches);
+    QCOMPARE(fused->fused_by, std::string("candidate-1"));
+    // Each replaced kernel: as many launches before as the trace holds, fewer after by the occurrences replaced.
+    for (const std::string& name : pattern) {
+      const KernelDelta* k = findKernel(*c, name);
+      QVERIFY2(k, name.c_str());
+      QCOMPARE(k->before.count, before.at(name).launches);
+      const int64_t left = after.count(name) ? after.at(name).launches : 0;
+      QCOMPARE(k->after.count, left);
+      QCOMPARE(k->replaced, occurrences);
+      QCOMPARE(k->before.count - k->replaced, k->after.count);
+    }
+    QCOMPARE(c->kernels.size(), pattern.size() + 1);
+
+    // Times as the traces record them: on the CPU stand-in none (nothing made up, and the notes say so); on a GPU
+    // the sums of the launches' GPU durations.
+    bool timed = false;
+    for (const KernelDelta& k : c->kernels) {
+      const auto recorded = [&](const std::map<std::string, KernelCount>& trace) {
+        auto it = trace.find(k.name);
+        return it == trace.end() ? core::kNoTime : it->second.gpu_ns;
+      };
+      QCOMPARE(k.before.hasTime() ? k.before.total_ns : core::kNoTime, recorded(before));
+      QCOMPARE(k.after.hasTime() ? k.after.total_ns : core::kNoTime, recorded(after));
+      QCOMPARE(k.before.median_ns == core::kNoTime, !k.before.hasTime());
+      timed = timed || k.before.hasTime() || k.after.hasTime();
+    }
+    QCOMPARE(c->before_timed || c->after_timed, timed);
+    if (!c->before_timed && !c->after_timed) {
+      QCOMPARE(c->notes.size(), size_t{1});
+      QVERIFY2(QString::fromStdString(c->notes.front()).contains("launch count only"), c->notes.front().c_str());
+    }
+    QVERIFY(c->ranges.empty());  // the example marks no NVTX ranges
+  }
+
+  void theComparisonTablesShowTheDifferences() {
+    auto loaded = loadComparison(testing::demoFile("before.sqlite").toStdString(),
+                                 testing::demoFile("after.sqlite").toStdString());
+    QVERIFY2(loaded.ok(), loaded.status().message().c_str());
+    auto c = std::make_shared<const Comparison>(std::move(*loaded));
+    using Table = ComparisonModel::Table;
+    for (Table t : {Table::kKernels, Table::kRanges, Table::kPlans}) {
+      ComparisonModel model(t);
+      QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+      model.setComparison(c);
+      model.setComparison(nullptr);
+      model.setComparison(c);
+      QCOMPARE(model.columnCount(), static_cast<int>(ComparisonModel::columns(t).size()));
+    }
+    ComparisonModel kernels(Table::kKernels);
+    kernels.setComparison(c);
+    const auto cell = [&](const std::string& kernel, const char* header, int role = Qt::DisplayRole) {
+      for (int r = 0; r < kernels.rowCount(); ++r) {
+        if (kernels.index(r, 0).data().toString().toStdString() == kernel) {
+          return kernels.index(r, ComparisonModel::column(Table::kKernels, header)).data(role);
+        }
+      }
+      return QVariant();
+    };
+    const AppliedPlan& p = c->plans.front();
+    const std::string replaced = p.replaced_kernels.front();
+    const int64_t n = p.occurrences;
+    QCOMPARE(cell(replaced, "Launches before").toLongLong(), n);
+    QCOMPARE(cell(replaced, "Δ launches").toString(), QString("-%1 (-100%)").arg(n));
+    QCOMPARE(cell(replaced, "Replaced").toLongLong(), n);
+    if (!c->before_timed) QCOMPARE(cell(replaced, "GPU time before").toString(), QString("n/a"));
+    QCOMPARE(cell(replaced, "Δ median").toString(), QString("n/a"));  // no launch of it after
+    QCOMPARE(cell(p.fused_kernel, "In").toString(), QString("fused: candidate-1"));
+    QCOMPARE(cell(p.fused_kernel, "Δ launches").toString(), QString("+%1 (new)").arg(n));
+    QCOMPARE(cell(p.fused_kernel, "Replaced").toString(), QString());
+
+    // Sorted by the change in launches: the replaced kernels first, the fused kernel last.
+    QSortFilterProxyModel proxy;
+    proxy.setSourceModel(&kernels);
+    proxy.setSortRole(ComparisonModel::SortRole);
+    proxy.sort(ComparisonModel::column(Table::kKernels, "Δ launches"), Qt::AscendingOrder);
+    QCOMPARE(proxy.index(proxy.rowCount() - 1, 0).data().toString().toStdString(), p.fused_kernel);
+    QCOMPARE(proxy.index(0, ComparisonModel::column(Table::kKernels, "Δ launches"))
+                 .data(ComparisonModel::SortRole)
+                 .toLongLong(),
+             -n);
+
+    ComparisonModel plans(Table::kPlans);
+    plans.setComparison(c);
+    QCOMPARE(plans.rowCount(), 1);
+    QCOMPARE(plans.index(0, ComparisonModel::column(Table::kPlans, "Replaced kernels")).data().toString(),
+             QString::fromStdString(p.replaced_kernels.front()) + " → " +
+                 QString::fromStdString(p.replaced_kernels[1]) + " → " + QString::fromStdString(p.replaced_kernels[2]) +
+                 " → " + QString::fromStdString(p.replaced_kernels[3]));
+    QCOMPARE(plans.index(0, ComparisonModel::column(Table::kPlans, "Launches replaced")).data().toLongLong(), 4 * n);
+  }
+
+  void differencesReadAsSignedCountsAndPercent() {
+    QCOMPARE(countDeltaText(12, 3), QString("-9 (-75.0%)"));
+    QCOMPARE(countDeltaText(3, 3), QString("0"));
+    QCOMPARE(countDeltaText(0, 3), QString("+3 (new)"));
+    QCOMPARE(countDeltaText(4, 0), QString("-4 (-100%)"));
+    QCOMPARE(timeDeltaText(2'000, 1'500), QString("-500 ns (-25.0%)"));
+    QCOMPARE(timeDeltaText(1'000'000, 3'000'000), QString("+2.000 ms (+200%)"));
+    QCOMPARE(timeDeltaText(core::kNoTime, 5), QString("n/a"));
+  }
+
+  // NVTX ranges of two recordings of one program: aligned by their name path (nesting on the thread), with the
+  // launches made inside each and their recorded wall-clock durations.
+  void rangesAreAlignedByNamePath() {
+    auto c = loadComparison(testing::nvtxTraceBefore().toStdString(), testing::nvtxTraceAfter().toStdString());
+    QVERIFY2(c.ok(), c.status().message().c_str());
+    // nvtx_ranges.cpp: "setup" around the driver's set-up; "async" (start/end) around "step" (one launch, then
+    // "inner" with one) and "wide" (one launch); never-closed and before-the-driver ranges are not recorded.
+    const std::map<std::string, int64_t> launches = {
+        {"setup", 0}, {"async", 3}, {"async / step", 2}, {"async / step / inner", 1}, {"async / wide", 1}};
+    QCOMPARE(c->ranges.size(), launches.size());
+    for (const auto& [path, n] : launches) {
+      const RangeDelta* r = findRange(*c, path);
+      QVERIFY2(r, path.c_str());
+      QCOMPARE(r->presence(), Presence::kBoth);
+      QCOMPARE(r->before.count, int64_t{1});
+      QCOMPARE(r->after.count, int64_t{1});
+      QCOMPARE(r->launches_before, n);
+      QCOMPARE(r->launches_after, n);
+      QCOMPARE(r->before.timed, int64_t{1});
+      QVERIFY(r->before.total_ns > 0 && r->after.total_ns > 0);
+      QCOMPARE(r->before.median_ns, r->before.total_ns);  // one instance
+    }
+    // An enclosing range lasts at least as long as what it encloses.
+    QVERIFY(findRange(*c, "async / step")->before.total_ns >= findRange(*c, "async / step / inner")->before.total_ns);
+    QVERIFY(c->plans.empty());  // recorded without `kfuse run`
+    ComparisonModel ranges(ComparisonModel::Table::kRanges);
+    QAbstractItemModelTester tester(&ranges, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    ranges.setComparison(std::make_shared<const Comparison>(std::move(*c)));
+    QCOMPARE(ranges.rowCount(), static_cast<int>(launches.size()));
+  }
+
+  void aTraceThatCannotBeOpenedIsNamedWithItsSide() {
+    const std::string missing = "/nonexistent/kfuse-missing.sqlite";
+    const std::string after = testing::demoFile("after.sqlite").toStdString();
+    auto c = loadComparison(missing, after);
+    QVERIFY(!c.ok());
+    QVERIFY2(c.status().message().find("the trace before") != std::string::npos, c.status().message().c_str());
+    QVERIFY2(c.status().message().find(missing) != std::string::npos, c.status().message().c_str());
+    // Not a trace at all: the plan's JSON.
+    const std::string not_trace = testing::demoFile("run.json").toStdString();
+    c = loadComparison(after, not_trace);
+    QVERIFY(!c.ok());
+    QVERIFY2(c.status().message().find("the trace after") != std::string::npos, c.status().message().c_str());
+    QVERIFY2(c.status().message().find(not_trace) != std::string::npos, c.status().message().c_str());
+  }
+
+  void planDirectoriesAreReadFromTheRecordedCommandLine() {
+    QCOMPARE(planDirsOfCommandLine("/b/bin/kfuse run --plan /d/plans/candidate-1 --plan=/d/p2 --stats s.json -- "
+                                   "./app --plan /not/kfuse"),
+             (std::vector<std::string>{"/d/plans/candidate-1", "/d/p2"}));
+    QCOMPARE(planDirsOfCommandLine("kfuse -q run --plan '/my plans/candidate-1' -- ./app"),
+             std::vector<std::string>{"/my plans/candidate-1"});
+    QVERIFY(planDirsOfCommandLine("./app run --plan /x").empty());
+    QVERIFY(planDirsOfCommandLine("").empty());
+    // A plan that is no longer there: a note naming it, no plan row, the fused kernel still listed.
+    core::Trace after;
+    after.metadata.command_line = "kfuse run --plan /nonexistent/candidate-9 -- ./app";
+    const std::vector<PlanInput> plans = readRecordedPlans(after, "/nonexistent/after.sqlite");
+    QCOMPARE(plans.size(), size_t{1});
+    QVERIFY(!plans.front().error.empty());
+    const Comparison c = compareTraces(core::Trace{}, after, plans);
+    QVERIFY(c.plans.empty());
+    QVERIFY(!c.notes.empty());
+    QVERIFY2(QString::fromStdString(c.notes.front()).contains("/nonexistent/candidate-9"), c.notes.front().c_str());
   }
 
  private:

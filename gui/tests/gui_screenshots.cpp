@@ -1,14 +1,16 @@
 // Screenshots of every view for real traces (PyTorch profiles recorded on an A100 and on an H100, from
 // ../shared/data) and for an emulator recording (the elementwise-chain example under `kfuse record` on the CPU
-// stand-in), written as PNGs under the build directory (gui/screenshots/). They are test artifacts for people to
-// look at, not compared pixel by pixel; the test checks that each image was written and is not blank. CTest runs
-// it twice: on Qt's offscreen platform, and on a real X server (Xvfb, the xcb platform) where xvfb-run is installed.
+// stand-in), and of the before/after window for `kfuse demo`'s two recordings, written as PNGs under the build
+// directory (gui/screenshots/). They are test artifacts for people to look at, not compared pixel by pixel; the test
+// checks that each image was written and is not blank. CTest runs it twice: on Qt's offscreen platform, and on a real X
+// server (Xvfb, the xcb platform) where xvfb-run is installed.
 #include <QDir>
 #include <QImage>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
 
+#include "compare_view.h"
 #include "main_window.h"
 #include "test_support.h"
 
@@ -84,6 +86,39 @@ class GuiScreenshots : public QObject {
     w.timeline()->fit();
     QTest::qWait(50);
     QVERIFY(w.timeline()->grab().save(QDir(screenshotDir()).filePath(stem + "-timeline-whole.png"), "PNG", 0));
+  }
+
+  // The before/after window on `kfuse demo`'s two recordings (gui.RecordDemo), at 1280 pixels; and on two
+  // recordings of the collector's NVTX program, for its ranges table.
+  void compareView_data() {
+    QTest::addColumn<QString>("before");
+    QTest::addColumn<QString>("after");
+    QTest::addColumn<QString>("stem");
+    QTest::newRow("demo") << testing::demoFile("before.sqlite") << testing::demoFile("after.sqlite") << "gui-compare";
+    QTest::newRow("nvtx") << testing::nvtxTraceBefore() << testing::nvtxTraceAfter() << "gui-compare-nvtx-ranges";
+  }
+
+  void compareView() {
+    QFETCH(QString, before);
+    QFETCH(QString, after);
+    QFETCH(QString, stem);
+    CompareWindow c;
+    c.resize(1280, 760);
+    c.show();
+    c.open(before, after);
+    c.waitForLoad();
+    QVERIFY(c.comparison());
+    c.kernelsView()->sortByColumn(ComparisonModel::column(ComparisonModel::Table::kKernels, "Δ launches"),
+                                  Qt::AscendingOrder);
+    QTest::qWait(50);
+    const QImage image = c.grab().toImage();
+    const QString file = QDir(screenshotDir()).filePath(stem + ".png");
+    QVERIFY(image.save(file, "PNG", 0));
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 7) {
+      for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+    }
+    QVERIFY2(colours.size() > 20, qPrintable(file));
   }
 };
 

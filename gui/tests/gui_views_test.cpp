@@ -539,6 +539,60 @@ class GuiViewsTest : public QObject {
     QVERIFY2(w.bannerText().contains(junk), qPrintable(w.bannerText()));
   }
 
+  // File → Compare with… opens a window over the open trace and another: the demo's pair, its three tables filled,
+  // the columns that say what changed in view at 1280 pixels and not cut.
+  void theCompareWindowShowsTheDemosPairAt1280Pixels() {
+    MainWindow w;
+    w.show();
+    CompareWindow* c = w.compare(testing::demoFile("before.sqlite"), testing::demoFile("after.sqlite"));
+    c->resize(1280, 800);
+    QVERIFY(QTest::qWaitForWindowExposed(c));
+    c->waitForLoad();
+    QVERIFY(c->comparison());
+    QVERIFY2(c->bannerText().contains("launch count only"), qPrintable(c->bannerText()));
+    QVERIFY2(c->summaryText().contains("12 before, 3 after"), qPrintable(c->summaryText()));
+    const Comparison& cmp = *c->comparison();
+    QCOMPARE(c->kernelsView()->model()->rowCount(), static_cast<int>(cmp.kernels.size()));
+    QCOMPARE(c->plansView()->model()->rowCount(), 1);
+    QCOMPARE(c->rangesView()->model()->rowCount(), 0);
+    QTest::qWait(50);
+    QHeaderView* header = c->kernelsView()->horizontalHeader();
+    QVERIFY(c->width() <= 1280);
+    for (const char* name : {"Kernel", "In", "Launches before", "Launches after", "Δ launches", "Replaced"}) {
+      const int col = ComparisonModel::column(ComparisonModel::Table::kKernels, QString::fromUtf8(name));
+      QVERIFY(col >= 0);
+      const int left = header->sectionViewportPosition(col), width = header->sectionSize(col);
+      QVERIFY2(
+          left >= 0 && left + width <= header->viewport()->width(),
+          qPrintable(QString("%1 at %2+%3 of %4").arg(name).arg(left).arg(width).arg(header->viewport()->width())));
+      QVERIFY2(width >= static_cast<QAbstractItemView*>(c->kernelsView())->sizeHintForColumn(col) ||
+                   width == CompareWindow::kMaxTextColumnWidth,
+               name);
+    }
+    // Sortable: by the change in launches, the fused kernel (new) last.
+    c->kernelsView()->sortByColumn(ComparisonModel::column(ComparisonModel::Table::kKernels, "Δ launches"),
+                                   Qt::AscendingOrder);
+    QAbstractItemModel* m = c->kernelsView()->model();
+    QCOMPARE(m->index(m->rowCount() - 1, 0).data().toString().toStdString(), cmp.plans.front().fused_kernel);
+  }
+
+  void aCompareWindowNamesTheFileItCannotOpen() {
+    CompareWindow c;
+    c.show();
+    QSignalSpy failed(&c, &CompareWindow::failed);
+    const QString missing = "/nonexistent/kfuse-before.sqlite";
+    c.open(missing, testing::demoFile("after.sqlite"));
+    c.waitForLoad();
+    QCOMPARE(failed.count(), 1);
+    QVERIFY(!c.comparison());
+    QVERIFY2(c.bannerText().contains(missing) && c.bannerText().contains("before"), qPrintable(c.bannerText()));
+    // The window stays usable: the next pair opens.
+    c.open(testing::demoFile("before.sqlite"), testing::demoFile("after.sqlite"));
+    c.waitForLoad();
+    QVERIFY(c.comparison());
+    QVERIFY(!c.bannerText().contains(missing));
+  }
+
   void droppingAFileOpensIt() {
     MainWindow w;
     w.show();

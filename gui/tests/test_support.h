@@ -15,6 +15,17 @@ inline QString sharedTrace(const char* relative) {
 inline QString emulatorTrace() {
   return QStringLiteral(KFUSE_GUI_EMULATOR_TRACE);
 }
+// `kfuse demo -o DIR`'s directory (gui.RecordDemo): before.sqlite, after.sqlite, plans/, run.json.
+inline QString demoFile(const char* relative) {
+  return QDir(QStringLiteral(KFUSE_GUI_DEMO_DIR)).filePath(QString::fromUtf8(relative));
+}
+// Two recordings of the collector's NVTX test program (gui.Record_nvtx_ranges_1, _2).
+inline QString nvtxTraceBefore() {
+  return QStringLiteral(KFUSE_GUI_NVTX_BEFORE);
+}
+inline QString nvtxTraceAfter() {
+  return QStringLiteral(KFUSE_GUI_NVTX_AFTER);
+}
 
 // A copy of `path` in `dir` (tests that write review decisions never touch the fixture).
 inline QString scratchCopy(const QTemporaryDir& dir, const QString& path) {
