@@ -239,8 +239,7 @@ Comparison compareTraces(const core::Trace& before, const core::Trace& after, co
   for (auto& [name, k] : kernels) {
     k.name = name;
     // A kernel only the after-trace launches, named like the rewriter's fused kernels, that no readable plan makes.
-    if (k.fused_by.empty() && k.before.count == 0 &&
-        (name.rfind("kfuse_vertical_", 0) == 0 || name.rfind("kfuse_horizontal_", 0) == 0)) {
+    if (k.fused_by.empty() && k.before.count == 0 && name.rfind("kfuse_", 0) == 0) {
       c.notes.push_back("`" + name + "` (" + std::to_string(k.after.count) +
                         " launches after) looks like a fused kernel, but no plan the after-trace names makes it: the "
                         "launches it replaced are not counted");
