@@ -14,6 +14,7 @@
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/demangle.h"
 #include "kfuse/ptx/fatbin.h"
+#include "kfuse/ptx/loops.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
 #include "kfuse/ptx/ptxas.h"
@@ -177,6 +178,27 @@ int checkText(const std::string& text, const std::string& name, const PtxOptions
       return &sig->params[static_cast<size_t>(index)];
     };
     const auto& u = fa.usage();
+    // A kernel with a loop: whether it is a grid-stride loop the fusions can run as one element per thread.
+    std::string grid_stride;
+    json grid_stride_json;
+    const std::vector<char> in_loop = ptx::blocksInLoops(fa.cfg());
+    if (f.is_entry && std::find(in_loop.begin(), in_loop.end(), 1) != in_loop.end()) {
+      std::string why;
+      if (auto view = ptx::gridStrideElementView(f, fa.cfg(), fa.defUse(), &why)) {
+        std::string bound;
+        for (int p : view->bound_params) bound += (bound.empty() ? "param" : " * param") + std::to_string(p);
+        grid_stride = "one element per thread below " + bound +
+                      (view->unrolled > 1 ? " (nvcc's layout, unrolled " + std::to_string(view->unrolled) + " times)"
+                                          : std::string(" (one loop)"));
+        grid_stride_json = {{"element_view", true},
+                            {"bound_params", view->bound_params},
+                            {"unrolled", view->unrolled},
+                            {"offset_params", view->small_params}};
+      } else {
+        grid_stride = "not one element per thread: " + why;
+        grid_stride_json = {{"element_view", false}, {"why", why}};
+      }
+    }
     if (!o.json) {
       std::cout << "\n"
                 << (f.is_entry ? "entry " : "func ") << demangled << "  [" << fa.cfg().blocks().size() << " blocks]\n";
@@ -199,6 +221,7 @@ int checkText(const std::string& text, const std::string& name, const PtxOptions
                 << u.barriers << ", atomics " << u.atomics << ", shuffles " << u.shuffles << ", votes " << u.votes
                 << ", textures " << u.textures << ", tensor " << u.tensor_ops << ", cp.async " << u.async_copies
                 << (u.grid_sync ? ", grid sync" : "") << (u.printf ? ", printf" : "") << "\n";
+      if (!grid_stride.empty()) std::cout << "  grid-stride loop: " << grid_stride << "\n";
       continue;
     }
     json params = json::array();
@@ -229,13 +252,15 @@ int checkText(const std::string& text, const std::string& name, const PtxOptions
                {"async_copies", u.async_copies},
                {"callees", u.callees},
                {"indirect_calls", u.indirect_calls}};
-    out["functions"].push_back({{"name", f.name},
-                                {"demangled", demangled},
-                                {"kind", f.is_entry ? "entry" : "func"},
-                                {"blocks", fa.cfg().blocks().size()},
-                                {"params", params},
-                                {"accesses", accesses},
-                                {"usage", usage}});
+    json fn{{"name", f.name},
+            {"demangled", demangled},
+            {"kind", f.is_entry ? "entry" : "func"},
+            {"blocks", fa.cfg().blocks().size()},
+            {"params", params},
+            {"accesses", accesses},
+            {"usage", usage}};
+    if (!grid_stride_json.is_null()) fn["grid_stride"] = std::move(grid_stride_json);
+    out["functions"].push_back(std::move(fn));
   }
   return v.ok() ? kExitOk : kExitCheckFailed;
 }
