@@ -222,8 +222,9 @@ class Analysis {
   // block-level, only verdicts that rest on thread locality are reconsidered.
   void checkSameShapePrologue(const std::vector<size_t>& occ, bool visible, Verdict& v) const;
 
-  // Epilogue fusion of a same-shape pair whose consumer is a grid-stride kernel (its loop is what stops thread
-  // locality): the consumer's element view in the producer's launch (epilogue.h, grid_stride.h). As for block-level,
+  // Epilogue fusion of a same-shape pair with a grid-stride kernel in it (its loop is what stops thread locality):
+  // the consumer's element view in the producer's launch, or the producer's element view as the producer
+  // (epilogue.h, grid_stride.h). As for block-level,
   // only verdicts that rest on thread locality are reconsidered.
   void checkSameShapeEpilogue(const std::vector<size_t>& occ, bool visible, Verdict& v) const;
 

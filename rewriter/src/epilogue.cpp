@@ -54,6 +54,11 @@ Expected<FusionResult> fuseEpilogue(ptx::Module& module, const EpilogueFusion& s
     }
     if (views == 0) return unsupported("no consumer of the epilogue is a grid-stride loop to run once per element");
   }
+  if (spec.producer_element_per_thread) {
+    const Function* one = detail::elementPerThread(module, *parts[0], element_views[0]);
+    if (!one) return unsupported("the epilogue's producer is not a grid-stride loop to run once per element");
+    parts[0] = one;
+  }
   FusionResult result;
   result.fused_name = spec.fused_name;
   if (result.fused_name.empty()) {

@@ -299,9 +299,9 @@ Expected<ElementMapOptions> parseElementMap(const PassOptions& o) {
 }
 
 Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
-  KFUSE_RETURN_IF_ERROR(
-      o.checkKnown("fuse-epilogue", {"producer", "consumers", "name", "equal", "producer-param", "consumer",
-                                     "consumer-param", "offset", "element-bytes", "shape", "element-per-thread"}));
+  KFUSE_RETURN_IF_ERROR(o.checkKnown(
+      "fuse-epilogue", {"producer", "consumers", "name", "equal", "producer-param", "consumer", "consumer-param",
+                        "offset", "element-bytes", "shape", "element-per-thread", "producer-element-per-thread"}));
   EpilogueFusion spec;
   spec.producer = o.get("producer");
   spec.consumers = o.list("consumers");
@@ -319,6 +319,7 @@ Expected<std::unique_ptr<Pass>> makeEpilogue(const PassOptions& o) {
   if (o.get("shape").empty()) return invalidArgument("shape=GRID/BLOCK is the consumers' launch (e.g. 64/256)");
   KFUSE_ASSIGN_OR_RETURN(spec.consumer_shape, parseShape(o.get("shape")));
   KFUSE_ASSIGN_OR_RETURN(spec.element_per_thread, o.flag("element-per-thread", false));
+  KFUSE_ASSIGN_OR_RETURN(spec.producer_element_per_thread, o.flag("producer-element-per-thread", false));
   return makeFusionPass(std::move(spec));
 }
 
@@ -421,7 +422,8 @@ const std::vector<PassInfo>& passRegistry() {
        "(the consumers' launch; required), consumer=K (the pattern position whose argument locates the "
        "intermediate, default 1), offset=BYTES (element 0's offset from that argument, default 0), "
        "element-per-thread=true|false (grid-stride consumers run once per element, shape= then the element view's "
-       "launch; default false), name=FUSED, equal=K.P=K.P[+...]",
+       "launch; default false), producer-element-per-thread=true|false (a grid-stride producer runs once per "
+       "element; the fused kernel is then launched as that view; default false), name=FUSED, equal=K.P=K.P[+...]",
        makeEpilogue},
       {"fuse-prologue",
        "Recompute an element-wise producer at each of the consumer's loads of its output, in the consumer's launch",

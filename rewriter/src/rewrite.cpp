@@ -451,9 +451,11 @@ class Rewriter {
         spec.element_per_thread = true;
         spec.consumer_shape.grid.x = c_.epilogue->element_grid;
       }
+      spec.producer_element_per_thread = c_.epilogue->producer_grid != 0;
       progress(options_, "fusing " + std::to_string(entries.size() - 1) + " consumer(s) into the producer's epilogue");
       KFUSE_RETURN_IF_ERROR(runPipeline(makeFusionPass(spec)));
-      result_.shape = launch(0, 0).shape();  // the producer's launch
+      result_.shape = launch(0, 0).shape();  // the producer's launch, or its element view's
+      if (c_.epilogue->producer_grid != 0) result_.shape.grid.x = c_.epilogue->producer_grid;
     } else if (c_.kind == CandidateKind::kVertical) {
       VerticalFusion spec;
       spec.kernels = entries;

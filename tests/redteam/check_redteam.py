@@ -167,6 +167,8 @@ CASES = {
                                                      "which another iteration overwrites"),
     "gridstride_unrolled_same_epi": (4, "epilogue", True, "the unrolled consumer runs 128 elements past the "
                                                           "producer's"),
+    "gridstride_producer_epi": (4, "epilogue", True, "the consumer reads the next element, which another iteration "
+                                                     "of the unrolled grid-stride producer writes"),
     "gridstride_pro": (4, "prologue", True, "the grid-stride producer writes 64 elements less than the consumer reads"),
     "arena_overlap_tl": (4, "thread-local", True, "the consumer's output starts at the producer's input's last "
                                                   "element (4 bytes of overlap in the arena)"),
@@ -180,7 +182,7 @@ CASES = {
 ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_ptr_arena_shift", "epi_ptr_arena",
                    "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl",
                    "gridstride_next_step_tl", "gridstride_merged_tl", "gridstride_epi", "gridstride_bound_epi", "gridstride_inplace_epi",
-                   "gridstride_unrolled_epi", "gridstride_unrolled_same_epi",
+                   "gridstride_unrolled_epi", "gridstride_unrolled_same_epi", "gridstride_producer_epi",
                    "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk"}
 
 MODES = ("legal", "illegal")

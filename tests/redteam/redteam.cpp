@@ -507,6 +507,13 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("ew_scale", k1d, b.c, b.a, n);
     r.launch("gsu_bias", k1d, b.c, b.b, r.pick(n / 16, n / 16 + 8), 16);
   };
+  // an unrolled in-place bias producer on 256 threads, its element view the consumer's 1024 threads: the consumer
+  // reads its own element (legal) or, through a pointer one element on, the next one, which another iteration of
+  // the producer writes;
+  c["gridstride_producer_epi"] = [=, &b](const Run& r) {
+    r.launch("gsu_bias", kTwo, b.c, b.b, n / 16, 16);
+    r.launch("ew_add", k1d, b.d, r.pick(b.c, b.c + 4), n);
+  };
   // and a prologue producer writing the whole image (legal) or 64 elements less, which the consumer still reads.
   c["gridstride_pro"] = [=, &b](const Run& r) {
     r.launch("gsl_scale", kTwo, b.c, b.a, r.pick(n, n - 64));

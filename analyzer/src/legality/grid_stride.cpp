@@ -110,7 +110,19 @@ ElementPart elementPart(const epilogue::Part& p) {
       }
     }
   }
-  out.part = epilogue::Part{&one, shape, p.values, p.uses};
+  // The view's bytes: its footprints are exact where the loop's are not (intervals follow an unrolled loop up to
+  // three steps past n). Both bound the same accesses, so each use keeps the tighter.
+  std::vector<BufferUse> uses = p.uses;
+  core::Launch view_launch;
+  view_launch.grid = shape.grid;
+  view_launch.block = shape.block;
+  for (BufferUse& u : uses) {
+    if (u.in_struct || u.param_index < 0 || static_cast<size_t>(u.param_index) >= one.params.size()) continue;
+    const ByteRange r = footprint(&one, view_launch, u.param_index, p.values).at(u.offset);
+    u.lo = std::max(u.lo, r.lo);
+    u.hi = std::max(u.lo, std::min(u.hi, r.hi));
+  }
+  out.part = epilogue::Part{&one, shape, p.values, std::move(uses)};
   return out;
 }
 

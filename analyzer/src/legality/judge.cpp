@@ -282,8 +282,9 @@ void Analysis::checkSameShapePrologue(const std::vector<size_t>& occ, bool visib
 
 void Analysis::checkSameShapeEpilogue(const std::vector<size_t>& occ, bool visible, Verdict& v) const {
   if (!visible || occ.size() != 2) return;
+  const KernelFacts* producer = cat_.find(g_.ops[occ[0]].function_id);
   const KernelFacts* consumer = cat_.find(g_.ops[occ[1]].function_id);
-  if (!consumer || !consumer->element_view) return;
+  if (!producer || !consumer || (!producer->element_view && !consumer->element_view)) return;
   Verdict e;
   checkEpilogue(occ, e);
   if (e.legality != Legality::kProven || !e.epilogue) {
@@ -346,14 +347,25 @@ void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
   }
   const epilogue::Result r = consumers_why.empty() ? epilogue::check(producer, consumers)
                                                    : epilogue::Result{Legality::kBlocked, consumers_why};
-  if (r.legality == Legality::kProven) {
-    v.reasons.push_back(r.why);
-    v.epilogue = EpilogueMap{r.producer_param, r.consumer + 1, r.consumer_param, r.consumer_offset, r.element_bytes, 1,
-                             consumer_grid};
+  auto proven = [&](const epilogue::Result& e, uint32_t producer_grid, const epilogue::Part& producer_view) {
+    v.reasons.push_back(e.why);
+    v.epilogue = EpilogueMap{e.producer_param, e.consumer + 1, e.consumer_param, e.consumer_offset, e.element_bytes, 1,
+                             consumer_grid,    producer_grid};
+    if (producer_grid != 0) v.reasons.push_back(elementWiseSentence(parts_producer, producer_view));
     for (size_t j = 0; j < parts.size(); ++j) {
       if (consumers[j].facts != parts[j].facts) v.reasons.push_back(elementWiseSentence(parts[j], consumers[j]));
     }
-    return;
+  };
+  if (r.legality == Legality::kProven) return proven(r, 0, producer);
+  // A grid-stride producer (an in-place bias loop on a few blocks, then a GELU on its own launch) may still be the
+  // producer of an epilogue as its element view, on the view's launch.
+  if (consumers_why.empty() && producer.facts->element_view) {
+    epilogue::Part view = producer;
+    uint32_t producer_grid = 0;
+    if (elementWise(view, producer_grid).empty() && producer_grid != 0) {
+      const epilogue::Result rv = epilogue::check(view, consumers);
+      if (rv.legality == Legality::kProven) return proven(rv, producer_grid, view);
+    }
   }
   // Not an epilogue: a pair may still fuse the other way round, the producer recomputed at the consumer's loads.
   if (parts.size() == 1) {

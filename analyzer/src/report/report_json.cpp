@@ -187,15 +187,20 @@ auto edgeFields() {
 
 auto epilogueFields() {
   using E = EpilogueMap;
-  return jsonRecord<E>(field("producer_param", &E::producer_param), field("consumer", &E::consumer),
-                       field("consumer_param", &E::consumer_param),
-                       field("consumer_offset", &E::consumer_offset).anyInteger(),
-                       field("element_bytes", &E::element_bytes), field("producer_lanes", &E::producer_lanes),
-                       field("element_grid", &E::element_grid)
-                           .optional()
-                           .omitDefault()
-                           .doc("grid-stride element-wise kernels run as one element per thread on this many blocks "
-                                "of their block size; absent: none"))
+  return jsonRecord<E>(
+             field("producer_param", &E::producer_param), field("consumer", &E::consumer),
+             field("consumer_param", &E::consumer_param), field("consumer_offset", &E::consumer_offset).anyInteger(),
+             field("element_bytes", &E::element_bytes), field("producer_lanes", &E::producer_lanes),
+             field("element_grid", &E::element_grid)
+                 .optional()
+                 .omitDefault()
+                 .doc("grid-stride element-wise kernels run as one element per thread on this many blocks "
+                      "of their block size; absent: none"),
+             field("producer_grid", &E::producer_grid)
+                 .optional()
+                 .omitDefault()
+                 .doc("epilogue: the producer, a grid-stride loop, runs as one element per thread on this many "
+                      "blocks of its block size, the fused launch; absent: the producer runs as recorded"))
       .fieldsRequired()
       .doc("a proven epilogue or prologue fusion's element map (docs/analyzer.md)");
 }

@@ -279,6 +279,9 @@ struct EpilogueMap {
   // The element-wise kernels (an epilogue's consumers, a prologue's producer) that are grid-stride loops run as one
   // element per thread (ptx::elementPerThread) on this many blocks of their block size; 0: none is one.
   uint32_t element_grid = 0;
+  // Epilogue: the producer is a grid-stride loop run as one element per thread on this many blocks of its block size,
+  // which is then the fused launch; 0: the producer runs as recorded.
+  uint32_t producer_grid = 0;
   friend bool operator==(const EpilogueMap&, const EpilogueMap&) = default;
 };
 enum class Legality { kProven, kLikely, kBlocked };

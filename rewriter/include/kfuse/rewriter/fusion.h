@@ -101,6 +101,9 @@ struct EpilogueFusion {
   // Consumers that are grid-stride loops run as one element per thread (ptx::elementPerThread), consumer_shape then
   // being that view's launch (analyzer::EpilogueMap::element_grid blocks); at least one consumer must be one.
   bool element_per_thread = false;
+  // The producer is a grid-stride loop run as one element per thread (analyzer::EpilogueMap::producer_grid): the
+  // fused kernel runs on that view's launch.
+  bool producer_element_per_thread = false;
 };
 
 // Adds the fused .entry to `module`: the producer's body; right after its store to the intermediate, the thread
