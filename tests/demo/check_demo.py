@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end test of `kfuse demo` on the stand-in driver: the before/after table it prints is checked against the
+"""End-to-end test of `kfuse demo` on the stand-in driver (and of `kfuse compare` on its two recordings): the
+before/after table it prints is checked against the
 traces, reports and run statistics it wrote (launch counts from the traces' launch tables, DRAM bytes from their
 metric tables, the injector's statistics, equal checksums); the default temporary directory is removed.
 
@@ -80,6 +81,36 @@ def main():
         for name in ("before.json", "after.json", "1-record.log", "4-run.log"):
             if not os.path.exists(os.path.join(out, name)):
                 failures += fail(f"the demo wrote {name}")
+
+        # `kfuse compare` on the two recordings: every launch the plans removed is accounted for, kernel by kernel,
+        # against the traces themselves and the plan files.
+        p = subprocess.run([args.kfuse, "compare", "--json", os.path.join(out, "before.sqlite"),
+                            os.path.join(out, "after.sqlite")], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            failures += fail(f"kfuse compare exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        else:
+            cmp = json.loads(p.stdout)
+            if [cmp["launches_before"], cmp["launches_after"]] != launches:
+                failures += fail(f"kfuse compare counts {cmp['launches_before']} -> {cmp['launches_after']} vs {launches}")
+            for k in cmp["kernels"]:
+                if k["before"]["count"] - k["replaced"] != k["after"]["count"] and not k["fused_by"]:
+                    failures += fail(f"kfuse compare: {k['name']}: {k['before']['count']} - {k['replaced']} replaced "
+                                     f"!= {k['after']['count']}")
+            plans = sorted(os.listdir(os.path.join(out, "plans")))
+            for p_ in cmp["plans"]:
+                with open(os.path.join(out, "plans", os.path.basename(p_["dir"].rstrip("/")), "plan.json")) as f:
+                    plan = json.load(f)
+                if p_["fused_kernel"] != plan["fused_kernel"]["name"] or \
+                        len(p_["replaced_kernels"]) != len(plan["pattern"]["kernels"]):
+                    failures += fail(f"kfuse compare: plan {p_['dir']} vs its plan.json")
+            removed = sum(p_["occurrences"] * (len(p_["replaced_kernels"]) - 1) for p_ in cmp["plans"])
+            if not cmp["plans"] or removed != launches[0] - launches[1]:
+                failures += fail(f"kfuse compare: plans {cmp['plans']} account for {removed} removed launches, "
+                                 f"the traces for {launches[0] - launches[1]} (plans {plans})")
+        p = subprocess.run([args.kfuse, "compare", os.path.join(out, "before.sqlite"), os.path.join(tmp, "none.sqlite")],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or "the trace after" not in p.stderr or "none.sqlite" not in p.stderr:
+            failures += fail(f"kfuse compare of a missing trace: exit {p.returncode}, {p.stderr}")
 
         # Without -o the demo works in a temporary directory and removes it.
         private = os.path.join(tmp, "private-tmp")
