@@ -94,34 +94,9 @@ struct Lin {
 };
 
 std::optional<uint64_t> integerImmediate(std::string_view t) {
-  bool neg = false;
-  if (!t.empty() && t[0] == '-') {
-    neg = true;
-    t.remove_prefix(1);
-  }
-  if (!t.empty() && (t.back() == 'U' || t.back() == 'u')) t.remove_suffix(1);
-  if (t.empty()) return std::nullopt;
-  int base = 10;
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
-    base = 16;
-    t.remove_prefix(2);
-  } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) {
-    base = 2;
-    t.remove_prefix(2);
-  } else if (t.size() > 1 && t[0] == '0') {
-    base = 8;
-    t.remove_prefix(1);
-  }
-  uint64_t v = 0;
-  for (char ch : t) {
-    int d = -1;
-    if (ch >= '0' && ch <= '9') d = ch - '0';
-    if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
-    if (d < 0 || d >= base) return std::nullopt;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  return neg ? 0 - v : v;
+  const auto v = parseIntegerLiteral(t);
+  if (!v) return std::nullopt;
+  return static_cast<uint64_t>(*v);
 }
 
 // Opaque operations, interned: equal texts are one atom. Shared by the evaluations of one function, with the
@@ -712,6 +687,8 @@ std::optional<ElementView> unrolledView(const Function& f, const Cfg& cfg, const
   if (!r0.run(rem.begin, l.rem_latch)) return refuse(r0.error);
   if (!remEntry(stepped, 0, r1)) return refuse(r1.error);
   const std::vector<std::string> body = r0.effects;
+  // An access that depends on the count directly, said early; one that depends on it through an operation is
+  // caught below: the unrolled loop has no count, so its accesses cannot be those.
   for (const std::string& e : body) {
     if (e.find(kCounter) != std::string::npos) return refuse("an access of its remainder loop depends on its count");
   }

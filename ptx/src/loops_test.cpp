@@ -11,16 +11,18 @@
 namespace kfuse::ptx {
 namespace {
 
-// testdata/loops.ptx: nvcc 13.0 -arch=sm_90 output of testdata/loops.cu.
+// A PTX file of testdata/, parsed once: nvcc 13.0 -arch=sm_90 output of the .cu file of the same name.
+Module parsedTestdata(const std::string& file) {
+  std::ifstream in(std::string(KFUSE_PTX_TESTDATA) + "/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = parseModule(text.str(), file);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? std::move(parsed).value() : Module{};
+}
+
 const Module& loopsModule() {
-  static const Module m = [] {
-    std::ifstream in(std::string(KFUSE_PTX_TESTDATA) + "/loops.ptx");
-    std::stringstream text;
-    text << in.rdbuf();
-    auto parsed = parseModule(text.str(), "loops.ptx");
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return parsed.ok() ? std::move(parsed).value() : Module{};
-  }();
+  static const Module m = parsedTestdata("loops.ptx");
   return m;
 }
 
@@ -290,16 +292,8 @@ TEST(GridStrideLoop, ElementPerThreadRunsTheBodyOnce) {
   EXPECT_EQ(stores, 1);
 }
 
-// testdata/unrolled.ptx: nvcc 13.0 -arch=sm_90 output of testdata/unrolled.cu.
 const Module& unrolledModule() {
-  static const Module m = [] {
-    std::ifstream in(std::string(KFUSE_PTX_TESTDATA) + "/unrolled.ptx");
-    std::stringstream text;
-    text << in.rdbuf();
-    auto parsed = parseModule(text.str(), "unrolled.ptx");
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return parsed.ok() ? std::move(parsed).value() : Module{};
-  }();
+  static const Module m = parsedTestdata("unrolled.ptx");
   return m;
 }
 
