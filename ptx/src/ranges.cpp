@@ -175,17 +175,27 @@ bool BlockRanges::Impl::accelerate(const Loop& loop, State& st, const LaunchBind
   Interval bound = value(loop.bound, st, b, loop.test_type);
   for (const Src& c : loop.bound_lag) bound = add(bound, value(c, st, b, loop.test_type));
   for (const Src& c : loop.bound_minus) bound = add(bound, neg(value(c, st, b, loop.test_type)));
-  if (init.isEmpty() || !init.bounded() || step.lo != step.hi || bound.lo != bound.hi) return false;
+  if (init.isEmpty() || !init.bounded() || step.lo != step.hi || bound.isEmpty() || !bound.bounded()) return false;
+  // A bound that differs between threads (a causal loop `t2 <= t`, t = row % T): each thread stops no later than
+  // at the bound farthest along the step, so that one bounds every thread's trip count.
+  Wide limit = bound.lo;
+  if (bound.lo != bound.hi) {
+    if ((loop.cont == Cmp::kLt || loop.cont == Cmp::kLe) && step.lo > 0) {
+      limit = bound.hi;
+    } else if (!((loop.cont == Cmp::kGt || loop.cont == Cmp::kGe) && step.lo < 0)) {
+      return false;
+    }
+  }
   // Threads may enter with different values (`j = tid.y` for a block's rows): each runs at most as many
   // iterations as the one that starts farthest from the bound, and none wraps when neither end of the range does.
   // An `!=` test with several start values needs steps of one towards a bound they all lie before (nvcc's
   // remainder loops count `r = trips & 3` down to 0); larger steps could step past it.
-  if (init.lo != init.hi && loop.cont == Cmp::kNe && !(step.lo == -1 && init.lo > bound.lo) &&
-      !(step.lo == 1 && init.hi < bound.lo)) {
+  if (init.lo != init.hi && loop.cont == Cmp::kNe && !(step.lo == -1 && init.lo > limit) &&
+      !(step.lo == 1 && init.hi < limit)) {
     return false;
   }
-  const int64_t from_lo = trips(loop.cont, init.lo, step.lo, bound.lo, loop.test_type);
-  const int64_t from_hi = trips(loop.cont, init.hi, step.lo, bound.lo, loop.test_type);
+  const int64_t from_lo = trips(loop.cont, init.lo, step.lo, limit, loop.test_type);
+  const int64_t from_hi = trips(loop.cont, init.hi, step.lo, limit, loop.test_type);
   if (from_lo <= 0 || from_hi <= 0) return false;
   const int64_t n = std::max(from_lo, from_hi);
   std::vector<Interval> ranges;
@@ -201,10 +211,10 @@ bool BlockRanges::Impl::accelerate(const Loop& loop, State& st, const LaunchBind
   const Interval start = st.regs[static_cast<size_t>(t.reg)];
   if (start == init) {
     switch (loop.cont) {
-      case Cmp::kLt: tested.hi = std::min(tested.hi, std::max(init.hi, bound.lo - 1)); break;
-      case Cmp::kLe: tested.hi = std::min(tested.hi, std::max(init.hi, bound.lo)); break;
-      case Cmp::kGt: tested.lo = std::max(tested.lo, std::min(init.lo, bound.lo + 1)); break;
-      case Cmp::kGe: tested.lo = std::max(tested.lo, std::min(init.lo, bound.lo)); break;
+      case Cmp::kLt: tested.hi = std::min(tested.hi, std::max(init.hi, limit - 1)); break;
+      case Cmp::kLe: tested.hi = std::min(tested.hi, std::max(init.hi, limit)); break;
+      case Cmp::kGt: tested.lo = std::max(tested.lo, std::min(init.lo, limit + 1)); break;
+      case Cmp::kGe: tested.lo = std::max(tested.lo, std::min(init.lo, limit)); break;
       default: break;
     }
   }

@@ -122,6 +122,57 @@ void markSignedRemainders(const Cfg& cfg, Impl* impl) {
   }
 }
 
+// The remainder as nvcc often computes it from a quotient it also needs: `div q, a, c`, `mul.lo b, q, c` (either
+// order), `sub d, a, b`, in one block, unguarded, with a and c unchanged in between. d = a - (a / c) * c is exactly
+// `rem d, a, c` (division truncates, and (a / c) * c cannot wrap): the `sub` becomes Op::kRem, whose range is
+// [0, c - 1] for a >= 0 (the interval of a - b alone loses that: `t = idx % T` from `idx / T`).
+void markDivisionRemainders(const Cfg& cfg, Impl* impl) {
+  auto sameSrc = [](const Src& x, const Src& y) {
+    return x.kind == y.kind && (x.kind == SrcKind::kImm ? x.imm == y.imm : x.index == y.index);
+  };
+  for (const BasicBlock& bb : cfg.blocks()) {
+    // The last statement before `at` in this block that writes `reg`; SIZE_MAX when none.
+    auto lastDef = [&](int reg, size_t at) {
+      for (size_t j = at; j-- > bb.begin;) {
+        const Decoded& e = impl->code[j];
+        if (e.dst == reg || std::find(e.clobbers.begin(), e.clobbers.end(), reg) != e.clobbers.end()) return j;
+      }
+      return SIZE_MAX;
+    };
+    auto writesBetween = [&](const Src& r, size_t from, size_t to) {
+      if (r.kind != SrcKind::kReg) return false;
+      for (size_t j = from + 1; j < to; ++j) {
+        const Decoded& e = impl->code[j];
+        if (e.dst == r.index || std::find(e.clobbers.begin(), e.clobbers.end(), r.index) != e.clobbers.end())
+          return true;
+      }
+      return false;
+    };
+    for (size_t i = bb.begin; i < bb.end; ++i) {
+      Decoded& d = impl->code[i];
+      if (d.op != Op::kSub || d.guard >= 0 || d.a.kind != SrcKind::kReg || d.b.kind != SrcKind::kReg) continue;
+      const size_t mul_at = lastDef(d.b.index, i);
+      if (mul_at == SIZE_MAX) continue;
+      const Decoded& mu = impl->code[mul_at];
+      if (mu.op != Op::kMulLo || mu.guard >= 0 || mu.type.bits != d.type.bits) continue;
+      for (const auto& [q, c] : {std::pair{mu.a, mu.b}, std::pair{mu.b, mu.a}}) {
+        if (q.kind != SrcKind::kReg) continue;
+        const size_t div_at = lastDef(q.index, mul_at);
+        if (div_at == SIZE_MAX) continue;
+        const Decoded& dv = impl->code[div_at];
+        if (dv.op != Op::kDiv || dv.guard >= 0 || dv.type.bits != d.type.bits || !sameSrc(dv.a, d.a) ||
+            !sameSrc(dv.b, c) || writesBetween(d.a, div_at, i) || writesBetween(c, div_at, i) ||
+            writesBetween(q, div_at, mul_at)) {
+          continue;
+        }
+        d.op = Op::kRem;
+        d.b = c;
+        break;
+      }
+    }
+  }
+}
+
 // Natural loops with a single latch whose exit test compares one induction variable with an invariant bound
 // (Impl::Loop), indexed by header.
 void findLoops(const Cfg& cfg, Impl* impl) {
@@ -509,6 +560,7 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
   }
 
   markSignedRemainders(cfg, impl.get());
+  markDivisionRemainders(cfg, impl.get());
   findLoops(cfg, impl.get());
 
   for (const MemoryAccess& a : accesses) {

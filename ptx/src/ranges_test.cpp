@@ -353,6 +353,60 @@ TEST(BlockRangesRemainder, AnOperandChangedBetweenTheStepsIsNoRemainder) {
   }
 }
 
+// attention.ptx (nvcc output of attention.cu), a block of 128 threads, the pointers at 0x100000 and 0x900000.
+std::vector<AccessRange> attentionRanges(const char* name, std::vector<std::optional<int64_t>> scalars,
+                                         bool all_blocks = false) {
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {4, 1, 1};
+  lb.all_blocks = all_blocks;
+  lb.params = {0x900000, 0x100000};
+  lb.params.insert(lb.params.end(), scalars.begin(), scalars.end());
+  return rangesOf("attention.ptx", name, lb);
+}
+
+TEST(BlockRangesRemainder, ARemainderFromTheQuotientStaysInsideTheDivisor) {
+  // t2 = idx - (idx / 16) * 16 in [0, 15]: k[t2] touches [k, k + 64) (intervals alone give idx - [0, 112]).
+  const auto r = attentionRanges("qk_rem", {16});
+  ASSERT_EQ(r.size(), 2u);  // load k, store out
+  ASSERT_TRUE(r[0].reached && r[0].bounded);
+  EXPECT_EQ(r[0].lo, 0x100000);
+  EXPECT_EQ(r[0].hi, 0x100000 + 64);
+}
+
+TEST(BlockRangesRemainder, AQuotientTimesAnotherDivisorIsNoRemainder) {
+  // idx - (idx / 16) * 17 + 4096 takes 4096 - 7 .. 4096 + 15 in block 0 (idx = 127: 127 - 7 * 17 = 8; idx = 112:
+  // 112 - 119 = -7): the range must hold [k + 4 * 4089, k + 4 * 4112).
+  const auto r = attentionRanges("qk_not_rem", {16});
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_TRUE(r[0].reached);
+  if (r[0].bounded) {
+    EXPECT_LE(r[0].lo, 0x100000 + 4 * 4089);
+    EXPECT_GE(r[0].hi, 0x100000 + 4 * 4112);
+  }
+}
+
+TEST(BlockRangesCausal, ALoopBoundThatDiffersPerThreadBoundsEveryThreadsTrips) {
+  // Row r reads p[r * 16 + t2], t2 <= r % 16: block 1 (rows 128..255) reads [p + 128 * 64, p + 256 * 64), exactly
+  // (the last row of the block, 255, has t = 15 and reads its whole row).
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {4, 1, 1};
+  lb.ctaid = {1, 0, 0};
+  lb.params = {0x900000, 0x100000, 512, 16};
+  const auto r = rangesOf("attention.ptx", "causal_rows", lb);
+  ASSERT_EQ(r.size(), 2u);  // load p, store out
+  ASSERT_TRUE(r[0].reached && r[0].bounded);
+  EXPECT_EQ(r[0].lo, 0x100000 + 128 * 64);
+  EXPECT_EQ(r[0].hi, 0x100000 + 256 * 64);
+  // All blocks: the rows' extent, [p, p + 512 * 64).
+  lb.all_blocks = true;
+  const auto all = rangesOf("attention.ptx", "causal_rows", lb);
+  ASSERT_TRUE(all.size() == 2u && all[0].bounded);
+  EXPECT_EQ(all[0].lo, 0x100000);
+  EXPECT_EQ(all[0].hi, 0x100000 + 512 * 64);
+}
+
 TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
   LaunchBinding lb;
   lb.ntid = {128, 1, 1};

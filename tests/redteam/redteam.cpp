@@ -496,6 +496,12 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("p2_scale", kImg, b.c, b.a, w, h);
     r.launch("gsl_shift", kTwo, b.d, b.c, r.pick(0, 1), n);
   };
+  // A producer reading one row through a remainder (k[i % 16]) from the arena's region 0 (legal) or from region 2,
+  // which the consumer writes element by element: then thread i reads what threads 0..15 of the consumer write.
+  c["rem_footprint_tl"] = [=, &b](const Run& r) {
+    r.launch("rd_rowrem", k1d, b.ar(1), r.pick(b.ar(0), b.ar(2)), 16, n);
+    r.launch("ew_add", k1d, b.ar(2), b.ar(1), n);
+  };
   // The same in-place consumer in nvcc's unrolled layout;
   c["gridstride_unrolled_epi"] = [=, &b](const Run& r) {
     r.launch("p2_scale", kImg, b.c, b.a, w, h);

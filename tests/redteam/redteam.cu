@@ -415,6 +415,11 @@ __global__ void gsl_inc(float* y, const float* z, int n) {
 __global__ void gsl_shift(float* a, const float* z, int k, int n) {
   for (int e = GID; e < n; e += gridDim.x * blockDim.x) a[e] = a[e + k] + z[e];
 }
+// A remainder computed from the quotient nvcc also needs (i - (i / T) * T): reads k[i % T], one row of T values.
+__global__ void rd_rowrem(float* y, const float* k, int T, int n) {
+  int i = GID;
+  if (i < n) y[i] = k[i % T] + float(i / T);
+}
 // The step held in a variable: nvcc unrolls these loops four times behind a remainder loop (docs/analyzer.md).
 // gsl_shift's body.
 __global__ void gsu_shift(float* a, const float* z, int k, int n) {

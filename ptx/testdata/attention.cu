@@ -1,0 +1,24 @@
+// Attention-style indexing for BlockRanges tests (ptx/src/ranges_test.cpp). Regenerate attention.ptx with
+//   nvcc -arch=sm_90 -ptx -o attention.ptx attention.cu
+// A remainder computed from the quotient nvcc also needs: t2 = idx - (idx / T) * T.
+extern "C" __global__ void qk_rem(float* out, const float* k, int T) {
+  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  const int q = idx / T, t2 = idx % T;
+  out[idx] = k[t2] + float(q);
+}
+// Its twin: idx - (idx / T) * (T + 1) is no remainder (negative for large idx); the range must still hold it.
+extern "C" __global__ void qk_not_rem(float* out, const float* k, int T) {
+  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  const int q = idx / T;
+  out[idx] = k[idx - q * (T + 1) + 4096] + float(q);
+}
+// A causal row loop: thread `row` reads p[row * T + t2] for t2 <= t = row % T, a bound that differs per thread.
+extern "C" __global__ void causal_rows(float* out, const float* p, int rows, int T) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const int t = row % T;
+  float acc = 0.f;
+#pragma unroll 1
+  for (int t2 = 0; t2 <= t; t2++) acc += p[row * T + t2];
+  out[row] = acc;
+}
