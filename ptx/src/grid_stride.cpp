@@ -37,6 +37,7 @@ constexpr const char* kTid = "%tid.x";
 constexpr const char* kBlockStart = "mul(%ctaid.x,%ntid.x)";
 constexpr size_t kMaxNodes = 200000;
 constexpr int kMaxUnroll = 16;
+constexpr size_t kMaxTerms = 32;  // atoms of one linear value kept apart
 
 // c0 + sum of coefficient * atom, modulo 2^64 (or 2^32: `narrow`).
 struct Lin {
@@ -312,6 +313,11 @@ class Evaluator {
   void set(const Operand& dest, const Lin& v, size_t stmt, const std::string& guard) {
     if (dest.kind != OperandKind::kRegister) return void(fail("a destination it does not model", stmt));
     Lin out = v;
+    if (out.terms.size() > kMaxTerms) {  // a sum of many values (hostile code): one opaque value, same cost each use
+      auto id = nodes_.intern("sum(" + out.text() + ")");
+      if (!id) return void(fail("its code is too large to compare", stmt));
+      out = Lin::atom(*id);
+    }
     if (!guard.empty()) {
       auto old = value(Operand::reg(dest.name), stmt);
       if (!old) return;
