@@ -190,12 +190,25 @@ bool BlockRanges::Impl::accelerate(const Loop& loop, State& st, const LaunchBind
   // iterations as the one that starts farthest from the bound, and none wraps when neither end of the range does.
   // An `!=` test with several start values needs steps of one towards a bound they all lie before (nvcc's
   // remainder loops count `r = trips & 3` down to 0); larger steps could step past it.
-  if (init.lo != init.hi && loop.cont == Cmp::kNe && !(step.lo == -1 && init.lo > limit) &&
-      !(step.lo == 1 && init.hi < limit)) {
+  // With a start congruent to the bound modulo a multiple of the step (nvcc's counter of a loop unrolled by M, one
+  // below a multiple of M, stepping by -M to -1), every start value meets the bound: only the congruent values of
+  // the interval are starts.
+  Wide first = init.lo, last = init.hi;
+  const bool congruent = loop.start_mod > 1 && step.lo != 0 &&
+                         loop.start_mod % (step.lo < 0 ? -step.lo : step.lo) == 0 &&
+                         ((limit - loop.start_res) % loop.start_mod + loop.start_mod) % loop.start_mod == 0;
+  if (congruent && loop.cont == Cmp::kNe) {
+    const Wide m = loop.start_mod;
+    auto mod = [m](Wide v) { return (v % m + m) % m; };
+    first = init.lo + mod(loop.start_res - init.lo);
+    last = init.hi - mod(init.hi - loop.start_res);
+    if (first > last || !((step.lo < 0 && first > limit) || (step.lo > 0 && last < limit))) return false;
+  } else if (init.lo != init.hi && loop.cont == Cmp::kNe && !(step.lo == -1 && init.lo > limit) &&
+             !(step.lo == 1 && init.hi < limit)) {
     return false;
   }
-  const int64_t from_lo = trips(loop.cont, init.lo, step.lo, limit, loop.test_type);
-  const int64_t from_hi = trips(loop.cont, init.hi, step.lo, limit, loop.test_type);
+  const int64_t from_lo = trips(loop.cont, first, step.lo, limit, loop.test_type);
+  const int64_t from_hi = trips(loop.cont, last, step.lo, limit, loop.test_type);
   if (from_lo <= 0 || from_hi <= 0) return false;
   const int64_t n = std::max(from_lo, from_hi);
   std::vector<Interval> ranges;

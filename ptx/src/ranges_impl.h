@@ -141,6 +141,9 @@ struct Decoded {
   int64_t param_offset = 0;
   Wide mask = 0;         // kRemMask: M
   Wide mask_limit = -1;  // kRemMask: a + z must lie in [0, mask_limit] (-1: no limit)
+  // The value written is congruent to `congruent_res` modulo `congruent_mod` (0: nothing known): nvcc's unrolled
+  // loop counter `x = a - ((a + c) & (M - 1))`, x = -c (mod M).
+  Wide congruent_mod = 0, congruent_res = 0;
 };
 
 struct PredFact {
@@ -241,6 +244,9 @@ struct BlockRanges::Impl {
     std::vector<Src> bound_minus;
     Cmp cont = Cmp::kNone;  // the loop continues while (iv cont bound)
     IntType test_type;
+    // Every value the tested variable enters the loop with is congruent to start_res modulo start_mod (0: not
+    // known): its one definition outside the loop, which dominates the header, is a Decoded::congruent_mod value.
+    Wide start_mod = 0, start_res = 0;
   };
   std::vector<Loop> loops;
   std::vector<int> loop_of_header;  // by block: index into loops, -1

@@ -173,6 +173,67 @@ void markDivisionRemainders(const Cfg& cfg, Impl* impl) {
   }
 }
 
+// nvcc's counter for a loop unrolled by M with a remainder loop after it: `add y, a, c` (or y = a), `and m, y,
+// M - 1`, `sub x, a, m`, in one block, unguarded, with a unchanged in between: x + c = M * floor((a + c) / M) in
+// two's complement, so x = -c (mod M). The `sub` keeps its meaning; it gets Decoded::congruent_mod/res.
+void markUnrolledCounters(const Cfg& cfg, Impl* impl) {
+  const std::vector<BasicBlock>& cb = cfg.blocks();
+  auto writes = [&](size_t j, int reg) {
+    const Decoded& e = impl->code[j];
+    return e.dst == reg || std::find(e.clobbers.begin(), e.clobbers.end(), reg) != e.clobbers.end();
+  };
+  for (size_t bi = 0; bi < cb.size(); ++bi) {
+    for (size_t i = cb[bi].begin; i < cb[bi].end; ++i) {
+      Decoded& d = impl->code[i];
+      if (d.op != Op::kSub || d.guard >= 0 || d.a.kind != SrcKind::kReg || d.b.kind != SrcKind::kReg) continue;
+      // The statements that run just before, latest first: this block's, then its single predecessor's, and so on
+      // (nvcc computes the mask before the branch that skips the unrolled loop, the counter after it).
+      std::vector<size_t> before;
+      for (size_t j = i; j-- > cb[bi].begin;) before.push_back(j);
+      for (int b = static_cast<int>(bi), hops = 0; hops < 4 && cb[static_cast<size_t>(b)].preds.size() == 1; ++hops) {
+        b = cb[static_cast<size_t>(b)].preds[0];
+        if (b == static_cast<int>(bi)) break;
+        for (size_t j = cb[static_cast<size_t>(b)].end; j-- > cb[static_cast<size_t>(b)].begin;) before.push_back(j);
+      }
+      // Position in `before` of the last write of `reg`; SIZE_MAX when none.
+      auto lastDef = [&](int reg, size_t from) {
+        for (size_t k = from; k < before.size(); ++k) {
+          if (writes(before[k], reg)) return k;
+        }
+        return SIZE_MAX;
+      };
+      const size_t and_k = lastDef(d.b.index, 0);
+      if (and_k == SIZE_MAX) continue;
+      const Decoded& an = impl->code[before[and_k]];
+      if (an.op != Op::kAnd || an.guard >= 0 || an.type.bits != d.type.bits) continue;
+      const Src& y = an.b.kind == SrcKind::kImm ? an.a : an.b;
+      const Src& m = an.b.kind == SrcKind::kImm ? an.b : an.a;
+      if (m.kind != SrcKind::kImm || y.kind != SrcKind::kReg || m.imm < 1 || m.imm > 1023 || (m.imm & (m.imm + 1)))
+        continue;
+      Wide c = 0;
+      size_t from_k = and_k;  // a must keep its value from here (the add, or the and) to the sub
+      if (y.index != d.a.index) {
+        const size_t add_k = lastDef(y.index, and_k + 1);
+        if (add_k == SIZE_MAX) continue;
+        const Decoded& ad = impl->code[before[add_k]];
+        if (ad.op != Op::kAdd || ad.guard >= 0 || ad.type.bits != d.type.bits) continue;
+        if (ad.a.kind == SrcKind::kReg && ad.a.index == d.a.index && ad.b.kind == SrcKind::kImm) {
+          c = ad.b.imm;
+        } else if (ad.b.kind == SrcKind::kReg && ad.b.index == d.a.index && ad.a.kind == SrcKind::kImm) {
+          c = ad.a.imm;
+        } else {
+          continue;
+        }
+        from_k = add_k;
+      }
+      if (lastDef(d.a.index, 0) < from_k || c < -1024 || c > 1024) continue;  // a changed in between
+      const Wide mod = m.imm + 1;
+      d.congruent_mod = mod;
+      d.congruent_res = ((-c) % mod + mod) % mod;
+    }
+  }
+}
+
 // Natural loops with a single latch whose exit test compares one induction variable with an invariant bound
 // (Impl::Loop), indexed by header.
 void findLoops(const Cfg& cfg, Impl* impl) {
@@ -348,6 +409,26 @@ void findLoops(const Cfg& cfg, Impl* impl) {
       }
     }
     if (loop.test_iv < 0) continue;
+    // The tested variable's start values: one definition outside the loop, dominating its header, that is an
+    // unrolled loop's counter.
+    {
+      const int reg = loop.ivs[static_cast<size_t>(loop.test_iv)].reg;
+      const Decoded* start = nullptr;
+      int outside = 0;
+      for (size_t b = 0; b < cb.size(); ++b) {
+        if (loop.body[b]) continue;
+        for (size_t i = cb[b].begin; i < cb[b].end; ++i) {
+          const Decoded& e = impl->code[i];
+          if (e.dst != reg && std::find(e.clobbers.begin(), e.clobbers.end(), reg) == e.clobbers.end()) continue;
+          ++outside;
+          start = dom.dominates(static_cast<int>(b), static_cast<int>(h)) && e.dst == reg && e.guard < 0 ? &e : nullptr;
+        }
+      }
+      if (outside == 1 && start && start->congruent_mod > 1) {
+        loop.start_mod = start->congruent_mod;
+        loop.start_res = start->congruent_res;
+      }
+    }
     impl->loop_of_header[h] = static_cast<int>(impl->loops.size());
     impl->loops.push_back(std::move(loop));
   }
@@ -561,6 +642,7 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
 
   markSignedRemainders(cfg, impl.get());
   markDivisionRemainders(cfg, impl.get());
+  markUnrolledCounters(cfg, impl.get());
   findLoops(cfg, impl.get());
 
   for (const MemoryAccess& a : accesses) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <utility>
 
 #include "kfuse/ptx/parser.h"
@@ -405,6 +407,62 @@ TEST(BlockRangesCausal, ALoopBoundThatDiffersPerThreadBoundsEveryThreadsTrips) {
   ASSERT_TRUE(all.size() == 2u && all[0].bounded);
   EXPECT_EQ(all[0].lo, 0x100000);
   EXPECT_EQ(all[0].hi, 0x100000 + 512 * 64);
+}
+
+TEST(BlockRangesCausal, AnUnrolledLoopWithAPerThreadTripCountIsBounded) {
+  // nvcc unrolls the causal loop by four: a counter t - ((t + 1) & 3), one below a multiple of four, steps by -4
+  // to -1, then a remainder loop. Every start meets the bound, so the trip count is the farthest start's.
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {4, 1, 1};
+  lb.ctaid = {1, 0, 0};
+  lb.params = {0x900000, 0x100000, 512, 16};
+  const auto r = rangesOf("attention.ptx", "causal_unrolled", lb);
+  ASSERT_GE(r.size(), 5u);  // four unrolled loads, the remainder's, the store
+  for (size_t i = 0; i + 1 < r.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(r[i].reached && r[i].bounded);
+    // Rows 128..255: [p + 128 * 64, p + 256 * 64), give or take the unrolled copies' offsets.
+    EXPECT_GE(r[i].lo, 0x100000 + 128 * 64);
+    EXPECT_LE(r[i].hi, 0x100000 + 256 * 64 + 16);
+  }
+}
+
+TEST(BlockRangesCausal, ACounterThatStepsPastItsBoundIsUnbounded) {
+  // The same kernel with the counter tested against -2, or stepping by -8: a start 3 (mod 4) would step past the
+  // bound and never stop, so nothing bounds the unrolled loads.
+  std::string text;
+  {
+    auto f = std::ifstream(KFUSE_PTX_TESTDATA "/attention.ptx");
+    std::stringstream buf;
+    buf << f.rdbuf();
+    text = buf.str();
+  }
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"%r22, -1;", "%r22, -2;"},
+                                 std::pair<std::string, std::string>{"%r22, %r22, -4;", "%r22, %r22, -8;"}}) {
+    std::string edited = text;
+    const size_t at = edited.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    edited.replace(at, from.size(), to);
+    auto m = parseModule(edited, "attention-edited.ptx");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const Function* f = m->findFunction("causal_unrolled");
+    ASSERT_NE(f, nullptr);
+    const Cfg cfg = Cfg::build(*f);
+    const DefUse du = DefUse::compute(*f, cfg);
+    const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, Dominators::compute(cfg), du);
+    std::string why;
+    auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
+    ASSERT_TRUE(ranges) << why;
+    LaunchBinding lb;
+    lb.ntid = {128, 1, 1};
+    lb.nctaid = {4, 1, 1};
+    lb.ctaid = {1, 0, 0};
+    lb.params = {0x900000, 0x100000, 512, 16};
+    const auto r = ranges->evaluate(lb);
+    ASSERT_FALSE(r.empty());
+    EXPECT_FALSE(r[0].bounded) << to;
+  }
 }
 
 TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
