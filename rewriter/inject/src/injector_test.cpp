@@ -1334,6 +1334,28 @@ TEST_F(GraphTest, APathLeavingTheChainAndComingBackIntoItIsNotFused) {
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
+TEST_F(GraphTest, AChainFusedBeforeIsOneNodeForThePathsOfTheNextChain) {
+  // first = twice(x, t) -> plus1(t, z); second = twice(x2, t2) -> plus1(t2, z2); second's twice precedes first's
+  // plus1 and first's twice precedes second's plus1. Once first is one node, second would have a path through it
+  // back into itself (second.twice -> fused -> second.plus1): fusing it too would make a cycle.
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s, z2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *z2 = buffer(z2s, 0);
+  FakeGraph app;
+  FakeNode* first = node(app, kTwice, x, t);
+  FakeNode* second = node(app, kTwice, x2, t2);
+  node(app, kPlus1, t, z, {first, second});
+  node(app, kPlus1, t2, z2, {second, first});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1", "fused_ok"}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches.size(), 3u);
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(z2s, std::vector<float>(4, 3.f));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 1u);
+}
+
 TEST_F(GraphTest, AnEdgeAgainstThePlansOrderIsNotAChain) {
   auto inj = make({twicePlus1()}, rewriting());
   std::vector<float> xs, ts, zs;
