@@ -95,6 +95,21 @@ const core::PointerArg* pointerArg(const core::Launch& l, int param) {
   return nullptr;
 }
 
+// A kernel node of a recorded CUDA graph as the launch it makes at every replay: its function, shape, argument
+// bytes and pointer arguments (resolved to allocations when the collector read the graph), under the node's id. It
+// has no API or GPU times: the hook backend records none per node.
+core::Launch launchOfNode(const core::GraphNode& n) {
+  core::Launch l;
+  l.id = n.id;
+  l.function_id = n.function_id;
+  l.grid = n.grid;
+  l.block = n.block;
+  l.dynamic_shared_bytes = n.dynamic_shared_bytes;
+  l.arg_bytes = n.arg_bytes;
+  l.pointer_args = n.pointer_args;
+  return l;
+}
+
 std::string archOf(const core::GpuSpec& gpu) {
   return "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
 }
@@ -142,11 +157,6 @@ class Rewriter {
       return unsupported("candidate " + std::to_string(c_.rank) + " is " + analyzer::legalityName(c_.legality) +
                          ", not proven: " + why + " — kfuse rewrites proven candidates only");
     }
-    // Its occurrence_launches are graph node ids, not launch ids: rewriting a graph's nodes is not supported yet.
-    if (c_.inGraphs()) {
-      return unsupported("candidate " + std::to_string(c_.rank) +
-                         " fuses nodes of a CUDA graph; kfuse rewrites launches only, not graph nodes yet");
-    }
     if (c_.occurrence_launches.empty() || c_.occurrence_launches.front().size() != c_.function_ids.size()) {
       return invalidArgument("candidate " + std::to_string(c_.rank) + " lists no launches to rewrite");
     }
@@ -164,13 +174,44 @@ class Rewriter {
     return *launches_.at(c_.occurrence_launches[occurrence][k]);
   }
 
-  Status loadKernels() {
-    for (const core::Launch& l : trace_.launches) launches_[l.id] = &l;
+  // What a record of the pattern is called in messages: a launch, or a kernel node of a graph.
+  std::string recordName(const core::Launch& l) const {
+    return (c_.inGraphs() ? "graph node " : "launch ") + std::to_string(l.id);
+  }
+
+  // The records the pattern's kernels are read from: the trace's launches, or for a candidate over CUDA graph nodes
+  // (occurrence_launches then hold graph node ids) a launch per kernel node, so that everything after this reads
+  // both alike.
+  Status indexOccurrences() {
+    if (!c_.inGraphs()) {
+      for (const core::Launch& l : trace_.launches) launches_[l.id] = &l;
+      for (const auto& occ : c_.occurrence_launches) {
+        for (core::Id id : occ) {
+          if (!launches_.count(id)) return badFormat("the trace has no launch " + std::to_string(id));
+        }
+      }
+      return {};
+    }
+    std::map<core::Id, const core::GraphNode*> nodes;
+    for (const core::GraphNode& n : trace_.graph_nodes) nodes[n.id] = &n;
     for (const auto& occ : c_.occurrence_launches) {
       for (core::Id id : occ) {
-        if (!launches_.count(id)) return badFormat("the trace has no launch " + std::to_string(id));
+        auto it = nodes.find(id);
+        if (it == nodes.end()) return badFormat("the trace has no graph node " + std::to_string(id));
+        if (it->second->type != core::GraphNodeType::kKernel || it->second->function_id == core::kNoId) {
+          return badFormat("graph node " + std::to_string(id) + " of candidate " + std::to_string(c_.rank) +
+                           " is not a kernel node with a recorded function");
+        }
+        if (!launches_.count(id)) node_launches_.push_back(launchOfNode(*it->second));
+        launches_[id] = nullptr;
       }
     }
+    for (const core::Launch& l : node_launches_) launches_[l.id] = &l;  // node_launches_ has stopped growing
+    return {};
+  }
+
+  Status loadKernels() {
+    KFUSE_RETURN_IF_ERROR(indexOccurrences());
     std::map<std::string, size_t> module_index;  // hash -> distinct module
     for (size_t k = 0; k < c_.function_ids.size(); ++k) {
       PatternKernel pk;
@@ -225,7 +266,7 @@ class Rewriter {
       for (size_t k = 0; k < n; ++k) {
         const core::Launch& l = launch(occ, k);
         if (l.arg_bytes.empty() && !kernels_[k].function->params.empty()) {
-          return unsupported("launch " + std::to_string(l.id) + " of '" + kernels_[k].function->mangled_name +
+          return unsupported(recordName(l) + " of '" + kernels_[k].function->mangled_name +
                              "' has no recorded argument values; re-record the application with `kfuse record`");
         }
       }
@@ -289,7 +330,7 @@ class Rewriter {
 
   Expected<ArgumentSet> argumentSet(size_t occ) {
     ArgumentSet set;
-    set.origin = "launches";
+    set.origin = c_.inGraphs() ? "graph nodes" : "launches";
     std::map<core::Id, int> buffer_of;
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const core::Launch& l = launch(occ, k);
@@ -305,8 +346,8 @@ class Rewriter {
             if (x.id == ptr->allocation_id) a = &x;
           }
           if (!a)
-            return badFormat("launch " + std::to_string(l.id) + " points into allocation " +
-                             std::to_string(ptr->allocation_id) + ", which the trace does not have");
+            return badFormat(recordName(l) + " points into allocation " + std::to_string(ptr->allocation_id) +
+                             ", which the trace does not have");
           auto [it, added] = buffer_of.emplace(a->id, static_cast<int>(set.buffer_bytes.size()));
           if (added) set.buffer_bytes.push_back(a->size);
           v.pointer = true;
@@ -315,7 +356,7 @@ class Rewriter {
         } else {
           v.bytes = argBytes(l, p);
           if (ptr && ptr->address != 0) {
-            return unsupported("argument " + std::to_string(p.index) + " of launch " + std::to_string(l.id) +
+            return unsupported("argument " + std::to_string(p.index) + " of " + recordName(l) +
                                " points outside every recorded allocation: its buffer cannot be recreated for "
                                "validation");
           }
@@ -350,6 +391,9 @@ class Rewriter {
   }
 
   bool deadAfterEveryOccurrence(ArgRef r) {
+    // A graph's next replay, and what the program does between replays, are not in the launch order this reads:
+    // a buffer a graph node writes is kept.
+    if (c_.inGraphs()) return false;
     indexAllocationUses();
     for (size_t occ = 0; occ < c_.occurrence_launches.size(); ++occ) {
       const core::Launch& producer = launch(occ, static_cast<size_t>(r.kernel));
@@ -800,6 +844,15 @@ class Rewriter {
     plan_.prediction.note = candidate_.cost.note;
     plan_.argument_sets = sets_;
     plan_.notes = result_.notes;
+    if (c_.inGraphs()) {
+      std::set<core::Id> graphs(c_.occurrence_graphs.begin(), c_.occurrence_graphs.end());
+      std::string ids;
+      for (core::Id g : graphs) ids += (ids.empty() ? "" : ", ") + std::to_string(g);
+      plan_.notes.push_back("made from kernel nodes of CUDA graph" + std::string(graphs.size() == 1 ? " " : "s ") +
+                            ids + " (" + std::to_string(c_.runs()) +
+                            " replays): `kfuse run --graphs` fuses each matching node chain when a graph is "
+                            "instantiated");
+    }
   }
 
   Expected<Plan> writeAndValidate(const std::string& plan_dir) {
@@ -853,6 +906,7 @@ class Rewriter {
   const RewriteOptions& options_;
   RewriteDiagnostics* diagnostics_;
   std::map<core::Id, const core::Launch*> launches_;
+  std::vector<core::Launch> node_launches_;  // a candidate over graph nodes: its kernel nodes as launches
   std::vector<PatternKernel> kernels_;
   std::vector<ptx::Module> sources_;
   std::vector<std::string> source_texts_;

@@ -90,8 +90,6 @@ Selection chooseConsistentSet(const std::vector<analyzer::Candidate>& candidates
       std::string why = std::string("not proven (") + analyzer::legalityName(c.legality) + ")";
       if (!c.reasons.empty()) why += ": " + c.reasons.front();
       out.rejected.emplace_back(c.rank, why);
-    } else if (c.inGraphs()) {
-      out.rejected.emplace_back(c.rank, "fuses nodes of a CUDA graph (graph nodes are not rewritten yet)");
     } else if (c.total_saving_ns <= 0) {
       out.rejected.emplace_back(c.rank, "predicted to save nothing");
     } else if (c.share_of_gpu_busy < min_saving_share) {

@@ -10,7 +10,8 @@ checks that the trace holds
   * one graph_launch row per cudaGraphLaunch (5 + 2), each linked to the exec row it ran, and the kernels the
     replays ran through the graph_launch_kernel view (5 x 5 + 2 + 2);
   * `kfuse info` mentions the graphs, `kfuse export` writes them, and `kfuse analyze` finds candidates over the
-    captured graph's nodes, each counted once per replay (x5), which `kfuse rewrite` refuses (not rewritten yet).
+    captured graph's nodes, each counted once per replay (x5), which `kfuse rewrite` makes into a plan that says
+    it comes from graph nodes (tests/inject/check_graphs.py runs such a plan).
 
 Usage: graph_record.py --kfuse BIN --build BUILD [--cuda-lib DIR]
 """
@@ -127,13 +128,19 @@ def main():
                 i = c["occurrence_graphs"].index(captured[0])
                 check(c["occurrence_replays"][i] == 5, f"candidate {c['id']}: replays {c['occurrence_replays']}")
                 check(c["in_cuda_graph"], f"candidate {c['id']} is not marked in_cuda_graph")
-            # `kfuse rewrite` rewrites launches, not graph nodes (yet): it refuses a graph candidate, saying why.
-            if in_graphs:
+            # `kfuse rewrite` reads a graph candidate's kernels from the recorded kernel nodes.
+            if captured_chain:
+                plan = os.path.join(tmp, "plan")
                 rewrite = subprocess.run([a.kfuse, "-q", "rewrite", trace, "--report", os.path.join(tmp, "r.json"),
-                                          "--candidate", in_graphs[0]["id"], "-o", os.path.join(tmp, "plan")],
+                                          "--candidate", captured_chain[0]["id"], "-o", plan],
                                          env=env, timeout=300, capture_output=True, text=True)
-                check(rewrite.returncode != 0 and "CUDA graph" in rewrite.stderr,
-                      f"kfuse rewrite of a graph candidate: exit {rewrite.returncode}: {rewrite.stderr}")
+                check(rewrite.returncode == 0, f"kfuse rewrite of a graph candidate: exit {rewrite.returncode}: "
+                      f"{rewrite.stderr}")
+                if rewrite.returncode == 0:
+                    with open(os.path.join(plan, "plan.json")) as f:
+                        notes = json.load(f)["notes"]
+                    check(any(f"CUDA graph {captured[0]} (5 replays)" in n for n in notes),
+                          f"the plan does not say it comes from graph {captured[0]}: {notes}")
             text = subprocess.run([a.kfuse, "analyze", trace, "--no-store"], env=env, timeout=300,
                                   capture_output=True, text=True)
             check(text.returncode == 0 and f"in CUDA graph {captured[0]}: node " in text.stdout and "x5 replays"

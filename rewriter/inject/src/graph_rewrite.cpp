@@ -2,15 +2,21 @@
 // matching a plan is replaced in the clone by one kernel node running the fused kernel; the clone is what the driver
 // instantiates. The application's graph is never modified: its CUgraph handle keeps referring to the original.
 //
-// A chain is a plan's kernels in order, each link a direct edge that is the earlier node's only outgoing edge and
-// the later node's only incoming one: no other node can run between two kernels of the chain, so the fused node,
-// taking the chain's incoming edges and giving its outgoing ones, orders against the rest of the graph as the chain
-// did. The plan's predicates are checked on the nodes' kernel parameters and shapes, as on a launch's.
+// A chain is a plan's kernels in order, each after a direct edge from an earlier node of the chain, such that no
+// path leaves the chain and comes back into it (no node outside runs between two of its kernels) and no edge
+// between two of its nodes runs against the plan's order. The fused node takes every edge into the chain from
+// outside and gives every edge out of it: what ran before any of its kernels runs before it, what ran after any of
+// them runs after it, and since it writes everything they wrote, every dependent still reads what it read. Stream
+// capture makes such chains out of a stream's kernels, with the extra edges its events add (a kernel that forked a
+// second stream and is also the stream order's predecessor of the join). The plan's predicates are checked on the
+// nodes' kernel parameters and shapes, as on a launch's.
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "injector_impl.h"
 
@@ -103,6 +109,8 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
   if (m && get_edges(g, from.data(), to.data(), data.data(), &m) != CUDA_SUCCESS) return -1;
 
   std::vector<NodeInfo> nodes(n);
+  std::vector<std::vector<size_t>> groups;  // the nodes of each chain replaced so far
+  std::vector<size_t> group_of(n, SIZE_MAX);
   std::unordered_map<CUgraphNode, size_t> index;
   int replaced = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -139,6 +147,46 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
   const auto add_unique = [](std::vector<CUgraphNode>& v, CUgraphNode h) {
     if (std::find(v.begin(), v.end(), h) == v.end()) v.push_back(h);
   };
+  const auto position = [](const std::vector<size_t>& chain, size_t i) {
+    return static_cast<size_t>(std::find(chain.begin(), chain.end(), i) - chain.begin());
+  };
+  // Whether `chain` can become one node: its inner edges follow the plan's order, and no path leaves it and comes
+  // back (a chain replaced before is one node: a path into any of its nodes goes on from all of them).
+  const auto contractible = [&](const std::vector<size_t>& chain) {
+    std::vector<size_t> stack;
+    std::unordered_set<size_t> seen;
+    const auto visit = [&](size_t i) {
+      if (!seen.insert(i).second) return;
+      if (group_of[i] == SIZE_MAX) {
+        stack.push_back(i);
+      } else {
+        for (size_t member : groups[group_of[i]]) {
+          if (member == i || seen.insert(member).second) stack.push_back(member);
+        }
+      }
+    };
+    for (size_t k = 0; k < chain.size(); ++k) {
+      for (size_t e : nodes[chain[k]].out) {
+        const size_t succ = index.at(to[e]);
+        const size_t at = position(chain, succ);
+        if (at == chain.size()) {
+          visit(succ);
+        } else if (at <= k) {
+          return false;
+        }
+      }
+    }
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      stack.pop_back();
+      for (size_t e : nodes[i].out) {
+        const size_t succ = index.at(to[e]);
+        if (position(chain, succ) != chain.size()) return false;
+        visit(succ);
+      }
+    }
+    return true;
+  };
   const size_t per_slot = kMaxPatternKernels * arg_stride;
   std::vector<uint8_t> args(std::max<size_t>(per_slot, 1)), verified(std::max<size_t>(per_slot, 1));
   const uint64_t enabled = enabledMask();
@@ -149,21 +197,36 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
     const RuntimePlan& p = st.plan;
     const size_t len = p.kernels.size();
     if (len < 1 || len > static_cast<size_t>(kMaxPatternKernels)) continue;
+    if (p.drops_stores) {
+      if (options.log) {
+        std::fprintf(stderr, "kfuse run: %s: drops stores of intermediates (--aggressive): not applied to graphs\n",
+                     p.dir.c_str());
+      }
+      continue;
+    }
     for (size_t start = 0; start < n; ++start) {
       const auto plan_kernel = [&](size_t i, size_t k) {
         const NodeInfo& node = nodes[i];
         return !node.used && node.identity >= 0 && (identities[static_cast<size_t>(node.identity)].at[k] & bit);
       };
       if (!plan_kernel(start, 0)) continue;
+      // Each next kernel: a direct dependent of the chain's nodes, of the latest first.
       std::vector<size_t> chain{start};
       while (chain.size() < len) {
-        const NodeInfo& cur = nodes[chain.back()];
-        if (cur.out.size() != 1) break;
-        const size_t next = index.at(to[cur.out[0]]);
-        if (nodes[next].in.size() != 1 || !plan_kernel(next, chain.size())) break;
+        size_t next = SIZE_MAX;
+        for (auto it = chain.rbegin(); it != chain.rend() && next == SIZE_MAX; ++it) {
+          for (size_t e : nodes[*it].out) {
+            const size_t succ = index.at(to[e]);
+            if (position(chain, succ) == chain.size() && plan_kernel(succ, chain.size())) {
+              next = succ;
+              break;
+            }
+          }
+        }
+        if (next == SIZE_MAX) break;
         chain.push_back(next);
       }
-      if (chain.size() != len) continue;
+      if (chain.size() != len || !contractible(chain)) continue;
       bool plain_edges = true;
       for (size_t i : chain) {
         for (size_t e : nodes[i].in) plain_edges = plain_edges && defaultEdge(data[e]);
@@ -232,8 +295,14 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
       fused.kernelParams = ptrs;
       fused.ctx = nodes[chain[0]].params.ctx;
       std::vector<CUgraphNode> deps, dependents;
-      for (size_t e : nodes[chain.front()].in) add_unique(deps, current(from[e]));
-      for (size_t e : nodes[chain.back()].out) add_unique(dependents, current(to[e]));
+      for (size_t i : chain) {
+        for (size_t e : nodes[i].in) {
+          if (position(chain, index.at(from[e])) == chain.size()) add_unique(deps, current(from[e]));
+        }
+        for (size_t e : nodes[i].out) {
+          if (position(chain, index.at(to[e])) == chain.size()) add_unique(dependents, current(to[e]));
+        }
+      }
       CUgraphNode node = nullptr;
       // A failure from here on leaves the clone half changed: the caller discards it.
       if (add_node(&node, g, deps.data(), deps.size(), &fused) != CUDA_SUCCESS || !node) return -1;
@@ -245,7 +314,9 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
         if (destroy_node(nodes[i].handle) != CUDA_SUCCESS) return -1;
         nodes[i].used = true;
         fused_for[nodes[i].handle] = node;
+        group_of[i] = groups.size();
       }
+      groups.push_back(chain);
       ++replaced;
       if (options.log) {
         std::fprintf(stderr, "kfuse run: %s: fused a chain of %zu graph nodes\n", p.dir.c_str(), len);

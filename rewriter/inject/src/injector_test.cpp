@@ -1283,16 +1283,101 @@ TEST_F(GraphTest, APredicateFailingForOneChainLeavesThatChainUnchanged) {
   EXPECT_EQ(s.plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kArgEqual)], 1u);
 }
 
-TEST_F(GraphTest, ANodeWithAnotherDependentIsNotAChainLink) {
+TEST_F(GraphTest, ADependentOfAnEarlierKernelOfTheChainRunsAfterTheFusedNode) {
   auto inj = make({twicePlus1()}, rewriting());
-  std::vector<float> xs, ts, zs, qs;
-  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *q = buffer(qs, 1);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   FakeGraph app;
   FakeNode* first = node(app, kTwice, x, t);
   node(app, kPlus1, t, z, {first});
-  node(app, kOther, q, nullptr, {first});
+  node(app, kOther, t, nullptr, {first});  // reads what twice wrote: t = -(2 * 3)
   CUgraphExec exec = nullptr;
-  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1", "other"}));
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"other", "fused_ok"}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"fused_ok", "other"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(ts, std::vector<float>(4, -6.f));
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, AnEdgeBetweenTheChainsKernelsBesidesItsLinkIsKeptInsideTheFusedNode) {
+  // What stream capture makes when a kernel forks a second stream and is the stream order's predecessor of the
+  // join too: an extra edge from an earlier kernel of the chain to a later one, and a node before both.
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  FakeNode* before = node(app, kOther, x, nullptr);  // x = -3
+  FakeNode* first = node(app, kTwice, x, t, {before});
+  node(app, kPlus1, t, z, {first, first, before});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"other", "fused_ok"}));
+  EXPECT_EQ(graphs_.execs.back()->edges.size(), 1u) << "the fused node depends on `before` once";
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"other", "fused_ok"}));
+  EXPECT_EQ(zs, std::vector<float>(4, -5.f));
+}
+
+TEST_F(GraphTest, APathLeavingTheChainAndComingBackIntoItIsNotFused) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  FakeNode* first = node(app, kTwice, x, t);
+  FakeNode* between = node(app, kOther, t, nullptr, {first});  // runs between twice and plus1: t = -6
+  node(app, kPlus1, t, z, {first, between});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "other", "plus1"}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(zs, std::vector<float>(4, -5.f));
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, AChainFusedBeforeIsOneNodeForThePathsOfTheNextChain) {
+  // first = twice(x, t) -> plus1(t, z); second = twice(x2, t2) -> plus1(t2, z2); second's twice precedes first's
+  // plus1 and first's twice precedes second's plus1. Once first is one node, second would have a path through it
+  // back into itself (second.twice -> fused -> second.plus1): fusing it too would make a cycle.
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s, z2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *z2 = buffer(z2s, 0);
+  FakeGraph app;
+  FakeNode* first = node(app, kTwice, x, t);
+  FakeNode* second = node(app, kTwice, x2, t2);
+  node(app, kPlus1, t, z, {first, second});
+  node(app, kPlus1, t2, z2, {second, first});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1", "fused_ok"}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches.size(), 3u);
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(z2s, std::vector<float>(4, 3.f));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 1u);
+}
+
+TEST_F(GraphTest, AnEdgeAgainstThePlansOrderIsNotAChain) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  FakeNode* later = node(app, kPlus1, t, z);
+  node(app, kTwice, x, t, {later});  // plus1 runs first here
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"plus1", "twice"}));
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+}
+
+TEST_F(GraphTest, APlanThatDropsStoresLeavesGraphsUntouched) {
+  RuntimePlan plan = twicePlus1();
+  plan.drops_stores = true;
+  auto inj = make({plan}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
   EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
   EXPECT_EQ(graphs_.clones_alive, 0);
 }

@@ -95,6 +95,7 @@ Expected<RuntimePlan> loadRuntimePlan(const std::string& dir) {
   rp.fused_name = plan.fused.name;
   rp.fused_shape = plan.fused.shape;
   rp.targets = plan.targets;
+  rp.drops_stores = !plan.dropped_buffers.empty();
   for (size_t i = 0; i < plan.fused.params.size(); ++i) {
     const rewriter::FusedParam& fp = plan.fused.params[i];
     if (fp.sources.empty()) return badFormat(dir + "/plan.json: fused parameter " + fp.name + " has no source");

@@ -44,6 +44,9 @@ struct RuntimePlan {
   core::LaunchShape fused_shape;
   std::vector<rewriter::ArgRef> fused_args;  // the original argument each fused parameter takes
   std::vector<std::string> targets;          // "sm_90", ...
+  // The fused kernel leaves out stores of intermediates the recorded launches showed dead afterwards (--aggressive):
+  // proven for the launch order, not for a graph's other nodes and later replays, so never applied to graph nodes.
+  bool drops_stores = false;
 };
 
 // Reads PLAN_DIR and checks it can run: plan.json parses and matches the schema's rules, it was validated

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Fusion inside CUDA graphs, end to end on the emulator's stand-in libcuda.so.1: record
+examples/runtime_api/cuda_graphs (a <<<>>> program capturing the elementwise chain into a graph replayed 5 times, and
+an explicitly built graph), `kfuse analyze` it, `kfuse rewrite` the proven chain over the captured graph's nodes, and
+run the program under `kfuse run --graphs --plan DIR`:
+
+  * it prints the same result and checksum as without kfuse;
+  * the stand-in runs fewer kernel nodes per replay of the captured graph (its KFUSE_STANDIN_TRACE lines), by exactly
+    the kernels the fusion removes, and the injector's statistics count the rewritten graph and the fused chain;
+  * a trace recorded under `kfuse run` (kfuse record -- kfuse run ...) holds the rewritten graph: the fused kernel
+    node in place of the chain's nodes, and that many fewer kernel nodes run by the replays;
+  * without --graphs, and with KFUSE_DISABLE=1, the graphs run as they were.
+
+Usage: check_graphs.py --kfuse BIN --build BUILD
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+LAUNCH_LINE = re.compile(r"cuGraphLaunch graph exec (\d+): (\d+) nodes, (\d+) kernel nodes run")
+
+
+class Checker:
+    def __init__(self, args, tmp):
+        self.args = args
+        self.tmp = tmp
+        self.failures = []
+        self.passed = 0
+        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "standin"))
+        self.env.pop("KFUSE_DISABLE", None)
+        self.program = os.path.join(args.build, "examples", "runtime_api", "cuda_graphs")
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append(what)
+            print("FAIL " + what + (": " + detail[-2000:] if detail else ""))
+        return ok
+
+    def run(self, argv, env=None):
+        return subprocess.run(argv, capture_output=True, text=True, env=env or self.env, timeout=600)
+
+    def kfuse(self, *argv, env=None):
+        return self.run([self.args.kfuse, *argv], env=env)
+
+    @staticmethod
+    def result_lines(stdout):
+        return [l for l in stdout.splitlines() if "checksum" in l or "PASSED" in l or "FAILED" in l]
+
+    @staticmethod
+    def kernel_nodes_per_replay(stderr):
+        # exec id -> kernel nodes run by each of its launches, as the stand-in traced them.
+        runs = {}
+        for m in LAUNCH_LINE.finditer(stderr):
+            runs.setdefault(int(m.group(1)), []).append(int(m.group(3)))
+        return runs
+
+    @staticmethod
+    def captured_replays(runs):
+        # The captured graph is the one exec launched 5 times; the explicit graph's exec runs twice.
+        replayed = [v for v in runs.values() if len(v) == 5]
+        return replayed[0] if len(replayed) == 1 else None
+
+    @staticmethod
+    def graph_kernels(trace):
+        # Per recorded graph: its kernel nodes' function names; and the kernel nodes the replays ran.
+        with sqlite3.connect(trace) as db:
+            rows = db.execute("SELECT n.graph_id, f.mangled_name FROM graph_node AS n JOIN function AS f "
+                              "ON f.id = n.function_id WHERE n.type = 'kernel' ORDER BY n.graph_id, n.id").fetchall()
+            ran = db.execute("SELECT count(*) FROM graph_launch_kernel").fetchone()[0]
+            replays = db.execute("SELECT e.graph_id, count(*) FROM graph_launch AS l JOIN graph_exec AS e "
+                                 "ON e.id = l.graph_exec_id GROUP BY e.graph_id").fetchall()
+        kernels = {}
+        for graph, name in rows:
+            kernels.setdefault(graph, []).append(name)
+        return kernels, ran, dict(replays)
+
+    def main(self):
+        trace = os.path.join(self.tmp, "graphs.sqlite")
+        p = self.kfuse("-q", "record", "-o", trace, "--", self.program)
+        if not self.check(p.returncode == 0, "record cuda_graphs", p.stdout + p.stderr):
+            return
+        report = os.path.join(self.tmp, "report.json")
+        p = self.kfuse("-q", "analyze", trace, "--json", report, "--no-store")
+        if not self.check(p.returncode == 0, "analyze cuda_graphs", p.stdout + p.stderr):
+            return
+        with open(report) as f:
+            candidates = json.load(f)["candidates"]
+        with sqlite3.connect(trace) as db:
+            captured = db.execute("SELECT id FROM graph WHERE origin = 'capture'").fetchone()[0]
+        chains = [c for c in candidates if c["legality"] == "proven" and c["kind"] == "vertical" and
+                  c.get("occurrence_graphs") == [captured]]
+        if not self.check(len(chains) == 1 and len(chains[0]["kernels"]) == 4,
+                          "one proven 4-kernel chain over the captured graph's nodes", json.dumps(candidates)[:2000]):
+            return
+        chain = chains[0]
+        self.check(chain["occurrence_replays"] == [5], "the chain counts the 5 replays", json.dumps(chain)[:1000])
+        plan = os.path.join(self.tmp, "graph-plan")
+        p = self.kfuse("-q", "rewrite", trace, "--report", report, "--candidate", chain["id"], "-o", plan)
+        if not self.check(p.returncode == 0, "kfuse rewrite of the graph candidate validates",
+                          p.stdout + p.stderr):
+            return
+        with open(os.path.join(plan, "plan.json")) as f:
+            plan_json = json.load(f)
+        fused_name = plan_json["fused_kernel"]["name"]
+        self.check(plan_json["validation"]["emulator"] == "passed", "the plan passed validation on the emulator",
+                   json.dumps(plan_json["validation"]))
+        self.check(plan_json["argument_sets"] and
+                   all(s["origin"].startswith("graph nodes") for s in plan_json["argument_sets"]),
+                   "the plan's argument sets come from the graph nodes", json.dumps(plan_json["argument_sets"])[:500])
+        removed = len(plan_json["pattern"]["kernels"]) - 1
+
+        traced = dict(self.env, KFUSE_STANDIN_TRACE="1")
+        base = self.run([self.program], env=traced)
+        self.check(base.returncode == 0 and "cuda_graphs: PASSED" in base.stdout, "cuda_graphs runs on the stand-in",
+                   base.stdout + base.stderr)
+        before = self.captured_replays(self.kernel_nodes_per_replay(base.stderr))
+        self.check(before == [5] * 5, "without kfuse: 5 kernel nodes per replay of the captured graph", str(before))
+
+        stats_path = os.path.join(self.tmp, "stats.json")
+        p = self.kfuse("run", "--graphs", "--plan", plan, "--stats", stats_path, "--", self.program, env=traced)
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "kfuse run --graphs: same result and checksum",
+                   f"without: {self.result_lines(base.stdout)} with: {self.result_lines(p.stdout)} {p.stderr[-1500:]}")
+        after = self.captured_replays(self.kernel_nodes_per_replay(p.stderr))
+        self.check(before is not None and after == [n - removed for n in before],
+                   f"kfuse run --graphs: {removed} kernel nodes fewer per replay", f"before {before}, after {after}")
+        if self.check(os.path.exists(stats_path), "kfuse run --graphs writes its statistics"):
+            with open(stats_path) as f:
+                graphs = json.load(f)["graphs"]
+            self.check(graphs == {"rewritten": 1, "chains_fused": 1, "chains_refused": 0},
+                       "statistics: one graph rewritten, one chain fused", json.dumps(graphs))
+
+        # The trace recorded under kfuse run shows the graph the driver instantiated: the rewritten clone.
+        fused_trace = os.path.join(self.tmp, "graphs.fused.sqlite")
+        p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "-q", "run", "--graphs", "--plan",
+                       plan, "--", self.program)
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "kfuse record -- kfuse run --graphs: same result", p.stdout + p.stderr)
+        if p.returncode == 0:
+            kernels, ran, replays = self.graph_kernels(trace)
+            fused_kernels, fused_ran, fused_replays = self.graph_kernels(fused_trace)
+            first = min(fused_kernels) if fused_kernels else None
+            self.check(len(kernels[captured]) == 5 and first is not None and len(fused_kernels[first]) == 2 and
+                       fused_name in fused_kernels[first],
+                       "the trace under kfuse run holds the rewritten graph: the fused node and the node after the chain",
+                       f"recorded {kernels}, under kfuse run {fused_kernels}")
+            self.check(fused_replays.get(first) == 5, "the rewritten graph is replayed 5 times", str(fused_replays))
+            self.check(ran - fused_ran == 5 * removed,
+                       f"the replays ran {5 * removed} kernel nodes fewer", f"{ran} recorded, {fused_ran} under kfuse run")
+
+        # Not asked for, or disabled: the graphs run as they were.
+        for what, argv, env in (("without --graphs", ["run", "--plan", plan], traced),
+                                ("KFUSE_DISABLE=1", ["run", "--graphs", "--plan", plan],
+                                 dict(traced, KFUSE_DISABLE="1"))):
+            p = self.kfuse(*argv, "--", self.program, env=env)
+            runs = self.captured_replays(self.kernel_nodes_per_replay(p.stderr))
+            self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout) and
+                       runs == before, f"{what}: the captured graph runs unchanged", f"{runs} {p.stderr[-1500:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kfuse", required=True)
+    ap.add_argument("--build", required=True)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="kfuse_graphs_")
+    try:
+        c = Checker(args, tmp)
+        c.main()
+        print(f"{c.passed} checks passed, {len(c.failures)} failed")
+        return 1 if c.failures or not c.passed else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
