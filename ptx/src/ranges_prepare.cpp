@@ -305,8 +305,12 @@ void findLoops(const Cfg& cfg, Impl* impl) {
         std::optional<std::pair<int, std::vector<Src>>> form;
         if (d.op == Op::kMov && d.guard < 0 && d.a.kind == SrcKind::kReg) {
           // A copy continues a chain (`add t, x, c; mov x, t`, as nvcc ends a loop whose exit test reads x before
-          // its increment).
-          if (auto it = derived.find(d.a.index); it != derived.end()) form = it->second;
+          // its increment), or starts one from x's value at the header (`mov t, x; ...; add x, t, 1`).
+          if (auto it = derived.find(d.a.index); it != derived.end()) {
+            form = it->second;
+          } else if (d.a.index != d.dst && defs.count(d.a.index) && !redefined.count(d.a.index)) {
+            form = std::pair<int, std::vector<Src>>{d.a.index, {}};
+          }
         } else if ((d.op == Op::kAdd || d.op == Op::kSub) && d.guard < 0) {
           for (int side = 0; side < (d.op == Op::kAdd ? 2 : 1); ++side) {
             const Src& y = side == 0 ? d.a : d.b;
@@ -379,6 +383,21 @@ void findLoops(const Cfg& cfg, Impl* impl) {
               impl->cfg.blockOf(it->second) == latch && it->second > i && it->second < bra_at;
           if (!(incremented_before || incremented_after) || !invariant(d.b) || d.b.kind == SrcKind::kUnknown) continue;
           if (d.a.kind != SrcKind::kReg) continue;
+          // Or a copy of its value at the header (`mov t, i` at the top, `add i, t, 1`, `setp t, n`): the test reads
+          // the value before the step, wherever the increment sits.
+          if (d.a.index != iv.reg) {
+            const auto copy = derived.find(d.a.index);
+            if (copy != derived.end() && copy->second.first == iv.reg && copy->second.second.empty() &&
+                defs[d.a.index] == 1) {
+              loop.test_iv = static_cast<int>(v);
+              loop.bound = d.b;
+              loop.bound_lag = iv.steps;
+              loop.bound_minus.clear();
+              loop.cont = bra->guard_negated ? negate(d.cmp) : d.cmp;
+              loop.test_type = d.type;
+              continue;
+            }
+          }
           // Or a copy of it plus an invariant, made after its increment (`add j, i, k; setp j, n`: j < n is
           // i < n - k).
           std::optional<Src> minus;

@@ -32,3 +32,16 @@ extern "C" __global__ void causal_unrolled(float* out, const float* p, int rows,
   for (int t2 = 0; t2 <= t; t2++) acc += p[row * T + t2];
   out[row] = acc;
 }
+// Attention's value loop: the row's weights against value rows t2 <= t, an inner loop over the head. nvcc tests a
+// copy of t2 made at the loop's top (`mov t, t2; ...; add t2, t, 1; setp t < bound`).
+extern "C" __global__ void value_rows(float* out, const float* att, const float* v, int rows, int T, int hs) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const int t = row % T;
+  float* o = out + row * hs;
+  for (int i = 0; i < hs; i++) o[i] = 0.0f;
+  for (int t2 = 0; t2 <= t; t2++) {
+    const float w = att[row * T + t2];
+    for (int i = 0; i < hs; i++) o[i] += w * v[t2 * hs + i];
+  }
+}

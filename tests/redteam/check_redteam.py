@@ -162,6 +162,8 @@ CASES = {
     "gridstride_bound_epi": (4, "epilogue", True, "the grid-stride consumer runs 128 elements past the producer's"),
     "gridstride_inplace_epi": (4, "epilogue", True, "the in-place grid-stride consumer reads the next element, "
                                                     "which another iteration overwrites"),
+    # Causal row loops (attention's softmax and value), unrolled with per-thread trip counts.
+    "causal_blk": (4, "block-level", True, "the consumer reads the rows another block writes"),
     # A row read through a remainder computed from the quotient (the interval analysis bounds it to the row).
     "rem_footprint_tl": (4, "thread-local", True, "the producer reads its row from where the consumer writes"),
     # nvcc's unrolled layout (a remainder loop, then four copies of the body per step), read as one body per index.
@@ -185,7 +187,7 @@ ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_
                    "pro_ptr_arena", "gridstride_tl", "gridstride_ahead_tl", "gridstride_chain_tl",
                    "gridstride_next_step_tl", "gridstride_merged_tl", "gridstride_epi", "gridstride_bound_epi", "gridstride_inplace_epi",
                    "gridstride_unrolled_epi", "gridstride_unrolled_same_epi", "gridstride_producer_epi",
-                   "rem_footprint_tl",
+                   "rem_footprint_tl", "causal_blk",
                    "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk"}
 
 MODES = ("legal", "illegal")

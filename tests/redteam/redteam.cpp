@@ -496,6 +496,12 @@ std::map<std::string, Case> cases(Buffers& b) {
     r.launch("p2_scale", kImg, b.c, b.a, w, h);
     r.launch("gsl_shift", kTwo, b.d, b.c, r.pick(0, 1), n);
   };
+  // Causal row loops on 2 blocks of 128 rows (16 values used of 24 per row): the consumer reads its own row (legal)
+  // or, 64 rows on, rows the other block writes.
+  c["causal_blk"] = [=, &b](const Run& r) {
+    r.launch("causal_wr", kTwo, b.c, b.a, 16, 24, 256);
+    r.launch("causal_rd", kTwo, b.d, b.c, b.e, 16, 24, 8, r.pick(0, 64 * 24), 256);
+  };
   // A producer reading one row through a remainder (k[i % 16]) from the arena's region 0 (legal) or from region 2,
   // which the consumer writes element by element: then thread i reads what threads 0..15 of the consumer write.
   c["rem_footprint_tl"] = [=, &b](const Run& r) {

@@ -415,6 +415,26 @@ __global__ void gsl_inc(float* y, const float* z, int n) {
 __global__ void gsl_shift(float* a, const float* z, int k, int n) {
   for (int e = GID; e < n; e += gridDim.x * blockDim.x) a[e] = a[e + k] + z[e];
 }
+// Causal rows (attention's softmax and value loops), one row of `stride` floats per thread: row r writes
+// a[r * stride + t2] for t2 <= r % T (nvcc unrolls the loop by four with a per-thread trip count), then reads them
+// back k elements on (its test reads a copy of its counter made at the loop's top).
+__global__ void causal_wr(float* a, const float* p, int T, int stride, int n) {
+  int row = GID;
+  if (row >= n) return;
+  const int t = row % T;
+  for (int t2 = 0; t2 <= t; t2++) a[row * stride + t2] = p[row * stride + t2] * 2.f;
+}
+__global__ void causal_rd(float* y, const float* a, const float* v, int T, int stride, int hs, int k, int n) {
+  int row = GID;
+  if (row >= n) return;
+  const int t = row % T;
+  float acc = 0.f;
+  for (int t2 = 0; t2 <= t; t2++) {
+    const float w = a[row * stride + t2 + k];
+    for (int i = 0; i < hs; i++) acc += w * v[t2 * hs + i];
+  }
+  y[row] = acc;
+}
 // A remainder computed from the quotient nvcc also needs (i - (i / T) * T): reads k[i % T], one row of T values.
 __global__ void rd_rowrem(float* y, const float* k, int T, int n) {
   int i = GID;
