@@ -278,10 +278,21 @@ TEST_F(BlockRangesTest, ThreadsLeavingBeforeABarrierAreFoundUnlessTheBranchIsUni
   }
 }
 
-// The ranges of every access of kernel `name` in testdata file `file` for one block bound by `lb` (empty, with a
-// test failure, when the kernel cannot be prepared).
-std::vector<AccessRange> rangesOf(const char* file, const char* name, const LaunchBinding& lb) {
-  auto m = parseFile(std::string(KFUSE_PTX_TESTDATA "/") + file);
+// The ranges of every access of kernel `name` in testdata file `file`, with `from` (when given; it must occur)
+// replaced by `to`, for one block bound by `lb` (empty, with a test failure, when the kernel cannot be prepared).
+std::vector<AccessRange> rangesOf(const char* file, const char* name, const LaunchBinding& lb,
+                                  const std::string& from = "", const std::string& to = "") {
+  std::ifstream in(std::string(KFUSE_PTX_TESTDATA "/") + file);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  if (!from.empty()) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) return {};
+    text.replace(at, from.size(), to);
+  }
+  auto m = parseModule(text, file);
   EXPECT_TRUE(m.ok()) << m.status().message();
   if (!m.ok()) return {};
   const Function* f = m->findFunction(name);
@@ -431,35 +442,14 @@ TEST(BlockRangesCausal, AnUnrolledLoopWithAPerThreadTripCountIsBounded) {
 TEST(BlockRangesCausal, ACounterThatStepsPastItsBoundIsUnbounded) {
   // The same kernel with the counter tested against -2, or stepping by -8: a start 3 (mod 4) would step past the
   // bound and never stop, so nothing bounds the unrolled loads.
-  std::string text;
-  {
-    auto f = std::ifstream(KFUSE_PTX_TESTDATA "/attention.ptx");
-    std::stringstream buf;
-    buf << f.rdbuf();
-    text = buf.str();
-  }
+  LaunchBinding lb;
+  lb.ntid = {128, 1, 1};
+  lb.nctaid = {4, 1, 1};
+  lb.ctaid = {1, 0, 0};
+  lb.params = {0x900000, 0x100000, 512, 16};
   for (const auto& [from, to] : {std::pair<std::string, std::string>{"%r22, -1;", "%r22, -2;"},
                                  std::pair<std::string, std::string>{"%r22, %r22, -4;", "%r22, %r22, -8;"}}) {
-    std::string edited = text;
-    const size_t at = edited.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    edited.replace(at, from.size(), to);
-    auto m = parseModule(edited, "attention-edited.ptx");
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    const Function* f = m->findFunction("causal_unrolled");
-    ASSERT_NE(f, nullptr);
-    const Cfg cfg = Cfg::build(*f);
-    const DefUse du = DefUse::compute(*f, cfg);
-    const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, Dominators::compute(cfg), du);
-    std::string why;
-    auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
-    ASSERT_TRUE(ranges) << why;
-    LaunchBinding lb;
-    lb.ntid = {128, 1, 1};
-    lb.nctaid = {4, 1, 1};
-    lb.ctaid = {1, 0, 0};
-    lb.params = {0x900000, 0x100000, 512, 16};
-    const auto r = ranges->evaluate(lb);
+    const auto r = rangesOf("attention.ptx", "causal_unrolled", lb, from, to);
     ASSERT_FALSE(r.empty());
     EXPECT_FALSE(r[0].bounded) << to;
   }
@@ -468,33 +458,12 @@ TEST(BlockRangesCausal, ACounterThatStepsPastItsBoundIsUnbounded) {
 // The ranges of value_rows (attention.ptx, possibly edited: `from` replaced by `to`) for block 1 of 128 rows, T = 16,
 // hs = 8: out at 0x900000, att at 0x100000, v at 0x500000.
 std::vector<AccessRange> valueRowsRanges(const std::string& from = "", const std::string& to = "") {
-  std::ifstream in(KFUSE_PTX_TESTDATA "/attention.ptx");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
-  if (!from.empty()) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at == std::string::npos) return {};
-    text.replace(at, from.size(), to);
-  }
-  auto m = parseModule(text, "attention.ptx");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  if (!m.ok()) return {};
-  const Function* f = m->findFunction("value_rows");
-  const Cfg cfg = Cfg::build(*f);
-  const DefUse du = DefUse::compute(*f, cfg);
-  const std::vector<MemoryAccess> accesses = analyzeMemoryAccesses(*f, cfg, Dominators::compute(cfg), du);
-  std::string why;
-  auto ranges = BlockRanges::prepare(*f, cfg, accesses, &why);
-  EXPECT_TRUE(ranges) << why;
-  if (!ranges) return {};
   LaunchBinding lb;
   lb.ntid = {128, 1, 1};
   lb.nctaid = {4, 1, 1};
   lb.ctaid = {1, 0, 0};
   lb.params = {0x900000, 0x100000, 0x500000, 512, 16, 8};
-  return ranges->evaluate(lb);
+  return rangesOf("attention.ptx", "value_rows", lb, from, to);
 }
 
 TEST(BlockRangesCausal, ALoopTestingACopyOfItsVariableMadeAtItsTopIsBounded) {

@@ -95,21 +95,6 @@ const core::PointerArg* pointerArg(const core::Launch& l, int param) {
   return nullptr;
 }
 
-// A kernel node of a recorded CUDA graph as the launch it makes at every replay: its function, shape, argument
-// bytes and pointer arguments (resolved to allocations when the collector read the graph), under the node's id. It
-// has no API or GPU times: the hook backend records none per node.
-core::Launch launchOfNode(const core::GraphNode& n) {
-  core::Launch l;
-  l.id = n.id;
-  l.function_id = n.function_id;
-  l.grid = n.grid;
-  l.block = n.block;
-  l.dynamic_shared_bytes = n.dynamic_shared_bytes;
-  l.arg_bytes = n.arg_bytes;
-  l.pointer_args = n.pointer_args;
-  return l;
-}
-
 std::string archOf(const core::GpuSpec& gpu) {
   return "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
 }
@@ -202,7 +187,7 @@ class Rewriter {
           return badFormat("graph node " + std::to_string(id) + " of candidate " + std::to_string(c_.rank) +
                            " is not a kernel node with a recorded function");
         }
-        if (!launches_.count(id)) node_launches_.push_back(launchOfNode(*it->second));
+        if (!launches_.count(id)) node_launches_.push_back(it->second->launch(id));
         launches_[id] = nullptr;
       }
     }

@@ -165,16 +165,8 @@ GraphReplays expandGraphReplays(core::Trace& trace) {
       const core::GraphNode& n = *node_by_id.at(op.node_id);
       switch (n.type) {
         case core::GraphNodeType::kKernel: {
-          core::Launch l;
-          l.id = launch_id++;
-          l.function_id = n.function_id;
-          l.grid = n.grid;
-          l.block = n.block;
-          l.dynamic_shared_bytes = n.dynamic_shared_bytes;
-          l.arg_bytes = n.arg_bytes;
-          l.pointer_args = n.pointer_args;
           op.record_index = trace.launches.size();
-          trace.launches.push_back(std::move(l));
+          trace.launches.push_back(n.launch(launch_id++));
           break;
         }
         case core::GraphNodeType::kMemcpy: {

@@ -358,6 +358,19 @@ struct GraphNode {
   Id child_graph_id = kNoId;  // child graph
   uint64_t event_handle = 0;  // event record / wait: the CUevent
   LaunchShape shape() const { return {grid, block, dynamic_shared_bytes}; }
+  // A kernel node as the launch it makes at every replay, under `launch_id`: its function, shape, argument bytes and
+  // pointer arguments (resolved when the collector read the graph); no API or GPU times.
+  Launch launch(Id launch_id) const {
+    Launch l;
+    l.id = launch_id;
+    l.function_id = function_id;
+    l.grid = grid;
+    l.block = block;
+    l.dynamic_shared_bytes = dynamic_shared_bytes;
+    l.arg_bytes = arg_bytes;
+    l.pointer_args = pointer_args;
+    return l;
+  }
   friend bool operator==(const GraphNode&, const GraphNode&) = default;
 };
 
