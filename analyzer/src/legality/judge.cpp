@@ -287,7 +287,8 @@ void Analysis::checkSameShapeEpilogue(const std::vector<size_t>& occ, bool visib
   if (!producer || !consumer || (!producer->element_view && !consumer->element_view)) return;
   Verdict e;
   checkEpilogue(occ, e);
-  if (e.legality != Legality::kProven || !e.epilogue) {
+  // checkEpilogue falls back to a prologue; that is checkSameShapePrologue's to find, with its own kind.
+  if (e.legality != Legality::kProven || !e.epilogue || e.prologue) {
     for (const std::string& why : e.reasons) v.reasons.push_back("epilogue fusion does not apply: " + why);
     return;
   }
@@ -512,7 +513,7 @@ Analysis::Verdict Analysis::judgeOccurrence(CandidateKind kind, const std::vecto
       for (size_t j = i + 1; j < occ.size(); ++j) checkPair(occ[i], occ[j], v);
     }
     if (remapped) checkEpilogue(occ, v);
-    // A grid-stride consumer of the producer's own shape: an epilogue on the consumer's element view.
+    // A grid-stride kernel in a pair of one shape: an epilogue on the consumer's (or the producer's) element view.
     if (!remapped && occ.size() == 2 && v.legality != Legality::kProven) checkSameShapeEpilogue(occ, visible, v);
     // Not thread-local: a producer and consumer of one launch shape may still fuse per block, with a barrier,
     // or with the producer recomputed at the consumer's loads (a stencil after an element-wise kernel).
