@@ -56,6 +56,17 @@ std::unordered_map<uint64_t, Open>& startedRanges() {
 }
 std::atomic<uint64_t> g_next_range_id{1};
 
+// Every domain and string handle given out, kept reachable until the process exits (handles stay valid; see Domain),
+// so that leak checkers do not take them for leaks.
+template <class T>
+T* keepHandle(T* handle) {
+  static auto* mu = new std::mutex();                     // leaked, like registryMutex()
+  static auto* handles = new std::vector<const void*>();  // leaked, and so are the handles it holds
+  std::lock_guard lock(*mu);
+  handles->push_back(handle);
+  return handle;
+}
+
 std::string narrow(const wchar_t* text) {
   std::string out;
   if (!text) return out;
@@ -190,22 +201,22 @@ nvtxRangeId_t NVTX_API domainRangeStartEx(nvtxDomainHandle_t domain, const nvtxE
 void NVTX_API domainRangeEnd(nvtxDomainHandle_t /*domain*/, nvtxRangeId_t id) {
   guarded([&] { return end(id); }, 0);
 }
-// Domains and registered strings: `new` is thread-safe; the objects are never freed (see Domain).
+// Domains and registered strings: never freed (see Domain), kept reachable by keepHandle.
 nvtxDomainHandle_t NVTX_API domainCreateA(const char* name) {
-  return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(new Domain{ascii(name)}); },
+  return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(keepHandle(new Domain{ascii(name)})); },
                  nvtxDomainHandle_t{nullptr});
 }
 nvtxDomainHandle_t NVTX_API domainCreateW(const wchar_t* name) {
-  return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(new Domain{narrow(name)}); },
+  return guarded([&] { return reinterpret_cast<nvtxDomainHandle_t>(keepHandle(new Domain{narrow(name)})); },
                  nvtxDomainHandle_t{nullptr});
 }
 void NVTX_API domainDestroy(nvtxDomainHandle_t /*domain*/) {}  // handles stay valid: see Domain
 nvtxStringHandle_t NVTX_API domainRegisterStringA(nvtxDomainHandle_t /*domain*/, const char* text) {
-  return guarded([&] { return reinterpret_cast<nvtxStringHandle_t>(new RegisteredString{ascii(text)}); },
+  return guarded([&] { return reinterpret_cast<nvtxStringHandle_t>(keepHandle(new RegisteredString{ascii(text)})); },
                  nvtxStringHandle_t{nullptr});
 }
 nvtxStringHandle_t NVTX_API domainRegisterStringW(nvtxDomainHandle_t /*domain*/, const wchar_t* text) {
-  return guarded([&] { return reinterpret_cast<nvtxStringHandle_t>(new RegisteredString{narrow(text)}); },
+  return guarded([&] { return reinterpret_cast<nvtxStringHandle_t>(keepHandle(new RegisteredString{narrow(text)})); },
                  nvtxStringHandle_t{nullptr});
 }
 
