@@ -192,7 +192,7 @@ Status CuptiBackend::start() {
       CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,       CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
       CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,        CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-      CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+      CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,           CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
   };
   for (CUpti_CallbackId cbid : memory_cbids) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
@@ -597,7 +597,25 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
       const auto* p = static_cast<const cuMemMap_params*>(params);
-      alloc(&p->ptr, p->size, core::AllocationKind::kDevice);
+      AllocEvent e;
+      e.address = p->ptr;
+      e.size = p->size;
+      e.ns = now;
+      e.flags = kAllocMapping;
+      e.handle = p->handle;
+      e.handle_offset = p->offset;
+      sink_.pushStruct(EventKind::kAlloc, e);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+      const auto* p = static_cast<const cuMemCreate_params*>(params);
+      if (!p->handle) break;
+      AllocEvent e;
+      e.size = p->size;
+      e.ns = now;
+      e.flags = kAllocPhysical;
+      e.handle = *p->handle;
+      sink_.pushStruct(EventKind::kAlloc, e);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: release(static_cast<const cuMemUnmap_params*>(params)->ptr, false); break;

@@ -383,6 +383,35 @@ TEST(CuptiBackendTest, MetricsFromTheRangeProfilerReachTheirLaunches) {
   EXPECT_EQ(per_launch[t.launches[0].id].size(), 7u);
 }
 
+TEST(CuptiBackendTest, MemoryMappedTwiceFromCallbacksIsNotResolvedAsTwoBuffers) {
+  Fixture f;
+  ASSERT_TRUE(f.backend.start().ok());
+  auto cb = [&](CUpti_CallbackId id) {
+    return std::find(f.api.enabled_cbids.begin(), f.api.enabled_cbids.end(), id) != f.api.enabled_cbids.end();
+  };
+  EXPECT_TRUE(cb(CUPTI_DRIVER_TRACE_CBID_cuMemCreate));
+  EXPECT_TRUE(cb(CUPTI_DRIVER_TRACE_CBID_cuMemMap));
+  CUmemGenericAllocationHandle shared = 5, own = 6;
+  cuMemCreate_params c1{&shared, 2 << 20, nullptr, 0}, c2{&own, 2 << 20, nullptr, 0};
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemCreate, &c1});
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemCreate, &c2});
+  const CUdeviceptr base = 0x7f0000000000ull, mb2 = 2 << 20;
+  cuMemMap_params m1{base, mb2, 0, shared, 0}, m2{base + mb2, mb2, 0, shared, 0}, m3{base + 2 * mb2, mb2, 0, own, 0};
+  for (cuMemMap_params* m : {&m1, &m2, &m3}) exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuMemMap, m});
+  CUdeviceptr a = base + mb2 + 64, b = base + 2 * mb2 + 64;  // into the second mapping of `shared`, into `own`
+  void* params[] = {&a, &b};
+  cuLaunchKernel_params p = launchParams(params, /*grid=*/16, /*block=*/128);
+  enterAndExit(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &p, 42});
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  EXPECT_EQ(t.allocations.size(), 3u);
+  ASSERT_EQ(t.launches.size(), 1u);
+  ASSERT_EQ(t.launches[0].pointer_args.size(), 1u);
+  EXPECT_EQ(t.launches[0].pointer_args[0].param_index, 1);
+  EXPECT_EQ(t.launches[0].pointer_args[0].allocation_id, t.allocations[2].id);
+}
+
 TEST(CuptiBackendTest, CopyCallbacksGiveAddressesAndTheirRecordsGiveGpuTimes) {
   Fixture f;
   ASSERT_TRUE(f.backend.start().ok());

@@ -485,7 +485,31 @@ CUresult HookRecorder::MemFree(int variant, CUdeviceptr dptr) {
 CUresult HookRecorder::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset,
                               CUmemGenericAllocationHandle handle, unsigned long long flags) {
   KFUSE_FORWARD(MemMap, ptr, size, offset, handle, flags)
-  if (r == CUDA_SUCCESS) recordAlloc(ptr, size, core::AllocationKind::kDevice);
+  if (r == CUDA_SUCCESS) {
+    AllocEvent e;
+    e.address = ptr;
+    e.size = size;
+    e.ns = collectorNowNs();
+    e.kind = core::AllocationKind::kDevice;
+    e.flags = kAllocMapping;
+    e.handle = handle;
+    e.handle_offset = offset;
+    sink_.pushStruct(EventKind::kAlloc, e);
+  }
+  return r;
+}
+
+CUresult HookRecorder::MemCreate(int variant, CUmemGenericAllocationHandle* handle, size_t size,
+                                 const CUmemAllocationProp* prop, unsigned long long flags) {
+  KFUSE_FORWARD(MemCreate, handle, size, prop, flags)
+  if (r == CUDA_SUCCESS && handle) {
+    AllocEvent e;
+    e.size = size;
+    e.ns = collectorNowNs();
+    e.flags = kAllocPhysical;
+    e.handle = *handle;
+    sink_.pushStruct(EventKind::kAlloc, e);
+  }
   return r;
 }
 

@@ -194,14 +194,23 @@ CUresult CUDAAPI fMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHand
 CUresult CUDAAPI fMemUnmap(CUdeviceptr, size_t) {
   return CUDA_SUCCESS;
 }
+std::atomic<CUmemGenericAllocationHandle> g_next_handle{1};
+CUresult CUDAAPI fMemCreate(CUmemGenericAllocationHandle* h, size_t, const CUmemAllocationProp*, unsigned long long) {
+  *h = g_next_handle++;
+  return CUDA_SUCCESS;
+}
 
 TEST(HookRecorderTest, MappedVirtualMemoryResolvesPointersUntilUnmapped) {
   Fixture f;
   f.table.MemMap[0] = &fMemMap;
   f.table.MemUnmap[0] = &fMemUnmap;
+  f.table.MemCreate[0] = &fMemCreate;
   const CUdeviceptr base = 0x7f0000000000ull;  // a range reserved with cuMemAddressReserve, mapped in pieces
-  ASSERT_EQ(f.recorder.MemMap(0, base, 2 << 20, 0, 1, 0), CUDA_SUCCESS);
-  ASSERT_EQ(f.recorder.MemMap(0, base + (2 << 20), 2 << 20, 0, 2, 0), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle h1 = 0, h2 = 0;
+  ASSERT_EQ(f.recorder.MemCreate(0, &h1, 2 << 20, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemCreate(0, &h2, 2 << 20, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemMap(0, base, 2 << 20, 0, h1, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemMap(0, base + (2 << 20), 2 << 20, 0, h2, 0), CUDA_SUCCESS);
   ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base + 256, base + (2 << 20) + 512), CUDA_SUCCESS);
   ASSERT_EQ(f.recorder.MemUnmap(0, base + (2 << 20), 2 << 20), CUDA_SUCCESS);
   ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base, base + (2 << 20)), CUDA_SUCCESS);
@@ -216,6 +225,55 @@ TEST(HookRecorderTest, MappedVirtualMemoryResolvesPointersUntilUnmapped) {
   EXPECT_EQ(t.launches[0].pointer_args[1].offset, 512u);
   ASSERT_EQ(t.launches[1].pointer_args.size(), 1u);  // the unmapped piece no longer resolves
   EXPECT_EQ(t.launches[1].pointer_args[0].allocation_id, t.allocations[0].id);
+}
+
+int64_t statValue(const core::Trace& t, core::StatId id) {
+  for (const core::Stat& s : t.stats) {
+    if (s.name == core::statName(id)) return s.value;
+  }
+  return 0;
+}
+
+TEST(HookRecorderTest, MemoryMappedTwiceIsNotResolvedAsTwoBuffers) {
+  // One physical allocation at two addresses (a double-mapped ring buffer): a pointer into either cannot be told
+  // apart from the other by address, so neither resolves; a third mapping of its own handle still does.
+  Fixture f;
+  f.table.MemMap[0] = &fMemMap;
+  f.table.MemUnmap[0] = &fMemUnmap;
+  f.table.MemCreate[0] = &fMemCreate;
+  const CUdeviceptr base = 0x7f0000000000ull, mb2 = 2 << 20;
+  CUmemGenericAllocationHandle shared = 0, own = 0;
+  ASSERT_EQ(f.recorder.MemCreate(0, &shared, mb2, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemCreate(0, &own, mb2, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemMap(0, base, mb2, 0, shared, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemMap(0, base + mb2, mb2, 0, shared, 0), CUDA_SUCCESS);
+  ASSERT_EQ(f.recorder.MemMap(0, base + 2 * mb2, mb2, 0, own, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base + 256, base + mb2 + 260), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base + 2 * mb2, base + 16), CUDA_SUCCESS);
+  // Once the second mapping is gone, the first is one buffer again.
+  ASSERT_EQ(f.recorder.MemUnmap(0, base + mb2, mb2), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base + 256, base + 2 * mb2), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.launches.size(), 3u);
+  EXPECT_TRUE(t.launches[0].pointer_args.empty());
+  ASSERT_EQ(t.launches[1].pointer_args.size(), 1u);
+  EXPECT_EQ(t.launches[1].pointer_args[0].address, base + 2 * mb2);
+  EXPECT_EQ(t.launches[2].pointer_args.size(), 2u);
+  EXPECT_EQ(statValue(t, core::StatId::kPointerIntoSharedMapping), 3);
+}
+
+TEST(HookRecorderTest, MappingOfAHandleNotMadeWhileRecordingIsNotResolved) {
+  // An imported or retained handle (or one made before recording) may show bytes another handle shows.
+  Fixture f;
+  f.table.MemMap[0] = &fMemMap;
+  const CUdeviceptr base = 0x7f0000000000ull;
+  ASSERT_EQ(f.recorder.MemMap(0, base, 2 << 20, 0, /*handle=*/77, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launchSaxpy(f.recorder, 0, nullptr, base, base + 512), CUDA_SUCCESS);
+  const core::Trace& t = f.finish();
+  ASSERT_EQ(t.allocations.size(), 1u);  // still an allocation (copies and frees name it)
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_TRUE(t.launches[0].pointer_args.empty());
+  EXPECT_EQ(statValue(t, core::StatId::kPointerIntoSharedMapping), 2);
 }
 
 // A driver with stream capture: stream 0x700 captures between begin and end; other streams never do.

@@ -271,8 +271,29 @@ Status TraceAssembler::onLaunch(const LaunchEvent& e, const uint8_t* args) {
   return out_.add(l);
 }
 
+bool TraceAssembler::resolvePointer(uint64_t value, core::Id& allocation, uint64_t& offset) {
+  auto hit = allocations_.find(value);
+  if (!hit) return false;
+  allocation = hit->allocation_id;
+  offset = hit->offset;
+  if (mappings_.empty()) return true;
+  auto m = mappings_.find(value - hit->offset);
+  if (m == mappings_.end() || m->second.allocation != allocation) return true;
+  const Mapping& mine = m->second;
+  // Addresses tell buffers apart everywhere in the analysis (allocations, offsets, the argument values a proof binds),
+  // so memory that two live mappings show, or may show, is left unresolved: no proof can rest on it.
+  bool shared = !created_handles_.count(mine.handle);
+  for (auto it = mappings_.begin(); it != mappings_.end() && !shared; ++it) {
+    const Mapping& other = it->second;
+    shared = &other != &mine && other.handle == mine.handle && other.offset < mine.offset + mine.size &&
+             mine.offset < other.offset + other.size;
+  }
+  if (shared) count(core::StatId::kPointerIntoSharedMapping);
+  return !shared;
+}
+
 std::vector<core::PointerArg> TraceAssembler::pointerArgs(const FunctionInfo& fi, const uint8_t* args,
-                                                          uint32_t arg_size) const {
+                                                          uint32_t arg_size) {
   // Every pointer-sized argument that falls inside a live allocation, and every 8 aligned bytes of a larger argument
   // (a struct passed by value: PyTorch's std::array<char*, N>, a params struct) that do. A struct's scan stops at
   // kMaxStructScan bytes and a launch keeps at most kMaxPointerArgs.
@@ -288,9 +309,11 @@ std::vector<core::PointerArg> TraceAssembler::pointerArgs(const FunctionInfo& fi
     for (uint32_t at = first; at + 8 <= scan && out.size() < kMaxPointerArgs; at += 8) {
       const uint64_t value = load<uint64_t>(args + pl.offset + at);
       if (value == 0) continue;
-      if (auto hit = allocations_.find(value)) {
-        out.push_back(core::PointerArg{static_cast<int>(i), value, hit->allocation_id, hit->offset,
-                                       whole ? -1 : static_cast<int32_t>(at)});
+      core::Id allocation = core::kNoId;
+      uint64_t offset = 0;
+      if (resolvePointer(value, allocation, offset)) {
+        out.push_back(
+            core::PointerArg{static_cast<int>(i), value, allocation, offset, whole ? -1 : static_cast<int32_t>(at)});
       }
     }
   }
@@ -371,6 +394,10 @@ Status TraceAssembler::onModule(const ModuleEvent& e) {
 }
 
 Status TraceAssembler::onAlloc(const AllocEvent& e) {
+  if (e.flags & kAllocPhysical) {
+    created_handles_.insert(e.handle);
+    return {};
+  }
   core::Allocation a;
   a.id = ++next_alloc_;
   a.address = e.address;
@@ -380,11 +407,15 @@ Status TraceAssembler::onAlloc(const AllocEvent& e) {
   std::vector<core::Id> evicted;
   allocations_.insert(e.address, e.size, a.id, &evicted);
   if (!evicted.empty()) count(core::StatId::kAllocationReplaced, static_cast<int64_t>(evicted.size()));
+  for (auto it = mappings_.lower_bound(e.address); it != mappings_.end() && it->first - e.address < e.size;)
+    it = mappings_.erase(it);
+  if (e.flags & kAllocMapping) mappings_[e.address] = Mapping{e.size, e.handle, e.handle_offset, a.id};
   return out_.add(a);
 }
 
 Status TraceAssembler::onFree(const FreeEvent& e) {
   if (e.address == 0) return {};
+  mappings_.erase(e.address);
   if (auto id = allocations_.erase(e.address)) return out_.setAllocationFreed(*id, e.ns);
   // Allocated before recording started: known to have existed, origin and size unknown (not guessed).
   count(core::StatId::kFreeOfUnknownAddress);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kfuse/collector/address_map.h"
@@ -160,7 +161,11 @@ class TraceAssembler {
   core::Id resolveAllocation(uint64_t address);
   // The pointer-sized arguments (and 8-byte fields of struct arguments) of a kernel's argument buffer that fall
   // inside a live allocation. Empty when the layout is not known.
-  std::vector<core::PointerArg> pointerArgs(const FunctionInfo& fi, const uint8_t* args, uint32_t arg_size) const;
+  std::vector<core::PointerArg> pointerArgs(const FunctionInfo& fi, const uint8_t* args, uint32_t arg_size);
+  // The allocation and offset of a pointer into a live allocation; false if none, or if the pointer is into a mapping
+  // (cuMemMap) of bytes another live mapping also shows, or may show (a handle not made by cuMemCreate while
+  // recording).
+  bool resolvePointer(uint64_t value, core::Id& allocation, uint64_t& offset);
   // A kernel node's function, shape, arguments and their pointers, from its event.
   void fillKernelNode(core::GraphNode& n, const GraphNodeEvent& e, const uint8_t* args);
   // Records waiting for the activity record with their GPU times, by correlation id: `holdPending` keeps one
@@ -188,6 +193,15 @@ class TraceAssembler {
   std::unordered_map<Handle, core::Id> modules_;
   std::unordered_map<Handle, core::Id> events_;  // CUevent -> latest Event id
   AddressMap allocations_;
+  // Virtual memory management: the handles cuMemCreate made while recording, and each live mapping by address.
+  struct Mapping {
+    uint64_t size = 0;
+    uint64_t handle = 0;
+    uint64_t offset = 0;  // in the handle's bytes
+    core::Id allocation = core::kNoId;
+  };
+  std::unordered_set<uint64_t> created_handles_;
+  std::map<uint64_t, Mapping> mappings_;
   std::map<int64_t, core::Launch> pending_;         // correlation id -> launch waiting for GPU time
   std::map<int64_t, core::Memcpy> pending_copies_;  // CUPTI callback copies waiting for their record
   std::map<int64_t, core::Memset> pending_sets_;

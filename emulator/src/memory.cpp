@@ -53,7 +53,8 @@ Expected<DevicePtr> Memory::allocate(uint64_t bytes, std::string tag) {
   uint64_t size = bytes == 0 ? 1 : bytes;
   Impl::Alloc a;
   a.size = bytes;
-  a.data.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
+  a.owner.reset(static_cast<uint8_t*>(std::calloc(size, 1)), [](uint8_t* p) { std::free(p); });
+  a.data = a.owner.get();
   if (!a.data) return internalError("host out of memory allocating " + std::to_string(bytes) + " bytes");
   a.tag = std::move(tag);
   uint64_t base = impl_->next;
@@ -71,6 +72,7 @@ Status Memory::free(DevicePtr ptr) {
     if (impl_->freed.count(ptr)) return invalidArgument("double free of device pointer " + hex(ptr));
     return invalidArgument("free of " + hex(ptr) + ", which is not the start of an allocation");
   }
+  if (it->second.mapping) return invalidArgument("free of " + hex(ptr) + ", which is a mapping (unmap it instead)");
   impl_->freed[ptr] = it->second.size;
   impl_->in_use -= it->second.size;
   impl_->live.erase(it);
@@ -137,6 +139,78 @@ Status Memory::rangeOf(DevicePtr ptr, DevicePtr* base, uint64_t* size) const {
   if (!r) return notFound("no allocation contains " + hex(ptr));
   if (base) *base = r->base;
   if (size) *size = r->size;
+  return {};
+}
+
+Expected<Memory::Physical> Memory::createPhysical(uint64_t bytes) {
+  if (bytes == 0 || bytes > (uint64_t{1} << 36))
+    return invalidArgument("physical allocation of " + std::to_string(bytes) + " bytes is not supported");
+  Physical p(static_cast<uint8_t*>(std::calloc(bytes, 1)), [](uint8_t* q) { std::free(q); });
+  if (!p) return internalError("host out of memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+Expected<DevicePtr> Memory::reserve(uint64_t bytes) {
+  if (bytes == 0 || bytes > (uint64_t{1} << 40))
+    return invalidArgument("reservation of " + std::to_string(bytes) + " bytes is not supported");
+  std::unique_lock lock(impl_->mu);
+  // Mappings are aligned like the driver's granularity so that programs rounding addresses still work.
+  constexpr uint64_t kAlign = uint64_t{2} << 20;
+  const uint64_t base = (impl_->next + kAlign - 1) / kAlign * kAlign;
+  impl_->next = base + bytes + kGuardBytes;
+  impl_->reserved.emplace(base, bytes);
+  return base;
+}
+
+Status Memory::releaseReservation(DevicePtr base, uint64_t bytes) {
+  std::unique_lock lock(impl_->mu);
+  auto it = impl_->reserved.find(base);
+  if (it == impl_->reserved.end() || it->second != bytes)
+    return invalidArgument("no reservation of " + std::to_string(bytes) + " bytes at " + hex(base));
+  auto m = impl_->live.lower_bound(base);
+  if (m != impl_->live.end() && m->first < base + bytes)
+    return invalidArgument("reservation at " + hex(base) + " still has a mapping at " + hex(m->first));
+  impl_->reserved.erase(it);
+  return {};
+}
+
+Status Memory::map(DevicePtr va, uint64_t bytes, Physical physical, uint64_t physical_bytes, uint64_t offset) {
+  if (!physical || bytes == 0 || offset > physical_bytes || bytes > physical_bytes - offset)
+    return invalidArgument("mapping of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                           " does not fit its physical allocation of " + std::to_string(physical_bytes) + " bytes");
+  std::unique_lock lock(impl_->mu);
+  auto r = impl_->reserved.upper_bound(va);
+  if (r == impl_->reserved.begin() || va < std::prev(r)->first ||
+      va - std::prev(r)->first + bytes > std::prev(r)->second)
+    return invalidArgument("mapping at " + hex(va) + " is not inside a reserved address range");
+  auto next = impl_->live.lower_bound(va);
+  if (next != impl_->live.end() && next->first < va + bytes)
+    return invalidArgument("mapping at " + hex(va) + " overlaps the mapping at " + hex(next->first));
+  if (next != impl_->live.begin() && std::prev(next)->first + std::prev(next)->second.size > va)
+    return invalidArgument("mapping at " + hex(va) + " overlaps the mapping at " + hex(std::prev(next)->first));
+  Impl::Alloc a;
+  a.size = bytes;
+  a.data = physical.get() + offset;
+  a.owner = std::move(physical);
+  a.mapping = true;
+  impl_->live.emplace(va, std::move(a));
+  impl_->freed.erase(va);
+  impl_->in_use += bytes;
+  impl_->rebuild();
+  return {};
+}
+
+Status Memory::unmap(DevicePtr va, uint64_t bytes) {
+  std::unique_lock lock(impl_->mu);
+  auto it = impl_->live.find(va);
+  if (it == impl_->live.end() || !it->second.mapping)
+    return invalidArgument("unmap at " + hex(va) + ", where no mapping starts");
+  while (it != impl_->live.end() && it->first < va + bytes && it->second.mapping) {
+    impl_->freed[it->first] = it->second.size;
+    impl_->in_use -= it->second.size;
+    it = impl_->live.erase(it);
+  }
+  impl_->rebuild();
   return {};
 }
 

@@ -37,23 +37,24 @@ struct Memory::Impl {
     uint64_t size = 0;
     // calloc'ed: the kernel hands out zero pages as they are touched, so a large allocation (a module's
     // `.global .b8 big[1 << 34]`) costs address space, not memory, until the program writes it.
-    struct Free {
-      void operator()(uint8_t* p) const { std::free(p); }
-    };
-    std::unique_ptr<uint8_t, Free> data;
+    // The allocation's bytes; a mapping's point into the physical buffer `owner` shares with other mappings.
+    std::shared_ptr<uint8_t> owner;
+    uint8_t* data = nullptr;
     std::string tag;
+    bool mapping = false;  // made by map(): unmap() removes it, free() refuses it
   };
   mutable std::shared_mutex mu;  // shared: launches and copies; exclusive: allocate/free
   std::map<uint64_t, Alloc> live;
-  std::map<uint64_t, uint64_t> freed;  // base -> size, for use-after-free reports
-  std::vector<Region> regions;         // sorted by base; rebuilt on allocate/free
+  std::map<uint64_t, uint64_t> freed;     // base -> size, for use-after-free reports
+  std::map<uint64_t, uint64_t> reserved;  // base -> size of each reserve()d range
+  std::vector<Region> regions;            // sorted by base; rebuilt on allocate/free
   uint64_t next = kGlobalBase;
   uint64_t in_use = 0;
 
   void rebuild() {
     regions.clear();
     regions.reserve(live.size());
-    for (auto& [b, a] : live) regions.push_back({b, a.size, a.data.get()});
+    for (auto& [b, a] : live) regions.push_back({b, a.size, a.data});
   }
   // Region containing [addr, addr+len), or nullptr. Caller holds `mu` (shared).
   const Region* find(uint64_t addr, uint64_t len) const {

@@ -107,6 +107,10 @@ CASES = {
     "alias_tl_out_into_in": (4, "thread-local", True, "the consumer's output is the producer's input + 1 element"),
     # Horizontal fusion of independent kernels: kfuse fuses many_small_kernels' pairs today.
     "hor_alias": (4, "horizontal", True, "the writer writes one block into what the reader reads"),
+    "vmm_tl_alias": (4, "thread-local", True,
+                     "V2 maps V1's physical memory (cuMemMap twice): the consumer reads the intermediate + 1 element"),
+    "vmm_hor_alias": (4, "horizontal", True,
+                      "V2 maps V1's physical memory (cuMemMap twice): the writer writes into what the reader reads"),
     "partial_tl": (4, "thread-local", True, "the producer writes 900 of the 1024 elements the consumer reads"),
     "partial_epi": (4, "epilogue", True, "the producer writes 12 of 16 rows"),
     "partial_pro": (4, "prologue", True, "the producer writes 900 of the 1024 elements the consumer reads"),

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "common.h"
 
@@ -45,26 +46,78 @@ uint64_t fnv1a(const void* data, size_t n) {
   return h;
 }
 
+// Two buffers made with virtual memory management (the `vmm_` cases): V1 and V2 are mappings of one reserved
+// range, V2 of its own physical allocation in the legal mode and of V1's (the same bytes at a second address, as a
+// double-mapped ring buffer does) in the illegal mode.
+struct Mapped {
+  CUdeviceptr v1 = 0, v2 = 0, reserved = 0;
+  size_t bytes = 0;
+  CUmemGenericAllocationHandle h1 = 0, h2 = 0;
+  bool two = false;
+  explicit Mapped(bool alias) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t granularity = 0;
+    CU_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    bytes = (size_t{kCap} * 4 + granularity - 1) / granularity * granularity;
+    CU_CHECK(cuMemCreate(&h1, bytes, &prop, 0));
+    two = !alias;
+    if (two) CU_CHECK(cuMemCreate(&h2, bytes, &prop, 0));
+    CU_CHECK(cuMemAddressReserve(&reserved, 2 * bytes, 0, 0, 0));
+    v1 = reserved;
+    v2 = reserved + bytes;
+    CU_CHECK(cuMemMap(v1, bytes, 0, h1, 0));
+    CU_CHECK(cuMemMap(v2, bytes, 0, two ? h2 : h1, 0));
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CU_CHECK(cuMemSetAccess(reserved, 2 * bytes, &access, 1));
+  }
+  ~Mapped() {
+    cuMemUnmap(v1, bytes);
+    cuMemUnmap(v2, bytes);
+    cuMemAddressFree(reserved, 2 * bytes);
+    cuMemRelease(h1);
+    if (two) cuMemRelease(h2);
+  }
+};
+
 // The buffers every case may use: five separate allocations, one arena (regions of kRegion floats inside one
-// cuMemAlloc), two index arrays (identity, rotation by 300) and an integer counter array.
+// cuMemAlloc), two index arrays (identity, rotation by 300) and an integer counter array; the `vmm_` cases also
+// have V1 and V2 (Mapped).
 struct Buffers {
   CUdeviceptr a = 0, b = 0, c = 0, d = 0, e = 0, arena = 0, idx_id = 0, idx_perm = 0, cnt = 0;
+  std::unique_ptr<Mapped> mapped;
+  CUdeviceptr v1 = 0, v2 = 0;
   struct Entry {
     const char* name;
     CUdeviceptr* ptr;
     size_t bytes;
   };
   std::vector<Entry> all() {
-    return {{"A", &a, kCap * 4},           {"B", &b, kCap * 4},
-            {"C", &c, kCap * 4},           {"D", &d, kCap * 4},
-            {"E", &e, kCap * 4},           {"ARENA", &arena, kRegion * kRegions * 4},
-            {"IDX_ID", &idx_id, kCap * 4}, {"IDX_PERM", &idx_perm, kCap * 4},
-            {"CNT", &cnt, kCap * 4}};
+    std::vector<Entry> out = {{"A", &a, kCap * 4},           {"B", &b, kCap * 4},
+                              {"C", &c, kCap * 4},           {"D", &d, kCap * 4},
+                              {"E", &e, kCap * 4},           {"ARENA", &arena, kRegion * kRegions * 4},
+                              {"IDX_ID", &idx_id, kCap * 4}, {"IDX_PERM", &idx_perm, kCap * 4},
+                              {"CNT", &cnt, kCap * 4}};
+    if (mapped) {
+      out.push_back({"V1", &v1, kCap * 4});
+      out.push_back({"V2", &v2, kCap * 4});
+    }
+    return out;
   }
-  Buffers() {
+  // `vmm`: also V1 and V2, the same bytes when `alias`.
+  Buffers(bool vmm, bool alias) {
+    if (vmm) {
+      mapped = std::make_unique<Mapped>(alias);
+      v1 = mapped->v1;
+      v2 = mapped->v2;
+    }
     int which = 0;
     for (Entry& en : all()) {
-      CU_CHECK(cuMemAlloc(en.ptr, en.bytes));
+      if (en.ptr != &v1 && en.ptr != &v2) CU_CHECK(cuMemAlloc(en.ptr, en.bytes));
       std::vector<uint32_t> words(en.bytes / 4);
       for (size_t i = 0; i < words.size(); ++i) {
         float f = initial(which, int(i));
@@ -81,7 +134,9 @@ struct Buffers {
     }
   }
   ~Buffers() {
-    for (Entry& en : all()) cuMemFree(*en.ptr);
+    for (Entry& en : all()) {
+      if (en.ptr != &v1 && en.ptr != &v2) cuMemFree(*en.ptr);
+    }
   }
   CUdeviceptr ar(int region, long elements = 0) const { return arena + 4 * (size_t(region) * kRegion + elements); }
   void print() {
@@ -315,6 +370,15 @@ std::map<std::string, Case> cases(Buffers& b) {
   c["alias_tl_out_into_in"] = [=, &b](const Run& r) {
     r.launch("ew_scale", k1d, b.c, b.a, n);
     r.launch("ew_add", k1d, r.pick(b.d, at(b.a, 1)), b.c, n);
+  };
+  // Memory mapped twice (cuMemMap of one physical allocation at two addresses): distinct addresses, the same bytes.
+  c["vmm_tl_alias"] = [=, &b](const Run& r) {
+    r.launch("ew_scale", k1d, b.v1, b.a, n);
+    r.launch("ew_add2", k1d, b.d, b.v1, at(b.v2, 1), n);
+  };
+  c["vmm_hor_alias"] = [=, &b](const Run& r) {
+    r.launch("hz_read", k1d, b.d, b.v1, n);
+    r.launch("hz_write", k1d, at(b.v2, 128), 0.5f, n);
   };
   c["hor_alias"] = [=, &b](const Run& r) {
     r.launch("hz_read", k1d, b.d, b.a, n);
@@ -550,7 +614,7 @@ int main(int argc, char** argv) {
   const bool illegal = std::strcmp(argv[3], "illegal") == 0;
   if (illegal && std::strncmp(argv[2], "addr_", 5) == 0) CU_CHECK(cuMemAlloc(&spacer, 12 * 1024));
   {
-    Buffers b;
+    Buffers b(std::strncmp(argv[2], "vmm_", 4) == 0, illegal);
     const auto all = cases(b);
     auto it = all.find(argv[2]);
     if (it == all.end()) {

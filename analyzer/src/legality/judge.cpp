@@ -64,8 +64,15 @@ void Analysis::checkVisibility(size_t op, Verdict& v) const {
         none.bounded && none.lo == none.hi) {
       continue;
     }
+    // The collector leaves pointers into memory mapped more than once unresolved (pointer_into_shared_mapping).
+    const bool shared = std::any_of(t_.stats.begin(), t_.stats.end(), [](const core::Stat& s) {
+      return s.name == core::statName(core::StatId::kPointerIntoSharedMapping) && s.value > 0;
+    });
     v.weaken(Legality::kLikely, k->name + " accesses memory through argument " + std::to_string(p.index) +
-                                    ", which does not point into any allocation the trace recorded");
+                                    ", which does not point into any allocation the trace recorded" +
+                                    (shared ? " as one buffer (the trace has pointers into memory mapped more than "
+                                              "once, which addresses cannot tell apart)"
+                                            : ""));
   }
 }
 

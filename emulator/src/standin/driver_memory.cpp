@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -279,6 +280,157 @@ CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytes, unsigned int flags) {
 }
 CUresult CUDAAPI cuMemHostUnregister(void* p) {
   (void)p;
+  return CUDA_SUCCESS;
+}
+
+// ---- virtual memory management: physical allocations, reserved address ranges, mappings -----------------------
+// A handle names a physical allocation (Memory::createPhysical); mapping it twice makes two address ranges over the
+// same bytes, as on a GPU. Sizes, offsets and addresses must be multiples of the granularity, as the driver asks.
+}  // extern "C"
+namespace {
+constexpr size_t kVmmGranularity = size_t{2} << 20;
+struct PhysicalAllocation {
+  kfuse::emulator::Memory::Physical bytes;
+  size_t size = 0;
+  CUmemAllocationProp prop{};
+  int refs = 1;  // cuMemCreate and each cuMemRetainAllocationHandle; cuMemRelease drops one
+};
+struct Vmm {
+  std::mutex mu;
+  std::unordered_map<CUmemGenericAllocationHandle, PhysicalAllocation> handles;
+  std::map<CUdeviceptr, std::pair<size_t, CUmemGenericAllocationHandle>> mappings;  // va -> size, handle
+  CUmemGenericAllocationHandle next = 0x1000;
+};
+Vmm& vmm() {
+  static auto* v = new Vmm();
+  return *v;
+}
+bool validDeviceProp(const CUmemAllocationProp* prop) {
+  return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+         prop->location.id == 0;
+}
+bool granular(uint64_t v) {
+  return v % kVmmGranularity == 0;
+}
+}  // namespace
+extern "C" {
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                               CUmemAllocationGranularity_flags option) {
+  KF_REQUIRE_INIT();
+  if (!granularity || !validDeviceProp(prop)) return CUDA_ERROR_INVALID_VALUE;
+  if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+    return CUDA_ERROR_INVALID_VALUE;
+  *granularity = kVmmGranularity;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                             unsigned long long flags) {
+  KF_REQUIRE_CTX();
+  if (!handle || !validDeviceProp(prop) || flags != 0 || size == 0 || !granular(size)) return CUDA_ERROR_INVALID_VALUE;
+  auto bytes = kfuse::emulator::Memory::createPhysical(size);
+  if (!bytes.ok()) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(vmm().mu);
+  const CUmemGenericAllocationHandle h = vmm().next++;
+  vmm().handles[h] = PhysicalAllocation{std::move(*bytes), size, *prop, 1};
+  *handle = h;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
+  KF_REQUIRE_INIT();
+  std::lock_guard lock(vmm().mu);
+  auto it = vmm().handles.find(handle);
+  if (it == vmm().handles.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (--it->second.refs == 0) vmm().handles.erase(it);  // mappings keep the bytes until they are unmapped
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                        CUmemGenericAllocationHandle handle) {
+  KF_REQUIRE_INIT();
+  std::lock_guard lock(vmm().mu);
+  auto it = vmm().handles.find(handle);
+  if (!prop || it == vmm().handles.end()) return CUDA_ERROR_INVALID_VALUE;
+  *prop = it->second.prop;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags) {
+  KF_REQUIRE_CTX();
+  (void)addr;  // a hint only
+  if (!ptr || size == 0 || !granular(size) || flags != 0 || (alignment && alignment & (alignment - 1)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (alignment > kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;  // reservations are 2 MiB aligned here
+  auto base = dev()->memory().reserve(size);
+  if (!base.ok()) return CUDA_ERROR_OUT_OF_MEMORY;
+  *ptr = *base;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  KF_REQUIRE_CTX();
+  return dev()->memory().releaseReservation(ptr, size).ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags) {
+  KF_REQUIRE_CTX();
+  if (flags != 0 || size == 0 || !granular(ptr) || !granular(size) || !granular(offset))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(vmm().mu);
+  auto it = vmm().handles.find(handle);
+  if (it == vmm().handles.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (!dev()->memory().map(ptr, size, it->second.bytes, it->second.size, offset).ok()) return CUDA_ERROR_INVALID_VALUE;
+  vmm().mappings[ptr] = {size, handle};
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  KF_REQUIRE_CTX();
+  if (size == 0 || !granular(ptr) || !granular(size)) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(vmm().mu);
+  if (!dev()->memory().unmap(ptr, size).ok()) return CUDA_ERROR_INVALID_VALUE;
+  for (auto it = vmm().mappings.lower_bound(ptr); it != vmm().mappings.end() && it->first < ptr + size;)
+    it = vmm().mappings.erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  KF_REQUIRE_CTX();
+  if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id != 0)
+      return CUDA_ERROR_INVALID_DEVICE;
+  }
+  // The emulated device always has access to what is mapped; every byte of the range must be mapped.
+  std::lock_guard lock(vmm().mu);
+  CUdeviceptr at = ptr;
+  auto it = vmm().mappings.upper_bound(ptr);
+  if (it == vmm().mappings.begin()) return CUDA_ERROR_INVALID_VALUE;
+  for (--it; at < ptr + size; ++it) {
+    if (it == vmm().mappings.end() || it->first > at || it->first + it->second.first <= at)
+      return CUDA_ERROR_INVALID_VALUE;
+    at = it->first + it->second.first;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
+  KF_REQUIRE_CTX();
+  if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(vmm().mu);
+  auto it = vmm().mappings.upper_bound(ptr);
+  const bool mapped = it != vmm().mappings.begin() && ptr < std::prev(it)->first + std::prev(it)->second.first;
+  if (!mapped) return CUDA_ERROR_INVALID_VALUE;
+  const bool device = location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0;
+  *flags = device ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  KF_REQUIRE_INIT();
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  const auto ptr = reinterpret_cast<CUdeviceptr>(addr);
+  std::lock_guard lock(vmm().mu);
+  auto it = vmm().mappings.upper_bound(ptr);
+  if (it == vmm().mappings.begin() || ptr >= std::prev(it)->first + std::prev(it)->second.first)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto h = vmm().handles.find(std::prev(it)->second.second);
+  if (h == vmm().handles.end()) return CUDA_ERROR_INVALID_VALUE;  // released: only the mapping holds the bytes
+  ++h->second.refs;
+  *handle = h->first;
   return CUDA_SUCCESS;
 }
 

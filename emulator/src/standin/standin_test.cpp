@@ -269,3 +269,76 @@ TEST_F(StandinTest, IntegrityCheckAnswersTheDocumentedConstantsAndAnHmacOtherwis
   EXPECT_NE(a[0], c[0]);
   EXPECT_EQ(check(13002, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
 }
+
+TEST_F(StandinTest, VirtualMemoryMappedTwiceShowsTheSameBytesAtBothAddresses) {
+  auto granularity_of = get<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
+  auto create = get<decltype(&cuMemCreate)>("cuMemCreate");
+  auto release = get<decltype(&cuMemRelease)>("cuMemRelease");
+  auto reserve = get<decltype(&cuMemAddressReserve)>("cuMemAddressReserve");
+  auto free_range = get<decltype(&cuMemAddressFree)>("cuMemAddressFree");
+  auto map = get<decltype(&cuMemMap)>("cuMemMap");
+  auto unmap = get<decltype(&cuMemUnmap)>("cuMemUnmap");
+  auto set_access = get<decltype(&cuMemSetAccess)>("cuMemSetAccess");
+  auto retain = get<decltype(&cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
+  auto htod = get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
+  auto dtoh = get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
+  auto range = get<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");
+
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t g = 0;
+  ASSERT_EQ(granularity_of(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  ASSERT_EQ(g, size_t{2} << 20);
+  CUmemGenericAllocationHandle h = 0, other = 0;
+  EXPECT_EQ(create(&h, g + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);  // not a multiple of the granularity
+  EXPECT_EQ(create(&h, g, &prop, 1), CUDA_ERROR_INVALID_VALUE);         // flags must be 0
+  ASSERT_EQ(create(&h, g, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(create(&other, g, &prop, 0), CUDA_SUCCESS);
+  CUdeviceptr va = 0;
+  ASSERT_EQ(reserve(&va, 3 * g, 0, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(va % g, 0u);
+  CUdeviceptr probe = 0;
+  EXPECT_EQ(range(&probe, nullptr, va), CUDA_ERROR_NOT_FOUND);  // reserved, nothing mapped
+  ASSERT_EQ(map(va, g, 0, h, 0), CUDA_SUCCESS);
+  ASSERT_EQ(map(va + g, g, 0, h, 0), CUDA_SUCCESS);  // the same bytes again
+  ASSERT_EQ(map(va + 2 * g, g, 0, other, 0), CUDA_SUCCESS);
+  EXPECT_EQ(map(va, g, 0, other, 0), CUDA_ERROR_INVALID_VALUE);          // already mapped there
+  EXPECT_EQ(map(va + 3 * g, g, 0, other, 0), CUDA_ERROR_INVALID_VALUE);  // outside the reservation
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_EQ(set_access(va, 3 * g, &access, 1), CUDA_SUCCESS);
+
+  const uint32_t word = 0xfeedf00d;
+  ASSERT_EQ(htod(va + 4, &word, 4), CUDA_SUCCESS);
+  uint32_t through_second = 0, through_other = 1;
+  ASSERT_EQ(dtoh(&through_second, va + g + 4, 4), CUDA_SUCCESS);
+  ASSERT_EQ(dtoh(&through_other, va + 2 * g + 4, 4), CUDA_SUCCESS);
+  EXPECT_EQ(through_second, word);
+  EXPECT_EQ(through_other, 0u);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  ASSERT_EQ(range(&base, &size, va + g + 4), CUDA_SUCCESS);
+  EXPECT_EQ(base, va + g);
+  EXPECT_EQ(size, g);
+  CUmemGenericAllocationHandle retained = 0;
+  ASSERT_EQ(retain(&retained, reinterpret_cast<void*>(va + g + 8)), CUDA_SUCCESS);
+  EXPECT_EQ(retained, h);
+  EXPECT_EQ(release(retained), CUDA_SUCCESS);
+
+  // Released handles: the mappings keep the bytes until they are unmapped.
+  ASSERT_EQ(release(h), CUDA_SUCCESS);
+  EXPECT_EQ(release(h), CUDA_ERROR_INVALID_VALUE);
+  uint32_t still = 0;
+  ASSERT_EQ(dtoh(&still, va + 4, 4), CUDA_SUCCESS);
+  EXPECT_EQ(still, word);
+  EXPECT_EQ(free_range(va, 3 * g), CUDA_ERROR_INVALID_VALUE);  // still mapped
+  ASSERT_EQ(unmap(va, 2 * g), CUDA_SUCCESS);                   // both mappings of h
+  EXPECT_EQ(dtoh(&still, va + 4, 4), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(unmap(va + 2 * g, g), CUDA_SUCCESS);
+  EXPECT_EQ(unmap(va + 2 * g, g), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(release(other), CUDA_SUCCESS);
+  EXPECT_EQ(free_range(va, 3 * g), CUDA_SUCCESS);
+}

@@ -501,7 +501,13 @@ CUresult Injector::MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, C
 CUresult Injector::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                           unsigned long long flags) {
   const CUresult r = HookClient::MemMap(variant, ptr, size, offset, handle, flags);
-  if (r == CUDA_SUCCESS) impl_->noteAllocation(ptr, size);
+  if (r == CUDA_SUCCESS) impl_->noteMapping(ptr, size, handle, offset);
+  return r;
+}
+CUresult Injector::MemCreate(int variant, CUmemGenericAllocationHandle* handle, size_t size,
+                             const CUmemAllocationProp* prop, unsigned long long flags) {
+  const CUresult r = HookClient::MemCreate(variant, handle, size, prop, flags);
+  if (r == CUDA_SUCCESS && handle) impl_->noteHandle(*handle);
   return r;
 }
 CUresult Injector::MemFree(int variant, CUdeviceptr dptr) {
@@ -515,7 +521,7 @@ CUresult Injector::MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) 
 CUresult Injector::MemFreeHost(int variant, void* p){
     KFUSE_GLOBAL(kFree, HookClient::MemFreeHost(variant, p))} CUresult Injector::MemUnmap(int variant, CUdeviceptr ptr,
                                                                                           size_t size) {
-  impl_->forgetAllocation(ptr);
+  impl_->forgetMappings(ptr, size);
   KFUSE_GLOBAL(kFree, HookClient::MemUnmap(variant, ptr, size))
 }
 CUresult Injector::Memcpy(int variant, CUdeviceptr dst, CUdeviceptr src,

@@ -729,6 +729,55 @@ TEST_F(InjectorTest, KnowsAllocationsMadeThroughTheHooksWithoutAskingTheDriver) 
   for (CUdeviceptr p : {x, t, z, shared}) EXPECT_EQ(inj->MemFree(0, p), CUDA_SUCCESS);
 }
 
+CUresult CUDAAPI fMemCreate(CUmemGenericAllocationHandle* h, size_t, const CUmemAllocationProp*, unsigned long long) {
+  static std::atomic<CUmemGenericAllocationHandle> next{100};
+  *h = next++;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fMemUnmap(CUdeviceptr, size_t) {
+  return CUDA_SUCCESS;
+}
+
+TEST_F(InjectorTest, RefusesPointersIntoMemoryMappedTwice) {
+  // cuMemMap of one physical allocation at two addresses: distinct addresses, the same bytes. The fake driver maps
+  // nothing (the ranges are host memory); what matters is what the injector was told.
+  table_.MemGetAddressRange = nullptr;
+  table_.MemCreate[0] = &fMemCreate;
+  table_.MemMap[0] = &fMemMap;
+  table_.MemUnmap[0] = &fMemUnmap;
+  auto inj = make({twicePlus1()});
+  std::vector<float> host(64, 3.f);
+  const auto at = [&](int i) { return reinterpret_cast<CUdeviceptr>(host.data() + 16 * i); };
+  CUmemGenericAllocationHandle hx = 0, ht = 0, hz = 0;
+  for (auto* h : {&hx, &ht, &hz}) ASSERT_EQ(inj->MemCreate(0, h, 64, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(inj->MemMap(0, at(0), 64, 0, hx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(inj->MemMap(0, at(1), 64, 0, ht, 0), CUDA_SUCCESS);
+  ASSERT_EQ(inj->MemMap(0, at(2), 64, 0, hz, 0), CUDA_SUCCESS);
+  const auto occurrence = [&] {
+    launch(*inj, kTwice, reinterpret_cast<void*>(at(0)), reinterpret_cast<void*>(at(1)));
+    launch(*inj, kPlus1, reinterpret_cast<void*>(at(1)), reinterpret_cast<void*>(at(2)));
+    return fake_.launches.back();
+  };
+  const auto refused = [&] {
+    return inj->stats().plans[0].predicate_failures[static_cast<int>(rewriter::Predicate::Kind::kNoOverlap)];
+  };
+  EXPECT_EQ(occurrence(), "fused_ok");  // three physical allocations, one mapping each
+  // The intermediate's bytes also mapped at a fourth address: no pointer into them is trusted.
+  ASSERT_EQ(inj->MemMap(0, at(3), 64, 0, ht, 0), CUDA_SUCCESS);
+  EXPECT_EQ(occurrence(), "plus1");
+  EXPECT_EQ(refused(), 1u);
+  ASSERT_EQ(inj->MemUnmap(0, at(3), 64), CUDA_SUCCESS);
+  EXPECT_EQ(occurrence(), "fused_ok");
+  // A mapping of a handle kfuse did not see made (imported, retained): its bytes may be mapped elsewhere too.
+  ASSERT_EQ(inj->MemUnmap(0, at(2), 64), CUDA_SUCCESS);
+  ASSERT_EQ(inj->MemMap(0, at(2), 64, 0, /*handle=*/7, 0), CUDA_SUCCESS);
+  EXPECT_EQ(occurrence(), "plus1");
+  EXPECT_EQ(refused(), 2u);
+}
+
 // Allocations at chosen places inside one host buffer: the next one at g_next_at.
 uintptr_t g_next_at = 0;
 CUresult CUDAAPI fMemAllocAt(CUdeviceptr* p, size_t) {

@@ -5,7 +5,10 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <shared_mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "injector_impl.h"
 
@@ -422,6 +425,19 @@ int Injector::Impl::failingPredicate(StreamSlot& s, const PlanState& st, bool* r
       known[i] = allocationOf(ptr[i], base[i], size[i], /*tracked_locked=*/true, &asked_driver);
     }
   }
+  // A pointer into memory that another address range also shows (mapped twice): the plan's proof took distinct
+  // addresses for distinct bytes, so no predicate over it can hold.
+  if (!aliased.empty()) {
+    for (size_t i = 0; i < np; ++i) {
+      if (!known[i] || !aliased.count(base[i])) continue;
+      for (const auto& d : c.disjoint) {
+        if (std::find(d.pointer.begin(), d.pointer.end(), i) != d.pointer.end()) return d.index;
+      }
+      for (const auto& v : c.proven) {
+        if (std::find(v.pointer.begin(), v.pointer.end(), static_cast<int>(i)) != v.pointer.end()) return v.index;
+      }
+    }
+  }
   for (const auto& d : c.disjoint) {
     const size_t n = d.pointer.size();
     uint64_t lo[kMaxCheckedPointers], hi[kMaxCheckedPointers];
@@ -491,6 +507,55 @@ void Injector::Impl::forgetAllocation(uint64_t base) {
   allocations_version.fetch_add(1, std::memory_order_release);
   auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
   if (it != allocations.end() && it->first == base) allocations.erase(it);
+}
+
+void Injector::Impl::noteHandle(CUmemGenericAllocationHandle handle) {
+  std::unique_lock lock(allocations_mu);
+  created_handles.insert(handle);
+  updateAliased();
+}
+
+void Injector::Impl::noteMapping(uint64_t base, uint64_t size, CUmemGenericAllocationHandle handle, uint64_t offset) {
+  noteAllocation(base, size);
+  std::unique_lock lock(allocations_mu);
+  allocations_version.fetch_add(1, std::memory_order_release);
+  mappings[base] = Mapping{size, handle, offset};
+  updateAliased();
+}
+
+void Injector::Impl::forgetMappings(uint64_t base, uint64_t size) {
+  std::unique_lock lock(allocations_mu);
+  allocations_version.fetch_add(1, std::memory_order_release);
+  for (auto it = mappings.lower_bound(base); it != mappings.end() && it->first - base < size;) {
+    auto tracked = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(it->first, uint64_t{0}));
+    if (tracked != allocations.end() && tracked->first == it->first) allocations.erase(tracked);
+    it = mappings.erase(it);
+  }
+  updateAliased();
+}
+
+void Injector::Impl::updateAliased() {
+  aliased.clear();
+  std::unordered_map<CUmemGenericAllocationHandle, std::vector<uint64_t>> by_handle;
+  for (const auto& [base, m] : mappings) {
+    if (!created_handles.count(m.handle)) {
+      aliased.insert(base);  // imported or retained: another handle may show the same bytes
+    } else {
+      by_handle[m.handle].push_back(base);
+    }
+  }
+  for (const auto& [handle, bases] : by_handle) {
+    for (size_t i = 0; i < bases.size(); ++i) {
+      const Mapping& a = mappings.at(bases[i]);
+      for (size_t j = i + 1; j < bases.size(); ++j) {
+        const Mapping& b = mappings.at(bases[j]);
+        if (a.offset < b.offset + b.size && b.offset < a.offset + a.size) {
+          aliased.insert(bases[i]);
+          aliased.insert(bases[j]);
+        }
+      }
+    }
+  }
 }
 
 bool Injector::Impl::trackedAllocation(uint64_t ptr, uint64_t& base, uint64_t& size) const {

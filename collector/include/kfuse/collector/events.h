@@ -119,13 +119,21 @@ struct ModuleUnloadEvent {
   int64_t ns = -1;
 };
 
+// Virtual memory management: cuMemCreate reports a physical allocation (kAllocPhysical: `handle` and `size`, no
+// address, no allocation row); cuMemMap a mapping of one (kAllocMapping: the range, `handle` and its `handle_offset`).
+// The assembler tells two mappings of the same bytes apart from two allocations by these.
+inline constexpr uint32_t kAllocMapping = 1;
+inline constexpr uint32_t kAllocPhysical = 2;
+
 struct AllocEvent {
   uint64_t address = 0;
   uint64_t size = 0;
   Handle context = 0;
   int64_t ns = -1;
   core::AllocationKind kind = core::AllocationKind::kDevice;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  // kAllocMapping, kAllocPhysical
+  uint64_t handle = 0;
+  uint64_t handle_offset = 0;
 };
 
 struct FreeEvent {

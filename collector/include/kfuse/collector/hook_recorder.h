@@ -102,6 +102,8 @@ class HookRecorder : public hooks::HookClient {
   // Virtual memory management (PyTorch's expandable segments): a mapped range is an allocation until unmapped.
   CUresult MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags) override;
+  CUresult MemCreate(int variant, CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                     unsigned long long flags) override;
   CUresult MemUnmap(int variant, CUdeviceptr ptr, size_t size) override;
   CUresult MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) override;
   CUresult MemFreeHost(int variant, void* p) override;

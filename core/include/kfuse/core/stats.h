@@ -35,6 +35,9 @@
   X(kFreeOfUnknownAddress, "free_of_unknown_address", kInfo,                                                           \
     "frees of memory allocated before recording started (recorded as allocations of unknown origin)")                  \
   X(kAllocationReplaced, "allocation_replaced", kInfo, "allocations overlapping a live one whose free was never seen") \
+  X(kPointerIntoSharedMapping, "pointer_into_shared_mapping", kWarning,                                                \
+    "pointer arguments into memory mapped more than once (cuMemMap of one handle twice, or of a handle made before "   \
+    "recording or imported), left unresolved: addresses cannot tell its buffers apart")                                \
   X(kMetricWithoutLaunch, "metric_without_launch", kWarning, "metrics whose launch was not found")                     \
   X(kBadEvents, "bad_events", kError, "malformed collector events (a kfuse bug)")                                      \
   /* --- collector: backends --- */                                                                                    \

@@ -104,6 +104,22 @@ class Memory {
   Status rangeOf(DevicePtr ptr, DevicePtr* base, uint64_t* size) const;
   uint64_t bytesInUse() const;
 
+  // Virtual memory management (cuMemCreate, cuMemAddressReserve, cuMemMap). Physical memory is a zeroed buffer
+  // shared by its mappings: two mappings of one buffer are two address ranges over the same bytes, as on a GPU, so
+  // a program mapping memory twice sees its writes through both. A mapping keeps its buffer alive after the
+  // handle that made it is released.
+  using Physical = std::shared_ptr<uint8_t>;
+  static Expected<Physical> createPhysical(uint64_t bytes);
+  // An address range with nothing mapped: accesses fault until a mapping covers them.
+  Expected<DevicePtr> reserve(uint64_t bytes);
+  // Frees a reservation made by reserve() (exactly that base and size) with nothing mapped in it.
+  Status releaseReservation(DevicePtr base, uint64_t bytes);
+  // Maps [offset, offset + bytes) of `physical` (of `physical_bytes`) at `va`, which must lie in a reservation and
+  // overlap no other mapping.
+  Status map(DevicePtr va, uint64_t bytes, Physical physical, uint64_t physical_bytes, uint64_t offset);
+  // Removes every mapping inside [va, va + bytes); `va` must start one.
+  Status unmap(DevicePtr va, uint64_t bytes);
+
   struct Impl;
   Impl& impl() { return *impl_; }
 

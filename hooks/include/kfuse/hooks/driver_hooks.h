@@ -60,6 +60,9 @@ namespace kfuse::hooks {
     (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),      \
     (ptr, size, offset, handle, flags))                                                                                \
   X(MemUnmap, "cuMemUnmap", 10020, 0, "cuMemUnmap", nullptr, 0, (CUdeviceptr ptr, size_t size), (ptr, size))           \
+  X(MemCreate, "cuMemCreate", 10020, 0, "cuMemCreate", nullptr, 0,                                                     \
+    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags),   \
+    (handle, size, prop, flags))                                                                                       \
   X(Memcpy, "cuMemcpy", 4000, 0, "cuMemcpy", "cuMemcpy_ptds", 1, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),     \
     (dst, src, bytes))                                                                                                 \
   X(MemcpyAsync, "cuMemcpyAsync", 4000, 0, "cuMemcpyAsync", "cuMemcpyAsync_ptsz", 1,                                   \

@@ -135,6 +135,8 @@ class Injector : public hooks::HookClient {
   CUresult MemAllocAsync(int variant, CUdeviceptr* dptr, size_t bytes, CUstream stream) override;
   CUresult MemMap(int variant, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags) override;
+  CUresult MemCreate(int variant, CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                     unsigned long long flags) override;
   CUresult MemFree(int variant, CUdeviceptr dptr) override;
   CUresult MemFreeAsync(int variant, CUdeviceptr dptr, CUstream stream) override;
   CUresult MemFreeHost(int variant, void* p) override;
