@@ -57,7 +57,7 @@ Expected<DevicePtr> Memory::allocate(uint64_t bytes, std::string tag) {
   a.data = a.owner.get();
   if (!a.data) return internalError("host out of memory allocating " + std::to_string(bytes) + " bytes");
   a.tag = std::move(tag);
-  uint64_t base = impl_->next;
+  const uint64_t base = impl_->place(size, kAllocAlign);
   impl_->next = (base + size + kGuardBytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
   impl_->live.emplace(base, std::move(a));
   impl_->in_use += bytes;
@@ -73,6 +73,7 @@ Status Memory::free(DevicePtr ptr) {
     return invalidArgument("free of " + hex(ptr) + ", which is not the start of an allocation");
   }
   if (it->second.mapping) return invalidArgument("free of " + hex(ptr) + ", which is a mapping (unmap it instead)");
+  if (it->second.host) return invalidArgument("free of " + hex(ptr) + ", which is host memory");
   impl_->freed[ptr] = it->second.size;
   impl_->in_use -= it->second.size;
   impl_->live.erase(it);
@@ -136,7 +137,7 @@ Status Memory::fill(DevicePtr dst, uint32_t value, uint32_t element_bytes, uint6
 Status Memory::rangeOf(DevicePtr ptr, DevicePtr* base, uint64_t* size) const {
   std::shared_lock lock(impl_->mu);
   const Region* r = impl_->find(ptr, 0);
-  if (!r) return notFound("no allocation contains " + hex(ptr));
+  if (!r || r->host_memory) return notFound("no allocation contains " + hex(ptr));
   if (base) *base = r->base;
   if (size) *size = r->size;
   return {};
@@ -156,7 +157,7 @@ Expected<DevicePtr> Memory::reserve(uint64_t bytes) {
   std::unique_lock lock(impl_->mu);
   // Mappings are aligned like the driver's granularity so that programs rounding addresses still work.
   constexpr uint64_t kAlign = uint64_t{2} << 20;
-  const uint64_t base = (impl_->next + kAlign - 1) / kAlign * kAlign;
+  const uint64_t base = impl_->place(bytes, kAlign);
   impl_->next = base + bytes + kGuardBytes;
   impl_->reserved.emplace(base, bytes);
   return base;
@@ -210,6 +211,38 @@ Status Memory::unmap(DevicePtr va, uint64_t bytes) {
     impl_->in_use -= it->second.size;
     it = impl_->live.erase(it);
   }
+  impl_->rebuild();
+  return {};
+}
+
+Status Memory::mapHost(void* p, uint64_t bytes) {
+  const auto base = reinterpret_cast<uint64_t>(p);
+  if (!p || bytes == 0 || base + bytes < base) return invalidArgument("host range at " + hex(base) + " is empty");
+  const uint64_t end = base + bytes;
+  if (base < kFunctionWindow + kWindowSize && end > kSharedWindow)
+    return invalidArgument("host range at " + hex(base) + " meets the emulator's address windows");
+  std::unique_lock lock(impl_->mu);
+  if (base < impl_->next && end > kGlobalBase)
+    return invalidArgument("host range at " + hex(base) + " meets the emulator's device allocations");
+  auto next = impl_->live.lower_bound(base);
+  if ((next != impl_->live.end() && next->first < end) ||
+      (next != impl_->live.begin() && std::prev(next)->first + std::prev(next)->second.size > base))
+    return invalidArgument("host range at " + hex(base) + " overlaps one already mapped");
+  Impl::Alloc a;
+  a.size = bytes;
+  a.data = static_cast<uint8_t*>(p);
+  a.host = true;
+  impl_->live.emplace(base, std::move(a));
+  impl_->rebuild();
+  return {};
+}
+
+Status Memory::unmapHost(void* p) {
+  std::unique_lock lock(impl_->mu);
+  auto it = impl_->live.find(reinterpret_cast<uint64_t>(p));
+  if (it == impl_->live.end() || !it->second.host)
+    return invalidArgument("no host range starts at " + hex(reinterpret_cast<uint64_t>(p)));
+  impl_->live.erase(it);
   impl_->rebuild();
   return {};
 }

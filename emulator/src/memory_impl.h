@@ -30,6 +30,7 @@ struct Region {
   uint64_t base = 0;
   uint64_t size = 0;
   uint8_t* host = nullptr;
+  bool host_memory = false;  // Memory::mapHost: not an allocation
 };
 
 struct Memory::Impl {
@@ -42,6 +43,7 @@ struct Memory::Impl {
     uint8_t* data = nullptr;
     std::string tag;
     bool mapping = false;  // made by map(): unmap() removes it, free() refuses it
+    bool host = false;     // made by mapHost(): the program's own memory, found by accesses only
   };
   mutable std::shared_mutex mu;  // shared: launches and copies; exclusive: allocate/free
   std::map<uint64_t, Alloc> live;
@@ -54,7 +56,7 @@ struct Memory::Impl {
   void rebuild() {
     regions.clear();
     regions.reserve(live.size());
-    for (auto& [b, a] : live) regions.push_back({b, a.size, a.data});
+    for (auto& [b, a] : live) regions.push_back({b, a.size, a.data, a.host});
   }
   // Region containing [addr, addr+len), or nullptr. Caller holds `mu` (shared).
   const Region* find(uint64_t addr, uint64_t len) const {
@@ -64,6 +66,15 @@ struct Memory::Impl {
     --it;
     if (addr - it->base + len > it->size || addr < it->base) return nullptr;
     return &*it;
+  }
+  // The first address from `next` on, aligned, where `bytes` (and a guard gap) meet no host range (mapHost).
+  uint64_t place(uint64_t bytes, uint64_t align) const {
+    uint64_t base = (next + align - 1) / align * align;
+    for (auto it = live.lower_bound(next); it != live.end(); ++it) {
+      if (!it->second.host || it->first >= base + bytes + kGuardBytes) continue;
+      base = (it->first + it->second.size + kGuardBytes + align - 1) / align * align;
+    }
+    return base;
   }
   // Describes why `addr` is not accessible (for error messages).
   std::string describe(uint64_t addr, uint64_t len) const;

@@ -192,7 +192,8 @@ ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_
                    "gridstride_next_step_tl", "gridstride_merged_tl", "gridstride_epi", "gridstride_bound_epi", "gridstride_inplace_epi",
                    "gridstride_unrolled_epi", "gridstride_unrolled_same_epi", "gridstride_producer_epi",
                    "rem_footprint_tl", "causal_blk",
-                   "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk"}
+                   "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk",
+                   "vmm_tl_alias", "vmm_hor_alias"}
 
 MODES = ("legal", "illegal")
 

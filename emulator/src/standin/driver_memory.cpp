@@ -26,6 +26,12 @@ using kfuse::standin::st;
 extern "C" {
 
 // ---- memory --------------------------------------------------------------------------------------------------
+// Host memory the device may access (page-locked or registered). Where its address meets the emulator's own address
+// space the host still has it, and kernels fault on it, as the message says.
+static void mapForDevice(void* p, size_t bytes) {
+  if (auto s = dev()->memory().mapHost(p, bytes); !s.ok())
+    logOnce("host memory at an address the emulator cannot map for kernels: " + s.message());
+}
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
   KF_REQUIRE_CTX();
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -255,6 +261,7 @@ CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
   if (CUresult r = kfuse::standin::checkUnsafeCall(); r != CUDA_SUCCESS) return r;
   *pp = std::calloc(1, bytes ? bytes : 1);
   if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
+  mapForDevice(*pp, bytes ? bytes : 1);  // page-locked memory is mapped for the device under unified addressing
   std::lock_guard lock(st().mu);
   st().host_allocs[reinterpret_cast<uintptr_t>(*pp)] = bytes;
   return CUDA_SUCCESS;
@@ -269,17 +276,35 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
     std::lock_guard lock(st().mu);
     if (!st().host_allocs.erase(reinterpret_cast<uintptr_t>(p))) return CUDA_ERROR_INVALID_VALUE;
   }
+  (void)dev()->memory().unmapHost(p);
   std::free(p);
   return CUDA_SUCCESS;
 }
+// Registered host memory: the device reaches it at its own address (unified addressing), through every mapping the
+// program made of it, so two virtual ranges of one file or memfd alias for kernels as they do for the host.
 CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytes, unsigned int flags) {
-  (void)p;
-  (void)bytes;
-  (void)flags;
+  KF_REQUIRE_CTX();
+  constexpr unsigned kKnown = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
+                              CU_MEMHOSTREGISTER_READ_ONLY;
+  if (!p || bytes == 0 || (flags & ~kKnown)) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lock(st().mu);
+    const auto b = reinterpret_cast<uintptr_t>(p);
+    for (const auto& [base, n] : st().host_allocs) {
+      if (b < base + std::max<size_t>(n, 1) && base < b + bytes) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    st().host_allocs[b] = bytes;
+  }
+  mapForDevice(p, bytes);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemHostUnregister(void* p) {
-  (void)p;
+  KF_REQUIRE_CTX();
+  {
+    std::lock_guard lock(st().mu);
+    if (!st().host_allocs.erase(reinterpret_cast<uintptr_t>(p))) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  }
+  (void)dev()->memory().unmapHost(p);
   return CUDA_SUCCESS;
 }
 

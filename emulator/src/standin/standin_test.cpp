@@ -3,6 +3,8 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -341,4 +343,50 @@ TEST_F(StandinTest, VirtualMemoryMappedTwiceShowsTheSameBytesAtBothAddresses) {
   EXPECT_EQ(unmap(va + 2 * g, g), CUDA_ERROR_INVALID_VALUE);
   ASSERT_EQ(release(other), CUDA_SUCCESS);
   EXPECT_EQ(free_range(va, 3 * g), CUDA_SUCCESS);
+}
+
+TEST_F(StandinTest, KernelsReachRegisteredHostMemoryThroughEveryMappingOfIt) {
+  // One memfd mapped at two addresses, both registered: a kernel writing through the first and one reading through
+  // the second see the same bytes, as on a GPU with unified addressing.
+  CUmodule mod;
+  ASSERT_EQ(get<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&mod, readFile(KFUSE_EMU_TEST_PTX).c_str()),
+            CUDA_SUCCESS);
+  CUfunction vadd;
+  ASSERT_EQ(get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction")(&vadd, mod, "vadd"), CUDA_SUCCESS);
+  auto reg = get<decltype(&cuMemHostRegister)>("cuMemHostRegister");
+  auto unreg = get<decltype(&cuMemHostUnregister)>("cuMemHostUnregister");
+  auto device_pointer = get<decltype(&cuMemHostGetDevicePointer)>("cuMemHostGetDevicePointer");
+  auto launch = get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
+  auto sync = get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+  auto range = get<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");
+  const size_t bytes = 4096;
+  const int fd = memfd_create("standin-test", 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, bytes), 0);
+  auto* first = static_cast<float*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  auto* second = static_cast<float*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE(first, MAP_FAILED);
+  ASSERT_NE(second, MAP_FAILED);
+  ASSERT_EQ(reg(first, bytes, CU_MEMHOSTREGISTER_DEVICEMAP), CUDA_SUCCESS);
+  ASSERT_EQ(reg(second, bytes, CU_MEMHOSTREGISTER_DEVICEMAP), CUDA_SUCCESS);
+  EXPECT_EQ(reg(first, bytes, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  CUdeviceptr d1 = 0, d2 = 0;
+  ASSERT_EQ(device_pointer(&d1, first, 0), CUDA_SUCCESS);
+  ASSERT_EQ(device_pointer(&d2, second, 0), CUDA_SUCCESS);
+  EXPECT_EQ(range(nullptr, nullptr, d1), CUDA_ERROR_NOT_FOUND);  // host memory is not a device allocation
+  for (int i = 0; i < 256; ++i) first[i] = float(i);
+  const int n = 256;
+  CUdeviceptr out = d1 + 256 * 4, a = d1, b = d2;  // out[i] = first[i] + second[i], out in the first mapping
+  int nn = n;
+  void* args[] = {&a, &b, &out, &nn};
+  ASSERT_EQ(launch(vadd, 2, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(second[256 + 3], 6.f);  // written through the first mapping, read through the second
+  EXPECT_EQ(second[256 + 255], 510.f);
+  ASSERT_EQ(unreg(first), CUDA_SUCCESS);
+  EXPECT_EQ(unreg(first), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  ASSERT_EQ(unreg(second), CUDA_SUCCESS);
+  munmap(first, bytes);
+  munmap(second, bytes);
+  close(fd);
 }

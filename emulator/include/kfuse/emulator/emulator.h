@@ -120,6 +120,13 @@ class Memory {
   // Removes every mapping inside [va, va + bytes); `va` must start one.
   Status unmap(DevicePtr va, uint64_t bytes);
 
+  // Host memory the device may access at its own address (page-locked, registered or mapped host memory under
+  // unified addressing): kernels and copies reach [p, p + bytes) directly, so host memory mapped twice by the
+  // program aliases for its kernels too. Refused where the range meets the emulator's address windows or device
+  // allocations. Such ranges are not allocations: rangeOf() does not find them.
+  Status mapHost(void* p, uint64_t bytes);
+  Status unmapHost(void* p);
+
   struct Impl;
   Impl& impl() { return *impl_; }
 
