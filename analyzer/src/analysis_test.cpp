@@ -294,6 +294,25 @@ TEST(Analysis, GridStrideConsumersAreEpiloguesAsOneElementPerThread) {
       << ::testing::PrintToString(wrap.reasons);
 }
 
+// A grid-stride producer on 16 blocks and a one-element-per-thread consumer: an epilogue launched as the producer's
+// element view (epilogue.producer_grid). The producer runs one element per thread in the fused kernel, so its uses
+// are costed like the consumer's: the intermediate is not read back (costed as the loop's footprint instead, every
+// byte of it was kept and the fusion saved nothing; on a GPT-2 forward pass it came out above the unfused bytes).
+TEST(Analysis, AGridStrideProducersEpilogueIsCostedOnItsElementView) {
+  const int n = 100000;
+  TraceBuilder b;
+  b.trace().functions.push_back(core::KernelFunction{7, 1, "_Z10gs_producePKfPfi", "", {}});
+  b.launch(7, {1, 2}, n, 1, 16).launch(TraceBuilder::kConsume, {2, 3}, n, 1, (n + 255) / 256);
+  const Report r = run(b);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const Candidate& c = r.candidates[0];
+  EXPECT_EQ(c.legality, Legality::kProven) << ::testing::PrintToString(c.reasons);
+  EXPECT_EQ(c.fusion, FusionKind::kEpilogue);
+  ASSERT_TRUE(c.epilogue);
+  EXPECT_EQ(c.epilogue->producer_grid, uint32_t((n + 255) / 256));
+  EXPECT_LT(c.cost.bytes_after, c.cost.bytes_before);
+}
+
 TEST(Analysis, StopsWithACancelledStatusWhenAskedTo) {
   TraceBuilder b;
   b.launch(TraceBuilder::kProduce, {1, 2}, 1000).launch(TraceBuilder::kConsume, {2, 3}, 1000);

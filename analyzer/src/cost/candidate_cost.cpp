@@ -498,11 +498,12 @@ CostEstimate Analysis::occurrenceCost(CandidateKind kind, const std::vector<size
       in.fused_l2_bytes = strided_l1 * per_byte;
     }
     if (fusion == FusionKind::kEpilogue || fusion == FusionKind::kPrologue) {
-      // A grid-stride element-wise part (the consumers of an epilogue, the producer of a prologue) runs as its
-      // element view in the fused kernel (legality/grid_stride.h): each element's accesses once, like a kernel
-      // with one element per thread, whose uses the PTX analysis follows.
+      // A grid-stride element-wise part (the consumers of an epilogue, the producer of a prologue, and the producer
+      // of an epilogue launched as its element view: epilogue.producer_grid) runs as its element view in the fused
+      // kernel (legality/grid_stride.h): each element's accesses once, like a kernel with one element per thread,
+      // whose uses the PTX analysis follows.
       for (cost::UseBytes& u : in.uses) {
-        const bool element_side = fusion == FusionKind::kEpilogue ? u.kernel > 0 : u.kernel == 0;
+        const bool element_side = fusion == FusionKind::kEpilogue || u.kernel == 0;
         if (!element_side || u.kernel < 0 || static_cast<size_t>(u.kernel) >= occ.size()) continue;
         const GpuOp& o = g_.ops[occ[static_cast<size_t>(u.kernel)]];
         const KernelFacts* k = o.kind == OpKind::kKernel ? cat_.find(o.function_id) : nullptr;
