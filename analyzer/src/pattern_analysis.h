@@ -233,8 +233,10 @@ class Analysis {
   static std::string elementWise(epilogue::Part& part, uint32_t& grid);
   static std::string elementWiseSentence(const epilogue::Part& part, const epilogue::Part& view);
 
-  // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
-  void checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const;
+  // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h. A pair
+  // that is no epilogue may be a prologue (the producer recomputed at the consumer's loads): checked too when
+  // `prologue_fallback`.
+  void checkEpilogue(const std::vector<size_t>& occ, Verdict& v, bool prologue_fallback = true) const;
 
   // Which access breaks thread locality, in words: "jacobi (line 65) reads allocation 1 768 bytes after where
   // jacobi (line 75) writes for the same thread: each thread touches data of a neighbouring thread (stencil-like)".

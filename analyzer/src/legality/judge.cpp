@@ -293,9 +293,8 @@ void Analysis::checkSameShapeEpilogue(const std::vector<size_t>& occ, bool visib
   const KernelFacts* consumer = cat_.find(g_.ops[occ[1]].function_id);
   if (!producer || !consumer || (!producer->element_view && !consumer->element_view)) return;
   Verdict e;
-  checkEpilogue(occ, e);
-  // checkEpilogue falls back to a prologue; that is checkSameShapePrologue's to find, with its own kind.
-  if (e.legality != Legality::kProven || !e.epilogue || e.prologue) {
+  checkEpilogue(occ, e, /*prologue_fallback=*/false);  // a prologue is checkSameShapePrologue's, with its own kind
+  if (e.legality != Legality::kProven || !e.epilogue) {
     for (const std::string& why : e.reasons) v.reasons.push_back("epilogue fusion does not apply: " + why);
     return;
   }
@@ -330,7 +329,7 @@ std::string Analysis::elementWiseSentence(const epilogue::Part& part, const epil
 }
 
 // Element-remapped fusion of a producer (occ[0]) with element-wise consumers (the rest): see epilogue.h.
-void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
+void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v, bool prologue_fallback) const {
   std::vector<epilogue::Part> parts;
   for (size_t op : occ) {
     const KernelFacts* k = cat_.find(g_.ops[op].function_id);
@@ -376,7 +375,7 @@ void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v) const {
     }
   }
   // Not an epilogue: a pair may still fuse the other way round, the producer recomputed at the consumer's loads.
-  if (parts.size() == 1) {
+  if (parts.size() == 1 && prologue_fallback) {
     uint32_t producer_grid = 0;
     std::string producer_why = elementWise(producer, producer_grid);
     const prologue::Result pr = producer_why.empty() ? prologue::check(producer, parts.front())
