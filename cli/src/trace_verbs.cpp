@@ -164,10 +164,6 @@ struct CompareOptions {
   bool json = false;
 };
 
-std::string figure(int64_t count) {
-  return std::to_string(count);
-}
-
 // A duration in microseconds, or "n/a" when the side has none.
 std::string micros(const rewriter::SideFigures& f, int64_t ns) {
   if (!f.hasTime() || ns == core::kNoTime) return "n/a";
@@ -257,8 +253,8 @@ int runCompare(const CompareOptions& o) {
   Table kernels({"kernel", "in", "before", "after", "change", "replaced", "median us before", "median us after"});
   for (const rewriter::KernelDelta& k : c.kernels) {
     kernels.addRow({k.name, k.fused_by.empty() ? rewriter::presenceName(k.presence()) : "fused: " + k.fused_by,
-                    figure(k.before.count), figure(k.after.count), delta(k.before.count, k.after.count),
-                    k.replaced ? figure(k.replaced) : "", micros(k.before, k.before.median_ns),
+                    std::to_string(k.before.count), std::to_string(k.after.count), delta(k.before.count, k.after.count),
+                    k.replaced ? std::to_string(k.replaced) : "", micros(k.before, k.before.median_ns),
                     micros(k.after, k.after.median_ns)});
   }
   std::cout << "\nkernels (aligned by name)\n" << kernels.render();
@@ -266,9 +262,9 @@ int runCompare(const CompareOptions& o) {
     Table ranges(
         {"NVTX range", "in", "instances before", "after", "launches before", "after", "median us before", "after"});
     for (const rewriter::RangeDelta& r : c.ranges) {
-      ranges.addRow({r.path, rewriter::presenceName(r.presence()), figure(r.before.count), figure(r.after.count),
-                     figure(r.launches_before), figure(r.launches_after), micros(r.before, r.before.median_ns),
-                     micros(r.after, r.after.median_ns)});
+      ranges.addRow({r.path, rewriter::presenceName(r.presence()), std::to_string(r.before.count),
+                     std::to_string(r.after.count), std::to_string(r.launches_before), std::to_string(r.launches_after),
+                     micros(r.before, r.before.median_ns), micros(r.after, r.after.median_ns)});
     }
     std::cout << "\nNVTX ranges (aligned by path)\n" << ranges.render();
   } else {
@@ -279,7 +275,8 @@ int runCompare(const CompareOptions& o) {
     for (const rewriter::AppliedPlan& p : c.plans) {
       std::string replaced;
       for (const std::string& k : p.replaced_kernels) replaced += (replaced.empty() ? "" : " -> ") + k;
-      plans.addRow({p.name, p.fusion, p.fused_kernel, replaced, figure(p.occurrences), figure(p.replacedLaunches())});
+      plans.addRow({p.name, p.fusion, p.fused_kernel, replaced, std::to_string(p.occurrences),
+                    std::to_string(p.replacedLaunches())});
     }
     std::cout << "\nplans the after-trace ran with\n" << plans.render();
   }
