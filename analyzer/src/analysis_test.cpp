@@ -1140,6 +1140,15 @@ TEST(GraphAnalysis, ChainOfGraphNodesIsACandidateCountedOncePerReplay) {
   EXPECT_EQ(v->occurrence_launches, (std::vector<std::vector<Id>>{{p, c}}));
   EXPECT_EQ(v->runs(), 20);
   EXPECT_TRUE(v->in_cuda_graph);
+  // kfuse rewrite makes a plan of the recorded nodes, which kfuse run applies when the graph is instantiated.
+  const auto rewrite =
+      std::find_if(v->remedies.begin(), v->remedies.end(), [](const Remedy& m) { return m.kind == "kfuse-rewrite"; });
+  ASSERT_NE(rewrite, v->remedies.end());
+  EXPECT_NE(rewrite->text.find("`kfuse rewrite TRACE --candidate " + v->id +
+                               "` writes the fused kernel from the "
+                               "recorded graph nodes"),
+            std::string::npos)
+      << rewrite->text;
   ASSERT_GT(v->cost.saving_ns, 0);
   EXPECT_NEAR(v->total_saving_ns, 20 * v->cost.saving_ns, 1e-6 * v->total_saving_ns);
   // Text and JSON say it is a graph candidate, and the JSON reads back.
