@@ -1123,6 +1123,31 @@ const Candidate* findCandidate(const Report& r, CandidateKind kind, std::vector<
   return nullptr;
 }
 
+// Three small independent kernels on three streams, the middle one without PTX: the group of all three could be
+// likely at best; the other two make a proven group (a member the analysis cannot see into does not hide it).
+TEST(Analysis, AHorizontalGroupLeavesOutAMemberItCannotSeeInto) {
+  TraceBuilder b;
+  const Id opaque = Id(b.trace().functions.size() + 1);
+  b.trace().functions.push_back(core::KernelFunction{opaque, core::kNoId, "_Z6opaquePKfPfi", "", {}});
+  for (int i = 0; i < 3; ++i) {
+    b.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
+        .launch(opaque, {3, 4}, 1000, /*stream=*/2, /*grid=*/4)
+        .launch(TraceBuilder::kConsume, {5, 6}, 1000, /*stream=*/3, /*grid=*/4);
+  }
+  AnalysisOptions o;
+  o.keep_no_gain = true;
+  const Report r = run(b, o);
+  const Candidate* h = findCandidate(r, CandidateKind::kHorizontal, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  ASSERT_NE(h, nullptr) << reportToText(r, 10);
+  EXPECT_EQ(h->legality, Legality::kProven) << h->verdict;
+  EXPECT_EQ(h->occurrences.size(), 3u);
+  for (const Candidate& c : r.candidates) {
+    if (std::find(c.function_ids.begin(), c.function_ids.end(), opaque) != c.function_ids.end()) {
+      EXPECT_NE(c.legality, Legality::kProven) << reportToText(r, 10);
+    }
+  }
+}
+
 TEST(GraphAnalysis, ChainOfGraphNodesIsACandidateCountedOncePerReplay) {
   TraceBuilder b;
   GraphBuilder g(b.trace(), 7);

@@ -192,8 +192,8 @@ bool Analysis::joinsGroup(const std::vector<size_t>& group, size_t b, SearchStat
 }
 
 // Groups of consecutive independent kernels that fit in one wave together (N-way, up to --max-group). Of each
-// maximal group, the cost model picks the prefix of at least two kernels with the largest predicted saving; the
-// rest starts the next group.
+// maximal group, members the analysis cannot see into are left out when two others remain, then the cost model
+// picks the prefix of at least two kernels with the largest predicted saving; the rest starts the next group.
 void Analysis::findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
   std::map<std::string, size_t> index;
   std::vector<size_t> kernels;
@@ -218,6 +218,17 @@ void Analysis::findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
       ++n;
       continue;
     }
+    // A member the analysis cannot see into (no PTX, pointers it cannot follow) would leave the group at most
+    // likely; the others, independent of each other and of it, still make a group proven on its own.
+    if (g_.has_pointer_data) {
+      std::vector<size_t> visible;
+      for (size_t op : group) {
+        Verdict v;
+        checkVisibility(op, v);
+        if (v.legality == Legality::kProven) visible.push_back(op);
+      }
+      if (visible.size() >= 2 && visible.size() < group.size()) group = std::move(visible);
+    }
     size_t best = 2;
     double best_saving = -1;
     for (size_t len = 2; len <= group.size() && group.size() > 2; ++len) {
@@ -229,8 +240,11 @@ void Analysis::findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
       }
     }
     group.resize(best);
+    // The next group starts after the last kernel taken (a member left out above goes with this group's).
+    n = static_cast<size_t>(std::find(kernels.begin() + static_cast<std::ptrdiff_t>(n), kernels.end(), group.back()) -
+                            kernels.begin()) +
+        1;
     this->group(index, out, CandidateKind::kHorizontal, group);
-    n += best;
   }
 }
 
