@@ -1146,6 +1146,16 @@ TEST(Analysis, AHorizontalGroupLeavesOutAMemberItCannotSeeInto) {
       EXPECT_NE(c.legality, Legality::kProven) << reportToText(r, 10);
     }
   }
+  // On produce's stream, between it and consume in stream order, opaque is not left out: fused, produce and consume
+  // would run as one kernel on one side of it, and what it accesses is not known.
+  TraceBuilder same;
+  same.trace().functions.push_back(core::KernelFunction{opaque, core::kNoId, "_Z6opaquePKfPfi", "", {}});
+  same.launch(TraceBuilder::kProduce, {1, 2}, 1000, /*stream=*/1, /*grid=*/4)
+      .launch(opaque, {3, 4}, 1000, /*stream=*/1, /*grid=*/4)
+      .launch(TraceBuilder::kConsume, {5, 6}, 1000, /*stream=*/3, /*grid=*/4);
+  const Report rs = run(same, o);
+  const Candidate* hs = findCandidate(rs, CandidateKind::kHorizontal, {TraceBuilder::kProduce, TraceBuilder::kConsume});
+  EXPECT_TRUE(hs == nullptr || hs->legality != Legality::kProven) << reportToText(rs, 10);
 }
 
 TEST(GraphAnalysis, ChainOfGraphNodesIsACandidateCountedOncePerReplay) {

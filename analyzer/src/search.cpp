@@ -219,15 +219,21 @@ void Analysis::findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
       continue;
     }
     // A member the analysis cannot see into (no PTX, pointers it cannot follow) would leave the group at most
-    // likely; the others, independent of each other and of it, still make a group proven on its own.
+    // likely; the others still make a group proven on its own, if the one left out is on a stream of its own: then
+    // nothing orders it against them (joinsGroup), so running them as one kernel moves none of them across it. On a
+    // kept member's stream it would sit between two of them in stream order, with accesses nobody can see.
     if (g_.has_pointer_data) {
-      std::vector<size_t> visible;
+      std::vector<size_t> visible, hidden;
       for (size_t op : group) {
         Verdict v;
         checkVisibility(op, v);
-        if (v.legality == Legality::kProven) visible.push_back(op);
+        (v.legality == Legality::kProven ? visible : hidden).push_back(op);
       }
-      if (visible.size() >= 2 && visible.size() < group.size()) group = std::move(visible);
+      const bool apart = std::none_of(hidden.begin(), hidden.end(), [&](size_t h) {
+        return std::any_of(visible.begin(), visible.end(),
+                           [&](size_t k) { return g_.ops[k].stream_id == g_.ops[h].stream_id; });
+      });
+      if (visible.size() >= 2 && !hidden.empty() && apart) group = std::move(visible);
     }
     size_t best = 2;
     double best_saving = -1;
