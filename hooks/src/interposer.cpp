@@ -194,6 +194,7 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(GraphAddKernelNode, "cuGraphAddKernelNode_v2");
   set(GraphAddDependencies, "cuGraphAddDependencies_v2");
   set(GraphDestroyNode, "cuGraphDestroyNode");
+  set(GraphNodeFindInClone, "cuGraphNodeFindInClone");
   set(ModuleGetFunction, "cuModuleGetFunction");
   set(LibraryGetModule, "cuLibraryGetModule");
   set(CtxGetCurrent, "cuCtxGetCurrent");

@@ -179,6 +179,31 @@ class Injector : public hooks::HookClient {
   CUresult GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS* params) override;
   CUresult GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) override;
+  CUresult GraphExecUpdateV1(int variant, CUgraphExec exec, CUgraph graph, CUgraphNode* error_node,
+                             CUgraphExecUpdateResult* result) override;
+  CUresult GraphExecDestroy(int variant, CUgraphExec exec) override;
+  CUresult GraphUpload(int variant, CUgraphExec exec, CUstream stream) override;
+  CUresult GraphExecKernelNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_KERNEL_NODE_PARAMS* params) override;
+  CUresult GraphExecKernelNodeSetParamsV1(int variant, CUgraphExec exec, CUgraphNode node,
+                                          const CUDA_KERNEL_NODE_PARAMS_v1* params) override;
+  CUresult GraphExecMemcpyNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* copy,
+                                        CUcontext ctx) override;
+  CUresult GraphExecMemsetNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_MEMSET_NODE_PARAMS* params, CUcontext ctx) override;
+  CUresult GraphExecHostNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                      const CUDA_HOST_NODE_PARAMS* params) override;
+  CUresult GraphExecChildGraphNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node, CUgraph child) override;
+  CUresult GraphExecEventRecordNodeSetEvent(int variant, CUgraphExec exec, CUgraphNode node, CUevent event) override;
+  CUresult GraphExecEventWaitNodeSetEvent(int variant, CUgraphExec exec, CUgraphNode node, CUevent event) override;
+  CUresult GraphExecExternalSemaphoresSignalNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                                          const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* params) override;
+  CUresult GraphExecExternalSemaphoresWaitNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                                        const CUDA_EXT_SEM_WAIT_NODE_PARAMS* params) override;
+  CUresult GraphExecBatchMemOpNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                            const CUDA_BATCH_MEM_OP_NODE_PARAMS* params) override;
+  CUresult GraphNodeSetEnabled(int variant, CUgraphExec exec, CUgraphNode node, unsigned enabled) override;
+  CUresult GraphExecNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* params) override;
   CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
   CUresult StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
                                      const CUgraphEdgeData* edges, size_t n, CUstreamCaptureMode mode) override;
