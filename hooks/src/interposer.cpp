@@ -191,6 +191,7 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent");
   set(GraphClone, "cuGraphClone");
   set(GraphDestroyDirect, "cuGraphDestroy");
+  set(GraphExecDestroyDirect, "cuGraphExecDestroy");
   set(GraphAddKernelNode, "cuGraphAddKernelNode_v2");
   set(GraphAddDependencies, "cuGraphAddDependencies_v2");
   set(GraphDestroyNode, "cuGraphDestroyNode");

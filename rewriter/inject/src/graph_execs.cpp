@@ -20,8 +20,14 @@ std::shared_ptr<Injector::Impl::RewrittenExec> Injector::Impl::findExec(CUgraphE
   return it == execs.end() ? nullptr : it->second;
 }
 
+CUresult(CUDAAPI* Injector::Impl::execDestroyer())(CUgraphExec) {
+  // The direct one: an application resolves cuGraphExecDestroy only when it first destroys an exec.
+  auto destroy = table().GraphExecDestroyDirect.load();
+  return destroy ? destroy : table().GraphExecDestroy[0].load();
+}
+
 void Injector::Impl::release(RewrittenExec& e) {
-  auto destroy_exec = table().GraphExecDestroy[0].load();
+  auto destroy_exec = execDestroyer();
   auto destroy_graph = table().GraphDestroyDirect.load();
   Inside inside;
   if (e.rewritten && destroy_exec) (void)destroy_exec(e.rewritten);
@@ -44,8 +50,7 @@ CUresult Injector::Impl::instantiateGraph(CUgraphExec* exec, CUgraph graph, unsi
     return call(exec, graph);
   };
   // A graph launched from the device is launched by its handle, which kfuse cannot redirect.
-  if (!exec || (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) || !table().GraphExecDestroy[0].load())
-    return direct();
+  if (!exec || (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) || !execDestroyer()) return direct();
   RewrittenClone clone;
   if (!rewriteClone(graph, &clone)) return direct();
   // The rewritten one first: a trace recorded under kfuse run numbers it before the application's.

@@ -443,7 +443,8 @@ struct Injector::Impl {
   std::shared_ptr<RewrittenExec> findExec(CUgraphExec exec);
   // Stops launching `e.rewritten` (e.mu held). `why` says what the application did.
   void unfuse(RewrittenExec& e, const char* why);
-  void release(RewrittenExec& e);  // destroys the rewritten exec and clone
+  void release(RewrittenExec& e);                   // destroys the rewritten exec and clone
+  CUresult(CUDAAPI* execDestroyer())(CUgraphExec);  // the driver's cuGraphExecDestroy, or nullptr
 
   // ---- modules, fused kernels, statistics (injector.cpp) ----
 

@@ -1237,6 +1237,7 @@ class GraphTest : public InjectorTest {
     table_.GraphExecUpdate[0] = &fGraphExecUpdate;
     table_.GraphLaunch[0] = &fGraphLaunch;
     table_.GraphExecDestroy[0] = &fGraphExecDestroy;
+    table_.GraphExecDestroyDirect = &fGraphExecDestroy;
     table_.GraphNodeFindInClone = &fGraphNodeFindInClone;
     table_.GraphExecKernelNodeSetParams[0] = &fGraphExecKernelNodeSetParams;
     table_.GraphNodeSetEnabled[0] = &fGraphNodeSetEnabled;

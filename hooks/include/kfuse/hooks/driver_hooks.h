@@ -250,6 +250,7 @@ struct DriverTable {
   // Rewriting a graph at instantiate (the injector): a clone whose node chains are replaced by fused kernel nodes.
   std::atomic<CUresult(CUDAAPI*)(CUgraph*, CUgraph)> GraphClone{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraph)> GraphDestroyDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphExec)> GraphExecDestroyDirect{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*)>
       GraphAddKernelNode{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t)>
