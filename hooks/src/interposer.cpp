@@ -187,6 +187,7 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(GraphMemcpyNodeGetParams, "cuGraphMemcpyNodeGetParams");
   set(GraphMemsetNodeGetParams, "cuGraphMemsetNodeGetParams");
   set(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph");
+  set(GraphKernelNodeGetAttribute, "cuGraphKernelNodeGetAttribute");
   set(GraphEventRecordNodeGetEvent, "cuGraphEventRecordNodeGetEvent");
   set(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent");
   set(GraphClone, "cuGraphClone");

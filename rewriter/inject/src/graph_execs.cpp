@@ -123,7 +123,9 @@ CUresult Injector::Impl::updateExec(CUgraphExec exec, CUgraph graph, const std::
   if (mine != CUDA_SUCCESS) {
     // Another rewrite than the exec's (one chain fused in one, not in the other): instantiated again.
     CUgraphExec fresh = nullptr;
-    if (instantiate && instantiate(&fresh, clone.graph, e->flags) == CUDA_SUCCESS && fresh) {
+    // Uploading at instantiate needs cuGraphInstantiateWithParams' stream: the launch uploads it instead.
+    const unsigned long long flags = e->flags & ~static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+    if (instantiate && instantiate(&fresh, clone.graph, flags) == CUDA_SUCCESS && fresh) {
       RewrittenExec old;
       old.rewritten = e->rewritten;
       old.clone = std::move(e->clone);

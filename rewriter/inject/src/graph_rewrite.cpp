@@ -75,7 +75,9 @@ bool Injector::Impl::rewriteClone(CUgraph graph, RewrittenClone* out) {
     (void)destroy(clone);
     if (replaced == -1) std::fprintf(stderr, "kfuse run: a graph could not be rewritten; it runs unchanged\n");
     if (replaced == kUntouchable && options.log) {
-      std::fprintf(stderr, "kfuse run: a graph with memory allocation or free nodes is left unchanged\n");
+      std::fprintf(stderr,
+                   "kfuse run: a graph with memory allocation, free, conditional or device-updatable kernel nodes is "
+                   "left unchanged\n");
     }
     return false;
   }
@@ -93,6 +95,7 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
   auto get_type = t.GraphNodeGetType.load();
   auto get_params = t.GraphKernelNodeGetParams.load();
   auto child_of = t.GraphChildGraphNodeGetGraph.load();
+  auto get_attribute = t.GraphKernelNodeGetAttribute.load();
   auto add_node = t.GraphAddKernelNode.load();
   auto add_deps = t.GraphAddDependencies.load();
   auto destroy_node = t.GraphDestroyNode.load();
@@ -120,8 +123,20 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
     node.handle = handles[i];
     index[handles[i]] = i;
     if (get_type(handles[i], &node.type) != CUDA_SUCCESS) return -1;
-    // The application's exec and the rewritten one both exist: a graph's allocations must not be made twice.
-    if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) return kUntouchable;
+    // The application's exec and the rewritten one both exist: a graph's allocations must not be made twice, and
+    // what the device sets in the application's exec (conditional handles, device-updatable kernel nodes) would not
+    // reach the rewritten one.
+    if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+        node.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      return kUntouchable;
+    }
+    if (node.type == CU_GRAPH_NODE_TYPE_KERNEL && get_attribute) {
+      CUkernelNodeAttrValue value{};
+      if (get_attribute(handles[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &value) == CUDA_SUCCESS &&
+          value.deviceUpdatableKernelNode.deviceUpdatable) {
+        return kUntouchable;
+      }
+    }
     if (node.type == CU_GRAPH_NODE_TYPE_GRAPH && child_of && depth < kMaxGraphDepth) {
       CUgraph child = nullptr;
       if (child_of(handles[i], &child) != CUDA_SUCCESS || !child) return -1;

@@ -260,6 +260,7 @@ struct FakeNode {
   FakeGraph* owner = nullptr;
   const FakeNode* original = nullptr;  // in a copy: the node it was copied from
   bool enabled = true;
+  bool device_updatable = false;
 };
 struct FakeGraph {
   std::vector<std::unique_ptr<FakeNode>> nodes;
@@ -299,6 +300,7 @@ std::unique_ptr<FakeGraph> copyGraph(const FakeGraph& from) {
     c->owner = to.get();
     c->original = n.get();
     c->enabled = n->enabled;
+    c->device_updatable = n->device_updatable;
     map[n.get()] = c.get();
     to->nodes.push_back(std::move(c));
   }
@@ -398,6 +400,12 @@ CUresult CUDAAPI fGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PA
   p->gridDimX = n->grid, p->gridDimY = 1, p->gridDimZ = 1;
   p->blockDimX = n->block, p->blockDimY = 1, p->blockDimZ = 1;
   p->kernelParams = n->ptrs;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID id, CUkernelNodeAttrValue* value) {
+  if (id != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_INVALID_VALUE;
+  *value = CUkernelNodeAttrValue{};
+  value->deviceUpdatableKernelNode.deviceUpdatable = reinterpret_cast<FakeNode*>(node)->device_updatable ? 1 : 0;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* graph) {
@@ -1233,6 +1241,7 @@ class GraphTest : public InjectorTest {
     table_.GraphNodeGetType = &fGraphNodeGetType;
     table_.GraphKernelNodeGetParams = &fGraphKernelNodeGetParams;
     table_.GraphChildGraphNodeGetGraph = &fGraphChildGraphNodeGetGraph;
+    table_.GraphKernelNodeGetAttribute = &fGraphKernelNodeGetAttribute;
     table_.GraphInstantiateWithFlags[0] = &fGraphInstantiate;
     table_.GraphExecUpdate[0] = &fGraphExecUpdate;
     table_.GraphLaunch[0] = &fGraphLaunch;
@@ -1645,6 +1654,26 @@ TEST_F(GraphTest, AnExecWhoseGraphHasNothingToFuseIsTheDriversAlone) {
   EXPECT_EQ(graphs_.set_calls.size(), 1u);
   EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
   EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_ERROR_INVALID_VALUE) << "the driver's answer";
+}
+
+TEST_F(GraphTest, GraphsWhoseNodesTheDeviceOrTheirAllocationsTieToOneExecAreLeftUntouched) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph with_alloc, updatable;
+  node(with_alloc, kPlus1, t, z, {node(with_alloc, kTwice, x, t)});
+  auto alloc = std::make_unique<FakeNode>();
+  alloc->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  alloc->owner = &with_alloc;
+  with_alloc.nodes.push_back(std::move(alloc));
+  node(updatable, kPlus1, t, z, {node(updatable, kTwice, x, t)});
+  node(updatable, kTwice, x, t)->device_updatable = true;
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, with_alloc, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(instantiate(*inj, updatable, &exec), (std::vector<std::string>{"twice", "plus1", "twice"}));
+  EXPECT_EQ(graphs_.execs.size(), 2u) << "the applications' execs alone";
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
 }
 
 TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {

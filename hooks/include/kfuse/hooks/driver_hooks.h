@@ -245,6 +245,8 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_MEMCPY3D*)> GraphMemcpyNodeGetParams{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS*)> GraphMemsetNodeGetParams{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUgraph*)> GraphChildGraphNodeGetGraph{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue*)> GraphKernelNodeGetAttribute{
+      nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventRecordNodeGetEvent{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventWaitNodeGetEvent{nullptr};
   // Rewriting a graph at instantiate (the injector): a clone whose node chains are replaced by fused kernel nodes.
