@@ -1692,8 +1692,20 @@ TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
-TEST_F(GraphTest, GraphsAreLeftUntouchedUnlessAskedFor) {
-  auto inj = make({twicePlus1()});  // no --graphs
+TEST_F(GraphTest, GraphsAreRewrittenByDefaultAndLeftUntouchedWhenTurnedOff) {
+  {
+    auto inj = make({twicePlus1()});
+    std::vector<float> xs, ts, zs;
+    float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+    FakeGraph app;
+    node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+    CUgraphExec exec = nullptr;
+    EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"fused_ok"});
+    EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  }
+  InjectorOptions off;
+  off.rewrite_graphs = false;  // --no-graphs
+  auto inj = make({twicePlus1()}, off);
   std::vector<float> xs, ts, zs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   FakeGraph app;

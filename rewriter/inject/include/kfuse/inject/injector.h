@@ -36,10 +36,11 @@ struct InjectorOptions {
   // one warm-up, this many runs each, medians compared): a plan measured slower is disabled. 0: no timing.
   int time_runs = 5;
   bool log = false;  // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
-  // Rewrite CUDA graphs at instantiate and exec update (`kfuse run --graphs`, KFUSE_REWRITE_GRAPHS=1). Off by
-  // default: an executable graph made from a rewritten clone refuses per-node exec setters
-  // (cuGraphExecKernelNodeSetParams and the like) for the application's nodes, which a program may rely on.
-  bool rewrite_graphs = false;
+  // Rewrite CUDA graphs at instantiate and exec update (`kfuse run --no-graphs`, KFUSE_REWRITE_GRAPHS=0: off). The
+  // application's exec stays the driver's own, made from its graph; a rewritten clone instantiated beside it is
+  // launched in its place until a per-node exec setter changes a node that a fused node replaced (the application's
+  // exec, which got every setter, runs from then on). docs/injector.md.
+  bool rewrite_graphs = true;
   size_t stream_slots = 64;  // streams that can hold a pattern at once (per-thread default streams count each)
 };
 
