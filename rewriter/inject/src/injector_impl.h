@@ -422,7 +422,6 @@ struct Injector::Impl {
   std::shared_mutex execs_mu;
   std::unordered_map<CUgraphExec, std::shared_ptr<RewrittenExec>> execs;  // under execs_mu
   std::atomic<size_t> execs_alive{0};
-  std::atomic<uint64_t> graph_execs_unfused{0};  // rewritten execs that went back to the application's graph
 
   // Instantiates `graph` through `call` (which writes the exec it makes), and beside it, when rewriting applies, a
   // rewritten clone, registered under the application's exec. The CUresult and the exec the application sees are
