@@ -271,6 +271,8 @@ struct FakeGraphs {
   std::vector<std::vector<std::string>> instantiated;     // kernel node names (children's included) per instantiate
   int clones_alive = 0;
   std::vector<std::pair<CUgraphExec, CUgraphNode>> set_calls;  // per-node exec setters, as the driver saw them
+  CUresult refuse_fused = CUDA_SUCCESS;     // what instantiating a graph with a fused kernel node returns
+  CUresult refuse_original = CUDA_SUCCESS;  // ... and one without
 };
 FakeGraphs* gg = nullptr;
 
@@ -413,6 +415,10 @@ CUresult CUDAAPI fGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* graph) 
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  std::vector<std::string> names;
+  kernelNames(*reinterpret_cast<FakeGraph*>(graph), names);
+  const bool fused = std::find(names.begin(), names.end(), "fused_ok") != names.end();
+  if (CUresult r = fused ? gg->refuse_fused : gg->refuse_original; r != CUDA_SUCCESS) return r;
   gg->execs.push_back(copyGraph(*reinterpret_cast<FakeGraph*>(graph)));
   gg->instantiated.emplace_back();
   kernelNames(*gg->execs.back(), gg->instantiated.back());
@@ -1639,6 +1645,51 @@ TEST_F(GraphTest, DisablingANodeNoChainReplacedDisablesItInTheRewrittenGraph) {
   EXPECT_EQ(inj->GraphNodeSetEnabled(0, exec, reinterpret_cast<CUgraphNode>(last), 0), CUDA_SUCCESS);
   inj->GraphLaunch(0, exec, stream_);
   EXPECT_EQ(fake_.launches, std::vector<std::string>{"twice"}) << "a chain's node disabled: the application's graph";
+}
+
+TEST_F(GraphTest, AnExecUpdateAfterASetterOnAReplacedNodeFusesTheNewGraphAgain) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, z2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *z2 = buffer(z2s, 0);
+  FakeGraph first, second;
+  FakeNode* last = node(first, kPlus1, t, z, {node(first, kTwice, x, t)});
+  node(second, kPlus1, t, z2, {node(second, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, first, &exec);
+  EXPECT_EQ(setB(*inj, exec, last, z2), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  fake_.launches.clear();
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(inj->GraphExecUpdate(0, exec, handle(second), &info), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"}) << "the updated graph is fused again";
+  EXPECT_EQ(z2s, std::vector<float>(4, 7.f));
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, ARewrittenCloneTheDriverRefusesLeavesTheApplicationsGraphAlone) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  graphs_.refuse_fused = CUDA_ERROR_NOT_SUPPORTED;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(graphs_.execs.size(), 1u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+
+  // The application's own instantiation failing: its error, and nothing of kfuse's left behind.
+  graphs_.refuse_fused = CUDA_SUCCESS;
+  graphs_.refuse_original = CUDA_ERROR_OUT_OF_MEMORY;
+  CUgraphExec second = nullptr;
+  EXPECT_EQ(inj->GraphInstantiateWithFlags(0, &second, handle(app), 0), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(graphs_.execs.size(), 1u) << "the rewritten exec made first is destroyed";
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
 }
 
 TEST_F(GraphTest, AnExecWhoseGraphHasNothingToFuseIsTheDriversAlone) {
