@@ -273,6 +273,7 @@ struct FakeGraphs {
   std::vector<std::pair<CUgraphExec, CUgraphNode>> set_calls;  // per-node exec setters, as the driver saw them
   CUresult refuse_fused = CUDA_SUCCESS;     // what instantiating a graph with a fused kernel node returns
   CUresult refuse_original = CUDA_SUCCESS;  // ... and one without
+  std::recursive_mutex mu;                  // every fake graph function holds it (tests with threads)
 };
 FakeGraphs* gg = nullptr;
 
@@ -333,12 +334,14 @@ void runGraph(const FakeGraph& graph) {
   }
 }
 CUresult CUDAAPI fGraphClone(CUgraph* out, CUgraph in) {
+  std::lock_guard lock(gg->mu);
   gg->graphs.push_back(copyGraph(*reinterpret_cast<FakeGraph*>(in)));
   ++gg->clones_alive;
   *out = reinterpret_cast<CUgraph>(gg->graphs.back().get());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphDestroy(CUgraph graph) {
+  std::lock_guard lock(gg->mu);
   auto& all = gg->graphs;
   const auto it = std::find_if(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)graph; });
   if (it == all.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -348,6 +351,7 @@ CUresult CUDAAPI fGraphDestroy(CUgraph graph) {
 }
 CUresult CUDAAPI fGraphAddKernelNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n,
                                      const CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard lock(gg->mu);
   auto* fg = reinterpret_cast<FakeGraph*>(graph);
   auto node = std::make_unique<FakeNode>();
   setKernel(*node, *p);
@@ -359,6 +363,7 @@ CUresult CUDAAPI fGraphAddKernelNode(CUgraphNode* out, CUgraph graph, const CUgr
 }
 CUresult CUDAAPI fGraphAddDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
                                        const CUgraphEdgeData*, size_t n) {
+  std::lock_guard lock(gg->mu);
   for (size_t i = 0; i < n; ++i) {
     reinterpret_cast<FakeGraph*>(graph)->edges.emplace_back(reinterpret_cast<FakeNode*>(from[i]),
                                                             reinterpret_cast<FakeNode*>(to[i]));
@@ -366,6 +371,7 @@ CUresult CUDAAPI fGraphAddDependencies(CUgraph graph, const CUgraphNode* from, c
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphDestroyNode(CUgraphNode node) {
+  std::lock_guard lock(gg->mu);
   auto* n = reinterpret_cast<FakeNode*>(node);
   FakeGraph& fg = *n->owner;
   std::erase_if(fg.edges, [&](auto& e) { return e.first == n || e.second == n; });
@@ -373,6 +379,7 @@ CUresult CUDAAPI fGraphDestroyNode(CUgraphNode node) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphGetNodes(CUgraph graph, CUgraphNode* out, size_t* count) {
+  std::lock_guard lock(gg->mu);
   auto& nodes = reinterpret_cast<FakeGraph*>(graph)->nodes;
   if (out) {
     for (size_t i = 0; i < std::min(*count, nodes.size()); ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i].get());
@@ -382,6 +389,7 @@ CUresult CUDAAPI fGraphGetNodes(CUgraph graph, CUgraphNode* out, size_t* count) 
 }
 CUresult CUDAAPI fGraphGetEdges(CUgraph graph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data,
                                 size_t* count) {
+  std::lock_guard lock(gg->mu);
   auto& edges = reinterpret_cast<FakeGraph*>(graph)->edges;
   for (size_t i = 0; from && i < std::min(*count, edges.size()); ++i) {
     from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
@@ -392,10 +400,12 @@ CUresult CUDAAPI fGraphGetEdges(CUgraph graph, CUgraphNode* from, CUgraphNode* t
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  std::lock_guard lock(gg->mu);
   *type = reinterpret_cast<FakeNode*>(node)->type;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard lock(gg->mu);
   auto* n = reinterpret_cast<FakeNode*>(node);
   *p = CUDA_KERNEL_NODE_PARAMS{};
   p->func = n->f;
@@ -405,16 +415,19 @@ CUresult CUDAAPI fGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PA
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID id, CUkernelNodeAttrValue* value) {
+  std::lock_guard lock(gg->mu);
   if (id != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_INVALID_VALUE;
   *value = CUkernelNodeAttrValue{};
   value->deviceUpdatableKernelNode.deviceUpdatable = reinterpret_cast<FakeNode*>(node)->device_updatable ? 1 : 0;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* graph) {
+  std::lock_guard lock(gg->mu);
   *graph = reinterpret_cast<CUgraph>(reinterpret_cast<FakeNode*>(node)->child.get());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  std::lock_guard lock(gg->mu);
   std::vector<std::string> names;
   kernelNames(*reinterpret_cast<FakeGraph*>(graph), names);
   const bool fused = std::find(names.begin(), names.end(), "fused_ok") != names.end();
@@ -427,6 +440,7 @@ CUresult CUDAAPI fGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned lo
 }
 // Accepts a graph of the same node types in the same order (a GPU driver's rule is similar: the same topology).
 CUresult CUDAAPI fGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  std::lock_guard lock(gg->mu);
   auto* e = reinterpret_cast<FakeGraph*>(exec);
   auto* from = reinterpret_cast<FakeGraph*>(graph);
   *info = CUgraphExecUpdateResultInfo{};
@@ -441,10 +455,12 @@ CUresult CUDAAPI fGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUp
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphLaunch(CUgraphExec exec, CUstream) {
+  std::lock_guard lock(gg->mu);
   runGraph(*reinterpret_cast<FakeGraph*>(exec));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphExecDestroy(CUgraphExec exec) {
+  std::lock_guard lock(gg->mu);
   auto& all = gg->execs;
   const auto it = std::find_if(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)exec; });
   if (it == all.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -452,6 +468,7 @@ CUresult CUDAAPI fGraphExecDestroy(CUgraphExec exec) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphNodeFindInClone(CUgraphNode* out, CUgraphNode original, CUgraph clone) {
+  std::lock_guard lock(gg->mu);
   for (const auto& n : reinterpret_cast<FakeGraph*>(clone)->nodes) {
     if (n->original == reinterpret_cast<FakeNode*>(original)) {
       *out = reinterpret_cast<CUgraphNode>(n.get());
@@ -462,6 +479,7 @@ CUresult CUDAAPI fGraphNodeFindInClone(CUgraphNode* out, CUgraphNode original, C
 }
 // The executable graph's copy of `node` (a node of the graph it was instantiated from), as a GPU driver finds it.
 FakeNode* execNode(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type) {
+  std::lock_guard lock(gg->mu);
   gg->set_calls.emplace_back(exec, node);
   const auto& all = gg->execs;
   if (std::none_of(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)exec; })) return nullptr;
@@ -472,12 +490,14 @@ FakeNode* execNode(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type) {
 }
 // Refuses a kernel node update that changes the function, as a GPU driver does (CUDA_ERROR_INVALID_VALUE).
 CUresult CUDAAPI fGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard lock(gg->mu);
   FakeNode* n = execNode(exec, node, CU_GRAPH_NODE_TYPE_KERNEL);
   if (!n || !p || p->func != n->f) return CUDA_ERROR_INVALID_VALUE;
   setKernel(*n, *p);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned enabled) {
+  std::lock_guard lock(gg->mu);
   FakeNode* n = execNode(exec, node, CU_GRAPH_NODE_TYPE_KERNEL);
   if (!n) return CUDA_ERROR_INVALID_VALUE;
   n->enabled = enabled != 0;
@@ -1690,6 +1710,50 @@ TEST_F(GraphTest, ARewrittenCloneTheDriverRefusesLeavesTheApplicationsGraphAlone
   EXPECT_EQ(graphs_.execs.size(), 1u) << "the rewritten exec made first is destroyed";
   EXPECT_EQ(graphs_.clones_alive, 0);
   EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+}
+
+TEST_F(GraphTest, FourThreadsSetAndLaunchTheirOwnRewrittenGraphs) {
+  auto inj = make({twicePlus1()}, rewriting());
+  constexpr int kThreads = 4;
+  struct Work {
+    std::vector<float> xs, ts, zs, z2s, x2s, t2s, t3s;
+    float *x, *t, *z, *z2, *x2, *t2, *t3;
+    FakeGraph app;
+    FakeNode *last, *alone;
+    bool ok = true;
+  };
+  std::vector<Work> work(kThreads);
+  for (Work& w : work) {
+    w.x = buffer(w.xs, 3), w.t = buffer(w.ts, 0), w.z = buffer(w.zs, 0), w.z2 = buffer(w.z2s, 0);
+    w.x2 = buffer(w.x2s, 1), w.t2 = buffer(w.t2s, 0), w.t3 = buffer(w.t3s, 0);
+    w.last = node(w.app, kPlus1, w.t, w.z, {node(w.app, kTwice, w.x, w.t)});
+    w.alone = node(w.app, kTwice, w.x2, w.t2);
+  }
+  std::vector<std::thread> threads;
+  for (Work& w : work) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 20; ++round) {
+        CUgraphExec exec = nullptr;
+        w.ok = w.ok && inj->GraphInstantiateWithFlags(0, &exec, handle(w.app), 0) == CUDA_SUCCESS;
+        w.ok = w.ok && setB(*inj, exec, w.alone, w.t3) == CUDA_SUCCESS;  // mirrored
+        w.ok = w.ok && inj->GraphLaunch(0, exec, stream_) == CUDA_SUCCESS;
+        w.ok = w.ok && setB(*inj, exec, w.last, w.z2) == CUDA_SUCCESS;  // the application's exec from now on
+        w.ok = w.ok && inj->GraphLaunch(0, exec, stream_) == CUDA_SUCCESS;
+        w.ok = w.ok && inj->GraphExecDestroy(0, exec) == CUDA_SUCCESS;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const Work& w : work) {
+    EXPECT_TRUE(w.ok);
+    EXPECT_EQ(w.zs, std::vector<float>(4, 7.f)) << "the fused node's launches";
+    EXPECT_EQ(w.z2s, std::vector<float>(4, 7.f)) << "the application's exec's, with the new parameter";
+    EXPECT_EQ(w.t3s, std::vector<float>(4, 2.f));
+    EXPECT_EQ(w.t2s, std::vector<float>(4, 0.f));
+  }
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_TRUE(graphs_.execs.empty());
+  EXPECT_EQ(inj->stats().graphs_rewritten, uint64_t{kThreads} * 20);
 }
 
 TEST_F(GraphTest, AnExecWhoseGraphHasNothingToFuseIsTheDriversAlone) {
