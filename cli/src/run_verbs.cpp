@@ -18,7 +18,8 @@ struct RunOptions {
   int validate = 0;
   std::string stats;
   bool log = false;
-  bool graphs = false;
+  bool graphs = false;  // accepted for scripts written when rewriting graphs had to be asked for
+  bool no_graphs = false;
   std::vector<std::string> command;
 };
 
@@ -50,6 +51,7 @@ int runWithPlans(const RunOptions& o, const VerbContext& ctx) {
     if (o.validate > 0) env.emplace_back("KFUSE_VALIDATE", std::to_string(o.validate));
     if (!o.stats.empty()) env.emplace_back("KFUSE_RUN_STATS", o.stats);
     if (o.log) env.emplace_back("KFUSE_INJECT_LOG", "1");
+    if (o.no_graphs) env.emplace_back("KFUSE_REWRITE_GRAPHS", "0");
     if (o.graphs) env.emplace_back("KFUSE_REWRITE_GRAPHS", "1");
     if (ctx.quiet) env.emplace_back("KFUSE_RUN_QUIET", "1");
   }
@@ -77,10 +79,13 @@ void registerRunVerbs(CLI::App& app, VerbContext& ctx) {
   cmd->add_option("--stats", opts->stats, "Write launch, fusion and flush statistics there as JSON at exit")
       ->check(outputPath());
   cmd->add_flag("--log", opts->log, "One line per fused occurrence and per flush of deferred launches (stderr)");
-  cmd->add_flag("--graphs", opts->graphs,
-                "Also rewrite CUDA graphs at instantiate: matching node chains become the fused kernel's node "
-                "(off by default: the executable graph then refuses per-node exec setters on the application's "
-                "nodes; docs/injector.md)");
+  CLI::Option* graphs = cmd->add_flag("--graphs", opts->graphs,
+                                      "Rewrite CUDA graphs at instantiate and exec update (the default; kept for "
+                                      "scripts written when it had to be asked for)");
+  cmd->add_flag("--no-graphs", opts->no_graphs,
+                "Leave CUDA graphs as they are (by default, matching node chains of a graph run as the fused kernel's "
+                "node, in a rewritten copy launched in the graph's place; docs/injector.md)")
+      ->excludes(graphs);
   cmd->add_option("command", opts->command, "-- PROGRAM ARGS...")->required()->expected(-1);
   cmd->footer(
       "Environment: KFUSE_DISABLE=1 runs the program without kfuse. The program's exit code passes through.\n"

@@ -187,13 +187,16 @@ void DriverTable::resolveQueries(void* (*lookup)(const char*, void*), void* user
   set(GraphMemcpyNodeGetParams, "cuGraphMemcpyNodeGetParams");
   set(GraphMemsetNodeGetParams, "cuGraphMemsetNodeGetParams");
   set(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph");
+  set(GraphKernelNodeGetAttribute, "cuGraphKernelNodeGetAttribute");
   set(GraphEventRecordNodeGetEvent, "cuGraphEventRecordNodeGetEvent");
   set(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent");
   set(GraphClone, "cuGraphClone");
   set(GraphDestroyDirect, "cuGraphDestroy");
+  set(GraphExecDestroyDirect, "cuGraphExecDestroy");
   set(GraphAddKernelNode, "cuGraphAddKernelNode_v2");
   set(GraphAddDependencies, "cuGraphAddDependencies_v2");
   set(GraphDestroyNode, "cuGraphDestroyNode");
+  set(GraphNodeFindInClone, "cuGraphNodeFindInClone");
   set(ModuleGetFunction, "cuModuleGetFunction");
   set(LibraryGetModule, "cuLibraryGetModule");
   set(CtxGetCurrent, "cuCtxGetCurrent");

@@ -2,14 +2,19 @@
 """Fusion inside CUDA graphs, end to end on the emulator's stand-in libcuda.so.1: record
 examples/runtime_api/cuda_graphs (a <<<>>> program capturing the elementwise chain into a graph replayed 5 times, and
 an explicitly built graph), `kfuse analyze` it, `kfuse rewrite` the proven chain over the captured graph's nodes, and
-run the program under `kfuse run --graphs --plan DIR`:
+run the program under `kfuse run --plan DIR` (graphs are rewritten by default):
 
   * it prints the same result and checksum as without kfuse;
   * the stand-in runs fewer kernel nodes per replay of the captured graph (its KFUSE_STANDIN_TRACE lines), by exactly
     the kernels the fusion removes, and the injector's statistics count the rewritten graph and the fused chain;
   * a trace recorded under `kfuse run` (kfuse record -- kfuse run ...) holds the rewritten graph: the fused kernel
     node in place of the chain's nodes, and that many fewer kernel nodes run by the replays;
-  * without --graphs, and with KFUSE_DISABLE=1, the graphs run as they were.
+  * with --no-graphs, KFUSE_REWRITE_GRAPHS=0 and KFUSE_DISABLE=1, the graphs run as they were;
+  * with both plans `kfuse rewrite --all` makes (the captured chain, and scale -> add of the explicitly built graph,
+    whose scale node the program changes with cudaGraphExecKernelNodeSetParams between its two launches): the same
+    result and checksum; the captured graph's replays run the fused node, the explicit graph's first launch its
+    fused node and, once the setter changed a node the fused node replaced, its second launch the application's
+    own graph with the new parameters (the kernel nodes per replay are printed).
 
 Usage: check_graphs.py --kfuse BIN --build BUILD
 """
@@ -125,20 +130,20 @@ class Checker:
         self.check(before == [5] * 5, "without kfuse: 5 kernel nodes per replay of the captured graph", str(before))
 
         stats_path = os.path.join(self.tmp, "stats.json")
-        p = self.kfuse("run", "--graphs", "--plan", plan, "--stats", stats_path, "--", self.program, env=traced)
+        p = self.kfuse("run", "--plan", plan, "--stats", stats_path, "--", self.program, env=traced)
         self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
-                   "kfuse run --graphs: same result and checksum",
+                   "kfuse run: same result and checksum",
                    f"without: {self.result_lines(base.stdout)} with: {self.result_lines(p.stdout)} {p.stderr[-1500:]}")
         after = self.captured_replays(self.kernel_nodes_per_replay(p.stderr))
         self.check(before is not None and after == [n - removed for n in before],
-                   f"kfuse run --graphs: {removed} kernel nodes fewer per replay", f"before {before}, after {after}")
-        if self.check(os.path.exists(stats_path), "kfuse run --graphs writes its statistics"):
+                   f"kfuse run: {removed} kernel nodes fewer per replay", f"before {before}, after {after}")
+        if self.check(os.path.exists(stats_path), "kfuse run writes its statistics"):
             with open(stats_path) as f:
                 graphs = json.load(f)["graphs"]
             self.check(graphs == {"rewritten": 1, "chains_fused": 1, "chains_refused": 0},
                        "statistics: one graph rewritten, one chain fused", json.dumps(graphs))
 
-        # The trace recorded under kfuse run shows the graph the driver instantiated: the rewritten clone.
+        # The trace recorded under kfuse run shows the rewritten clone, instantiated first (--graphs: still accepted).
         fused_trace = os.path.join(self.tmp, "graphs.fused.sqlite")
         p = self.kfuse("-q", "record", "-o", fused_trace, "--", self.args.kfuse, "-q", "run", "--graphs", "--plan",
                        plan, "--", self.program)
@@ -156,14 +161,62 @@ class Checker:
             self.check(ran - fused_ran == 5 * removed,
                        f"the replays ran {5 * removed} kernel nodes fewer", f"{ran} recorded, {fused_ran} under kfuse run")
 
-        # Not asked for, or disabled: the graphs run as they were.
-        for what, argv, env in (("without --graphs", ["run", "--plan", plan], traced),
-                                ("KFUSE_DISABLE=1", ["run", "--graphs", "--plan", plan],
-                                 dict(traced, KFUSE_DISABLE="1"))):
+        self.both_plans(trace, report, before, base, traced)
+
+        # Turned off, or kfuse disabled: the graphs run as they were.
+        for what, argv, env in (("--no-graphs", ["run", "--no-graphs", "--plan", plan], traced),
+                                ("KFUSE_REWRITE_GRAPHS=0", ["run", "--plan", plan],
+                                 dict(traced, KFUSE_REWRITE_GRAPHS="0")),
+                                ("KFUSE_DISABLE=1", ["run", "--plan", plan], dict(traced, KFUSE_DISABLE="1"))):
             p = self.kfuse(*argv, "--", self.program, env=env)
             runs = self.captured_replays(self.kernel_nodes_per_replay(p.stderr))
             self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout) and
                        runs == before, f"{what}: the captured graph runs unchanged", f"{runs} {p.stderr[-1500:]}")
+
+    def both_plans(self, trace, report, before, base, traced):
+        plans = os.path.join(self.tmp, "all-plans")
+        p = self.kfuse("-q", "rewrite", trace, "--report", report, "--all", "-o", plans)
+        if not self.check(p.returncode == 0, "kfuse rewrite --all", p.stdout + p.stderr):
+            return
+        dirs = sorted(os.path.join(plans, d) for d in os.listdir(plans))
+        kernels = []
+        for d in dirs:
+            with open(os.path.join(d, "plan.json")) as f:
+                kernels.append([k["mangled_name"] for k in json.load(f)["pattern"]["kernels"]])
+        if not self.check(len(dirs) == 2 and sorted(map(len, kernels)) == [2, 4],
+                          "kfuse rewrite --all makes the captured chain's plan and the explicit graph's",
+                          json.dumps(kernels)):
+            return
+        want = self.result_lines(base.stdout)
+        explicit_before = [v for v in self.kernel_nodes_per_replay(base.stderr).values() if len(v) == 2]
+        self.check(explicit_before == [[2, 2]], "without kfuse: the explicit graph runs 2 kernel nodes per launch",
+                   str(explicit_before))
+        stats_path = os.path.join(self.tmp, "stats-all.json")
+        argv = ["run", "--log", "--stats", stats_path]
+        for d in dirs:
+            argv += ["--plan", d]
+        p = self.kfuse(*argv, "--", self.program, env=traced)
+        self.check(p.returncode == 0 and "cuda_graphs: PASSED" in p.stdout and self.result_lines(p.stdout) == want,
+                   "both plans, kfuse run: same result and checksum, PASSED",
+                   f"without: {want} with: {self.result_lines(p.stdout)} {p.stderr[-1500:]}")
+        runs = self.kernel_nodes_per_replay(p.stderr)
+        print(f"both plans: kernel nodes per launch, by executable graph: {runs} (without kfuse: "
+              f"{self.kernel_nodes_per_replay(base.stderr)})")
+        removed = len(max(kernels, key=len)) - 1
+        self.check(self.captured_replays(runs) == [n - removed for n in before],
+                   "both plans: the captured graph's replays run the fused node", str(runs))
+        # The explicit graph: its rewritten exec launched once (the fused node: 1 kernel node), then, after the
+        # setter on its replaced scale node, the application's exec (2 kernel nodes, the new alpha).
+        singles = sorted(v[0] for v in runs.values() if len(v) == 1)
+        self.check(singles == [1, 2], "both plans: the explicit graph's first launch runs the fused node, the second "
+                   "(after cudaGraphExecKernelNodeSetParams on a replaced node) the application's graph", str(runs))
+        self.check("a node that a fused node replaced was changed" in p.stderr,
+                   "both plans: --log says the explicit graph runs unfused after the setter", p.stderr[-1500:])
+        if self.check(os.path.exists(stats_path), "both plans: statistics written"):
+            with open(stats_path) as f:
+                graphs = json.load(f)["graphs"]
+            self.check(graphs == {"rewritten": 2, "chains_fused": 2, "chains_refused": 0},
+                       "both plans: statistics count both graphs rewritten", json.dumps(graphs))
 
 
 def main():

@@ -108,6 +108,7 @@ void mapSources(CUgraph_st& copy, std::unordered_map<const CUgraphNode_st*, CUgr
 CUresult runGraph(const CUgraph_st& g);
 
 CUresult runNode(const CUgraphNode_st& n) {
+  if (!n.enabled) return CUDA_SUCCESS;
   switch (n.type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
       CUresult r = runKernel(n.func, n.shape, n.args);
@@ -869,6 +870,30 @@ CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNod
 }
 CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node, CUevent e) {
   return setExecEvent(exec, node, CU_GRAPH_NODE_TYPE_WAIT_EVENT, e);
+}
+
+// Only kernel, memset and memcpy nodes can be disabled (cuda.h); a disabled node runs as an empty node. An exec
+// update keeps the state.
+static CUgraphNode_st* enableableNode(CUgraphExec exec, CUgraphNode node) {
+  for (CUgraphNodeType type : {CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_MEMCPY})
+    if (CUgraphNode_st* n = execNode(exec, node, type)) return n;
+  return nullptr;
+}
+CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned int enabled) {
+  std::lock_guard lock(graphMutex());
+  CUgraphNode_st* n = enableableNode(exec, node);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard run(exec->run);
+  n->enabled = enabled != 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec exec, CUgraphNode node, unsigned int* enabled) {
+  if (!enabled) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(graphMutex());
+  const CUgraphNode_st* n = enableableNode(exec, node);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *enabled = n->enabled ? 1 : 0;
+  return CUDA_SUCCESS;
 }
 
 // Nodes are matched by creation order; the topology (edges by position) and node types must be the same.

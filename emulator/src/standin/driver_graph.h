@@ -46,6 +46,7 @@ struct CUgraphNode_st {
   CUDA_HOST_NODE_PARAMS host{};       // CU_GRAPH_NODE_TYPE_HOST
   CUevent event = nullptr;            // CU_GRAPH_NODE_TYPE_EVENT_RECORD, CU_GRAPH_NODE_TYPE_WAIT_EVENT
   std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: the node's own copy of the graph
+  bool enabled = true;                // in an executable graph: cuGraphNodeSetEnabled (disabled: an empty node)
 
   CUgraphNode_st() = default;
   CUgraphNode_st(const CUgraphNode_st&) = delete;

@@ -271,6 +271,8 @@ const std::unordered_map<std::string, void*>& procTable() {
       KF_P(cuGraphExecHostNodeSetParams),
       KF_P(cuGraphExecEventRecordNodeSetEvent),
       KF_P(cuGraphExecEventWaitNodeSetEvent),
+      KF_P(cuGraphNodeSetEnabled),
+      KF_P(cuGraphNodeGetEnabled),
       KF_P(cuGraphExecUpdate),
       KF_P(cuStreamBeginCapture),
       KF_P(cuStreamBeginCaptureToGraph),

@@ -479,6 +479,46 @@ TEST_F(StandinGraphTest, ForkJoinCaptureAndOneGraphLaunchedOnTwoStreams) {
   get<decltype(&cuEventDestroy)>("cuEventDestroy")(join);
 }
 
+TEST_F(StandinGraphTest, ADisabledNodeRunsAsAnEmptyNodeUntilEnabledAgain) {
+  auto create = get<decltype(&cuGraphCreate)>("cuGraphCreate");
+  auto launch = get<decltype(&cuGraphLaunch)>("cuGraphLaunch");
+  auto set_enabled = get<decltype(&cuGraphNodeSetEnabled)>("cuGraphNodeSetEnabled");
+  auto get_enabled = get<decltype(&cuGraphNodeGetEnabled)>("cuGraphNodeGetEnabled");
+  auto reset = [&] { ASSERT_EQ(get<decltype(&cuMemsetD32)>("cuMemsetD32")(y_, 0, kN), CUDA_SUCCESS); };
+  CUgraph g;
+  ASSERT_EQ(create(&g, 0), CUDA_SUCCESS);
+  float a = 2.0f;
+  CUgraphNode k, empty;
+  CUDA_KERNEL_NODE_PARAMS p = axpyParams(&a);
+  ASSERT_EQ(get<decltype(&cuGraphAddKernelNode)>("cuGraphAddKernelNode", 12000)(&k, g, nullptr, 0, &p), CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuGraphAddEmptyNode)>("cuGraphAddEmptyNode")(&empty, g, &k, 1), CUDA_SUCCESS);
+  CUgraphExec exec;
+  ASSERT_EQ(get<decltype(&cuGraphInstantiateWithFlags)>("cuGraphInstantiateWithFlags")(&exec, g, 0), CUDA_SUCCESS);
+  unsigned enabled = 7;
+  ASSERT_EQ(get_enabled(exec, k, &enabled), CUDA_SUCCESS);
+  EXPECT_EQ(enabled, 1u);
+  ASSERT_EQ(set_enabled(exec, k, 0), CUDA_SUCCESS);
+  ASSERT_EQ(get_enabled(exec, k, &enabled), CUDA_SUCCESS);
+  EXPECT_EQ(enabled, 0u);
+  ASSERT_EQ(launch(exec, s1_), CUDA_SUCCESS);
+  expectY(0.0f);
+  ASSERT_EQ(set_enabled(exec, k, 1), CUDA_SUCCESS);
+  reset();
+  ASSERT_EQ(launch(exec, s1_), CUDA_SUCCESS);
+  expectY(2.0f);
+  // Only kernel, memset and memcpy nodes of the graph the exec was made from (cuda.h).
+  EXPECT_EQ(set_enabled(exec, empty, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(get_enabled(exec, k, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CUgraph other;
+  CUgraphNode elsewhere;
+  ASSERT_EQ(create(&other, 0), CUDA_SUCCESS);
+  ASSERT_EQ(get<decltype(&cuGraphAddKernelNode)>("cuGraphAddKernelNode", 12000)(&elsewhere, other, nullptr, 0, &p),
+            CUDA_SUCCESS);
+  EXPECT_EQ(set_enabled(exec, elsewhere, 0), CUDA_ERROR_INVALID_VALUE);
+  get<decltype(&cuGraphExecDestroy)>("cuGraphExecDestroy")(exec);
+  for (CUgraph x : {g, other}) get<decltype(&cuGraphDestroy)>("cuGraphDestroy")(x);
+}
+
 TEST_F(StandinGraphTest, ExecUpdateAndExecKernelNodeParamsChangeOnlyTheExecutableGraph) {
   auto add_kernel = get<decltype(&cuGraphAddKernelNode)>("cuGraphAddKernelNode", 12000);
   auto create = get<decltype(&cuGraphCreate)>("cuGraphCreate");

@@ -1,6 +1,7 @@
 // Injector::Impl, graphs: at cuGraphInstantiate* and cuGraphExecUpdate, the graph is cloned and every node chain
-// matching a plan is replaced in the clone by one kernel node running the fused kernel; the clone is what the driver
-// instantiates. The application's graph is never modified: its CUgraph handle keeps referring to the original.
+// matching a plan is replaced in the clone by one kernel node running the fused kernel; the clone is instantiated
+// beside the application's graph and launched in its place (graph_execs.cpp). The application's graph is never
+// modified: its CUgraph handle keeps referring to the original.
 //
 // A chain is a plan's kernels in order, each after a direct edge from an earlier node of the chain, such that no
 // path leaves the chain and comes back into it (no node outside runs between two of its kernels) and no edge
@@ -46,51 +47,55 @@ struct NodeInfo {
 
 }  // namespace
 
-CUresult Injector::Impl::withRewrittenGraph(CUgraph graph, const std::function<CUresult(CUgraph)>& call) {
+bool Injector::Impl::rewriteClone(CUgraph graph, RewrittenClone* out) {
   auto clone_fn = table().GraphClone.load();
   auto destroy = table().GraphDestroyDirect.load();
-  const auto direct = [&](CUgraph g) {
-    Inside inside;
-    return call(g);
-  };
+  auto get_nodes = table().GraphGetNodes.load();
+  auto find = table().GraphNodeFindInClone.load();
   if (!options.rewrite_graphs || t_inside || !graph || plans.empty() || enabledMask() == 0 || !clone_fn || !destroy)
-    return direct(graph);
+    return false;
+  Inside inside;
   CUgraph clone = nullptr;
-  {
-    Inside inside;
-    if (clone_fn(&clone, graph) != CUDA_SUCCESS || !clone) return direct(graph);
-  }
-  const int replaced = rewriteInPlace(clone, 0);
-  if (replaced <= 0) {
-    Inside inside;
-    (void)destroy(clone);
-    if (replaced < 0) std::fprintf(stderr, "kfuse run: a graph could not be rewritten; it runs unchanged\n");
-    return direct(graph);
-  }
-  const CUresult r = direct(clone);
-  {
-    Inside inside;
-    (void)destroy(clone);  // the executable graph holds its own copy
-  }
-  if (r != CUDA_SUCCESS) {
-    if (options.log) {
-      std::fprintf(stderr, "kfuse run: the driver refused the rewritten graph (%s); the original is used\n",
-                   errorName(r).c_str());
+  if (clone_fn(&clone, graph) != CUDA_SUCCESS || !clone) return false;
+  // Where the application's nodes are in the clone, read before the chains' nodes leave it. Without
+  // cuGraphNodeFindInClone nothing is known: every per-node setter then makes the application's exec run.
+  std::unordered_map<CUgraphNode, CUgraphNode> nodes;
+  size_t n = 0;
+  if (find && get_nodes && get_nodes(graph, nullptr, &n) == CUDA_SUCCESS) {
+    std::vector<CUgraphNode> handles(n);
+    if (n && get_nodes(graph, handles.data(), &n) != CUDA_SUCCESS) n = 0;
+    for (size_t i = 0; i < n && i < handles.size(); ++i) {
+      CUgraphNode mine = nullptr;
+      if (find(&mine, handles[i], clone) == CUDA_SUCCESS && mine) nodes.emplace(handles[i], mine);
     }
-    return direct(graph);
   }
-  graphs_rewritten.fetch_add(1, std::memory_order_relaxed);
-  graph_chains_fused.fetch_add(static_cast<uint64_t>(replaced), std::memory_order_relaxed);
-  return r;
+  std::unordered_set<CUgraphNode> removed;
+  const int replaced = rewriteInPlace(clone, 0, &removed);
+  if (replaced <= 0) {
+    (void)destroy(clone);
+    if (replaced == -1) std::fprintf(stderr, "kfuse run: a graph could not be rewritten; it runs unchanged\n");
+    if (replaced == kUntouchable && options.log) {
+      std::fprintf(stderr,
+                   "kfuse run: a graph with memory allocation, free, conditional or device-updatable kernel nodes is "
+                   "left unchanged\n");
+    }
+    return false;
+  }
+  std::erase_if(nodes, [&](const auto& entry) { return removed.count(entry.second) != 0; });
+  out->graph = clone;
+  out->nodes = std::move(nodes);
+  out->chains = replaced;
+  return true;
 }
 
-int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
+int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgraphNode>* removed) {
   DriverTable& t = table();
   auto get_nodes = t.GraphGetNodes.load();
   auto get_edges = t.GraphGetEdges.load();
   auto get_type = t.GraphNodeGetType.load();
   auto get_params = t.GraphKernelNodeGetParams.load();
   auto child_of = t.GraphChildGraphNodeGetGraph.load();
+  auto get_attribute = t.GraphKernelNodeGetAttribute.load();
   auto add_node = t.GraphAddKernelNode.load();
   auto add_deps = t.GraphAddDependencies.load();
   auto destroy_node = t.GraphDestroyNode.load();
@@ -118,11 +123,26 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
     node.handle = handles[i];
     index[handles[i]] = i;
     if (get_type(handles[i], &node.type) != CUDA_SUCCESS) return -1;
+    // The application's exec and the rewritten one both exist: a graph's allocations must not be made twice, and
+    // what the device sets in the application's exec (conditional handles, device-updatable kernel nodes) would not
+    // reach the rewritten one.
+    if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+        node.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      return kUntouchable;
+    }
+    if (node.type == CU_GRAPH_NODE_TYPE_KERNEL && get_attribute) {
+      CUkernelNodeAttrValue value{};
+      if (get_attribute(handles[i], CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &value) == CUDA_SUCCESS &&
+          value.deviceUpdatableKernelNode.deviceUpdatable) {
+        return kUntouchable;
+      }
+    }
     if (node.type == CU_GRAPH_NODE_TYPE_GRAPH && child_of && depth < kMaxGraphDepth) {
       CUgraph child = nullptr;
       if (child_of(handles[i], &child) != CUDA_SUCCESS || !child) return -1;
-      const int r = rewriteInPlace(child, depth + 1);  // the node owns its graph: changes show in the node
-      if (r < 0) return -1;
+      // The node owns its graph: changes show in the node.
+      const int r = rewriteInPlace(child, depth + 1, nullptr);
+      if (r < 0) return r;
       replaced += r;
     } else if (node.type == CU_GRAPH_NODE_TYPE_KERNEL) {
       if (get_params(handles[i], &node.params) != CUDA_SUCCESS) return -1;
@@ -312,6 +332,7 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth) {
       }
       for (size_t i : chain) {
         if (destroy_node(nodes[i].handle) != CUDA_SUCCESS) return -1;
+        if (removed) removed->insert(nodes[i].handle);
         nodes[i].used = true;
         fused_for[nodes[i].handle] = node;
         group_of[i] = groups.size();

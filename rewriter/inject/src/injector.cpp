@@ -610,7 +610,7 @@ CUresult Injector::EventSynchronize(int variant, CUevent event){
     Injector::StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data, unsigned flags){
         KFUSE_STREAM(kHostFunc, stream, HookClient::StreamAddCallback(variant, stream, callback, data, flags))} CUresult
     Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream){
-        KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, graph, stream))} CUresult
+        KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, impl_->launchTarget(graph), stream))} CUresult
     Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
   const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kGraph);
   const CUresult r = HookClient::StreamBeginCapture(variant, stream, mode);
@@ -630,21 +630,67 @@ CUresult Injector::StreamEndCapture(int variant, CUstream stream, CUgraph* graph
   if (r == CUDA_SUCCESS && impl_->captures_open.load() > 0) impl_->captures_open.fetch_sub(1);
   return flushed != CUDA_SUCCESS ? flushed : r;
 }
-// Graphs: instantiated, or an executable graph updated, from a rewritten clone (graph_rewrite.cpp). Should the
-// driver refuse the clone, the original is used: an error then names the application's own nodes.
+// Graphs: a rewritten clone instantiated beside the application's graph and launched in its place for as long as
+// the per-node setters the application makes allow (graph_execs.cpp).
 CUresult Injector::GraphInstantiateWithFlags(int variant, CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
-  return impl_->withRewrittenGraph(
-      graph, [&](CUgraph g) { return HookClient::GraphInstantiateWithFlags(variant, exec, g, flags); });
+  return impl_->instantiateGraph(exec, graph, flags, [&](CUgraphExec* out, CUgraph g) {
+    return HookClient::GraphInstantiateWithFlags(variant, out, g, flags);
+  });
 }
 CUresult Injector::GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
                                               CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  return impl_->withRewrittenGraph(
-      graph, [&](CUgraph g) { return HookClient::GraphInstantiateWithParams(variant, exec, g, params); });
+  return impl_->instantiateGraph(exec, graph, params ? params->flags : 0, [&](CUgraphExec* out, CUgraph g) {
+    return HookClient::GraphInstantiateWithParams(variant, out, g, params);
+  });
 }
 CUresult Injector::GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
-  return impl_->withRewrittenGraph(graph,
-                                   [&](CUgraph g) { return HookClient::GraphExecUpdate(variant, exec, g, info); });
+  return impl_->updateExec(exec, graph, [&] { return HookClient::GraphExecUpdate(variant, exec, graph, info); });
 }
+CUresult Injector::GraphExecUpdateV1(int variant, CUgraphExec exec, CUgraph graph, CUgraphNode* error_node,
+                                     CUgraphExecUpdateResult* result) {
+  return impl_->updateExec(exec, graph,
+                           [&] { return HookClient::GraphExecUpdateV1(variant, exec, graph, error_node, result); });
+}
+CUresult Injector::GraphExecDestroy(int variant, CUgraphExec exec) {
+  return impl_->destroyExec(exec, [&] { return HookClient::GraphExecDestroy(variant, exec); });
+}
+CUresult Injector::GraphUpload(int variant, CUgraphExec exec, CUstream stream) {
+  const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kGraph);
+  CUresult r;
+  {
+    Inside inside;
+    r = HookClient::GraphUpload(variant, impl_->launchTarget(exec), stream);
+  }
+  return flushed != CUDA_SUCCESS ? flushed : r;
+}
+
+// Per-node exec setters: the application's exec, then the rewritten one with the clone's node.
+#define KFUSE_EXEC_SETTER(ID, ENABLED_CHANGE, PARAMS, ARGS)                                         \
+  CUresult Injector::ID(int variant, CUgraphExec exec, CUgraphNode node, KFUSE_UNPAREN PARAMS) {    \
+    return impl_->setExecNode(exec, node, ENABLED_CHANGE, [&](CUgraphExec target, CUgraphNode at) { \
+      return HookClient::ID(variant, target, at, KFUSE_UNPAREN ARGS);                               \
+    });                                                                                             \
+  }
+#define KFUSE_UNPAREN(...) __VA_ARGS__
+KFUSE_EXEC_SETTER(GraphExecKernelNodeSetParams, false, (const CUDA_KERNEL_NODE_PARAMS* params), (params))
+KFUSE_EXEC_SETTER(GraphExecKernelNodeSetParamsV1, false, (const CUDA_KERNEL_NODE_PARAMS_v1* params), (params))
+KFUSE_EXEC_SETTER(GraphExecMemcpyNodeSetParams, false, (const CUDA_MEMCPY3D* copy, CUcontext ctx), (copy, ctx))
+KFUSE_EXEC_SETTER(GraphExecMemsetNodeSetParams, false, (const CUDA_MEMSET_NODE_PARAMS* params, CUcontext ctx),
+                  (params, ctx))
+KFUSE_EXEC_SETTER(GraphExecHostNodeSetParams, false, (const CUDA_HOST_NODE_PARAMS* params), (params))
+KFUSE_EXEC_SETTER(GraphExecChildGraphNodeSetParams, false, (CUgraph child), (child))
+KFUSE_EXEC_SETTER(GraphExecEventRecordNodeSetEvent, false, (CUevent event), (event))
+KFUSE_EXEC_SETTER(GraphExecEventWaitNodeSetEvent, false, (CUevent event), (event))
+KFUSE_EXEC_SETTER(GraphExecExternalSemaphoresSignalNodeSetParams, false,
+                  (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* params), (params))
+KFUSE_EXEC_SETTER(GraphExecExternalSemaphoresWaitNodeSetParams, false, (const CUDA_EXT_SEM_WAIT_NODE_PARAMS* params),
+                  (params))
+KFUSE_EXEC_SETTER(GraphExecBatchMemOpNodeSetParams, false, (const CUDA_BATCH_MEM_OP_NODE_PARAMS* params), (params))
+KFUSE_EXEC_SETTER(GraphNodeSetEnabled, true, (unsigned enabled), (enabled))
+KFUSE_EXEC_SETTER(GraphExecNodeSetParams, false, (CUgraphNodeParams * params), (params))
+#undef KFUSE_UNPAREN
+#undef KFUSE_EXEC_SETTER
+
 CUresult Injector::CtxDestroy(int variant, CUcontext ctx){
     KFUSE_GLOBAL(kContextTeardown,
                  HookClient::CtxDestroy(variant, ctx))} CUresult Injector::DevicePrimaryCtxRelease(int variant,

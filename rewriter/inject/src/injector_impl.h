@@ -28,6 +28,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -398,18 +399,69 @@ struct Injector::Impl {
   void timeAgainstOriginals(StreamSlot& s, size_t pi, CUfunction fn, const std::function<CUresult()>& restore,
                             const std::function<CUresult()>& finish);
 
-  // ---- graphs (graph_rewrite.cpp) ----
+  // ---- graphs (graph_rewrite.cpp, graph_execs.cpp) ----
 
   std::atomic<uint64_t> graphs_rewritten{0}, graph_chains_fused{0}, graph_chains_refused{0};
   std::atomic<bool> graph_validate_noted{false};
 
-  // Instantiates (or updates an executable graph from) `graph` through `call`: from a clone in which every node
-  // chain matching a plan whose predicates hold for the nodes' parameters is one fused kernel node, else, or if the
-  // driver refuses the clone, from `graph` itself. The application's graph is never modified.
-  CUresult withRewrittenGraph(CUgraph graph, const std::function<CUresult(CUgraph)>& call);
+  // A clone of an application's graph in which every node chain matching a plan whose predicates hold for the
+  // nodes' parameters is one fused kernel node, and where the application's nodes went in it.
+  struct RewrittenClone {
+    CUgraph graph = nullptr;  // owned by whoever holds it (GraphDestroyDirect)
+    // The application graph's nodes (not those inside child graphs) -> their node in the clone; the nodes of a
+    // replaced chain are not in it.
+    std::unordered_map<CUgraphNode, CUgraphNode> nodes;
+    int chains = 0;
+  };
+  // Clones and rewrites `graph`. False, keeping nothing, when rewriting is off, nothing matched, or the graph cannot
+  // be cloned, read or changed (a one-line message when logging).
+  bool rewriteClone(CUgraph graph, RewrittenClone* out);
   // Replaces the matching chains of `g` (a clone kfuse owns) and of its child graphs by fused kernel nodes, in
-  // place. Returns how many it replaced; -1 when the graph cannot be read or changed (then `g` is discarded).
-  int rewriteInPlace(CUgraph g, int depth);
+  // place. Returns how many it replaced; -1 when the graph cannot be read or changed, kUntouchable when it must be
+  // left as it is (then `g` is discarded). `removed`, when given: the nodes of `g` itself that were replaced.
+  static constexpr int kUntouchable = -2;
+  int rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgraphNode>* removed);
+
+  // An application's executable graph made while a rewritten clone of its graph was instantiated beside it: the
+  // application's exec is the driver's own, made from the application's graph, and receives every call the
+  // application makes on it; launches and uploads go to `rewritten` instead while `active`. A per-node setter the
+  // driver accepted on the application's exec is repeated on `rewritten` with the clone's node; a setter on a node
+  // that a fused node replaced (or that the clone does not know), or one that `rewritten` refuses, clears `active`
+  // for good (until an exec update rewrites again): the application's exec, which has seen every setter, runs from
+  // then on, exactly as without kfuse.
+  struct RewrittenExec {
+    std::mutex mu;  // serialises setters and updates of one exec (the driver requires the application to as well)
+    CUgraphExec rewritten = nullptr;
+    RewrittenClone clone;          // kept alive: `rewritten`'s setters name its nodes
+    unsigned long long flags = 0;  // the instantiate flags, to instantiate again after an exec update
+    bool enabled_changed = false;  // cuGraphNodeSetEnabled was used: an exec update no longer rewrites
+    std::atomic<bool> active{false};
+  };
+  std::shared_mutex execs_mu;
+  std::unordered_map<CUgraphExec, std::shared_ptr<RewrittenExec>> execs;  // under execs_mu
+  std::atomic<size_t> execs_alive{0};
+
+  // Instantiates `graph` through `call` (which writes the exec it makes), and beside it, when rewriting applies, a
+  // rewritten clone, registered under the application's exec. The CUresult and the exec the application sees are
+  // those of its own graph's instantiation.
+  CUresult instantiateGraph(CUgraphExec* exec, CUgraph graph, unsigned long long flags,
+                            const std::function<CUresult(CUgraphExec*, CUgraph)>& call);
+  // An exec update: `call` updates the application's exec; when it succeeds and the exec is registered, its
+  // rewritten exec follows (updated from a rewritten clone of `graph`, or instantiated again), or stops being used.
+  CUresult updateExec(CUgraphExec exec, CUgraph graph, const std::function<CUresult()>& call);
+  // A per-node exec setter: `set(exec, node)` on the application's exec, then on the rewritten one (see
+  // RewrittenExec). Returns what the driver returned for the application's exec.
+  CUresult setExecNode(CUgraphExec exec, CUgraphNode node, bool enabled_change,
+                       const std::function<CUresult(CUgraphExec, CUgraphNode)>& set);
+  // What a launch or upload of the application's `exec` runs.
+  CUgraphExec launchTarget(CUgraphExec exec);
+  // cuGraphExecDestroy: `call` destroys the application's exec; the rewritten one and its clone go with it.
+  CUresult destroyExec(CUgraphExec exec, const std::function<CUresult()>& call);
+  std::shared_ptr<RewrittenExec> findExec(CUgraphExec exec);
+  // Stops launching `e.rewritten` (e.mu held). `why` says what the application did.
+  void unfuse(RewrittenExec& e, const char* why);
+  void release(RewrittenExec& e);                   // destroys the rewritten exec and clone
+  CUresult(CUDAAPI* execDestroyer())(CUgraphExec);  // the driver's cuGraphExecDestroy, or nullptr
 
   // ---- modules, fused kernels, statistics (injector.cpp) ----
 

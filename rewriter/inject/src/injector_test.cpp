@@ -258,6 +258,9 @@ struct FakeNode {
   void* ptrs[4] = {};
   std::unique_ptr<FakeGraph> child;
   FakeGraph* owner = nullptr;
+  const FakeNode* original = nullptr;  // in a copy: the node it was copied from
+  bool enabled = true;
+  bool device_updatable = false;
 };
 struct FakeGraph {
   std::vector<std::unique_ptr<FakeNode>> nodes;
@@ -267,6 +270,10 @@ struct FakeGraphs {
   std::vector<std::unique_ptr<FakeGraph>> graphs, execs;  // graphs: created or cloned; execs: instantiated copies
   std::vector<std::vector<std::string>> instantiated;     // kernel node names (children's included) per instantiate
   int clones_alive = 0;
+  std::vector<std::pair<CUgraphExec, CUgraphNode>> set_calls;  // per-node exec setters, as the driver saw them
+  CUresult refuse_fused = CUDA_SUCCESS;     // what instantiating a graph with a fused kernel node returns
+  CUresult refuse_original = CUDA_SUCCESS;  // ... and one without
+  std::recursive_mutex mu;                  // every fake graph function holds it (tests with threads)
 };
 FakeGraphs* gg = nullptr;
 
@@ -294,6 +301,9 @@ std::unique_ptr<FakeGraph> copyGraph(const FakeGraph& from) {
     for (int i = 0; i < 4; ++i) c->values[i] = n->values[i], c->ptrs[i] = &c->values[i];
     if (n->child) c->child = copyGraph(*n->child);
     c->owner = to.get();
+    c->original = n.get();
+    c->enabled = n->enabled;
+    c->device_updatable = n->device_updatable;
     map[n.get()] = c.get();
     to->nodes.push_back(std::move(c));
   }
@@ -315,7 +325,7 @@ void runGraph(const FakeGraph& graph) {
   while (!ready.empty()) {
     const FakeNode* n = ready.front();
     ready.erase(ready.begin());
-    if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+    if (n->type == CU_GRAPH_NODE_TYPE_KERNEL && n->enabled) {
       fLaunchKernel(n->f, n->grid, 1, 1, n->block, 1, 1, 0, nullptr, const_cast<void**>(n->ptrs), nullptr);
     }
     if (n->child) runGraph(*n->child);
@@ -324,12 +334,14 @@ void runGraph(const FakeGraph& graph) {
   }
 }
 CUresult CUDAAPI fGraphClone(CUgraph* out, CUgraph in) {
+  std::lock_guard lock(gg->mu);
   gg->graphs.push_back(copyGraph(*reinterpret_cast<FakeGraph*>(in)));
   ++gg->clones_alive;
   *out = reinterpret_cast<CUgraph>(gg->graphs.back().get());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphDestroy(CUgraph graph) {
+  std::lock_guard lock(gg->mu);
   auto& all = gg->graphs;
   const auto it = std::find_if(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)graph; });
   if (it == all.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -339,6 +351,7 @@ CUresult CUDAAPI fGraphDestroy(CUgraph graph) {
 }
 CUresult CUDAAPI fGraphAddKernelNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n,
                                      const CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard lock(gg->mu);
   auto* fg = reinterpret_cast<FakeGraph*>(graph);
   auto node = std::make_unique<FakeNode>();
   setKernel(*node, *p);
@@ -350,6 +363,7 @@ CUresult CUDAAPI fGraphAddKernelNode(CUgraphNode* out, CUgraph graph, const CUgr
 }
 CUresult CUDAAPI fGraphAddDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
                                        const CUgraphEdgeData*, size_t n) {
+  std::lock_guard lock(gg->mu);
   for (size_t i = 0; i < n; ++i) {
     reinterpret_cast<FakeGraph*>(graph)->edges.emplace_back(reinterpret_cast<FakeNode*>(from[i]),
                                                             reinterpret_cast<FakeNode*>(to[i]));
@@ -357,6 +371,7 @@ CUresult CUDAAPI fGraphAddDependencies(CUgraph graph, const CUgraphNode* from, c
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphDestroyNode(CUgraphNode node) {
+  std::lock_guard lock(gg->mu);
   auto* n = reinterpret_cast<FakeNode*>(node);
   FakeGraph& fg = *n->owner;
   std::erase_if(fg.edges, [&](auto& e) { return e.first == n || e.second == n; });
@@ -364,6 +379,7 @@ CUresult CUDAAPI fGraphDestroyNode(CUgraphNode node) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphGetNodes(CUgraph graph, CUgraphNode* out, size_t* count) {
+  std::lock_guard lock(gg->mu);
   auto& nodes = reinterpret_cast<FakeGraph*>(graph)->nodes;
   if (out) {
     for (size_t i = 0; i < std::min(*count, nodes.size()); ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i].get());
@@ -373,6 +389,7 @@ CUresult CUDAAPI fGraphGetNodes(CUgraph graph, CUgraphNode* out, size_t* count) 
 }
 CUresult CUDAAPI fGraphGetEdges(CUgraph graph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data,
                                 size_t* count) {
+  std::lock_guard lock(gg->mu);
   auto& edges = reinterpret_cast<FakeGraph*>(graph)->edges;
   for (size_t i = 0; from && i < std::min(*count, edges.size()); ++i) {
     from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
@@ -383,10 +400,12 @@ CUresult CUDAAPI fGraphGetEdges(CUgraph graph, CUgraphNode* from, CUgraphNode* t
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  std::lock_guard lock(gg->mu);
   *type = reinterpret_cast<FakeNode*>(node)->type;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard lock(gg->mu);
   auto* n = reinterpret_cast<FakeNode*>(node);
   *p = CUDA_KERNEL_NODE_PARAMS{};
   p->func = n->f;
@@ -395,11 +414,24 @@ CUresult CUDAAPI fGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PA
   p->kernelParams = n->ptrs;
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI fGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID id, CUkernelNodeAttrValue* value) {
+  std::lock_guard lock(gg->mu);
+  if (id != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_INVALID_VALUE;
+  *value = CUkernelNodeAttrValue{};
+  value->deviceUpdatableKernelNode.deviceUpdatable = reinterpret_cast<FakeNode*>(node)->device_updatable ? 1 : 0;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI fGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* graph) {
+  std::lock_guard lock(gg->mu);
   *graph = reinterpret_cast<CUgraph>(reinterpret_cast<FakeNode*>(node)->child.get());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  std::lock_guard lock(gg->mu);
+  std::vector<std::string> names;
+  kernelNames(*reinterpret_cast<FakeGraph*>(graph), names);
+  const bool fused = std::find(names.begin(), names.end(), "fused_ok") != names.end();
+  if (CUresult r = fused ? gg->refuse_fused : gg->refuse_original; r != CUDA_SUCCESS) return r;
   gg->execs.push_back(copyGraph(*reinterpret_cast<FakeGraph*>(graph)));
   gg->instantiated.emplace_back();
   kernelNames(*gg->execs.back(), gg->instantiated.back());
@@ -408,6 +440,7 @@ CUresult CUDAAPI fGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned lo
 }
 // Accepts a graph of the same node types in the same order (a GPU driver's rule is similar: the same topology).
 CUresult CUDAAPI fGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  std::lock_guard lock(gg->mu);
   auto* e = reinterpret_cast<FakeGraph*>(exec);
   auto* from = reinterpret_cast<FakeGraph*>(graph);
   *info = CUgraphExecUpdateResultInfo{};
@@ -422,7 +455,52 @@ CUresult CUDAAPI fGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUp
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fGraphLaunch(CUgraphExec exec, CUstream) {
+  std::lock_guard lock(gg->mu);
   runGraph(*reinterpret_cast<FakeGraph*>(exec));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphExecDestroy(CUgraphExec exec) {
+  std::lock_guard lock(gg->mu);
+  auto& all = gg->execs;
+  const auto it = std::find_if(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)exec; });
+  if (it == all.end()) return CUDA_ERROR_INVALID_VALUE;
+  all.erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphNodeFindInClone(CUgraphNode* out, CUgraphNode original, CUgraph clone) {
+  std::lock_guard lock(gg->mu);
+  for (const auto& n : reinterpret_cast<FakeGraph*>(clone)->nodes) {
+    if (n->original == reinterpret_cast<FakeNode*>(original)) {
+      *out = reinterpret_cast<CUgraphNode>(n.get());
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+// The executable graph's copy of `node` (a node of the graph it was instantiated from), as a GPU driver finds it.
+FakeNode* execNode(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type) {
+  std::lock_guard lock(gg->mu);
+  gg->set_calls.emplace_back(exec, node);
+  const auto& all = gg->execs;
+  if (std::none_of(all.begin(), all.end(), [&](auto& p) { return p.get() == (FakeGraph*)exec; })) return nullptr;
+  for (const auto& n : reinterpret_cast<FakeGraph*>(exec)->nodes) {
+    if (n->original == reinterpret_cast<FakeNode*>(node) && n->type == type) return n.get();
+  }
+  return nullptr;
+}
+// Refuses a kernel node update that changes the function, as a GPU driver does (CUDA_ERROR_INVALID_VALUE).
+CUresult CUDAAPI fGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard lock(gg->mu);
+  FakeNode* n = execNode(exec, node, CU_GRAPH_NODE_TYPE_KERNEL);
+  if (!n || !p || p->func != n->f) return CUDA_ERROR_INVALID_VALUE;
+  setKernel(*n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned enabled) {
+  std::lock_guard lock(gg->mu);
+  FakeNode* n = execNode(exec, node, CU_GRAPH_NODE_TYPE_KERNEL);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  n->enabled = enabled != 0;
   return CUDA_SUCCESS;
 }
 
@@ -1238,9 +1316,15 @@ class GraphTest : public InjectorTest {
     table_.GraphNodeGetType = &fGraphNodeGetType;
     table_.GraphKernelNodeGetParams = &fGraphKernelNodeGetParams;
     table_.GraphChildGraphNodeGetGraph = &fGraphChildGraphNodeGetGraph;
+    table_.GraphKernelNodeGetAttribute = &fGraphKernelNodeGetAttribute;
     table_.GraphInstantiateWithFlags[0] = &fGraphInstantiate;
     table_.GraphExecUpdate[0] = &fGraphExecUpdate;
     table_.GraphLaunch[0] = &fGraphLaunch;
+    table_.GraphExecDestroy[0] = &fGraphExecDestroy;
+    table_.GraphExecDestroyDirect = &fGraphExecDestroy;
+    table_.GraphNodeFindInClone = &fGraphNodeFindInClone;
+    table_.GraphExecKernelNodeSetParams[0] = &fGraphExecKernelNodeSetParams;
+    table_.GraphNodeSetEnabled[0] = &fGraphNodeSetEnabled;
   }
   void TearDown() override {
     gg = nullptr;
@@ -1267,9 +1351,22 @@ class GraphTest : public InjectorTest {
     o.rewrite_graphs = true;
     return o;
   }
+  // The kernel nodes of what launches of `exec` run: the rewritten clone's when one was instantiated beside the
+  // application's graph (first), else the application's graph's.
   std::vector<std::string> instantiate(Injector& inj, FakeGraph& graph, CUgraphExec* exec) {
+    const size_t before = graphs_.instantiated.size();
     EXPECT_EQ(inj.GraphInstantiateWithFlags(0, exec, handle(graph), 0), CUDA_SUCCESS);
-    return graphs_.instantiated.back();
+    EXPECT_GT(graphs_.instantiated.size(), before);
+    return graphs_.instantiated.at(before);
+  }
+  // Sets the second parameter of kernel node `n` of `exec` to `b` (its other arguments as they were).
+  CUresult setB(Injector& inj, CUgraphExec exec, FakeNode* n, void* b) {
+    CUDA_KERNEL_NODE_PARAMS p{};
+    fGraphKernelNodeGetParams(reinterpret_cast<CUgraphNode>(n), &p);
+    uint64_t values[3] = {n->values[0], reinterpret_cast<uint64_t>(b), n->values[2]};
+    void* ptrs[] = {&values[0], &values[1], &values[2]};
+    p.kernelParams = ptrs;
+    return inj.GraphExecKernelNodeSetParams(0, exec, reinterpret_cast<CUgraphNode>(n), &p);
   }
 
   FakeGraphs graphs_;
@@ -1285,11 +1382,15 @@ TEST_F(GraphTest, InstantiatesAChainMatchingAPlanAsTheFusedKernelNode) {
   EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"fused_ok"});
   EXPECT_EQ(app.nodes.size(), 2u) << "the application's graph is left as it was";
   EXPECT_EQ(app.edges.size(), 1u);
-  EXPECT_EQ(graphs_.clones_alive, 0) << "the clone is destroyed once instantiated";
+  EXPECT_EQ(graphs_.clones_alive, 1) << "the clone lives as long as the executable graph: setters name its nodes";
+  EXPECT_EQ(graphs_.execs.size(), 2u) << "the application's graph and the rewritten clone";
   EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
   EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
   EXPECT_EQ(zs, std::vector<float>(4, 7.f));
   EXPECT_EQ(ts, std::vector<float>(4, 6.f));
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.clones_alive, 0) << "destroying the executable graph frees the clone";
+  EXPECT_TRUE(graphs_.execs.empty()) << "and the rewritten executable graph";
   const InjectorStats s = inj->stats();
   EXPECT_EQ(s.graphs_rewritten, 1u);
   EXPECT_EQ(s.graph_chains_fused, 1u);
@@ -1346,7 +1447,6 @@ TEST_F(GraphTest, ADependentOfAnEarlierKernelOfTheChainRunsAfterTheFusedNode) {
   EXPECT_EQ(fake_.launches, (std::vector<std::string>{"fused_ok", "other"}));
   EXPECT_EQ(zs, std::vector<float>(4, 7.f));
   EXPECT_EQ(ts, std::vector<float>(4, -6.f));
-  EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
 TEST_F(GraphTest, AnEdgeBetweenTheChainsKernelsBesidesItsLinkIsKeptInsideTheFusedNode) {
@@ -1361,7 +1461,7 @@ TEST_F(GraphTest, AnEdgeBetweenTheChainsKernelsBesidesItsLinkIsKeptInsideTheFuse
   node(app, kPlus1, t, z, {first, first, before});
   CUgraphExec exec = nullptr;
   EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"other", "fused_ok"}));
-  EXPECT_EQ(graphs_.execs.back()->edges.size(), 1u) << "the fused node depends on `before` once";
+  EXPECT_EQ(graphs_.execs.front()->edges.size(), 1u) << "the fused node depends on `before` once";
   inj->GraphLaunch(0, exec, stream_);
   EXPECT_EQ(fake_.launches, (std::vector<std::string>{"other", "fused_ok"}));
   EXPECT_EQ(zs, std::vector<float>(4, -5.f));
@@ -1487,6 +1587,8 @@ TEST_F(GraphTest, ExecUpdateOfARewrittenGraphTakesTheNewGraphRewritten) {
   EXPECT_EQ(z2s, std::vector<float>(4, 3.f));
   EXPECT_EQ(zs, std::vector<float>(4, 0.f));
   EXPECT_EQ(inj->stats().graphs_rewritten, 2u);
+  EXPECT_EQ(graphs_.clones_alive, 1) << "the first graph's clone is gone, the second's kept";
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
@@ -1508,6 +1610,236 @@ TEST_F(GraphTest, ExecUpdateThatFailsOnTheRewrittenGraphIsRetriedWithTheOriginal
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
+// ---- graphs: per-node exec setters on a rewritten graph ----
+
+TEST_F(GraphTest, ASetterOnANodeNoChainReplacedGoesToTheRewrittenGraphWithTheClonesNode) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s, t3s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *t3 = buffer(t3s, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  FakeNode* alone = node(app, kTwice, x2, t2);  // no plus1 after it: left as it is
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "fused_ok"}));
+  ASSERT_EQ(graphs_.execs.size(), 2u);
+  const auto rewritten = reinterpret_cast<CUgraphExec>(graphs_.execs[0].get());
+  ASSERT_EQ(graphs_.graphs.size(), 1u);
+  CUgraphNode in_clone = nullptr;
+  ASSERT_EQ(fGraphNodeFindInClone(&in_clone, reinterpret_cast<CUgraphNode>(alone), handle(*graphs_.graphs[0])),
+            CUDA_SUCCESS);
+
+  EXPECT_EQ(setB(*inj, exec, alone, t3), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.set_calls, (std::vector<std::pair<CUgraphExec, CUgraphNode>>{
+                                   {exec, reinterpret_cast<CUgraphNode>(alone)}, {rewritten, in_clone}}));
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "fused_ok"})) << "still the rewritten graph";
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(t3s, std::vector<float>(4, 2.f)) << "the node writes where the setter said";
+  EXPECT_EQ(t2s, std::vector<float>(4, 0.f));
+}
+
+TEST_F(GraphTest, ASetterOnAReplacedNodeMakesTheApplicationsGraphRunWithEverySetterSoFar) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, z2s, x2s, t2s, t3s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *z2 = buffer(z2s, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0), *t3 = buffer(t3s, 0);
+  FakeGraph app;
+  FakeNode* last = node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  FakeNode* alone = node(app, kTwice, x2, t2);
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, app, &exec);
+  EXPECT_EQ(setB(*inj, exec, alone, t3), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "fused_ok"}));
+
+  fake_.launches.clear();
+  std::fill(t3s.begin(), t3s.end(), 0.f);
+  EXPECT_EQ(setB(*inj, exec, last, z2), CUDA_SUCCESS) << "the driver's answer for the application's graph";
+  inj->GraphLaunch(0, exec, stream_);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "twice", "plus1", "twice", "twice", "plus1"}))
+      << "the application's graph runs from now on";
+  EXPECT_EQ(z2s, std::vector<float>(4, 7.f)) << "the replaced node's new parameters";
+  EXPECT_EQ(t3s, std::vector<float>(4, 2.f)) << "the earlier setter holds in the application's graph too";
+  EXPECT_EQ(graphs_.set_calls.size(), 3u) << "the replaced node has nothing to update in the rewritten graph";
+
+  // Later setters reach the application's graph alone.
+  EXPECT_EQ(setB(*inj, exec, alone, t2), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.set_calls.size(), 4u);
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_TRUE(graphs_.execs.empty());
+}
+
+TEST_F(GraphTest, AnIllegalSetterReturnsTheDriversErrorAndKeepsTheRewrittenGraph) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0);
+  FakeGraph app, other;
+  FakeNode* last = node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  FakeNode* elsewhere = node(other, kTwice, x2, t2);
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, app, &exec);
+  CUDA_KERNEL_NODE_PARAMS p{};
+  fGraphKernelNodeGetParams(reinterpret_cast<CUgraphNode>(last), &p);
+  p.func = kTwice;  // a kernel node's function cannot change
+  EXPECT_EQ(inj->GraphExecKernelNodeSetParams(0, exec, reinterpret_cast<CUgraphNode>(last), &p),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setB(*inj, exec, elsewhere, t), CUDA_ERROR_INVALID_VALUE) << "a node of another graph";
+  EXPECT_EQ(inj->GraphExecKernelNodeSetParams(0, exec, reinterpret_cast<CUgraphNode>(last), nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(graphs_.set_calls.size(), 3u) << "refused setters go no further";
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"}) << "nothing changed: the rewritten graph runs";
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+}
+
+TEST_F(GraphTest, DisablingANodeNoChainReplacedDisablesItInTheRewrittenGraph) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, x2s, t2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  float *x2 = buffer(x2s, 1), *t2 = buffer(t2s, 0);
+  FakeGraph app;
+  FakeNode* last = node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  FakeNode* alone = node(app, kTwice, x2, t2);
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, app, &exec);
+  EXPECT_EQ(inj->GraphNodeSetEnabled(0, exec, reinterpret_cast<CUgraphNode>(alone), 0), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(t2s, std::vector<float>(4, 0.f));
+  fake_.launches.clear();
+  EXPECT_EQ(inj->GraphNodeSetEnabled(0, exec, reinterpret_cast<CUgraphNode>(last), 0), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"twice"}) << "a chain's node disabled: the application's graph";
+}
+
+TEST_F(GraphTest, AnExecUpdateAfterASetterOnAReplacedNodeFusesTheNewGraphAgain) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs, z2s;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0), *z2 = buffer(z2s, 0);
+  FakeGraph first, second;
+  FakeNode* last = node(first, kPlus1, t, z, {node(first, kTwice, x, t)});
+  node(second, kPlus1, t, z2, {node(second, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, first, &exec);
+  EXPECT_EQ(setB(*inj, exec, last, z2), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1"}));
+  fake_.launches.clear();
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(inj->GraphExecUpdate(0, exec, handle(second), &info), CUDA_SUCCESS);
+  inj->GraphLaunch(0, exec, stream_);
+  EXPECT_EQ(fake_.launches, std::vector<std::string>{"fused_ok"}) << "the updated graph is fused again";
+  EXPECT_EQ(z2s, std::vector<float>(4, 7.f));
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+TEST_F(GraphTest, ARewrittenCloneTheDriverRefusesLeavesTheApplicationsGraphAlone) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  graphs_.refuse_fused = CUDA_ERROR_NOT_SUPPORTED;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(graphs_.execs.size(), 1u);
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+
+  // The application's own instantiation failing: its error, and nothing of kfuse's left behind.
+  graphs_.refuse_fused = CUDA_SUCCESS;
+  graphs_.refuse_original = CUDA_ERROR_OUT_OF_MEMORY;
+  CUgraphExec second = nullptr;
+  EXPECT_EQ(inj->GraphInstantiateWithFlags(0, &second, handle(app), 0), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(graphs_.execs.size(), 1u) << "the rewritten exec made first is destroyed";
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+}
+
+TEST_F(GraphTest, FourThreadsSetAndLaunchTheirOwnRewrittenGraphs) {
+  auto inj = make({twicePlus1()}, rewriting());
+  constexpr int kThreads = 4;
+  struct Work {
+    std::vector<float> xs, ts, zs, z2s, x2s, t2s, t3s;
+    float *x, *t, *z, *z2, *x2, *t2, *t3;
+    FakeGraph app;
+    FakeNode *last, *alone;
+    bool ok = true;
+  };
+  std::vector<Work> work(kThreads);
+  for (Work& w : work) {
+    w.x = buffer(w.xs, 3), w.t = buffer(w.ts, 0), w.z = buffer(w.zs, 0), w.z2 = buffer(w.z2s, 0);
+    w.x2 = buffer(w.x2s, 1), w.t2 = buffer(w.t2s, 0), w.t3 = buffer(w.t3s, 0);
+    w.last = node(w.app, kPlus1, w.t, w.z, {node(w.app, kTwice, w.x, w.t)});
+    w.alone = node(w.app, kTwice, w.x2, w.t2);
+  }
+  std::vector<std::thread> threads;
+  for (Work& w : work) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 20; ++round) {
+        CUgraphExec exec = nullptr;
+        w.ok = w.ok && inj->GraphInstantiateWithFlags(0, &exec, handle(w.app), 0) == CUDA_SUCCESS;
+        w.ok = w.ok && setB(*inj, exec, w.alone, w.t3) == CUDA_SUCCESS;  // mirrored
+        w.ok = w.ok && inj->GraphLaunch(0, exec, stream_) == CUDA_SUCCESS;
+        w.ok = w.ok && setB(*inj, exec, w.last, w.z2) == CUDA_SUCCESS;  // the application's exec from now on
+        w.ok = w.ok && inj->GraphLaunch(0, exec, stream_) == CUDA_SUCCESS;
+        w.ok = w.ok && inj->GraphExecDestroy(0, exec) == CUDA_SUCCESS;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const Work& w : work) {
+    EXPECT_TRUE(w.ok);
+    EXPECT_EQ(w.zs, std::vector<float>(4, 7.f)) << "the fused node's launches";
+    EXPECT_EQ(w.z2s, std::vector<float>(4, 7.f)) << "the application's exec's, with the new parameter";
+    EXPECT_EQ(w.t3s, std::vector<float>(4, 2.f));
+    EXPECT_EQ(w.t2s, std::vector<float>(4, 0.f));
+  }
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_TRUE(graphs_.execs.empty());
+  EXPECT_EQ(inj->stats().graphs_rewritten, uint64_t{kThreads} * 20);
+}
+
+TEST_F(GraphTest, AnExecWhoseGraphHasNothingToFuseIsTheDriversAlone) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0);
+  FakeGraph app;
+  FakeNode* alone = node(app, kTwice, x, t);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"twice"});
+  EXPECT_EQ(graphs_.execs.size(), 1u);
+  EXPECT_EQ(setB(*inj, exec, alone, x), CUDA_SUCCESS);
+  EXPECT_EQ(graphs_.set_calls.size(), 1u);
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_ERROR_INVALID_VALUE) << "the driver's answer";
+}
+
+TEST_F(GraphTest, GraphsWhoseNodesTheDeviceOrTheirAllocationsTieToOneExecAreLeftUntouched) {
+  auto inj = make({twicePlus1()}, rewriting());
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph with_alloc, updatable;
+  node(with_alloc, kPlus1, t, z, {node(with_alloc, kTwice, x, t)});
+  auto alloc = std::make_unique<FakeNode>();
+  alloc->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  alloc->owner = &with_alloc;
+  with_alloc.nodes.push_back(std::move(alloc));
+  node(updatable, kPlus1, t, z, {node(updatable, kTwice, x, t)});
+  node(updatable, kTwice, x, t)->device_updatable = true;
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, with_alloc, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(instantiate(*inj, updatable, &exec), (std::vector<std::string>{"twice", "plus1", "twice"}));
+  EXPECT_EQ(graphs_.execs.size(), 2u) << "the applications' execs alone";
+  EXPECT_EQ(graphs_.clones_alive, 0);
+  EXPECT_EQ(inj->stats().graphs_rewritten, 0u);
+}
+
 TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {
   fake_.fail_module_load = true;
   auto inj = make({twicePlus1()}, rewriting());
@@ -1524,8 +1856,20 @@ TEST_F(GraphTest, ADisabledPlanLeavesGraphsUntouched) {
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
-TEST_F(GraphTest, GraphsAreLeftUntouchedUnlessAskedFor) {
-  auto inj = make({twicePlus1()});  // no --graphs
+TEST_F(GraphTest, GraphsAreRewrittenByDefaultAndLeftUntouchedWhenTurnedOff) {
+  {
+    auto inj = make({twicePlus1()});
+    std::vector<float> xs, ts, zs;
+    float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+    FakeGraph app;
+    node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+    CUgraphExec exec = nullptr;
+    EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"fused_ok"});
+    EXPECT_EQ(inj->GraphExecDestroy(0, exec), CUDA_SUCCESS);
+  }
+  InjectorOptions off;
+  off.rewrite_graphs = false;  // --no-graphs
+  auto inj = make({twicePlus1()}, off);
   std::vector<float> xs, ts, zs;
   float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
   FakeGraph app;

@@ -6,7 +6,7 @@
 //   KFUSE_RUN_STATS   write the statistics there as JSON at exit (schemas/run_stats.schema.json)
 //   KFUSE_RUN_QUIET   "1": no summary on stderr at exit
 //   KFUSE_INJECT_LOG  "1": one stderr line per fused occurrence and per flush
-//   KFUSE_REWRITE_GRAPHS "1": rewrite CUDA graphs at instantiate (InjectorOptions::rewrite_graphs)
+//   KFUSE_REWRITE_GRAPHS "0": leave CUDA graphs as they are (InjectorOptions::rewrite_graphs; on otherwise)
 // Nothing here throws into the application: plan errors are printed and the plan is left out.
 #include <dlfcn.h>
 #include <pthread.h>
@@ -97,7 +97,7 @@ void activate() {
     kfuse::inject::InjectorOptions options;
     if (const char* v = env("KFUSE_VALIDATE")) options.validate = std::max(0, std::atoi(v));
     options.log = env("KFUSE_INJECT_LOG") && std::strcmp(env("KFUSE_INJECT_LOG"), "1") == 0;
-    options.rewrite_graphs = env("KFUSE_REWRITE_GRAPHS") && std::strcmp(env("KFUSE_REWRITE_GRAPHS"), "1") == 0;
+    options.rewrite_graphs = !env("KFUSE_REWRITE_GRAPHS") || std::strcmp(env("KFUSE_REWRITE_GRAPHS"), "0") != 0;
     auto* injector = new (std::nothrow) Injector(Interposer::driver(), std::move(plans), options);  // never freed
     if (!injector) return;
     g_injector.store(injector);

@@ -129,6 +129,43 @@ namespace kfuse::hooks {
     (CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo * info), (exec, graph, info))                        \
   X(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", 12000, 0, "cuGraphExecKernelNodeSetParams_v2",     \
     nullptr, 0, (CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params), (exec, node, params))     \
+  X(GraphExecKernelNodeSetParamsV1, "cuGraphExecKernelNodeSetParams", 10010, 12000, "cuGraphExecKernelNodeSetParams",  \
+    nullptr, 0, (CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1* params), (exec, node, params))  \
+  X(GraphExecMemcpyNodeSetParams, "cuGraphExecMemcpyNodeSetParams", 10020, 0, "cuGraphExecMemcpyNodeSetParams",        \
+    nullptr, 0, (CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* copy, CUcontext ctx),                        \
+    (exec, node, copy, ctx))                                                                                           \
+  X(GraphExecMemsetNodeSetParams, "cuGraphExecMemsetNodeSetParams", 10020, 0, "cuGraphExecMemsetNodeSetParams",        \
+    nullptr, 0, (CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* params, CUcontext ctx),            \
+    (exec, node, params, ctx))                                                                                         \
+  X(GraphExecHostNodeSetParams, "cuGraphExecHostNodeSetParams", 10020, 0, "cuGraphExecHostNodeSetParams", nullptr, 0,  \
+    (CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS* params), (exec, node, params))                   \
+  X(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams", 11010, 0,                                  \
+    "cuGraphExecChildGraphNodeSetParams", nullptr, 0, (CUgraphExec exec, CUgraphNode node, CUgraph child),             \
+    (exec, node, child))                                                                                               \
+  X(GraphExecEventRecordNodeSetEvent, "cuGraphExecEventRecordNodeSetEvent", 11010, 0,                                  \
+    "cuGraphExecEventRecordNodeSetEvent", nullptr, 0, (CUgraphExec exec, CUgraphNode node, CUevent event),             \
+    (exec, node, event))                                                                                               \
+  X(GraphExecEventWaitNodeSetEvent, "cuGraphExecEventWaitNodeSetEvent", 11010, 0, "cuGraphExecEventWaitNodeSetEvent",  \
+    nullptr, 0, (CUgraphExec exec, CUgraphNode node, CUevent event), (exec, node, event))                              \
+  X(GraphExecExternalSemaphoresSignalNodeSetParams, "cuGraphExecExternalSemaphoresSignalNodeSetParams", 11020, 0,      \
+    "cuGraphExecExternalSemaphoresSignalNodeSetParams", nullptr, 0,                                                    \
+    (CUgraphExec exec, CUgraphNode node, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* params), (exec, node, params))         \
+  X(GraphExecExternalSemaphoresWaitNodeSetParams, "cuGraphExecExternalSemaphoresWaitNodeSetParams", 11020, 0,          \
+    "cuGraphExecExternalSemaphoresWaitNodeSetParams", nullptr, 0,                                                      \
+    (CUgraphExec exec, CUgraphNode node, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* params), (exec, node, params))           \
+  X(GraphExecBatchMemOpNodeSetParams, "cuGraphExecBatchMemOpNodeSetParams", 11070, 0,                                  \
+    "cuGraphExecBatchMemOpNodeSetParams", nullptr, 0,                                                                  \
+    (CUgraphExec exec, CUgraphNode node, const CUDA_BATCH_MEM_OP_NODE_PARAMS* params), (exec, node, params))           \
+  X(GraphNodeSetEnabled, "cuGraphNodeSetEnabled", 11060, 0, "cuGraphNodeSetEnabled", nullptr, 0,                       \
+    (CUgraphExec exec, CUgraphNode node, unsigned enabled), (exec, node, enabled))                                     \
+  X(GraphExecNodeSetParams, "cuGraphExecNodeSetParams", 12020, 0, "cuGraphExecNodeSetParams", nullptr, 0,              \
+    (CUgraphExec exec, CUgraphNode node, CUgraphNodeParams * params), (exec, node, params))                            \
+  X(GraphExecUpdateV1, "cuGraphExecUpdate", 10020, 12000, "cuGraphExecUpdate", nullptr, 0,                             \
+    (CUgraphExec exec, CUgraph graph, CUgraphNode * error_node, CUgraphExecUpdateResult * result),                     \
+    (exec, graph, error_node, result))                                                                                 \
+  X(GraphExecDestroy, "cuGraphExecDestroy", 10000, 0, "cuGraphExecDestroy", nullptr, 0, (CUgraphExec exec), (exec))    \
+  X(GraphUpload, "cuGraphUpload", 11010, 0, "cuGraphUpload", "cuGraphUpload_ptsz", 1,                                  \
+    (CUgraphExec exec, CUstream stream), (exec, stream))                                                               \
   X(StreamBeginCapture, "cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",   \
     1, (CUstream stream, CUstreamCaptureMode mode), (stream, mode))                                                    \
   X(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0, "cuStreamBeginCaptureToGraph",                 \
@@ -211,16 +248,20 @@ struct DriverTable {
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_MEMCPY3D*)> GraphMemcpyNodeGetParams{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS*)> GraphMemsetNodeGetParams{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUgraph*)> GraphChildGraphNodeGetGraph{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue*)> GraphKernelNodeGetAttribute{
+      nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventRecordNodeGetEvent{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode, CUevent*)> GraphEventWaitNodeGetEvent{nullptr};
   // Rewriting a graph at instantiate (the injector): a clone whose node chains are replaced by fused kernel nodes.
   std::atomic<CUresult(CUDAAPI*)(CUgraph*, CUgraph)> GraphClone{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraph)> GraphDestroyDirect{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphExec)> GraphExecDestroyDirect{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*)>
       GraphAddKernelNode{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t)>
       GraphAddDependencies{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUgraphNode)> GraphDestroyNode{nullptr};
+  std::atomic<CUresult(CUDAAPI*)(CUgraphNode*, CUgraphNode, CUgraph)> GraphNodeFindInClone{nullptr};
   // For the injector: loading fused kernels, knowing allocations, shadow copies for --validate.
   std::atomic<CUresult(CUDAAPI*)(CUfunction*, CUmodule, const char*)> ModuleGetFunction{nullptr};
   std::atomic<CUresult(CUDAAPI*)(CUmodule*, CUlibrary)> LibraryGetModule{nullptr};

@@ -36,10 +36,11 @@ struct InjectorOptions {
   // one warm-up, this many runs each, medians compared): a plan measured slower is disabled. 0: no timing.
   int time_runs = 5;
   bool log = false;  // one stderr line per flush and per fused occurrence (KFUSE_INJECT_LOG=1)
-  // Rewrite CUDA graphs at instantiate and exec update (`kfuse run --graphs`, KFUSE_REWRITE_GRAPHS=1). Off by
-  // default: an executable graph made from a rewritten clone refuses per-node exec setters
-  // (cuGraphExecKernelNodeSetParams and the like) for the application's nodes, which a program may rely on.
-  bool rewrite_graphs = false;
+  // Rewrite CUDA graphs at instantiate and exec update (`kfuse run --no-graphs`, KFUSE_REWRITE_GRAPHS=0: off). The
+  // application's exec stays the driver's own, made from its graph; a rewritten clone instantiated beside it is
+  // launched in its place until a per-node exec setter changes a node that a fused node replaced (the application's
+  // exec, which got every setter, runs from then on). docs/injector.md.
+  bool rewrite_graphs = true;
   size_t stream_slots = 64;  // streams that can hold a pattern at once (per-thread default streams count each)
 };
 
@@ -181,6 +182,31 @@ class Injector : public hooks::HookClient {
   CUresult GraphInstantiateWithParams(int variant, CUgraphExec* exec, CUgraph graph,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS* params) override;
   CUresult GraphExecUpdate(int variant, CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) override;
+  CUresult GraphExecUpdateV1(int variant, CUgraphExec exec, CUgraph graph, CUgraphNode* error_node,
+                             CUgraphExecUpdateResult* result) override;
+  CUresult GraphExecDestroy(int variant, CUgraphExec exec) override;
+  CUresult GraphUpload(int variant, CUgraphExec exec, CUstream stream) override;
+  CUresult GraphExecKernelNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_KERNEL_NODE_PARAMS* params) override;
+  CUresult GraphExecKernelNodeSetParamsV1(int variant, CUgraphExec exec, CUgraphNode node,
+                                          const CUDA_KERNEL_NODE_PARAMS_v1* params) override;
+  CUresult GraphExecMemcpyNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* copy,
+                                        CUcontext ctx) override;
+  CUresult GraphExecMemsetNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_MEMSET_NODE_PARAMS* params, CUcontext ctx) override;
+  CUresult GraphExecHostNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                      const CUDA_HOST_NODE_PARAMS* params) override;
+  CUresult GraphExecChildGraphNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node, CUgraph child) override;
+  CUresult GraphExecEventRecordNodeSetEvent(int variant, CUgraphExec exec, CUgraphNode node, CUevent event) override;
+  CUresult GraphExecEventWaitNodeSetEvent(int variant, CUgraphExec exec, CUgraphNode node, CUevent event) override;
+  CUresult GraphExecExternalSemaphoresSignalNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                                          const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* params) override;
+  CUresult GraphExecExternalSemaphoresWaitNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                                        const CUDA_EXT_SEM_WAIT_NODE_PARAMS* params) override;
+  CUresult GraphExecBatchMemOpNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node,
+                                            const CUDA_BATCH_MEM_OP_NODE_PARAMS* params) override;
+  CUresult GraphNodeSetEnabled(int variant, CUgraphExec exec, CUgraphNode node, unsigned enabled) override;
+  CUresult GraphExecNodeSetParams(int variant, CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* params) override;
   CUresult StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) override;
   CUresult StreamBeginCaptureToGraph(int variant, CUstream stream, CUgraph graph, const CUgraphNode* deps,
                                      const CUgraphEdgeData* edges, size_t n, CUstreamCaptureMode mode) override;
