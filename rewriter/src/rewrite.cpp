@@ -835,8 +835,7 @@ class Rewriter {
       for (core::Id g : graphs) ids += (ids.empty() ? "" : ", ") + std::to_string(g);
       plan_.notes.push_back("made from kernel nodes of CUDA graph" + std::string(graphs.size() == 1 ? " " : "s ") +
                             ids + " (" + std::to_string(c_.runs()) +
-                            " replays): `kfuse run --graphs` fuses each matching node chain when a graph is "
-                            "instantiated");
+                            " replays): `kfuse run` fuses each matching node chain when a graph is instantiated");
     }
   }
 
