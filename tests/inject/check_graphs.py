@@ -28,36 +28,24 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402
+
 LAUNCH_LINE = re.compile(r"cuGraphLaunch graph exec (\d+): (\d+) nodes, (\d+) kernel nodes run")
 
 
-class Checker:
+class Checker(Checks):
     def __init__(self, args, tmp):
-        self.args = args
-        self.tmp = tmp
-        self.failures = []
-        self.passed = 0
-        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "standin"))
-        self.env.pop("KFUSE_DISABLE", None)
+        super().__init__(args, tmp)
+        self.env = self.standin_env(args.build)
         self.program = os.path.join(args.build, "examples", "runtime_api", "cuda_graphs")
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failures.append(what)
-            print("FAIL " + what + (": " + detail[-2000:] if detail else ""))
-        return ok
 
     def run(self, argv, env=None):
         return subprocess.run(argv, capture_output=True, text=True, env=env or self.env, timeout=600)
 
     def kfuse(self, *argv, env=None):
         return self.run([self.args.kfuse, *argv], env=env)
-
-    @staticmethod
-    def result_lines(stdout):
-        return [l for l in stdout.splitlines() if "checksum" in l or "PASSED" in l or "FAILED" in l]
 
     @staticmethod
     def kernel_nodes_per_replay(stderr):

@@ -22,6 +22,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402
+
 # Driver-API programs, and their runtime-API twins (`<<<>>>`, nvcc defaults: static cudart) that reach the driver
 # through cudart's cuGetProcAddress lookups and load their kernels from the fatbin with cuLibraryLoadData.
 # many_small_kernels: N-way horizontal plans over kernels on four streams. mlp_block_arena: mlp_block with every
@@ -32,14 +36,10 @@ EXAMPLES = ["driver_api/elementwise_chain", "driver_api/mlp_block", "driver_api/
             "runtime_api/mlp_block", "runtime_api/gridstride", "runtime_api/linear_bias"]
 
 
-class Checker:
+class Checker(Checks):
     def __init__(self, args, tmp):
-        self.args = args
-        self.tmp = tmp
-        self.failures = []
-        self.passed = 0
-        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "standin"))
-        self.env.pop("KFUSE_DISABLE", None)
+        super().__init__(args, tmp)
+        self.env = self.standin_env(args.build)
         with open(os.path.join(args.source, "schemas", "run_stats.schema.json")) as f:
             self.stats_schema = json.load(f)
 
@@ -47,19 +47,8 @@ class Checker:
         return subprocess.run([self.args.kfuse, *argv], capture_output=True, text=True, env=env or self.env,
                               timeout=600)
 
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failures.append(what)
-            print("FAIL " + what + (": " + detail[-2000:] if detail else ""))
-
     def program(self, name):
         return os.path.join(self.args.build, "examples", *(name.split("/") if "/" in name else ("driver_api", name)))
-
-    def result_lines(self, stdout):
-        # The example's verdict and checksum; timings differ from run to run.
-        return [l for l in stdout.splitlines() if "checksum" in l or "PASSED" in l or "FAILED" in l]
 
     def launches_in(self, trace):
         with sqlite3.connect(trace) as db:

@@ -17,27 +17,20 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402
+
 DRIVER = "driver_api/elementwise_chain"  # three scale+add pairs: one plan, three occurrences
 RUNTIME = "runtime_api/vector_add"       # nvcc defaults: static cudart, the kernels in a fatbin
 
 
-class Checker:
-    def __init__(self, args, tmp):
-        self.args = args
-        self.tmp = tmp
-        self.failures = []
-        self.passed = 0
-        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "standin"))
-        self.env.pop("KFUSE_DISABLE", None)
-        self.env.pop("LD_PRELOAD", None)
+class Checker(Checks):
+    detail_chars = 3000
 
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failures.append(what)
-            print("FAIL " + what + (": " + detail[-3000:] if detail else ""))
-        return ok
+    def __init__(self, args, tmp):
+        super().__init__(args, tmp)
+        self.env = self.standin_env(args.build, drop=("KFUSE_DISABLE", "LD_PRELOAD"))
 
     def program(self, name):
         return os.path.join(self.args.build, "examples", *name.split("/"))
@@ -58,11 +51,6 @@ class Checker:
         p = self.run([self.program(name)], f"{name} without kfuse", env)
         self.check(p.returncode == 0, f"{name} runs on the stand-in", p.stdout + p.stderr)
         return self.result_lines(p.stdout)
-
-    @staticmethod
-    def result_lines(stdout):
-        # The example's verdict and checksum; timings differ from run to run.
-        return [l for l in stdout.splitlines() if "checksum" in l or "PASSED" in l or "FAILED" in l]
 
     def record(self, name):
         trace = os.path.join(self.tmp, name.replace("/", "_") + ".sqlite")

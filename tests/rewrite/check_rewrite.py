@@ -21,30 +21,27 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402
+
 EXAMPLES = ["elementwise_chain", "mlp_block", "mlp_block_arena", "many_small_kernels", "stencil", "residual_layernorm",
             "activation_matmul"]
 ARCHS = "sm_80,sm_90,sm_100"
 
 
-class Checker:
+class Checker(Checks):
+    detail_chars = 1500
+    keep_detail = True
+
     def __init__(self, args, tmp):
-        self.args = args
-        self.tmp = tmp
-        self.failures = []
-        self.passed = 0
+        super().__init__(args, tmp)
         with open(os.path.join(args.source, "schemas", "plan.schema.json")) as f:
             self.plan_schema = json.load(f)
 
     def run(self, *argv, env=None, timeout=300):
         return subprocess.run([self.args.kfuse, "-q", *argv], capture_output=True, text=True, env=env,
                               timeout=timeout)
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failures.append(what + (": " + detail if detail else ""))
-            print("FAIL " + what + (": " + detail[-1500:] if detail else ""))
 
     def record(self, name):
         path = os.path.join(self.tmp, name + ".sqlite")
