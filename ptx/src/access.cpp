@@ -682,6 +682,7 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     }
     out.push_back(std::move(a));
   }
+  out.shrink_to_fit();  // kept as long as the function's analyses: a huge kernel has hundreds of thousands
   return out;
 }
 

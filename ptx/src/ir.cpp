@@ -252,10 +252,10 @@ Status verify(const Function& f) {
         scopes.pop_back();
         break;
       case StatementKind::kDeclaration:
-        if (st.decl.range >= 0) {
-          scopes.back().ranges[st.decl.name] = st.decl.range;
+        if (st.decl->range >= 0) {
+          scopes.back().ranges[st.decl->name] = st.decl->range;
         } else {
-          scopes.back().names.insert(st.decl.name);
+          scopes.back().names.insert(st.decl->name);
         }
         break;
       case StatementKind::kInstruction: {

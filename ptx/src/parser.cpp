@@ -389,7 +389,10 @@ class Parser {
         case Tok::kPunct: {
           const char c = t.text[0];
           if (c == '}') {
-            if (--depth == 0) return {};
+            if (--depth == 0) {
+              f.body.shrink_to_fit();  // growth by doubling leaves up to half the statements' bytes unused
+              return {};
+            }
             f.body.emplace_back().kind = StatementKind::kBlockEnd;
             f.body.back().loc = locOf(t);
             continue;

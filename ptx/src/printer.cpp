@@ -209,7 +209,7 @@ void appendFunction(std::string& out, const Function& f) {
         break;
       case StatementKind::kDeclaration:
         out.append(static_cast<size_t>(depth), '\t');
-        appendDecl(out, st.decl);
+        appendDecl(out, *st.decl);
         out += ";\n";
         break;
       case StatementKind::kDirective:
