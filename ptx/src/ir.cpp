@@ -260,7 +260,7 @@ Status verify(const Function& f) {
         break;
       case StatementKind::kInstruction: {
         const Instruction& in = st.inst;
-        if (in.opcode == Opcode::kUnknown && in.unknown_opcode.empty())
+        if (in.opcode == Opcode::kUnknown && in.spelled->unknown_opcode.empty())
           return badFormat(where(st.loc, f.name) + "instruction without an opcode");
         if (!in.guard.empty() && !isSpecialRegister(in.guard) && !declaredIn(scopes, in.guard))
           return badFormat(where(st.loc, f.name) + "guard predicate " + in.guard + " is not declared");
