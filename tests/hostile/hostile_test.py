@@ -298,7 +298,7 @@ class Bombs(Case):
 
     def test_ptx_check_memory_grows_by_less_than_1100_bytes_per_instruction(self):
         # A kernel of a million instructions took 1.29 GB (issue 35): 1290 bytes per instruction for the IR, the
-        # analyses and the file; 960 once the IR and the affine forms were made compact. The growth between two
+        # analyses and the file; about 910 once the IR and the affine forms were made compact. The growth between two
         # sizes, so that what kfuse holds whatever the input does not count.
         if any(s in subprocess.run(["ldd", ARGS.kfuse], capture_output=True, text=True).stdout
                for s in ("asan", "tsan", "ubsan")):
