@@ -286,6 +286,7 @@ int runCheck(const PtxOptions& o) {
     if (e.kind != ptx::EntryKind::kPtx) continue;
     auto text = ptx::extractEntry(*bytes, e);
     if (!text.ok()) return reportError(text.status().withContext(o.input));
+    if (entries->size() == 1) *bytes = std::vector<uint8_t>();  // a plain .ptx file: only its text is read now
     const std::string name = e.container == "ptx" ? o.input : o.input + "#" + ptx::entryFileName(e, "ptx");
     json out;
     const int one = checkText(*text, name, o, out);

@@ -146,8 +146,8 @@ class FunctionDecoder final : public FnBuilder {
         case ptx::StatementKind::kLabel: labels_[st.text] = int32_t(f_.code.size()); break;
         case ptx::StatementKind::kDirective: break;
         case ptx::StatementKind::kDeclaration: {
-          Status s = declare(st.decl);
-          if (!s.ok()) return s.withContext(where(st.decl.loc));
+          Status s = declare(*st.decl);
+          if (!s.ok()) return s.withContext(where(st.decl->loc));
           break;
         }
         case ptx::StatementKind::kInstruction: {
@@ -609,8 +609,8 @@ Status decodeModule(const ptx::Module& module, Memory& memory, Program::Impl* ou
     if (v.space == ptx::StateSpace::kShared) layoutShared(v);
   for (auto& f : module.functions)
     for (auto& st : f.body)
-      if (st.kind == ptx::StatementKind::kDeclaration && st.decl.space == ptx::StateSpace::kShared)
-        layoutShared(st.decl);
+      if (st.kind == ptx::StatementKind::kDeclaration && st.decl->space == ptx::StateSpace::kShared)
+        layoutShared(*st.decl);
   out->static_shared = shared_off;
   uint64_t dyn_base = alignUp(shared_off, 16);
 

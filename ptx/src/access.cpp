@@ -580,14 +580,20 @@ std::vector<MemoryAccess> analyzeMemoryAccesses(const Function& f, const Cfg& cf
     }
     can_leave[b] = blocks[b].succs.empty() || first_exit[b] != SIZE_MAX;
   }
+  auto mayAccessGlobal = [](const Statement& st) {
+    if (st.kind != StatementKind::kInstruction) return false;
+    const Opcode op = st.inst.opcode;
+    return (op == Opcode::kLd || op == Opcode::kLdu || op == Opcode::kSt || op == Opcode::kAtom ||
+            op == Opcode::kRed) &&
+           !isNonGlobalSpace(st.inst);
+  };
+  // Room for every access up front (a bound: those without an address are skipped below). Growth by doubling left
+  // up to half of a huge kernel's accesses' bytes unused, and trimming it afterwards would hold both copies at once.
+  out.reserve(static_cast<size_t>(std::count_if(f.body.begin(), f.body.end(), mayAccessGlobal)));
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Statement& st = f.body[i];
-    if (st.kind != StatementKind::kInstruction) continue;
+    if (!mayAccessGlobal(st)) continue;
     const Instruction& in = st.inst;
-    const Opcode op = in.opcode;
-    if (!(op == Opcode::kLd || op == Opcode::kLdu || op == Opcode::kSt || op == Opcode::kAtom || op == Opcode::kRed))
-      continue;
-    if (isNonGlobalSpace(in)) continue;
     const Operand* addr = nullptr;
     for (const auto& o : in.operands) {
       if (o.kind == OperandKind::kAddress) {

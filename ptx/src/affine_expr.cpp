@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "kfuse/core/status.h"
 #include "kfuse/ptx/analysis.h"
 
 namespace kfuse::ptx {
@@ -37,7 +38,35 @@ int64_t wrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
+bool keyLess(const AffineTerms::value_type& t, const AffineTerms::key_type& k) {
+  return t.first < k;
+}
+
 }  // namespace
+
+AffineTerms::const_iterator AffineTerms::find(const key_type& k) const {
+  auto it = std::lower_bound(terms_.begin(), terms_.end(), k, keyLess);
+  return it != terms_.end() && it->first == k ? it : terms_.end();
+}
+
+int64_t AffineTerms::at(const key_type& k) const {
+  auto it = find(k);
+  KFUSE_CHECK(it != end());
+  return it->second;
+}
+
+int64_t& AffineTerms::operator[](const key_type& k) {
+  auto it = std::lower_bound(terms_.begin(), terms_.end(), k, keyLess);
+  if (it == terms_.end() || it->first != k) it = terms_.insert(it, value_type(k, 0));
+  return it->second;
+}
+
+size_t AffineTerms::erase(const key_type& k) {
+  auto it = find(k);
+  if (it == end()) return 0;
+  terms_.erase(it);
+  return 1;
+}
 
 AffineExpr AffineExpr::constant(int64_t c) {
   AffineExpr e;
@@ -62,9 +91,13 @@ AffineExpr AffineExpr::operator+(const AffineExpr& o) const {
 }
 
 AffineExpr AffineExpr::operator-(const AffineExpr& o) const {
-  AffineExpr neg;
-  for (const auto& [k, v] : o.terms) neg.terms[k] = wrapMul(v, -1);
-  return *this + neg;
+  AffineExpr r = *this;
+  for (const auto& [k, v] : o.terms) {
+    int64_t& c = r.terms[k];
+    c = wrapAdd(c, wrapMul(v, -1));
+    if (c == 0) r.terms.erase(k);
+  }
+  return r;
 }
 
 AffineExpr AffineExpr::operator*(const AffineExpr& o) const {

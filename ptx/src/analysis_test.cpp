@@ -380,5 +380,34 @@ TEST(Analysis, AffineExprArithmeticAndPrinting) {
   EXPECT_EQ(big.toString(), "-9223372036854775808");
 }
 
+TEST(Analysis, AffineTermsKeepTheOrderAndLookupsOfAMapFromMonomials) {
+  AffineTerms t;
+  t[{"tid.x"}] = 4;
+  t[{"ctaid.x", "ntid.x"}] = 4;
+  t[{}] = 8;
+  t[{"param1"}] = 1;
+  t[{"tid.x"}] += 2;  // an existing key is updated, not inserted again
+  // The order of a std::map with the same keys: lexicographic by atom text, the constant first.
+  std::vector<std::pair<std::vector<std::string>, int64_t>> seen(t.begin(), t.end());
+  const std::vector<std::pair<std::vector<std::string>, int64_t>> want = {
+      {{}, 8}, {{"ctaid.x", "ntid.x"}, 4}, {{"param1"}, 1}, {{"tid.x"}, 6}};
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(t.size(), 4u);
+  EXPECT_EQ(t.count({"param1"}), 1u);
+  EXPECT_EQ(t.count({"param2"}), 0u);
+  EXPECT_EQ(t.at({"ctaid.x", "ntid.x"}), 4);
+  EXPECT_EQ(t.find({"ntid.x"}), t.end());
+  EXPECT_EQ(t.erase({"param1"}), 1u);
+  EXPECT_EQ(t.erase({"param1"}), 0u);
+  t.erase(t.find({}));
+  AffineTerms u;
+  u[{"tid.x"}] = 6;
+  u[{"ctaid.x", "ntid.x"}] = 4;
+  EXPECT_EQ(t, u);
+  // Sums drop the terms that cancel, so equal polynomials have equal terms.
+  const AffineExpr a = AffineExpr::atom("tid.x") + AffineExpr::constant(3);
+  EXPECT_EQ((a + AffineExpr::atom("tid.y") - AffineExpr::atom("tid.y")).terms, a.terms);
+}
+
 }  // namespace
 }  // namespace kfuse::ptx

@@ -252,15 +252,15 @@ Status verify(const Function& f) {
         scopes.pop_back();
         break;
       case StatementKind::kDeclaration:
-        if (st.decl.range >= 0) {
-          scopes.back().ranges[st.decl.name] = st.decl.range;
+        if (st.decl->range >= 0) {
+          scopes.back().ranges[st.decl->name] = st.decl->range;
         } else {
-          scopes.back().names.insert(st.decl.name);
+          scopes.back().names.insert(st.decl->name);
         }
         break;
       case StatementKind::kInstruction: {
         const Instruction& in = st.inst;
-        if (in.opcode == Opcode::kUnknown && in.unknown_opcode.empty())
+        if (in.opcode == Opcode::kUnknown && in.spelled->unknown_opcode.empty())
           return badFormat(where(st.loc, f.name) + "instruction without an opcode");
         if (!in.guard.empty() && !isSpecialRegister(in.guard) && !declaredIn(scopes, in.guard))
           return badFormat(where(st.loc, f.name) + "guard predicate " + in.guard + " is not declared");

@@ -145,8 +145,8 @@ void Instruction::addModifier(std::string_view spelling) {
     modifiers.push_back(*m);
     return;
   }
-  modifiers.push_back({ModKind::kOther, static_cast<uint8_t>(other_modifiers.size())});
-  other_modifiers.emplace_back(spelling);
+  modifiers.push_back({ModKind::kOther, static_cast<uint8_t>(spelled->other_modifiers.size())});
+  spelled->other_modifiers.emplace_back(spelling);
 }
 
 }  // namespace kfuse::ptx

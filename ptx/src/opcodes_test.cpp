@@ -31,7 +31,7 @@ TEST(Opcodes, UnknownSpellingsAreKeptVerbatimAndInOrder) {
   EXPECT_EQ(in.type(), DataType::kF32);
   EXPECT_TRUE(in.has(Mod::kNc));
   EXPECT_TRUE(in.has(Mod::kV4));
-  EXPECT_EQ(in.other_modifiers, std::vector<std::string>{".L2::cache_hint"});
+  EXPECT_EQ(in.spelled->other_modifiers, std::vector<std::string>{".L2::cache_hint"});
 }
 
 TEST(Opcodes, TypesAreReadInTheOrderWritten) {

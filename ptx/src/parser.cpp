@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "lexer.h"
 #include "opcodes.h"
@@ -389,7 +390,10 @@ class Parser {
         case Tok::kPunct: {
           const char c = t.text[0];
           if (c == '}') {
-            if (--depth == 0) return {};
+            if (--depth == 0) {
+              f.body.shrink_to_fit();  // growth by doubling leaves up to half the statements' bytes unused
+              return {};
+            }
             f.body.emplace_back().kind = StatementKind::kBlockEnd;
             f.body.back().loc = locOf(t);
             continue;
@@ -472,10 +476,10 @@ class Parser {
     size_t dot = s.find('.');
     const std::string_view name = s.substr(0, dot);
     in.opcode = detail::lookupOpcode(name);
-    if (in.opcode == Opcode::kUnknown) in.unknown_opcode = std::string(name);  // newer than the enum: kept
+    if (in.opcode == Opcode::kUnknown) in.spelled->unknown_opcode = std::string(name);  // newer than the enum: kept
     while (dot != std::string_view::npos) {
       size_t nextDot = s.find('.', dot + 1);
-      if (in.other_modifiers.size() >= kMaxOtherModifiers) return fail(op, "fewer modifiers");
+      if (std::as_const(in).spelled->other_modifiers.size() >= kMaxOtherModifiers) return fail(op, "fewer modifiers");
       in.addModifier(s.substr(dot, nextDot == std::string_view::npos ? nextDot : nextDot - dot));
       dot = nextDot;
     }

@@ -58,7 +58,7 @@ void appendOperand(std::string& out, const Operand& o) {
 }  // namespace
 
 std::string_view Instruction::opcodeText() const {
-  return opcode == Opcode::kUnknown ? std::string_view(unknown_opcode) : opcodeName(opcode);
+  return opcode == Opcode::kUnknown ? std::string_view(spelled->unknown_opcode) : opcodeName(opcode);
 }
 
 std::string_view Instruction::modifierText(const Modifier& m) const {
@@ -66,7 +66,10 @@ std::string_view Instruction::modifierText(const Modifier& m) const {
     case ModKind::kSpace: return spaceName(m.asSpace());
     case ModKind::kType: return typeName(m.asType());
     case ModKind::kMod: return modName(m.asMod());
-    case ModKind::kOther: return m.value < other_modifiers.size() ? std::string_view(other_modifiers[m.value]) : "";
+    case ModKind::kOther: {
+      const std::vector<std::string>& other = spelled->other_modifiers;
+      return m.value < other.size() ? std::string_view(other[m.value]) : "";
+    }
   }
   return "";
 }
@@ -209,7 +212,7 @@ void appendFunction(std::string& out, const Function& f) {
         break;
       case StatementKind::kDeclaration:
         out.append(static_cast<size_t>(depth), '\t');
-        appendDecl(out, st.decl);
+        appendDecl(out, *st.decl);
         out += ";\n";
         break;
       case StatementKind::kDirective:

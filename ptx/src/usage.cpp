@@ -35,8 +35,8 @@ UsageSummary summarizeUsage(const Module* m, const Function& f) {
   };
   for (const auto& st : f.body) {
     if (st.kind == StatementKind::kDeclaration) {
-      addShared(st.decl);
-      if (st.decl.space == StateSpace::kLocal) u.local_bytes += st.decl.byteSize();
+      addShared(*st.decl);
+      if (st.decl->space == StateSpace::kLocal) u.local_bytes += st.decl->byteSize();
       continue;
     }
     if (st.kind != StatementKind::kInstruction) continue;

@@ -239,12 +239,12 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
     if (s.kind == StatementKind::kLabel) {
       drop[i] = !symbols.contains(s.text);
     } else if (s.kind == StatementKind::kDeclaration) {
-      if (s.decl.space != ptx::StateSpace::kReg) {
-        drop[i] = !symbols.contains(s.decl.name);
-      } else if (s.decl.range < 0) {
-        drop[i] = !isNamed(s.decl.name);
+      if (s.decl->space != ptx::StateSpace::kReg) {
+        drop[i] = !symbols.contains(s.decl->name);
+      } else if (s.decl->range < 0) {
+        drop[i] = !isNamed(s.decl->name);
       } else {
-        drop[i] = !prefixes.contains(s.decl.name);
+        drop[i] = !prefixes.contains(s.decl->name);
       }
       stats.removed_declarations += drop[i];
     }

@@ -553,9 +553,9 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     for (Part& p : parts) {
       auto& v = vars[p.index];
       for (const Statement& s : p.f->body) {
-        if (s.kind == StatementKind::kDeclaration && ptx::baseSpace(s.decl.space) == StateSpace::kShared &&
-            s.decl.linkage != ptx::Linkage::kExtern) {
-          v.emplace_back(detail::renamedVariable(s.decl.name, p.tag), s.decl);
+        if (s.kind == StatementKind::kDeclaration && ptx::baseSpace(s.decl->space) == StateSpace::kShared &&
+            s.decl->linkage != ptx::Linkage::kExtern) {
+          v.emplace_back(detail::renamedVariable(s.decl->name, p.tag), *s.decl);
         }
       }
       for (const std::string& name : module_shared_used[p.index]) v.emplace_back(name, moduleVariable(name));
@@ -686,7 +686,7 @@ Expected<FusionResult> fuseHorizontal(ptx::Module& module, const HorizontalFusio
     detail::hoistDeclarations(body, &part_decls);
     for (Statement& d : part_decls) {
       // Overlaid static shared variables now live in the overlay buffer.
-      if (overlay && p.shared.count(d.decl.name)) continue;
+      if (overlay && p.shared.count(d.decl->name)) continue;
       decls.push_back(std::move(d));
     }
     const bool count_barriers = thread_layout || p.shape.threads() < shape.threads();

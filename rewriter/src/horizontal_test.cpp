@@ -356,8 +356,8 @@ void hoistSharedToModule(ptx::Module& m, const std::string& kernel) {
   ASSERT_NE(f, nullptr);
   std::vector<ptx::Statement> kept;
   for (ptx::Statement& s : f->body) {
-    if (s.kind == ptx::StatementKind::kDeclaration && s.decl.space == ptx::StateSpace::kShared) {
-      m.variables.push_back(s.decl);
+    if (s.kind == ptx::StatementKind::kDeclaration && s.decl->space == ptx::StateSpace::kShared) {
+      m.variables.push_back(*s.decl);
       m.order.insert(m.order.begin(), {ptx::TopLevelKind::kVariable, m.variables.size() - 1});
     } else {
       kept.push_back(std::move(s));
@@ -388,8 +388,8 @@ TEST(HorizontalFusion, ThreadPartitionedGivesEachPartItsOwnStaticSharedMemory) {
     ASSERT_NE(fused, nullptr);
     std::set<std::string> shared;
     for (const ptx::Statement& s : fused->body) {
-      if (s.kind == ptx::StatementKind::kDeclaration && s.decl.space == ptx::StateSpace::kShared) {
-        shared.insert(s.decl.name);
+      if (s.kind == ptx::StatementKind::kDeclaration && s.decl->space == ptx::StateSpace::kShared) {
+        shared.insert(s.decl->name);
       }
     }
     if (module_scope) {
@@ -446,8 +446,8 @@ std::map<std::string, uint64_t> fusedSharedDeclarations(const std::string& print
   EXPECT_TRUE(m.ok());
   if (!m.ok() || m->findFunction(fused) == nullptr) return out;
   for (const ptx::Statement& s : m->findFunction(fused)->body) {
-    if (s.kind == ptx::StatementKind::kDeclaration && s.decl.space == ptx::StateSpace::kShared) {
-      out[s.decl.name] = s.decl.byteSize();
+    if (s.kind == ptx::StatementKind::kDeclaration && s.decl->space == ptx::StateSpace::kShared) {
+      out[s.decl->name] = s.decl->byteSize();
     }
   }
   return out;
@@ -669,10 +669,10 @@ void addDeviceFunction(ptx::Module& m, const std::string& name, ptx::Operand sou
   f.has_body = true;
   ptx::Statement decl;
   decl.kind = ptx::StatementKind::kDeclaration;
-  decl.decl.space = ptx::StateSpace::kReg;
-  decl.decl.type = ptx::DataType::kB32;
-  decl.decl.name = "%r";
-  decl.decl.range = 2;
+  decl.decl->space = ptx::StateSpace::kReg;
+  decl.decl->type = ptx::DataType::kB32;
+  decl.decl->name = "%r";
+  decl.decl->range = 2;
   ptx::Statement mov;
   mov.kind = ptx::StatementKind::kInstruction;
   mov.inst.opcode = ptx::Opcode::kMov;

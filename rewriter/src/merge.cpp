@@ -63,7 +63,7 @@ void renameReferences(Function& f, const std::map<std::string, std::string>& ren
   std::set<std::string> locals;
   for (const Statement& s : f.body) {
     if (s.kind == StatementKind::kDeclaration || s.kind == StatementKind::kLabel) {
-      locals.insert(s.kind == StatementKind::kLabel ? s.text : s.decl.name);
+      locals.insert(s.kind == StatementKind::kLabel ? s.text : s.decl->name);
     }
   }
   for (const auto& p : f.params) locals.insert(p.name);

@@ -47,7 +47,7 @@ std::string renamedVariable(std::string_view var, std::string_view tag) {
 BodyRenamer::BodyRenamer(const ptx::Function& f, const BodyRenaming& r) : r_(r) {
   for (const Statement& s : f.body) {
     if (s.kind == StatementKind::kLabel) labels_.insert(s.text);
-    if (s.kind == StatementKind::kDeclaration && !isLocalRegister(s.decl.name)) variables_.insert(s.decl.name);
+    if (s.kind == StatementKind::kDeclaration && !isLocalRegister(s.decl->name)) variables_.insert(s.decl->name);
   }
 }
 
@@ -71,10 +71,10 @@ void BodyRenamer::rename(Statement& c) const {
   switch (c.kind) {
     case StatementKind::kLabel: c.text = renamedLabel(c.text, r_.tag); break;
     case StatementKind::kDeclaration:
-      if (isLocalRegister(c.decl.name)) {
-        renameRegisterInPlace(c.decl.name, r_.tag);
+      if (isLocalRegister(c.decl->name)) {
+        renameRegisterInPlace(c.decl->name, r_.tag);
       } else {
-        c.decl.name = renamedVariable(c.decl.name, r_.tag);
+        c.decl->name = renamedVariable(c.decl->name, r_.tag);
       }
       break;
     case StatementKind::kInstruction:

@@ -101,12 +101,12 @@ class RegisterWidths {
  public:
   explicit RegisterWidths(const Function& f) {
     for (const Statement& s : f.body) {
-      if (s.kind != StatementKind::kDeclaration || s.decl.space != ptx::StateSpace::kReg) continue;
-      const uint32_t bits = s.decl.type == ptx::DataType::kPred ? 1 : s.decl.elementSize() * 8;
-      if (s.decl.range >= 0) {
-        ranges_[s.decl.name] = {s.decl.range, bits};
+      if (s.kind != StatementKind::kDeclaration || s.decl->space != ptx::StateSpace::kReg) continue;
+      const uint32_t bits = s.decl->type == ptx::DataType::kPred ? 1 : s.decl->elementSize() * 8;
+      if (s.decl->range >= 0) {
+        ranges_[s.decl->name] = {s.decl->range, bits};
       } else {
-        exact_[s.decl.name] = bits;
+        exact_[s.decl->name] = bits;
       }
     }
   }

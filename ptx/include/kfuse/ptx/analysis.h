@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kfuse/ptx/ir.h"
@@ -143,8 +144,41 @@ std::vector<ParamAccess> analyzeParamAccess(const Function& f, const Cfg& cfg, c
 // An atom starting with kIterationPrefix ("iter:%r24@12") counts the steps a loop's induction variable has taken
 // (a whole number >= 0, nothing else known): `i = gid; i < n; i += stride` reads at gid + stride * iter:...
 inline constexpr const char* kIterationPrefix = "iter:";
+
+// The terms of an AffineExpr: monomial (its sorted atoms) -> non-zero coefficient, ordered as a
+// std::map<std::vector<std::string>, int64_t> would be (lexicographically by atom text; the constant, the empty
+// monomial, first), with the same lookup interface. It keeps the terms in one sorted vector instead of a tree
+// node each: a huge kernel keeps an address and an offset form for every access and a memoised form for every
+// register an address reads, and the tree's per-node allocations were most of their bytes.
+class AffineTerms {
+ public:
+  using key_type = std::vector<std::string>;
+  using value_type = std::pair<key_type, int64_t>;
+  using const_iterator = std::vector<value_type>::const_iterator;
+  using iterator = const_iterator;  // keys cannot change in place (that would break the order)
+
+  const_iterator begin() const { return terms_.begin(); }
+  const_iterator end() const { return terms_.end(); }
+  size_t size() const { return terms_.size(); }
+  bool empty() const { return terms_.empty(); }
+
+  const_iterator find(const key_type& k) const;
+  size_t count(const key_type& k) const { return find(k) == end() ? 0 : 1; }
+  // The coefficient of `k`; KFUSE_CHECK-fails when there is none (std::map::at throws).
+  int64_t at(const key_type& k) const;
+  // The coefficient of `k`, inserted as 0 when absent (valid until the next insertion or erasure).
+  int64_t& operator[](const key_type& k);
+  size_t erase(const key_type& k);
+  const_iterator erase(const_iterator it) { return terms_.erase(it); }
+
+  bool operator==(const AffineTerms& o) const = default;
+
+ private:
+  std::vector<value_type> terms_;  // sorted by key, keys unique
+};
+
 struct AffineExpr {
-  std::map<std::vector<std::string>, int64_t> terms;
+  AffineTerms terms;
 
   static AffineExpr constant(int64_t c);
   static AffineExpr atom(const std::string& a);

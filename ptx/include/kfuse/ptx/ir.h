@@ -8,9 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kfuse/core/status.h"
@@ -34,12 +36,14 @@ enum class OperandKind : uint8_t {
   kSink,       // `_`
 };
 
+// Fields are ordered so that the two one-byte ones share a word: a kernel of a million instructions holds about
+// three million operands.
 struct Operand {
   OperandKind kind = OperandKind::kImmediate;
-  std::string name;               // register/symbol name or immediate text
-  std::string pair;               // second register of a `%p|%q` destination pair, else empty
   bool negated = false;           // `!%p`
   int64_t offset = 0;             // kAddress / kSymbol: constant byte offset added to the base
+  std::string name;               // register/symbol name or immediate text
+  std::string pair;               // second register of a `%p|%q` destination pair, else empty
   std::vector<Operand> elements;  // kAddress (base first), kVector, kList
 
   static Operand reg(std::string n) {
@@ -66,18 +70,61 @@ struct Operand {
   std::optional<int64_t> intValue() const;
 };
 
+// A T held out of line, with value semantics: copying copies the T, moving moves the pointer. An empty one (the
+// default) reads as a default-constructed T; the first non-const access creates the T (read through a const
+// reference, `std::as_const(x)`, where nothing is to be written). For what few of a huge kernel's statements carry:
+// a Statement's VariableDecl (a declaration is a few statements of a function, an instruction the rest; inline it
+// made every statement about 190 bytes larger), an Instruction's spellings the enums do not model.
+template <class T>
+class Indirect {
+ public:
+  Indirect() = default;
+  Indirect(T v) : p_(std::make_unique<T>(std::move(v))) {}  // NOLINT(google-explicit-constructor): a value
+  Indirect(const Indirect& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
+  Indirect(Indirect&&) noexcept = default;
+  Indirect& operator=(const Indirect& o) {
+    if (this != &o) p_ = o.p_ ? std::make_unique<T>(*o.p_) : nullptr;
+    return *this;
+  }
+  Indirect& operator=(Indirect&&) noexcept = default;
+  Indirect& operator=(T v) {
+    p_ = std::make_unique<T>(std::move(v));
+    return *this;
+  }
+  ~Indirect() = default;
+
+  const T& operator*() const { return p_ ? *p_ : empty(); }
+  const T* operator->() const { return &**this; }
+  T& operator*() {
+    if (!p_) p_ = std::make_unique<T>();
+    return *p_;
+  }
+  T* operator->() { return &**this; }
+
+ private:
+  static const T& empty() {
+    static const T kEmpty{};
+    return kEmpty;
+  }
+  std::unique_ptr<T> p_;
+};
+
 // One instruction, typed: the opcode, state space, data types and modifiers are enums (kfuse/ptx/opcodes.h)
 // parsed once; `modifiers` keeps every dotted component after the opcode in the order written, so the printer
 // reproduces `ld.global.nc.v4.f32` exactly. Components the enums do not model stay as text in
-// `other_modifiers` (a kOther modifier indexes it); an opcode newer than the enum list is kUnknown with its
-// spelling in `unknown_opcode`, so new instructions still parse and print.
+// `spelled->other_modifiers` (a kOther modifier indexes it); an opcode newer than the enum list is kUnknown with
+// its spelling in `spelled->unknown_opcode`, so new instructions still parse and print.
+struct InstructionSpellings {
+  std::string unknown_opcode;                // spelling of a kUnknown opcode: "tcgen06"
+  std::vector<std::string> other_modifiers;  // spellings (with the dot) of kOther modifiers: ".L2::cache_hint"
+};
+
 struct Instruction {
   std::string guard;  // predicate register of `@%p` / `@!%p`, empty if unguarded
   bool guard_negated = false;
   Opcode opcode = Opcode::kUnknown;
-  std::string unknown_opcode;                // spelling of a kUnknown opcode: "tcgen06"
-  std::vector<Modifier> modifiers;           // in the order written
-  std::vector<std::string> other_modifiers;  // spellings (with the dot) of kOther modifiers: ".L2::cache_hint"
+  Indirect<InstructionSpellings> spelled;  // what the enums do not model (most instructions have none)
+  std::vector<Modifier> modifiers;         // in the order written
   std::vector<Operand> operands;
   SourceLoc loc;
 
@@ -142,9 +189,9 @@ enum class StatementKind : uint8_t {
 
 struct Statement {
   StatementKind kind = StatementKind::kInstruction;
-  Instruction inst;   // kInstruction
-  VariableDecl decl;  // kDeclaration
-  std::string text;   // kLabel, kDirective
+  Instruction inst;             // kInstruction
+  Indirect<VariableDecl> decl;  // kDeclaration (read as `st.decl->name`)
+  std::string text;             // kLabel, kDirective
   SourceLoc loc;
 };
 

@@ -3,9 +3,9 @@
 //
 // The parser maps spellings to these enums once (ptx/src/opcodes.cpp holds the only name -> enum tables); the
 // printer maps them back with the *Name() functions. Analyses and the emulator switch on the enums and never
-// compare spellings. Spellings the lists do not model are kept verbatim by the IR (Instruction::other_modifiers,
-// Instruction::unknown_opcode, VariableDecl::unknown_type) so that they still round-trip. All functions here are
-// pure and thread-safe.
+// compare spellings. Spellings the lists do not model are kept verbatim by the IR (Instruction::spelled's
+// other_modifiers and unknown_opcode, VariableDecl::unknown_type) so that they still round-trip. All functions here
+// are pure and thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -105,7 +105,7 @@ namespace kfuse::ptx {
 // clang-format on
 
 enum class Opcode : uint8_t {
-  kUnknown,  // spelled in Instruction::unknown_opcode
+  kUnknown,  // spelled in Instruction::spelled->unknown_opcode
 #define KFUSE_PTX_X(e, s) e,
   KFUSE_PTX_OPCODES(KFUSE_PTX_X)
 #undef KFUSE_PTX_X
@@ -161,7 +161,7 @@ inline bool isFloatType(DataType t) {
 // The plain space a qualified one belongs to: .shared::cta -> .shared, .param::func -> .param.
 StateSpace baseSpace(StateSpace s);
 
-// One dotted component after the opcode, typed. kOther indexes Instruction::other_modifiers.
+// One dotted component after the opcode, typed. kOther indexes Instruction::spelled->other_modifiers.
 enum class ModKind : uint8_t { kSpace, kType, kMod, kOther };
 struct Modifier {
   ModKind kind = ModKind::kOther;
