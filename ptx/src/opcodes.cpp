@@ -146,7 +146,7 @@ void Instruction::addModifier(std::string_view spelling) {
     return;
   }
   modifiers.push_back({ModKind::kOther, static_cast<uint8_t>(spelled->other_modifiers.size())});
-  spelled->other_modifiers.emplace_back(spelling);
+  spelled.mut().other_modifiers.emplace_back(spelling);
 }
 
 }  // namespace kfuse::ptx

@@ -476,10 +476,11 @@ class Parser {
     size_t dot = s.find('.');
     const std::string_view name = s.substr(0, dot);
     in.opcode = detail::lookupOpcode(name);
-    if (in.opcode == Opcode::kUnknown) in.spelled->unknown_opcode = std::string(name);  // newer than the enum: kept
+    if (in.opcode == Opcode::kUnknown)
+      in.spelled.mut().unknown_opcode = std::string(name);  // newer than the enum: kept
     while (dot != std::string_view::npos) {
       size_t nextDot = s.find('.', dot + 1);
-      if (std::as_const(in).spelled->other_modifiers.size() >= kMaxOtherModifiers) return fail(op, "fewer modifiers");
+      if (in.spelled->other_modifiers.size() >= kMaxOtherModifiers) return fail(op, "fewer modifiers");
       in.addModifier(s.substr(dot, nextDot == std::string_view::npos ? nextDot : nextDot - dot));
       dot = nextDot;
     }

@@ -305,7 +305,7 @@ TEST(Parser, AStatementCopiesItsDeclarationAndAnInstructionReadsAnEmptyOne) {
   const Function& f = m->functions[0];
   ASSERT_EQ(f.body[0].kind, StatementKind::kDeclaration);
   Statement copy = f.body[0];
-  copy.decl->name = "%q";
+  copy.decl.mut().name = "%q";
   EXPECT_NE(f.body[0].decl->name, "%q");  // a deep copy
   EXPECT_EQ(copy.decl->range, f.body[0].decl->range);
   const auto inst = std::find_if(f.body.begin(), f.body.end(),

@@ -669,10 +669,10 @@ void addDeviceFunction(ptx::Module& m, const std::string& name, ptx::Operand sou
   f.has_body = true;
   ptx::Statement decl;
   decl.kind = ptx::StatementKind::kDeclaration;
-  decl.decl->space = ptx::StateSpace::kReg;
-  decl.decl->type = ptx::DataType::kB32;
-  decl.decl->name = "%r";
-  decl.decl->range = 2;
+  decl.decl.mut().space = ptx::StateSpace::kReg;
+  decl.decl.mut().type = ptx::DataType::kB32;
+  decl.decl.mut().name = "%r";
+  decl.decl.mut().range = 2;
   ptx::Statement mov;
   mov.kind = ptx::StatementKind::kInstruction;
   mov.inst.opcode = ptx::Opcode::kMov;

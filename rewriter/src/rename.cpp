@@ -72,9 +72,9 @@ void BodyRenamer::rename(Statement& c) const {
     case StatementKind::kLabel: c.text = renamedLabel(c.text, r_.tag); break;
     case StatementKind::kDeclaration:
       if (isLocalRegister(c.decl->name)) {
-        renameRegisterInPlace(c.decl->name, r_.tag);
+        renameRegisterInPlace(c.decl.mut().name, r_.tag);
       } else {
-        c.decl->name = renamedVariable(c.decl->name, r_.tag);
+        c.decl.mut().name = renamedVariable(c.decl->name, r_.tag);
       }
       break;
     case StatementKind::kInstruction:

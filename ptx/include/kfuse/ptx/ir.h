@@ -71,10 +71,9 @@ struct Operand {
 };
 
 // A T held out of line, with value semantics: copying copies the T, moving moves the pointer. An empty one (the
-// default) reads as a default-constructed T; the first non-const access creates the T (read through a const
-// reference, `std::as_const(x)`, where nothing is to be written). For what few of a huge kernel's statements carry:
-// a Statement's VariableDecl (a declaration is a few statements of a function, an instruction the rest; inline it
-// made every statement about 190 bytes larger), an Instruction's spellings the enums do not model.
+// default) reads as a default-constructed T; mut() creates the T to write it. For what few of a huge kernel's
+// statements carry: a Statement's VariableDecl (a declaration is a few statements of a function, an instruction the
+// rest; inline it made every statement about 190 bytes larger), an Instruction's spellings the enums do not model.
 template <class T>
 class Indirect {
  public:
@@ -93,13 +92,14 @@ class Indirect {
   }
   ~Indirect() = default;
 
+  // Reading never allocates (an empty one reads as a default T), so statements shared between threads stay
+  // read-only; writing goes through mut(), which makes the value when there is none.
   const T& operator*() const { return p_ ? *p_ : empty(); }
   const T* operator->() const { return &**this; }
-  T& operator*() {
+  T& mut() {
     if (!p_) p_ = std::make_unique<T>();
     return *p_;
   }
-  T* operator->() { return &**this; }
 
  private:
   static const T& empty() {
