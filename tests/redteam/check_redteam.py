@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Red-team soundness suite: `kfuse run` must never change a program's output.
 
-Each case (tests/redteam/redteam.cpp, kernels in redteam.cu compiled by nvcc) is a short sequence of launches on one
-stream whose fusion is legal for the arguments of its `legal` mode and illegal for those of its `illegal` mode; both
-modes launch the same kernels in the same order. For each case: record the legal mode on the stand-in driver
+Each case (tests/redteam/redteam.cpp, kernels in redteam.cu compiled by nvcc) is a short sequence of launches (on
+one stream, but for hor_hidden_split) whose fusion is legal for the arguments of its `legal` mode and illegal for
+those of its `illegal` mode; both modes launch the same kernels in the same order. For each case: record the legal mode on the stand-in driver
 (`kfuse record`), `kfuse analyze --all`, `kfuse rewrite --no-gain` every proven candidate, then run the program in
 both modes without kfuse and under `kfuse run` with every plan written. The checksum of every buffer must be the
 same with and without kfuse, in both modes: kfuse either refuses to prove, refuses to rewrite, refuses to inject (a
@@ -107,6 +107,9 @@ CASES = {
     "alias_tl_out_into_in": (4, "thread-local", True, "the consumer's output is the producer's input + 1 element"),
     # Horizontal fusion of independent kernels: kfuse fuses many_small_kernels' pairs today.
     "hor_alias": (4, "horizontal", True, "the writer writes one block into what the reader reads"),
+    # A member the analysis cannot see into is left out of a horizontal group only when it is on a stream of its own.
+    "hor_hidden_split": (4, "horizontal", True, "the hidden writer runs between the two on their stream and writes "
+                                                "what the reader reads"),
     "vmm_tl_alias": (4, "thread-local", True,
                      "V2 maps V1's physical memory (cuMemMap twice): the consumer reads the intermediate + 1 element"),
     "vmm_hor_alias": (4, "horizontal", True,
@@ -193,7 +196,7 @@ ANALYZE_ILLEGAL = {"arena_overlap_tl", "arena_overlap_epi", "sub_chain_tl", "tl_
                    "gridstride_unrolled_epi", "gridstride_unrolled_same_epi", "gridstride_producer_epi",
                    "rem_footprint_tl", "causal_blk",
                    "gridstride_pro", "null_bias_tl", "null_bias_epi", "null_bias_pro", "null_bias_blk",
-                   "vmm_tl_alias", "vmm_hor_alias"}
+                   "vmm_tl_alias", "vmm_hor_alias", "hor_hidden_split"}
 
 MODES = ("legal", "illegal")
 

@@ -1,8 +1,8 @@
 // Launches one case of the red-team soundness suite: `redteam PTX_DIR CASE MODE`, MODE `legal` or `illegal`. Both
-// modes launch the same kernels in the same order on one stream; only the arguments differ (scalars, pointer
-// offsets, which allocation a pointer points into, the dynamic shared memory size). Every buffer starts with
-// index-based values, so reading a wrong element changes the result; at the end every buffer is copied back and
-// printed as one FNV-1a checksum line, which check_redteam.py compares with and without `kfuse run`.
+// modes launch the same kernels in the same order (on one stream, but for one case); only the arguments differ
+// (scalars, pointer offsets, which allocation a pointer points into, the dynamic shared memory size). Every buffer
+// starts with index-based values, so reading a wrong element changes the result; at the end every buffer is copied back
+// and printed as one FNV-1a checksum line, which check_redteam.py compares with and without `kfuse run`.
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -152,9 +152,11 @@ CUdeviceptr at(CUdeviceptr base, long elements) {
   return base + 4 * elements;
 }
 
+// Every case launches on `st`, except that one may put a launch on `side`, a second non-blocking stream (which
+// stream a launch goes to can be what the two modes change).
 struct Run {
   const example::Session& s;
-  CUstream st;
+  CUstream st, side;
   bool illegal;
   Buffers& b;
   template <class T>
@@ -163,8 +165,12 @@ struct Run {
   }
   template <class... T>
   void launch(const char* name, Shape sh, T... args) const {
+    launchOn(st, name, sh, args...);
+  }
+  template <class... T>
+  void launchOn(CUstream stream, const char* name, Shape sh, T... args) const {
     void* a[] = {static_cast<void*>(&args)...};
-    CU_CHECK(cuLaunchKernel(s.function(name), sh.gx, sh.gy, 1, sh.bx, sh.by, 1, sh.smem, st, a, nullptr));
+    CU_CHECK(cuLaunchKernel(s.function(name), sh.gx, sh.gy, 1, sh.bx, sh.by, 1, sh.smem, stream, a, nullptr));
   }
 };
 
@@ -383,6 +389,17 @@ std::map<std::string, Case> cases(Buffers& b) {
   c["hor_alias"] = [=, &b](const Run& r) {
     r.launch("hz_read", k1d, b.d, b.a, n);
     r.launch("hz_write", k1d, r.pick(b.b, at(b.a, 128)), 0.5f, n);
+  };
+  // A horizontal group with a member the analysis cannot see into (it writes through a pointer loaded from E):
+  // legally on a stream of its own, writing the arena's region 5, so the two others are a group proven without it;
+  // illegally between them on their stream, writing A, which hz_read reads: run as one kernel with hz_write (where
+  // hz_write was launched), hz_read would read A after that write.
+  c["hor_hidden_split"] = [=, &b](const Run& r) {
+    const CUdeviceptr target = r.pick(b.ar(5), b.a);
+    CU_CHECK(cuMemcpyHtoD(b.e, &target, sizeof target));
+    r.launch("hz_read", k1d, b.d, b.a, n);
+    r.launchOn(r.pick(r.side, r.st), "hz_indirect", k1d, b.e, 0.25f, n);
+    r.launch("hz_write", k1d, b.c, 0.5f, n);
   };
   // Partial coverage: the producer writes fewer elements than the consumer reads.
   c["partial_tl"] = [=, &b](const Run& r) {
@@ -606,8 +623,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   example::Session s(argc, argv, "redteam");
-  CUstream st;
+  CUstream st, side;
   CU_CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  CU_CHECK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
   // The `addr_` cases change no argument: their illegal mode moves every buffer by allocating 12 KiB first, so
   // only absolute addresses differ (offsets inside allocations and which pointers share one stay the same).
   CUdeviceptr spacer = 0;
@@ -623,11 +641,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "\n");
       return 2;
     }
-    it->second(Run{s, st, illegal, b});
+    it->second(Run{s, st, side, illegal, b});
     CU_CHECK(cuStreamSynchronize(st));
+    CU_CHECK(cuStreamSynchronize(side));
     b.print();
   }
   if (spacer) cuMemFree(spacer);
+  CU_CHECK(cuStreamDestroy(side));
   CU_CHECK(cuStreamDestroy(st));
   return 0;
 }

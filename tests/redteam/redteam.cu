@@ -239,6 +239,11 @@ __global__ void hz_write(float* w, float v, int n) {
   int i = GID;
   if (i < n) w[i] = v * (float)i + 1.f;
 }
+// Writes through a pointer it loads from memory (table[0]): which buffer that is, no analysis of the PTX can tell.
+__global__ void hz_indirect(float* const* table, float v, int n) {
+  int i = GID;
+  if (i < n) table[0][i] = v * (float)i + 3.f;
+}
 
 // ---- Class 2: writes after writes --------------------------------------------------------------------------------
 
