@@ -597,25 +597,12 @@ void CuptiBackend::onMemoryApi(CUpti_CallbackId cbid, const void* params) {
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
       const auto* p = static_cast<const cuMemMap_params*>(params);
-      AllocEvent e;
-      e.address = p->ptr;
-      e.size = p->size;
-      e.ns = now;
-      e.flags = kAllocMapping;
-      e.handle = p->handle;
-      e.handle_offset = p->offset;
-      sink_.pushStruct(EventKind::kAlloc, e);
+      sink_.pushStruct(EventKind::kAlloc, AllocEvent::mapping(p->ptr, p->size, p->handle, p->offset, now));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
       const auto* p = static_cast<const cuMemCreate_params*>(params);
-      if (!p->handle) break;
-      AllocEvent e;
-      e.size = p->size;
-      e.ns = now;
-      e.flags = kAllocPhysical;
-      e.handle = *p->handle;
-      sink_.pushStruct(EventKind::kAlloc, e);
+      if (p->handle) sink_.pushStruct(EventKind::kAlloc, AllocEvent::physical(*p->handle, p->size, now));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: release(static_cast<const cuMemUnmap_params*>(params)->ptr, false); break;

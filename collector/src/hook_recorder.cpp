@@ -486,15 +486,7 @@ CUresult HookRecorder::MemMap(int variant, CUdeviceptr ptr, size_t size, size_t 
                               CUmemGenericAllocationHandle handle, unsigned long long flags) {
   KFUSE_FORWARD(MemMap, ptr, size, offset, handle, flags)
   if (r == CUDA_SUCCESS) {
-    AllocEvent e;
-    e.address = ptr;
-    e.size = size;
-    e.ns = collectorNowNs();
-    e.kind = core::AllocationKind::kDevice;
-    e.flags = kAllocMapping;
-    e.handle = handle;
-    e.handle_offset = offset;
-    sink_.pushStruct(EventKind::kAlloc, e);
+    sink_.pushStruct(EventKind::kAlloc, AllocEvent::mapping(ptr, size, handle, offset, collectorNowNs()));
   }
   return r;
 }
@@ -503,12 +495,7 @@ CUresult HookRecorder::MemCreate(int variant, CUmemGenericAllocationHandle* hand
                                  const CUmemAllocationProp* prop, unsigned long long flags) {
   KFUSE_FORWARD(MemCreate, handle, size, prop, flags)
   if (r == CUDA_SUCCESS && handle) {
-    AllocEvent e;
-    e.size = size;
-    e.ns = collectorNowNs();
-    e.flags = kAllocPhysical;
-    e.handle = *handle;
-    sink_.pushStruct(EventKind::kAlloc, e);
+    sink_.pushStruct(EventKind::kAlloc, AllocEvent::physical(*handle, size, collectorNowNs()));
   }
   return r;
 }

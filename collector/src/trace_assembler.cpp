@@ -276,18 +276,9 @@ bool TraceAssembler::resolvePointer(uint64_t value, core::Id& allocation, uint64
   if (!hit) return false;
   allocation = hit->allocation_id;
   offset = hit->offset;
-  if (mappings_.empty()) return true;
-  auto m = mappings_.find(value - hit->offset);
-  if (m == mappings_.end() || m->second.allocation != allocation) return true;
-  const Mapping& mine = m->second;
   // Addresses tell buffers apart everywhere in the analysis (allocations, offsets, the argument values a proof binds),
   // so memory that two live mappings show, or may show, is left unresolved: no proof can rest on it.
-  bool shared = !created_handles_.count(mine.handle);
-  for (auto it = mappings_.begin(); it != mappings_.end() && !shared; ++it) {
-    const Mapping& other = it->second;
-    shared = &other != &mine && other.handle == mine.handle && other.offset < mine.offset + mine.size &&
-             mine.offset < other.offset + other.size;
-  }
+  const bool shared = !mappings_.empty() && mappings_.shared(value - hit->offset);
   if (shared) count(core::StatId::kPointerIntoSharedMapping);
   return !shared;
 }
@@ -395,7 +386,7 @@ Status TraceAssembler::onModule(const ModuleEvent& e) {
 
 Status TraceAssembler::onAlloc(const AllocEvent& e) {
   if (e.flags & kAllocPhysical) {
-    created_handles_.insert(e.handle);
+    mappings_.noteHandle(e.handle);
     return {};
   }
   core::Allocation a;
@@ -407,15 +398,14 @@ Status TraceAssembler::onAlloc(const AllocEvent& e) {
   std::vector<core::Id> evicted;
   allocations_.insert(e.address, e.size, a.id, &evicted);
   if (!evicted.empty()) count(core::StatId::kAllocationReplaced, static_cast<int64_t>(evicted.size()));
-  for (auto it = mappings_.lower_bound(e.address); it != mappings_.end() && it->first - e.address < e.size;)
-    it = mappings_.erase(it);
-  if (e.flags & kAllocMapping) mappings_[e.address] = Mapping{e.size, e.handle, e.handle_offset, a.id};
+  mappings_.unmap(e.address, e.size);
+  if (e.flags & kAllocMapping) mappings_.map(e.address, e.size, e.handle, e.handle_offset);
   return out_.add(a);
 }
 
 Status TraceAssembler::onFree(const FreeEvent& e) {
   if (e.address == 0) return {};
-  mappings_.erase(e.address);
+  mappings_.unmap(e.address, 1);
   if (auto id = allocations_.erase(e.address)) return out_.setAllocationFreed(*id, e.ns);
   // Allocated before recording started: known to have existed, origin and size unknown (not guessed).
   count(core::StatId::kFreeOfUnknownAddress);

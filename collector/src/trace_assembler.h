@@ -18,6 +18,7 @@
 #include "kfuse/core/status.h"
 #include "kfuse/core/trace.h"
 #include "kfuse/core/trace_store.h"
+#include "kfuse/hooks/mapping_table.h"
 
 namespace kfuse::collector {
 
@@ -193,15 +194,9 @@ class TraceAssembler {
   std::unordered_map<Handle, core::Id> modules_;
   std::unordered_map<Handle, core::Id> events_;  // CUevent -> latest Event id
   AddressMap allocations_;
-  // Virtual memory management: the handles cuMemCreate made while recording, and each live mapping by address.
-  struct Mapping {
-    uint64_t size = 0;
-    uint64_t handle = 0;
-    uint64_t offset = 0;  // in the handle's bytes
-    core::Id allocation = core::kNoId;
-  };
-  std::unordered_set<uint64_t> created_handles_;
-  std::map<uint64_t, Mapping> mappings_;
+  // Virtual memory management: the handles cuMemCreate made while recording and each live mapping; pointers into a
+  // mapping whose bytes another may show are left unresolved.
+  hooks::MappingTable mappings_;
   std::map<int64_t, core::Launch> pending_;         // correlation id -> launch waiting for GPU time
   std::map<int64_t, core::Memcpy> pending_copies_;  // CUPTI callback copies waiting for their record
   std::map<int64_t, core::Memset> pending_sets_;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "kfuse/hooks/driver_hooks.h"
+#include "kfuse/hooks/mapping_table.h"
 #include "kfuse/inject/injector.h"
 #include "kfuse/inject/runtime_plan.h"
 
@@ -225,18 +226,9 @@ struct Injector::Impl {
   std::shared_mutex allocations_mu;
   std::vector<std::pair<uint64_t, uint64_t>> allocations;
   std::atomic<uint64_t> allocations_version{1};  // changes with every tracked allocation and free
-  // Virtual memory management: each cuMemMap'd range (by address) with the physical allocation it shows, the
-  // handles cuMemCreate made in this process, and the bases of the tracked ranges whose bytes another live range
-  // may also show (a handle mapped twice over overlapping offsets, or one whose origin kfuse did not see: imported or
-  // retained). Addresses alone cannot tell such ranges apart, so the predicates refuse pointers into them.
-  struct Mapping {
-    uint64_t size = 0;
-    CUmemGenericAllocationHandle handle = 0;
-    uint64_t offset = 0;
-  };
-  std::map<uint64_t, Mapping> mappings;
-  std::unordered_set<CUmemGenericAllocationHandle> created_handles;
-  std::unordered_set<uint64_t> aliased;
+  // Virtual memory management (cuMemCreate, cuMemMap): the predicates refuse pointers into a mapped range whose bytes
+  // another live range may also show (hooks::MappingTable says which).
+  hooks::MappingTable mappings;
   std::vector<std::pair<uint64_t, int>> modules;  // module / library handle -> hash index (-1: no plan's)
   std::atomic<int> pending_streams{0};
   std::atomic<int> legacy_pending{0};
@@ -334,8 +326,6 @@ struct Injector::Impl {
   void noteHandle(CUmemGenericAllocationHandle handle);
   void noteMapping(uint64_t base, uint64_t size, CUmemGenericAllocationHandle handle, uint64_t offset);
   void forgetMappings(uint64_t base, uint64_t size);  // cuMemUnmap: every mapping inside the range
-  // Recomputes `aliased` from `mappings`. Caller holds allocations_mu (exclusive).
-  void updateAliased();
   // Caller holds allocations_mu (shared).
   bool trackedAllocation(uint64_t ptr, uint64_t& base, uint64_t& size) const;
   // The allocation holding `ptr`: from the tracked ones when the caller holds allocations_mu (shared), else or if

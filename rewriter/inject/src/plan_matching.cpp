@@ -427,9 +427,9 @@ int Injector::Impl::failingPredicate(StreamSlot& s, const PlanState& st, bool* r
   }
   // A pointer into memory that another address range also shows (mapped twice): the plan's proof took distinct
   // addresses for distinct bytes, so no predicate over it can hold.
-  if (!aliased.empty()) {
+  if (!mappings.empty()) {
     for (size_t i = 0; i < np; ++i) {
-      if (!known[i] || !aliased.count(base[i])) continue;
+      if (!known[i] || !mappings.shared(base[i])) continue;
       for (const auto& d : c.disjoint) {
         if (std::find(d.pointer.begin(), d.pointer.end(), i) != d.pointer.end()) return d.index;
       }
@@ -511,50 +511,22 @@ void Injector::Impl::forgetAllocation(uint64_t base) {
 
 void Injector::Impl::noteHandle(CUmemGenericAllocationHandle handle) {
   std::unique_lock lock(allocations_mu);
-  created_handles.insert(handle);
-  updateAliased();
+  mappings.noteHandle(handle);
 }
 
 void Injector::Impl::noteMapping(uint64_t base, uint64_t size, CUmemGenericAllocationHandle handle, uint64_t offset) {
   noteAllocation(base, size);
   std::unique_lock lock(allocations_mu);
   allocations_version.fetch_add(1, std::memory_order_release);
-  mappings[base] = Mapping{size, handle, offset};
-  updateAliased();
+  mappings.map(base, size, handle, offset);
 }
 
 void Injector::Impl::forgetMappings(uint64_t base, uint64_t size) {
   std::unique_lock lock(allocations_mu);
   allocations_version.fetch_add(1, std::memory_order_release);
-  for (auto it = mappings.lower_bound(base); it != mappings.end() && it->first - base < size;) {
-    auto tracked = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(it->first, uint64_t{0}));
-    if (tracked != allocations.end() && tracked->first == it->first) allocations.erase(tracked);
-    it = mappings.erase(it);
-  }
-  updateAliased();
-}
-
-void Injector::Impl::updateAliased() {
-  aliased.clear();
-  std::unordered_map<CUmemGenericAllocationHandle, std::vector<uint64_t>> by_handle;
-  for (const auto& [base, m] : mappings) {
-    if (!created_handles.count(m.handle)) {
-      aliased.insert(base);  // imported or retained: another handle may show the same bytes
-    } else {
-      by_handle[m.handle].push_back(base);
-    }
-  }
-  for (const auto& [handle, bases] : by_handle) {
-    for (size_t i = 0; i < bases.size(); ++i) {
-      const Mapping& a = mappings.at(bases[i]);
-      for (size_t j = i + 1; j < bases.size(); ++j) {
-        const Mapping& b = mappings.at(bases[j]);
-        if (a.offset < b.offset + b.size && b.offset < a.offset + a.size) {
-          aliased.insert(bases[i]);
-          aliased.insert(bases[j]);
-        }
-      }
-    }
+  for (uint64_t gone : mappings.unmap(base, size)) {
+    auto tracked = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(gone, uint64_t{0}));
+    if (tracked != allocations.end() && tracked->first == gone) allocations.erase(tracked);
   }
 }
 

@@ -134,6 +134,27 @@ struct AllocEvent {
   uint32_t flags = 0;  // kAllocMapping, kAllocPhysical
   uint64_t handle = 0;
   uint64_t handle_offset = 0;
+
+  // cuMemMap of `handle` at `offset` onto [address, address + size), and cuMemCreate of `handle`: both backends
+  // record them alike.
+  static AllocEvent mapping(uint64_t address, uint64_t size, uint64_t handle, uint64_t offset, int64_t ns) {
+    AllocEvent e;
+    e.address = address;
+    e.size = size;
+    e.ns = ns;
+    e.flags = kAllocMapping;
+    e.handle = handle;
+    e.handle_offset = offset;
+    return e;
+  }
+  static AllocEvent physical(uint64_t handle, uint64_t size, int64_t ns) {
+    AllocEvent e;
+    e.size = size;
+    e.ns = ns;
+    e.flags = kAllocPhysical;
+    e.handle = handle;
+    return e;
+  }
 };
 
 struct FreeEvent {
