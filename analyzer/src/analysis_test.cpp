@@ -1156,6 +1156,24 @@ TEST(Analysis, AHorizontalGroupLeavesOutAMemberItCannotSeeInto) {
   const Report rs = run(same, o);
   const Candidate* hs = findCandidate(rs, CandidateKind::kHorizontal, {TraceBuilder::kProduce, TraceBuilder::kConsume});
   EXPECT_TRUE(hs == nullptr || hs->legality != Legality::kProven) << reportToText(rs, 10);
+  // The group with opaque in it claims no more independence than the trace shows.
+  bool with_opaque = false;
+  for (const Candidate& c : rs.candidates) {
+    if (c.kind != CandidateKind::kHorizontal ||
+        std::find(c.function_ids.begin(), c.function_ids.end(), opaque) == c.function_ids.end()) {
+      continue;
+    }
+    with_opaque = true;
+    EXPECT_NE(c.legality, Legality::kProven);
+    const bool qualified = std::any_of(c.reasons.begin(), c.reasons.end(), [](const std::string& why) {
+      return why.find("no data dependence that the trace shows") != std::string::npos ||
+             why.find("no data dependence between them that the trace shows") != std::string::npos;
+    });
+    EXPECT_TRUE(qualified) << reportToText(rs, 10);
+  }
+  EXPECT_TRUE(with_opaque) << reportToText(rs, 10);
+  // Where every member is visible, the reason stays unqualified.
+  for (const std::string& why : h->reasons) EXPECT_EQ(why.find("that the trace shows"), std::string::npos) << why;
 }
 
 TEST(GraphAnalysis, ChainOfGraphNodesIsACandidateCountedOncePerReplay) {

@@ -447,18 +447,6 @@ size_t costAndRank(std::vector<Candidate>& candidates, Analysis& analysis, const
       return k && k->has_ptx;
     });
     advisor.describe(c, graph.has_pointer_data, have_ptx);
-    if (c.inGraphs()) {
-      c.in_cuda_graph = true;
-      // `kfuse rewrite` makes the plan from the recorded kernel nodes; `kfuse run` applies it to the graph.
-      for (Remedy& m : c.remedies) {
-        if (m.kind != "kfuse-rewrite") continue;
-        m.text = std::string(c.legality == Legality::kProven ? "" : "after checking the data flow by hand, ") +
-                 "`kfuse rewrite TRACE --candidate " + c.id +
-                 "` writes the fused kernel from the recorded graph nodes (PTX, compiled and validated on the "
-                 "emulator); `kfuse run` puts it in place of the node chain when the application instantiates "
-                 "the graph, without changing the application";
-      }
-    }
   }
   return no_gain;
 }

@@ -484,7 +484,8 @@ void Advisor::describe(Candidate& c, bool has_pointer_data, bool have_ptx) const
     }
     c.data_flow = et ? "execution-trace" : inferred ? "inferred-from-shapes" : "adjacency";
   }
-  c.in_cuda_graph = std::all_of(first.begin(), first.end(), [&](size_t op) { return in_graph(op); });
+  // Replays of a graph the trace recorded node by node (kfuse's collector), or graph launches an imported trace names.
+  c.in_cuda_graph = c.inGraphs() || std::all_of(first.begin(), first.end(), [&](size_t op) { return in_graph(op); });
 
   RemedyInput ri;
   ri.kind = c.kind;
@@ -501,6 +502,7 @@ void Advisor::describe(Candidate& c, bool has_pointer_data, bool have_ptx) const
   ri.kfuse_trace_with_ptx = have_ptx;
   ri.proven = c.legality == Legality::kProven;
   ri.in_cuda_graph = c.in_cuda_graph;
+  ri.graph_nodes = c.inGraphs();
   ri.rank = c.rank;
   ri.id = c.id;
   c.remedies = remediesFor(ri);

@@ -512,6 +512,14 @@ TEST(Remedies, FollowFusionKindOperatorsAndGraphs) {
   r = remediesFor(in);
   EXPECT_EQ(r[0].kind, "kfuse-rewrite");
   EXPECT_NE(r[0].text.find("--candidate 3"), std::string::npos);
+  EXPECT_EQ(r[0].text.find("graph"), std::string::npos);
+  // Kernels the trace recorded as a graph's nodes: the plan is made from them and put in at instantiate.
+  in.graph_nodes = in.in_cuda_graph = true;
+  r = remediesFor(in);
+  EXPECT_EQ(r[0].kind, "kfuse-rewrite");
+  EXPECT_NE(r[0].text.find("from the recorded graph nodes"), std::string::npos);
+  EXPECT_NE(r[0].text.find("instantiates the graph"), std::string::npos);
+  EXPECT_EQ(r.back().kind, "note");
 
   RemedyInput pw;
   pw.fusion = FamilyFusion::kPointwise;

@@ -29,11 +29,16 @@ std::string where(const RemedyInput& in) {
 std::vector<Remedy> remediesFor(const RemedyInput& in) {
   std::vector<Remedy> out;
   if (in.kfuse_trace_with_ptx) {
-    out.push_back({"kfuse-rewrite", std::string(in.proven ? "" : "after checking the data flow by hand, ") +
-                                        "`kfuse rewrite TRACE --candidate " +
-                                        (in.id.empty() ? std::to_string(in.rank) : in.id) +
-                                        "` writes the fused kernel (PTX, compiled and validated on the emulator); "
-                                        "`kfuse run` injects it without changing the application"});
+    const std::string rewrite = std::string(in.proven ? "" : "after checking the data flow by hand, ") +
+                                "`kfuse rewrite TRACE --candidate " +
+                                (in.id.empty() ? std::to_string(in.rank) : in.id) + "` writes the fused kernel ";
+    out.push_back(
+        {"kfuse-rewrite", rewrite + (in.graph_nodes ? "from the recorded graph nodes (PTX, compiled and validated on "
+                                                      "the emulator); `kfuse run` puts it in place of the node chain "
+                                                      "when the application instantiates the graph, without changing "
+                                                      "the application"
+                                                    : "(PTX, compiled and validated on the emulator); `kfuse run` "
+                                                      "injects it without changing the application")});
   }
   const bool optimizer =
       hasPrefix(in.ops, "aten::_foreach_") ||

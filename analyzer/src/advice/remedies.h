@@ -22,6 +22,7 @@ struct RemedyInput {
   bool kfuse_trace_with_ptx = false;   // every member has PTX in the trace (kfuse rewrite can act)
   bool proven = false;
   bool in_cuda_graph = false;
+  bool graph_nodes = false;  // the trace recorded the graph's kernel nodes (kfuse rewrite works from them)
   int rank = 0;
   std::string id;  // the candidate's stable id, which the kfuse-rewrite remedy names ("" : its rank instead)
 };

@@ -593,17 +593,23 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
     std::set<core::Id> streams;
     for (size_t op : first) streams.insert(g_.ops[op].stream_id);
     const std::string what = first.size() == 2 ? "" : std::to_string(first.size()) + " kernels ";
+    // A member whose accesses the analysis cannot see (checkVisibility) may depend on another through them.
+    const bool hidden = g_.has_pointer_data && std::any_of(first.begin(), first.end(), [&](size_t op) {
+                          Verdict v;
+                          checkVisibility(op, v);
+                          return v.legality != Legality::kProven;
+                        });
+    const std::string shown = hidden ? " that the trace shows" : "";
     if (g_.ops[first.front()].inGraph()) {
       common.reasons.push_back(what + "nodes of CUDA graph " + std::to_string(g_.ops[first.front()].graph_id) +
                                " with no path between them in the graph");
     } else {
-      common.reasons.push_back(streams.size() == 1
-                                   ? what + "adjacent on one stream with no data dependence between them"
-                               : streams.size() == first.size()
-                                   ? what + "on different streams with no event or synchronization ordering them"
-                                   : what + "on " + std::to_string(streams.size()) +
-                                         " streams, with no data "
-                                         "dependence, event or synchronization ordering any two of them");
+      common.reasons.push_back(
+          streams.size() == 1 ? what + "adjacent on one stream with no data dependence between them" + shown
+          : streams.size() == first.size()
+              ? what + "on different streams with no event or synchronization ordering them"
+              : what + "on " + std::to_string(streams.size()) + " streams, with no data dependence" + shown +
+                    ", event or synchronization ordering any two of them");
     }
     common.reasons.push_back("together they fit in one wave on " + gpu_.short_name);
     if (!g_.has_pointer_data) {
