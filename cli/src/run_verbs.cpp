@@ -75,7 +75,9 @@ void registerRunVerbs(CLI::App& app, VerbContext& ctx) {
                 "--validate[=N]: check the first N occurrences of each fusion against the original launches on "
                 "shadow copies; a mismatch disables the fusion and keeps the originals' results (N = 1 if omitted). "
                 "On a GPU each validated occurrence is also timed (medians of 5 runs): a fusion not faster than the "
-                "originals is disabled");
+                "originals is disabled. In a rewritten CUDA graph, each fused node is checked that way before each "
+                "of the first N launches of its executable graph, on the buffers as they are then (put back "
+                "afterwards); a failure makes the application's own graph run");
   cmd->add_option("--stats", opts->stats, "Write launch, fusion and flush statistics there as JSON at exit")
       ->check(outputPath());
   cmd->add_flag("--log", opts->log, "One line per fused occurrence and per flush of deferred launches (stderr)");

@@ -9,6 +9,8 @@ run the program under `kfuse run --plan DIR` (graphs are rewritten by default):
     the kernels the fusion removes, and the injector's statistics count the rewritten graph and the fused chain;
   * a trace recorded under `kfuse run` (kfuse record -- kfuse run ...) holds the rewritten graph: the fused kernel
     node in place of the chain's nodes, and that many fewer kernel nodes run by the replays;
+  * with --validate=2, the fused node is checked against the chain's kernels before the first two launches of the
+    rewritten graph, passes, and every replay runs it (same result and checksum);
   * with --no-graphs, KFUSE_REWRITE_GRAPHS=0 and KFUSE_DISABLE=1, the graphs run as they were;
   * with both plans `kfuse rewrite --all` makes (the captured chain, and scale -> add of the explicitly built graph,
     whose scale node the program changes with cudaGraphExecKernelNodeSetParams between its two launches): the same
@@ -148,6 +150,22 @@ class Checker(Checks):
             self.check(fused_replays.get(first) == 5, "the rewritten graph is replayed 5 times", str(fused_replays))
             self.check(ran - fused_ran == 5 * removed,
                        f"the replays ran {5 * removed} kernel nodes fewer", f"{ran} recorded, {fused_ran} under kfuse run")
+
+        # --validate=2: before each of the first two launches of the rewritten exec, the fused node is checked
+        # against the chain's kernels (the buffers put back); it passes, so every replay still runs the fused node.
+        stats_path = os.path.join(self.tmp, "stats-validate.json")
+        p = self.kfuse("run", "--validate=2", "--plan", plan, "--stats", stats_path, "--", self.program, env=traced)
+        self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout),
+                   "kfuse run --validate=2: same result and checksum",
+                   f"without: {self.result_lines(base.stdout)} with: {self.result_lines(p.stdout)} {p.stderr[-1500:]}")
+        runs = self.captured_replays(self.kernel_nodes_per_replay(p.stderr))
+        self.check(before is not None and runs == [n - removed for n in before],
+                   "kfuse run --validate=2: every replay runs the fused node once checked", str(runs))
+        if self.check(os.path.exists(stats_path), "kfuse run --validate=2 writes its statistics"):
+            with open(stats_path) as f:
+                s = json.load(f)["plans"][0]
+            self.check(s["validations_passed"] == 2 and s["validations_failed"] == 0 and not s.get("disabled"),
+                       "kfuse run --validate=2: the fused node passed two checks", json.dumps(s)[:800])
 
         self.both_plans(trace, report, before, base, traced)
 

@@ -182,6 +182,40 @@ CUgraphExec Injector::Impl::launchTarget(CUgraphExec exec) {
   return it->second->rewritten;
 }
 
+CUgraphExec Injector::Impl::checkedLaunchTarget(CUgraphExec exec, CUstream stream, int variant) {
+  if (options.validate <= 0 || t_inside) return launchTarget(exec);
+  const std::shared_ptr<RewrittenExec> e = findExec(exec);
+  if (!e || !e->active.load(std::memory_order_acquire) ||
+      e->validated.load(std::memory_order_acquire) >= options.validate) {
+    return launchTarget(exec);
+  }
+  std::lock_guard lock(e->mu);
+  if (e->active.load(std::memory_order_acquire) && e->validated.load() < options.validate) {
+    e->validated.fetch_add(1);
+    for (GraphChain& c : e->clone.checks) {
+      const uint64_t bit = uint64_t{1} << c.plan;
+      CUfunction fn = (enabledMask() & bit) ? fusedFunction(c.plan) : nullptr;
+      if (fn) {
+        StreamSlot s;
+        s.count = c.count;
+        s.viable = bit;
+        s.args = c.args.data();
+        for (int k = 0; k < c.count; ++k) {
+          s.launches[k] = c.launches[k];
+          s.launches[k].stream = stream;
+          s.launches[k].variant = variant;
+        }
+        (void)validateAndLaunch(s, c.plan, fn, ShadowMode::kCheckOnly);
+      }
+      if (!(enabledMask() & bit)) {
+        unfuse(*e, "the plan of a fused node was disabled under --validate");
+        break;
+      }
+    }
+  }
+  return e->active.load(std::memory_order_acquire) ? e->rewritten : exec;
+}
+
 CUresult Injector::Impl::destroyExec(CUgraphExec exec, const std::function<CUresult()>& call) {
   std::shared_ptr<RewrittenExec> e;
   if (execs_alive.load(std::memory_order_acquire) != 0 && !t_inside) {

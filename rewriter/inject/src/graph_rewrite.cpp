@@ -70,7 +70,8 @@ bool Injector::Impl::rewriteClone(CUgraph graph, RewrittenClone* out) {
     }
   }
   std::unordered_set<CUgraphNode> removed;
-  const int replaced = rewriteInPlace(clone, 0, &removed);
+  std::vector<GraphChain> checks;
+  const int replaced = rewriteInPlace(clone, 0, &removed, options.validate > 0 ? &checks : nullptr);
   if (replaced <= 0) {
     (void)destroy(clone);
     if (replaced == -1) std::fprintf(stderr, "kfuse run: a graph could not be rewritten; it runs unchanged\n");
@@ -85,10 +86,12 @@ bool Injector::Impl::rewriteClone(CUgraph graph, RewrittenClone* out) {
   out->graph = clone;
   out->nodes = std::move(nodes);
   out->chains = replaced;
+  out->checks = std::move(checks);
   return true;
 }
 
-int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgraphNode>* removed) {
+int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgraphNode>* removed,
+                                   std::vector<GraphChain>* checks) {
   DriverTable& t = table();
   auto get_nodes = t.GraphGetNodes.load();
   auto get_edges = t.GraphGetEdges.load();
@@ -141,7 +144,7 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
       CUgraph child = nullptr;
       if (child_of(handles[i], &child) != CUDA_SUCCESS || !child) return -1;
       // The node owns its graph: changes show in the node.
-      const int r = rewriteInPlace(child, depth + 1, nullptr);
+      const int r = rewriteInPlace(child, depth + 1, nullptr, checks);
       if (r < 0) return r;
       replaced += r;
     } else if (node.type == CU_GRAPH_NODE_TYPE_KERNEL) {
@@ -291,13 +294,6 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
         }
         continue;
       }
-      if (options.validate > 0) {
-        graph_chains_refused.fetch_add(1, std::memory_order_relaxed);
-        if (!graph_validate_noted.exchange(true)) {
-          std::fprintf(stderr, "kfuse run: --validate does not check graph nodes yet: graphs run unchanged under it\n");
-        }
-        continue;
-      }
       CUfunction fn = fusedFunction(pi);
       if (!fn) {
         graph_chains_refused.fetch_add(1, std::memory_order_relaxed);
@@ -339,6 +335,13 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
       }
       groups.push_back(chain);
       ++replaced;
+      if (checks) {
+        GraphChain& c = checks->emplace_back();
+        c.plan = pi;
+        c.count = s.count;
+        std::copy(s.launches, s.launches + len, c.launches);
+        c.args.assign(s.args, s.args + len * arg_stride);
+      }
       if (options.log) {
         std::fprintf(stderr, "kfuse run: %s: fused a chain of %zu graph nodes\n", p.dir.c_str(), len);
       }

@@ -609,9 +609,18 @@ CUresult Injector::EventSynchronize(int variant, CUevent event){
         KFUSE_STREAM(kHostFunc, stream, HookClient::LaunchHostFunc(variant, stream, host_fn, data))} CUresult
     Injector::StreamAddCallback(int variant, CUstream stream, CUstreamCallback callback, void* data, unsigned flags){
         KFUSE_STREAM(kHostFunc, stream, HookClient::StreamAddCallback(variant, stream, callback, data, flags))} CUresult
-    Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream){
-        KFUSE_STREAM(kGraph, stream, HookClient::GraphLaunch(variant, impl_->launchTarget(graph), stream))} CUresult
-    Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
+    Injector::GraphLaunch(int variant, CUgraphExec graph, CUstream stream) {
+  const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kGraph);
+  // Outside `Inside`: under --validate, the first launches check the fused chains with launches of their own.
+  const CUgraphExec target = impl_->checkedLaunchTarget(graph, stream, variant);
+  CUresult r;
+  {
+    Inside inside;
+    r = HookClient::GraphLaunch(variant, target, stream);
+  }
+  return flushed != CUDA_SUCCESS ? flushed : r;
+}
+CUresult Injector::StreamBeginCapture(int variant, CUstream stream, CUstreamCaptureMode mode) {
   const CUresult flushed = impl_->beforeStreamWork(stream, variant, FlushReason::kGraph);
   const CUresult r = HookClient::StreamBeginCapture(variant, stream, mode);
   if (r == CUDA_SUCCESS) impl_->captures_open.fetch_add(1, std::memory_order_release);

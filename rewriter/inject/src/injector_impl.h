@@ -378,10 +378,14 @@ struct Injector::Impl {
 
   // Whether argument tuple `row` of plan `st` is met for the first time (and marks it met).
   static bool firstOfTuple(PlanState& st, int row);
+  // What validateAndLaunch leaves behind. kOccurrence: the deferred launches of an occurrence ran (the buffers hold
+  // the originals' results, as the application expects). kCheckOnly: a graph's fused chain was checked outside its
+  // graph, which runs next: the buffers hold what they held before, and nothing of the check counts as fused.
+  enum class ShadowMode { kOccurrence, kCheckOnly };
   // --validate: run the originals, keep their results, restore the buffers, run the fused kernel, compare. On a
   // mismatch the originals' results are put back and the plan is disabled. Synchronous; allocates (it is a
   // debugging mode, off the normal launch path).
-  CUresult validateAndLaunch(StreamSlot& s, size_t pi, CUfunction fn);
+  CUresult validateAndLaunch(StreamSlot& s, size_t pi, CUfunction fn, ShadowMode mode = ShadowMode::kOccurrence);
   // On a GPU, after a passed validation: times the originals and the fused kernel on the occurrence's stream (each
   // run preceded by `restore`, which puts the inputs back) and disables the plan when the fused kernel's median is
   // not below the originals' (rewriter::medianEventNs, options.time_runs runs each). The buffers are left as
@@ -392,7 +396,15 @@ struct Injector::Impl {
   // ---- graphs (graph_rewrite.cpp, graph_execs.cpp) ----
 
   std::atomic<uint64_t> graphs_rewritten{0}, graph_chains_fused{0}, graph_chains_refused{0};
-  std::atomic<bool> graph_validate_noted{false};
+
+  // A chain a fused node replaced, as --validate checks it: the plan, and the nodes' kernels, shapes and arguments
+  // laid out as a stream slot holds deferred launches.
+  struct GraphChain {
+    size_t plan = 0;
+    int count = 0;
+    PendingLaunch launches[kMaxPatternKernels];
+    std::vector<uint8_t> args;  // [count][arg_stride]
+  };
 
   // A clone of an application's graph in which every node chain matching a plan whose predicates hold for the
   // nodes' parameters is one fused kernel node, and where the application's nodes went in it.
@@ -402,6 +414,7 @@ struct Injector::Impl {
     // replaced chain are not in it.
     std::unordered_map<CUgraphNode, CUgraphNode> nodes;
     int chains = 0;
+    std::vector<GraphChain> checks;  // under --validate: every replaced chain, child graphs' included
   };
   // Clones and rewrites `graph`. False, keeping nothing, when rewriting is off, nothing matched, or the graph cannot
   // be cloned, read or changed (a one-line message when logging).
@@ -410,7 +423,8 @@ struct Injector::Impl {
   // place. Returns how many it replaced; -1 when the graph cannot be read or changed, kUntouchable when it must be
   // left as it is (then `g` is discarded). `removed`, when given: the nodes of `g` itself that were replaced.
   static constexpr int kUntouchable = -2;
-  int rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgraphNode>* removed);
+  // `checks`, when given: each replaced chain is added to it (--validate).
+  int rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgraphNode>* removed, std::vector<GraphChain>* checks);
 
   // An application's executable graph made while a rewritten clone of its graph was instantiated beside it: the
   // application's exec is the driver's own, made from the application's graph, and receives every call the
@@ -426,6 +440,7 @@ struct Injector::Impl {
     unsigned long long flags = 0;  // the instantiate flags, to instantiate again after an exec update
     bool enabled_changed = false;  // cuGraphNodeSetEnabled was used: an exec update no longer rewrites
     std::atomic<bool> active{false};
+    std::atomic<int> validated{0};  // launches checked under --validate (see launchTarget)
   };
   std::shared_mutex execs_mu;
   std::unordered_map<CUgraphExec, std::shared_ptr<RewrittenExec>> execs;  // under execs_mu
@@ -445,6 +460,10 @@ struct Injector::Impl {
                        const std::function<CUresult(CUgraphExec, CUgraphNode)>& set);
   // What a launch or upload of the application's `exec` runs.
   CUgraphExec launchTarget(CUgraphExec exec);
+  // What a launch of `exec` on `stream` runs. Under --validate the first launches of a rewritten exec first check
+  // each fused chain against its nodes' kernels on `stream` (validateAndLaunch, ShadowMode::kCheckOnly); a chain
+  // that fails, or a plan of one that is disabled, makes the application's exec run from then on.
+  CUgraphExec checkedLaunchTarget(CUgraphExec exec, CUstream stream, int variant);
   // cuGraphExecDestroy: `call` destroys the application's exec; the rewritten one and its clone go with it.
   CUresult destroyExec(CUgraphExec exec, const std::function<CUresult()>& call);
   std::shared_ptr<RewrittenExec> findExec(CUgraphExec exec);

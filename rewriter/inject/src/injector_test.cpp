@@ -1880,7 +1880,39 @@ TEST_F(GraphTest, GraphsAreRewrittenByDefaultAndLeftUntouchedWhenTurnedOff) {
   EXPECT_EQ(graphs_.clones_alive, 0);
 }
 
-TEST_F(GraphTest, ValidateLeavesGraphsUntouched) {
+// --validate on graphs: before each of the first N launches of a rewritten exec, every fused chain is checked
+// against its nodes' kernels on the launch stream, on the buffers as they are then, and the buffers are put back.
+TEST_F(GraphTest, ValidateChecksEachFusedChainBeforeTheFirstLaunchesAndLeavesTheBuffersAsTheyWere) {
+  InjectorOptions o = rewriting();
+  o.validate = 1;
+  o.time_runs = 0;  // no timing runs (ValidateTimesTheFusedNodeAndRunsTheApplicationsGraphWhenItIsSlower)
+  auto inj = make({twicePlus1()}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"fused_ok"});
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  // The check (originals, then the fused kernel, each from the same inputs), then the rewritten graph.
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1", "fused_ok", "fused_ok"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f));
+  InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].validations_passed, 1u);
+  EXPECT_EQ(s.plans[0].occurrences_fused, 0u) << "the check's fused launch is no occurrence";
+  EXPECT_TRUE(s.plans[0].disabled.empty()) << s.plans[0].disabled;
+  // Checked once (--validate=1): the next launch runs the rewritten graph alone.
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches.size(), 5u);
+  EXPECT_EQ(fake_.launches.back(), "fused_ok");
+  EXPECT_EQ(inj->stats().plans[0].validations_passed, 1u);
+}
+
+// On a GPU the check also times the fused kernel against the chain's kernels: measured slower, the plan is disabled
+// and the application's graph runs.
+TEST_F(GraphTest, ValidateTimesTheFusedNodeAndRunsTheApplicationsGraphWhenItIsSlower) {
+  fake_.cost_us = {{"twice", 7}, {"plus1", 7}, {"fused_ok", 42.6}};
   InjectorOptions o = rewriting();
   o.validate = 1;
   auto inj = make({twicePlus1()}, o);
@@ -1889,8 +1921,77 @@ TEST_F(GraphTest, ValidateLeavesGraphsUntouched) {
   FakeGraph app;
   node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
   CUgraphExec exec = nullptr;
-  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
-  EXPECT_EQ(inj->stats().graph_chains_refused, 1u);
+  instantiate(*inj, app, &exec);
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].validations_passed, 1u);
+  EXPECT_EQ(s.plans[0].timed_originals_ns, 14000u);
+  EXPECT_EQ(s.plans[0].timed_fused_ns, 42600u);
+  EXPECT_NE(s.plans[0].disabled.find("measured no faster"), std::string::npos) << s.plans[0].disabled;
+  EXPECT_EQ(fake_.launches.back(), "plus1") << "the application's graph ran";
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f));
+}
+
+TEST_F(GraphTest, ValidateCheckRestoresInputsTheChainOverwrites) {
+  // In place: twice(x -> x), plus1(x -> z). The check must leave x as the graph expects to find it.
+  InjectorOptions o = rewriting();
+  o.validate = 1;
+  auto inj = make({twicePlus1()}, o);
+  std::vector<float> xs, zs;
+  float *x = buffer(xs, 3), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, x, z, {node(app, kTwice, x, x)});
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, app, &exec);
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(xs, std::vector<float>(4, 6.f)) << "doubled once, by the graph: the check put x back";
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+}
+
+TEST_F(GraphTest, AValidationFailureMakesTheApplicationsGraphRunUnchanged) {
+  InjectorOptions o = rewriting();
+  o.validate = 2;
+  auto inj = make({twicePlus1("fused_bad")}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kPlus1, t, z, {node(app, kTwice, x, t)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), std::vector<std::string>{"fused_bad"});
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  // The check's runs, then the application's own graph.
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"twice", "plus1", "fused_bad", "twice", "plus1"}));
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f)) << "the application's graph computed these";
+  EXPECT_EQ(ts, std::vector<float>(4, 6.f));
+  const InjectorStats s = inj->stats();
+  EXPECT_EQ(s.plans[0].validations_failed, 1u);
+  EXPECT_NE(s.plans[0].disabled.find("validation failed"), std::string::npos) << s.plans[0].disabled;
+  // From then on, with no more checks, the application's graph.
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches.size(), 7u);
+  EXPECT_EQ(fake_.launches.back(), "plus1");
+}
+
+TEST_F(GraphTest, ValidateChecksAChainInsideAChildGraph) {
+  InjectorOptions o = rewriting();
+  o.validate = 1;
+  auto inj = make({twicePlus1("fused_bad")}, o);
+  std::vector<float> xs, ts, zs;
+  float *x = buffer(xs, 3), *t = buffer(ts, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  auto child = std::make_unique<FakeNode>();
+  child->type = CU_GRAPH_NODE_TYPE_GRAPH;
+  child->child = std::make_unique<FakeGraph>();
+  child->owner = &app;
+  node(*child->child, kPlus1, t, z, {node(*child->child, kTwice, x, t)});
+  app.nodes.push_back(std::move(child));
+  CUgraphExec exec = nullptr;
+  instantiate(*inj, app, &exec);
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(inj->stats().plans[0].validations_failed, 1u);
+  EXPECT_EQ(zs, std::vector<float>(4, 7.f));
+  EXPECT_EQ(fake_.launches.back(), "plus1") << "the application's graph ran";
 }
 
 }  // namespace

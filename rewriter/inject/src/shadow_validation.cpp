@@ -25,7 +25,8 @@ bool Injector::Impl::firstOfTuple(PlanState& st, int row) {
   return true;
 }
 
-CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction fn) {
+CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction fn, ShadowMode mode) {
+  const bool occurrence = mode == ShadowMode::kOccurrence;
   PlanState& st = *plans[pi];
   const RuntimePlan& p = st.plan;
   DriverTable& t = table();
@@ -37,7 +38,7 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
   auto h2d = t.MemcpyHtoDDirect.load();
   if (!sync || !alloc || !free_ || !d2d || !d2h || !h2d) {
     disable(st, "--validate needs cuCtxSynchronize, cuMemAlloc, cuMemFree and cuMemcpy from the driver");
-    return issueOriginals(s, FlushReason::kUnavailable);
+    return occurrence ? issueOriginals(s, FlushReason::kUnavailable) : CUDA_SUCCESS;
   }
   // The bytes each pointer argument may reach, one shadow per allocation: a copy must lie inside one allocation
   // (a GPU driver refuses a range running into the next one, however adjacent the two are in address space).
@@ -106,12 +107,12 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
       if (b) free_(b);
     }
     disable(st, "--validate could not make shadow copies (" + failed_call + ": " + errorName(r) + ")");
-    return issueOriginals(s, FlushReason::kUnavailable);
+    return occurrence ? issueOriginals(s, FlushReason::kUnavailable) : CUDA_SUCCESS;
   }
   std::string mismatch;
   const CUresult originals = r;  // what the application gets when the fused kernel fails or differs
   if (r == CUDA_SUCCESS) {
-    r = launchFused(s, pi, fn);
+    r = launchFused(s, pi, fn, occurrence);
     if (r == CUDA_SUCCESS) r = sync();
     for (size_t i = 0; i < merged.size() && r == CUDA_SUCCESS; ++i) {
       got[i].resize(want[i].size());
@@ -128,10 +129,19 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
       }
     }
   }
+  // Puts the inputs back (kCheckOnly: the graph that runs next must find them as they were).
+  const auto restore = [&] {
+    CUresult c = CUDA_SUCCESS;
+    for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS; ++i) {
+      c = d2d(merged[i].lo, before[i], merged[i].hi - merged[i].lo);
+    }
+    return c;
+  };
   if (!mismatch.empty() || r != CUDA_SUCCESS) {
-    for (size_t i = 0; i < merged.size(); ++i) {
+    for (size_t i = 0; i < merged.size() && occurrence; ++i) {
       if (!want[i].empty()) h2d(merged[i].lo, want[i].data(), want[i].size());
     }
+    if (!occurrence) (void)restore();
     st.validations_failed.fetch_add(1);
     disable(st, mismatch.empty() ? "validation run failed: " + errorName(r)
                                  : "validation failed at occurrence " +
@@ -141,22 +151,17 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
     st.validations_passed.fetch_add(1);
     // Correct; on a GPU, is it also faster? Every timing run starts from the shadows of the inputs; at the end the
     // buffers hold the originals' results (which the fused kernel's equal, byte for byte).
-    timeAgainstOriginals(
-        s, pi, fn,
-        [&] {
-          CUresult c = CUDA_SUCCESS;
-          for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS; ++i) {
-            c = d2d(merged[i].lo, before[i], merged[i].hi - merged[i].lo);
-          }
-          return c;
-        },
-        [&] {
-          CUresult c = sync();
-          for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS; ++i) {
-            c = h2d(merged[i].lo, want[i].data(), want[i].size());
-          }
-          return c;
-        });
+    timeAgainstOriginals(s, pi, fn, restore, [&] {
+      CUresult c = sync();
+      for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS && occurrence; ++i) {
+        c = h2d(merged[i].lo, want[i].data(), want[i].size());
+      }
+      return c;
+    });
+    if (!occurrence) {
+      r = restore();
+      if (r == CUDA_SUCCESS) r = sync();
+    }
   }
   for (CUdeviceptr b : before) {
     if (b) free_(b);

@@ -31,7 +31,7 @@
 namespace kfuse::inject {
 
 struct InjectorOptions {
-  int validate = 0;  // --validate=N: check the first N occurrences of each plan against the originals
+  int validate = 0;  // --validate=N: check the first N occurrences of each plan (and launches of each rewritten graph)
   // With --validate on a GPU, each validated occurrence also times the fused kernel against the originals (after
   // one warm-up, this many runs each, medians compared): a plan measured slower is disabled. 0: no timing.
   int time_runs = 5;
@@ -94,7 +94,7 @@ struct InjectorStats {
   uint64_t streams_over_capacity = 0;
   uint64_t time_in_kfuse_ns = 0;  // CPU time in matching, flushing and fusing (passthrough sampled, see .cpp)
   // CUDA graphs instantiated (or exec-updated) from a rewritten clone; node chains replaced by a fused kernel node in
-  // them; chains matching a plan's kernels left unchanged (a predicate failed, --validate, no fused kernel).
+  // them; chains matching a plan's kernels left unchanged (a predicate failed, no fused kernel).
   uint64_t graphs_rewritten = 0;
   uint64_t graph_chains_fused = 0;
   uint64_t graph_chains_refused = 0;
