@@ -22,9 +22,10 @@
 #     minutes of PTX emulation each in the plain run; under ASan they would take most of CI's budget alone. The
 #     emulator's and the stand-in's own unit tests do run, and so does one small rewrite + run (label preload).
 #   - asan: Validate.MillionElementChainValidatesQuickly (a 10 s bound the instrumented emulator does not meet: 22 s),
-#     and PreloadTest.ForkedChildWithoutExec* (its forked child of the multithreaded instrumented test program hung in
-#     one of two runs, killed after 100 s; it has never hung in the plain build: an instrumented-fork hazard not
-#     yet pinned down).
+#     which the plain run checks.
+#   - asan: PreloadTest.ForkedChildWithoutExec* runs on its own afterwards with leak checking off: LeakSanitizer's
+#     exit-time check hangs now and then in a child forked from the multithreaded instrumented test program (clang
+#     14's runtime; about 2 hangs in 250 runs with it, none in 320 without). ASan and UBSan still check it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
@@ -78,4 +79,10 @@ echo "sanitize: $kind build took $(($(date +%s) - start)) s"
 cd "$build"
 args=(--output-on-failure -j "$KFUSE_JOBS" --timeout 600 -L "$labels" -LE 'gpu|emulator' -E "$exclude")
 [[ -n "${only:-}" ]] && args+=(-R "$only")
-kfuse_ctest_private_tmp "sanitize: $kind" "${args[@]}"
+status=0
+kfuse_ctest_private_tmp "sanitize: $kind" "${args[@]}" || status=1
+if [[ "$kind" == asan ]]; then
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 kfuse_ctest_private_tmp "sanitize: asan, forked child without leak checks" \
+    --output-on-failure --no-tests=error --timeout 600 -LE gpu -R 'PreloadTest\.ForkedChildWithoutExec' || status=1
+fi
+exit "$status"
