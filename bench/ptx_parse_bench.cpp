@@ -13,6 +13,7 @@
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
+#include "kfuse/ptx/ranges.h"
 
 namespace {
 
@@ -231,6 +232,40 @@ void BM_CheckHugeKernel(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_CheckHugeKernel)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The interval analysis the analyzer runs per launch (BlockRanges: prepare, then evaluate for one launch's values)
+// on the same huge kernel: linear in its instructions although it has about as many registers (before, each
+// register write scanned a predicate slot per register: 100,000 instructions took seconds, 1M minutes).
+void BM_BlockRangesHugeKernel(benchmark::State& state) {
+  auto m = kfuse::ptx::parseModule(hugeKernel(state.range(0)));
+  if (!m.ok()) {
+    state.SkipWithError(m.status().message().c_str());
+    return;
+  }
+  kfuse::ptx::FunctionAnalyses fa(&*m, m->functions[0]);
+  const auto& accesses = fa.memoryAccesses();
+  kfuse::ptx::LaunchBinding lb;
+  lb.ntid = {256, 1, 1};
+  lb.nctaid = {64, 1, 1};
+  lb.all_blocks = true;
+  lb.params = {0x100000, 0x900000, 16384};
+  for (auto _ : state) {
+    std::string why;
+    auto ranges = kfuse::ptx::BlockRanges::prepare(m->functions[0], fa.cfg(), accesses, &why);
+    if (!ranges) {
+      state.SkipWithError(why.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(ranges->evaluate(lb));
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_BlockRangesHugeKernel)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 

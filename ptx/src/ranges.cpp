@@ -27,11 +27,11 @@ void joinInto(State& into, const State& from) {
     return;
   }
   for (size_t i = 0; i < into.regs.size(); ++i) into.regs[i] = join(into.regs[i], from.regs[i]);
-  for (size_t i = 0; i < into.preds.size(); ++i) {
-    PredFact& x = into.preds[i];
-    const PredFact& y = from.preds[i];
-    if (x.valid && !(y.valid && x.cmp == y.cmp && sameSrc(x.a, y.a) && sameSrc(x.b, y.b))) x.valid = false;
-  }
+  std::erase_if(into.preds, [&](const std::pair<int, PredFact>& e) {
+    const PredFact& x = e.second;
+    const PredFact* y = from.pred(e.first);
+    return !(y && x.cmp == y->cmp && sameSrc(x.a, y->a) && sameSrc(x.b, y->b));
+  });
 }
 
 }  // namespace
@@ -54,13 +54,13 @@ void BlockRanges::Impl::write(State& st, int reg, Interval v, bool guarded) cons
   if (reg < 0) return;
   Interval& r = st.regs[static_cast<size_t>(reg)];
   r = guarded ? join(r, v) : v;
-  for (PredFact& f : st.preds) {
-    if (!f.valid) continue;
-    if ((f.a.kind == SrcKind::kReg && f.a.index == reg) || (f.b.kind == SrcKind::kReg && f.b.index == reg)) {
-      f.valid = false;
-    }
-  }
-  st.preds[static_cast<size_t>(reg)].valid = false;
+  // The comparisons into `reg`, and those reading it, no longer hold.
+  if (st.preds.empty()) return;
+  std::erase_if(st.preds, [&](const std::pair<int, PredFact>& e) {
+    const PredFact& f = e.second;
+    return e.first == reg || (f.a.kind == SrcKind::kReg && f.a.index == reg) ||
+           (f.b.kind == SrcKind::kReg && f.b.index == reg);
+  });
 }
 
 // Narrows the registers of a comparison known to hold (`cmp` may be negated by the caller).
@@ -118,8 +118,9 @@ void BlockRanges::Impl::refine(State& st, Cmp cmp, const PredFact& f, const Inte
 // Applies the edge condition of a branch on `pred` (taken or not) to `st`.
 void BlockRanges::Impl::branchEdge(State& st, int pred, bool negated, bool taken, const LaunchBinding& b) const {
   if (pred < 0) return;
-  const PredFact f = st.preds[static_cast<size_t>(pred)];
-  if (!f.valid) return;
+  const PredFact* known = st.pred(pred);
+  if (!known) return;
+  const PredFact f = *known;
   const bool holds = taken != negated;
   const Cmp c = holds ? f.cmp : negate(f.cmp);
   refine(st, c, f, value(f.a, st, b, f.type), value(f.b, st, b, f.type));
@@ -326,7 +327,8 @@ void BlockRanges::Impl::step(const Decoded& d, State& st, const LaunchBinding& b
     case Op::kSetp: {
       write(st, d.dst, Interval::top(), false);
       if (d.dst < 0 || guarded || d.cmp == Cmp::kNone || d.type.bits == 0) return;
-      PredFact& f = st.preds[static_cast<size_t>(d.dst)];
+      if (st.preds.size() >= ranges_detail::kMaxPredFacts) st.preds.erase(st.preds.begin());  // the oldest
+      PredFact& f = st.preds.emplace_back(d.dst, PredFact{}).second;  // write() above removed any fact into it
       f.valid = true;
       f.cmp = d.cmp;
       f.a = d.a;
@@ -348,9 +350,8 @@ std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int
   State init;
   init.reached = true;
   init.regs.assign(static_cast<size_t>(m.registers), Interval::top());
-  init.preds.assign(static_cast<size_t>(m.registers), PredFact{});
-  State unreached = init;
-  unreached.reached = false;
+  // A block not reached yet holds no registers: joining a reached state into it copies that state.
+  State unreached;
   std::vector<State> in(blocks.size(), unreached);
   in[0] = init;
   std::vector<char> queued(blocks.size(), 0);

@@ -153,18 +153,29 @@ struct PredFact {
   IntType type;
 };
 
+// The abstract state at a program point: an interval per register, and the comparisons known to hold, by the
+// predicate register each was computed into. nvcc tests a predicate soon after setting it, so only the latest
+// kMaxPredFacts comparisons are kept, in a short list rather than a slot per register: a write costs at most that
+// many checks, not the kernel's register count (a 1M-instruction kernel has about as many registers as
+// instructions). Forgetting an older comparison only loses precision: the registers it would have narrowed keep
+// their wider intervals.
+inline constexpr size_t kMaxPredFacts = 64;
 struct State {
   bool reached = false;
   std::vector<Interval> regs;
-  std::vector<PredFact> preds;  // by register index (only predicate registers get facts)
+  std::vector<std::pair<int, PredFact>> preds;  // (predicate register, fact), each register at most once, all valid
+  const PredFact* pred(int reg) const {
+    for (const auto& [r, f] : preds) {
+      if (r == reg) return &f;
+    }
+    return nullptr;
+  }
   bool operator==(const State& o) const {
-    if (reached != o.reached || regs != o.regs) return false;
-    for (size_t i = 0; i < preds.size(); ++i) {
-      const PredFact& x = preds[i];
-      const PredFact& y = o.preds[i];
-      if (x.valid != y.valid) return false;
-      if (x.valid && (x.cmp != y.cmp || x.a.kind != y.a.kind || x.a.index != y.a.index || x.a.imm != y.a.imm ||
-                      x.b.kind != y.b.kind || x.b.index != y.b.index || x.b.imm != y.b.imm)) {
+    if (reached != o.reached || regs != o.regs || preds.size() != o.preds.size()) return false;
+    for (const auto& [r, x] : preds) {
+      const PredFact* y = o.pred(r);
+      if (!y || x.cmp != y->cmp || x.a.kind != y->a.kind || x.a.index != y->a.index || x.a.imm != y->a.imm ||
+          x.b.kind != y->b.kind || x.b.index != y->b.index || x.b.imm != y->b.imm) {
         return false;
       }
     }

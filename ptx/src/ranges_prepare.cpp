@@ -688,6 +688,16 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
     impl->addrs.push_back(addr);
   }
   impl->registers = static_cast<int>(reg_index.size());
+  // evaluate() keeps an interval per register for every reached block: a kernel with both many blocks and many
+  // registers (a large unrolled kernel with guards) would need gigabytes, so it is not analysed this way.
+  const uint64_t cells = static_cast<uint64_t>(cfg.blocks().size()) * reg_index.size();
+  if (cells > kMaxStateCells) {
+    if (why) {
+      *why = std::to_string(cfg.blocks().size()) + " basic blocks x " + std::to_string(reg_index.size()) +
+             " registers is beyond what the interval analysis keeps per block";
+    }
+    return nullptr;
+  }
   return std::unique_ptr<BlockRanges>(new BlockRanges(std::move(impl)));
 }
 

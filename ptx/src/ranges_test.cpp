@@ -513,5 +513,79 @@ TEST(BlockRangesOverflow, ProductsAndSumsThatMayWrapAreUnboundedNotUndefined) {
   for (const AccessRange& a : unknown) EXPECT_FALSE(a.bounded);
 }
 
+// A straight-line kernel of `groups` guarded stores, each with registers of its own (nvcc's numbering in unrolled
+// code): `branches` puts each store in a basic block of its own, behind a branch over it.
+std::string guardedStores(int groups, bool branches) {
+  std::string t =
+      ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p0, .param .u32 p1)\n{\n"
+      "\t.reg .pred %p<" +
+      std::to_string(groups + 1) + ">;\n\t.reg .b32 %r<" + std::to_string(2 * groups + 4) + ">;\n\t.reg .b64 %rd<" +
+      std::to_string(2 * groups + 4) +
+      ">;\n\tld.param.u64 %rd1, [p0];\n\tld.param.u32 %r1, [p1];\n\tmov.u32 %r2, %tid.x;\n";
+  for (int k = 0; k < groups; ++k) {
+    const std::string r = std::to_string(3 + 2 * k), rd = std::to_string(2 + 2 * k), p = std::to_string(k + 1);
+    t += "\tadd.s32 %r" + r + ", %r2, " + std::to_string(k) + ";\n";
+    t += "\tsetp.ge.s32 %p" + p + ", %r" + r + ", %r1;\n";
+    t += branches ? "\t@%p" + p + " bra $L" + std::to_string(k) + ";\n" : "";
+    t += "\tmul.wide.s32 %rd" + rd + ", %r" + r + ", 4;\n";
+    t += "\tadd.s64 %rd" + std::to_string(3 + 2 * k) + ", %rd1, %rd" + rd + ";\n";
+    t += std::string(branches ? "" : "\t@!%p" + p) + "\tst.global.u32 [%rd" + std::to_string(3 + 2 * k) + "], %r" + r +
+         ";\n";
+    t += branches ? "$L" + std::to_string(k) + ":\n" : "";
+  }
+  return t + "\tret;\n}\n";
+}
+
+struct Prepared {
+  Module m;
+  Cfg cfg;
+  std::vector<MemoryAccess> accesses;
+  std::unique_ptr<BlockRanges> ranges;
+  std::string why;
+};
+
+std::unique_ptr<Prepared> prepareText(const std::string& text) {
+  auto p = std::make_unique<Prepared>();
+  auto m = parseModule(text);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (!m.ok()) return p;
+  p->m = std::move(*m);
+  const Function& f = p->m.functions[0];
+  p->cfg = Cfg::build(f);
+  const Dominators dom = Dominators::compute(p->cfg);
+  const DefUse du = DefUse::compute(f, p->cfg);
+  p->accesses = analyzeMemoryAccesses(f, p->cfg, dom, du);
+  p->ranges = BlockRanges::prepare(f, p->cfg, p->accesses, &p->why);
+  return p;
+}
+
+// The guards of a long straight-line kernel: each comparison narrows its own store, however many registers the
+// kernel has (the facts are kept per predicate, not per register).
+TEST(BlockRangesLarge, EveryGuardOfALongKernelBoundsItsStore) {
+  const auto p = prepareText(guardedStores(20000, /*branches=*/false));
+  ASSERT_TRUE(p->ranges) << p->why;
+  LaunchBinding lb;
+  lb.ntid = {64, 1, 1};
+  lb.params = {0x100000, 64};  // element tid + k stored only while tid + k < 64
+  const auto r = p->ranges->evaluate(lb);
+  ASSERT_EQ(r.size(), 20000u);
+  for (int k : {0, 1, 63, 64, 19999}) {
+    SCOPED_TRACE(k);
+    ASSERT_TRUE(r[static_cast<size_t>(k)].reached);
+    ASSERT_TRUE(r[static_cast<size_t>(k)].bounded);
+    EXPECT_EQ(r[static_cast<size_t>(k)].lo, 0x100000 + 4 * k);
+  }
+}
+
+// Many blocks and many registers: the state evaluate() would keep per block is refused up front, with a reason,
+// rather than gigabytes of intervals (the analyzer then treats the kernel's accesses as unbounded).
+TEST(BlockRangesLarge, ManyBlocksTimesManyRegistersIsRefusedWithAReason) {
+  const auto big = prepareText(guardedStores(3000, /*branches=*/true));  // ~6,000 blocks x ~9,000 registers
+  EXPECT_FALSE(big->ranges);
+  EXPECT_NE(big->why.find("basic blocks x"), std::string::npos) << big->why;
+  const auto small = prepareText(guardedStores(300, /*branches=*/true));
+  EXPECT_TRUE(small->ranges) << small->why;
+}
+
 }  // namespace
 }  // namespace kfuse::ptx

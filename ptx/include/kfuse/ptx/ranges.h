@@ -47,9 +47,12 @@ struct AccessRange {
 
 class BlockRanges {
  public:
+  // Basic blocks x registers beyond which prepare() refuses (evaluate() keeps a 32-byte interval per register per
+  // reached block: 256 MiB at most).
+  static constexpr uint64_t kMaxStateCells = uint64_t{8} << 20;
   // Prepares `f` (a kernel) for evaluation; `accesses` are analyzeMemoryAccesses(f, ...) and fix the order of the
-  // results. Returns nullptr and sets *why when the kernel cannot be analysed this way (it calls a function, or its
-  // CFG has an indirect branch).
+  // results. Returns nullptr and sets *why when the kernel cannot be analysed this way (it calls a function, its
+  // CFG has an indirect branch, or it has more than kMaxStateCells blocks x registers).
   static std::unique_ptr<BlockRanges> prepare(const Function& f, const Cfg& cfg,
                                               const std::vector<MemoryAccess>& accesses, std::string* why);
   ~BlockRanges();
