@@ -39,6 +39,7 @@ void Injector::Impl::release(RewrittenExec& e) {
 
 void Injector::Impl::unfuse(RewrittenExec& e, const char* why) {
   if (!e.active.exchange(false, std::memory_order_acq_rel)) return;
+  graph_execs_unfused.fetch_add(1, std::memory_order_relaxed);
   if (options.log) std::fprintf(stderr, "kfuse run: %s: the graph runs unfused from now on\n", why);
 }
 

@@ -242,6 +242,7 @@ InjectorStats Injector::Impl::snapshot() const {
   s.graphs_rewritten = graphs_rewritten.load();
   s.graph_chains_fused = graph_chains_fused.load();
   s.graph_chains_refused = graph_chains_refused.load();
+  s.graph_execs_unfused = graph_execs_unfused.load();
   for (const auto& st : plans) {
     PlanStats ps;
     ps.dir = st->plan.dir;
@@ -295,7 +296,8 @@ std::string Injector::statsJson(const InjectorStats& s) {
   j["time_in_kfuse_ns"] = s.time_in_kfuse_ns;
   j["graphs"] = {{"rewritten", s.graphs_rewritten},
                  {"chains_fused", s.graph_chains_fused},
-                 {"chains_refused", s.graph_chains_refused}};
+                 {"chains_refused", s.graph_chains_refused},
+                 {"execs_unfused", s.graph_execs_unfused}};
   nlohmann::json plans = nlohmann::json::array();
   for (const PlanStats& p : s.plans) {
     nlohmann::json failures = nlohmann::json::object();
@@ -332,8 +334,8 @@ std::string Injector::statsSummary(const InjectorStats& s) {
   if (s.graphs_rewritten || s.graph_chains_refused) {
     std::snprintf(buf, sizeof buf,
                   "kfuse run:   graphs: %" PRIu64 " instantiated rewritten, %" PRIu64 " node chains fused, %" PRIu64
-                  " left unchanged\n",
-                  s.graphs_rewritten, s.graph_chains_fused, s.graph_chains_refused);
+                  " left unchanged; %" PRIu64 " rewritten executable graphs back to the application's\n",
+                  s.graphs_rewritten, s.graph_chains_fused, s.graph_chains_refused, s.graph_execs_unfused);
     out += buf;
   }
   for (int i = 0; i < static_cast<int>(FlushReason::kCount); ++i) {

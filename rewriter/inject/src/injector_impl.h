@@ -395,7 +395,7 @@ struct Injector::Impl {
 
   // ---- graphs (graph_rewrite.cpp, graph_execs.cpp) ----
 
-  std::atomic<uint64_t> graphs_rewritten{0}, graph_chains_fused{0}, graph_chains_refused{0};
+  std::atomic<uint64_t> graphs_rewritten{0}, graph_chains_fused{0}, graph_chains_refused{0}, graph_execs_unfused{0};
 
   // A chain a fused node replaced, as --validate checks it: the plan, and the nodes' kernels, shapes and arguments
   // laid out as a stream slot holds deferred launches.

@@ -1396,6 +1396,8 @@ TEST_F(GraphTest, InstantiatesAChainMatchingAPlanAsTheFusedKernelNode) {
   EXPECT_EQ(s.graph_chains_fused, 1u);
   EXPECT_EQ(s.graph_chains_refused, 0u);
   EXPECT_NE(Injector::statsJson(s).find("\"chains_fused\": 1"), std::string::npos);
+  EXPECT_EQ(s.graph_execs_unfused, 0u);
+  EXPECT_NE(Injector::statsJson(s).find("\"execs_unfused\": 0"), std::string::npos);
 }
 
 TEST_F(GraphTest, ARewrittenGraphLaunchedOnSeveralStreamsRunsTheFusedKernelOnEach) {
@@ -1663,6 +1665,10 @@ TEST_F(GraphTest, ASetterOnAReplacedNodeMakesTheApplicationsGraphRunWithEverySet
   EXPECT_EQ(z2s, std::vector<float>(4, 7.f)) << "the replaced node's new parameters";
   EXPECT_EQ(t3s, std::vector<float>(4, 2.f)) << "the earlier setter holds in the application's graph too";
   EXPECT_EQ(graphs_.set_calls.size(), 3u) << "the replaced node has nothing to update in the rewritten graph";
+  EXPECT_EQ(inj->stats().graph_execs_unfused, 1u);
+  EXPECT_NE(Injector::statsSummary(inj->stats()).find("1 rewritten executable graphs back to the application's"),
+            std::string::npos)
+      << Injector::statsSummary(inj->stats());
 
   // Later setters reach the application's graph alone.
   EXPECT_EQ(setB(*inj, exec, alone, t2), CUDA_SUCCESS);
@@ -1967,6 +1973,7 @@ TEST_F(GraphTest, AValidationFailureMakesTheApplicationsGraphRunUnchanged) {
   const InjectorStats s = inj->stats();
   EXPECT_EQ(s.plans[0].validations_failed, 1u);
   EXPECT_NE(s.plans[0].disabled.find("validation failed"), std::string::npos) << s.plans[0].disabled;
+  EXPECT_EQ(s.graph_execs_unfused, 1u);
   // From then on, with no more checks, the application's graph.
   EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
   EXPECT_EQ(fake_.launches.size(), 7u);

@@ -98,6 +98,7 @@ struct InjectorStats {
   uint64_t graphs_rewritten = 0;
   uint64_t graph_chains_fused = 0;
   uint64_t graph_chains_refused = 0;
+  uint64_t graph_execs_unfused = 0;  // rewritten execs that went back to the application's graph (see unfuse)
   std::vector<PlanStats> plans;
 };
 
