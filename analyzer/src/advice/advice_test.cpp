@@ -521,6 +521,17 @@ TEST(Remedies, FollowFusionKindOperatorsAndGraphs) {
   EXPECT_NE(r[0].text.find("instantiates the graph"), std::string::npos);
   EXPECT_EQ(r.back().kind, "note");
 
+  // Independent kernels of a CUDA program kfuse recorded with PTX: kfuse rewrite, not PyTorch advice.
+  RemedyInput side;
+  side.kind = CandidateKind::kHorizontal;
+  side.kfuse_trace_with_ptx = true;
+  side.proven = true;
+  r = remediesFor(side);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].kind, "kfuse-rewrite");
+  side.kfuse_trace_with_ptx = false;  // a profiler trace: the PyTorch remedy
+  EXPECT_EQ(remediesFor(side).at(0).kind, "torch-compile");
+
   RemedyInput pw;
   pw.fusion = FamilyFusion::kPointwise;
   pw.ops = {"aten::mul", "aten::add"};

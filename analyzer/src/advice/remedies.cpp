@@ -96,13 +96,13 @@ std::vector<Remedy> remediesFor(const RemedyInput& in) {
                                           ": Inductor fuses these elementwise operators into one Triton kernel"});
       break;
     case FamilyFusion::kNone:
-      if (in.kind == CandidateKind::kHorizontal) {
-        out.push_back({"torch-compile", "torch.compile " + where(in) +
-                                            " may run these independent kernels as one (horizontal fusion), or "
-                                            "launch them on separate streams"});
-      } else if (!in.kfuse_trace_with_ptx) {
-        out.push_back({"torch-compile", "torch.compile " + where(in) + " to fuse these kernels"});
-      }
+      // A kfuse trace with PTX is no PyTorch program: kfuse rewrite is the remedy there.
+      if (in.kfuse_trace_with_ptx) break;
+      out.push_back({"torch-compile", "torch.compile " + where(in) +
+                                          (in.kind == CandidateKind::kHorizontal
+                                               ? " may run these independent kernels as one (horizontal fusion), or "
+                                                 "launch them on separate streams"
+                                               : " to fuse these kernels")});
       break;
   }
   if (in.in_cuda_graph) {
