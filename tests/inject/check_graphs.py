@@ -12,6 +12,9 @@ run the program under `kfuse run --plan DIR` (graphs are rewritten by default):
   * with --validate=2, the fused node is checked against the chain's kernels before the first two launches of the
     rewritten graph, passes, and every replay runs it (same result and checksum);
   * with --no-graphs, KFUSE_REWRITE_GRAPHS=0 and KFUSE_DISABLE=1, the graphs run as they were;
+  * examples/runtime_api/graph_branches (two independent kernels on two branches of a captured graph): their
+    horizontal candidate over the graph's nodes is rewritten and, under `kfuse run` (and with --validate=2), the
+    branches run as one fused node: the same checksum, 2 kernel nodes per replay instead of 3;
   * with both plans `kfuse rewrite --all` makes (the captured chain, and scale -> add of the explicitly built graph,
     whose scale node the program changes with cudaGraphExecKernelNodeSetParams between its two launches): the same
     result and checksum; the captured graph's replays run the fused node, the explicit graph's first launch its
@@ -225,6 +228,53 @@ class Checker(Checks):
                        "both plans: statistics count both graphs rewritten, and the explicit one back to the application's "
                        "after the setter", json.dumps(graphs))
 
+    def branches(self):
+        # examples/runtime_api/graph_branches: twice and plus_one on two branches of a captured graph (no path
+        # between them), accumulate_sum after both; 5 replays.
+        program = os.path.join(self.args.build, "examples", "runtime_api", "graph_branches")
+        trace = os.path.join(self.tmp, "branches.sqlite")
+        p = self.kfuse("-q", "record", "-o", trace, "--", program)
+        if not self.check(p.returncode == 0, "branches: record graph_branches", p.stdout + p.stderr):
+            return
+        report = os.path.join(self.tmp, "branches.json")
+        p = self.kfuse("-q", "analyze", trace, "--all", "--json", report, "--no-store")
+        if not self.check(p.returncode == 0, "branches: analyze", p.stdout + p.stderr):
+            return
+        with open(report) as f:
+            candidates = json.load(f)["candidates"]
+        side = [c for c in candidates if c["kind"] == "horizontal" and c["legality"] == "proven" and
+                c.get("occurrence_graphs") and
+                sorted(k["mangled_name"] for k in c["kernels"]) == ["_Z5twicePKfPfi", "_Z8plus_onePKfPfi"]]
+        if not self.check(len(side) == 1 and side[0]["occurrence_replays"] == [5],
+                          "branches: the two branch kernels are a proven horizontal candidate over the graph's nodes, "
+                          "counted per replay", json.dumps(candidates)[:2000]):
+            return
+        plan = os.path.join(self.tmp, "branches-plan")
+        p = self.kfuse("-q", "rewrite", trace, "--report", report, "--candidate", side[0]["id"], "-o", plan)
+        if not self.check(p.returncode == 0, "branches: kfuse rewrite of the horizontal candidate validates",
+                          p.stdout + p.stderr):
+            return
+        traced = dict(self.env, KFUSE_STANDIN_TRACE="1")
+        base = self.run([program], env=traced)
+        before = [v for v in self.kernel_nodes_per_replay(base.stderr).values()]
+        self.check(base.returncode == 0 and "graph_branches: PASSED" in base.stdout and before == [[3] * 5],
+                   "branches: without kfuse, 3 kernel nodes per replay", f"{before} {base.stdout[-500:]}")
+        for what, extra in (("kfuse run", []), ("kfuse run --validate=2", ["--validate=2"])):
+            stats_path = os.path.join(self.tmp, "branches-stats.json")
+            p = self.kfuse("run", *extra, "--plan", plan, "--stats", stats_path, "--", program, env=traced)
+            after = [v for v in self.kernel_nodes_per_replay(p.stderr).values()]
+            self.check(p.returncode == 0 and self.result_lines(p.stdout) == self.result_lines(base.stdout) and
+                       after == [[2] * 5], f"branches, {what}: same checksum and PASSED, 2 kernel nodes per replay",
+                       f"{after} {self.result_lines(p.stdout)} vs {self.result_lines(base.stdout)} {p.stderr[-800:]}")
+            if self.check(os.path.exists(stats_path), f"branches, {what}: statistics written"):
+                with open(stats_path) as f:
+                    stats = json.load(f)
+                self.check(stats["graphs"]["chains_fused"] == 1 and stats["graphs"]["execs_unfused"] == 0,
+                           f"branches, {what}: the branch kernels fused into one node", json.dumps(stats["graphs"]))
+                if extra:
+                    self.check(stats["plans"][0]["validations_passed"] == 2,
+                               f"branches, {what}: two checks passed", json.dumps(stats["plans"][0])[:500])
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -235,6 +285,7 @@ def main():
     try:
         c = Checker(args, tmp)
         c.main()
+        c.branches()
         print(f"{c.passed} checks passed, {len(c.failures)} failed")
         return 1 if c.failures or not c.passed else 0
     finally:

@@ -5,7 +5,9 @@
 //
 // A chain is a plan's kernels in order, each after a direct edge from an earlier node of the chain, such that no
 // path leaves the chain and comes back into it (no node outside runs between two of its kernels) and no edge
-// between two of its nodes runs against the plan's order. The fused node takes every edge into the chain from
+// between two of its nodes runs against the plan's order. For a horizontal plan it is the plan's kernels on
+// separate branches instead: no path between any two of them (they are independent in the graph, as the analysis
+// found them in the recorded one). The fused node takes every edge into the chain from
 // outside and gives every edge out of it: what ran before any of its kernels runs before it, what ran after any of
 // them runs after it, and since it writes everything they wrote, every dependent still reads what it read. Stream
 // capture makes such chains out of a stream's kernels, with the extra edges its events add (a kernel that forked a
@@ -210,6 +212,36 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
     }
     return true;
   };
+  // Whether a path leads from node `a` to node `b` (a chain replaced before is one node, as above).
+  std::vector<char> seen(n, 0);
+  const auto reaches = [&](size_t a, size_t b) {
+    std::fill(seen.begin(), seen.end(), 0);
+    std::vector<size_t> stack;
+    const auto visit = [&](size_t i) {
+      if (seen[i]) return;
+      seen[i] = 1;
+      stack.push_back(i);
+      if (group_of[i] == SIZE_MAX) return;
+      for (size_t member : groups[group_of[i]]) {
+        if (!seen[member]) {
+          seen[member] = 1;
+          stack.push_back(member);
+        }
+      }
+    };
+    visit(a);
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      stack.pop_back();
+      for (size_t e : nodes[i].out) {
+        const size_t succ = index.at(to[e]);
+        if (succ == b) return true;
+        visit(succ);
+      }
+      if (seen[b]) return true;
+    }
+    return false;
+  };
   const size_t per_slot = kMaxPatternKernels * arg_stride;
   std::vector<uint8_t> args(std::max<size_t>(per_slot, 1)), verified(std::max<size_t>(per_slot, 1));
   const uint64_t enabled = enabledMask();
@@ -233,23 +265,41 @@ int Injector::Impl::rewriteInPlace(CUgraph g, int depth, std::unordered_set<CUgr
         return !node.used && node.identity >= 0 && (identities[static_cast<size_t>(node.identity)].at[k] & bit);
       };
       if (!plan_kernel(start, 0)) continue;
-      // Each next kernel: a direct dependent of the chain's nodes, of the latest first.
       std::vector<size_t> chain{start};
-      while (chain.size() < len) {
-        size_t next = SIZE_MAX;
-        for (auto it = chain.rbegin(); it != chain.rend() && next == SIZE_MAX; ++it) {
-          for (size_t e : nodes[*it].out) {
-            const size_t succ = index.at(to[e]);
-            if (position(chain, succ) == chain.size() && plan_kernel(succ, chain.size())) {
-              next = succ;
-              break;
+      if (p.fusion == core::FusionKind::kHorizontal) {
+        // Independent kernels: each next one a node no path links to any already taken (the first in node order),
+        // so the one fused node they become is ordered after all their predecessors and before all their
+        // dependents without closing a cycle.
+        while (chain.size() < len) {
+          size_t next = SIZE_MAX;
+          for (size_t i = 0; i < n && next == SIZE_MAX; ++i) {
+            if (position(chain, i) != chain.size() || !plan_kernel(i, chain.size())) continue;
+            const bool apart =
+                std::none_of(chain.begin(), chain.end(), [&](size_t c) { return reaches(c, i) || reaches(i, c); });
+            if (apart) next = i;
+          }
+          if (next == SIZE_MAX) break;
+          chain.push_back(next);
+        }
+        if (chain.size() != len) continue;
+      } else {
+        // Each next kernel: a direct dependent of the chain's nodes, of the latest first.
+        while (chain.size() < len) {
+          size_t next = SIZE_MAX;
+          for (auto it = chain.rbegin(); it != chain.rend() && next == SIZE_MAX; ++it) {
+            for (size_t e : nodes[*it].out) {
+              const size_t succ = index.at(to[e]);
+              if (position(chain, succ) == chain.size() && plan_kernel(succ, chain.size())) {
+                next = succ;
+                break;
+              }
             }
           }
+          if (next == SIZE_MAX) break;
+          chain.push_back(next);
         }
-        if (next == SIZE_MAX) break;
-        chain.push_back(next);
+        if (chain.size() != len || !contractible(chain)) continue;
       }
-      if (chain.size() != len || !contractible(chain)) continue;
       bool plain_edges = true;
       for (size_t i : chain) {
         for (size_t e : nodes[i].in) plain_edges = plain_edges && defaultEdge(data[e]);

@@ -5,6 +5,7 @@
 //   other(float* p, int n):                   p = -p
 //   fused_ok(x, y, z, n):   y = 2x, z = 2x + 1   (what the plan promises)
 //   fused_bad(x, y, z, n):  y = 2x, z = 2x + 2   (a deliberately wrong fused kernel)
+//   side_by_side(x, y, u, z, n):  y = 2x, z = u + 1   (twice and plus1 fused horizontally)
 #include "kfuse/inject/injector.h"
 #include "kfuse/core/trace.h"
 
@@ -55,7 +56,7 @@ CUfunction fn(uintptr_t v) {
   return reinterpret_cast<CUfunction>(v);
 }
 const CUfunction kTwice = fn(0x1001), kPlus1 = fn(0x1002), kOther = fn(0x1003), kTwiceElsewhere = fn(0x1101);
-const CUfunction kFusedOk = fn(0x2001), kFusedBad = fn(0x2002);
+const CUfunction kFusedOk = fn(0x2001), kFusedBad = fn(0x2002), kSideBySide = fn(0x2003);
 const char* kAppImage = "// app module\n.version 9.0\n.target sm_90\n";
 const char* kOtherImage = "// another build of the app module\n.version 9.0\n.target sm_90\n";
 
@@ -76,6 +77,12 @@ void run(const std::string& name, void** p) {
   } else if (name == "other") {
     auto q = arg<float*>(p, 0);
     for (int i = 0, n = arg<int>(p, 1); i < n; ++i) q[i] = -q[i];
+  } else if (name == "side_by_side") {
+    auto x = arg<float*>(p, 0), y = arg<float*>(p, 1), u = arg<float*>(p, 2), z = arg<float*>(p, 3);
+    for (int i = 0, n = arg<int>(p, 4); i < n; ++i) {
+      y[i] = 2 * x[i];
+      z[i] = u[i] + 1;
+    }
   } else if (name == "fused_ok" || name == "fused_bad") {
     auto x = arg<float*>(p, 0), y = arg<float*>(p, 1), z = arg<float*>(p, 2);
     for (int i = 0, n = arg<int>(p, 3); i < n; ++i) {
@@ -160,7 +167,8 @@ CUresult CUDAAPI fModuleLoadData(CUmodule* m, const void* image) {
 }
 CUresult CUDAAPI fModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   if (m != kFusedModule) return CUDA_ERROR_NOT_FOUND;
-  *f = std::string(name) == "fused_ok" ? kFusedOk : kFusedBad;
+  const std::string want = name;
+  *f = want == "fused_ok" ? kFusedOk : want == "side_by_side" ? kSideBySide : kFusedBad;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fCtxGetCurrent(CUcontext* c) {
@@ -254,8 +262,8 @@ struct FakeNode {
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
   CUfunction f = nullptr;
   unsigned grid = 1, block = 1;
-  uint64_t values[4] = {};
-  void* ptrs[4] = {};
+  uint64_t values[5] = {};
+  void* ptrs[5] = {};
   std::unique_ptr<FakeGraph> child;
   FakeGraph* owner = nullptr;
   const FakeNode* original = nullptr;  // in a copy: the node it was copied from
@@ -278,7 +286,8 @@ struct FakeGraphs {
 FakeGraphs* gg = nullptr;
 
 size_t paramCount(CUfunction f) {
-  return g->functions.at(f).name == "other" ? 2 : g->functions.at(f).module == kFusedModule ? 4 : 3;
+  const Func& fn = g->functions.at(f);
+  return fn.name == "other" ? 2 : fn.name == "side_by_side" ? 5 : fn.module == kFusedModule ? 4 : 3;
 }
 void setKernel(FakeNode& n, const CUDA_KERNEL_NODE_PARAMS& p) {
   n.type = CU_GRAPH_NODE_TYPE_KERNEL;
@@ -298,7 +307,7 @@ std::unique_ptr<FakeGraph> copyGraph(const FakeGraph& from) {
   for (const auto& n : from.nodes) {
     auto c = std::make_unique<FakeNode>();
     c->type = n->type, c->f = n->f, c->grid = n->grid, c->block = n->block;
-    for (int i = 0; i < 4; ++i) c->values[i] = n->values[i], c->ptrs[i] = &c->values[i];
+    for (int i = 0; i < 5; ++i) c->values[i] = n->values[i], c->ptrs[i] = &c->values[i];
     if (n->child) c->child = copyGraph(*n->child);
     c->owner = to.get();
     c->original = n.get();
@@ -574,13 +583,41 @@ RuntimePlan twicePlus1(const std::string& fused_name = "fused_ok") {
   return p;
 }
 
+// twice and plus1 side by side (a horizontal plan): independent, the same n, no buffer shared.
+RuntimePlan twiceBesidePlus1() {
+  RuntimePlan p;
+  p.dir = "plan-side_by_side";
+  p.label = p.dir;
+  p.fusion = core::FusionKind::kHorizontal;
+  p.kernels = {kernel("twice", 3), kernel("plus1", 3)};
+  rewriter::Predicate n_eq;
+  n_eq.kind = rewriter::Predicate::Kind::kArgEqual;
+  n_eq.a = {0, 2};
+  n_eq.b = {1, 2};
+  rewriter::Predicate disjoint;
+  disjoint.kind = rewriter::Predicate::Kind::kNoOverlap;
+  disjoint.buffers = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+  disjoint.bytes = {16, 16, 16, 16};
+  p.predicates = {n_eq, disjoint};
+  p.fused_name = "side_by_side";
+  p.fused_ptx = "// fused\n.entry side_by_side()\n";
+  p.fused_shape = p.kernels[0].shape;
+  p.fused_args = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}};
+  p.targets = {"sm_90"};
+  return p;
+}
+
 class InjectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g = &fake_;
-    fake_.functions = {{kTwice, {"twice", kAppModule}},        {kPlus1, {"plus1", kAppModule}},
-                       {kOther, {"other", kAppModule}},        {kTwiceElsewhere, {"twice", kOtherModule}},
-                       {kFusedOk, {"fused_ok", kFusedModule}}, {kFusedBad, {"fused_bad", kFusedModule}}};
+    fake_.functions = {{kTwice, {"twice", kAppModule}},
+                       {kPlus1, {"plus1", kAppModule}},
+                       {kOther, {"other", kAppModule}},
+                       {kTwiceElsewhere, {"twice", kOtherModule}},
+                       {kFusedOk, {"fused_ok", kFusedModule}},
+                       {kFusedBad, {"fused_bad", kFusedModule}},
+                       {kSideBySide, {"side_by_side", kFusedModule}}};
     for (int v = 0; v < 2; ++v) {
       table_.LaunchKernel[v] = &fLaunchKernel;
       table_.LaunchKernelEx[v] = &fLaunchKernelEx;
@@ -1884,6 +1921,58 @@ TEST_F(GraphTest, GraphsAreRewrittenByDefaultAndLeftUntouchedWhenTurnedOff) {
   EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
   EXPECT_EQ(inj->stats().graph_chains_fused, 0u);
   EXPECT_EQ(graphs_.clones_alive, 0);
+}
+
+// A horizontal plan: its kernels on separate branches of a graph (no path between them) become one node, after
+// every predecessor of either and before every dependent of either.
+TEST_F(GraphTest, AHorizontalPlansKernelsOnSeparateBranchesBecomeOneNode) {
+  auto inj = make({twiceBesidePlus1()}, rewriting());
+  std::vector<float> xs, ys, us, zs, qs;
+  float *x = buffer(xs, 3), *y = buffer(ys, 0), *u = buffer(us, 5), *z = buffer(zs, 0), *q = buffer(qs, 1);
+  FakeGraph app;
+  FakeNode* fork = node(app, kOther, x, nullptr);  // x = -3
+  FakeNode* a = node(app, kTwice, x, y, {fork});
+  FakeNode* b = node(app, kPlus1, u, z, {fork});
+  node(app, kOther, q, nullptr, {a, b});  // the join
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"other", "other", "side_by_side"}));
+  EXPECT_EQ(inj->GraphLaunch(0, exec, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.launches, (std::vector<std::string>{"other", "side_by_side", "other"}))
+      << "after the fork, before the join";
+  EXPECT_EQ(ys, std::vector<float>(4, -6.f)) << "twice ran after the fork";
+  EXPECT_EQ(zs, std::vector<float>(4, 6.f));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 1u);
+}
+
+TEST_F(GraphTest, AHorizontalPlanLeavesKernelsAPathLinksUnchanged) {
+  auto inj = make({twiceBesidePlus1()}, rewriting());
+  std::vector<float> xs, ys, us, zs;
+  float *x = buffer(xs, 3), *y = buffer(ys, 0), *u = buffer(us, 5), *z = buffer(zs, 0);
+  // Directly, and through a node between them.
+  FakeGraph direct;
+  node(direct, kPlus1, u, z, {node(direct, kTwice, x, y)});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, direct, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  FakeGraph through;
+  node(through, kPlus1, u, z, {node(through, kOther, y, nullptr, {node(through, kTwice, x, y)})});
+  EXPECT_EQ(instantiate(*inj, through, &exec), (std::vector<std::string>{"twice", "other", "plus1"}));
+  // The other way round (plus1 first): the path runs from the plan's second kernel to its first.
+  FakeGraph back;
+  node(back, kTwice, x, y, {node(back, kPlus1, u, z)});
+  EXPECT_EQ(instantiate(*inj, back, &exec), (std::vector<std::string>{"plus1", "twice"}));
+  EXPECT_EQ(inj->stats().graph_chains_fused, 0u);
+}
+
+TEST_F(GraphTest, AHorizontalPlanOnBranchesWhosePredicateFailsIsLeftUnchanged) {
+  auto inj = make({twiceBesidePlus1()}, rewriting());
+  std::vector<float> xs, ys, zs;
+  float *x = buffer(xs, 3), *y = buffer(ys, 0), *z = buffer(zs, 0);
+  FakeGraph app;
+  node(app, kTwice, x, y);
+  node(app, kPlus1, y, z);  // reads what twice writes: independent in the graph, but not in memory
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(*inj, app, &exec), (std::vector<std::string>{"twice", "plus1"}));
+  EXPECT_EQ(inj->stats().graph_chains_refused, 1u);
 }
 
 // --validate on graphs: before each of the first N launches of a rewritten exec, every fused chain is checked
