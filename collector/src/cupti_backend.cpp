@@ -215,6 +215,23 @@ Status CuptiBackend::start() {
   for (CUpti_CallbackId cbid : capture_cbids) {
     (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
+  // CUDA graphs, as the hook backend records them: each graph read at instantiate and exec update (nodes, kernel
+  // arguments, edges), kernel node updates of an exec, and each launch. The kernel records of a launch carry its
+  // correlation id; the assembler counts them (graph_node_records) instead of making launches of them.
+  const CUpti_CallbackId graph_cbids[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphDestroy,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+  };
+  for (CUpti_CallbackId cbid : graph_cbids) {
+    (void)api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  }
   // Module images as the application hands them to the driver (a fatbin keeps its PTX; the module-loaded
   // resource callback below only sees the cubin the driver chose), keyed by the handle functions report.
   const CUpti_CallbackId module_cbids[] = {
@@ -328,10 +345,11 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   const CUresult result = d->functionReturnValue ? *static_cast<const CUresult*>(d->functionReturnValue) : CUDA_SUCCESS;
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz) {
     // The stream leaves capture mode whether the capture succeeded or was invalidated.
-    if (result != CUDA_ERROR_ILLEGAL_STATE) {
-      recorder_.noteCaptureEnd(static_cast<const cuStreamEndCapture_params*>(d->functionParams)->hStream,
-                               cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz);
-    }
+    const auto* p = static_cast<const cuStreamEndCapture_params*>(d->functionParams);  // _ptsz: the same layout
+    const int variant = cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz;
+    if (result != CUDA_ERROR_ILLEGAL_STATE) recorder_.noteCaptureEnd(p->hStream, variant);
+    if (result == CUDA_SUCCESS && p->phGraph && *p->phGraph)
+      recorder_.noteCapturedGraph(*p->phGraph, p->hStream, variant);
     return;
   }
   if (result != CUDA_SUCCESS) return;
@@ -403,6 +421,47 @@ void CuptiBackend::onDriverApi(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       const auto* p = static_cast<const cuLibraryLoadData_params*>(d->functionParams);
       if (p->library) recorder_.recordLibrary(*p->library, p->code);
       break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+      const auto* p = static_cast<const cuGraphInstantiateWithFlags_params*>(d->functionParams);
+      if (p->phGraphExec && *p->phGraphExec) {
+        recorder_.recordGraphExec(*p->phGraphExec, p->hGraph, GraphExecChange::kInstantiate, t0, t1);
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      const auto* p = static_cast<const cuGraphInstantiateWithParams_params*>(d->functionParams);  // _ptsz: the same
+      if (p->phGraphExec && *p->phGraphExec) {
+        recorder_.recordGraphExec(*p->phGraphExec, p->hGraph, GraphExecChange::kInstantiate, t0, t1);
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate: {
+      const auto* p = static_cast<const cuGraphExecUpdate_params*>(d->functionParams);
+      recorder_.recordGraphExec(p->hGraphExec, p->hGraph, GraphExecChange::kUpdate, t0, t1);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
+      const auto* p = static_cast<const cuGraphExecUpdate_v2_params*>(d->functionParams);
+      recorder_.recordGraphExec(p->hGraphExec, p->hGraph, GraphExecChange::kUpdate, t0, t1);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
+      const auto* p = static_cast<const cuGraphExecKernelNodeSetParams_v2_params*>(d->functionParams);
+      recorder_.recordExecKernelNode(p->hGraphExec, p->hNode, p->nodeParams, t0, t1);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphDestroy:
+      recorder_.noteGraphDestroyed(static_cast<const cuGraphDestroy_params*>(d->functionParams)->hGraph);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      const auto* p = static_cast<const cuGraphLaunch_params*>(d->functionParams);  // _ptsz: the same layout
+      recorder_.recordGraphLaunch(p->hGraph, p->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, t0, t1,
+                                  corr);
+      noteRuntimeParent(corr);
+      return;
     }
     default:
       if (onCopyApi(cbid, d->functionParams, t0, t1, corr)) {

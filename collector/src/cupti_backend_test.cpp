@@ -761,5 +761,143 @@ TEST(CuptiBackendTest, Kernel10KeepsTheKernel9PrefixLayout) {
   EXPECT_FALSE(cuptiVersionSupported(130200));
 }
 
+// A graph as the fake driver describes it to the recorder's graph queries: two kernel nodes, the second after the
+// first, both the fake kernel 0xf1 (two pointer arguments).
+struct CuptiFakeNode {
+  CUDA_KERNEL_NODE_PARAMS kernel{};
+};
+struct CuptiFakeGraph {
+  std::vector<CuptiFakeNode*> nodes;
+  std::vector<std::pair<CuptiFakeNode*, CuptiFakeNode*>> edges;
+};
+CUresult CUDAAPI fCuptiGraphNodes(CUgraph g, CUgraphNode* out, size_t* n) {
+  const auto& nodes = reinterpret_cast<CuptiFakeGraph*>(g)->nodes;
+  if (out) {
+    *n = std::min(*n, nodes.size());
+    for (size_t i = 0; i < *n; ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i]);
+  } else {
+    *n = nodes.size();
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fCuptiGraphEdges(CUgraph g, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data, size_t* n) {
+  const auto& edges = reinterpret_cast<CuptiFakeGraph*>(g)->edges;
+  if (from) {
+    *n = std::min(*n, edges.size());
+    for (size_t i = 0; i < *n; ++i) {
+      from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
+      to[i] = reinterpret_cast<CUgraphNode>(edges[i].second);
+      if (data) data[i] = CUgraphEdgeData{};
+    }
+  } else {
+    *n = edges.size();
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fCuptiNodeType(CUgraphNode, CUgraphNodeType* t) {
+  *t = CU_GRAPH_NODE_TYPE_KERNEL;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fCuptiKernelParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS* p) {
+  *p = reinterpret_cast<CuptiFakeNode*>(n)->kernel;
+  return CUDA_SUCCESS;
+}
+
+// CUDA graphs through CUPTI's callbacks, as the hook backend records them: the captured graph read at
+// instantiate, each launch recorded with CUPTI's correlation id, and the kernel records of a launch (which carry
+// that id, or the runtime call's) counted instead of becoming launches without arguments.
+TEST(CuptiBackendTest, GraphsAreReadAtInstantiateAndTheirReplaysKernelRecordsAreNotLaunches) {
+  Fixture f;
+  f.table.GraphGetNodes = &fCuptiGraphNodes;
+  f.table.GraphGetEdges = &fCuptiGraphEdges;
+  f.table.GraphNodeGetType = &fCuptiNodeType;
+  f.table.GraphKernelNodeGetParams = &fCuptiKernelParams;
+  ASSERT_TRUE(f.backend.start().ok());
+  auto enabled = [&](CUpti_CallbackId id) {
+    return std::find(f.api.enabled_cbids.begin(), f.api.enabled_cbids.end(), id) != f.api.enabled_cbids.end();
+  };
+  for (CUpti_CallbackId id :
+       {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2}) {
+    EXPECT_TRUE(enabled(id)) << id;
+  }
+  CUdeviceptr a = 0x10000, b = 0x20000, c = 0x30000;
+  void* first_args[] = {&a, &b};
+  void* second_args[] = {&b, &c};
+  CuptiFakeNode first, second;
+  for (auto [node, args] : {std::pair{&first, first_args}, std::pair{&second, second_args}}) {
+    node->kernel.func = reinterpret_cast<CUfunction>(0xf1);
+    node->kernel.gridDimX = node->kernel.gridDimY = node->kernel.gridDimZ = 1;
+    node->kernel.blockDimX = 64;
+    node->kernel.blockDimY = node->kernel.blockDimZ = 1;
+    node->kernel.kernelParams = args;
+  }
+  CuptiFakeGraph graph{{&first, &second}, {{&first, &second}}};
+  const CUstream stream = reinterpret_cast<CUstream>(0x700);
+  CUgraph g = reinterpret_cast<CUgraph>(&graph);
+  cuStreamEndCapture_params end{stream, &g};
+  exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end, 1});
+  CUgraphExec exec = reinterpret_cast<CUgraphExec>(0x8000);
+  cuGraphInstantiateWithFlags_params inst{&exec, g, 0};
+  enterAndExit(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &inst, 2});
+  // Two replays: the first by the driver call alone (records carry 3), the second inside cudaGraphLaunch (records
+  // carry the runtime call's 400).
+  cuGraphLaunch_params launch{exec, stream};
+  enterAndExit(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &launch, 3});
+  int runtime_params = 0;
+  const ApiCall runtime{CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &runtime_params, 400, nullptr,
+                        CUPTI_CB_DOMAIN_RUNTIME_API};
+  uint64_t data = 0;
+  callback(f.backend, runtime, CUPTI_API_ENTER, &data);
+  enterAndExit(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &launch, 401});
+  callback(f.backend, runtime, CUPTI_API_EXIT, &data);
+  // A kernel nobody launched through a recorded graph (an internal launch) stays a launch from its record.
+  BufferBuilder bb;
+  uint64_t at = 1000;
+  for (uint32_t corr : {3u, 3u, 400u, 400u, 77u}) {
+    auto& k = bb.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    k.correlationId = corr;
+    k.start = at;
+    k.end = at + 500;
+    k.name = "_Z3addPfS_";
+    at += 1000;
+  }
+  // A graph's memset node, replayed: the graph stands for it too; a copy of no graph launch stays a copy.
+  auto& set = bb.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
+  set.correlationId = 3;
+  set.bytes = 256;
+  set.start = at;
+  set.end = at + 100;
+  auto& copy = bb.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  copy.correlationId = 78;
+  copy.bytes = 256;
+  copy.start = at + 200;
+  copy.end = at + 300;
+  auto [buf, size] = bb.finish();
+  f.backend.onBufferComplete(buf, size, size);
+  f.backend.stop();
+  ASSERT_TRUE(f.sink.finish().ok());
+  const core::Trace& t = f.sink.trace();
+  ASSERT_EQ(t.graphs.size(), 1u);
+  EXPECT_EQ(t.graphs[0].origin, core::GraphOrigin::kCapture);
+  ASSERT_EQ(t.graph_nodes.size(), 2u);
+  EXPECT_EQ(t.graph_nodes[1].pointer_args.size(), 0u) << "no allocation recorded: the pointers resolve to none";
+  EXPECT_EQ(t.graph_edges.size(), 1u);
+  ASSERT_EQ(t.graph_execs.size(), 1u);
+  ASSERT_EQ(t.graph_launches.size(), 2u);
+  EXPECT_EQ(t.graph_launches[0].correlation_id, 3);
+  EXPECT_EQ(t.graph_launches[1].correlation_id, 401);
+  ASSERT_EQ(t.launches.size(), 1u) << "only the kernel of no recorded graph launch";
+  EXPECT_EQ(t.launches[0].correlation_id, 77);
+  std::map<std::string, int64_t> stats;
+  for (const auto& st : t.stats) stats[st.name] += st.value;
+  EXPECT_EQ(stats["graph_node_records"], 5);
+  EXPECT_TRUE(t.memsets.empty());
+  EXPECT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(stats["unmatched_gpu_records"], 1);
+  EXPECT_EQ(stats["graph_launches_not_recorded"], 2);
+}
+
 }  // namespace
 }  // namespace kfuse::collector

@@ -281,9 +281,10 @@ void HookRecorder::recordExecKernelNode(CUgraphExec exec, CUgraphNode node, cons
   pushKernelNode(e, *params);
 }
 
-void HookRecorder::recordGraphLaunch(CUgraphExec exec, CUstream stream, int variant, int64_t t0, int64_t t1) {
+void HookRecorder::recordGraphLaunch(CUgraphExec exec, CUstream stream, int variant, int64_t t0, int64_t t1,
+                                     int64_t correlation_id) {
   GraphLaunchEvent e;
-  e.correlation_id = sink_.nextCorrelationId();
+  e.correlation_id = correlation_id >= 0 ? correlation_id : sink_.nextCorrelationId();
   e.thread_id = collectorThreadId();
   e.exec = reinterpret_cast<Handle>(exec);
   e.stream = streamHandle(stream, variant);

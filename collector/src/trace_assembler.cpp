@@ -356,7 +356,9 @@ Status TraceAssembler::onGpuTime(const GpuTimeEvent& e, const char* name) {
     if (e.registers_per_thread) l.registers_per_thread = e.registers_per_thread;
     return out_.add(l);
   }
-  // A kernel with no launch callback (graph node, internal launch): record what the activity record says.
+  if (ofGraphLaunch(e.correlation_id)) return {};
+  // A kernel with no launch callback (a graph node of a launch not recorded, an internal launch): record what the
+  // activity record says.
   count(core::StatId::kUnmatchedGpuRecords);
   core::Launch l;
   l.id = ++next_launch_;
@@ -417,6 +419,18 @@ Status TraceAssembler::onFree(const FreeEvent& e) {
   return out_.add(a);
 }
 
+bool TraceAssembler::ofGraphLaunch(int64_t correlation_id) {
+  // A record of a recorded graph launch's work (CUPTI gives it the launch's correlation id, or the runtime call's):
+  // the graph's nodes stand for it.
+  if (graph_launch_correlations_.empty()) return false;
+  if (!graph_launch_correlations_.count(correlation_id) &&
+      !graph_launch_correlations_.count(driverCorrelation(correlation_id))) {
+    return false;
+  }
+  count(core::StatId::kGraphNodeRecords);
+  return true;
+}
+
 Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
   // The activity record of a copy seen in a CUPTI callback: its GPU times complete the callback's copy.
   if (!e.waits_for_gpu_time && e.gpu_start_ns >= 0) {
@@ -427,6 +441,7 @@ Status TraceAssembler::onMemcpy(const MemcpyEvent& e) {
       if (m.kind == core::MemcpyKind::kUnknown) m.kind = e.kind;
       return out_.add(m);
     }
+    if (ofGraphLaunch(e.correlation_id)) return {};
   }
   core::Memcpy m;
   m.id = ++next_memcpy_;
@@ -457,6 +472,7 @@ Status TraceAssembler::onMemset(const MemsetEvent& e) {
       m.gpu_end_ns = e.gpu_end_ns;
       return out_.add(m);
     }
+    if (ofGraphLaunch(e.correlation_id)) return {};
   }
   core::Memset m;
   m.id = ++next_memset_;
@@ -743,6 +759,8 @@ Status TraceAssembler::onGraphLaunch(const GraphLaunchEvent& e) {
   core::GraphLaunch l;
   l.id = ++next_graph_launch_;
   l.correlation_id = e.correlation_id;
+  if (graph_launch_correlations_.size() > (1u << 20)) graph_launch_correlations_.clear();
+  graph_launch_correlations_.insert(e.correlation_id);
   l.thread_id = e.thread_id;
   l.graph_exec_id = exec->second.id;
   KFUSE_ASSIGN_OR_RETURN(l.stream_id, streamId(e.stream));

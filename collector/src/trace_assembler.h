@@ -167,6 +167,8 @@ class TraceAssembler {
   // (cuMemMap) of bytes another live mapping also shows, or may show (a handle not made by cuMemCreate while
   // recording).
   bool resolvePointer(uint64_t value, core::Id& allocation, uint64_t& offset);
+  // Whether a CUPTI record with this correlation id is work of a recorded graph launch (counted when it is).
+  bool ofGraphLaunch(int64_t correlation_id);
   // A kernel node's function, shape, arguments and their pointers, from its event.
   void fillKernelNode(core::GraphNode& n, const GraphNodeEvent& e, const uint8_t* args);
   // Records waiting for the activity record with their GPU times, by correlation id: `holdPending` keeps one
@@ -203,6 +205,7 @@ class TraceAssembler {
   std::unordered_map<int64_t, int64_t> driver_correlation_;  // runtime correlation id -> driver correlation id
   int64_t driverCorrelation(int64_t id) const;  // `id`, or the driver call's id if `id` is a runtime call's
   std::unordered_map<int64_t, core::Id> launch_by_correlation_;  // for metrics
+  std::unordered_set<int64_t> graph_launch_correlations_;        // recorded graph launches (CUPTI's kernel records)
   std::map<core::StatId, int64_t> counters_;                     // in registry order
   std::map<std::string, core::Stat> producer_stats_;
 

@@ -74,7 +74,9 @@ class HookRecorder : public hooks::HookClient {
   void recordGraphExec(CUgraphExec exec, CUgraph graph, GraphExecChange change, int64_t t0, int64_t t1);
   void recordExecKernelNode(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, int64_t t0,
                             int64_t t1);
-  void recordGraphLaunch(CUgraphExec exec, CUstream stream, int variant, int64_t t0, int64_t t1);
+  // `correlation_id`: the CUPTI backend's (its kernel records of the replay carry it); -1 takes a new one.
+  void recordGraphLaunch(CUgraphExec exec, CUstream stream, int variant, int64_t t0, int64_t t1,
+                         int64_t correlation_id = -1);
   static constexpr size_t kMaxGraphNodes = 1u << 16;  // per graph, child graphs included
   static constexpr int kMaxChildGraphDepth = 8;
 

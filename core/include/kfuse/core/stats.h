@@ -61,6 +61,9 @@
     "instantiated or updated graphs whose nodes or edges could not be read (recorded without them)")                   \
   X(kGraphNodesLeftOut, "graph_nodes_left_out", kWarning,                                                              \
     "graph nodes beyond the recorder's limits (nodes per graph, child-graph depth), left out of their graph")          \
+  X(kGraphNodeRecords, "graph_node_records", kInfo,                                                                    \
+    "CUPTI kernel, copy and set records of recorded graph launches (the graph's nodes stand for them; their GPU "      \
+    "times are not attached to the nodes)")                                                                            \
   X(kGraphLaunchUnknownExec, "graph_launch_unknown_exec", kInfo,                                                       \
     "graph launches and exec updates of an executable graph (or node) the collector did not see instantiated")         \
   X(kWorkCapturedIntoGraphs, "work_captured_into_graphs", kInfo,                                                       \
