@@ -7,7 +7,8 @@
 #   3. each example program, driver API and runtime API (`<<<>>>`), taken through the whole story: run alone,
 #      recorded (CUPTI), analyzed, rewritten (--all; validated on the emulator), each plan validated again on the
 #      GPU, run with the fused kernels injected (`kfuse run --validate`) and recorded that way; the checksums the
-#      program prints and the GPU kernel times before and after are compared;
+#      program prints and the GPU kernel times before and after are compared (cuda_graphs and graph_branches: the
+#      CUPTI backend recording CUDA graphs, and plans over graph nodes put in at instantiate);
 #   4. where python3 has PyTorch with CUDA: examples/pytorch/mlp_eager.py recorded by `kfuse record` (CUPTI), and
 #      its PyTorch profiler trace, both analyzed.
 # Everything lands in OUT_DIR (logs, traces' summaries, summary.tsv). Without a GPU driver it says so and runs part 3
@@ -94,7 +95,8 @@ printf 'program\tplan\tfusion\tpredicted_originals_ns\tpredicted_fused_ns\tpredi
   >"$out/calibration.tsv"
 printf 'program\tcandidates\tplans\tgpu_validated\tchecksum_alone\tchecksum_fused\tkernel_ns_before\tkernel_ns_after\tfused_occurrences\n' >"$out/summary.tsv"
 for exe in "$build"/examples/driver_api/{elementwise_chain,mlp_block,many_small_kernels,reduction,stencil} \
-           "$build"/examples/runtime_api/{elementwise_chain,mlp_block,many_small_kernels,reduction,stencil,templates,struct_args}; do
+           "$build"/examples/runtime_api/{elementwise_chain,mlp_block,many_small_kernels,reduction,stencil,templates,struct_args} \
+           "$build"/examples/runtime_api/{cuda_graphs,graph_branches}; do
   [[ -x $exe ]] || continue
   name=$(basename "$(dirname "$exe")")_$(basename "$exe")
   d=$work/$name
