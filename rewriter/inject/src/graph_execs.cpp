@@ -190,9 +190,10 @@ CUgraphExec Injector::Impl::checkedLaunchTarget(CUgraphExec exec, CUstream strea
       e->validated.load(std::memory_order_acquire) >= options.validate) {
     return launchTarget(exec);
   }
+  // Under the exec's lock, counted once done: a launch of the same exec from another thread waits for the checks
+  // (they change and put back the buffers the graph uses) instead of running beside them.
   std::lock_guard lock(e->mu);
   if (e->active.load(std::memory_order_acquire) && e->validated.load() < options.validate) {
-    e->validated.fetch_add(1);
     for (GraphChain& c : e->clone.checks) {
       const uint64_t bit = uint64_t{1} << c.plan;
       CUfunction fn = (enabledMask() & bit) ? fusedFunction(c.plan) : nullptr;
@@ -213,6 +214,7 @@ CUgraphExec Injector::Impl::checkedLaunchTarget(CUgraphExec exec, CUstream strea
         break;
       }
     }
+    e->validated.fetch_add(1, std::memory_order_release);
   }
   return e->active.load(std::memory_order_acquire) ? e->rewritten : exec;
 }
