@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../tests/fake_graph_driver.h"
 #include "../tests/fake_profiler_api.h"
 
 namespace kfuse::collector {
@@ -761,57 +762,16 @@ TEST(CuptiBackendTest, Kernel10KeepsTheKernel9PrefixLayout) {
   EXPECT_FALSE(cuptiVersionSupported(130200));
 }
 
-// A graph as the fake driver describes it to the recorder's graph queries: two kernel nodes, the second after the
-// first, both the fake kernel 0xf1 (two pointer arguments).
-struct CuptiFakeNode {
-  CUDA_KERNEL_NODE_PARAMS kernel{};
-};
-struct CuptiFakeGraph {
-  std::vector<CuptiFakeNode*> nodes;
-  std::vector<std::pair<CuptiFakeNode*, CuptiFakeNode*>> edges;
-};
-CUresult CUDAAPI fCuptiGraphNodes(CUgraph g, CUgraphNode* out, size_t* n) {
-  const auto& nodes = reinterpret_cast<CuptiFakeGraph*>(g)->nodes;
-  if (out) {
-    *n = std::min(*n, nodes.size());
-    for (size_t i = 0; i < *n; ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i]);
-  } else {
-    *n = nodes.size();
-  }
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fCuptiGraphEdges(CUgraph g, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data, size_t* n) {
-  const auto& edges = reinterpret_cast<CuptiFakeGraph*>(g)->edges;
-  if (from) {
-    *n = std::min(*n, edges.size());
-    for (size_t i = 0; i < *n; ++i) {
-      from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
-      to[i] = reinterpret_cast<CUgraphNode>(edges[i].second);
-      if (data) data[i] = CUgraphEdgeData{};
-    }
-  } else {
-    *n = edges.size();
-  }
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fCuptiNodeType(CUgraphNode, CUgraphNodeType* t) {
-  *t = CU_GRAPH_NODE_TYPE_KERNEL;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fCuptiKernelParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS* p) {
-  *p = reinterpret_cast<CuptiFakeNode*>(n)->kernel;
-  return CUDA_SUCCESS;
-}
-
 // CUDA graphs through CUPTI's callbacks, as the hook backend records them: the captured graph read at
 // instantiate, each launch recorded with CUPTI's correlation id, and the kernel records of a launch (which carry
 // that id, or the runtime call's) counted instead of becoming launches without arguments.
 TEST(CuptiBackendTest, GraphsAreReadAtInstantiateAndTheirReplaysKernelRecordsAreNotLaunches) {
+  using namespace fake_graph;  // NOLINT(google-build-using-namespace): the fake driver's names
   Fixture f;
-  f.table.GraphGetNodes = &fCuptiGraphNodes;
-  f.table.GraphGetEdges = &fCuptiGraphEdges;
-  f.table.GraphNodeGetType = &fCuptiNodeType;
-  f.table.GraphKernelNodeGetParams = &fCuptiKernelParams;
+  f.table.GraphGetNodes = &fGetNodes;
+  f.table.GraphGetEdges = &fGetEdges;
+  f.table.GraphNodeGetType = &fNodeType;
+  f.table.GraphKernelNodeGetParams = &fKernelParams;
   ASSERT_TRUE(f.backend.start().ok());
   auto enabled = [&](CUpti_CallbackId id) {
     return std::find(f.api.enabled_cbids.begin(), f.api.enabled_cbids.end(), id) != f.api.enabled_cbids.end();
@@ -825,17 +785,19 @@ TEST(CuptiBackendTest, GraphsAreReadAtInstantiateAndTheirReplaysKernelRecordsAre
   CUdeviceptr a = 0x10000, b = 0x20000, c = 0x30000;
   void* first_args[] = {&a, &b};
   void* second_args[] = {&b, &c};
-  CuptiFakeNode first, second;
+  // Two kernel nodes, the second after the first, both the fake kernel 0xf1 (two pointer arguments).
+  FakeNode first, second;
   for (auto [node, args] : {std::pair{&first, first_args}, std::pair{&second, second_args}}) {
+    node->type = CU_GRAPH_NODE_TYPE_KERNEL;
     node->kernel.func = reinterpret_cast<CUfunction>(0xf1);
     node->kernel.gridDimX = node->kernel.gridDimY = node->kernel.gridDimZ = 1;
     node->kernel.blockDimX = 64;
     node->kernel.blockDimY = node->kernel.blockDimZ = 1;
     node->kernel.kernelParams = args;
   }
-  CuptiFakeGraph graph{{&first, &second}, {{&first, &second}}};
+  FakeGraph graph{{&first, &second}, {{&first, &second}}};
   const CUstream stream = reinterpret_cast<CUstream>(0x700);
-  CUgraph g = reinterpret_cast<CUgraph>(&graph);
+  CUgraph g = handle(graph);
   cuStreamEndCapture_params end{stream, &g};
   exitOnly(f.backend, {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end, 1});
   CUgraphExec exec = reinterpret_cast<CUgraphExec>(0x8000);

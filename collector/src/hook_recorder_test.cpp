@@ -10,10 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../tests/fake_graph_driver.h"
 #include "gpu_timer.h"
 
 namespace kfuse::collector {
 namespace {
+
+using namespace fake_graph;  // NOLINT(google-build-using-namespace): the fake driver's names
 
 // A fake driver behind a DriverTable: two kernels with known layouts, a bump allocator.
 struct FakeKernel {
@@ -360,75 +363,6 @@ TEST(HookRecorderTest, GraphLaunchesAreForwardedAndCountedAsUnseen) {
   EXPECT_EQ(unseen, 3);
 }
 
-// A fake graph driver: graphs and nodes are these structs, their handles the structs' addresses.
-struct FakeNode {
-  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-  CUDA_KERNEL_NODE_PARAMS kernel{};
-  CUDA_MEMSET_NODE_PARAMS memset{};
-  CUDA_MEMCPY3D copy{};
-  CUgraph child = nullptr;
-};
-struct FakeGraph {
-  std::vector<FakeNode*> nodes;
-  std::vector<std::pair<FakeNode*, FakeNode*>> edges;
-};
-FakeGraph* graphOf(CUgraph g) {
-  return reinterpret_cast<FakeGraph*>(g);
-}
-FakeNode* nodeOf(CUgraphNode n) {
-  return reinterpret_cast<FakeNode*>(n);
-}
-CUgraph handle(FakeGraph& g) {
-  return reinterpret_cast<CUgraph>(&g);
-}
-CUgraphNode handle(FakeNode& n) {
-  return reinterpret_cast<CUgraphNode>(&n);
-}
-
-CUresult CUDAAPI fGetNodes(CUgraph g, CUgraphNode* out, size_t* n) {
-  const auto& nodes = graphOf(g)->nodes;
-  if (out) {
-    *n = std::min(*n, nodes.size());
-    for (size_t i = 0; i < *n; ++i) out[i] = reinterpret_cast<CUgraphNode>(nodes[i]);
-  } else {
-    *n = nodes.size();
-  }
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fGetEdges(CUgraph g, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data, size_t* n) {
-  const auto& edges = graphOf(g)->edges;
-  if (from) {
-    *n = std::min(*n, edges.size());
-    for (size_t i = 0; i < *n; ++i) {
-      from[i] = reinterpret_cast<CUgraphNode>(edges[i].first);
-      to[i] = reinterpret_cast<CUgraphNode>(edges[i].second);
-      if (data) data[i] = CUgraphEdgeData{};
-    }
-  } else {
-    *n = edges.size();
-  }
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fNodeType(CUgraphNode n, CUgraphNodeType* t) {
-  *t = nodeOf(n)->type;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fKernelParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS* p) {
-  *p = nodeOf(n)->kernel;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fMemsetParams(CUgraphNode n, CUDA_MEMSET_NODE_PARAMS* p) {
-  *p = nodeOf(n)->memset;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fMemcpyParams(CUgraphNode n, CUDA_MEMCPY3D* p) {
-  *p = nodeOf(n)->copy;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fChildGraph(CUgraphNode n, CUgraph* g) {
-  *g = nodeOf(n)->child;
-  return CUDA_SUCCESS;
-}
 CUgraph g_capture_result = nullptr;
 CUresult CUDAAPI fEndCaptureGraph(CUstream, CUgraph* g) {
   g_capturing = false;
