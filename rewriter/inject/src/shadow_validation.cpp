@@ -150,7 +150,8 @@ CUresult Injector::Impl::validateAndLaunch(StreamSlot& s, size_t pi, CUfunction 
   } else {
     st.validations_passed.fetch_add(1);
     // Correct; on a GPU, is it also faster? Every timing run starts from the shadows of the inputs; at the end the
-    // buffers hold the originals' results (which the fused kernel's equal, byte for byte).
+    // buffers hold the originals' results (which the fused kernel's equal, byte for byte), or, checking a graph's
+    // chain, the inputs again.
     timeAgainstOriginals(s, pi, fn, restore, [&] {
       CUresult c = sync();
       for (size_t i = 0; i < merged.size() && c == CUDA_SUCCESS && occurrence; ++i) {
