@@ -283,6 +283,11 @@ void HookRecorder::recordExecKernelNode(CUgraphExec exec, CUgraphNode node, cons
 
 void HookRecorder::recordGraphLaunch(CUgraphExec exec, CUstream stream, int variant, int64_t t0, int64_t t1,
                                      int64_t correlation_id) {
+  // Launched into a capture (the captured graph gets it as a child graph node): nothing runs now.
+  if (capturing(stream, variant)) {
+    noteCapturedWork();
+    return;
+  }
   GraphLaunchEvent e;
   e.correlation_id = correlation_id >= 0 ? correlation_id : sink_.nextCorrelationId();
   e.thread_id = collectorThreadId();

@@ -299,8 +299,13 @@ CUresult CUDAAPI fMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream) {
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI fGraphLaunchIntoCapture(CUgraphExec, CUstream) {
+  return CUDA_SUCCESS;
+}
+
 TEST(HookRecorderTest, WorkCapturedIntoAGraphIsCountedNotRecorded) {
   Fixture f;
+  f.table.GraphLaunch[0] = &fGraphLaunchIntoCapture;
   f.table.StreamBeginCapture[0] = &fBeginCapture;
   f.table.StreamEndCapture[0] = &fEndCapture;
   f.table.StreamIsCapturing = &fIsCapturing;
@@ -312,6 +317,8 @@ TEST(HookRecorderTest, WorkCapturedIntoAGraphIsCountedNotRecorded) {
   ASSERT_EQ(launchSaxpy(f.recorder, 0, captured, 0, 0), CUDA_SUCCESS);
   EXPECT_EQ(g_launches.load(), before + 1);  // still forwarded: the driver puts it into the graph
   ASSERT_EQ(f.recorder.MemcpyAsync(0, 0x10, 0x20, 64, captured), CUDA_SUCCESS);
+  // A graph launched into the capture becomes a child graph node of the captured graph: it does not run now.
+  ASSERT_EQ(f.recorder.GraphLaunch(0, reinterpret_cast<CUgraphExec>(0x9), captured), CUDA_SUCCESS);
   ASSERT_EQ(launchSaxpy(f.recorder, 0, other, 0, 0), CUDA_SUCCESS);  // another stream runs normally
   CUgraph graph = nullptr;
   ASSERT_EQ(f.recorder.StreamEndCapture(0, captured, &graph), CUDA_SUCCESS);
@@ -319,11 +326,13 @@ TEST(HookRecorderTest, WorkCapturedIntoAGraphIsCountedNotRecorded) {
   const core::Trace& t = f.finish();
   EXPECT_EQ(t.launches.size(), 3u);
   EXPECT_TRUE(t.memcpys.empty());
-  int64_t captured_work = 0;
+  int64_t captured_work = 0, unseen = 0;
   for (const auto& s : t.stats) {
     if (s.name == "work_captured_into_graphs") captured_work = s.value;
+    if (s.name == "graph_launches_not_recorded") unseen = s.value;
   }
-  EXPECT_EQ(captured_work, 2);
+  EXPECT_EQ(captured_work, 3);
+  EXPECT_EQ(unseen, 0) << "the graph launched into the capture ran nothing";
 }
 
 TEST(HookRecorderTest, PerThreadVariantRecordsThePerThreadDefaultStream) {
