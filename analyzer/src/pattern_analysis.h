@@ -204,6 +204,12 @@ class Analysis {
   // a pointer parameter, no device-function calls, and every pointer it accesses resolved to an allocation (an
   // access through anything else could reach another kernel's buffer unseen).
   void checkVisibility(size_t op, Verdict& v) const;
+  // checkVisibility() found nothing for this launch.
+  bool seesInto(size_t op) const {
+    Verdict v;
+    checkVisibility(op, v);
+    return v.legality == Legality::kProven;
+  }
 
   // Thread-locality of every buffer two kernels of a vertical chain share with a write, for this occurrence's
   // argument values: no two different threads may touch a common byte with one of them writing.

@@ -224,11 +224,7 @@ void Analysis::findHorizontal(std::vector<Candidate>& out, SearchStats& stats) {
     // kept member's stream it would sit between two of them in stream order, with accesses nobody can see.
     if (g_.has_pointer_data) {
       std::vector<size_t> visible, hidden;
-      for (size_t op : group) {
-        Verdict v;
-        checkVisibility(op, v);
-        (v.legality == Legality::kProven ? visible : hidden).push_back(op);
-      }
+      for (size_t op : group) (seesInto(op) ? visible : hidden).push_back(op);
       const bool apart = std::none_of(hidden.begin(), hidden.end(), [&](size_t h) {
         return std::any_of(visible.begin(), visible.end(),
                            [&](size_t k) { return g_.ops[k].stream_id == g_.ops[h].stream_id; });

@@ -594,11 +594,8 @@ std::vector<Candidate> Analysis::judge(Candidate c) const {
     for (size_t op : first) streams.insert(g_.ops[op].stream_id);
     const std::string what = first.size() == 2 ? "" : std::to_string(first.size()) + " kernels ";
     // A member whose accesses the analysis cannot see (checkVisibility) may depend on another through them.
-    const bool hidden = g_.has_pointer_data && std::any_of(first.begin(), first.end(), [&](size_t op) {
-                          Verdict v;
-                          checkVisibility(op, v);
-                          return v.legality != Legality::kProven;
-                        });
+    const bool hidden =
+        g_.has_pointer_data && !std::all_of(first.begin(), first.end(), [&](size_t op) { return seesInto(op); });
     const std::string shown = hidden ? " that the trace shows" : "";
     if (g_.ops[first.front()].inGraph()) {
       common.reasons.push_back(what + "nodes of CUDA graph " + std::to_string(g_.ops[first.front()].graph_id) +
