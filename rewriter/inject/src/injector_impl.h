@@ -326,6 +326,7 @@ struct Injector::Impl {
   void noteHandle(CUmemGenericAllocationHandle handle);
   void noteMapping(uint64_t base, uint64_t size, CUmemGenericAllocationHandle handle, uint64_t offset);
   void forgetMappings(uint64_t base, uint64_t size);  // cuMemUnmap: every mapping inside the range
+  void untrack(uint64_t base);                        // the tracked allocation at `base`; caller holds allocations_mu
   // Caller holds allocations_mu (shared).
   bool trackedAllocation(uint64_t ptr, uint64_t& base, uint64_t& size) const;
   // The allocation holding `ptr`: from the tracked ones when the caller holds allocations_mu (shared), else or if

@@ -5,10 +5,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <shared_mutex>
-#include <unordered_map>
-#include <vector>
 
 #include "injector_impl.h"
 
@@ -502,11 +499,15 @@ void Injector::Impl::noteAllocation(uint64_t base, uint64_t size) {
   }
 }
 
+void Injector::Impl::untrack(uint64_t base) {
+  auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
+  if (it != allocations.end() && it->first == base) allocations.erase(it);
+}
+
 void Injector::Impl::forgetAllocation(uint64_t base) {
   std::unique_lock lock(allocations_mu);
   allocations_version.fetch_add(1, std::memory_order_release);
-  auto it = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(base, uint64_t{0}));
-  if (it != allocations.end() && it->first == base) allocations.erase(it);
+  untrack(base);
 }
 
 void Injector::Impl::noteHandle(CUmemGenericAllocationHandle handle) {
@@ -524,10 +525,7 @@ void Injector::Impl::noteMapping(uint64_t base, uint64_t size, CUmemGenericAlloc
 void Injector::Impl::forgetMappings(uint64_t base, uint64_t size) {
   std::unique_lock lock(allocations_mu);
   allocations_version.fetch_add(1, std::memory_order_release);
-  for (uint64_t gone : mappings.unmap(base, size)) {
-    auto tracked = std::lower_bound(allocations.begin(), allocations.end(), std::make_pair(gone, uint64_t{0}));
-    if (tracked != allocations.end() && tracked->first == gone) allocations.erase(tracked);
-  }
+  for (uint64_t gone : mappings.unmap(base, size)) untrack(gone);
 }
 
 bool Injector::Impl::trackedAllocation(uint64_t ptr, uint64_t& base, uint64_t& size) const {
