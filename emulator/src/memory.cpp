@@ -184,11 +184,8 @@ Status Memory::map(DevicePtr va, uint64_t bytes, Physical physical, uint64_t phy
   if (r == impl_->reserved.begin() || va < std::prev(r)->first ||
       va - std::prev(r)->first + bytes > std::prev(r)->second)
     return invalidArgument("mapping at " + hex(va) + " is not inside a reserved address range");
-  auto next = impl_->live.lower_bound(va);
-  if (next != impl_->live.end() && next->first < va + bytes)
-    return invalidArgument("mapping at " + hex(va) + " overlaps the mapping at " + hex(next->first));
-  if (next != impl_->live.begin() && std::prev(next)->first + std::prev(next)->second.size > va)
-    return invalidArgument("mapping at " + hex(va) + " overlaps the mapping at " + hex(std::prev(next)->first));
+  if (auto other = impl_->overlapping(va, va + bytes))
+    return invalidArgument("mapping at " + hex(va) + " overlaps the mapping at " + hex(*other));
   Impl::Alloc a;
   a.size = bytes;
   a.data = physical.get() + offset;
@@ -224,9 +221,7 @@ Status Memory::mapHost(void* p, uint64_t bytes) {
   std::unique_lock lock(impl_->mu);
   if (base < impl_->next && end > kGlobalBase)
     return invalidArgument("host range at " + hex(base) + " meets the emulator's device allocations");
-  auto next = impl_->live.lower_bound(base);
-  if ((next != impl_->live.end() && next->first < end) ||
-      (next != impl_->live.begin() && std::prev(next)->first + std::prev(next)->second.size > base))
+  if (impl_->overlapping(base, end))
     return invalidArgument("host range at " + hex(base) + " overlaps one already mapped");
   Impl::Alloc a;
   a.size = bytes;

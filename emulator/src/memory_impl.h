@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -66,6 +67,14 @@ struct Memory::Impl {
     --it;
     if (addr - it->base + len > it->size || addr < it->base) return nullptr;
     return &*it;
+  }
+  // The live range (allocation, mapping or host range) overlapping [base, end), if any: its base.
+  std::optional<uint64_t> overlapping(uint64_t base, uint64_t end) const {
+    auto after = live.lower_bound(base);
+    if (after != live.end() && after->first < end) return after->first;
+    if (after != live.begin() && std::prev(after)->first + std::prev(after)->second.size > base)
+      return std::prev(after)->first;
+    return std::nullopt;
   }
   // The first address from `next` on, aligned, where `bytes` (and a guard gap) meet no host range (mapHost).
   uint64_t place(uint64_t bytes, uint64_t align) const {

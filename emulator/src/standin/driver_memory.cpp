@@ -337,6 +337,13 @@ bool validDeviceProp(const CUmemAllocationProp* prop) {
 bool granular(uint64_t v) {
   return v % kVmmGranularity == 0;
 }
+// The mapping that contains `ptr`, or mappings.end(). Caller holds vmm().mu.
+auto mappingAt(CUdeviceptr ptr) {
+  auto& m = vmm().mappings;
+  auto it = m.upper_bound(ptr);
+  if (it == m.begin() || ptr >= std::prev(it)->first + std::prev(it)->second.first) return m.end();
+  return std::prev(it);
+}
 }  // namespace
 extern "C" {
 CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
@@ -424,9 +431,7 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
   // The emulated device always has access to what is mapped; every byte of the range must be mapped.
   std::lock_guard lock(vmm().mu);
   CUdeviceptr at = ptr;
-  auto it = vmm().mappings.upper_bound(ptr);
-  if (it == vmm().mappings.begin()) return CUDA_ERROR_INVALID_VALUE;
-  for (--it; at < ptr + size; ++it) {
+  for (auto it = mappingAt(ptr); at < ptr + size; ++it) {
     if (it == vmm().mappings.end() || it->first > at || it->first + it->second.first <= at)
       return CUDA_ERROR_INVALID_VALUE;
     at = it->first + it->second.first;
@@ -437,9 +442,7 @@ CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUmemLocation* 
   KF_REQUIRE_CTX();
   if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(vmm().mu);
-  auto it = vmm().mappings.upper_bound(ptr);
-  const bool mapped = it != vmm().mappings.begin() && ptr < std::prev(it)->first + std::prev(it)->second.first;
-  if (!mapped) return CUDA_ERROR_INVALID_VALUE;
+  if (mappingAt(ptr) == vmm().mappings.end()) return CUDA_ERROR_INVALID_VALUE;
   const bool device = location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0;
   *flags = device ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
   return CUDA_SUCCESS;
@@ -449,10 +452,9 @@ CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handl
   if (!handle) return CUDA_ERROR_INVALID_VALUE;
   const auto ptr = reinterpret_cast<CUdeviceptr>(addr);
   std::lock_guard lock(vmm().mu);
-  auto it = vmm().mappings.upper_bound(ptr);
-  if (it == vmm().mappings.begin() || ptr >= std::prev(it)->first + std::prev(it)->second.first)
-    return CUDA_ERROR_INVALID_VALUE;
-  auto h = vmm().handles.find(std::prev(it)->second.second);
+  const auto it = mappingAt(ptr);
+  if (it == vmm().mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto h = vmm().handles.find(it->second.second);
   if (h == vmm().handles.end()) return CUDA_ERROR_INVALID_VALUE;  // released: only the mapping holds the bytes
   ++h->second.refs;
   *handle = h->first;
