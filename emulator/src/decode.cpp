@@ -143,7 +143,7 @@ class FunctionDecoder final : public FnBuilder {
         case ptx::StatementKind::kBlockEnd:
           if (scopes_.size() > 1) scopes_.pop_back();
           break;
-        case ptx::StatementKind::kLabel: labels_[st.text] = int32_t(f_.code.size()); break;
+        case ptx::StatementKind::kLabel: labels_[*st.text] = int32_t(f_.code.size()); break;
         case ptx::StatementKind::kDirective: break;
         case ptx::StatementKind::kDeclaration: {
           Status s = declare(*st.decl);

@@ -151,8 +151,8 @@ Status decodeSetp(const Decoding& x) {
   bool nd = false;
   PRED(d->d0, ops[0], nd);
   d->d1 = 0xffff;
-  if (!ops[0].pair.empty()) {
-    ptx::Operand q = ptx::Operand::reg(ops[0].pair);
+  if (!ops[0].pair->empty()) {
+    ptx::Operand q = ptx::Operand::reg(*ops[0].pair);
     PRED(d->d1, q, nd);
   }
   VAL(d->a, ops[1], t);

@@ -127,9 +127,9 @@ Status decodeShfl(const Decoding& x) {
   if (d->aux8 == 9) return unsupportedInst(in);
   DST(d->d0, ops[0]);
   d->d1 = 0xffff;
-  if (!ops[0].pair.empty()) {
+  if (!ops[0].pair->empty()) {
     bool nd = false;
-    PRED(d->d1, ptx::Operand::reg(ops[0].pair), nd);
+    PRED(d->d1, ptx::Operand::reg(*ops[0].pair), nd);
   }
   VAL(d->a, ops[1], Ty::kB32);
   VAL(d->b, ops[2], Ty::kB32);
@@ -172,9 +172,9 @@ Status decodeMatch(const Decoding& x) {
   d->size = uint8_t(tySize(t));
   DST(d->d0, ops[0]);
   d->d1 = 0xffff;
-  if (!ops[0].pair.empty()) {
+  if (!ops[0].pair->empty()) {
     bool nd = false;
-    PRED(d->d1, ptx::Operand::reg(ops[0].pair), nd);
+    PRED(d->d1, ptx::Operand::reg(*ops[0].pair), nd);
   }
   VAL(d->a, ops[1], t);
   d->fn = &matchsync;

@@ -434,7 +434,7 @@ class GuardBuilder {
     const auto& o = in.operands;
     if (in.opcode == Opcode::kSetp && o.size() >= 3 && !in.modifiers.empty()) {
       if (o.size() >= 4) return {opaque(plain)};  // setp.CMP.BOOLOP with a third predicate operand
-      const bool neg = negate != (o[0].pair == p);
+      const bool neg = negate != (*o[0].pair == p);
       const bool is_int = isIntegerType(in);
       bool is_unsigned = false;
       const std::optional<CmpOp> op = comparison(in.modifiers[0].asMod(), is_int && neg, &is_unsigned);

@@ -56,7 +56,7 @@ void collectRegs(const Operand& o, std::vector<Name>* out) {
   switch (o.kind) {
     case OperandKind::kRegister:
       out->push_back(o.name);
-      if (!o.pair.empty()) out->push_back(o.pair);
+      if (!o.pair->empty()) out->push_back(*o.pair);
       break;
     case OperandKind::kAddress:
     case OperandKind::kVector:
@@ -115,13 +115,13 @@ Cfg Cfg::build(const Function& f) {
     if (leader[i]) {
       BasicBlock b;
       b.begin = i;
-      if (body[i].kind == StatementKind::kLabel) b.label = body[i].text;
+      if (body[i].kind == StatementKind::kLabel) b.label = *body[i].text;
       cfg.blocks_.push_back(std::move(b));
     }
     const int id = static_cast<int>(cfg.blocks_.size()) - 1;
     cfg.blocks_.back().end = i + 1;
     cfg.block_of_[i] = id;
-    if (body[i].kind == StatementKind::kLabel) label_block.emplace(body[i].text, id);
+    if (body[i].kind == StatementKind::kLabel) label_block.emplace(*body[i].text, id);
   }
   const int n = static_cast<int>(cfg.blocks_.size());
   auto addEdge = [&](int a, int b) {

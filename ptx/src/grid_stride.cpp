@@ -387,9 +387,9 @@ class Evaluator {
     auto result = compute(in, op, xs, stmt);
     if (!result) return;
     set(in.operands[0], *result, stmt, guard);
-    if (!in.operands[0].pair.empty()) {
+    if (!in.operands[0].pair->empty()) {
       auto c = opaque("~", {*result}, stmt);
-      if (c) set(Operand::reg(in.operands[0].pair), *c, stmt, guard);
+      if (c) set(Operand::reg(*in.operands[0].pair), *c, stmt, guard);
     }
   }
 

@@ -13,17 +13,22 @@
 // ParamInfluence::absolute lists it.
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
+#include <span>
 
+#include "kfuse/core/status.h"
 #include "kfuse/ptx/analysis.h"
+#include "kfuse/ptx/name_table.h"
 #include "kfuse/ptx/special_registers.h"
 
 namespace kfuse::ptx {
 namespace {
 
 using Bits = std::vector<uint64_t>;
+// One register's bits inside a table of all registers' (Influence::regs_, rel_, abs_), or a whole Bits.
+using Row = std::span<uint64_t>;
+using ConstRow = std::span<const uint64_t>;
 
-bool orInto(Bits& to, const Bits& from) {
+bool orInto(Row to, ConstRow from) {
   bool changed = false;
   for (size_t i = 0; i < to.size(); ++i) {
     const uint64_t v = to[i] | from[i];
@@ -70,6 +75,16 @@ class Influence {
     mem_abs_.assign(words_, 0);
     sink_.assign(words_, 0);
     abs_sink_.assign(words_, 0);
+    // Every register name is numbered up front, so the tables are sized once and a row stays where it is; a node
+    // and a vector per register per table took about 200 bytes per instruction of a huge kernel.
+    for (const Statement& s : f.body) {
+      if (s.kind != StatementKind::kInstruction) continue;
+      if (!s.inst.guard.empty()) names_.intern(s.inst.guard);
+      for (const Operand& o : s.inst.operands) internRegisters(o);
+    }
+    regs_.assign(names_.size() * words_, 0);
+    rel_ = regs_;
+    abs_ = regs_;
   }
 
   ParamInfluence run() {
@@ -100,14 +115,23 @@ class Influence {
   }
 
  private:
-  static bool test(const Bits& b, size_t i) { return (b[i / 64] >> (i % 64)) & 1; }
-  void set(Bits& b, size_t i) const { b[i / 64] |= uint64_t{1} << (i % 64); }
+  static bool test(ConstRow b, size_t i) { return (b[i / 64] >> (i % 64)) & 1; }
+  void set(Row b, size_t i) const { b[i / 64] |= uint64_t{1} << (i % 64); }
 
-  Bits& reg(std::string_view name) { return slot(regs_, name); }
-  Bits& slot(std::unordered_map<std::string_view, Bits>& map, std::string_view name) {
-    auto it = map.find(name);
-    if (it == map.end()) it = map.emplace(name, Bits(words_, 0)).first;
-    return it->second;
+  void internRegisters(const Operand& o) {
+    if (o.kind == OperandKind::kRegister) {
+      names_.intern(o.name);
+      if (!o.pair->empty()) names_.intern(*o.pair);
+    }
+    for (const Operand& e : o.elements) internRegisters(e);
+  }
+
+  Row reg(std::string_view name) { return slot(regs_, name); }
+  // `name`'s row of `table` (regs_, rel_ or abs_); every register was numbered by the constructor.
+  Row slot(std::vector<uint64_t>& table, std::string_view name) {
+    const int id = names_.find(name);
+    KFUSE_CHECK(id >= 0);
+    return Row(table).subspan(static_cast<size_t>(id) * words_, words_);
   }
 
   // The pointer layer of a source operand: parameters present as an address base (`rel`) or as a number (`abs`).
@@ -116,9 +140,9 @@ class Influence {
       case OperandKind::kRegister:
         orInto(rel, slot(rel_, o.name));
         orInto(abs, slot(abs_, o.name));
-        if (!o.pair.empty()) {
-          orInto(rel, slot(rel_, o.pair));
-          orInto(abs, slot(abs_, o.pair));
+        if (!o.pair->empty()) {
+          orInto(rel, slot(rel_, *o.pair));
+          orInto(abs, slot(abs_, *o.pair));
         }
         break;
       case OperandKind::kVector:
@@ -130,10 +154,10 @@ class Influence {
   }
 
   static bool isZero(const Operand& o) { return o.kind == OperandKind::kImmediate && o.intValue() == 0; }
-  static bool empty(const Bits& b) {
+  static bool empty(ConstRow b) {
     return std::all_of(b.begin(), b.end(), [](uint64_t w) { return w == 0; });
   }
-  static bool singleton(const Bits& b) {
+  static bool singleton(ConstRow b) {
     int n = 0;
     for (uint64_t w : b) n += __builtin_popcountll(w);
     return n == 1;
@@ -197,7 +221,7 @@ class Influence {
         } else {
           orInto(into, reg(o.name));
         }
-        if (!o.pair.empty()) orInto(into, reg(o.pair));
+        if (!o.pair->empty()) orInto(into, reg(*o.pair));
         break;
       case OperandKind::kSymbol:
         if (const int p = f_.paramIndex(o.name); p >= 0) set(into, static_cast<size_t>(p));
@@ -211,8 +235,8 @@ class Influence {
     }
   }
 
-  void sink(const Bits& b) { changed_ = orInto(sink_, b) || changed_; }
-  void sinkAbsolute(const Bits& b) { changed_ = orInto(abs_sink_, b) || changed_; }
+  void sink(ConstRow b) { changed_ = orInto(sink_, b) || changed_; }
+  void sinkAbsolute(ConstRow b) { changed_ = orInto(abs_sink_, b) || changed_; }
 
   void visit(const Instruction& in) {
     Bits src(words_, 0), rel(words_, 0), abs(words_, 0);
@@ -305,7 +329,8 @@ class Influence {
 
   const Function& f_;
   size_t words_ = 1, dyn_bit_ = 0;
-  std::unordered_map<std::string_view, Bits> regs_, rel_, abs_;
+  NameTable names_;
+  std::vector<uint64_t> regs_, rel_, abs_;  // words_ per register, by its number in names_
   Bits mem_, mem_abs_, sink_, abs_sink_;
   bool changed_ = false, reads_dyn_ = false;
   std::vector<std::string_view> defs_;

@@ -209,7 +209,7 @@ bool declaredIn(const std::vector<Scope>& scopes, const std::string& reg) {
 Status checkOperand(const Operand& o, const std::vector<Scope>& scopes, const SourceLoc& loc, const std::string& fn) {
   switch (o.kind) {
     case OperandKind::kRegister:
-      for (const std::string* r : {&o.name, &o.pair}) {
+      for (const std::string* r : {&o.name, &*o.pair}) {
         if (r->empty() || isSpecialRegister(*r)) continue;
         if (!declaredIn(scopes, *r)) return badFormat(where(loc, fn) + "register " + *r + " is not declared");
       }
@@ -237,8 +237,8 @@ Status verify(const Function& f) {
   }
   for (const auto& p : f.returns) scopes[0].names.insert(p.name);
   for (const auto& st : f.body) {
-    if (st.kind == StatementKind::kLabel && !labels.insert(st.text).second)
-      return badFormat(where(st.loc, f.name) + "duplicate label " + st.text);
+    if (st.kind == StatementKind::kLabel && !labels.insert(*st.text).second)
+      return badFormat(where(st.loc, f.name) + "duplicate label " + *st.text);
   }
   int depth = 0;
   for (const auto& st : f.body) {

@@ -210,7 +210,7 @@ std::optional<std::string> ValueNumbering::definitionValue(size_t def, std::stri
   const Operand& dest = in.operands[0];
   if (dest.kind != OperandKind::kRegister) return std::nullopt;
   // setp's second destination (`%p|%q`) holds the complement.
-  const std::string prefix = dest.name == reg ? "" : dest.pair == reg ? "~" : "?";
+  const std::string prefix = dest.name == reg ? "" : *dest.pair == reg ? "~" : "?";
   if (prefix == "?") return std::nullopt;
   const std::string opcode = in.fullOpcode();
   if (opcode.find(".cc") != std::string::npos) return std::nullopt;  // reads or writes the carry flag

@@ -8,9 +8,9 @@ void appendOperand(std::string& out, const Operand& o) {
   switch (o.kind) {
     case OperandKind::kRegister:
       out += o.name;
-      if (!o.pair.empty()) {
+      if (!o.pair->empty()) {
         out += '|';
-        out += o.pair;
+        out += *o.pair;
       }
       return;
     case OperandKind::kImmediate:
@@ -197,7 +197,7 @@ void appendFunction(std::string& out, const Function& f) {
   for (const auto& st : f.body) {
     switch (st.kind) {
       case StatementKind::kLabel:
-        out += st.text;
+        out += *st.text;
         out += ":\n";
         break;
       case StatementKind::kBlockBegin:
@@ -217,7 +217,7 @@ void appendFunction(std::string& out, const Function& f) {
         break;
       case StatementKind::kDirective:
         out.append(static_cast<size_t>(depth), '\t');
-        out += st.text;
+        out += *st.text;
         out += '\n';
         break;
       case StatementKind::kInstruction:

@@ -39,7 +39,7 @@ std::set<std::string> varyingRegisters(const Function& f) {
       std::vector<std::string> outs;
       if (dst.kind == OperandKind::kRegister) {
         outs.push_back(dst.name);
-        if (!dst.pair.empty()) outs.push_back(dst.pair);
+        if (!dst.pair->empty()) outs.push_back(*dst.pair);
       } else if (dst.kind == OperandKind::kVector) {
         for (const Operand& e : dst.elements) {
           if (e.kind == OperandKind::kRegister) outs.push_back(e.name);

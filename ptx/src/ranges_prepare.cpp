@@ -523,7 +523,7 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
       if (o.empty()) return;
       if (o[0].kind == OperandKind::kRegister) {
         d.dst = regOf(o[0].name);
-        if (!o[0].pair.empty()) d.clobbers.push_back(regOf(o[0].pair));
+        if (!o[0].pair->empty()) d.clobbers.push_back(regOf(*o[0].pair));
       } else if (o[0].kind == OperandKind::kVector) {
         for (const Operand& e : o[0].elements) {
           if (e.kind == OperandKind::kRegister) d.clobbers.push_back(regOf(e.name));
@@ -647,7 +647,7 @@ std::unique_ptr<BlockRanges> BlockRanges::prepare(const Function& f, const Cfg& 
         break;
       case Opcode::kSetp:
         d.op = Op::kSetp;
-        if (o.size() == 3 && o[0].pair.empty()) {
+        if (o.size() == 3 && o[0].pair->empty()) {
           d.a = src(o[1]);
           d.b = src(o[2]);
           d.cmp = cmpOf(in);

@@ -184,7 +184,7 @@ int removeBranchesToNext(std::vector<Statement>& body) {
     const std::string& target = s.inst.operands[0].name;
     bool next = false;
     for (size_t j = i + 1; j < body.size() && body[j].kind == StatementKind::kLabel && !next; ++j) {
-      next = body[j].text == target;
+      next = *body[j].text == target;
     }
     if (next) {
       body.erase(body.begin() + static_cast<std::ptrdiff_t>(i));
@@ -237,7 +237,7 @@ Expected<CleanupStats> cleanupFunction(ptx::Module& module, const std::string& n
   for (size_t i = 0; i < f->body.size(); ++i) {
     const Statement& s = f->body[i];
     if (s.kind == StatementKind::kLabel) {
-      drop[i] = !symbols.contains(s.text);
+      drop[i] = !symbols.contains(*s.text);
     } else if (s.kind == StatementKind::kDeclaration) {
       if (s.decl->space != ptx::StateSpace::kReg) {
         drop[i] = !symbols.contains(s.decl->name);

@@ -63,12 +63,12 @@ void renameReferences(Function& f, const std::map<std::string, std::string>& ren
   std::set<std::string> locals;
   for (const Statement& s : f.body) {
     if (s.kind == StatementKind::kDeclaration || s.kind == StatementKind::kLabel) {
-      locals.insert(s.kind == StatementKind::kLabel ? s.text : s.decl->name);
+      locals.insert(s.kind == StatementKind::kLabel ? *s.text : s.decl->name);
     }
   }
   for (const auto& p : f.params) locals.insert(p.name);
   for (Statement& s : f.body) {
-    if (s.kind == StatementKind::kDirective) s.text = renameInText(s.text, renames);
+    if (s.kind == StatementKind::kDirective) s.text = renameInText(*s.text, renames);
     if (s.kind != StatementKind::kInstruction) continue;
     detail::forEachOperand(s.inst, [&](Operand& o) {
       if (o.kind != OperandKind::kSymbol || locals.count(o.name)) return;
@@ -189,7 +189,7 @@ Expected<Module> mergeModules(const std::vector<Module>& modules, std::vector<Re
   // Line directives would point at .file entries that were dropped.
   for (Function& f : out.functions) {
     std::erase_if(f.body, [](const Statement& s) {
-      return s.kind == StatementKind::kDirective && (s.text.rfind(".loc", 0) == 0 || s.text.rfind(".file", 0) == 0);
+      return s.kind == StatementKind::kDirective && (s.text->rfind(".loc", 0) == 0 || s.text->rfind(".file", 0) == 0);
     });
   }
   KFUSE_RETURN_IF_ERROR(ptx::verify(out));

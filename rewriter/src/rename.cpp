@@ -46,13 +46,13 @@ std::string renamedVariable(std::string_view var, std::string_view tag) {
 
 BodyRenamer::BodyRenamer(const ptx::Function& f, const BodyRenaming& r) : r_(r) {
   for (const Statement& s : f.body) {
-    if (s.kind == StatementKind::kLabel) labels_.insert(s.text);
+    if (s.kind == StatementKind::kLabel) labels_.insert(*s.text);
     if (s.kind == StatementKind::kDeclaration && !isLocalRegister(s.decl->name)) variables_.insert(s.decl->name);
   }
 }
 
 bool BodyRenamer::dropped(const Statement& s) {
-  return s.kind == StatementKind::kDirective && (s.text.rfind(".loc", 0) == 0 || s.text.rfind(".file", 0) == 0);
+  return s.kind == StatementKind::kDirective && (s.text->rfind(".loc", 0) == 0 || s.text->rfind(".file", 0) == 0);
 }
 
 void BodyRenamer::renameName(std::string& name) const {
@@ -69,7 +69,7 @@ void BodyRenamer::renameName(std::string& name) const {
 
 void BodyRenamer::rename(Statement& c) const {
   switch (c.kind) {
-    case StatementKind::kLabel: c.text = renamedLabel(c.text, r_.tag); break;
+    case StatementKind::kLabel: c.text = renamedLabel(*c.text, r_.tag); break;
     case StatementKind::kDeclaration:
       if (isLocalRegister(c.decl->name)) {
         renameRegisterInPlace(c.decl.mut().name, r_.tag);
@@ -81,7 +81,7 @@ void BodyRenamer::rename(Statement& c) const {
       if (!c.inst.guard.empty() && isLocalRegister(c.inst.guard)) renameRegisterInPlace(c.inst.guard, r_.tag);
       forEachOperand(c.inst, [&](Operand& o) {
         if (o.kind == OperandKind::kRegister || o.kind == OperandKind::kSymbol) renameName(o.name);
-        if (!o.pair.empty() && isLocalRegister(o.pair)) renameRegisterInPlace(o.pair, r_.tag);
+        if (!o.pair->empty() && isLocalRegister(*o.pair)) renameRegisterInPlace(o.pair.mut(), r_.tag);
       });
       break;
     default: break;

@@ -36,44 +36,11 @@ enum class OperandKind : uint8_t {
   kSink,       // `_`
 };
 
-// Fields are ordered so that the two one-byte ones share a word: a kernel of a million instructions holds about
-// three million operands.
-struct Operand {
-  OperandKind kind = OperandKind::kImmediate;
-  bool negated = false;           // `!%p`
-  int64_t offset = 0;             // kAddress / kSymbol: constant byte offset added to the base
-  std::string name;               // register/symbol name or immediate text
-  std::string pair;               // second register of a `%p|%q` destination pair, else empty
-  std::vector<Operand> elements;  // kAddress (base first), kVector, kList
-
-  static Operand reg(std::string n) {
-    Operand o;
-    o.kind = OperandKind::kRegister;
-    o.name = std::move(n);
-    return o;
-  }
-  static Operand imm(std::string t) {
-    Operand o;
-    o.kind = OperandKind::kImmediate;
-    o.name = std::move(t);
-    return o;
-  }
-  static Operand sym(std::string n) {
-    Operand o;
-    o.kind = OperandKind::kSymbol;
-    o.name = std::move(n);
-    return o;
-  }
-
-  bool isRegister() const { return kind == OperandKind::kRegister; }
-  // The integer value of a decimal/hex/octal integer immediate, if it is one.
-  std::optional<int64_t> intValue() const;
-};
-
 // A T held out of line, with value semantics: copying copies the T, moving moves the pointer. An empty one (the
 // default) reads as a default-constructed T; mut() creates the T to write it. For what few of a huge kernel's
 // statements carry: a Statement's VariableDecl (a declaration is a few statements of a function, an instruction the
-// rest; inline it made every statement about 190 bytes larger), an Instruction's spellings the enums do not model.
+// rest; inline it made every statement about 190 bytes larger), an Instruction's spellings the enums do not model,
+// the second register of an Operand's `%p|%q` pair (only setp writes one; inline it cost every operand 24 bytes).
 template <class T>
 class Indirect {
  public:
@@ -107,6 +74,40 @@ class Indirect {
     return kEmpty;
   }
   std::unique_ptr<T> p_;
+};
+
+// Fields are ordered so that the two one-byte ones share a word, and the rare pair is held out of line: a kernel
+// of a million instructions holds about three million operands.
+struct Operand {
+  OperandKind kind = OperandKind::kImmediate;
+  bool negated = false;           // `!%p`
+  int64_t offset = 0;             // kAddress / kSymbol: constant byte offset added to the base
+  std::string name;               // register/symbol name or immediate text
+  Indirect<std::string> pair;     // second register of a `%p|%q` destination pair (setp only), else empty
+  std::vector<Operand> elements;  // kAddress (base first), kVector, kList
+
+  static Operand reg(std::string n) {
+    Operand o;
+    o.kind = OperandKind::kRegister;
+    o.name = std::move(n);
+    return o;
+  }
+  static Operand imm(std::string t) {
+    Operand o;
+    o.kind = OperandKind::kImmediate;
+    o.name = std::move(t);
+    return o;
+  }
+  static Operand sym(std::string n) {
+    Operand o;
+    o.kind = OperandKind::kSymbol;
+    o.name = std::move(n);
+    return o;
+  }
+
+  bool isRegister() const { return kind == OperandKind::kRegister; }
+  // The integer value of a decimal/hex/octal integer immediate, if it is one.
+  std::optional<int64_t> intValue() const;
 };
 
 // One instruction, typed: the opcode, state space, data types and modifiers are enums (kfuse/ptx/opcodes.h)
@@ -191,7 +192,7 @@ struct Statement {
   StatementKind kind = StatementKind::kInstruction;
   Instruction inst;             // kInstruction
   Indirect<VariableDecl> decl;  // kDeclaration (read as `st.decl->name`)
-  std::string text;             // kLabel, kDirective
+  Indirect<std::string> text;   // kLabel, kDirective
   SourceLoc loc;
 };
 
