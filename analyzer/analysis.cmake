@@ -18,6 +18,7 @@ add_custom_target(kfuse_analyzer_test_ptx DEPENDS ${KFUSE_ANALYZER_TEST_PTX} ${K
 kfuse_add_gtest(kfuse_analysis_test SOURCES src/analysis_test.cpp src/cost/cost_model_test.cpp src/legality/thread_locality_test.cpp
   src/graph/byte_dependences_test.cpp
   src/legality/epilogue_test.cpp
+  src/legality/budgets_test.cpp
   LIBS kfuse::analyzer kfuse::core kfuse::ptx)
 if(TARGET kfuse_analysis_test)
   add_dependencies(kfuse_analysis_test kfuse_analyzer_test_ptx)

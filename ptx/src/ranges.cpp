@@ -342,6 +342,10 @@ void BlockRanges::Impl::step(const Decoded& d, State& st, const LaunchBinding& b
 BlockRanges::BlockRanges(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BlockRanges::~BlockRanges() = default;
 
+uint64_t BlockRanges::size() const {
+  return impl_->code.size() + static_cast<uint64_t>(impl_->registers);
+}
+
 std::vector<AccessRange> BlockRanges::evaluate(const LaunchBinding& binding, int budget) const {
   const Impl& m = *impl_;
   const std::vector<BasicBlock>& blocks = m.cfg.blocks();

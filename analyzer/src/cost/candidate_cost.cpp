@@ -81,9 +81,8 @@ Analysis::UseEstimate Analysis::useBytes(size_t op, const BufferUse& u, bool rea
   }
   const ParamFacts& p = k->params[static_cast<size_t>(u.param_index)];
   // An access in a loop runs an unknown number of times per thread: the extent, as for one not followed.
-  const bool loops = std::any_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
-    return a.offset_form && countsLoopSteps(*a.offset_form);
-  });
+  const bool loops =
+      std::any_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) { return a.loop_steps; });
   if (!fullyFollowed(p) || loops) return {by_extent.bytes, by_extent.source, /*followed=*/false, /*exact=*/false};
   const core::Launch& l = launch(op);
   const double threads = static_cast<double>(l.grid.count() * l.block.count());
@@ -132,7 +131,7 @@ const std::vector<Analysis::ParamTraffic>& Analysis::paramTraffic(size_t op) con
         break;
       }
       int64_t steps = 1;
-      if (countsLoopSteps(*a.offset_form)) {
+      if (a.loop_steps) {
         if (!ranges) ranges = launchRanges(*k, l);
         const std::optional<int64_t> e = iterationEstimate(*k, l, static_cast<int>(i), a, values, *ranges);
         t.known = e.has_value();
@@ -142,7 +141,7 @@ const std::vector<Analysis::ParamTraffic>& Analysis::paramTraffic(size_t op) con
       const locality::Shape shape{l.grid, l.block, std::max<int64_t>(1, steps)};
       const std::optional<locality::LinearForm> f =
           t.known ? locality::bind(*a.offset_form, shape, values, &why) : std::nullopt;
-      if (!f && t.known && countsLoopSteps(*a.offset_form)) {
+      if (!f && t.known && a.loop_steps) {
         // The steps of two loops (a remainder loop after an unrolled one): once per thread, coalesced.
         const double once = threads * std::ceil(static_cast<double>(a.bytes) / sector) * sector / lanes;
         t.l1_bytes += once;

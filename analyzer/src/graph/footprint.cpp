@@ -92,7 +92,7 @@ struct StepCounts {
 
 std::optional<StepCounts> stepCounts(const KernelFacts& k, const core::Launch& l, int param, const ParamMemoryAccess& a,
                                      const locality::AtomValues& values, const std::vector<ptx::AccessRange>& ranges) {
-  if (!a.offset_form || !countsLoopSteps(*a.offset_form)) return StepCounts{};
+  if (!a.offset_form || !a.loop_steps) return StepCounts{};
   if (param < 0 || static_cast<size_t>(param) >= k.params.size() || a.bytes == 0) return std::nullopt;
   const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
   if (!pointer) return std::nullopt;
@@ -195,7 +195,7 @@ RelativeRange footprint(const KernelFacts* k, const core::Launch& l, int param, 
   if (p.source != AccessSource::kPtx) return whole;
   const bool affine =
       fullyFollowed(p) && std::all_of(p.accesses.begin(), p.accesses.end(), [](const ParamMemoryAccess& a) {
-        return a.offset_form.has_value() && a.bytes > 0 && !countsLoopSteps(*a.offset_form);
+        return a.offset_form.has_value() && a.bytes > 0 && !a.loop_steps;
       });
   // Addresses inside loops, or not affine in the thread indices: the interval analysis over every block.
   if (!affine) return loopFootprint(*k, l, param);

@@ -14,6 +14,7 @@
 #include "kfuse/ptx/loops.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/ranges.h"
+#include "legality/thread_locality.h"
 
 namespace kfuse::analyzer {
 
@@ -204,6 +205,7 @@ void fillFromPtx(const ptx::Function& f, ptx::FunctionAnalyses& fa, KernelFacts&
     a.guard = ma.guardText();
     a.line = ma.line;
     a.offset_form = ma.offset;
+    a.loop_steps = ma.offset && locality::countsLoopSteps(*ma.offset);
     a.guard_conditions = ma.guard;
     a.guard_exact = ma.guard_exact;
     a.in_loop = ma.in_loop;
@@ -302,6 +304,10 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
   std::map<const ptx::Function*, std::unique_ptr<ptx::FunctionAnalyses>> analyses;
   std::map<core::Id, const core::Module*> modules;
   for (const core::Module& m : trace.modules) modules[m.id] = &m;
+  // A function's analyses are dropped after the last row that names it: a huge kernel's take about as much memory
+  // as its IR, and a trace of several such kernels would otherwise hold them all at once.
+  std::map<std::string_view, size_t> rows_left;
+  for (const core::KernelFunction& fn : trace.functions) ++rows_left[fn.mangled_name];
 
   for (const core::KernelFunction& fn : trace.functions) {
     KernelFacts k;
@@ -362,6 +368,7 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
           auto& fa = analyses[f];
           if (!fa) fa = std::make_unique<ptx::FunctionAnalyses>(&m, *f);
           fillFromPtx(*f, *fa, k, &element);
+          if (rows_left[fn.mangled_name] == 1) analyses.erase(f);
           element_module = &m;
           k.ptx_problem.clear();
           break;
@@ -385,6 +392,7 @@ KernelCatalog KernelCatalog::build(const core::Trace& trace) {
       k.element_view = std::make_shared<const KernelFacts::ElementView>(std::move(element));
     }
     catalog.facts_[fn.id] = std::move(k);
+    --rows_left[fn.mangled_name];
   }
   return catalog;
 }

@@ -116,6 +116,23 @@ Result check(const KernelFacts& producer, const core::Launch& lp, const KernelFa
             std::to_string(kMaxBlocks) + ")";
     return r;
   }
+  // Both bounds are checked before any block is evaluated: a check past them would be all cost and no answer.
+  const uint64_t size = producer.block_ranges->size() + consumer.block_ranges->size();
+  const uint64_t accesses = producer.block_accesses.size() + consumer.block_accesses.size();
+  if (size > kMaxWork / blocks) {
+    r.legality = Legality::kLikely;
+    r.why = "block-level fusion not checked: " + std::to_string(blocks) + " blocks x " + std::to_string(size) +
+            " statements and registers of the two kernels is more work than the check's budget of " +
+            std::to_string(kMaxWork) + " (each block is an interval analysis of both kernels)";
+    return r;
+  }
+  if (accesses > kMaxIntervals / blocks) {
+    r.legality = Legality::kLikely;
+    r.why = "block-level fusion not checked: " + std::to_string(blocks) + " blocks x " + std::to_string(accesses) +
+            " global accesses of the two kernels are more byte ranges than the " + std::to_string(kMaxIntervals) +
+            " the check keeps";
+    return r;
+  }
   ptx::LaunchBinding bp = binding(producer, lp), bc = binding(consumer, lc);
   std::vector<Interval> pw, pr, cw, cr;
   for (uint64_t b = 0; b < blocks; ++b) {

@@ -26,6 +26,13 @@ namespace kfuse::analyzer::block_level {
 
 // Blocks a check evaluates at most (each block is an interval analysis of both kernels).
 inline constexpr uint64_t kMaxBlocks = 16384;
+// Work a check does at most: blocks x (statements + registers) of both kernels (ptx::BlockRanges::size), at about
+// 75 ns a unit some two and a half seconds (16,384 blocks of two kernels of 1,000 statements and registers each
+// fit). A 1M-instruction kernel launched in 4,096 blocks would otherwise take hours.
+inline constexpr uint64_t kMaxWork = uint64_t{32} << 20;
+// Byte intervals a check keeps at most: blocks x global accesses of both kernels (24 bytes each, twice over for
+// the index of the producer's).
+inline constexpr uint64_t kMaxIntervals = uint64_t{4} << 20;
 
 struct Result {
   Legality legality = Legality::kBlocked;

@@ -167,7 +167,7 @@ Result check(const Part& producer, const std::vector<Part>& consumers) {
                                                 "thread index (" +
                                                 line(a) + "): it may read other elements");
         }
-        if (countsLoopSteps(*a.offset_form)) {
+        if (a.loop_steps) {
           return refuse(Legality::kBlocked, ck.name + " accesses " + xs + " inside a loop (" + line(a) +
                                                 "): a consumer thread steps through several elements, where "
                                                 "consumer thread e must touch only element e");

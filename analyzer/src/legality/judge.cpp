@@ -141,6 +141,15 @@ void Analysis::checkPair(size_t a, size_t b, Verdict& v) const {
         v.weaken(Legality::kLikely, "an address into " + buf + " is not affine in thread/block indices: not proven");
         continue;
       }
+      // Every pair is bound and compared: two kernels of tens of thousands of accesses each to one buffer would take
+      // hours, so past a budget the buffer is left unproven (never proven unchecked).
+      if (const uint64_t pairs = uint64_t{pa.accesses.size()} * pb.accesses.size(); pairs > locality::kMaxAccessPairs) {
+        v.weaken(Legality::kLikely, buf + ": " + std::to_string(pa.accesses.size()) + " accesses in " + ka->name +
+                                        " x " + std::to_string(pb.accesses.size()) + " in " + kb->name +
+                                        " are more pairs than the " + std::to_string(locality::kMaxAccessPairs) +
+                                        " a thread-locality check compares: not proven");
+        continue;
+      }
       if (!va) va = atomValues(a);
       if (!vb) vb = atomValues(b);
       // Accesses in a loop (a grid-stride or row loop's induction variable) count its steps: the interval
@@ -148,7 +157,7 @@ void Analysis::checkPair(size_t a, size_t b, Verdict& v) const {
       std::optional<std::vector<ptx::AccessRange>> ranges_a, ranges_b;
       auto steps = [](const KernelFacts& k, const core::Launch& l, int param, const ParamMemoryAccess& m,
                       const locality::AtomValues& values, std::optional<std::vector<ptx::AccessRange>>& ranges) {
-        if (!countsLoopSteps(*m.offset_form)) return std::optional<int64_t>(1);
+        if (!m.loop_steps) return std::optional<int64_t>(1);
         if (!ranges) ranges = launchRanges(k, l);
         return iterationBound(k, l, param, m, values, *ranges);
       };
@@ -161,7 +170,7 @@ void Analysis::checkPair(size_t a, size_t b, Verdict& v) const {
           if (!ma.is_write && !mb.is_write) continue;
           const std::string where = " (" + ka->name + " line " + std::to_string(ma.line) + ", " + kb->name + " line " +
                                     std::to_string(mb.line) + ")";
-          const bool loops = countsLoopSteps(*ma.offset_form) || countsLoopSteps(*mb.offset_form);
+          const bool loops = ma.loop_steps || mb.loop_steps;
           const auto sa = steps(*ka, la, ua.param_index, ma, *va, ranges_a);
           const auto sb = steps(*kb, lb, ub.param_index, mb, *vb, ranges_b);
           if (!sa || !sb) {

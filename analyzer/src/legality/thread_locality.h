@@ -83,6 +83,10 @@ bool contains(const Domain& d, const Thread& t);
 // and for constraints on independent variables); nullopt when no thread is in `d`.
 std::optional<std::pair<int64_t, int64_t>> range(const LinearForm& f, const Domain& d, const Shape& shape);
 
+// Access pairs (one access of each kernel to a shared buffer) a thread-locality check binds and compares at most;
+// each takes a few microseconds, so this is about half a second. Past it the buffer is left unproven.
+inline constexpr uint64_t kMaxAccessPairs = uint64_t{1} << 17;
+
 // Whether `form` counts the steps of a loop (an atom with ptx::kIterationPrefix: a grid-stride or row loop's
 // induction variable).
 bool countsLoopSteps(const ptx::AffineExpr& form);

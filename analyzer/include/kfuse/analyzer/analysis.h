@@ -55,6 +55,7 @@ struct ParamMemoryAccess {
   std::vector<ptx::GuardCondition> guard_conditions;  // the guard's conjuncts as structure, where understood
   bool guard_exact = false;                           // the guard is also sufficient (ptx::MemoryAccess::guard_exact)
   bool in_loop = false;                               // the access may run more than once per thread
+  bool loop_steps = false;                            // offset_form counts a loop's steps (locality::countsLoopSteps)
   uint32_t vector = 1;  // elements of a vector access (.v2: 2, .v4: 4), each bytes / vector wide
 };
 

@@ -60,6 +60,9 @@ class BlockRanges {
   // The byte ranges of every access, in the order of `accesses`, for the block `binding.ctaid`. `budget`: block
   // visits of the fixpoint iteration before loops still growing are given up.
   std::vector<AccessRange> evaluate(const LaunchBinding& binding, int budget = 20000) const;
+  // What one evaluate() touches at least: the kernel's statements plus its registers (each reached basic block's
+  // state holds one interval per register). For callers that evaluate many blocks and bound their total work.
+  uint64_t size() const;
 
   struct Impl;
 
