@@ -1,8 +1,10 @@
 // Analyzer throughput: a 1,000,000-launch trace (the demo trace's elementwise chain replicated) analyzed end to
-// end. README quotes the median time and the process's peak resident memory (max_rss_mib counter).
+// end; the demo trace with huge kernels. README quotes the median time and the process's peak resident memory
+// (max_rss_mib counter).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include "huge_kernel.h"
 #include "kfuse/analyzer/analysis.h"
 #include "kfuse/core/trace_json.h"
 
@@ -81,6 +83,46 @@ void BM_AnalyzeOneKernelManyFunctionRows(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_AnalyzeOneKernelManyFunctionRows)->Arg(50'001)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The demo trace with scale and relu replaced by SYNTHETIC straight-line kernels of N instructions each (relu reads
+// and writes what scale wrote, 200 launches of 4,096 blocks): every analysis pass on two huge kernels sharing a
+// buffer, which once held quadratic steps (thread locality compared every access pair; the block-level check ran
+// the interval analysis once per block).
+void BM_AnalyzeTwoHugeKernels(benchmark::State& state) {
+  auto demo = core::readTraceJsonFile(KFUSE_SOURCE_DIR "/examples/traces/demo_chain.json");
+  if (!demo) std::abort();
+  analyzer::ImportResult r;
+  r.format = "kfuse";
+  r.trace = *demo;
+  core::Module& m = r.trace.modules.front();
+  std::string ptx(m.image.begin(), m.image.end());
+  const std::pair<const char*, std::vector<std::string>> kernels[] = {
+      {"_Z5scalePKfPffi", {".u64", ".u64", ".f32", ".u32"}}, {"_Z4reluPKfPfi", {".u64", ".u64", ".u32"}}};
+  for (const auto& [name, types] : kernels) {
+    const size_t start = ptx.find(std::string(".visible .entry ") + name);
+    const size_t end = ptx.find("\n}\n", start);
+    if (start == std::string::npos || end == std::string::npos) std::abort();
+    ptx.replace(start, end + 3 - start, bench::hugeKernelEntry(name, types, types.size() - 1, state.range(0)));
+  }
+  m.image.assign(ptx.begin(), ptx.end());
+  m.hash = core::sha256Hex(m.image);
+  for (auto _ : state) {
+    auto report = analyzer::analyze(r, "huge-kernels", {});
+    if (!report) state.SkipWithError(report.status().message().c_str());
+    benchmark::DoNotOptimize(report);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["max_rss_mib"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AnalyzeTwoHugeKernels)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace
 

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "huge_kernel.h"
 #include "kfuse/ptx/analysis.h"
 #include "kfuse/ptx/parser.h"
 #include "kfuse/ptx/printer.h"
 #include "kfuse/ptx/ranges.h"
 
 namespace {
+
+using kfuse::bench::hugeKernel;
 
 std::vector<std::string> loadCorpus() {
   std::vector<std::string> out;
@@ -160,43 +163,6 @@ void BM_AnalyzeManyBlocks(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_AnalyzeManyBlocks)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
-
-// A kernel of N instructions as bench/make_large_ptx.py writes it (straight line, nvcc's SSA-like registers): 16
-// instructions per group, two global loads, float arithmetic and a store.
-std::string hugeKernel(int64_t n) {
-  const int64_t groups = std::max<int64_t>(1, n / 16);
-  std::string text =
-      ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry huge(.param .u64 huge_param_0, "
-      ".param .u64 huge_param_1, .param .u32 huge_param_2)\n{\n";
-  text.append("\t.reg .pred %p<").append(std::to_string(groups + 2)).append(">;\n\t.reg .f32 %f<");
-  text.append(std::to_string(6 * groups + 2)).append(">;\n\t.reg .b32 %r<").append(std::to_string(5 * groups + 8));
-  text.append(">;\n\t.reg .b64 %rd<").append(std::to_string(3 * groups + 8)).append(">;\n");
-  text.append(
-      "\tld.param.u64 %rd1, [huge_param_0];\n\tld.param.u64 %rd2, [huge_param_1];\n\tld.param.u32 %r1, "
-      "[huge_param_2];\n"
-      "\tcvta.to.global.u64 %rd3, %rd1;\n\tcvta.to.global.u64 %rd4, %rd2;\n\tmov.u32 %r2, %ctaid.x;\n"
-      "\tmov.u32 %r3, %ntid.x;\n\tmov.u32 %r4, %tid.x;\n\tmad.lo.s32 %r5, %r2, %r3, %r4;\n");
-  for (int64_t k = 0; k < groups; ++k) {
-    const std::string r = std::to_string(6 + 5 * k), r1 = std::to_string(7 + 5 * k), r2 = std::to_string(8 + 5 * k);
-    const std::string r3 = std::to_string(9 + 5 * k), r4 = std::to_string(10 + 5 * k), p = std::to_string(1 + k);
-    const int64_t f = 6 * k, rd = 5 + 3 * k;
-    auto F = [&](int i) { return "%f" + std::to_string(f + i); };
-    auto RD = [&](int i) { return "%rd" + std::to_string(rd + i); };
-    text.append("\tadd.s32 %r" + r + ", %r5, " + std::to_string(k) + ";\n\tsetp.ge.s32 %p" + p + ", %r" + r +
-                ", %r1;\n");
-    text.append("\tselp.b32 %r" + r4 + ", 1, 0, %p" + p + ";\n\tmul.wide.s32 " + RD(0) + ", %r" + r + ", 4;\n");
-    text.append("\tadd.s64 " + RD(1) + ", %rd3, " + RD(0) + ";\n\tld.global.nc.f32 " + F(0) + ", [" + RD(1) + "];\n");
-    text.append("\tld.global.nc.f32 " + F(1) + ", [" + RD(1) + "+4];\n\tfma.rn.f32 " + F(2) + ", " + F(0) +
-                ", 0f3F000000, " + F(1) + ";\n");
-    text.append("\tmul.f32 " + F(3) + ", " + F(2) + ", " + F(2) + ";\n\tadd.f32 " + F(4) + ", " + F(3) +
-                ", 0f3F800000;\n\tmax.f32 " + F(5) + ", " + F(4) + ", 0f00000000;\n");
-    text.append("\tadd.s64 " + RD(2) + ", %rd4, " + RD(0) + ";\n\tst.global.f32 [" + RD(2) + "], " + F(5) + ";\n");
-    text.append("\tadd.s32 %r" + r1 + ", %r" + r + ", %r3;\n\tmov.b32 %r" + r2 + ", " + F(5) + ";\n\txor.b32 %r" + r3 +
-                ", %r" + r2 + ", %r" + r1 + ";\n");
-  }
-  text.append("\tret;\n}\n");
-  return text;
-}
 
 double heapMiB() {
   const struct mallinfo2 m = mallinfo2();
