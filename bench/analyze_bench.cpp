@@ -12,13 +12,19 @@ namespace {
 
 using namespace kfuse;
 
-analyzer::ImportResult replicate(size_t launches) {
+// The demo trace (examples/traces/demo_chain.json), as an input to analyze().
+analyzer::ImportResult demoInput() {
   auto demo = core::readTraceJsonFile(KFUSE_SOURCE_DIR "/examples/traces/demo_chain.json");
   if (!demo) std::abort();
   analyzer::ImportResult r;
   r.format = "kfuse";
-  r.trace = *demo;
-  const std::vector<core::Launch> base = demo->launches;
+  r.trace = std::move(*demo);
+  return r;
+}
+
+analyzer::ImportResult replicate(size_t launches) {
+  analyzer::ImportResult r = demoInput();
+  const std::vector<core::Launch> base = r.trace.launches;
   r.trace.launches.clear();
   r.trace.launches.reserve(launches);
   const int64_t period = base.back().gpu_end_ns - base.front().api_start_ns + 10'000;
@@ -64,11 +70,7 @@ BENCHMARK(BM_AnalyzeMillionLaunches)->Arg(1'000'000)->Unit(benchmark::kSecond)->
 // The demo trace with its first kernel's function row repeated N times (a damaged or hostile trace): the kernel
 // catalog analyses each distinct PTX function once, however many rows name it.
 void BM_AnalyzeOneKernelManyFunctionRows(benchmark::State& state) {
-  auto demo = core::readTraceJsonFile(KFUSE_SOURCE_DIR "/examples/traces/demo_chain.json");
-  if (!demo) std::abort();
-  analyzer::ImportResult r;
-  r.format = "kfuse";
-  r.trace = *demo;
+  analyzer::ImportResult r = demoInput();
   const core::KernelFunction first = r.trace.functions.front();
   for (int64_t i = 0; i < state.range(0); ++i) {
     core::KernelFunction f = first;
@@ -89,11 +91,7 @@ BENCHMARK(BM_AnalyzeOneKernelManyFunctionRows)->Arg(50'001)->Unit(benchmark::kMi
 // buffer, which once held quadratic steps (thread locality compared every access pair; the block-level check ran
 // the interval analysis once per block).
 void BM_AnalyzeTwoHugeKernels(benchmark::State& state) {
-  auto demo = core::readTraceJsonFile(KFUSE_SOURCE_DIR "/examples/traces/demo_chain.json");
-  if (!demo) std::abort();
-  analyzer::ImportResult r;
-  r.format = "kfuse";
-  r.trace = *demo;
+  analyzer::ImportResult r = demoInput();
   core::Module& m = r.trace.modules.front();
   std::string ptx(m.image.begin(), m.image.end());
   const std::pair<const char*, std::vector<std::string>> kernels[] = {
