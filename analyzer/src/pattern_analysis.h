@@ -301,6 +301,8 @@ class Analysis {
   std::unordered_map<core::Id, const core::Allocation*> allocs_;
   std::unordered_map<core::Id, std::vector<const core::Metric*>> metrics_;
   mutable std::unordered_map<std::string, std::vector<ParamTraffic>> traffic_cache_;  // paramTraffic's
+  // Launch threads the element maps of epilogue and prologue checks enumerated so far (elementMap in judge.cpp).
+  mutable uint64_t element_map_threads_ = 0;
   mutable std::vector<const std::vector<ParamTraffic>*> traffic_of_op_;  // the same, by op (nullptr: not yet)
   bool shapes_may_be_unknown_ = false;
 };

@@ -52,7 +52,8 @@ struct Result {
 
 // `consumers` share one launch shape (the search guarantees it). Thread locality among the consumers is the
 // caller's (the thread-local rules), as is visibility (PTX present, no unattributed accesses).
-Result check(const Part& producer, const std::vector<Part>& consumers);
+// `enumerated`, when given, is set to the threads the check enumerates (0 when it decides before enumerating).
+Result check(const Part& producer, const std::vector<Part>& consumers, uint64_t* enumerated = nullptr);
 
 // The producer's one store to the intermediate (`xs` names it) through its parameter `pp`, as both element-remapped
 // kinds need it (epilogue and prologue): every access followed, one store, not atomic, outside any loop, affine, of

@@ -9,6 +9,31 @@
 #include "pattern_analysis.h"
 
 namespace kfuse::analyzer {
+namespace {
+
+// Element maps (epilogue.h, prologue.h) enumerate their launches' threads, up to 16M per launch, once per distinct
+// tuple of argument values (a candidate may have a thousand): a damaged or hostile trace could keep one analysis
+// at it for hours. Over one analysis they enumerate at most this many threads (some seconds); the checks after
+// that are not made (likely, saying so).
+constexpr uint64_t kMaxElementMapThreads = uint64_t{1} << 28;
+
+// Runs `check(&enumerated)` (an epilogue::check or prologue::check) within the analysis's budget `spent`.
+template <class R, class Check>
+R elementMap(uint64_t& spent, Check&& check) {
+  if (spent >= kMaxElementMapThreads) {
+    R r;
+    r.legality = Legality::kLikely;
+    r.why = "not checked: this analysis has spent its budget of " + std::to_string(kMaxElementMapThreads) +
+            " launch threads enumerated for element maps (epilogue and prologue checks) on earlier occurrences";
+    return r;
+  }
+  uint64_t enumerated = 0;
+  R r = check(&enumerated);
+  spent += enumerated;
+  return r;
+}
+
+}  // namespace
 
 locality::AtomValues Analysis::atomValues(size_t op) const {
   const core::Launch& l = launch(op);
@@ -281,7 +306,8 @@ void Analysis::checkSameShapePrologue(const std::vector<size_t>& occ, bool visib
     v.reasons.push_back("prologue fusion does not apply: " + why);
     return;
   }
-  const prologue::Result r = prologue::check(parts[0], parts[1]);
+  const prologue::Result r = elementMap<prologue::Result>(
+      element_map_threads_, [&](uint64_t* n) { return prologue::check(parts[0], parts[1], n); });
   if (r.legality != Legality::kProven) {
     v.reasons.push_back("prologue fusion does not apply: " + r.why);
     return;
@@ -361,8 +387,11 @@ void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v, bool pr
       consumer_grid = grid;
     }
   }
-  const epilogue::Result r = consumers_why.empty() ? epilogue::check(producer, consumers)
-                                                   : epilogue::Result{Legality::kBlocked, consumers_why};
+  const epilogue::Result r =
+      consumers_why.empty()
+          ? elementMap<epilogue::Result>(element_map_threads_,
+                                         [&](uint64_t* n) { return epilogue::check(producer, consumers, n); })
+          : epilogue::Result{Legality::kBlocked, consumers_why};
   auto proven = [&](const epilogue::Result& e, uint32_t producer_grid, const epilogue::Part& producer_view) {
     v.reasons.push_back(e.why);
     v.epilogue = EpilogueMap{e.producer_param, e.consumer + 1, e.consumer_param, e.consumer_offset, e.element_bytes, 1,
@@ -379,7 +408,8 @@ void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v, bool pr
     epilogue::Part view = producer;
     uint32_t producer_grid = 0;
     if (elementWise(view, producer_grid).empty() && producer_grid != 0) {
-      const epilogue::Result rv = epilogue::check(view, consumers);
+      const epilogue::Result rv = elementMap<epilogue::Result>(
+          element_map_threads_, [&](uint64_t* n) { return epilogue::check(view, consumers, n); });
       if (rv.legality == Legality::kProven) return proven(rv, producer_grid, view);
     }
   }
@@ -387,8 +417,11 @@ void Analysis::checkEpilogue(const std::vector<size_t>& occ, Verdict& v, bool pr
   if (parts.size() == 1 && prologue_fallback) {
     uint32_t producer_grid = 0;
     std::string producer_why = elementWise(producer, producer_grid);
-    const prologue::Result pr = producer_why.empty() ? prologue::check(producer, parts.front())
-                                                     : prologue::Result{Legality::kBlocked, producer_why};
+    const prologue::Result pr =
+        producer_why.empty()
+            ? elementMap<prologue::Result>(element_map_threads_,
+                                           [&](uint64_t* n) { return prologue::check(producer, parts.front(), n); })
+            : prologue::Result{Legality::kBlocked, producer_why};
     if (pr.legality == Legality::kProven) {
       v.reasons.push_back(pr.why);
       v.reasons.push_back("epilogue fusion does not apply: " + r.why);

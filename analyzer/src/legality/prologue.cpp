@@ -39,7 +39,8 @@ std::string bufferText(const BufferUse& u) {
 
 }  // namespace
 
-Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
+Result check(const epilogue::Part& producer, const epilogue::Part& consumer, uint64_t* enumerated) {
+  if (enumerated) *enumerated = 0;
   const KernelFacts& pk = *producer.facts;
   const KernelFacts& ck = *consumer.facts;
   const std::string not_elementwise = ": only an element-wise producer can be recomputed at the consumer's loads";
@@ -189,6 +190,7 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer) {
   uint64_t count = 0;
   const uint32_t ntid = producer.shape.block.x;
   for (uint64_t p = 0; p < np; ++p) {
+    if (enumerated) *enumerated = p + 1;  // the threads visited, for the caller's budget
     const locality::Thread t{static_cast<int64_t>(p % ntid), 0, 0, static_cast<int64_t>(p / ntid), 0, 0};
     const bool written = locality::contains(pdomain, t);
     count += written ? lanes : 0;

@@ -41,6 +41,7 @@ struct Result {
 };
 
 // Visibility (PTX present, no unattributed accesses) is the caller's.
-Result check(const epilogue::Part& producer, const epilogue::Part& consumer);
+// `enumerated`, when given, is set to the threads the check enumerates (0 when it decides before enumerating).
+Result check(const epilogue::Part& producer, const epilogue::Part& consumer, uint64_t* enumerated = nullptr);
 
 }  // namespace kfuse::analyzer::prologue
