@@ -706,6 +706,18 @@ Expected<ValidationResult> validatePlan(const Plan& plan, const std::string& pla
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
   };
+  // A kernel the backend refuses every launch of fails each run the same way: said before any run allocates the
+  // plan's buffers (gigabytes, for a huge kernel's plan that the emulator's register limit then refuses).
+  for (size_t k = 0; k < loaded.originals.size() && k < plan.kernels.size(); ++k) {
+    if (loaded.originals[k].cannot_run.empty()) continue;
+    result.failure = "no run could compare anything: the original " + plan.kernels[k].mangled_name +
+                     " cannot run here: " + loaded.originals[k].cannot_run;
+    return finish(false);
+  }
+  if (!loaded.fused.cannot_run.empty()) {
+    result.failure = "the fused kernel " + plan.fused.name + " cannot run here: " + loaded.fused.cannot_run;
+    return finish(false);
+  }
   for (size_t s = 0; s < plan.argument_sets.size(); ++s) {
     const ArgumentSet& set = plan.argument_sets[s];
     for (size_t t = 0; t < trials.size(); ++t) {

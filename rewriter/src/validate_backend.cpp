@@ -43,6 +43,7 @@ class EmulatorBackend final : public ValidationBackend {
     BackendKernel out;
     out.id = static_cast<int>(kernels_.size() - 1);
     for (const emulator::ParamInfo& p : k->info().params) out.param_sizes.push_back(p.size);
+    if (!k->loadStatus().ok()) out.cannot_run = k->loadStatus().message();
     return out;
   }
 

@@ -27,6 +27,9 @@ struct BackendKernel {
   // Byte size of each declared parameter, when the backend can tell (the emulator always can; the driver from
   // CUDA 12.4 on). Empty when unknown.
   std::vector<uint32_t> param_sizes;
+  // Why the backend will refuse every launch of it (the emulator's decoder: an instruction it cannot run, more
+  // registers than it has slots), "" when it may run.
+  std::string cannot_run;
 };
 
 class ValidationBackend {

@@ -112,6 +112,39 @@ TEST(Validate, FusedKernelThatFaultsFailsValidationWithTheEmulatorsMessage) {
   EXPECT_NE(r->failure.find("out-of-bounds"), std::string::npos) << r->failure;
 }
 
+// A kernel the emulator's decoder refuses (more registers than its 65,520 slots, as a huge kernel has) fails the
+// validation before any run, so the plan's buffers are never allocated.
+TEST(Validate, KernelsTheEmulatorCannotRunFailBeforeAnyRun) {
+  auto tooManyRegisters = [](const fs::path& file) {
+    std::string ptx = readFile(file);
+    const size_t body = ptx.find("{\n", ptx.find(".entry"));
+    ASSERT_NE(body, std::string::npos);
+    ptx.insert(body + 2, "\t.reg .b32 %big<59000>;\n\t.reg .b32 %more<10000>;\n");
+    writeFile(file, ptx);
+  };
+  fs::path dir = planDir("unrunnable_fused");
+  Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  tooManyRegisters(dir / "fused.ptx");
+  auto r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->passed);
+  EXPECT_EQ(r->runs, 0);
+  EXPECT_NE(r->failure.find("the fused kernel kfuse_scale_add cannot run here: "), std::string::npos) << r->failure;
+  EXPECT_NE(r->failure.find("too many registers"), std::string::npos) << r->failure;
+
+  dir = planDir("unrunnable_original");
+  plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
+  tooManyRegisters(dir / plan.kernels[0].ptx_file);
+  r = validatePlan(plan, dir.string(), emu());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->passed);
+  EXPECT_EQ(r->runs, 0);
+  EXPECT_NE(r->failure.find("no run could compare anything: the original " + plan.kernels[0].mangled_name +
+                            " cannot run here: "),
+            std::string::npos)
+      << r->failure;
+}
+
 TEST(Validate, TrialsOptionChoosesHowManyRunsPerArgumentSet) {
   fs::path dir = planDir("trials");
   Plan plan = testing::writeScaleAddPlanDir(dir, "scale_add_fused.ptx");
