@@ -92,7 +92,7 @@ struct StepCounts {
 
 std::optional<StepCounts> stepCounts(const KernelFacts& k, const core::Launch& l, int param, const ParamMemoryAccess& a,
                                      const locality::AtomValues& values, const std::vector<ptx::AccessRange>& ranges) {
-  if (!a.offset_form || !a.loop_steps) return StepCounts{};
+  if (!a.loop_steps) return StepCounts{};  // loop_steps implies an offset form
   if (param < 0 || static_cast<size_t>(param) >= k.params.size() || a.bytes == 0) return std::nullopt;
   const auto pointer = argumentValue(l, k.params[static_cast<size_t>(param)]);
   if (!pointer) return std::nullopt;

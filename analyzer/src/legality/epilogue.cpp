@@ -64,7 +64,9 @@ bool forEachThread(const locality::Shape& s, Fn&& fn) {
 }  // namespace
 
 Result check(const Part& producer, const std::vector<Part>& consumers, uint64_t* enumerated) {
-  if (enumerated) *enumerated = 0;
+  uint64_t unused = 0;
+  uint64_t& visited = enumerated ? *enumerated : unused;  // threads enumerated, for the caller's budget
+  visited = 0;
   const KernelFacts& pk = *producer.facts;
   if (consumers.empty()) return refuse(Legality::kBlocked, "an epilogue fusion needs a consumer");
   if (pk.grid_sync) return refuse(Legality::kBlocked, pk.name + " synchronizes the whole grid");
@@ -210,20 +212,12 @@ Result check(const Part& producer, const std::vector<Part>& consumers, uint64_t*
                                          "the " +
                                          std::to_string(kMaxThreads) + " the element map is checked for");
   }
-  // The threads visited from here on, for the caller's budget (written out on every return).
-  struct Tally {
-    uint64_t* out;
-    uint64_t n = 0;
-    ~Tally() {
-      if (out) *out = n;
-    }
-  } tally{enumerated};
   std::vector<char> written(nc, 0);
   std::string failure;
   uint64_t count = 0;
   const int64_t pbase = static_cast<int64_t>(pu->offset);
   forEachThread(producer.shape, [&](const locality::Thread& t) {
-    ++tally.n;
+    ++visited;
     if (!locality::contains(pdomain, t)) return true;
     const int64_t rel = pbase + locality::evaluate(*pform, t) - ref;
     if (rel % s != 0) {
@@ -261,7 +255,7 @@ Result check(const Part& producer, const std::vector<Part>& consumers, uint64_t*
         const locality::Domain d = locality::bindGuard(a.guard_conditions, c.shape, c.values);
         const uint32_t ntid = c.shape.block.x;
         for (uint64_t e = 0; e < nc; ++e) {
-          ++tally.n;
+          ++visited;
           if (written[e]) continue;
           const locality::Thread t{static_cast<int64_t>(e % ntid), 0, 0, static_cast<int64_t>(e / ntid), 0, 0};
           if (!locality::contains(d, t)) continue;

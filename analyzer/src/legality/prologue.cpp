@@ -40,7 +40,9 @@ std::string bufferText(const BufferUse& u) {
 }  // namespace
 
 Result check(const epilogue::Part& producer, const epilogue::Part& consumer, uint64_t* enumerated) {
-  if (enumerated) *enumerated = 0;
+  uint64_t unused = 0;
+  uint64_t& visited = enumerated ? *enumerated : unused;  // threads enumerated, for the caller's budget
+  visited = 0;
   const KernelFacts& pk = *producer.facts;
   const KernelFacts& ck = *consumer.facts;
   const std::string not_elementwise = ": only an element-wise producer can be recomputed at the consumer's loads";
@@ -190,7 +192,7 @@ Result check(const epilogue::Part& producer, const epilogue::Part& consumer, uin
   uint64_t count = 0;
   const uint32_t ntid = producer.shape.block.x;
   for (uint64_t p = 0; p < np; ++p) {
-    if (enumerated) *enumerated = p + 1;  // the threads visited, for the caller's budget
+    ++visited;
     const locality::Thread t{static_cast<int64_t>(p % ntid), 0, 0, static_cast<int64_t>(p / ntid), 0, 0};
     const bool written = locality::contains(pdomain, t);
     count += written ? lanes : 0;
